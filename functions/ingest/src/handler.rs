@@ -1,0 +1,151 @@
+//! The ingest Lambda's handler: maps an API Gateway HTTP API (payload 2.0) or Function URL event
+//! to the ingest command in `shared`, and its outcome back to an HTTP response, logging one
+//! structured line per request (source, event id, outcome, status, latency; never the secret,
+//! the signature header or the body).
+//!
+//! It takes `aws_lambda_events`' raw request type rather than `lambda_http`'s `Request`:
+//! `lambda_http` panics on a body flagged base64 that is not valid base64, and this function
+//! must answer every bad input with a JSON error instead.
+
+use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
+use aws_lambda_events::encodings::Body;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use lambda_runtime::LambdaEvent;
+use shared::clock::{Clock, SystemClock};
+use shared::config::{ConfigError, IngestConfig};
+use shared::ingest::{ErrorBody, IngestError, IngestRequest, Ingestor};
+use shared::store::dynamo::{client_for_hot_path, DynamoInbox};
+use shared::store::Inbox;
+use std::convert::Infallible;
+use std::time::Instant;
+
+/// The ingest service as deployed: DynamoDB and the system clock.
+pub type Service = Ingestor<DynamoInbox, SystemClock>;
+
+/// Builds the service once per cold start from the environment.
+pub async fn build() -> Result<Service, ConfigError> {
+    let sdk = aws_config::load_from_env().await;
+    let config = IngestConfig::from_env(&sdk).await?;
+    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
+    Ok(Ingestor::new(
+        config.sources,
+        store,
+        SystemClock,
+        config.max_body_bytes,
+        config.retention_days,
+    ))
+}
+
+/// The Lambda entry point: never fails the invocation, every outcome is an HTTP answer.
+pub async fn handle<S: Inbox, C: Clock>(
+    service: &Ingestor<S, C>,
+    event: LambdaEvent<ApiGatewayV2httpRequest>,
+) -> Result<ApiGatewayV2httpResponse, Infallible> {
+    Ok(respond(service, &event.payload).await)
+}
+
+/// The `{source}` of `/webhooks/{source}`: API Gateway's path parameter, else the raw path
+/// (Function URLs and `cargo lambda watch` have no path parameters).
+pub fn source_of(req: &ApiGatewayV2httpRequest) -> &str {
+    if let Some(s) = req.path_parameters.get("source") {
+        return s;
+    }
+    let path = req.raw_path.as_deref().unwrap_or_default();
+    match path.rfind("/webhooks/") {
+        Some(i) => path[i + "/webhooks/".len()..].trim_end_matches('/'),
+        None => "",
+    }
+}
+
+/// Handles one request and builds its response.
+pub async fn respond<S: Inbox, C: Clock>(
+    service: &Ingestor<S, C>,
+    req: &ApiGatewayV2httpRequest,
+) -> ApiGatewayV2httpResponse {
+    let started = Instant::now();
+    let source = source_of(req);
+    let request = IngestRequest {
+        method: req.request_context.http.method.as_str(),
+        source,
+        headers: &req.headers,
+        body: req.body.as_deref(),
+        body_is_base64: req.is_base64_encoded,
+    };
+    let result = service.ingest(request).await;
+    let latency_ms = started.elapsed().as_secs_f64() * 1e3;
+    match result {
+        Ok(ack) => {
+            tracing::info!(
+                source = %ack.key.source,
+                event_id = %ack.key.event_id,
+                event_type = ack.event_type.as_ref().map(|t| t.as_str()),
+                outcome = ack.outcome.as_str(),
+                body_differs = ack.body_differs,
+                status = 200,
+                latency_ms,
+                "webhook stored"
+            );
+            response(200, ack.to_json(), &[])
+        }
+        Err(err) => {
+            let status = err.status();
+            let source = if matches!(err, IngestError::UnknownSource(_) | IngestError::NoSource) {
+                ""
+            } else {
+                source
+            };
+            if status >= 500 {
+                // The cause chain goes to the log; the client gets the code and a fixed message.
+                tracing::error!(source, error = err.code(), status, latency_ms, cause = %cause_chain(&err), "webhook not stored");
+            } else {
+                tracing::info!(
+                    source,
+                    error = err.code(),
+                    status,
+                    latency_ms,
+                    "webhook refused"
+                );
+            }
+            response(status, err.body().to_json(), &err.headers())
+        }
+    }
+}
+
+/// `error: cause: cause …`, for logs.
+fn cause_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn response(
+    status: u16,
+    body: String,
+    extra: &[(&'static str, String)],
+) -> ApiGatewayV2httpResponse {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    for (name, value) in extra {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+    let mut resp = ApiGatewayV2httpResponse::default();
+    resp.status_code = i64::from(status);
+    resp.headers = headers;
+    resp.body = Some(Body::Text(body));
+    resp
+}
+
+/// The answer to a failure outside the ingest command (kept opaque).
+pub fn internal_error() -> ApiGatewayV2httpResponse {
+    response(500, ErrorBody::internal().to_json(), &[])
+}

@@ -1,0 +1,444 @@
+//! Configuration: which sources exist, how each is verified and identified, and their secrets.
+//!
+//! Sources come from the `WEBHOOK_SOURCES` environment variable (a JSON object, see the README);
+//! secrets from `WEBHOOK_SECRETS` (JSON: source → list of secrets) locally, or from the AWS Secrets
+//! Manager secret named by `WEBHOOK_SECRETS_ARN` in the cloud. Everything is read once at cold
+//! start; an error names the variable at fault and never contains a secret.
+
+use crate::domain::SourceName;
+use crate::signature::{SchemeConfig, SecretError, Verifier};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Default tolerance for signed timestamps (Stripe's default).
+pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
+/// Default largest accepted body.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
+/// Largest body the table can hold next to the message's other attributes (item limit 400 KB).
+pub const MAX_MAX_BODY_BYTES: usize = 350 * 1024;
+/// Default retention of delivery journal records, in days.
+pub const DEFAULT_RETENTION_DAYS: u32 = 30;
+
+/// Environment variable names, in one place so errors and docs agree.
+pub mod vars {
+    pub const TABLE_NAME: &str = "TABLE_NAME";
+    pub const WEBHOOK_SOURCES: &str = "WEBHOOK_SOURCES";
+    pub const WEBHOOK_SECRETS: &str = "WEBHOOK_SECRETS";
+    pub const WEBHOOK_SECRETS_ARN: &str = "WEBHOOK_SECRETS_ARN";
+    pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
+    pub const DELIVERY_RETENTION_DAYS: &str = "DELIVERY_RETENTION_DAYS";
+}
+
+/// A configuration problem; fails the cold start with a message naming the variable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("missing environment variable {0}")]
+    Missing(&'static str),
+    #[error("environment variable {var} is invalid: {reason}")]
+    Invalid { var: &'static str, reason: String },
+    #[error("could not read the secrets from AWS Secrets Manager ({var}): {reason}")]
+    SecretsManager { var: &'static str, reason: String },
+}
+
+/// Where a value (event id or type) is taken from.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldRule {
+    /// A JSON pointer into the body (`/id`); the body must then be a JSON object.
+    JsonPointer(String),
+    /// A request header (case-insensitive).
+    Header(String),
+    /// The lower-case hex SHA-256 of the raw body (for providers that give no id).
+    BodySha256,
+}
+
+/// One source as written in `WEBHOOK_SOURCES`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SourceSpec {
+    #[serde(flatten)]
+    pub scheme: SchemeConfig,
+    /// Tolerance for signed timestamps, seconds (schemes with a timestamp only).
+    #[serde(default)]
+    pub tolerance_secs: Option<u64>,
+    /// Overrides the scheme's default event id rule.
+    #[serde(default)]
+    pub event_id: Option<FieldRule>,
+    /// Overrides the scheme's default event type rule.
+    #[serde(default)]
+    pub event_type: Option<FieldRule>,
+}
+
+/// A configured source, ready to verify and identify requests.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub name: SourceName,
+    pub verifier: Verifier,
+    pub event_id: FieldRule,
+    /// `None`: the source's events have no type.
+    pub event_type: Option<FieldRule>,
+}
+
+impl Source {
+    /// Builds a source from its spec and secrets, filling in the scheme's defaults.
+    pub fn new(
+        name: SourceName,
+        spec: SourceSpec,
+        secrets: &[String],
+    ) -> Result<Self, SecretError> {
+        let (default_id, default_type) = default_rules(&spec.scheme);
+        let tolerance = Duration::from_secs(spec.tolerance_secs.unwrap_or(DEFAULT_TOLERANCE_SECS));
+        Ok(Self {
+            verifier: Verifier::new(spec.scheme, secrets, tolerance)?,
+            name,
+            event_id: spec.event_id.unwrap_or(default_id),
+            event_type: spec.event_type.or(default_type),
+        })
+    }
+
+    /// Whether identifying this source's events needs the body parsed as a JSON object.
+    pub fn needs_json(&self) -> bool {
+        matches!(self.event_id, FieldRule::JsonPointer(_))
+            || matches!(self.event_type, Some(FieldRule::JsonPointer(_)))
+    }
+
+    /// Header names (lower case) kept with a message: those needed to re-verify it and those its
+    /// id and type come from.
+    pub fn kept_headers(&self) -> Vec<String> {
+        let mut names = self.verifier.signed_headers();
+        for rule in [Some(&self.event_id), self.event_type.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            if let FieldRule::Header(h) = rule {
+                names.push(h.to_ascii_lowercase());
+            }
+        }
+        names.push("content-type".into());
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// Where each scheme's providers put the event id and type.
+fn default_rules(scheme: &SchemeConfig) -> (FieldRule, Option<FieldRule>) {
+    let ptr = |p: &str| FieldRule::JsonPointer(p.into());
+    let hdr = |h: &str| FieldRule::Header(h.into());
+    match scheme {
+        SchemeConfig::Stripe => (ptr("/id"), Some(ptr("/type"))),
+        SchemeConfig::StandardWebhooks => (hdr("webhook-id"), Some(ptr("/type"))),
+        SchemeConfig::Github => (hdr("x-github-delivery"), Some(hdr("x-github-event"))),
+        SchemeConfig::Shopify => (hdr("x-shopify-webhook-id"), Some(hdr("x-shopify-topic"))),
+        SchemeConfig::Slack | SchemeConfig::HmacSha256 { .. } => (FieldRule::BodySha256, None),
+    }
+}
+
+/// All configured sources, by name.
+#[derive(Debug, Clone, Default)]
+pub struct Sources(HashMap<String, Source>);
+
+impl Sources {
+    /// Parses `WEBHOOK_SOURCES` JSON and pairs each source with its secrets (`source → [secret]`).
+    pub fn from_json(
+        sources_json: &str,
+        secrets: &HashMap<String, Vec<String>>,
+    ) -> Result<Self, ConfigError> {
+        let invalid = |var, reason: String| ConfigError::Invalid { var, reason };
+        let specs: HashMap<String, SourceSpec> = serde_json::from_str(sources_json)
+            .map_err(|e| invalid(vars::WEBHOOK_SOURCES, e.to_string()))?;
+        if specs.is_empty() {
+            return Err(invalid(
+                vars::WEBHOOK_SOURCES,
+                "no source is configured".into(),
+            ));
+        }
+        let mut out = HashMap::with_capacity(specs.len());
+        for (name, spec) in specs {
+            let source_name = SourceName::parse(&name)
+                .map_err(|e| invalid(vars::WEBHOOK_SOURCES, format!("source name {name:?} {e}")))?;
+            let source_secrets = secrets.get(&name).ok_or_else(|| {
+                invalid(
+                    vars::WEBHOOK_SECRETS,
+                    format!("no secret for source {name:?}"),
+                )
+            })?;
+            let source = Source::new(source_name, spec, source_secrets)
+                .map_err(|e| invalid(vars::WEBHOOK_SECRETS, format!("source {name:?}: {e}")))?;
+            out.insert(name, source);
+        }
+        Ok(Self(out))
+    }
+
+    /// The source called `name`, if configured.
+    pub fn get(&self, name: &str) -> Option<&Source> {
+        self.0.get(name)
+    }
+
+    /// Configured source names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.0.keys().map(String::as_str).collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// Parses the secrets JSON (`{"source": ["secret", …]}`); a single string is accepted for one secret.
+pub fn parse_secrets(
+    json: &str,
+    var: &'static str,
+) -> Result<HashMap<String, Vec<String>>, ConfigError> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    // The parser's message could quote part of the input, i.e. a secret: keep only its position.
+    let map: HashMap<String, OneOrMany> = serde_json::from_str(json).map_err(|e| ConfigError::Invalid {
+        var,
+        reason: format!(
+            "expected a JSON object mapping source names to lists of secrets (error at line {}, column {})",
+            e.line(),
+            e.column()
+        ),
+    })?;
+    Ok(map
+        .into_iter()
+        .map(|(k, v)| match v {
+            OneOrMany::One(s) => (k, vec![s]),
+            OneOrMany::Many(v) => (k, v),
+        })
+        .collect())
+}
+
+/// Everything the ingest function needs, read once at cold start.
+#[derive(Debug, Clone)]
+pub struct IngestConfig {
+    pub table_name: String,
+    pub sources: Sources,
+    pub max_body_bytes: usize,
+    pub retention_days: u32,
+}
+
+impl IngestConfig {
+    /// Reads the configuration from the process environment, fetching secrets from AWS Secrets
+    /// Manager when `WEBHOOK_SECRETS_ARN` is set and `WEBHOOK_SECRETS` is not.
+    pub async fn from_env(aws: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let secrets_json = match (env(vars::WEBHOOK_SECRETS), env(vars::WEBHOOK_SECRETS_ARN)) {
+            (Some(json), _) => Some(json),
+            (None, Some(arn)) => Some(fetch_secret(aws, &arn).await?),
+            (None, None) => None,
+        };
+        Self::from_lookup(env, secrets_json)
+    }
+
+    /// Builds the configuration from a variable lookup and the secrets JSON (already fetched).
+    pub fn from_lookup(
+        env: impl Fn(&str) -> Option<String>,
+        secrets_json: Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let table_name = env(vars::TABLE_NAME).ok_or(ConfigError::Missing(vars::TABLE_NAME))?;
+        let sources_json =
+            env(vars::WEBHOOK_SOURCES).ok_or(ConfigError::Missing(vars::WEBHOOK_SOURCES))?;
+        let secrets_var = if env(vars::WEBHOOK_SECRETS).is_some() {
+            vars::WEBHOOK_SECRETS
+        } else {
+            vars::WEBHOOK_SECRETS_ARN
+        };
+        let secrets_json = secrets_json.ok_or(ConfigError::Missing(vars::WEBHOOK_SECRETS))?;
+        let secrets = parse_secrets(&secrets_json, secrets_var)?;
+        let sources = Sources::from_json(&sources_json, &secrets)?;
+        let max_body_bytes = parse_var(&env, vars::MAX_BODY_BYTES, DEFAULT_MAX_BODY_BYTES)?;
+        if max_body_bytes == 0 || max_body_bytes > MAX_MAX_BODY_BYTES {
+            return Err(ConfigError::Invalid {
+                var: vars::MAX_BODY_BYTES,
+                reason: format!(
+                    "must be between 1 and {MAX_MAX_BODY_BYTES} (DynamoDB's item limit)"
+                ),
+            });
+        }
+        let retention_days =
+            parse_var(&env, vars::DELIVERY_RETENTION_DAYS, DEFAULT_RETENTION_DAYS)?;
+        Ok(Self {
+            table_name,
+            sources,
+            max_body_bytes,
+            retention_days,
+        })
+    }
+}
+
+fn parse_var<T: std::str::FromStr>(
+    env: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    default: T,
+) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    match env(var) {
+        None => Ok(default),
+        Some(v) => v.trim().parse().map_err(|e: T::Err| ConfigError::Invalid {
+            var,
+            reason: e.to_string(),
+        }),
+    }
+}
+
+async fn fetch_secret(aws: &aws_config::SdkConfig, arn: &str) -> Result<String, ConfigError> {
+    let client = aws_sdk_secretsmanager::Client::new(aws);
+    let out = client
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        .map_err(|e| ConfigError::SecretsManager {
+            var: vars::WEBHOOK_SECRETS_ARN,
+            reason: aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string(),
+        })?;
+    out.secret_string
+        .ok_or_else(|| ConfigError::SecretsManager {
+            var: vars::WEBHOOK_SECRETS_ARN,
+            reason: "the secret has no SecretString".into(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCES: &str = r#"{
+        "stripe": {"scheme": "stripe"},
+        "mailer": {"scheme": "standard-webhooks", "tolerance_secs": 60},
+        "custom": {"scheme": "hmac-sha256", "header": "X-Sig", "encoding": "base64",
+                   "event_id": {"header": "X-Id"}, "event_type": {"json_pointer": "/kind"}}
+    }"#;
+    const SECRETS: &str = r#"{"stripe": "whsec_abc", "mailer": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "custom": ["k1", "k2"]}"#;
+
+    fn lookup(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn parses_sources_with_defaults_and_overrides() {
+        let cfg = IngestConfig::from_lookup(
+            lookup(&[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", SOURCES),
+                ("MAX_BODY_BYTES", "1024"),
+            ]),
+            Some(SECRETS.into()),
+        )
+        .unwrap();
+        assert_eq!(cfg.table_name, "t");
+        assert_eq!(cfg.max_body_bytes, 1024);
+        assert_eq!(cfg.retention_days, DEFAULT_RETENTION_DAYS);
+        assert_eq!(cfg.sources.names(), vec!["custom", "mailer", "stripe"]);
+        let stripe = cfg.sources.get("stripe").unwrap();
+        assert_eq!(stripe.event_id, FieldRule::JsonPointer("/id".into()));
+        assert!(stripe.needs_json());
+        let mailer = cfg.sources.get("mailer").unwrap();
+        assert_eq!(mailer.event_id, FieldRule::Header("webhook-id".into()));
+        let custom = cfg.sources.get("custom").unwrap();
+        assert_eq!(custom.event_id, FieldRule::Header("X-Id".into()));
+        assert_eq!(
+            custom.event_type,
+            Some(FieldRule::JsonPointer("/kind".into()))
+        );
+        assert!(custom.kept_headers().contains(&"x-id".to_string()));
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        let err = |pairs: &'static [(&'static str, &'static str)], secrets: Option<&str>| {
+            IngestConfig::from_lookup(lookup(pairs), secrets.map(Into::into))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(&[("WEBHOOK_SOURCES", SOURCES)], Some(SECRETS)).contains("TABLE_NAME"));
+        assert!(err(&[("TABLE_NAME", "t")], Some(SECRETS)).contains("WEBHOOK_SOURCES"));
+        assert!(
+            err(&[("TABLE_NAME", "t"), ("WEBHOOK_SOURCES", SOURCES)], None)
+                .contains("WEBHOOK_SECRETS")
+        );
+        assert!(err(
+            &[("TABLE_NAME", "t"), ("WEBHOOK_SOURCES", "[]")],
+            Some(SECRETS)
+        )
+        .contains("WEBHOOK_SOURCES"));
+        assert!(err(
+            &[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", r#"{"Bad Name":{"scheme":"github"}}"#)
+            ],
+            Some(SECRETS)
+        )
+        .contains("WEBHOOK_SOURCES"));
+        assert!(err(
+            &[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", r#"{"x":{"scheme":"nope"}}"#)
+            ],
+            Some(SECRETS)
+        )
+        .contains("WEBHOOK_SOURCES"));
+        let no_secret = err(
+            &[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", r#"{"gh":{"scheme":"github"}}"#),
+            ],
+            Some(SECRETS),
+        );
+        assert!(
+            no_secret.contains("WEBHOOK_SECRETS") && no_secret.contains("gh"),
+            "{no_secret}"
+        );
+        let bad_size = err(
+            &[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", SOURCES),
+                ("MAX_BODY_BYTES", "x"),
+            ],
+            Some(SECRETS),
+        );
+        assert!(bad_size.contains("MAX_BODY_BYTES"));
+        let too_big = err(
+            &[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", SOURCES),
+                ("MAX_BODY_BYTES", "999999999"),
+            ],
+            Some(SECRETS),
+        );
+        assert!(too_big.contains("MAX_BODY_BYTES"));
+    }
+
+    #[test]
+    fn secret_parse_errors_do_not_echo_secrets() {
+        let e = parse_secrets(
+            r#"{"stripe": ["whsec_supersecret", 5]}"#,
+            vars::WEBHOOK_SECRETS,
+        )
+        .unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("WEBHOOK_SECRETS"));
+        assert!(!text.contains("supersecret"), "{text}");
+        let e =
+            parse_secrets(r#"{"stripe": "whsec_supersecret"#, vars::WEBHOOK_SECRETS).unwrap_err();
+        assert!(!e.to_string().contains("supersecret"));
+    }
+
+    #[test]
+    fn empty_secret_list_is_refused() {
+        let secrets = parse_secrets(r#"{"stripe": []}"#, vars::WEBHOOK_SECRETS).unwrap();
+        let e = Sources::from_json(r#"{"stripe":{"scheme":"stripe"}}"#, &secrets).unwrap_err();
+        assert!(e.to_string().contains("stripe"));
+    }
+}

@@ -1,0 +1,25 @@
+//! The webhook ingestor's library: everything of substance that the Lambda functions share.
+//!
+//! Functions stay thin (read config, build clients once, map transport to domain commands);
+//! the rules live here, where they can be unit-tested without AWS.
+//!
+//! # Layout
+//!
+//! - [`domain`]: newtypes that are valid by construction (source names, event ids, event types,
+//!   message keys) and the message status.
+//! - [`clock`]: the injectable clock every time-dependent rule reads.
+//! - [`signature`]: the signature schemes (Stripe, Standard Webhooks, GitHub, Shopify, Slack,
+//!   generic HMAC-SHA256), constant-time, with redacted secrets and several secrets per source.
+//! - [`config`]: source configuration (scheme, tolerance, where the event id and type come from)
+//!   and secrets, from environment variables or AWS Secrets Manager.
+//! - [`store`]: the storage boundary: small capability traits, the DynamoDB adapter and an
+//!   in-memory fake for unit tests.
+//! - [`ingest`]: the ingest command: verify, identify, store once, and the outcome or a typed
+//!   error that knows its HTTP status and JSON body.
+
+pub mod clock;
+pub mod config;
+pub mod domain;
+pub mod ingest;
+pub mod signature;
+pub mod store;

@@ -1,0 +1,189 @@
+//! The DynamoDB adapter of the store traits.
+//!
+//! The hot path is one conditional `PutItem`; the old item of a failed condition comes back in
+//! the same response (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so a duplicate costs no read.
+
+use super::schema::*;
+use super::{Delivery, Inbox, NewMessage, PutOutcome, StoreError};
+use crate::domain::{BodyDigest, Status};
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::Client;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Builds a DynamoDB client for a request/response path: short timeouts and few retries, so an
+/// outage turns into a fast 503 (the provider retries) rather than a Lambda timeout.
+pub fn client_for_hot_path(sdk: &aws_config::SdkConfig) -> Client {
+    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_millis(1_000))
+                .operation_attempt_timeout(Duration::from_millis(2_000))
+                .operation_timeout(Duration::from_millis(5_000))
+                .build(),
+        )
+        .retry_config(RetryConfig::standard().with_max_attempts(3))
+        .build();
+    Client::from_conf(config)
+}
+
+/// The inbox on a DynamoDB table laid out as in [`super::schema`].
+#[derive(Debug, Clone)]
+pub struct DynamoInbox {
+    client: Client,
+    table: String,
+}
+
+impl DynamoInbox {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// The table this store writes to.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: i64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn headers_attr(headers: &[(String, String)]) -> AttributeValue {
+    AttributeValue::M(
+        headers
+            .iter()
+            .map(|(k, v)| (k.clone(), s(v.clone())))
+            .collect(),
+    )
+}
+
+/// The item of a new message (status `pending`, in the open index, first history entry).
+pub fn message_item(msg: &NewMessage) -> HashMap<String, AttributeValue> {
+    let mut item = HashMap::with_capacity(16);
+    item.insert(PK.into(), s(message_pk(&msg.key)));
+    item.insert(SK.into(), s(MESSAGE_SK));
+    item.insert(KIND.into(), s(KIND_MESSAGE));
+    item.insert(SOURCE.into(), s(msg.key.source.as_str()));
+    item.insert(EVENT_ID.into(), s(msg.key.event_id.as_str()));
+    if let Some(t) = &msg.event_type {
+        item.insert(EVENT_TYPE.into(), s(t.as_str()));
+    }
+    item.insert(STATUS.into(), s(Status::Pending.as_str()));
+    item.insert(RECEIVED_AT.into(), n(msg.received_at_ms));
+    item.insert(BODY.into(), AttributeValue::B(Blob::new(msg.body.clone())));
+    item.insert(BODY_SHA256.into(), s(msg.body_digest.to_hex()));
+    item.insert(BODY_BYTES.into(), n(msg.body.len() as i64));
+    item.insert(HEADERS.into(), headers_attr(&msg.headers));
+    item.insert(ATTEMPTS.into(), n(0));
+    item.insert(OPEN_SHARD.into(), s(open_shard(&msg.key)));
+    item.insert(OPEN_DUE.into(), n(msg.received_at_ms));
+    let first = HashMap::from([
+        ("at".to_string(), n(msg.received_at_ms)),
+        ("status".to_string(), s(Status::Pending.as_str())),
+        ("note".to_string(), s("received")),
+    ]);
+    item.insert(
+        HISTORY.into(),
+        AttributeValue::L(vec![AttributeValue::M(first)]),
+    );
+    item
+}
+
+fn delivery_item(d: &Delivery) -> HashMap<String, AttributeValue> {
+    let mut item = HashMap::with_capacity(10);
+    item.insert(PK.into(), s(message_pk(&d.key)));
+    item.insert(
+        SK.into(),
+        s(delivery_sk(d.received_at_ms, &uuid::Uuid::new_v4())),
+    );
+    item.insert(KIND.into(), s(KIND_DELIVERY));
+    item.insert(RECEIVED_AT.into(), n(d.received_at_ms));
+    item.insert(BODY_SHA256.into(), s(d.body_digest.to_hex()));
+    item.insert(BODY_DIFFERS.into(), AttributeValue::Bool(d.body_differs));
+    if let Some(body) = &d.differing_body {
+        item.insert(BODY.into(), AttributeValue::B(Blob::new(body.clone())));
+    }
+    item.insert(HEADERS.into(), headers_attr(&d.headers));
+    item.insert(EXPIRES_AT.into(), n(d.expires_at_secs));
+    item
+}
+
+/// Sorts an SDK error into the store's kinds. Throttling and transport problems are transient;
+/// anything the service refuses for other reasons is `Rejected`.
+pub fn classify<E, R>(err: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    let code = err.code().map(str::to_owned);
+    let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(err);
+    match code.as_deref() {
+        Some(
+            "ProvisionedThroughputExceededException"
+            | "ThrottlingException"
+            | "RequestLimitExceeded",
+        ) => StoreError::Throttled(boxed),
+        Some("InternalServerError" | "ServiceUnavailable" | "ServiceUnavailableException")
+        | None => StoreError::Unavailable(boxed),
+        Some(_) => StoreError::Rejected(boxed),
+    }
+}
+
+impl Inbox for DynamoInbox {
+    async fn put_if_absent(&self, msg: &NewMessage) -> Result<PutOutcome, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(message_item(msg)))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(PutOutcome::Inserted),
+            Err(SdkError::ServiceError(se))
+                if matches!(se.err(), PutItemError::ConditionalCheckFailedException(_)) =>
+            {
+                let original_digest = match se.err() {
+                    PutItemError::ConditionalCheckFailedException(c) => c
+                        .item()
+                        .and_then(|item| item.get(BODY_SHA256))
+                        .and_then(|v| v.as_s().ok())
+                        .and_then(|h| BodyDigest::from_hex(h)),
+                    _ => None,
+                };
+                Ok(PutOutcome::AlreadyExists { original_digest })
+            }
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn journal_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(delivery_item(delivery)))
+            // The sort key holds a fresh UUID: the condition only guards against the impossible.
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+}

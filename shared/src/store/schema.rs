@@ -1,0 +1,99 @@
+//! The table's layout: key formats and attribute names, in one place.
+//!
+//! One table holds everything (single-table design), keyed by `pk` (partition) and `sk` (sort):
+//!
+//! | item | `pk` | `sk` | notes |
+//! |---|---|---|---|
+//! | message | `MSG#{source}#{event_id}` | `MSG` | the raw body, status, history; in the stream filter |
+//! | repeated delivery | same as its message | `DLV#{received ms, 13 digits}#{uuid}` | journal; expires by TTL |
+//!
+//! Non-terminal messages carry `open_shard` (`OPEN#0`..`OPEN#15`) and `open_due` (ms): the sparse
+//! global secondary index `open-index` over them lets a scheduled reaper find pending, retrying
+//! and stuck messages without scanning. Terminal transitions remove both attributes.
+
+use crate::domain::MessageKey;
+use sha2::{Digest, Sha256};
+
+pub const PK: &str = "pk";
+pub const SK: &str = "sk";
+pub const KIND: &str = "kind";
+pub const SOURCE: &str = "source";
+pub const EVENT_ID: &str = "event_id";
+pub const EVENT_TYPE: &str = "event_type";
+pub const STATUS: &str = "status";
+pub const RECEIVED_AT: &str = "received_at";
+pub const BODY: &str = "body";
+pub const BODY_SHA256: &str = "body_sha256";
+pub const BODY_BYTES: &str = "body_bytes";
+pub const BODY_DIFFERS: &str = "body_differs";
+pub const HEADERS: &str = "headers";
+pub const ATTEMPTS: &str = "attempts";
+pub const HISTORY: &str = "history";
+pub const OPEN_SHARD: &str = "open_shard";
+pub const OPEN_DUE: &str = "open_due";
+pub const EXPIRES_AT: &str = "expires_at";
+
+/// The sort key of a message item.
+pub const MESSAGE_SK: &str = "MSG";
+/// The name of the sparse index of non-terminal messages.
+pub const OPEN_INDEX: &str = "open-index";
+/// How many partitions the open index spreads over (avoids one hot partition).
+pub const OPEN_SHARDS: u8 = 16;
+
+/// `kind` values.
+pub const KIND_MESSAGE: &str = "message";
+pub const KIND_DELIVERY: &str = "delivery";
+
+/// The partition key of a message and its journal.
+pub fn message_pk(key: &MessageKey) -> String {
+    format!("MSG#{}#{}", key.source, key.event_id)
+}
+
+/// The sort key of a journal record.
+pub fn delivery_sk(received_at_ms: i64, unique: &uuid::Uuid) -> String {
+    format!("DLV#{:013}#{}", received_at_ms.max(0), unique.as_simple())
+}
+
+/// The open-index shard of a message: stable for its whole life.
+pub fn open_shard(key: &MessageKey) -> String {
+    let h = Sha256::new()
+        .chain_update(key.source.as_str())
+        .chain_update(b"#")
+        .chain_update(key.event_id.as_str())
+        .finalize();
+    format!("OPEN#{}", h[0] % OPEN_SHARDS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{EventId, SourceName};
+
+    fn key(id: &str) -> MessageKey {
+        MessageKey::new(
+            SourceName::parse("stripe").unwrap(),
+            EventId::parse(id).unwrap(),
+        )
+    }
+
+    #[test]
+    fn keys_are_stable_and_prefixed() {
+        assert_eq!(message_pk(&key("evt_1")), "MSG#stripe#evt_1");
+        let u = uuid::Uuid::nil();
+        assert_eq!(
+            delivery_sk(1_700_000_000_123, &u),
+            format!("DLV#1700000000123#{}", "0".repeat(32))
+        );
+        assert!(delivery_sk(5, &u).starts_with("DLV#0000000000005#"));
+        assert_eq!(open_shard(&key("evt_1")), open_shard(&key("evt_1")));
+    }
+
+    #[test]
+    fn shards_spread() {
+        let shards: std::collections::HashSet<_> = (0..200)
+            .map(|i| open_shard(&key(&format!("evt_{i}"))))
+            .collect();
+        assert_eq!(shards.len(), OPEN_SHARDS as usize);
+        assert!(shards.iter().all(|s| s.starts_with("OPEN#")));
+    }
+}
