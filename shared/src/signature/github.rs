@@ -1,0 +1,233 @@
+//! GitHub: `X-Hub-Signature-256: sha256=<hex>`, HMAC-SHA256 over the raw body, keyed with the
+//! secret's UTF-8 bytes. No timestamp (replays are caught by deduplication on
+//! `X-GitHub-Delivery`). The legacy SHA-1 `X-Hub-Signature` header is ignored.
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use super::{decode_hex_tag, push_header, single_header, SignatureError, Verifier};
+
+const LABEL: &str = "X-Hub-Signature-256";
+const PREFIX: &str = "sha256=";
+static SIGNATURE: HeaderName = HeaderName::from_static("x-hub-signature-256");
+static DELIVERY: HeaderName = HeaderName::from_static("x-github-delivery");
+
+pub(super) const SIGNED_HEADERS: &[&str] =
+    &["x-hub-signature-256", "x-github-delivery", "x-github-event"];
+
+pub(super) fn verify(v: &Verifier, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
+    let header = single_header(headers, &SIGNATURE, LABEL)?;
+    let malformed = |reason| SignatureError::Malformed {
+        header: LABEL,
+        reason,
+    };
+    let hex = header
+        .strip_prefix(PREFIX)
+        .ok_or(malformed("the value does not start with `sha256=`"))?;
+    let tag = decode_hex_tag(hex).map_err(malformed)?;
+    if v.matches(&[body], std::iter::once(tag)) {
+        Ok(())
+    } else {
+        Err(SignatureError::Mismatch)
+    }
+}
+
+pub(super) fn sign(v: &Verifier, body: &[u8], msg_id: &str) -> Vec<(HeaderName, HeaderValue)> {
+    let tag = v.sign_tag(&[body]);
+    let mut out = Vec::with_capacity(2);
+    push_header(
+        &mut out,
+        &SIGNATURE,
+        &format!("{PREFIX}{}", hex::encode(tag)),
+    );
+    push_header(&mut out, &DELIVERY, msg_id);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::super::SchemeConfig;
+    use super::*;
+
+    // GitHub's documented test vector ("Validating webhook deliveries").
+    const SECRET: &str = "It's a Secret to Everybody";
+    const BODY: &[u8] = b"Hello, World!";
+    const EXPECTED: &str =
+        "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+
+    fn check(v: &Verifier, value: &str, body: &[u8]) -> Result<(), SignatureError> {
+        v.verify(&headers(&[("X-Hub-Signature-256", value)]), body, 0)
+    }
+
+    fn bad(reason: &'static str) -> Result<(), SignatureError> {
+        Err(malformed(LABEL, reason))
+    }
+
+    #[test]
+    fn public_vector() {
+        let v = verifier(SchemeConfig::Github, &[SECRET]);
+        assert_eq!(check(&v, EXPECTED, BODY), Ok(()));
+        assert_eq!(
+            format!(
+                "sha256={}",
+                hex::encode(reference_mac(SECRET.as_bytes(), BODY))
+            ),
+            EXPECTED
+        );
+        let out = v.sign(BODY, 123, "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+        assert_eq!(value_of(&out, "x-hub-signature-256"), EXPECTED);
+        assert_eq!(
+            value_of(&out, "x-github-delivery"),
+            "72d3162e-cc78-11e3-81ab-4c9367dc0958"
+        );
+    }
+
+    #[test]
+    fn table() {
+        let v = verifier(SchemeConfig::Github, &[SECRET]);
+        let hex = &EXPECTED[7..];
+        let other = format!(
+            "sha256={}",
+            hex::encode(reference_mac(b"wrong secret", BODY))
+        );
+        let cases: Vec<(String, &[u8], Result<(), SignatureError>)> = vec![
+            (EXPECTED.into(), BODY, Ok(())),
+            (format!("sha256={}", hex.to_uppercase()), BODY, Ok(())),
+            (format!(" {EXPECTED} "), BODY, Ok(())),
+            (other, BODY, Err(SignatureError::Mismatch)),
+            (
+                EXPECTED.into(),
+                b"Hello, World?",
+                Err(SignatureError::Mismatch),
+            ),
+            (EXPECTED.into(), b"", Err(SignatureError::Mismatch)),
+            ("sha256=".into(), BODY, bad("the signature is empty")),
+            (
+                hex.into(),
+                BODY,
+                bad("the value does not start with `sha256=`"),
+            ),
+            (
+                format!("SHA256={hex}"),
+                BODY,
+                bad("the value does not start with `sha256=`"),
+            ),
+            (
+                format!("sha1={hex}"),
+                BODY,
+                bad("the value does not start with `sha256=`"),
+            ),
+            (
+                format!("sha256={}", &hex[..62]),
+                BODY,
+                bad("the signature is not 32 bytes long"),
+            ),
+            (
+                format!("sha256={}", &hex[..63]),
+                BODY,
+                bad("the signature has an odd number of hex digits"),
+            ),
+            (
+                format!("sha256={}", &hex[..32]),
+                BODY,
+                bad("the signature is not 32 bytes long"),
+            ),
+            (
+                format!("sha256={hex}00"),
+                BODY,
+                bad("the signature is not 32 bytes long"),
+            ),
+            (
+                format!("sha256={}x", &hex[..63]),
+                BODY,
+                bad("the signature is not hexadecimal"),
+            ),
+            (
+                format!("sha256= {hex}"),
+                BODY,
+                bad("the signature is not hexadecimal"),
+            ),
+            (
+                format!("sha256={hex},sha256={hex}"),
+                BODY,
+                bad("the signature is not hexadecimal"),
+            ),
+        ];
+        for (value, body, expected) in cases {
+            assert_eq!(check(&v, &value, body), expected, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn headers_presence() {
+        let v = verifier(SchemeConfig::Github, &[SECRET]);
+        assert_eq!(
+            v.verify(&headers(&[]), BODY, 0),
+            Err(SignatureError::Missing { header: LABEL })
+        );
+        // The SHA-1 header alone is not enough.
+        let sha1 = headers(&[(
+            "x-hub-signature",
+            "sha1=0000000000000000000000000000000000000000",
+        )]);
+        assert_eq!(
+            v.verify(&sha1, BODY, 0),
+            Err(SignatureError::Missing { header: LABEL })
+        );
+        let dup = headers(&[
+            ("x-hub-signature-256", EXPECTED),
+            ("X-Hub-Signature-256", EXPECTED),
+        ]);
+        assert_eq!(
+            v.verify(&dup, BODY, 0),
+            Err(SignatureError::Duplicated { header: LABEL })
+        );
+        assert_eq!(check(&v, "", BODY), bad("the value is empty"));
+        let mut map = HeaderMap::new();
+        map.insert(
+            "x-hub-signature-256",
+            HeaderValue::from_bytes(b"sha256=\x80").unwrap(),
+        );
+        assert_eq!(
+            v.verify(&map, BODY, 0),
+            bad("the value is not visible ASCII")
+        );
+    }
+
+    #[test]
+    fn no_timestamp_so_any_time_passes() {
+        let v = verifier(SchemeConfig::Github, &[SECRET]);
+        for now in [0, 1_700_000_000, i64::MIN, i64::MAX] {
+            assert_eq!(check(&v, EXPECTED, BODY), Ok(()), "{now}");
+            assert_eq!(
+                v.verify(&headers(&[("x-hub-signature-256", EXPECTED)]), BODY, now),
+                Ok(())
+            );
+        }
+    }
+
+    #[test]
+    fn secret_rotation_second_secret_matches() {
+        let v = verifier(SchemeConfig::Github, &["new secret", SECRET]);
+        assert_eq!(check(&v, EXPECTED, BODY), Ok(()));
+        let v = verifier(SchemeConfig::Github, &["new secret", "older secret"]);
+        assert_eq!(check(&v, EXPECTED, BODY), Err(SignatureError::Mismatch));
+    }
+
+    #[test]
+    fn round_trip_including_non_utf8_body() {
+        let v = verifier(SchemeConfig::Github, &[SECRET, "other"]);
+        for body in [BODY, BINARY_BODY, b"" as &[u8]] {
+            let map = signed(v.sign(body, 0, "d1"));
+            assert_eq!(v.verify(&map, body, 0), Ok(()));
+            let mut tampered = body.to_vec();
+            tampered.push(b'!');
+            assert_eq!(v.verify(&map, &tampered, 0), Err(SignatureError::Mismatch));
+        }
+        let expected = format!(
+            "sha256={}",
+            hex::encode(reference_mac(SECRET.as_bytes(), BINARY_BODY))
+        );
+        assert_eq!(check(&v, &expected, BINARY_BODY), Ok(()));
+    }
+}

@@ -1,0 +1,601 @@
+//! Standard Webhooks (<https://www.standardwebhooks.com>): headers `webhook-id`,
+//! `webhook-timestamp` and `webhook-signature: v1,<base64> [v1,<base64> …]`.
+//!
+//! Secrets are `whsec_` + base64 (the prefix is optional); the decoded bytes are the HMAC key.
+//! The MAC is HMAC-SHA256 over `"{id}.{timestamp}.{raw body}"` (timestamp in canonical decimal,
+//! as the reference libraries sign the parsed integer), base64-encoded (standard alphabet,
+//! padded). Signature entries are separated by spaces; entries of other versions (`v1a,…`) are
+//! ignored, every `v1` entry must decode to 32 bytes, and at least one `v1` entry is required.
+//! Any `v1` matching any secret passes, then the timestamp must be within the tolerance on both
+//! sides.
+
+use base64::Engine as _;
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use super::{
+    decode_base64_tag, parse_timestamp, push_header, single_header, SignatureError, Tag, Verifier,
+};
+
+const ID_LABEL: &str = "webhook-id";
+const TIMESTAMP_LABEL: &str = "webhook-timestamp";
+const SIGNATURE_LABEL: &str = "webhook-signature";
+static ID: HeaderName = HeaderName::from_static("webhook-id");
+static TIMESTAMP: HeaderName = HeaderName::from_static("webhook-timestamp");
+static SIGNATURE: HeaderName = HeaderName::from_static("webhook-signature");
+
+pub(super) const SIGNED_HEADERS: &[&str] =
+    &["webhook-id", "webhook-timestamp", "webhook-signature"];
+
+/// Base64 for secrets: standard alphabet, padding optional (secrets are often shown unpadded).
+const SECRET_ENGINE: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
+
+/// Decodes a `whsec_`-prefixed (prefix optional) base64 secret into key bytes.
+pub(super) fn decode_secret(secret: &str) -> Result<Vec<u8>, &'static str> {
+    let encoded = secret.strip_prefix("whsec_").unwrap_or(secret);
+    if encoded.is_empty() {
+        return Err("the secret is empty after the `whsec_` prefix");
+    }
+    let key = SECRET_ENGINE
+        .decode(encoded)
+        .map_err(|_| "the secret is not valid base64 after the `whsec_` prefix")?;
+    if key.is_empty() {
+        return Err("the secret decodes to no bytes");
+    }
+    Ok(key)
+}
+
+/// The `(version, signature)` entries of the header; `None` for an entry without `,`.
+fn entries(header: &str) -> impl Iterator<Item = Option<(&str, &str)>> + Clone {
+    header
+        .split_ascii_whitespace()
+        .map(|entry| entry.split_once(','))
+}
+
+/// The decoded `v1` signatures (only call after [`validate`] succeeded).
+fn v1_tags(header: &str) -> impl Iterator<Item = Tag> + Clone + '_ {
+    entries(header)
+        .flatten()
+        .filter(|(version, _)| *version == "v1")
+        .filter_map(|(_, s)| decode_base64_tag(s).ok())
+}
+
+fn validate(header: &str) -> Result<(), &'static str> {
+    let mut v1_count = 0usize;
+    for entry in entries(header) {
+        let (version, signature) = entry.ok_or("an entry is not of the form version,signature")?;
+        if version == "v1" {
+            decode_base64_tag(signature)?;
+            v1_count += 1;
+        }
+    }
+    if v1_count == 0 {
+        return Err("no `v1` signature");
+    }
+    Ok(())
+}
+
+pub(super) fn verify(
+    v: &Verifier,
+    headers: &HeaderMap,
+    body: &[u8],
+    now_unix: i64,
+) -> Result<(), SignatureError> {
+    let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
+    let id = single_header(headers, &ID, ID_LABEL)?;
+    let timestamp = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
+    let (timestamp, canonical) =
+        parse_timestamp(timestamp).map_err(|reason| SignatureError::Malformed {
+            header: TIMESTAMP_LABEL,
+            reason,
+        })?;
+    validate(signature).map_err(|reason| SignatureError::Malformed {
+        header: SIGNATURE_LABEL,
+        reason,
+    })?;
+    let parts: &[&[u8]] = &[id.as_bytes(), b".", canonical.as_bytes(), b".", body];
+    if !v.matches(parts, v1_tags(signature)) {
+        return Err(SignatureError::Mismatch);
+    }
+    v.check_tolerance(timestamp, now_unix)
+}
+
+pub(super) fn sign(
+    v: &Verifier,
+    body: &[u8],
+    timestamp: i64,
+    msg_id: &str,
+) -> Vec<(HeaderName, HeaderValue)> {
+    let t = timestamp.to_string();
+    let tag = v.sign_tag(&[msg_id.as_bytes(), b".", t.as_bytes(), b".", body]);
+    let mut out = Vec::with_capacity(3);
+    push_header(&mut out, &ID, msg_id);
+    push_header(&mut out, &TIMESTAMP, &t);
+    push_header(
+        &mut out,
+        &SIGNATURE,
+        &format!(
+            "v1,{}",
+            base64::engine::general_purpose::STANDARD.encode(tag)
+        ),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::super::{SchemeConfig, SecretError};
+    use super::*;
+    use base64::engine::general_purpose::STANDARD;
+
+    // The public test vector of the Standard Webhooks specification's reference libraries.
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    const ID: &str = "msg_p5jXN8AQM9LWM0D4loKWxJek";
+    const TS: &str = "1614265330";
+    const T: i64 = 1_614_265_330;
+    const BODY: &[u8] = br#"{"test": 2432232314}"#;
+    const EXPECTED: &str = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
+
+    fn request(id: &str, ts: &str, sig: &str) -> HeaderMap {
+        headers(&[
+            ("webhook-id", id),
+            ("webhook-timestamp", ts),
+            ("webhook-signature", sig),
+        ])
+    }
+
+    /// Independent signature: concatenated message, key = base64-decoded secret.
+    fn sig(secret: &str, id: &str, ts: &str, body: &[u8]) -> String {
+        let key = STANDARD
+            .decode(secret.trim_start_matches("whsec_"))
+            .unwrap();
+        let mut message = format!("{id}.{ts}.").into_bytes();
+        message.extend_from_slice(body);
+        STANDARD.encode(reference_mac(&key, &message))
+    }
+
+    fn bad(header: &'static str, reason: &'static str) -> Result<(), SignatureError> {
+        Err(malformed(header, reason))
+    }
+
+    #[test]
+    fn public_vector() {
+        let v = verifier(SchemeConfig::StandardWebhooks, &[SECRET]);
+        assert_eq!(v.verify(&request(ID, TS, EXPECTED), BODY, T), Ok(()));
+        assert_eq!(format!("v1,{}", sig(SECRET, ID, TS, BODY)), EXPECTED);
+        let out = v.sign(BODY, T, ID);
+        assert_eq!(value_of(&out, "webhook-signature"), EXPECTED);
+        assert_eq!(value_of(&out, "webhook-id"), ID);
+        assert_eq!(value_of(&out, "webhook-timestamp"), TS);
+        // The prefix is optional.
+        let v = verifier(
+            SchemeConfig::StandardWebhooks,
+            &["MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+        );
+        assert_eq!(v.verify(&request(ID, TS, EXPECTED), BODY, T), Ok(()));
+    }
+
+    #[test]
+    fn table() {
+        let v = verifier(SchemeConfig::StandardWebhooks, &[SECRET]);
+        let good = EXPECTED.to_owned();
+        let other = format!("v1,{}", sig("whsec_b3RoZXItc2VjcmV0", ID, TS, BODY));
+        let b64 = &EXPECTED[3..];
+        /// (id, timestamp, signature, body, now, expected)
+        type Row<'a> = (&'a str, &'a str, String, &'a [u8], i64, Outcome);
+        let cases: Vec<Row> = vec![
+            // Passing forms.
+            (ID, TS, good.clone(), BODY, T, Ok(())),
+            (ID, TS, format!("{other} {good}"), BODY, T, Ok(())),
+            (ID, TS, format!("v1a,{b64} {good}"), BODY, T, Ok(())),
+            (
+                ID,
+                TS,
+                format!("v2,xyz {good} v1a,anything"),
+                BODY,
+                T,
+                Ok(()),
+            ),
+            (ID, TS, format!("  {good}   {other} "), BODY, T, Ok(())),
+            (ID, "01614265330", good.clone(), BODY, T, Ok(())),
+            // Tolerance: exactly 300 s passes on both sides, 301 fails.
+            (ID, TS, good.clone(), BODY, T + 300, Ok(())),
+            (ID, TS, good.clone(), BODY, T - 300, Ok(())),
+            (
+                ID,
+                TS,
+                good.clone(),
+                BODY,
+                T + 301,
+                Err(SignatureError::TimestampTooOld {
+                    age_secs: 301,
+                    tolerance_secs: 300,
+                }),
+            ),
+            (
+                ID,
+                TS,
+                good.clone(),
+                BODY,
+                T - 301,
+                Err(SignatureError::TimestampInFuture {
+                    ahead_secs: 301,
+                    tolerance_secs: 300,
+                }),
+            ),
+            // Mismatch: wrong secret, tampered body/id/timestamp; checked before tolerance.
+            (
+                ID,
+                TS,
+                other.clone(),
+                BODY,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                ID,
+                TS,
+                good.clone(),
+                br#"{"test": 2432232315}"#,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (ID, TS, good.clone(), b"", T, Err(SignatureError::Mismatch)),
+            (
+                "msg_other",
+                TS,
+                good.clone(),
+                BODY,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                ID,
+                "1614265331",
+                good.clone(),
+                BODY,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                ID,
+                TS,
+                other.clone(),
+                BODY,
+                T + 10_000,
+                Err(SignatureError::Mismatch),
+            ),
+            // Malformed signature header.
+            (
+                ID,
+                TS,
+                "v1,".into(),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is empty"),
+            ),
+            (
+                ID,
+                TS,
+                format!("v1, {good}"),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is empty"),
+            ),
+            (
+                ID,
+                TS,
+                format!("v1a,{b64}"),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "no `v1` signature"),
+            ),
+            (
+                ID,
+                TS,
+                b64.to_owned(),
+                BODY,
+                T,
+                bad(
+                    SIGNATURE_LABEL,
+                    "an entry is not of the form version,signature",
+                ),
+            ),
+            (
+                ID,
+                TS,
+                format!("{good},"),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is not valid base64"),
+            ),
+            (
+                ID,
+                TS,
+                format!("v1,{}", &b64[..43]),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is not valid base64"),
+            ),
+            (
+                ID,
+                TS,
+                format!("v1,{}", b64.trim_end_matches('=')),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is not valid base64"),
+            ),
+            (
+                ID,
+                TS,
+                "v1,!!!!".into(),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is not valid base64"),
+            ),
+            (
+                ID,
+                TS,
+                format!("v1,{}", STANDARD.encode([7u8; 20])),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is not 32 bytes long"),
+            ),
+            (
+                ID,
+                TS,
+                format!("{good} v1,{}", STANDARD.encode([7u8; 33])),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is not 32 bytes long"),
+            ),
+            (
+                ID,
+                TS,
+                format!("v1,{}", hex::encode([7u8; 32])),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is not 32 bytes long"),
+            ),
+            // Malformed timestamp (reported before the signature is looked at).
+            (
+                ID,
+                "abc",
+                "v1,".into(),
+                BODY,
+                T,
+                bad(
+                    TIMESTAMP_LABEL,
+                    "the timestamp is not a whole number of seconds",
+                ),
+            ),
+            (
+                ID,
+                "-1614265330",
+                good.clone(),
+                BODY,
+                T,
+                bad(
+                    TIMESTAMP_LABEL,
+                    "the timestamp is not a whole number of seconds",
+                ),
+            ),
+            (
+                ID,
+                "1614265330.0",
+                good.clone(),
+                BODY,
+                T,
+                bad(
+                    TIMESTAMP_LABEL,
+                    "the timestamp is not a whole number of seconds",
+                ),
+            ),
+            (
+                ID,
+                "",
+                good.clone(),
+                BODY,
+                T,
+                bad(TIMESTAMP_LABEL, "the value is empty"),
+            ),
+            (
+                "",
+                TS,
+                good.clone(),
+                BODY,
+                T,
+                bad(ID_LABEL, "the value is empty"),
+            ),
+        ];
+        for (id, ts, signature, body, now, expected) in cases {
+            assert_eq!(
+                v.verify(&request(id, ts, &signature), body, now),
+                expected,
+                "{id:?} {ts:?} {signature:?} now={now}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_and_duplicated_headers() {
+        let v = verifier(SchemeConfig::StandardWebhooks, &[SECRET]);
+        let cases: Vec<(Vec<(&str, &str)>, SignatureError)> = vec![
+            (
+                vec![("webhook-id", ID), ("webhook-timestamp", TS)],
+                SignatureError::Missing {
+                    header: SIGNATURE_LABEL,
+                },
+            ),
+            (
+                vec![("webhook-timestamp", TS), ("webhook-signature", EXPECTED)],
+                SignatureError::Missing { header: ID_LABEL },
+            ),
+            (
+                vec![("webhook-id", ID), ("webhook-signature", EXPECTED)],
+                SignatureError::Missing {
+                    header: TIMESTAMP_LABEL,
+                },
+            ),
+            (
+                vec![],
+                SignatureError::Missing {
+                    header: SIGNATURE_LABEL,
+                },
+            ),
+            (
+                vec![
+                    ("webhook-id", ID),
+                    ("webhook-timestamp", TS),
+                    ("webhook-signature", EXPECTED),
+                    ("Webhook-Signature", EXPECTED),
+                ],
+                SignatureError::Duplicated {
+                    header: SIGNATURE_LABEL,
+                },
+            ),
+            (
+                vec![
+                    ("webhook-id", ID),
+                    ("webhook-id", ID),
+                    ("webhook-timestamp", TS),
+                    ("webhook-signature", EXPECTED),
+                ],
+                SignatureError::Duplicated { header: ID_LABEL },
+            ),
+            (
+                vec![
+                    ("webhook-id", ID),
+                    ("webhook-timestamp", TS),
+                    ("webhook-timestamp", TS),
+                    ("webhook-signature", EXPECTED),
+                ],
+                SignatureError::Duplicated {
+                    header: TIMESTAMP_LABEL,
+                },
+            ),
+        ];
+        for (pairs, expected) in cases {
+            assert_eq!(
+                v.verify(&headers(&pairs), BODY, T),
+                Err(expected),
+                "{pairs:?}"
+            );
+        }
+        // Header names are case-insensitive.
+        let map = headers(&[
+            ("Webhook-Id", ID),
+            ("WEBHOOK-TIMESTAMP", TS),
+            ("Webhook-Signature", EXPECTED),
+        ]);
+        assert_eq!(v.verify(&map, BODY, T), Ok(()));
+        // Non-ASCII id.
+        let mut map = request(ID, TS, EXPECTED);
+        map.insert("webhook-id", HeaderValue::from_bytes(b"msg_\xe9").unwrap());
+        assert_eq!(
+            v.verify(&map, BODY, T),
+            bad(ID_LABEL, "the value is not visible ASCII")
+        );
+    }
+
+    #[test]
+    fn secret_rotation_second_secret_matches() {
+        let v = verifier(
+            SchemeConfig::StandardWebhooks,
+            &["whsec_b3RoZXItc2VjcmV0", SECRET],
+        );
+        assert_eq!(v.verify(&request(ID, TS, EXPECTED), BODY, T), Ok(()));
+        // Signing uses the first secret.
+        let out = v.sign(BODY, T, ID);
+        assert_eq!(
+            value_of(&out, "webhook-signature"),
+            format!("v1,{}", sig("whsec_b3RoZXItc2VjcmV0", ID, TS, BODY))
+        );
+        let v = verifier(
+            SchemeConfig::StandardWebhooks,
+            &["whsec_b3RoZXItc2VjcmV0", "whsec_dGhpcmQ="],
+        );
+        assert_eq!(
+            v.verify(&request(ID, TS, EXPECTED), BODY, T),
+            Err(SignatureError::Mismatch)
+        );
+    }
+
+    #[test]
+    fn round_trip_including_non_utf8_body() {
+        let v = verifier(SchemeConfig::StandardWebhooks, &[SECRET]);
+        for body in [BODY, BINARY_BODY, b"" as &[u8]] {
+            let map = signed(v.sign(body, 1_700_000_000, "msg_42"));
+            assert_eq!(v.verify(&map, body, 1_700_000_000), Ok(()));
+            let mut tampered = body.to_vec();
+            match tampered.last_mut() {
+                Some(b) => *b ^= 0x80,
+                None => tampered.push(b' '),
+            }
+            assert_eq!(
+                v.verify(&map, &tampered, 1_700_000_000),
+                Err(SignatureError::Mismatch)
+            );
+        }
+        let expected = format!("v1,{}", sig(SECRET, ID, TS, BINARY_BODY));
+        assert_eq!(
+            v.verify(&request(ID, TS, &expected), BINARY_BODY, T),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn secret_parsing() {
+        assert_eq!(decode_secret("whsec_c2VjcmV0").unwrap(), b"secret");
+        assert_eq!(decode_secret("c2VjcmV0").unwrap(), b"secret");
+        assert_eq!(
+            decode_secret("whsec_c2VjcmV0LXRleHQ=").unwrap(),
+            b"secret-text"
+        );
+        assert_eq!(
+            decode_secret("whsec_c2VjcmV0LXRleHQ").unwrap(),
+            b"secret-text"
+        );
+        for bad in [
+            "whsec_",
+            "whsec_not base64!",
+            "whsec_@@@@",
+            "whsec_c2Vjc=mV0",
+            "whsec_====",
+        ] {
+            assert!(decode_secret(bad).is_err(), "{bad}");
+        }
+        let e = Verifier::new(
+            SchemeConfig::StandardWebhooks,
+            &[SECRET.into(), "whsec_sup3r$ecret".into()],
+            TOLERANCE,
+        )
+        .unwrap_err();
+        assert!(matches!(e, SecretError::Invalid { index: 1, .. }), "{e:?}");
+        let text = format!("{e} {e:?}");
+        assert!(!text.contains("sup3r"), "{text}");
+        assert!(text.contains("base64"), "{text}");
+        let e = Verifier::new(
+            SchemeConfig::StandardWebhooks,
+            &["whsec_".into()],
+            TOLERANCE,
+        )
+        .unwrap_err();
+        assert!(matches!(e, SecretError::Invalid { index: 0, .. }), "{e:?}");
+    }
+
+    #[test]
+    fn invalid_msg_id_is_left_out() {
+        let v = verifier(SchemeConfig::StandardWebhooks, &[SECRET]);
+        let out = v.sign(BODY, T, "bad\nid");
+        assert!(out.iter().all(|(n, _)| n.as_str() != "webhook-id"));
+        assert_eq!(
+            v.verify(&signed(out), BODY, T),
+            Err(SignatureError::Missing { header: ID_LABEL })
+        );
+    }
+}

@@ -1,0 +1,461 @@
+//! Stripe: `Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>…][,v0=<hex>]`.
+//!
+//! The MAC is HMAC-SHA256, keyed with the secret string's UTF-8 bytes as-is (`whsec_` prefix
+//! included), over `"{t}.{raw body}"` where `t` is the timestamp in canonical decimal (as Stripe's
+//! libraries sign the parsed integer). Items are comma-separated `key=value` pairs, whitespace
+//! around items, keys and values is tolerated, empty items are skipped. Exactly one `t` is
+//! required; every `v1` must be 64 hex digits; at least one `v1` is required; `v0` and unknown
+//! keys are ignored. Any `v1` matching any secret passes, then the timestamp must be within the
+//! tolerance on both sides.
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use super::{
+    decode_hex_tag, parse_timestamp, push_header, single_header, SignatureError, Tag, Verifier,
+};
+
+/// Header name as Stripe documents it (used in errors).
+const LABEL: &str = "Stripe-Signature";
+static SIGNATURE: HeaderName = HeaderName::from_static("stripe-signature");
+
+pub(super) const SIGNED_HEADERS: &[&str] = &["stripe-signature"];
+
+/// The `key=value` items of the header, trimmed; `None` for a non-empty item without `=`.
+fn items(header: &str) -> impl Iterator<Item = Option<(&str, &str)>> + Clone {
+    header
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| item.split_once('=').map(|(k, v)| (k.trim(), v.trim())))
+}
+
+/// The decoded `v1` signatures (only call after [`validate`] succeeded).
+fn v1_tags(header: &str) -> impl Iterator<Item = Tag> + Clone + '_ {
+    items(header)
+        .flatten()
+        .filter(|(k, _)| *k == "v1")
+        .filter_map(|(_, v)| decode_hex_tag(v).ok())
+}
+
+/// Checks the whole header; returns the timestamp and its canonical decimal text.
+fn validate(header: &str) -> Result<(i64, &str), &'static str> {
+    let mut timestamp = None;
+    let mut v1_count = 0usize;
+    for item in items(header) {
+        let (key, value) = item.ok_or("an item is not of the form key=value")?;
+        match key {
+            "t" => {
+                if timestamp.is_some() {
+                    return Err("more than one timestamp `t`");
+                }
+                timestamp = Some(parse_timestamp(value)?);
+            }
+            "v1" => {
+                decode_hex_tag(value)?;
+                v1_count += 1;
+            }
+            _ => {}
+        }
+    }
+    let timestamp = timestamp.ok_or("no timestamp `t`")?;
+    if v1_count == 0 {
+        return Err("no `v1` signature");
+    }
+    Ok(timestamp)
+}
+
+pub(super) fn verify(
+    v: &Verifier,
+    headers: &HeaderMap,
+    body: &[u8],
+    now_unix: i64,
+) -> Result<(), SignatureError> {
+    let header = single_header(headers, &SIGNATURE, LABEL)?;
+    let (timestamp, canonical) = validate(header).map_err(|reason| SignatureError::Malformed {
+        header: LABEL,
+        reason,
+    })?;
+    if !v.matches(&[canonical.as_bytes(), b".", body], v1_tags(header)) {
+        return Err(SignatureError::Mismatch);
+    }
+    v.check_tolerance(timestamp, now_unix)
+}
+
+pub(super) fn sign(v: &Verifier, body: &[u8], timestamp: i64) -> Vec<(HeaderName, HeaderValue)> {
+    let t = timestamp.to_string();
+    let tag = v.sign_tag(&[t.as_bytes(), b".", body]);
+    let mut out = Vec::with_capacity(1);
+    push_header(
+        &mut out,
+        &SIGNATURE,
+        &format!("t={t},v1={}", hex::encode(tag)),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::super::SchemeConfig;
+    use super::*;
+
+    const SECRET: &str = "whsec_test_secret_for_stripe";
+    const BODY: &[u8] = br#"{"id":"evt_1","object":"event","type":"payment_intent.succeeded"}"#;
+    const T: i64 = 1_700_000_000;
+
+    /// Expected v1 computed independently: concatenated message, key = secret's UTF-8 bytes.
+    fn v1(secret: &str, t: &str, body: &[u8]) -> String {
+        let mut message = format!("{t}.").into_bytes();
+        message.extend_from_slice(body);
+        hex::encode(reference_mac(secret.as_bytes(), &message))
+    }
+
+    fn check(v: &Verifier, header: &str, body: &[u8], now: i64) -> Result<(), SignatureError> {
+        v.verify(&headers(&[("Stripe-Signature", header)]), body, now)
+    }
+
+    fn bad(reason: &'static str) -> Result<(), SignatureError> {
+        Err(malformed(LABEL, reason))
+    }
+
+    #[test]
+    fn known_answer() {
+        // Independently computed HMAC-SHA256("whsec_test_secret_for_stripe", "1700000000." + BODY).
+        let v = verifier(SchemeConfig::Stripe, &[SECRET]);
+        let expected = v1(SECRET, "1700000000", BODY);
+        let out = v.sign(BODY, T, "ignored");
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            value_of(&out, "stripe-signature"),
+            format!("t=1700000000,v1={expected}")
+        );
+        assert_eq!(
+            check(&v, &format!("t=1700000000,v1={expected}"), BODY, T),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn fixed_vector() {
+        // Computed with Python: hmac.new(b"whsec_test_secret_for_stripe", b"1700000000." + BODY, sha256).
+        const EXPECTED: &str = "24143fc4b8a7b8738c2dc76ceead7cb76a0f24963bf3716899c9d491d177c9ba";
+        assert_eq!(v1(SECRET, "1700000000", BODY), EXPECTED);
+        let v = verifier(SchemeConfig::Stripe, &[SECRET]);
+        assert_eq!(
+            check(&v, &format!("t=1700000000,v1={EXPECTED}"), BODY, T),
+            Ok(())
+        );
+        assert_eq!(
+            value_of(&v.sign(BODY, T, ""), "stripe-signature"),
+            format!("t=1700000000,v1={EXPECTED}")
+        );
+    }
+
+    #[test]
+    fn table() {
+        let v = verifier(SchemeConfig::Stripe, &[SECRET]);
+        let good = v1(SECRET, "1700000000", BODY);
+        let other = v1("whsec_other", "1700000000", BODY);
+        let odd = &good[..63];
+        let short = &good[..62];
+        let cases: Vec<(String, &[u8], i64, Outcome)> = vec![
+            // Passing forms.
+            (format!("t=1700000000,v1={good}"), BODY, T, Ok(())),
+            (format!("v1={good},t=1700000000"), BODY, T, Ok(())),
+            (
+                format!("t=1700000000,v1={other},v1={good}"),
+                BODY,
+                T,
+                Ok(()),
+            ),
+            (
+                format!("t=1700000000,v1={good},v0={other}"),
+                BODY,
+                T,
+                Ok(()),
+            ),
+            (
+                format!("t=1700000000,v1={good},v0=zz,foo=bar"),
+                BODY,
+                T,
+                Ok(()),
+            ),
+            (format!(" t = 1700000000 , v1 = {good} , "), BODY, T, Ok(())),
+            (format!("t=1700000000,,v1={good}"), BODY, T, Ok(())),
+            (
+                format!("t=1700000000,v1={}", good.to_uppercase()),
+                BODY,
+                T,
+                Ok(()),
+            ),
+            // Leading zeros: Stripe signs the integer, so the canonical form is signed.
+            (format!("t=01700000000,v1={good}"), BODY, T, Ok(())),
+            // Tolerance: exactly 300 s passes on both sides, 301 fails.
+            (format!("t=1700000000,v1={good}"), BODY, T + 300, Ok(())),
+            (format!("t=1700000000,v1={good}"), BODY, T - 300, Ok(())),
+            (
+                format!("t=1700000000,v1={good}"),
+                BODY,
+                T + 301,
+                Err(SignatureError::TimestampTooOld {
+                    age_secs: 301,
+                    tolerance_secs: 300,
+                }),
+            ),
+            (
+                format!("t=1700000000,v1={good}"),
+                BODY,
+                T - 301,
+                Err(SignatureError::TimestampInFuture {
+                    ahead_secs: 301,
+                    tolerance_secs: 300,
+                }),
+            ),
+            // Mismatch: wrong secret, tampered body, other timestamp; checked before tolerance.
+            (
+                format!("t=1700000000,v1={other}"),
+                BODY,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                format!("t=1700000000,v1={good}"),
+                br#"{"id":"evt_2","object":"event","type":"payment_intent.succeeded"}"#,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                format!("t=1700000001,v1={good}"),
+                BODY,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                format!("t=1700000000,v1={other}"),
+                BODY,
+                T + 10_000,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                format!("t=1700000000,v1={good}"),
+                b"",
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            // Malformed.
+            (
+                format!("t=1700000000,v0={good}"),
+                BODY,
+                T,
+                bad("no `v1` signature"),
+            ),
+            ("t=1700000000".into(), BODY, T, bad("no `v1` signature")),
+            (format!("v1={good}"), BODY, T, bad("no timestamp `t`")),
+            (
+                format!("t=1700000000,t=1700000000,v1={good}"),
+                BODY,
+                T,
+                bad("more than one timestamp `t`"),
+            ),
+            (
+                format!("t=,v1={good}"),
+                BODY,
+                T,
+                bad("the timestamp is empty"),
+            ),
+            (
+                format!("t=abc,v1={good}"),
+                BODY,
+                T,
+                bad("the timestamp is not a whole number of seconds"),
+            ),
+            (
+                format!("t=-1700000000,v1={good}"),
+                BODY,
+                T,
+                bad("the timestamp is not a whole number of seconds"),
+            ),
+            (
+                format!("t=1700000000.5,v1={good}"),
+                BODY,
+                T,
+                bad("the timestamp is not a whole number of seconds"),
+            ),
+            (
+                "t=1700000000,v1=".into(),
+                BODY,
+                T,
+                bad("the signature is empty"),
+            ),
+            (
+                format!("t=1700000000,v1=,v1={good}"),
+                BODY,
+                T,
+                bad("the signature is empty"),
+            ),
+            (
+                format!("t=1700000000,v1={short}"),
+                BODY,
+                T,
+                bad("the signature is not 32 bytes long"),
+            ),
+            (
+                format!("t=1700000000,v1={good}00"),
+                BODY,
+                T,
+                bad("the signature is not 32 bytes long"),
+            ),
+            (
+                format!("t=1700000000,v1={odd}"),
+                BODY,
+                T,
+                bad("the signature has an odd number of hex digits"),
+            ),
+            (
+                format!("t=1700000000,v1={}g", &good[..63]),
+                BODY,
+                T,
+                bad("the signature is not hexadecimal"),
+            ),
+            (
+                format!("t=1700000000,v1={good},v1=xyz"),
+                BODY,
+                T,
+                bad("the signature is not hexadecimal"),
+            ),
+            (
+                format!("t=1700000000,v1,v1={good}"),
+                BODY,
+                T,
+                bad("an item is not of the form key=value"),
+            ),
+            (
+                "garbage".into(),
+                BODY,
+                T,
+                bad("an item is not of the form key=value"),
+            ),
+            (",,,".into(), BODY, T, bad("no timestamp `t`")),
+        ];
+        for (header, body, now, expected) in cases {
+            assert_eq!(
+                check(&v, &header, body, now),
+                expected,
+                "{header:?} now={now}"
+            );
+        }
+    }
+
+    #[test]
+    fn secret_rotation_second_secret_matches() {
+        let v = verifier(SchemeConfig::Stripe, &["whsec_old", SECRET]);
+        let header = format!("t=1700000000,v1={}", v1(SECRET, "1700000000", BODY));
+        assert_eq!(check(&v, &header, BODY, T), Ok(()));
+        // Signing uses the first secret.
+        let out = v.sign(BODY, T, "");
+        assert_eq!(
+            value_of(&out, "stripe-signature"),
+            format!("t=1700000000,v1={}", v1("whsec_old", "1700000000", BODY))
+        );
+        // Neither secret.
+        let header = format!("t=1700000000,v1={}", v1("whsec_third", "1700000000", BODY));
+        assert_eq!(check(&v, &header, BODY, T), Err(SignatureError::Mismatch));
+    }
+
+    #[test]
+    fn round_trip_including_non_utf8_body() {
+        let v = verifier(SchemeConfig::Stripe, &[SECRET, "whsec_other"]);
+        for body in [BODY, BINARY_BODY, b"" as &[u8]] {
+            let map = signed(v.sign(body, T, "x"));
+            assert_eq!(v.verify(&map, body, T), Ok(()));
+            let mut tampered = body.to_vec();
+            match tampered.first_mut() {
+                Some(b) => *b ^= 1,
+                None => tampered.push(0),
+            }
+            assert_eq!(v.verify(&map, &tampered, T), Err(SignatureError::Mismatch));
+        }
+        let mut message = b"1700000000.".to_vec();
+        message.extend_from_slice(BINARY_BODY);
+        let expected = hex::encode(reference_mac(SECRET.as_bytes(), &message));
+        assert_eq!(
+            check(&v, &format!("t=1700000000,v1={expected}"), BINARY_BODY, T),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn header_presence() {
+        let v = verifier(SchemeConfig::Stripe, &[SECRET]);
+        let good = format!("t=1700000000,v1={}", v1(SECRET, "1700000000", BODY));
+        assert_eq!(
+            v.verify(&headers(&[]), BODY, T),
+            Err(SignatureError::Missing { header: LABEL })
+        );
+        assert_eq!(
+            v.verify(
+                &headers(&[("stripe-signature", &good), ("Stripe-Signature", &good)]),
+                BODY,
+                T
+            ),
+            Err(SignatureError::Duplicated { header: LABEL })
+        );
+        assert_eq!(
+            v.verify(&headers(&[("STRIPE-SIGNATURE", &good)]), BODY, T),
+            Ok(())
+        );
+        assert_eq!(
+            v.verify(&headers(&[("stripe-signature", "")]), BODY, T),
+            bad("the value is empty")
+        );
+        let mut map = HeaderMap::new();
+        map.insert(
+            "stripe-signature",
+            HeaderValue::from_bytes(b"t=1,v1=\xff").unwrap(),
+        );
+        assert_eq!(
+            v.verify(&map, BODY, T),
+            bad("the value is not visible ASCII")
+        );
+    }
+
+    #[test]
+    fn tolerance_comes_from_the_constructor() {
+        let v = Verifier::new(
+            SchemeConfig::Stripe,
+            &[SECRET.into()],
+            std::time::Duration::from_secs(10),
+        )
+        .unwrap();
+        let map = signed(v.sign(BODY, T, ""));
+        assert_eq!(v.verify(&map, BODY, T + 10), Ok(()));
+        assert_eq!(
+            v.verify(&map, BODY, T + 11),
+            Err(SignatureError::TimestampTooOld {
+                age_secs: 11,
+                tolerance_secs: 10
+            })
+        );
+        assert_eq!(
+            v.verify(&map, BODY, T - 11),
+            Err(SignatureError::TimestampInFuture {
+                ahead_secs: 11,
+                tolerance_secs: 10
+            })
+        );
+    }
+
+    #[test]
+    fn errors_never_contain_the_signature() {
+        let v = verifier(SchemeConfig::Stripe, &[SECRET]);
+        let sig = v1("whsec_other", "1700000000", BODY);
+        for header in [
+            format!("t=1700000000,v1={sig}"),
+            format!("t=1700000000,v1={}", &sig[..63]),
+        ] {
+            let e = check(&v, &header, BODY, T).unwrap_err();
+            assert!(!e.to_string().contains(&sig[..20]), "{e}");
+            assert!(!e.to_string().contains("whsec"), "{e}");
+        }
+    }
+}
