@@ -1,0 +1,65 @@
+# Webhook ingestor: the two everyday commands are `make dev` and `make test`.
+#
+#   make dev           run locally: moto + table + `cargo lambda watch` (scripts/dev.sh)
+#   make test          every test against a local moto, then template checks (scripts/test.sh)
+#   make lint          rustfmt, clippy (-D warnings), cfn-lint, sam validate --lint
+#   make venv          .venv with the Python tooling pinned in scripts/requirements-dev.txt
+#   make build-lambda  release artifact target/lambda/ingest/bootstrap (cargo lambda, x86_64)
+#   make bench         cargo bench
+#   make clean-local   stop emulators started by the scripts, remove .local/ and .aws-sam/
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+REQS   := scripts/requirements-dev.txt
+# The stamp's name carries a hash of the requirement list: editing the list re-runs `make venv`.
+REQS_HASH := $(shell sha256sum $(REQS) 2>/dev/null | cut -c1-16)
+STAMP  := $(VENV)/.stamp-$(REQS_HASH)
+
+# Dummy credentials: `sam validate` wants a region and credentials even though it works offline.
+SAM_ENV := AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 \
+           AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
+
+.PHONY: help dev test lint venv build-lambda bench clean-local
+
+help:
+	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
+
+dev:
+	scripts/dev.sh
+
+test:
+	scripts/test.sh
+
+lint: venv
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(VENV)/bin/cfn-lint template.yaml
+	$(SAM_ENV) $(VENV)/bin/sam validate --lint --template-file template.yaml
+
+venv: $(STAMP)
+
+$(STAMP): $(REQS)
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet -r $(REQS)
+	@rm -f $(VENV)/.stamp-*
+	@touch $@
+
+# Activating the venv matters: cargo-lambda finds zig through the `python` first on PATH.
+build-lambda: venv
+	source $(VENV)/bin/activate && cargo lambda build --release --bin ingest
+	@ls -l target/lambda/ingest/bootstrap
+
+bench:
+	cargo bench --workspace
+
+clean-local:
+	@for pidfile in .local/moto-*.pid; do \
+	  [ -e "$$pidfile" ] || continue; \
+	  port=$${pidfile#.local/moto-}; port=$${port%.pid}; \
+	  scripts/moto.sh stop "$$port"; \
+	done
+	rm -rf .local .aws-sam
