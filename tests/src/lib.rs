@@ -417,3 +417,58 @@ pub fn stripe_event(id: &str, kind: &str, size: usize) -> String {
     }
     event.to_string()
 }
+
+/// The first secret of `source` in `local/secrets.json`, as written there (e.g. `whsec_…`), for
+/// handing to a provider's own library.
+pub fn local_secret(source: &str) -> String {
+    let text = std::fs::read_to_string(root().join("local/secrets.json"))
+        .expect("read local/secrets.json");
+    let secrets = parse_secrets(&text, "WEBHOOK_SECRETS").expect("local secrets");
+    secrets
+        .get(source)
+        .and_then(|s| s.first())
+        .cloned()
+        .unwrap_or_else(|| panic!("no local secret for source {source:?}"))
+}
+
+/// Runs `script` with the venv's Python (`python -c script`), writes `input` as JSON to its stdin
+/// and returns the JSON it prints on stdout. Nothing is interpolated into the script or a shell:
+/// the script reads its data with `json.load(sys.stdin)`. Panics with Python's stderr if it fails.
+pub fn run_python(script: &str, input: &Value) -> Value {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Command::new(python())
+        .arg("-c")
+        .arg(script)
+        .env("PYTHONIOENCODING", "utf-8")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {} ({e}): run the tests with `make test`, which sets INBOX_VENV",
+                python().display()
+            )
+        });
+    let mut stdin = child.stdin.take().expect("python's stdin");
+    let data = serde_json::to_vec(input).expect("JSON input");
+    // Written from a thread so that a large input cannot deadlock against a full stdout pipe.
+    let writer = std::thread::spawn(move || stdin.write_all(&data));
+    let out = child.wait_with_output().expect("wait for python");
+    let written = writer.join().expect("stdin writer thread");
+    assert!(
+        out.status.success(),
+        "python failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    written.expect("write python's stdin");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "python did not print JSON ({e}): {:?}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
