@@ -21,5 +21,7 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod ingest;
+pub mod message;
+pub mod policy;
 pub mod signature;
 pub mod store;

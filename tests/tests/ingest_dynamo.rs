@@ -64,7 +64,12 @@ async fn new_event_is_accepted_and_stored_as_exactly_one_complete_item() {
         s(item, "open_shard").starts_with("OPEN#"),
         "in the sparse index of open messages"
     );
-    assert_eq!(n(item, "open_due"), n(item, "received_at"));
+    assert_eq!(
+        n(item, "open_due"),
+        n(item, "received_at") + shared::store::schema::PENDING_GRACE_MS,
+        "due for the reaper only if the stream has not delivered it by then"
+    );
+    assert_eq!(n(item, "version"), 0);
     let headers = item["headers"].as_m().unwrap();
     assert!(
         headers.contains_key("stripe-signature"),

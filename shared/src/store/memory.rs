@@ -1,26 +1,44 @@
-//! An in-memory inbox with the DynamoDB adapter's semantics: for unit tests and benchmarks only.
+//! An in-memory store with the DynamoDB adapter's semantics (conditional insert, versioned
+//! transitions, the open index): for unit tests and benchmarks only. Effects are recorded, not
+//! interpreted.
 
-use super::{Delivery, Inbox, NewMessage, PutOutcome, StoreError};
-use crate::domain::MessageKey;
+use super::schema::{open_shard, PENDING_GRACE_MS};
+use super::{
+    Applied, Delivery, DeliveryRecord, DueMessage, Effect, Inbox, ListFilter, MessageStore,
+    NewMessage, PutOutcome, StoreError, Transition,
+};
+use crate::domain::{MessageKey, Status};
+use crate::message::{HistoryEntry, StoredMessage};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-/// Messages and journal records held in memory, with a switch to simulate an outage and a count
-/// of write requests (what the DynamoDB adapter would send).
+#[derive(Debug, Clone)]
+struct Row {
+    message: StoredMessage,
+    /// `Some(due)` while in the open index.
+    open_due: Option<i64>,
+}
+
+/// Messages, journal records and committed effects held in memory, with a switch to simulate an
+/// outage and a count of write requests (what the DynamoDB adapter would send).
 #[derive(Debug, Default)]
-pub struct MemoryInbox {
-    messages: Mutex<HashMap<MessageKey, NewMessage>>,
+pub struct MemoryStore {
+    rows: Mutex<HashMap<MessageKey, Row>>,
     deliveries: Mutex<Vec<Delivery>>,
+    effects: Mutex<Vec<(MessageKey, Effect)>>,
     down: AtomicBool,
     writes: AtomicUsize,
 }
+
+/// The name the ingest path's tests and benchmarks know it by.
+pub type MemoryInbox = MemoryStore;
 
 #[derive(Debug, thiserror::Error)]
 #[error("the in-memory store is switched off")]
 struct SwitchedOff;
 
-impl MemoryInbox {
+impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
     }
@@ -36,26 +54,35 @@ impl MemoryInbox {
     }
 
     /// A stored message, if any.
-    pub fn message(&self, key: &MessageKey) -> Option<NewMessage> {
-        lock(&self.messages).get(key).cloned()
+    pub fn message(&self, key: &MessageKey) -> Option<StoredMessage> {
+        lock(&self.rows).get(key).map(|r| r.message.clone())
     }
 
     /// How many messages are stored.
     pub fn message_count(&self) -> usize {
-        lock(&self.messages).len()
+        lock(&self.rows).len()
     }
 
     /// All journal records, in arrival order.
-    pub fn deliveries(&self) -> Vec<Delivery> {
+    pub fn journal(&self) -> Vec<Delivery> {
         lock(&self.deliveries).clone()
     }
 
-    fn request(&self) -> Result<(), StoreError> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
+    /// Effects committed with transitions, in commit order.
+    pub fn effects(&self) -> Vec<(MessageKey, Effect)> {
+        lock(&self.effects).clone()
+    }
+
+    fn up(&self) -> Result<(), StoreError> {
         if self.down.load(Ordering::SeqCst) {
             return Err(StoreError::Unavailable(Box::new(SwitchedOff)));
         }
         Ok(())
+    }
+
+    fn write(&self) -> Result<(), StoreError> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.up()
     }
 }
 
@@ -64,22 +91,154 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl Inbox for MemoryInbox {
+fn stored(msg: &NewMessage) -> StoredMessage {
+    StoredMessage {
+        source: msg.key.source.clone(),
+        event_id: msg.key.event_id.clone(),
+        event_type: msg.event_type.clone(),
+        status: Status::Pending,
+        received_at: msg.received_at_ms,
+        body: msg.body.clone(),
+        body_sha256: msg.body_digest.to_hex(),
+        headers: msg.headers.iter().cloned().collect(),
+        attempts: 0,
+        version: 0,
+        lease_until: None,
+        next_attempt_at: None,
+        last_error: None,
+        history: vec![HistoryEntry::new(
+            msg.received_at_ms,
+            Status::Pending,
+            "received",
+        )],
+        expires_at: None,
+    }
+}
+
+impl Inbox for MemoryStore {
     async fn put_if_absent(&self, msg: &NewMessage) -> Result<PutOutcome, StoreError> {
-        self.request()?;
-        let mut messages = lock(&self.messages);
-        if let Some(existing) = messages.get(&msg.key) {
-            return Ok(PutOutcome::AlreadyExists {
-                original_digest: Some(existing.body_digest),
-            });
+        self.write()?;
+        let mut rows = lock(&self.rows);
+        if let Some(existing) = rows.get(&msg.key) {
+            let original_digest =
+                crate::domain::BodyDigest::from_hex(&existing.message.body_sha256);
+            return Ok(PutOutcome::AlreadyExists { original_digest });
         }
-        messages.insert(msg.key.clone(), msg.clone());
+        let row = Row {
+            message: stored(msg),
+            open_due: Some(msg.received_at_ms + PENDING_GRACE_MS),
+        };
+        rows.insert(msg.key.clone(), row);
         Ok(PutOutcome::Inserted)
     }
 
     async fn journal_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
-        self.request()?;
+        self.write()?;
         lock(&self.deliveries).push(delivery.clone());
         Ok(())
+    }
+}
+
+impl MessageStore for MemoryStore {
+    async fn get(&self, key: &MessageKey) -> Result<Option<StoredMessage>, StoreError> {
+        self.up()?;
+        Ok(self.message(key))
+    }
+
+    async fn transition(
+        &self,
+        key: &MessageKey,
+        expected_version: u64,
+        t: &Transition,
+        effects: Vec<Effect>,
+    ) -> Result<Applied, StoreError> {
+        self.write()?;
+        let mut rows = lock(&self.rows);
+        let Some(row) = rows
+            .get_mut(key)
+            .filter(|r| r.message.version == expected_version)
+        else {
+            return Ok(Applied::MessageConflict);
+        };
+        let m = &mut row.message;
+        m.status = t.to;
+        m.attempts = t.attempts;
+        m.version += 1;
+        m.lease_until = t.lease_until;
+        m.next_attempt_at = t.next_attempt_at;
+        m.expires_at = t.expires_at;
+        if t.last_error.is_some() {
+            m.last_error = t.last_error.clone();
+        }
+        m.history.push(t.entry.clone());
+        row.open_due = t.open_due;
+        lock(&self.effects).extend(effects.into_iter().map(|e| (key.clone(), e)));
+        Ok(Applied::Done)
+    }
+
+    async fn due(
+        &self,
+        shard: &str,
+        now: i64,
+        limit: usize,
+    ) -> Result<Vec<DueMessage>, StoreError> {
+        self.up()?;
+        let mut due: Vec<DueMessage> = lock(&self.rows)
+            .iter()
+            .filter_map(|(k, r)| {
+                let d = r.open_due?;
+                (d <= now && open_shard(k) == shard).then(|| DueMessage {
+                    key: k.clone(),
+                    status: r.message.status,
+                    due: d,
+                })
+            })
+            .collect();
+        due.sort_by_key(|d| d.due);
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    async fn list(
+        &self,
+        filter: &ListFilter,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        self.up()?;
+        let mut found: Vec<StoredMessage> = lock(&self.rows)
+            .values()
+            .map(|r| &r.message)
+            .filter(|m| filter.matches(m))
+            .cloned()
+            .collect();
+        found.sort_by_key(|m| m.received_at);
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<DeliveryRecord>, StoreError> {
+        self.up()?;
+        Ok(lock(&self.deliveries)
+            .iter()
+            .filter(|d| &d.key == key)
+            .map(|d| DeliveryRecord {
+                received_at: d.received_at_ms,
+                body_sha256: d.body_digest.to_hex(),
+                body_differs: d.body_differs,
+            })
+            .collect())
+    }
+
+    async fn purge(&self, key: &MessageKey, expected_version: u64) -> Result<Applied, StoreError> {
+        self.write()?;
+        let mut rows = lock(&self.rows);
+        match rows.get(key) {
+            Some(r) if r.message.version == expected_version && r.message.status.is_terminal() => {
+                rows.remove(key);
+                lock(&self.deliveries).retain(|d| &d.key != key);
+                Ok(Applied::Done)
+            }
+            _ => Ok(Applied::MessageConflict),
+        }
     }
 }

@@ -1,5 +1,10 @@
 //! The storage boundary: small capability traits, the records they take, and their errors.
 //!
+//! - [`Inbox`]: the ingest path's one conditional write (and the duplicate journal).
+//! - [`MessageStore`]: the processing side: read a message, move it to its next status under an
+//!   optimistic-concurrency condition together with a handler's effects (one transaction), find
+//!   the messages that are due, and list them for operators.
+//!
 //! [`dynamo`] implements them on DynamoDB (one table, see [`schema`]); [`memory`] is an in-memory
 //! fake with the same semantics, for unit tests and benchmarks only.
 
@@ -7,8 +12,17 @@ pub mod dynamo;
 pub mod memory;
 pub mod schema;
 
-use crate::domain::{BodyDigest, EventType, MessageKey};
+use crate::domain::{BodyDigest, EventType, MessageKey, Status};
+use crate::message::{HistoryEntry, StoredMessage};
 use std::future::Future;
+
+/// A write a handler wants committed atomically with the message's transition (a DynamoDB
+/// `TransactWriteItems` element: a conditional put, update, delete or condition check).
+pub type Effect = aws_sdk_dynamodb::types::TransactWriteItem;
+
+/// The most effects one handler may commit with a transition (DynamoDB allows 100 items per
+/// transaction; one is the message itself).
+pub const MAX_EFFECTS: usize = 99;
 
 /// A message as first stored by the ingest path (status `pending`, no attempts yet).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,4 +118,127 @@ impl<T: Inbox> Inbox for std::sync::Arc<T> {
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).journal_delivery(delivery)
     }
+}
+
+/// A status change, applied only if the message is still at the version it was read at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    pub to: Status,
+    pub attempts: u32,
+    /// Set while `processing`; removed otherwise.
+    pub lease_until: Option<i64>,
+    /// Set while `retrying`; removed otherwise.
+    pub next_attempt_at: Option<i64>,
+    /// `Some(due)`: the message stays in (or joins) the open index, due then; `None`: it leaves it.
+    pub open_due: Option<i64>,
+    /// TTL (seconds since the epoch) for processed/ignored messages; removed otherwise.
+    pub expires_at: Option<i64>,
+    /// Set on failures; kept otherwise (`None` leaves it as it is).
+    pub last_error: Option<String>,
+    /// Appended to the history in the same write.
+    pub entry: HistoryEntry,
+}
+
+/// What a conditional transition found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The transition and every effect are committed.
+    Done,
+    /// The message was no longer at the expected version (another invocation moved it): nothing
+    /// was written.
+    MessageConflict,
+    /// An effect's own condition failed (e.g. a ledger row changed meanwhile): nothing was written.
+    EffectConflict,
+}
+
+/// A message the open index says is due (pending too long, retry due, or lease expired).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueMessage {
+    pub key: MessageKey,
+    pub status: Status,
+    pub due: i64,
+}
+
+/// A filter for listing messages.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    pub status: Option<Status>,
+    pub source: Option<String>,
+    pub event_type: Option<String>,
+    /// Received at or after, ms.
+    pub since: Option<i64>,
+    /// Received before, ms.
+    pub until: Option<i64>,
+}
+
+impl ListFilter {
+    /// Whether `m` passes the filter.
+    pub fn matches(&self, m: &StoredMessage) -> bool {
+        self.status.is_none_or(|s| s == m.status)
+            && self
+                .source
+                .as_deref()
+                .is_none_or(|s| s == m.source.as_str())
+            && self
+                .event_type
+                .as_deref()
+                .is_none_or(|t| m.event_type.as_ref().is_some_and(|e| e.as_str() == t))
+            && self.since.is_none_or(|t| m.received_at >= t)
+            && self.until.is_none_or(|t| m.received_at < t)
+    }
+}
+
+/// The processing side's view of the store.
+pub trait MessageStore: Send + Sync {
+    /// Reads a message (strongly consistent).
+    fn get(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<Option<StoredMessage>, StoreError>> + Send;
+
+    /// Applies `transition` if the message is still at `expected_version`, incrementing it, and
+    /// commits `effects` in the same transaction: the effects and the status never disagree.
+    fn transition(
+        &self,
+        key: &MessageKey,
+        expected_version: u64,
+        transition: &Transition,
+        effects: Vec<Effect>,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// Messages of one open-index shard whose due time is at or before `now`, oldest first.
+    fn due(
+        &self,
+        shard: &str,
+        now: i64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DueMessage>, StoreError>> + Send;
+
+    /// Messages passing `filter`, without their bodies' interpretation; at most `limit`.
+    fn list(
+        &self,
+        filter: &ListFilter,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<StoredMessage>, StoreError>> + Send;
+
+    /// The journal of repeated deliveries of a message (time, digest, whether the body differed).
+    fn deliveries(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<Vec<DeliveryRecord>, StoreError>> + Send;
+
+    /// Deletes a terminal message and its journal, if it is still at `expected_version`.
+    fn purge(
+        &self,
+        key: &MessageKey,
+        expected_version: u64,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+}
+
+/// A journal record read back.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DeliveryRecord {
+    pub received_at: i64,
+    pub body_sha256: String,
+    pub body_differs: bool,
 }

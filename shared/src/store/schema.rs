@@ -32,6 +32,15 @@ pub const HISTORY: &str = "history";
 pub const OPEN_SHARD: &str = "open_shard";
 pub const OPEN_DUE: &str = "open_due";
 pub const EXPIRES_AT: &str = "expires_at";
+pub const VERSION: &str = "version";
+pub const LEASE_UNTIL: &str = "lease_until";
+pub const NEXT_ATTEMPT_AT: &str = "next_attempt_at";
+pub const LAST_ERROR: &str = "last_error";
+pub const UPDATED_AT: &str = "updated_at";
+
+/// How long a message may stay `pending` before the reaper re-drives it (the stream normally
+/// delivers it within seconds; this catches a stream that was down or past its 24 h retention).
+pub const PENDING_GRACE_MS: i64 = 5 * 60 * 1000;
 
 /// The sort key of a message item.
 pub const MESSAGE_SK: &str = "MSG";
@@ -47,6 +56,22 @@ pub const KIND_DELIVERY: &str = "delivery";
 /// The partition key of a message and its journal.
 pub fn message_pk(key: &MessageKey) -> String {
     format!("MSG#{}#{}", key.source, key.event_id)
+}
+
+/// The key attributes (`pk`, `sk`) of a message item.
+pub fn message_key_attrs(
+    key: &MessageKey,
+) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    std::collections::HashMap::from([
+        (PK.to_string(), AttributeValue::S(message_pk(key))),
+        (SK.to_string(), AttributeValue::S(MESSAGE_SK.to_string())),
+    ])
+}
+
+/// All open-index shard names.
+pub fn open_shards() -> impl Iterator<Item = String> {
+    (0..OPEN_SHARDS).map(|i| format!("OPEN#{i}"))
 }
 
 /// The sort key of a journal record.
