@@ -1,0 +1,473 @@
+//! Cold start and binary size of the ingest function, against a hello-world Lambda.
+//!
+//! ```text
+//! coldstart [--runs N] [--warmup N] [--runtime-api bare|http] [--local DIR] <ingest> <hello>
+//! ```
+//!
+//! `<ingest>` and `<hello>` are release `bootstrap` binaries (`cargo lambda build --release --bin
+//! ingest --bin hello`). For each binary, N times (default 30), alternating the two so that drift
+//! hits both alike, it:
+//!
+//! 1. starts a tiny HTTP/1.1 server on 127.0.0.1 playing the Lambda Runtime API (one server for
+//!    the whole run; it records the instant a `GET …/2018-06-01/runtime/invocation/next` arrives
+//!    and holds that connection open, as the real Runtime API does while no event is queued);
+//! 2. spawns the binary with a clean environment: `AWS_LAMBDA_RUNTIME_API`,
+//!    `AWS_LAMBDA_FUNCTION_NAME=_`, `AWS_LAMBDA_FUNCTION_VERSION=1`,
+//!    `AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256`, `AWS_REGION=us-east-1`, dummy credentials, and for
+//!    ingest `TABLE_NAME`, `WEBHOOK_SOURCES` / `WEBHOOK_SECRETS` (from `local/*.json`) and
+//!    `AWS_ENDPOINT_URL` pointing at a local sink that counts connections (an init that called
+//!    AWS would show up there);
+//! 3. measures process spawn → first `next` request (the end of the function's init), then kills
+//!    the child.
+//!
+//! It prints median / p90 / min / max per binary, the ratio of medians ingest / hello (target
+//! <= 1.5x), the binary sizes (ingest target <= 8 MB) and the connections the ingest init made to
+//! the AWS endpoint (expected 0). Waits are on the request itself, with a deadline; no sleeps.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const NEXT_PATH: &str = "/2018-06-01/runtime/invocation/next";
+/// How long a binary may take to reach its first `next` request before the run fails.
+const DEADLINE: Duration = Duration::from_secs(10);
+const COLD_START_TARGET: f64 = 1.5;
+const SIZE_TARGET_BYTES: u64 = 8_000_000;
+
+/// What the fake Runtime API saw.
+#[derive(Debug)]
+enum Hit {
+    /// The first line of a `GET …/invocation/next`, and when it arrived.
+    Next(Instant),
+    /// Any other request (e.g. `POST …/init/error`): its request line.
+    Other(String),
+}
+
+/// The fake Lambda Runtime API: accepts connections, reports requests on a channel.
+struct RuntimeApi {
+    addr: SocketAddr,
+    hits: Receiver<Hit>,
+}
+
+impl RuntimeApi {
+    fn start() -> Result<Self, String> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("local_addr: {e}"))?;
+        let (tx, hits) = mpsc::channel();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let tx = tx.clone();
+                std::thread::spawn(move || serve(stream, &tx));
+            }
+        });
+        Ok(Self { addr, hits })
+    }
+
+    /// Drops anything left over from an earlier run.
+    fn drain(&self) {
+        while self.hits.try_recv().is_ok() {}
+    }
+}
+
+/// Serves one connection: reports each request; answers anything but `next` with 202 (so a
+/// failing init can post its error and exit), and holds a `next` open until the peer goes away.
+fn serve(stream: TcpStream, tx: &Sender<Hit>) {
+    let _ = stream.set_nodelay(true);
+    let mut writer = match stream.try_clone() {
+        Ok(w) => w,
+        Err(_) => return,
+    };
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let arrived = Instant::now();
+        let request_line = line.trim_end().to_owned();
+        let mut content_length = 0usize;
+        loop {
+            let mut header = String::new();
+            match reader.read_line(&mut header) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.trim().eq_ignore_ascii_case("content-length") {
+                    content_length = value.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut parts = request_line.split_whitespace();
+        let is_next = parts.next() == Some("GET")
+            && parts
+                .next()
+                .is_some_and(|target| target.ends_with(NEXT_PATH));
+        if is_next {
+            let _ = tx.send(Hit::Next(arrived));
+            // Hold the long poll open until the child is killed.
+            let _ = std::io::copy(&mut reader, &mut std::io::sink());
+            return;
+        }
+        let _ = tx.send(Hit::Other(request_line));
+        let mut body = vec![0u8; content_length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let reply = "HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+        if writer.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// A TCP sink standing in for the AWS endpoint: counts the connections it gets.
+struct EndpointSink {
+    addr: SocketAddr,
+    connections: Arc<AtomicUsize>,
+}
+
+impl EndpointSink {
+    fn start() -> Result<Self, String> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("local_addr: {e}"))?;
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counter = connections.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                counter.fetch_add(1, Ordering::SeqCst);
+                drop(stream);
+            }
+        });
+        Ok(Self { addr, connections })
+    }
+
+    fn count(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// One binary under test.
+struct Subject {
+    name: &'static str,
+    path: PathBuf,
+    env: Vec<(String, String)>,
+    samples: Vec<Duration>,
+}
+
+impl Subject {
+    fn command(&self, runtime_api: &str) -> Command {
+        let mut cmd = Command::new(&self.path);
+        cmd.env_clear()
+            .env("AWS_LAMBDA_RUNTIME_API", runtime_api)
+            .env("AWS_LAMBDA_FUNCTION_NAME", "_")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        cmd
+    }
+}
+
+/// Spawns `subject` and returns the time from spawn to its first `next` request.
+fn cold_start(api: &RuntimeApi, runtime_api: &str, subject: &Subject) -> Result<Duration, String> {
+    api.drain();
+    let mut cmd = subject.command(runtime_api);
+    let started = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", subject.path.display()))?;
+    let result = wait_for_next(api, &mut child, started);
+    let _ = child.kill();
+    let status = child.wait();
+    match result {
+        Ok(d) => Ok(d),
+        Err(why) => {
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                let _ = pipe.read_to_string(&mut stderr);
+            }
+            Err(format!(
+                "{} ({}): {why}; exit: {status:?}; stderr:\n{stderr}",
+                subject.name,
+                subject.path.display()
+            ))
+        }
+    }
+}
+
+fn wait_for_next(
+    api: &RuntimeApi,
+    child: &mut Child,
+    started: Instant,
+) -> Result<Duration, String> {
+    let deadline = started + DEADLINE;
+    let mut others = Vec::new();
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(format!(
+                "no `next` request within {DEADLINE:?}; other requests: {others:?}"
+            ));
+        }
+        // Wake up now and then to notice a child that died before asking for an event.
+        match api
+            .hits
+            .recv_timeout((deadline - now).min(Duration::from_millis(100)))
+        {
+            Ok(Hit::Next(at)) => return Ok(at.saturating_duration_since(started)),
+            Ok(Hit::Other(line)) => others.push(line),
+            Err(RecvTimeoutError::Timeout) => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(format!(
+                        "exited ({status}) before asking for an event; requests: {others:?}"
+                    ));
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err("the runtime API server stopped".into())
+            }
+        }
+    }
+}
+
+struct Stats {
+    median: Duration,
+    p90: Duration,
+    min: Duration,
+    max: Duration,
+    mean: Duration,
+}
+
+fn stats(samples: &[Duration]) -> Stats {
+    let mut v = samples.to_vec();
+    v.sort();
+    let n = v.len();
+    let rank = |q: f64| v[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+    Stats {
+        median: if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2
+        },
+        p90: rank(0.9),
+        min: v[0],
+        max: v[n - 1],
+        mean: v.iter().sum::<Duration>() / n as u32,
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+struct Options {
+    runs: usize,
+    warmup: usize,
+    http_form: bool,
+    local: PathBuf,
+    ingest: PathBuf,
+    hello: PathBuf,
+}
+
+const USAGE: &str = "usage: coldstart [--runs N] [--warmup N] [--runtime-api bare|http] [--local DIR] <ingest-bootstrap> <hello-bootstrap>";
+
+fn parse_args() -> Result<Options, String> {
+    let mut runs = 30;
+    let mut warmup = 2;
+    let mut http_form = false;
+    let mut local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../local");
+    let mut paths = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |flag: &str| args.next().ok_or(format!("{flag} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "--runs" => {
+                runs = value("--runs")?
+                    .parse()
+                    .map_err(|e| format!("--runs: {e}"))?
+            }
+            "--warmup" => {
+                warmup = value("--warmup")?
+                    .parse()
+                    .map_err(|e| format!("--warmup: {e}"))?
+            }
+            "--runtime-api" => {
+                http_form = match value("--runtime-api")?.as_str() {
+                    "bare" => false,
+                    "http" => true,
+                    other => return Err(format!("--runtime-api: {other:?} is not bare or http")),
+                }
+            }
+            "--local" => local = PathBuf::from(value("--local")?),
+            "-h" | "--help" => return Err(USAGE.into()),
+            _ => paths.push(PathBuf::from(arg)),
+        }
+    }
+    let [ingest, hello]: [PathBuf; 2] = paths
+        .try_into()
+        .map_err(|_| format!("two binaries are needed\n{USAGE}"))?;
+    if runs == 0 {
+        return Err("--runs must be at least 1".into());
+    }
+    Ok(Options {
+        runs,
+        warmup,
+        http_form,
+        local,
+        ingest,
+        hello,
+    })
+}
+
+fn size_line(name: &str, path: &Path) -> Result<u64, String> {
+    let bytes = std::fs::metadata(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    println!(
+        "  {name:<7} {bytes:>11} bytes = {:>6.2} MB = {:>6.2} MiB   {}",
+        bytes as f64 / 1e6,
+        bytes as f64 / (1024.0 * 1024.0),
+        path.display()
+    );
+    Ok(bytes)
+}
+
+fn run() -> Result<(), String> {
+    let opts = parse_args()?;
+    let read = |file: &str| {
+        let path = opts.local.join(file);
+        std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let sink = EndpointSink::start()?;
+    let api = RuntimeApi::start()?;
+    let runtime_api = if opts.http_form {
+        format!("http://{}", api.addr)
+    } else {
+        api.addr.to_string()
+    };
+
+    let mut ingest = Subject {
+        name: "ingest",
+        path: opts.ingest.clone(),
+        env: vec![
+            ("TABLE_NAME".into(), "x".into()),
+            ("WEBHOOK_SOURCES".into(), read("sources.json")?),
+            ("WEBHOOK_SECRETS".into(), read("secrets.json")?),
+            ("AWS_ENDPOINT_URL".into(), format!("http://{}", sink.addr)),
+        ],
+        samples: Vec::new(),
+    };
+    let mut hello = Subject {
+        name: "hello",
+        path: opts.hello.clone(),
+        env: Vec::new(),
+        samples: Vec::new(),
+    };
+
+    println!("== cold start: process spawn -> first GET {NEXT_PATH} ==");
+    println!(
+        "AWS_LAMBDA_RUNTIME_API={runtime_api}; {} runs each, alternating, after {} untimed warm-up run(s) each",
+        opts.runs, opts.warmup
+    );
+    for _ in 0..opts.warmup {
+        cold_start(&api, &runtime_api, &ingest)?;
+        cold_start(&api, &runtime_api, &hello)?;
+    }
+    for i in 0..opts.runs {
+        // Alternate which goes first, so that neither always follows the other.
+        let order: [&mut Subject; 2] = if i % 2 == 0 {
+            [&mut ingest, &mut hello]
+        } else {
+            [&mut hello, &mut ingest]
+        };
+        for subject in order {
+            let d = cold_start(&api, &runtime_api, subject)?;
+            subject.samples.push(d);
+        }
+    }
+
+    println!(
+        "  {:<7} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "binary", "median", "p90", "min", "max", "mean"
+    );
+    let mut medians = Vec::new();
+    for subject in [&ingest, &hello] {
+        let s = stats(&subject.samples);
+        println!(
+            "  {:<7} {:>7.2}ms {:>7.2}ms {:>7.2}ms {:>7.2}ms {:>7.2}ms",
+            subject.name,
+            ms(s.median),
+            ms(s.p90),
+            ms(s.min),
+            ms(s.max),
+            ms(s.mean)
+        );
+        medians.push(s.median);
+    }
+    let ratio = medians[0].as_secs_f64() / medians[1].as_secs_f64();
+    let verdict = if ratio <= COLD_START_TARGET {
+        "met"
+    } else {
+        "MISSED"
+    };
+    println!(
+        "  ratio of medians ingest/hello = {ratio:.2}x (target <= {COLD_START_TARGET:.1}x: {verdict})"
+    );
+    let connections = sink.count();
+    println!(
+        "  connections from ingest's init to the AWS endpoint (AWS_ENDPOINT_URL sink): {connections} in {} starts",
+        opts.runs + opts.warmup
+    );
+
+    println!();
+    println!("== binary size ==");
+    let ingest_bytes = size_line("ingest", &opts.ingest)?;
+    size_line("hello", &opts.hello)?;
+    let verdict = if ingest_bytes <= SIZE_TARGET_BYTES {
+        "met"
+    } else {
+        "MISSED"
+    };
+    println!(
+        "  ingest: {:.2} MB (target <= 8 MB: {verdict})",
+        ingest_bytes as f64 / 1e6
+    );
+    println!();
+    println!(
+        "SUMMARY cold start ingest/hello = {ratio:.2}x (median {:.2} ms vs {:.2} ms; target <= {COLD_START_TARGET:.1}x); ingest size {:.2} MB (target <= 8 MB); AWS connections at init: {connections}",
+        ms(medians[0]),
+        ms(medians[1]),
+        ingest_bytes as f64 / 1e6
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("coldstart: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
