@@ -242,3 +242,54 @@ pub struct DeliveryRecord {
     pub body_sha256: String,
     pub body_differs: bool,
 }
+
+impl<T: MessageStore> MessageStore for std::sync::Arc<T> {
+    fn get(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<Option<StoredMessage>, StoreError>> + Send {
+        (**self).get(key)
+    }
+
+    fn transition(
+        &self,
+        key: &MessageKey,
+        expected_version: u64,
+        transition: &Transition,
+        effects: Vec<Effect>,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send {
+        (**self).transition(key, expected_version, transition, effects)
+    }
+
+    fn due(
+        &self,
+        shard: &str,
+        now: i64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DueMessage>, StoreError>> + Send {
+        (**self).due(shard, now, limit)
+    }
+
+    fn list(
+        &self,
+        filter: &ListFilter,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<StoredMessage>, StoreError>> + Send {
+        (**self).list(filter, limit)
+    }
+
+    fn deliveries(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<Vec<DeliveryRecord>, StoreError>> + Send {
+        (**self).deliveries(key)
+    }
+
+    fn purge(
+        &self,
+        key: &MessageKey,
+        expected_version: u64,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send {
+        (**self).purge(key, expected_version)
+    }
+}

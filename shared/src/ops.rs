@@ -1,0 +1,69 @@
+//! Operator actions shared by the CLI and the tests: replay a message.
+
+use crate::clock::Clock;
+use crate::domain::{MessageKey, Status};
+use crate::message::HistoryEntry;
+use crate::process::InfraError;
+use crate::queue::Queues;
+use crate::store::schema::PENDING_GRACE_MS;
+use crate::store::{Applied, MessageStore, Transition};
+
+/// What a replay did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayOutcome {
+    /// Back to `pending` with attempts reset, and re-driven through the retry queue.
+    Replayed,
+    /// No such message.
+    Missing,
+    /// Its status does not allow a replay (only failed and ignored messages, or any with `force`
+    /// except one being processed right now).
+    NotReplayable(Status),
+    /// It changed while we replayed it; try again.
+    Conflict,
+}
+
+/// Puts a failed or ignored message back to `pending` (attempts reset, a history entry naming the
+/// operator) and re-drives it. The status change is durable before the re-drive is sent.
+pub async fn replay<S: MessageStore, Q: Queues, C: Clock>(
+    store: &S,
+    queues: &Q,
+    clock: &C,
+    key: &MessageKey,
+    operator: &str,
+    force: bool,
+) -> Result<ReplayOutcome, InfraError> {
+    let Some(m) = store.get(key).await? else {
+        return Ok(ReplayOutcome::Missing);
+    };
+    let allowed = match m.status {
+        Status::Failed | Status::Ignored => true,
+        Status::Processing => false,
+        Status::Pending | Status::Retrying | Status::Processed => force,
+    };
+    if !allowed {
+        return Ok(ReplayOutcome::NotReplayable(m.status));
+    }
+    let now = clock.now_millis();
+    let t = Transition {
+        to: Status::Pending,
+        attempts: 0,
+        lease_until: None,
+        next_attempt_at: None,
+        open_due: Some(now + PENDING_GRACE_MS),
+        expires_at: None,
+        last_error: None,
+        entry: HistoryEntry::new(
+            now,
+            Status::Pending,
+            format!("replayed by {operator} (was {})", m.status),
+        ),
+    };
+    match store.transition(key, m.version, &t, Vec::new()).await? {
+        Applied::Done => {
+            queues.redrive(std::slice::from_ref(key)).await?;
+            Ok(ReplayOutcome::Replayed)
+        }
+        _ => Ok(ReplayOutcome::Conflict),
+    }
+}

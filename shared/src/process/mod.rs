@@ -1,0 +1,424 @@
+//! The processor: takes a stored message through the state machine of DESIGN.md.
+//!
+//! `pending`/`retrying` (or `processing` with an expired lease) → the handler chosen by
+//! `(source, event type)` → `processed` (effects committed in the same transaction), `ignored`
+//! (no handler), `retrying` (transient failure: attempt journaled, retry scheduled with backoff
+//! and full jitter) or `failed` (5th failure or permanent: quarantine notice). Every transition is
+//! conditioned on the version read, so a duplicate delivery or a racing invocation finds a
+//! conflict and skips: effects happen once. Decisions come from [`crate::policy`].
+//!
+//! [`batch`] lifts the per-message function over stream and SQS batches.
+
+pub mod batch;
+pub mod registry;
+
+use crate::clock::Clock;
+use crate::domain::{MessageKey, Status};
+use crate::message::{HistoryEntry, QuarantineNotice, StoredMessage};
+use crate::policy::{self, AfterFailure, FailureKind, NotNow, RetryPolicy};
+use crate::queue::{QueueError, Queues};
+use crate::store::{Applied, Effect, MessageStore, StoreError, Transition, MAX_EFFECTS};
+use registry::{HandlerOutcome, Registry};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How the processor behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessorConfig {
+    pub policy: RetryPolicy,
+    /// How long a claim holds: the function's timeout plus a margin.
+    pub lease: Duration,
+    /// How long processed and ignored messages are kept (TTL).
+    pub retention: Duration,
+}
+
+impl Default for ProcessorConfig {
+    fn default() -> Self {
+        Self {
+            policy: RetryPolicy::default(),
+            lease: Duration::from_secs(60),
+            retention: Duration::from_secs(30 * 86_400),
+        }
+    }
+}
+
+/// Why a message was left alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// Already processed, ignored or failed.
+    Terminal,
+    /// Another invocation holds a live lease.
+    Leased,
+    /// A retry that is not due yet.
+    NotDue,
+    /// Another invocation moved it between our read and our write.
+    Conflict,
+}
+
+impl From<NotNow> for Skip {
+    fn from(n: NotNow) -> Self {
+        match n {
+            NotNow::Terminal => Self::Terminal,
+            NotNow::Leased => Self::Leased,
+            NotNow::NotDue => Self::NotDue,
+        }
+    }
+}
+
+/// What processing one message did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Processed,
+    Ignored,
+    Retrying {
+        attempt: u32,
+        delay: Duration,
+    },
+    Failed {
+        attempts: u32,
+        permanent: bool,
+    },
+    Skipped(Skip),
+    /// No such message (a stale retry request).
+    Missing,
+}
+
+impl Outcome {
+    /// A short name for logs and metrics.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Processed => "processed",
+            Self::Ignored => "ignored",
+            Self::Retrying { .. } => "retrying",
+            Self::Failed { .. } => "failed",
+            Self::Skipped(Skip::Terminal) => "skipped_terminal",
+            Self::Skipped(Skip::Leased) => "skipped_leased",
+            Self::Skipped(Skip::NotDue) => "skipped_not_due",
+            Self::Skipped(Skip::Conflict) => "skipped_conflict",
+            Self::Missing => "missing",
+        }
+    }
+}
+
+/// The store or a queue failed: the record must be delivered again (a batch item failure).
+#[derive(Debug, thiserror::Error)]
+pub enum InfraError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+}
+
+/// The processor, built once per cold start.
+pub struct Processor<S, Q, C> {
+    store: S,
+    queues: Q,
+    clock: C,
+    registry: Registry,
+    config: ProcessorConfig,
+    jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
+}
+
+impl<S, Q, C> std::fmt::Debug for Processor<S, Q, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Processor")
+            .field("registry", &self.registry)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl<S: MessageStore, Q: Queues, C: Clock> Processor<S, Q, C> {
+    pub fn new(store: S, queues: Q, clock: C, registry: Registry, config: ProcessorConfig) -> Self {
+        Self {
+            store,
+            queues,
+            clock,
+            registry,
+            config,
+            jitter: Arc::new(fastrand::f64),
+        }
+    }
+
+    /// Replaces the random draw behind the backoff's jitter (tests pin it).
+    pub fn with_jitter(mut self, jitter: impl Fn() -> f64 + Send + Sync + 'static) -> Self {
+        self.jitter = Arc::new(jitter);
+        self
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub fn queues(&self) -> &Q {
+        &self.queues
+    }
+
+    /// Reads the message and processes it (retry-queue deliveries, re-drives).
+    pub async fn process_key(&self, key: &MessageKey) -> Result<Outcome, InfraError> {
+        match self.store.get(key).await? {
+            Some(m) => self.process(m).await,
+            None => Ok(Outcome::Missing),
+        }
+    }
+
+    /// Processes a message as read (from the stream's new image or `GetItem`).
+    pub async fn process(&self, mut message: StoredMessage) -> Result<Outcome, InfraError> {
+        let now = self.clock.now_millis();
+        if let Err(why) = policy::claimable(
+            message.status,
+            message.lease_until,
+            message.next_attempt_at,
+            now,
+        ) {
+            return Ok(Outcome::Skipped(why.into()));
+        }
+        let key = message.key();
+        let Some(handler) = self.registry.get(&message).cloned() else {
+            let t = Transition {
+                to: Status::Ignored,
+                attempts: message.attempts,
+                lease_until: None,
+                next_attempt_at: None,
+                open_due: None,
+                expires_at: Some(self.expiry(now)),
+                last_error: None,
+                entry: HistoryEntry::new(
+                    now,
+                    Status::Ignored,
+                    "no handler for this source and event type",
+                ),
+            };
+            return Ok(
+                match self
+                    .store
+                    .transition(&key, message.version, &t, Vec::new())
+                    .await?
+                {
+                    Applied::Done => Outcome::Ignored,
+                    _ => Outcome::Skipped(Skip::Conflict),
+                },
+            );
+        };
+        let attempt = message.attempts.saturating_add(1);
+        if handler.needs_claim() {
+            let lease_until = now + millis(self.config.lease);
+            let mut entry = HistoryEntry::new(
+                now,
+                Status::Processing,
+                format!("claimed by {}", handler.name()),
+            );
+            entry.attempt = Some(attempt);
+            let t = Transition {
+                to: Status::Processing,
+                attempts: attempt,
+                lease_until: Some(lease_until),
+                next_attempt_at: None,
+                open_due: Some(lease_until),
+                expires_at: None,
+                last_error: None,
+                entry,
+            };
+            if self
+                .store
+                .transition(&key, message.version, &t, Vec::new())
+                .await?
+                != Applied::Done
+            {
+                return Ok(Outcome::Skipped(Skip::Conflict));
+            }
+            message.version += 1;
+            message.status = Status::Processing;
+            message.attempts = attempt;
+            message.lease_until = Some(lease_until);
+        }
+        let started = Instant::now();
+        let outcome = handler.handle(&message).await;
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now = self.clock.now_millis();
+        let attempt_info = AttemptInfo {
+            attempt,
+            duration_ms,
+            now,
+            handler: handler.name(),
+        };
+        match outcome {
+            HandlerOutcome::Commit(effects) if effects.len() > MAX_EFFECTS => {
+                let error = format!(
+                    "the handler returned {} writes; at most {MAX_EFFECTS} fit in one transaction",
+                    effects.len()
+                );
+                self.fail(&message, FailureKind::Permanent, error, attempt_info)
+                    .await
+            }
+            HandlerOutcome::Commit(effects) => self.finish(&message, effects, attempt_info).await,
+            HandlerOutcome::Done => self.finish(&message, Vec::new(), attempt_info).await,
+            HandlerOutcome::Retry(error) => {
+                self.fail(&message, FailureKind::Transient, error, attempt_info)
+                    .await
+            }
+            HandlerOutcome::Permanent(error) => {
+                self.fail(&message, FailureKind::Permanent, error, attempt_info)
+                    .await
+            }
+        }
+    }
+
+    fn expiry(&self, now_ms: i64) -> i64 {
+        now_ms.div_euclid(1000)
+            + i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX / 2)
+    }
+
+    async fn finish(
+        &self,
+        m: &StoredMessage,
+        effects: Vec<Effect>,
+        a: AttemptInfo<'_>,
+    ) -> Result<Outcome, InfraError> {
+        let mut entry = HistoryEntry::new(
+            a.now,
+            Status::Processed,
+            format!("processed by {}", a.handler),
+        );
+        entry.attempt = Some(a.attempt);
+        entry.duration_ms = Some(a.duration_ms);
+        let t = Transition {
+            to: Status::Processed,
+            attempts: a.attempt,
+            lease_until: None,
+            next_attempt_at: None,
+            open_due: None,
+            expires_at: Some(self.expiry(a.now)),
+            last_error: None,
+            entry,
+        };
+        match self
+            .store
+            .transition(&m.key(), m.version, &t, effects)
+            .await?
+        {
+            Applied::Done => Ok(Outcome::Processed),
+            Applied::MessageConflict => Ok(Outcome::Skipped(Skip::Conflict)),
+            // The handler decided on state that changed meanwhile: nothing was written; try again.
+            Applied::EffectConflict => {
+                let error = "a write's condition failed (state changed concurrently)".to_string();
+                self.fail(m, FailureKind::Transient, error, a).await
+            }
+        }
+    }
+
+    async fn fail(
+        &self,
+        m: &StoredMessage,
+        kind: FailureKind,
+        error: String,
+        a: AttemptInfo<'_>,
+    ) -> Result<Outcome, InfraError> {
+        let key = m.key();
+        let error: String = error.chars().take(1000).collect();
+        match self
+            .config
+            .policy
+            .after_failure(a.attempt, kind, (self.jitter)())
+        {
+            AfterFailure::RetryIn(delay) => {
+                let next = a.now + millis(delay);
+                let mut entry =
+                    HistoryEntry::new(a.now, Status::Retrying, "attempt failed; retry scheduled");
+                entry.attempt = Some(a.attempt);
+                entry.error = Some(error.clone());
+                entry.duration_ms = Some(a.duration_ms);
+                let t = Transition {
+                    to: Status::Retrying,
+                    attempts: a.attempt,
+                    lease_until: None,
+                    next_attempt_at: Some(next),
+                    open_due: Some(next),
+                    expires_at: None,
+                    last_error: Some(error),
+                    entry,
+                };
+                if self
+                    .store
+                    .transition(&key, m.version, &t, Vec::new())
+                    .await?
+                    != Applied::Done
+                {
+                    return Ok(Outcome::Skipped(Skip::Conflict));
+                }
+                if let Err(e) = self.queues.schedule(&key, delay).await {
+                    // The message is durably `retrying` with its due time in the open index: the
+                    // reaper re-drives it, so this is not worth failing the batch for.
+                    tracing::warn!(source = %key.source, event_id = %key.event_id, error = %e, "retry not scheduled; the reaper will re-drive it");
+                }
+                Ok(Outcome::Retrying {
+                    attempt: a.attempt,
+                    delay,
+                })
+            }
+            AfterFailure::Quarantine => {
+                let permanent = kind == FailureKind::Permanent;
+                let notice = QuarantineNotice {
+                    source: m.source.clone(),
+                    event_id: m.event_id.clone(),
+                    event_type: m.event_type.clone(),
+                    attempts: a.attempt,
+                    last_error: error.clone(),
+                    reason: if permanent { "permanent" } else { "exhausted" }.into(),
+                    failed_at: a.now,
+                };
+                // Notice first: if the status write then fails, the record is retried and may send a
+                // second notice (harmless: replay checks the status) — never a failed message
+                // without one.
+                self.queues.quarantine(&notice).await?;
+                let note = if permanent {
+                    "permanent failure; quarantined"
+                } else {
+                    "attempts exhausted; quarantined"
+                };
+                let mut entry = HistoryEntry::new(a.now, Status::Failed, note);
+                entry.attempt = Some(a.attempt);
+                entry.error = Some(error.clone());
+                entry.duration_ms = Some(a.duration_ms);
+                let t = Transition {
+                    to: Status::Failed,
+                    attempts: a.attempt,
+                    lease_until: None,
+                    next_attempt_at: None,
+                    open_due: None,
+                    expires_at: None,
+                    last_error: Some(error),
+                    entry,
+                };
+                Ok(
+                    match self
+                        .store
+                        .transition(&key, m.version, &t, Vec::new())
+                        .await?
+                    {
+                        Applied::Done => Outcome::Failed {
+                            attempts: a.attempt,
+                            permanent,
+                        },
+                        _ => Outcome::Skipped(Skip::Conflict),
+                    },
+                )
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct AttemptInfo<'a> {
+    attempt: u32,
+    duration_ms: u64,
+    now: i64,
+    handler: &'a str,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,101 @@
+//! Handlers and the registry that picks one by `(source, event type)`.
+//!
+//! A handler looks at a stored message and says what to do: commit DynamoDB writes together with
+//! the `processed` transition (one transaction), report that an external effect was made (with
+//! [`StoredMessage::idempotency_key`]), ask for a retry, or fail permanently. The registry is
+//! assembled once, in the process function's composition root.
+
+use crate::message::StoredMessage;
+use crate::store::Effect;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// What a handler decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandlerOutcome {
+    /// Done: commit these writes in ONE transaction with the transition to `processed`,
+    /// conditioned on the message's version (empty: just mark it processed).
+    Commit(Vec<Effect>),
+    /// Done after an external effect made with the message's idempotency key.
+    Done,
+    /// A transient failure: retry later with backoff.
+    Retry(String),
+    /// A failure that will not heal by itself: quarantine now.
+    Permanent(String),
+}
+
+/// A boxed future, so handlers can live in a registry as trait objects.
+pub type HandlerFuture<'a> = Pin<Box<dyn Future<Output = HandlerOutcome> + Send + 'a>>;
+
+/// Something that handles one kind of event.
+pub trait Handler: Send + Sync {
+    /// A short name for logs and the history.
+    fn name(&self) -> &str;
+
+    /// Handlers with effects outside DynamoDB claim the message first (status `processing` with a
+    /// lease) so two invocations never run the external effect at once. Handlers whose effects are
+    /// only DynamoDB writes need no claim: their commit is conditioned on the message's version.
+    fn needs_claim(&self) -> bool {
+        false
+    }
+
+    /// Handles the message. Must not have side effects except through the returned outcome (or,
+    /// for claiming handlers, external calls carrying the message's idempotency key).
+    fn handle<'a>(&'a self, message: &'a StoredMessage) -> HandlerFuture<'a>;
+}
+
+/// Handlers by `(source, event type)`, with optional per-source fallbacks.
+#[derive(Default, Clone)]
+pub struct Registry {
+    exact: HashMap<(String, String), Arc<dyn Handler>>,
+    any_type: HashMap<String, Arc<dyn Handler>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut routes: Vec<String> = self.exact.keys().map(|(s, t)| format!("{s}/{t}")).collect();
+        routes.extend(self.any_type.keys().map(|s| format!("{s}/*")));
+        routes.sort();
+        f.debug_struct("Registry").field("routes", &routes).finish()
+    }
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Routes `source`'s events of `event_type` to `handler`.
+    pub fn on(mut self, source: &str, event_type: &str, handler: Arc<dyn Handler>) -> Self {
+        self.exact
+            .insert((source.to_owned(), event_type.to_owned()), handler);
+        self
+    }
+
+    /// Routes every other event of `source` to `handler`.
+    pub fn on_any(mut self, source: &str, handler: Arc<dyn Handler>) -> Self {
+        self.any_type.insert(source.to_owned(), handler);
+        self
+    }
+
+    /// The handler for a message, if any.
+    pub fn get(&self, message: &StoredMessage) -> Option<&Arc<dyn Handler>> {
+        let source = message.source.as_str();
+        message
+            .event_type
+            .as_ref()
+            .and_then(|t| self.exact.get(&(source.to_owned(), t.as_str().to_owned())))
+            .or_else(|| self.any_type.get(source))
+    }
+
+    /// Number of routes.
+    pub fn len(&self) -> usize {
+        self.exact.len() + self.any_type.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
