@@ -28,6 +28,13 @@ pub mod vars {
     pub const WEBHOOK_SECRETS_ARN: &str = "WEBHOOK_SECRETS_ARN";
     pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
     pub const DELIVERY_RETENTION_DAYS: &str = "DELIVERY_RETENTION_DAYS";
+    pub const RETRY_QUEUE_URL: &str = "RETRY_QUEUE_URL";
+    pub const QUARANTINE_QUEUE_URL: &str = "QUARANTINE_QUEUE_URL";
+    pub const MAX_ATTEMPTS: &str = "MAX_ATTEMPTS";
+    pub const BACKOFF_BASE_MS: &str = "BACKOFF_BASE_MS";
+    pub const BACKOFF_CAP_MS: &str = "BACKOFF_CAP_MS";
+    pub const LEASE_MS: &str = "LEASE_MS";
+    pub const REAPER_MAX_PER_RUN: &str = "REAPER_MAX_PER_RUN";
 }
 
 /// A configuration problem; fails the cold start with a message naming the variable.
@@ -270,6 +277,86 @@ impl IngestConfig {
     }
 }
 
+/// Everything the process function needs.
+#[derive(Debug, Clone)]
+pub struct ProcessConfig {
+    pub table_name: String,
+    pub retry_queue_url: String,
+    pub quarantine_queue_url: String,
+    pub processor: crate::process::ProcessorConfig,
+}
+
+fn required(
+    env: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<String, ConfigError> {
+    env(var).ok_or(ConfigError::Missing(var))
+}
+
+impl ProcessConfig {
+    /// Reads the process function's configuration from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    }
+
+    pub fn from_lookup(env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        use std::time::Duration;
+        let max_attempts: u32 = parse_var(&env, vars::MAX_ATTEMPTS, 5)?;
+        let base_ms: u64 = parse_var(&env, vars::BACKOFF_BASE_MS, 2_000)?;
+        let cap_ms: u64 = parse_var(&env, vars::BACKOFF_CAP_MS, 900_000)?;
+        if max_attempts == 0 {
+            return Err(ConfigError::Invalid {
+                var: vars::MAX_ATTEMPTS,
+                reason: "must be at least 1".into(),
+            });
+        }
+        if cap_ms > 900_000 {
+            return Err(ConfigError::Invalid {
+                var: vars::BACKOFF_CAP_MS,
+                reason: "must be at most 900000 (15 minutes, SQS's largest delay)".into(),
+            });
+        }
+        let lease_ms: u64 = parse_var(&env, vars::LEASE_MS, 60_000)?;
+        let days: u32 = parse_var(&env, vars::DELIVERY_RETENTION_DAYS, DEFAULT_RETENTION_DAYS)?;
+        Ok(Self {
+            table_name: required(&env, vars::TABLE_NAME)?,
+            retry_queue_url: required(&env, vars::RETRY_QUEUE_URL)?,
+            quarantine_queue_url: required(&env, vars::QUARANTINE_QUEUE_URL)?,
+            processor: crate::process::ProcessorConfig {
+                policy: crate::policy::RetryPolicy::new(
+                    max_attempts,
+                    Duration::from_millis(base_ms),
+                    Duration::from_millis(cap_ms),
+                ),
+                lease: Duration::from_millis(lease_ms),
+                retention: Duration::from_secs(u64::from(days) * 86_400),
+            },
+        })
+    }
+}
+
+/// Everything the reaper needs.
+#[derive(Debug, Clone)]
+pub struct ReaperConfig {
+    pub table_name: String,
+    pub retry_queue_url: String,
+    pub max_per_run: usize,
+}
+
+impl ReaperConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    }
+
+    pub fn from_lookup(env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            table_name: required(&env, vars::TABLE_NAME)?,
+            retry_queue_url: required(&env, vars::RETRY_QUEUE_URL)?,
+            max_per_run: parse_var(&env, vars::REAPER_MAX_PER_RUN, 1_000)?,
+        })
+    }
+}
+
 fn parse_var<T: std::str::FromStr>(
     env: &impl Fn(&str) -> Option<String>,
     var: &'static str,
@@ -418,6 +505,36 @@ mod tests {
             Some(SECRETS),
         );
         assert!(too_big.contains("MAX_BODY_BYTES"));
+    }
+
+    #[test]
+    fn process_and_reaper_config() {
+        let p = ProcessConfig::from_lookup(lookup(&[
+            ("TABLE_NAME", "t"),
+            ("RETRY_QUEUE_URL", "r"),
+            ("QUARANTINE_QUEUE_URL", "q"),
+            ("MAX_ATTEMPTS", "7"),
+            ("BACKOFF_CAP_MS", "60000"),
+        ]))
+        .unwrap();
+        assert_eq!(p.processor.policy.max_attempts, 7);
+        assert_eq!(p.processor.policy.cap, std::time::Duration::from_secs(60));
+        assert_eq!(p.processor.lease, std::time::Duration::from_secs(60));
+        let missing =
+            ProcessConfig::from_lookup(lookup(&[("TABLE_NAME", "t"), ("RETRY_QUEUE_URL", "r")]))
+                .unwrap_err();
+        assert!(missing.to_string().contains("QUARANTINE_QUEUE_URL"));
+        let cap = ProcessConfig::from_lookup(lookup(&[
+            ("TABLE_NAME", "t"),
+            ("RETRY_QUEUE_URL", "r"),
+            ("QUARANTINE_QUEUE_URL", "q"),
+            ("BACKOFF_CAP_MS", "900001"),
+        ]))
+        .unwrap_err();
+        assert!(cap.to_string().contains("BACKOFF_CAP_MS"));
+        let r = ReaperConfig::from_lookup(lookup(&[("TABLE_NAME", "t"), ("RETRY_QUEUE_URL", "r")]))
+            .unwrap();
+        assert_eq!(r.max_per_run, 1000);
     }
 
     #[test]

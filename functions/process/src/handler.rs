@@ -1,0 +1,90 @@
+//! The process Lambda's handler and composition root.
+//!
+//! One function consumes two event sources: the table's stream (new messages; the event source
+//! mapping's FilterCriteria pass only INSERTs of message items) and the retry queue (scheduled
+//! retries, re-drives by the reaper and by operator replays). Both answer with per-record
+//! failures (`ReportBatchItemFailures`), reported only for infrastructure errors.
+
+use aws_lambda_events::event::dynamodb::Event as StreamEvent;
+use aws_lambda_events::event::sqs::SqsEvent;
+use lambda_runtime::{Error, LambdaEvent};
+use serde_json::Value;
+use shared::clock::{Clock, SystemClock};
+use shared::config::{ConfigError, ProcessConfig};
+use shared::process::registry::Registry;
+use shared::process::Processor;
+use shared::queue::sqs::SqsQueues;
+use shared::queue::Queues;
+use shared::store::dynamo::{client_for_hot_path, DynamoInbox};
+use shared::store::MessageStore;
+
+/// The processor as deployed.
+pub type Service = Processor<DynamoInbox, SqsQueues, SystemClock>;
+
+/// The composition root: every handler, by `(source, event type)`, in one place. Events without a
+/// handler become `ignored` (kept, listable, replayable once a handler exists).
+pub fn registry() -> Registry {
+    Registry::new()
+}
+
+/// Builds the service once per cold start.
+pub async fn build() -> Result<Service, ConfigError> {
+    let config = ProcessConfig::from_env()?;
+    let sdk = aws_config::load_from_env().await;
+    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
+    let queues = SqsQueues::new(
+        aws_sdk_sqs::Client::new(&sdk),
+        config.retry_queue_url,
+        config.quarantine_queue_url,
+    );
+    Ok(Processor::new(
+        store,
+        queues,
+        SystemClock,
+        registry(),
+        config.processor,
+    ))
+}
+
+/// Which source a batch came from.
+fn event_source(payload: &Value) -> Option<&str> {
+    payload
+        .get("Records")?
+        .as_array()?
+        .first()?
+        .get("eventSource")?
+        .as_str()
+}
+
+/// The Lambda entry point: dispatches a stream or SQS batch, answers with the batch item failures.
+pub async fn handle<S: MessageStore, Q: Queues, C: Clock>(
+    processor: &Processor<S, Q, C>,
+    event: LambdaEvent<Value>,
+) -> Result<Value, Error> {
+    let payload = event.payload;
+    match event_source(&payload) {
+        Some("aws:dynamodb") => {
+            let batch: StreamEvent = serde_json::from_value(payload)?;
+            let (response, summary) = processor.handle_stream_batch(batch).await;
+            tracing::info!(origin = "stream", records = summary.records, failures = summary.failures, outcomes = ?summary.outcomes, "batch done");
+            Ok(serde_json::to_value(response)?)
+        }
+        Some("aws:sqs") => {
+            let batch: SqsEvent = serde_json::from_value(payload)?;
+            let (response, summary) = processor.handle_sqs_batch(batch).await;
+            tracing::info!(origin = "retry_queue", records = summary.records, failures = summary.failures, outcomes = ?summary.outcomes, "batch done");
+            Ok(serde_json::to_value(response)?)
+        }
+        None if payload
+            .get("Records")
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty) =>
+        {
+            Ok(serde_json::json!({"batchItemFailures": []}))
+        }
+        other => Err(format!(
+            "unsupported event source {other:?}: expected a DynamoDB stream or SQS batch"
+        )
+        .into()),
+    }
+}

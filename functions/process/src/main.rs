@@ -1,0 +1,15 @@
+//! Process Lambda: stream and retry-queue batches through the handlers, exactly once per effect.
+
+use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing::init_default_subscriber();
+    let service = process::build().await.inspect_err(
+        |e| tracing::error!(error = %e, "configuration error; the function cannot start"),
+    )?;
+    run(service_fn(|event: LambdaEvent<_>| {
+        process::handle(&service, event)
+    }))
+    .await
+}

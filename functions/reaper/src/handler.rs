@@ -1,0 +1,43 @@
+//! The reaper Lambda's handler: one pass over the open index per scheduled invocation.
+
+use lambda_runtime::{Error, LambdaEvent};
+use serde_json::Value;
+use shared::clock::{Clock, SystemClock};
+use shared::config::{ConfigError, ReaperConfig};
+use shared::queue::sqs::SqsQueues;
+use shared::queue::Queues;
+use shared::reaper::Reaper;
+use shared::store::dynamo::{client_for_hot_path, DynamoInbox};
+use shared::store::MessageStore;
+
+/// The reaper as deployed.
+pub type Service = Reaper<DynamoInbox, SqsQueues, SystemClock>;
+
+/// Builds the service once per cold start.
+pub async fn build() -> Result<Service, ConfigError> {
+    let config = ReaperConfig::from_env()?;
+    let sdk = aws_config::load_from_env().await;
+    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
+    // The reaper only re-drives; it never quarantines.
+    let queues = SqsQueues::new(
+        aws_sdk_sqs::Client::new(&sdk),
+        config.retry_queue_url,
+        String::new(),
+    );
+    Ok(Reaper::new(store, queues, SystemClock, config.max_per_run))
+}
+
+/// The Lambda entry point (the scheduled event's content is not needed). Fails the invocation on
+/// an infrastructure error so the Errors alarm sees it.
+pub async fn handle<S: MessageStore, Q: Queues, C: Clock>(
+    reaper: &Reaper<S, Q, C>,
+    _event: LambdaEvent<Value>,
+) -> Result<Value, Error> {
+    let report = reaper.run().await?;
+    if report.due > 0 {
+        tracing::warn!(due = report.due, redriven = report.redriven, by_status = ?report.by_status, oldest_due = report.oldest_due, "re-drove due messages");
+    } else {
+        tracing::info!(due = 0, "nothing due");
+    }
+    Ok(serde_json::to_value(report)?)
+}

@@ -1,0 +1,15 @@
+//! Reaper Lambda: re-drives due, stuck and never-delivered messages.
+
+use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing::init_default_subscriber();
+    let service = reaper::build().await.inspect_err(
+        |e| tracing::error!(error = %e, "configuration error; the function cannot start"),
+    )?;
+    run(service_fn(|event: LambdaEvent<_>| {
+        reaper::handle(&service, event)
+    }))
+    .await
+}
