@@ -4,6 +4,8 @@
 //! Tests expect `AWS_ENDPOINT_URL` to point at a running moto server and `INBOX_VENV` at the
 //! project's Python venv: `make test` (scripts/test.sh) provides both.
 
+pub mod pipeline;
+
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,

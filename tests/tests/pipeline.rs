@@ -1,0 +1,504 @@
+//! The processing pipeline end to end against the emulator: ingest → stream → process (with the
+//! real batch handlers), retries through the SQS retry queue, quarantine, replay, the reaper.
+//! Effects are a DynamoDB counter committed with the message's transition: "exactly once" is
+//! `effect_count == 1`.
+
+use serde_json::json;
+use shared::clock::{Clock, ManualClock, SystemClock};
+use shared::domain::Status;
+use shared::message::QuarantineNotice;
+use shared::process::registry::Registry;
+use std::sync::Arc;
+use std::time::Duration;
+use tests::pipeline::{CounterHandler, Hangs, Pipeline, SOURCE, TYPE};
+
+#[tokio::test]
+async fn happy_path_processes_once_in_two_write_requests() {
+    let p = Pipeline::new().await;
+    let handler = CounterHandler::new(&p.harness.table, false);
+    let processor = p
+        .processor(Pipeline::registry(handler.clone()), SystemClock)
+        .await;
+
+    assert_eq!(
+        p.ingest("evt_happy", TYPE, json!({})).await.code(),
+        "accepted"
+    );
+    let batch = p.read_stream().await;
+    assert_eq!(batch.records.len(), 1, "one INSERT of a message item");
+    p.counter.reset();
+    let (response, summary) = processor.handle_stream_batch(batch).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(summary.outcomes.get("processed"), Some(&1));
+
+    let m = p.message("evt_happy").await;
+    assert_eq!((m.status, m.attempts, m.version), (Status::Processed, 1, 1));
+    assert!(
+        m.expires_at.is_some(),
+        "terminal messages get their TTL in the same write"
+    );
+    assert_eq!(p.effect_count("evt_happy").await, 1);
+    // Processing cost: one TransactWriteItems (effect + status), no read (the stream image is used).
+    assert_eq!(
+        p.counter.counts().get("TransactWriteItems"),
+        Some(&1),
+        "{:?}",
+        p.counter.counts()
+    );
+    assert_eq!(p.counter.writes(), 1, "{:?}", p.counter.counts());
+    assert_eq!(p.counter.counts().get("GetItem"), None);
+    eprintln!(
+        "DynamoDB requests to process one new webhook: {:?} (+1 PutItem at ingest)",
+        p.counter.counts()
+    );
+}
+
+#[tokio::test]
+async fn ingest_then_process_costs_two_write_requests_in_total() {
+    let p = Pipeline::new().await;
+    // The ingest path with a counted client too.
+    let counted = shared::ingest::Ingestor::new(
+        tests::local_sources(),
+        shared::store::dynamo::DynamoInbox::new(
+            p.counted_dynamodb().await,
+            p.harness.table.clone(),
+        ),
+        SystemClock,
+        shared::config::DEFAULT_MAX_BODY_BYTES,
+        30,
+    );
+    let body = json!({"id": "evt_count", "object": "event", "type": TYPE}).to_string();
+    let headers = p.harness.sign("stripe", body.as_bytes(), "");
+    let reply = tests::Reply::from(
+        ingest::respond(
+            &counted,
+            &tests::api_event("POST", "stripe", &headers, Some(&body), false),
+        )
+        .await,
+    );
+    assert_eq!(reply.code(), "accepted");
+    let processor = p
+        .processor(
+            Pipeline::registry(CounterHandler::new(&p.harness.table, false)),
+            SystemClock,
+        )
+        .await;
+    processor.handle_stream_batch(p.read_stream().await).await;
+    let counts = p.counter.counts();
+    assert_eq!(
+        p.counter.writes(),
+        2,
+        "one PutItem + one TransactWriteItems: {counts:?}"
+    );
+    assert_eq!(counts.get("PutItem"), Some(&1));
+    assert_eq!(counts.get("TransactWriteItems"), Some(&1));
+    assert_eq!(p.effect_count("evt_count").await, 1);
+}
+
+#[tokio::test]
+async fn transient_failure_twice_then_success_journals_three_attempts_and_applies_once() {
+    let p = Pipeline::new().await;
+    let handler = CounterHandler::new(&p.harness.table, false);
+    let processor = p
+        .processor(Pipeline::registry(handler.clone()), SystemClock)
+        .await;
+    p.ingest("evt_flaky", TYPE, json!({"fail_times": 2})).await;
+
+    let (response, summary) = processor.handle_stream_batch(p.read_stream().await).await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "handler failures never fail the batch"
+    );
+    assert_eq!(summary.outcomes.get("retrying"), Some(&1));
+    assert_eq!(p.message("evt_flaky").await.status, Status::Retrying);
+
+    // Each scheduled retry arrives through the retry queue (jitter pinned to 0: due at once).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while p.message("evt_flaky").await.status != Status::Processed {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not processed in time: {:?}",
+            p.message("evt_flaky").await
+        );
+        p.drain_retry_once(&processor).await;
+    }
+    let m = p.message("evt_flaky").await;
+    assert_eq!(m.attempts, 3);
+    let failed_attempts: Vec<_> = m.history.iter().filter(|e| e.error.is_some()).collect();
+    assert_eq!(failed_attempts.len(), 2);
+    assert_eq!(failed_attempts[0].attempt, Some(1));
+    assert_eq!(failed_attempts[1].attempt, Some(2));
+    assert!(failed_attempts
+        .iter()
+        .all(|e| e.duration_ms.is_some() && e.status == Status::Retrying));
+    assert_eq!(
+        m.history.last().map(|e| (e.status, e.attempt)),
+        Some((Status::Processed, Some(3)))
+    );
+    assert_eq!(p.effect_count("evt_flaky").await, 1);
+    assert_eq!(handler.calls("evt_flaky"), 3);
+}
+
+#[tokio::test]
+async fn poison_message_is_quarantined_others_in_its_batch_are_processed_and_replay_fixes_it() {
+    let p = Pipeline::new().await;
+    let handler = CounterHandler::new(&p.harness.table, false);
+    let processor = p
+        .processor(Pipeline::registry(handler.clone()), SystemClock)
+        .await;
+    p.ingest("evt_ok_1", TYPE, json!({})).await;
+    p.ingest("evt_poison", TYPE, json!({"fail_times": 1000}))
+        .await;
+    p.ingest("evt_ok_2", TYPE, json!({})).await;
+
+    let batch = p.read_stream().await;
+    assert_eq!(batch.records.len(), 3);
+    let (response, _) = processor.handle_stream_batch(batch).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(p.message("evt_ok_1").await.status, Status::Processed);
+    assert_eq!(p.message("evt_ok_2").await.status, Status::Processed);
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while p.message("evt_poison").await.status != Status::Failed {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not quarantined in time"
+        );
+        p.drain_retry_once(&processor).await;
+    }
+    let m = p.message("evt_poison").await;
+    assert_eq!(m.attempts, 5);
+    assert_eq!(m.expires_at, None, "failed messages never expire");
+    assert_eq!(handler.calls("evt_poison"), 5);
+    assert_eq!(p.effect_count("evt_poison").await, 0);
+
+    let quarantined = p.receive(&p.quarantine_url).await;
+    assert_eq!(
+        quarantined.records.len(),
+        1,
+        "exactly one quarantine message"
+    );
+    let notice: QuarantineNotice =
+        serde_json::from_str(quarantined.records[0].body.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        (notice.source.as_str(), notice.event_id.as_str()),
+        (SOURCE, "evt_poison")
+    );
+    assert_eq!(notice.event_type.as_ref().map(|t| t.as_str()), Some(TYPE));
+    assert_eq!(notice.attempts, 5);
+    assert_eq!(notice.reason, "exhausted");
+    assert_eq!(notice.last_error, "simulated upstream timeout on call 5");
+    assert!(
+        p.receive(&p.retry_url).await.records.is_empty(),
+        "no retry left behind"
+    );
+
+    // The bug is fixed; the operator replays it.
+    handler.fix();
+    let store =
+        shared::store::dynamo::DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
+    let outcome = shared::ops::replay(
+        store_ref(&store),
+        processor.queues(),
+        &SystemClock,
+        &notice.key(),
+        "ops@example",
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome, shared::ops::ReplayOutcome::Replayed);
+    let replayed = p.message("evt_poison").await;
+    assert_eq!((replayed.status, replayed.attempts), (Status::Pending, 0));
+    assert!(replayed
+        .history
+        .last()
+        .unwrap()
+        .note
+        .contains("replayed by ops@example"));
+    assert!(
+        p.drain_retry_once(&processor).await >= 1,
+        "the replay re-drives it"
+    );
+    assert_eq!(p.message("evt_poison").await.status, Status::Processed);
+    assert_eq!(p.effect_count("evt_poison").await, 1);
+}
+
+fn store_ref(s: &shared::store::dynamo::DynamoInbox) -> &shared::store::dynamo::DynamoInbox {
+    s
+}
+
+#[tokio::test]
+async fn permanent_failure_is_quarantined_at_once() {
+    let p = Pipeline::new().await;
+    let processor = p
+        .processor(
+            Pipeline::registry(CounterHandler::new(&p.harness.table, false)),
+            SystemClock,
+        )
+        .await;
+    p.ingest("evt_perm", TYPE, json!({"permanent": true})).await;
+    processor.handle_stream_batch(p.read_stream().await).await;
+    let m = p.message("evt_perm").await;
+    assert_eq!((m.status, m.attempts), (Status::Failed, 1));
+    let q = p.receive(&p.quarantine_url).await;
+    assert_eq!(q.records.len(), 1);
+    assert!(q.records[0]
+        .body
+        .as_deref()
+        .unwrap()
+        .contains("\"reason\":\"permanent\""));
+}
+
+#[tokio::test]
+async fn the_same_record_twice_and_racing_processors_apply_the_effect_once() {
+    let p = Pipeline::new().await;
+    let handler = CounterHandler::new(&p.harness.table, false);
+    let a = p
+        .processor(Pipeline::registry(handler.clone()), SystemClock)
+        .await;
+    let b = p
+        .processor(Pipeline::registry(handler.clone()), SystemClock)
+        .await;
+    p.ingest("evt_dup_record", TYPE, json!({})).await;
+    p.ingest("evt_race", TYPE, json!({})).await;
+    let batch = p.read_stream().await;
+
+    // The stream delivers the batch twice (a retried invocation), to two processors at once.
+    let ((r1, _), (r2, _)) = tokio::join!(
+        a.handle_stream_batch(batch.clone()),
+        b.handle_stream_batch(batch.clone())
+    );
+    assert!(r1.batch_item_failures.is_empty() && r2.batch_item_failures.is_empty());
+    let (r3, s3) = a.handle_stream_batch(batch).await;
+    assert!(r3.batch_item_failures.is_empty());
+    assert_eq!(
+        s3.outcomes.get("skipped_conflict"),
+        Some(&2),
+        "{:?}",
+        s3.outcomes
+    );
+
+    // And a re-drive races a fresh read.
+    let key = p.message("evt_race").await.key();
+    let (x, y) = tokio::join!(a.process_key(&key), b.process_key(&key));
+    assert!(x.is_ok() && y.is_ok());
+    for id in ["evt_dup_record", "evt_race"] {
+        assert_eq!(p.message(id).await.status, Status::Processed);
+        assert_eq!(p.effect_count(id).await, 1, "{id}: effect exactly once");
+    }
+}
+
+#[tokio::test]
+async fn a_crash_after_the_claim_is_reaped_after_the_lease_and_processed_once() {
+    let p = Pipeline::new().await;
+    let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis()));
+    let crashing = p
+        .processor(
+            Registry::new().on(SOURCE, TYPE, Arc::new(Hangs)),
+            clock.clone(),
+        )
+        .await;
+    p.ingest("evt_crash", TYPE, json!({})).await;
+    let batch = p.read_stream().await;
+    // The invocation claims, then dies mid-handler (its future is dropped).
+    let crashed =
+        tokio::time::timeout(Duration::from_secs(2), crashing.handle_stream_batch(batch)).await;
+    assert!(crashed.is_err());
+    let claimed = p.message("evt_crash").await;
+    assert_eq!((claimed.status, claimed.attempts), (Status::Processing, 1));
+
+    let handler = CounterHandler::new(&p.harness.table, true);
+    let healthy = p
+        .processor(Pipeline::registry(handler.clone()), clock.clone())
+        .await;
+    let store =
+        shared::store::dynamo::DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
+    let queues = shared::queue::sqs::SqsQueues::new(
+        p.sqs.clone(),
+        p.retry_url.clone(),
+        p.quarantine_url.clone(),
+    );
+    let reaper = shared::reaper::Reaper::new(store, queues, clock.clone(), 100);
+
+    assert_eq!(
+        reaper.run().await.unwrap().due,
+        0,
+        "the lease is still live"
+    );
+    assert_eq!(p.drain_retry_once(&healthy).await, 0);
+    clock.advance_millis(60_001);
+    let report = reaper.run().await.unwrap();
+    assert_eq!((report.due, report.redriven), (1, 1));
+    assert_eq!(report.by_status.get("processing"), Some(&1));
+    assert_eq!(p.drain_retry_once(&healthy).await, 1);
+    let m = p.message("evt_crash").await;
+    assert_eq!((m.status, m.attempts), (Status::Processed, 2));
+    assert_eq!(p.effect_count("evt_crash").await, 1);
+    assert_eq!(handler.calls("evt_crash"), 1);
+}
+
+#[tokio::test]
+async fn the_reaper_redrives_messages_the_stream_never_delivered() {
+    let p = Pipeline::new().await;
+    let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis()));
+    let processor = p
+        .processor(
+            Pipeline::registry(CounterHandler::new(&p.harness.table, false)),
+            clock.clone(),
+        )
+        .await;
+    p.ingest("evt_lost", TYPE, json!({})).await;
+    // The stream record is never consumed (the mapping was down past the stream's retention).
+    let store =
+        shared::store::dynamo::DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
+    let queues = shared::queue::sqs::SqsQueues::new(
+        p.sqs.clone(),
+        p.retry_url.clone(),
+        p.quarantine_url.clone(),
+    );
+    let reaper = shared::reaper::Reaper::new(store, queues, clock.clone(), 100);
+    assert_eq!(reaper.run().await.unwrap().due, 0);
+    // (The clock was pinned before the ingest, which used the wall clock: give it a minute of slack.)
+    clock.advance_millis(shared::store::schema::PENDING_GRACE_MS + 60_000);
+    assert_eq!(
+        reaper.run().await.unwrap().by_status.get("pending"),
+        Some(&1)
+    );
+    assert_eq!(p.drain_retry_once(&processor).await, 1);
+    assert_eq!(p.message("evt_lost").await.status, Status::Processed);
+    assert_eq!(p.effect_count("evt_lost").await, 1);
+}
+
+#[tokio::test]
+async fn unknown_event_type_is_ignored_listed_and_replayable() {
+    let p = Pipeline::new().await;
+    let processor = p.processor(Registry::new(), SystemClock).await;
+    p.ingest("evt_unknown", "customer.tax_id.created", json!({}))
+        .await;
+    processor.handle_stream_batch(p.read_stream().await).await;
+    let m = p.message("evt_unknown").await;
+    assert_eq!(m.status, Status::Ignored);
+    assert!(m.expires_at.is_some());
+
+    let store =
+        shared::store::dynamo::DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
+    let filter = shared::store::ListFilter {
+        status: Some(Status::Ignored),
+        ..Default::default()
+    };
+    let listed = shared::store::MessageStore::list(&store, &filter, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|m| m.event_id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["evt_unknown"]
+    );
+
+    // A handler for the type arrives; the operator replays.
+    let handler = CounterHandler::new(&p.harness.table, false);
+    let upgraded = p
+        .processor(
+            Registry::new().on(SOURCE, "customer.tax_id.created", handler),
+            SystemClock,
+        )
+        .await;
+    let outcome = shared::ops::replay(
+        &store,
+        upgraded.queues(),
+        &SystemClock,
+        &m.key(),
+        "ops",
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome, shared::ops::ReplayOutcome::Replayed);
+    assert_eq!(
+        p.message("evt_unknown").await.expires_at,
+        None,
+        "a replayed message no longer expires"
+    );
+    assert_eq!(p.drain_retry_once(&upgraded).await, 1);
+    assert_eq!(p.message("evt_unknown").await.status, Status::Processed);
+    assert_eq!(p.effect_count("evt_unknown").await, 1);
+}
+
+#[tokio::test]
+async fn store_unavailable_during_processing_is_a_batch_item_failure_and_nothing_is_lost() {
+    let p = Pipeline::new().await;
+    let handler = CounterHandler::new(&p.harness.table, false);
+    p.ingest("evt_outage_1", TYPE, json!({})).await;
+    p.ingest("evt_outage_2", TYPE, json!({})).await;
+    let batch = p.read_stream().await;
+    let first_sequence = batch.records[0].change.sequence_number.clone();
+
+    let sdk = tests::sdk_config_for("http://127.0.0.1:9").await;
+    let down = shared::process::Processor::new(
+        shared::store::dynamo::DynamoInbox::new(
+            shared::store::dynamo::client_for_hot_path(&sdk),
+            p.harness.table.clone(),
+        ),
+        shared::queue::sqs::SqsQueues::new(
+            p.sqs.clone(),
+            p.retry_url.clone(),
+            p.quarantine_url.clone(),
+        ),
+        SystemClock,
+        Pipeline::registry(handler.clone()),
+        shared::process::ProcessorConfig::default(),
+    );
+    let (response, summary) = down.handle_stream_batch(batch.clone()).await;
+    assert_eq!(
+        response.batch_item_failures.len(),
+        1,
+        "reported, and the rest left for the retry"
+    );
+    assert_eq!(
+        response.batch_item_failures[0].item_identifier,
+        first_sequence
+    );
+    assert_eq!(summary.failures, 1);
+    assert_eq!(
+        p.message("evt_outage_1").await.status,
+        Status::Pending,
+        "nothing half-done"
+    );
+
+    // Lambda re-delivers from the reported record; the store is back.
+    let healthy = p.processor(Pipeline::registry(handler), SystemClock).await;
+    let (response, _) = healthy.handle_stream_batch(batch).await;
+    assert!(response.batch_item_failures.is_empty());
+    for id in ["evt_outage_1", "evt_outage_2"] {
+        assert_eq!(p.message(id).await.status, Status::Processed);
+        assert_eq!(p.effect_count(id).await, 1);
+    }
+}
+
+#[tokio::test]
+async fn the_process_function_dispatches_real_lambda_payloads() {
+    let p = Pipeline::new().await;
+    let processor = p.processor(Registry::new(), SystemClock).await;
+    p.ingest("evt_fn", "invoice.paid", json!({})).await;
+    let batch = p.read_stream().await;
+    let mut payload = serde_json::to_value(&batch).unwrap();
+    payload["Records"][0]["eventSource"] = json!("aws:dynamodb");
+    let ctx = lambda_runtime::Context::default();
+    let out = process::handle(
+        &processor,
+        lambda_runtime::LambdaEvent::new(payload, ctx.clone()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out, json!({"batchItemFailures": []}));
+    assert_eq!(p.message("evt_fn").await.status, Status::Ignored);
+    let bad = process::handle(
+        &processor,
+        lambda_runtime::LambdaEvent::new(json!({"Records": [{"eventSource": "aws:s3"}]}), ctx),
+    )
+    .await;
+    assert!(bad.is_err(), "an unknown trigger is an invocation error");
+}
