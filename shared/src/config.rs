@@ -35,6 +35,7 @@ pub mod vars {
     pub const BACKOFF_CAP_MS: &str = "BACKOFF_CAP_MS";
     pub const LEASE_MS: &str = "LEASE_MS";
     pub const REAPER_MAX_PER_RUN: &str = "REAPER_MAX_PER_RUN";
+    pub const PROCESS_CONCURRENCY: &str = "PROCESS_CONCURRENCY";
 }
 
 /// A configuration problem; fails the cold start with a message naming the variable.
@@ -330,6 +331,7 @@ impl ProcessConfig {
                 ),
                 lease: Duration::from_millis(lease_ms),
                 retention: Duration::from_secs(u64::from(days) * 86_400),
+                concurrency: parse_var(&env, vars::PROCESS_CONCURRENCY, 10)?.max(1),
             },
         })
     }

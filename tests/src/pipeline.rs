@@ -264,8 +264,13 @@ impl Pipeline {
             self.retry_url.clone(),
             self.quarantine_url.clone(),
         );
+        // One record at a time: moto rolls a failed TransactWriteItems back by restoring a copy of
+        // the whole table taken when the transaction started, which erases writes that other
+        // requests committed to that table meanwhile. DynamoDB transactions are serializable;
+        // moto's are not, so tests must not run conflicting transactions on one table at once.
         let config = ProcessorConfig {
             lease: Duration::from_secs(60),
+            concurrency: 1,
             ..ProcessorConfig::default()
         };
         Processor::new(store, queues, clock, registry, config).with_jitter(|| 0.0)

@@ -51,45 +51,58 @@ fn stream_message(record: &EventRecord) -> Option<Result<StoredMessage, MessageK
 }
 
 impl<S: MessageStore, Q: Queues, C: Clock> Processor<S, Q, C> {
-    /// Processes a stream batch in order. On the first infrastructure error it stops and reports
-    /// that record: Lambda resumes the shard from there (later records are redelivered anyway).
+    /// Processes a stream batch, up to `concurrency` records at once. If records hit an
+    /// infrastructure error, the first of them (in stream order) is reported: Lambda resumes the
+    /// shard from there, and records after it that did succeed are skipped as already done.
     pub async fn handle_stream_batch(
         &self,
         event: StreamEvent,
     ) -> (DynamoDbEventResponse, BatchSummary) {
+        use futures_util::StreamExt;
         let mut response = DynamoDbEventResponse::default();
         let mut summary = BatchSummary {
             records: event.records.len(),
             ..Default::default()
         };
+        let mut work = Vec::with_capacity(event.records.len());
         for record in &event.records {
-            let Some(target) = stream_message(record) else {
-                *summary.outcomes.entry("not_a_new_message").or_default() += 1;
-                continue;
-            };
-            let (source, event_id) = match &target {
-                Ok(m) => (m.source.to_string(), m.event_id.to_string()),
-                Err(k) => (k.source.to_string(), k.event_id.to_string()),
-            };
-            let span = tracing::info_span!("record", source, event_id, origin = "stream");
-            let result = async {
-                let result = match target {
-                    Ok(m) => self.process(m).await,
-                    Err(k) => self.process_key(&k).await,
-                };
-                log_result(&result);
-                result
+            match stream_message(record) {
+                Some(target) => work.push((record, target)),
+                None => *summary.outcomes.entry("not_a_new_message").or_default() += 1,
             }
-            .instrument(span)
+        }
+        let results: Vec<_> =
+            futures_util::stream::iter(work.into_iter().map(|(record, target)| async move {
+                let (source, event_id) = match &target {
+                    Ok(m) => (m.source.to_string(), m.event_id.to_string()),
+                    Err(k) => (k.source.to_string(), k.event_id.to_string()),
+                };
+                let span = tracing::info_span!("record", source, event_id, origin = "stream");
+                let result = async {
+                    let result = match target {
+                        Ok(m) => self.process(m).await,
+                        Err(k) => self.process_key(&k).await,
+                    };
+                    log_result(&result);
+                    result
+                }
+                .instrument(span)
+                .await;
+                (record, result)
+            }))
+            .buffered(self.config.concurrency.max(1))
+            .collect()
             .await;
+        for (record, result) in results {
             match result {
                 Ok(outcome) => *summary.outcomes.entry(outcome.as_str()).or_default() += 1,
                 Err(_) => {
                     summary.failures += 1;
-                    let mut failure = DynamoDbBatchItemFailure::default();
-                    failure.item_identifier = record.change.sequence_number.clone();
-                    response.batch_item_failures.push(failure);
-                    break;
+                    if response.batch_item_failures.is_empty() {
+                        let mut failure = DynamoDbBatchItemFailure::default();
+                        failure.item_identifier = record.change.sequence_number.clone();
+                        response.batch_item_failures.push(failure);
+                    }
                 }
             }
         }

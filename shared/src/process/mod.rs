@@ -30,6 +30,9 @@ pub struct ProcessorConfig {
     pub lease: Duration,
     /// How long processed and ignored messages are kept (TTL).
     pub retention: Duration,
+    /// How many records of a batch are processed at once (messages are independent: each has
+    /// its own key and version, and the ledger's rules do not depend on arrival order).
+    pub concurrency: usize,
 }
 
 impl Default for ProcessorConfig {
@@ -38,6 +41,7 @@ impl Default for ProcessorConfig {
             policy: RetryPolicy::default(),
             lease: Duration::from_secs(60),
             retention: Duration::from_secs(30 * 86_400),
+            concurrency: 10,
         }
     }
 }

@@ -107,6 +107,7 @@ impl World {
             policy: RetryPolicy::new(5, Duration::from_secs(2), Duration::from_secs(60)),
             lease: Duration::from_secs(60),
             retention: Duration::from_secs(30 * 86_400),
+            concurrency: 4,
         };
         Processor::new(
             self.store.clone(),
