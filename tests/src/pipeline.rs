@@ -109,7 +109,7 @@ impl CounterHandler {
             .unwrap_or(0)
     }
 
-    fn effect(&self, m: &StoredMessage) -> TransactWriteItem {
+    fn effect(&self, m: &StoredMessage) -> shared::store::Effect {
         let update = Update::builder()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(format!("EFFECT#{}", m.event_id)))
@@ -119,7 +119,7 @@ impl CounterHandler {
             .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .build()
             .expect("a complete update");
-        TransactWriteItem::builder().update(update).build()
+        shared::store::Effect::Raw(TransactWriteItem::builder().update(update).build())
     }
 }
 

@@ -36,16 +36,18 @@ impl Scripted {
 }
 
 fn effect() -> Effect {
-    TransactWriteItem::builder()
-        .condition_check(
-            ConditionCheck::builder()
-                .table_name("t")
-                .key("pk", aws_sdk_dynamodb::types::AttributeValue::S("x".into()))
-                .condition_expression("attribute_not_exists(pk)")
-                .build()
-                .unwrap(),
-        )
-        .build()
+    Effect::Raw(
+        TransactWriteItem::builder()
+            .condition_check(
+                ConditionCheck::builder()
+                    .table_name("t")
+                    .key("pk", aws_sdk_dynamodb::types::AttributeValue::S("x".into()))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .build()
+                    .unwrap(),
+            )
+            .build(),
+    )
 }
 
 impl Handler for Scripted {

@@ -5,8 +5,8 @@
 
 use super::schema::*;
 use super::{
-    Applied, Delivery, DeliveryRecord, DueMessage, Effect, Inbox, ListFilter, MessageStore,
-    NewMessage, PutOutcome, StoreError, Transition,
+    Applied, Delivery, DeliveryRecord, DueMessage, Effect, Inbox, Item, ItemStore, ListFilter,
+    MessageStore, NewMessage, PutOutcome, StoreError, Transition,
 };
 use crate::domain::{BodyDigest, EventId, MessageKey, SourceName, Status};
 use crate::message::StoredMessage;
@@ -18,7 +18,7 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
@@ -284,6 +284,82 @@ fn transition_update(
     })
 }
 
+/// One effect as a transaction element on `table`.
+fn effect_item(table: &str, effect: Effect) -> Result<TransactWriteItem, StoreError> {
+    let built = match effect {
+        Effect::Raw(item) => item,
+        Effect::Create(item) => TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(table)
+                    .set_item(Some(item))
+                    .condition_expression("attribute_not_exists(#pk)")
+                    .expression_attribute_names("#pk", PK)
+                    .build()
+                    .map_err(corrupt)?,
+            )
+            .build(),
+        Effect::Replace {
+            mut item,
+            expected_version,
+        } => {
+            let next = expected_version.map_or(0, |v| v + 1);
+            item.insert(VERSION.into(), n(next as i64));
+            let put = Put::builder().table_name(table).set_item(Some(item));
+            let put = match expected_version {
+                None => put
+                    .condition_expression("attribute_not_exists(#pk)")
+                    .expression_attribute_names("#pk", PK),
+                Some(v) => put
+                    .condition_expression("#version = :expected")
+                    .expression_attribute_names("#version", VERSION)
+                    .expression_attribute_values(":expected", n(v as i64)),
+            };
+            TransactWriteItem::builder()
+                .put(put.build().map_err(corrupt)?)
+                .build()
+        }
+        Effect::Adjust { pk, sk, add, set } => {
+            let mut names = HashMap::new();
+            let mut values = HashMap::new();
+            let mut adds = Vec::new();
+            let mut sets = Vec::new();
+            for (i, (attr, delta)) in add.into_iter().enumerate() {
+                names.insert(format!("#a{i}"), attr);
+                values.insert(format!(":a{i}"), n(delta));
+                adds.push(format!("#a{i} :a{i}"));
+            }
+            for (i, (attr, value)) in set.into_iter().enumerate() {
+                names.insert(format!("#s{i}"), attr);
+                values.insert(format!(":s{i}"), value);
+                sets.push(format!("#s{i} = :s{i}"));
+            }
+            let mut expr = String::new();
+            if !adds.is_empty() {
+                expr.push_str(&format!("ADD {}", adds.join(", ")));
+            }
+            if !sets.is_empty() {
+                expr.push_str(&format!(
+                    "{}SET {}",
+                    if expr.is_empty() { "" } else { " " },
+                    sets.join(", ")
+                ));
+            }
+            let update = Update::builder()
+                .table_name(table)
+                .key(PK, s(pk))
+                .key(SK, s(sk))
+                .update_expression(expr)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values((!values.is_empty()).then_some(values))
+                .build()
+                .map_err(corrupt)?;
+            TransactWriteItem::builder().update(update).build()
+        }
+    };
+    Ok(built)
+}
+
 fn is_condition_failure(code: Option<&str>) -> bool {
     code == Some("ConditionalCheckFailed")
 }
@@ -347,7 +423,10 @@ impl MessageStore for DynamoInbox {
             .set_expression_attribute_values(Some(parts.values))
             .build()
             .map_err(corrupt)?;
-        let mut items = effects;
+        let mut items = effects
+            .into_iter()
+            .map(|e| effect_item(&self.table, e))
+            .collect::<Result<Vec<_>, _>>()?;
         items.push(TransactWriteItem::builder().update(message_update).build());
         let result = self
             .client
@@ -552,5 +631,71 @@ impl MessageStore for DynamoInbox {
                 .map_err(classify)?;
         }
         Ok(Applied::Done)
+    }
+}
+
+impl ItemStore for DynamoInbox {
+    async fn get_item(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PK, s(pk))
+            .key(SK, s(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(out.item)
+    }
+
+    async fn query_items(&self, pk: &str, sk_prefix: &str) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":pk", s(pk))
+                .expression_attribute_values(":prefix", s(sk_prefix))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(classify)?;
+            items.extend(page.items.unwrap_or_default());
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return Ok(items);
+            }
+        }
+    }
+
+    async fn items_of_kind(&self, kind: &str) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("#kind = :kind")
+                .expression_attribute_names("#kind", KIND)
+                .expression_attribute_values(":kind", s(kind))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(classify)?;
+            items.extend(page.items.unwrap_or_default());
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return Ok(items);
+            }
+        }
     }
 }

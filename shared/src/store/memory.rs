@@ -1,15 +1,16 @@
 //! An in-memory store with the DynamoDB adapter's semantics (conditional insert, versioned
-//! transitions, the open index): for unit tests and benchmarks only. Effects are recorded, not
-//! interpreted.
+//! transitions, the open index, effects applied all-or-nothing with their conditions): for unit
+//! tests and benchmarks only. `Raw` effects are recorded, not interpreted.
 
 use super::schema::{open_shard, PENDING_GRACE_MS};
 use super::{
-    Applied, Delivery, DeliveryRecord, DueMessage, Effect, Inbox, ListFilter, MessageStore,
-    NewMessage, PutOutcome, StoreError, Transition,
+    Applied, Delivery, DeliveryRecord, DueMessage, Effect, Inbox, Item, ItemStore, ListFilter,
+    MessageStore, NewMessage, PutOutcome, StoreError, Transition,
 };
 use crate::domain::{MessageKey, Status};
 use crate::message::{HistoryEntry, StoredMessage};
-use std::collections::HashMap;
+use aws_sdk_dynamodb::types::AttributeValue;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -20,13 +21,14 @@ struct Row {
     open_due: Option<i64>,
 }
 
-/// Messages, journal records and committed effects held in memory, with a switch to simulate an
-/// outage and a count of write requests (what the DynamoDB adapter would send).
+/// Messages, journal records, domain items and committed effects held in memory, with a switch
+/// to simulate an outage and a count of write requests (what the DynamoDB adapter would send).
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     rows: Mutex<HashMap<MessageKey, Row>>,
     deliveries: Mutex<Vec<Delivery>>,
     effects: Mutex<Vec<(MessageKey, Effect)>>,
+    items: Mutex<BTreeMap<(String, String), Item>>,
     down: AtomicBool,
     writes: AtomicUsize,
 }
@@ -73,6 +75,11 @@ impl MemoryStore {
         lock(&self.effects).clone()
     }
 
+    /// Puts a domain item directly (test setup: a wallet before any event).
+    pub fn put_item(&self, item: Item) {
+        lock(&self.items).insert(key_of(&item), item);
+    }
+
     fn up(&self) -> Result<(), StoreError> {
         if self.down.load(Ordering::SeqCst) {
             return Err(StoreError::Unavailable(Box::new(SwitchedOff)));
@@ -89,6 +96,74 @@ impl MemoryStore {
 /// A poisoned lock only means another test thread panicked; the data is still usable.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn key_of(item: &Item) -> (String, String) {
+    let text = |k: &str| {
+        item.get(k)
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+            .unwrap_or_default()
+    };
+    (text("pk"), text("sk"))
+}
+
+fn version_of(item: &Item) -> Option<u64> {
+    item.get("version")
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Whether an effect's condition holds.
+fn effect_applies(items: &BTreeMap<(String, String), Item>, e: &Effect) -> bool {
+    match e {
+        Effect::Create(item) => !items.contains_key(&key_of(item)),
+        Effect::Replace {
+            item,
+            expected_version,
+        } => match (items.get(&key_of(item)), expected_version) {
+            (None, None) => true,
+            (Some(existing), Some(v)) => version_of(existing) == Some(*v),
+            _ => false,
+        },
+        Effect::Adjust { .. } | Effect::Raw(_) => true,
+    }
+}
+
+fn apply_effect(items: &mut BTreeMap<(String, String), Item>, e: Effect) {
+    match e {
+        Effect::Create(item) => {
+            items.insert(key_of(&item), item);
+        }
+        Effect::Replace {
+            mut item,
+            expected_version,
+        } => {
+            let next = expected_version.map_or(0, |v| v + 1);
+            item.insert("version".into(), AttributeValue::N(next.to_string()));
+            items.insert(key_of(&item), item);
+        }
+        Effect::Adjust { pk, sk, add, set } => {
+            let item = items.entry((pk.clone(), sk.clone())).or_insert_with(|| {
+                Item::from([
+                    ("pk".to_string(), AttributeValue::S(pk)),
+                    ("sk".to_string(), AttributeValue::S(sk)),
+                ])
+            });
+            for (attr, delta) in add {
+                let current: i64 = item
+                    .get(&attr)
+                    .and_then(|v| v.as_n().ok())
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                item.insert(attr, AttributeValue::N((current + delta).to_string()));
+            }
+            for (attr, value) in set {
+                item.insert(attr, value);
+            }
+        }
+        Effect::Raw(_) => {}
+    }
 }
 
 fn stored(msg: &NewMessage) -> StoredMessage {
@@ -160,6 +235,13 @@ impl MessageStore for MemoryStore {
         else {
             return Ok(Applied::MessageConflict);
         };
+        let mut items = lock(&self.items);
+        if !effects.iter().all(|e| effect_applies(&items, e)) {
+            return Ok(Applied::EffectConflict);
+        }
+        for e in &effects {
+            apply_effect(&mut items, e.clone());
+        }
         let m = &mut row.message;
         m.status = t.to;
         m.attempts = t.attempts;
@@ -240,5 +322,37 @@ impl MessageStore for MemoryStore {
             }
             _ => Ok(Applied::MessageConflict),
         }
+    }
+}
+
+impl ItemStore for MemoryStore {
+    async fn get_item(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+        self.up()?;
+        Ok(lock(&self.items)
+            .get(&(pk.to_owned(), sk.to_owned()))
+            .cloned())
+    }
+
+    async fn query_items(&self, pk: &str, sk_prefix: &str) -> Result<Vec<Item>, StoreError> {
+        self.up()?;
+        Ok(lock(&self.items)
+            .range((pk.to_owned(), sk_prefix.to_owned())..)
+            .take_while(|((p, s), _)| p == pk && s.starts_with(sk_prefix))
+            .map(|(_, i)| i.clone())
+            .collect())
+    }
+
+    async fn items_of_kind(&self, kind: &str) -> Result<Vec<Item>, StoreError> {
+        self.up()?;
+        Ok(lock(&self.items)
+            .values()
+            .filter(|i| {
+                i.get("kind")
+                    .and_then(|v| v.as_s().ok())
+                    .map(String::as_str)
+                    == Some(kind)
+            })
+            .cloned()
+            .collect())
     }
 }

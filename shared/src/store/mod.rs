@@ -16,9 +16,35 @@ use crate::domain::{BodyDigest, EventType, MessageKey, Status};
 use crate::message::{HistoryEntry, StoredMessage};
 use std::future::Future;
 
-/// A write a handler wants committed atomically with the message's transition (a DynamoDB
-/// `TransactWriteItems` element: a conditional put, update, delete or condition check).
-pub type Effect = aws_sdk_dynamodb::types::TransactWriteItem;
+/// An item: attribute name → value (the DynamoDB SDK's types, also used by the in-memory store).
+pub type Item = std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>;
+
+/// A write a handler wants committed atomically with the message's transition (one element of
+/// the same `TransactWriteItems`). Both stores apply the first three kinds with the same
+/// semantics; `Raw` is for handlers that need a DynamoDB feature the others do not cover.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Creates the item (it carries `pk` and `sk`); the whole commit fails with
+    /// [`Applied::EffectConflict`] if an item with that key exists.
+    Create(Item),
+    /// Writes the item in place of the one whose `version` is `expected_version` (`None`: there
+    /// must be none), setting `version` to `expected_version + 1` (0 for a new item).
+    Replace {
+        item: Item,
+        expected_version: Option<u64>,
+    },
+    /// Adds `add` to numeric attributes (absent counts as 0) and sets `set`, creating the item if
+    /// absent. Unconditional and commutative: concurrent adjustments never conflict (balances).
+    Adjust {
+        pk: String,
+        sk: String,
+        add: Vec<(String, i64)>,
+        set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
+    },
+    /// Any DynamoDB transaction element (only the DynamoDB adapter applies it; the in-memory
+    /// store records it).
+    Raw(aws_sdk_dynamodb::types::TransactWriteItem),
+}
 
 /// The most effects one handler may commit with a transition (DynamoDB allows 100 items per
 /// transaction; one is the message itself).
@@ -185,6 +211,55 @@ impl ListFilter {
                 .is_none_or(|t| m.event_type.as_ref().is_some_and(|e| e.as_str() == t))
             && self.since.is_none_or(|t| m.received_at >= t)
             && self.until.is_none_or(|t| m.received_at < t)
+    }
+}
+
+/// Plain item access for domains that keep their own items in the table (the wallet ledger):
+/// reads here, writes as [`Effect`]s committed with a message's transition.
+pub trait ItemStore: Send + Sync {
+    /// One item by key (strongly consistent).
+    fn get_item(
+        &self,
+        pk: &str,
+        sk: &str,
+    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send;
+
+    /// Every item of a partition whose sort key starts with `sk_prefix`, in sort-key order.
+    fn query_items(
+        &self,
+        pk: &str,
+        sk_prefix: &str,
+    ) -> impl Future<Output = Result<Vec<Item>, StoreError>> + Send;
+
+    /// Every item whose `kind` attribute is `kind` (a scan: for reports, not hot paths).
+    fn items_of_kind(
+        &self,
+        kind: &str,
+    ) -> impl Future<Output = Result<Vec<Item>, StoreError>> + Send;
+}
+
+impl<T: ItemStore> ItemStore for std::sync::Arc<T> {
+    fn get_item(
+        &self,
+        pk: &str,
+        sk: &str,
+    ) -> impl Future<Output = Result<Option<Item>, StoreError>> + Send {
+        (**self).get_item(pk, sk)
+    }
+
+    fn query_items(
+        &self,
+        pk: &str,
+        sk_prefix: &str,
+    ) -> impl Future<Output = Result<Vec<Item>, StoreError>> + Send {
+        (**self).query_items(pk, sk_prefix)
+    }
+
+    fn items_of_kind(
+        &self,
+        kind: &str,
+    ) -> impl Future<Output = Result<Vec<Item>, StoreError>> + Send {
+        (**self).items_of_kind(kind)
     }
 }
 
