@@ -119,7 +119,9 @@ impl CounterHandler {
             .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .build()
             .expect("a complete update");
-        shared::store::Effect::Raw(TransactWriteItem::builder().update(update).build())
+        shared::store::Effect::Raw(Box::new(
+            TransactWriteItem::builder().update(update).build(),
+        ))
     }
 }
 

@@ -36,7 +36,7 @@ impl Scripted {
 }
 
 fn effect() -> Effect {
-    Effect::Raw(
+    Effect::Raw(Box::new(
         TransactWriteItem::builder()
             .condition_check(
                 ConditionCheck::builder()
@@ -47,7 +47,7 @@ fn effect() -> Effect {
                     .unwrap(),
             )
             .build(),
-    )
+    ))
 }
 
 impl Handler for Scripted {

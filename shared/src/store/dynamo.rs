@@ -287,7 +287,7 @@ fn transition_update(
 /// One effect as a transaction element on `table`.
 fn effect_item(table: &str, effect: Effect) -> Result<TransactWriteItem, StoreError> {
     let built = match effect {
-        Effect::Raw(item) => item,
+        Effect::Raw(item) => *item,
         Effect::Create(item) => TransactWriteItem::builder()
             .put(
                 Put::builder()

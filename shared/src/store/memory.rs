@@ -75,6 +75,13 @@ impl MemoryStore {
         lock(&self.effects).clone()
     }
 
+    /// A domain item, read synchronously (test assertions).
+    pub fn item(&self, pk: &str, sk: &str) -> Option<Item> {
+        lock(&self.items)
+            .get(&(pk.to_owned(), sk.to_owned()))
+            .cloned()
+    }
+
     /// Puts a domain item directly (test setup: a wallet before any event).
     pub fn put_item(&self, item: Item) {
         lock(&self.items).insert(key_of(&item), item);
@@ -328,6 +335,24 @@ impl MessageStore for MemoryStore {
 impl ItemStore for MemoryStore {
     async fn get_item(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         self.up()?;
+        if sk == super::schema::MESSAGE_SK {
+            // Message items live in `rows`: answer with their key attributes and status.
+            let rows = lock(&self.rows);
+            let found = rows
+                .iter()
+                .find(|(k, _)| super::schema::message_pk(k) == pk);
+            return Ok(found.map(|(_, r)| {
+                Item::from([
+                    ("pk".to_string(), AttributeValue::S(pk.to_owned())),
+                    ("sk".to_string(), AttributeValue::S(sk.to_owned())),
+                    ("kind".to_string(), AttributeValue::S("message".into())),
+                    (
+                        "status".to_string(),
+                        AttributeValue::S(r.message.status.as_str().into()),
+                    ),
+                ])
+            }));
+        }
         Ok(lock(&self.items)
             .get(&(pk.to_owned(), sk.to_owned()))
             .cloned())

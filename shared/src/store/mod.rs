@@ -43,7 +43,7 @@ pub enum Effect {
     },
     /// Any DynamoDB transaction element (only the DynamoDB adapter applies it; the in-memory
     /// store records it).
-    Raw(aws_sdk_dynamodb::types::TransactWriteItem),
+    Raw(Box<aws_sdk_dynamodb::types::TransactWriteItem>),
 }
 
 /// The most effects one handler may commit with a transition (DynamoDB allows 100 items per

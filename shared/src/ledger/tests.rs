@@ -1,0 +1,606 @@
+//! Ledger tests on the in-memory store through the real processor: the rules end to end, the
+//! flags, reconciliation, and property tests against a reference model.
+
+use super::reconcile::reconcile;
+use super::*;
+use crate::clock::ManualClock;
+use crate::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName};
+use crate::process::registry::Registry;
+use crate::process::{Outcome, Processor, ProcessorConfig};
+use crate::queue::memory::MemoryQueues;
+use crate::store::memory::MemoryStore;
+use crate::store::{Inbox, NewMessage, PutOutcome};
+use proptest::prelude::*;
+use serde_json::json;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+const T0: i64 = 1_795_000_000_000; // 2026-11-18
+const PRICE: i64 = 5;
+
+type P = Processor<Arc<MemoryStore>, Arc<MemoryQueues>, Arc<ManualClock>>;
+
+struct World {
+    store: Arc<MemoryStore>,
+    p: P,
+    next: std::sync::atomic::AtomicI64,
+}
+
+impl World {
+    fn new() -> Self {
+        let store = Arc::new(MemoryStore::new());
+        let registry =
+            WalletHandler::new(store.clone(), WalletSources::default()).register(Registry::new());
+        let p = Processor::new(
+            store.clone(),
+            Arc::new(MemoryQueues::new()),
+            Arc::new(ManualClock::at_millis(T0)),
+            registry,
+            ProcessorConfig::default(),
+        )
+        .with_jitter(|| 0.0);
+        Self {
+            store,
+            p,
+            next: std::sync::atomic::AtomicI64::new(0),
+        }
+    }
+
+    fn wallet(self, tenant: &str, floor: i64, review: Option<i64>) -> Self {
+        self.store
+            .put_item(Wallet::new(tenant, "usd", PRICE, floor, review, T0).to_item());
+        self
+    }
+
+    fn balance(&self, tenant: &str) -> Wallet {
+        let item = self.store.item(&wallet_pk(tenant), WALLET_SK).unwrap();
+        Wallet::from_item(&item).unwrap()
+    }
+
+    /// Stores a delivery like the ingest path (deduplicated by event id); `None` for a duplicate.
+    async fn deliver(
+        &self,
+        source: &str,
+        event_id: &str,
+        event_type: &str,
+        body: serde_json::Value,
+    ) -> Option<MessageKey> {
+        let key = MessageKey::new(
+            SourceName::parse(source).unwrap(),
+            EventId::parse(event_id).unwrap(),
+        );
+        let body = body.to_string().into_bytes();
+        let at = T0 + self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let msg = NewMessage {
+            key: key.clone(),
+            event_type: Some(EventType::parse(event_type).unwrap()),
+            received_at_ms: at,
+            body_digest: BodyDigest::of(&body),
+            body,
+            headers: Vec::new(),
+        };
+        match self.store.put_if_absent(&msg).await.unwrap() {
+            PutOutcome::Inserted => Some(key),
+            PutOutcome::AlreadyExists { .. } => None,
+        }
+    }
+
+    /// Delivers and processes (a redelivered stream record is processed again: a no-op).
+    async fn send(
+        &self,
+        source: &str,
+        event_id: &str,
+        event_type: &str,
+        body: serde_json::Value,
+    ) -> Outcome {
+        let key = self.deliver(source, event_id, event_type, body).await;
+        let key = key.unwrap_or_else(|| {
+            MessageKey::new(
+                SourceName::parse(source).unwrap(),
+                EventId::parse(event_id).unwrap(),
+            )
+        });
+        self.p.process_key(&key).await.unwrap()
+    }
+
+    async fn email(
+        &self,
+        event_id: &str,
+        kind: &str,
+        message_id: &str,
+        extra: serde_json::Value,
+    ) -> Outcome {
+        let mut data = json!({"message_id": message_id, "tenant": "acme"});
+        if let (Some(d), Some(e)) = (data.as_object_mut(), extra.as_object()) {
+            d.extend(e.clone());
+        }
+        self.send(
+            "mailer",
+            event_id,
+            kind,
+            json!({"type": kind, "timestamp": "2026-11-30T10:00:00Z", "data": data}),
+        )
+        .await
+    }
+
+    async fn entries(&self, tenant: &str) -> Vec<Entry> {
+        self.store
+            .query_items(&wallet_pk(tenant), ENTRY_PREFIX)
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(Entry::from_item)
+            .collect()
+    }
+}
+
+fn futures_block<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn stripe_body(kind: &str, object: serde_json::Value) -> serde_json::Value {
+    json!({"id": "evt_x", "object": "event", "type": kind, "data": {"object": object}})
+}
+
+#[tokio::test]
+async fn an_email_holds_debits_and_is_refunded_on_hard_bounce() {
+    let w = World::new().wallet("acme", -1000, None);
+    assert_eq!(
+        w.email("e1", "message.sent", "m1", json!({})).await,
+        Outcome::Processed
+    );
+    let wallet = w.balance("acme");
+    assert_eq!((wallet.balance, wallet.held), (0, PRICE));
+    w.email("e2", "message.accepted", "m1", json!({})).await;
+    let wallet = w.balance("acme");
+    assert_eq!((wallet.balance, wallet.held), (-PRICE, 0));
+    w.email(
+        "e3",
+        "message.bounced",
+        "m1",
+        json!({"bounce_type": "hard"}),
+    )
+    .await;
+    let wallet = w.balance("acme");
+    assert_eq!((wallet.balance, wallet.held), (0, 0));
+    // A late `accepted` (another webhook) after the hard bounce debits nothing.
+    w.email("e4", "message.accepted", "m1", json!({})).await;
+    assert_eq!(w.balance("acme").balance, 0);
+    let kinds: Vec<_> = w
+        .entries("acme")
+        .await
+        .iter()
+        .map(|e| (e.kind, e.event_id.clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (rules::EntryKind::Hold, "e1".into()),
+            (rules::EntryKind::Debit, "e2".into()),
+            (rules::EntryKind::BounceRefund, "e3".into())
+        ]
+    );
+    let row = EmailRow::from_item(
+        &w.store
+            .get_item(&wallet_pk("acme"), "EMAIL#m1")
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    assert_eq!(
+        row.events,
+        vec!["e1", "e2", "e3", "e4"],
+        "every webhook that reached it is linked"
+    );
+    assert_eq!(row.state, rules::EmailState::Refunded);
+}
+
+#[tokio::test]
+async fn soft_bounces_deferrals_and_complaints_move_no_money() {
+    let w = World::new().wallet("acme", -1000, None);
+    w.email("e1", "message.accepted", "m1", json!({})).await;
+    w.email(
+        "e2",
+        "message.bounced",
+        "m1",
+        json!({"bounce_type": "soft"}),
+    )
+    .await;
+    w.email("e3", "message.deferred", "m1", json!({})).await;
+    w.email("e4", "message.complained", "m1", json!({})).await;
+    let wallet = w.balance("acme");
+    assert_eq!((wallet.balance, wallet.held), (-PRICE, 0));
+    assert_eq!(w.entries("acme").await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_retried_webhook_never_debits_twice() {
+    let w = World::new().wallet("acme", -1000, None);
+    for _ in 0..3 {
+        w.email("e1", "message.accepted", "m1", json!({})).await;
+    }
+    // The same event under new webhook ids (a provider that re-sends) moves nothing either.
+    w.email("e1b", "message.accepted", "m1", json!({})).await;
+    assert_eq!(w.balance("acme").balance, -PRICE);
+    assert_eq!(w.entries("acme").await.len(), 1);
+}
+
+#[tokio::test]
+async fn unknown_tenant_fails_permanently_and_replays_once_the_wallet_exists() {
+    let w = World::new();
+    let outcome = w.email("e1", "message.sent", "m1", json!({})).await;
+    assert_eq!(
+        outcome,
+        Outcome::Failed {
+            attempts: 1,
+            permanent: true
+        }
+    );
+    let key = MessageKey::new(
+        SourceName::parse("mailer").unwrap(),
+        EventId::parse("e1").unwrap(),
+    );
+    let failed = w.store.message(&key).unwrap();
+    assert!(failed
+        .last_error
+        .unwrap()
+        .contains("no wallet for tenant \"acme\""));
+    let w = w.wallet("acme", 0, None);
+    let clock = ManualClock::at_millis(T0);
+    let replayed = crate::ops::replay(&*w.store, w.p.queues(), &clock, &key, "ops", false)
+        .await
+        .unwrap();
+    assert_eq!(replayed, crate::ops::ReplayOutcome::Replayed);
+    assert_eq!(w.p.process_key(&key).await.unwrap(), Outcome::Processed);
+    assert_eq!(w.balance("acme").held, PRICE);
+}
+
+#[tokio::test]
+async fn stripe_credits_once_per_payment_intent_and_refunds_once_per_refund() {
+    let w = World::new().wallet("acme", 0, None);
+    let session = json!({"id": "cs_1", "payment_intent": "pi_1", "amount_total": 2000, "currency": "usd",
+        "payment_status": "paid", "metadata": {"tenant": "acme"}});
+    let intent = json!({"id": "pi_1", "amount_received": "2000", "currency": "usd", "metadata": {"tenant": "acme"}});
+    assert_eq!(
+        w.send(
+            "stripe",
+            "evt_1",
+            "checkout.session.completed",
+            stripe_body("checkout.session.completed", session)
+        )
+        .await,
+        Outcome::Processed
+    );
+    assert_eq!(
+        w.send(
+            "stripe",
+            "evt_2",
+            "payment_intent.succeeded",
+            stripe_body("payment_intent.succeeded", intent)
+        )
+        .await,
+        Outcome::Processed
+    );
+    assert_eq!(
+        w.balance("acme").balance,
+        2000,
+        "both events of one intent credit once"
+    );
+    // Refunds: cumulative totals, in any order, each counted once; the charge has no tenant.
+    let refund = |total| json!({"id": "ch_1", "payment_intent": "pi_1", "amount_refunded": total, "currency": "usd"});
+    w.send(
+        "stripe",
+        "evt_4",
+        "charge.refunded",
+        stripe_body("charge.refunded", refund(1200)),
+    )
+    .await;
+    w.send(
+        "stripe",
+        "evt_3",
+        "charge.refunded",
+        stripe_body("charge.refunded", refund(500)),
+    )
+    .await;
+    w.send(
+        "stripe",
+        "evt_4",
+        "charge.refunded",
+        stripe_body("charge.refunded", refund(1200)),
+    )
+    .await;
+    assert_eq!(w.balance("acme").balance, 800);
+    let entries = w.entries("acme").await;
+    assert_eq!(
+        entries.iter().map(|e| e.amount).collect::<Vec<_>>(),
+        vec![2000, 1200]
+    );
+    assert!(reconcile(&*w.store, T0, 3_600_000)
+        .await
+        .unwrap()
+        .is_clean());
+}
+
+#[tokio::test]
+async fn unusable_payments_fail_permanently_with_a_reason() {
+    let w = World::new().wallet("acme", 0, None);
+    let cases = [
+        (
+            json!({"id": "pi_9", "amount_received": 100, "currency": "eur", "metadata": {"tenant": "acme"}}),
+            "currency eur",
+        ),
+        (
+            json!({"id": "pi_9", "amount_received": 100, "currency": "usd"}),
+            "metadata.tenant is missing",
+        ),
+        (
+            json!({"id": "pi_9", "amount_received": "1.5", "currency": "usd", "metadata": {"tenant": "acme"}}),
+            "not an integer",
+        ),
+        (
+            json!({"id": "pi_9", "amount_received": 100, "currency": "usd", "metadata": {"tenant": "ghost"}}),
+            "no wallet for tenant \"ghost\"",
+        ),
+    ];
+    for (i, (object, reason)) in cases.into_iter().enumerate() {
+        let id = format!("evt_bad_{i}");
+        let outcome = w
+            .send(
+                "stripe",
+                &id,
+                "payment_intent.succeeded",
+                stripe_body("payment_intent.succeeded", object),
+            )
+            .await;
+        assert_eq!(
+            outcome,
+            Outcome::Failed {
+                attempts: 1,
+                permanent: true
+            },
+            "{reason}"
+        );
+        let key = MessageKey::new(
+            SourceName::parse("stripe").unwrap(),
+            EventId::parse(&id).unwrap(),
+        );
+        let error = w.store.message(&key).unwrap().last_error.unwrap();
+        assert!(error.contains(reason), "{error:?} should say {reason:?}");
+    }
+    assert_eq!(w.balance("acme").balance, 0);
+}
+
+#[tokio::test]
+async fn overdraft_is_recorded_and_flagged_and_review_threshold_flags_the_tenant() {
+    let w = World::new().wallet("acme", -PRICE, Some(2 * PRICE));
+    w.email("e1", "message.sent", "m1", json!({})).await;
+    assert!(!w.balance("acme").overdrawn, "exactly at the floor");
+    w.email("e2", "message.sent", "m2", json!({})).await;
+    let wallet = w.balance("acme");
+    assert!(
+        wallet.overdrawn,
+        "below the floor: still recorded, but flagged"
+    );
+    assert_eq!(wallet.held, 2 * PRICE);
+    w.email("e3", "message.accepted", "m1", json!({})).await;
+    w.email("e4", "message.accepted", "m2", json!({})).await;
+    assert!(!w.balance("acme").review, "at the threshold");
+    w.email("e5", "message.accepted", "m3", json!({})).await;
+    let wallet = w.balance("acme");
+    assert!(wallet.review);
+    assert_eq!(wallet.month_debits.get(&month_of(T0)), Some(&(3 * PRICE)));
+    assert_eq!(month_of(T0), "2026_11");
+}
+
+#[tokio::test]
+async fn reconciliation_finds_stale_holds_mismatches_and_orphans() {
+    let w = World::new()
+        .wallet("acme", -1000, None)
+        .wallet("beta", 0, None);
+    w.email("e1", "message.sent", "m1", json!({})).await;
+    w.email("e2", "message.accepted", "m2", json!({})).await;
+    let clean = reconcile(&*w.store, T0 + 1000, 3_600_000).await.unwrap();
+    assert!(clean.is_clean(), "{clean:?}");
+    assert_eq!((clean.wallets, clean.entries), (2, 2));
+
+    let stale = reconcile(&*w.store, T0 + 3_600_001, 3_600_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        stale
+            .stale_holds
+            .iter()
+            .map(|h| h.message_id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["m1"]
+    );
+
+    // Someone edits a balance by hand, and an entry points at an event that is not in the inbox.
+    let mut tampered = w
+        .store
+        .get_item(&wallet_pk("beta"), WALLET_SK)
+        .await
+        .unwrap()
+        .unwrap();
+    tampered.insert("balance".into(), AttributeValue::N("100".into()));
+    w.store.put_item(tampered);
+    let orphan = Entry {
+        id: "x".into(),
+        tenant: "acme".into(),
+        kind: rules::EntryKind::Topup,
+        amount: 0,
+        balance_delta: 0,
+        held_delta: 0,
+        subject: "pi_0".into(),
+        event_source: "stripe".into(),
+        event_id: "evt_gone".into(),
+        at: T0,
+    };
+    w.store.put_item(orphan.to_item());
+    let report = reconcile(&*w.store, T0 + 1000, 3_600_000).await.unwrap();
+    assert_eq!(report.mismatched_wallets.len(), 1);
+    assert_eq!(
+        (
+            report.mismatched_wallets[0].tenant.as_str(),
+            report.mismatched_wallets[0].balance
+        ),
+        ("beta", 100)
+    );
+    assert_eq!(
+        report
+            .orphan_entries
+            .iter()
+            .map(|o| o.event_id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["evt_gone"]
+    );
+    let emf: serde_json::Value = serde_json::from_str(&report.emf(T0)).unwrap();
+    assert_eq!(
+        (
+            emf["MismatchedWallets"].as_u64(),
+            emf["OrphanEntries"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+}
+
+#[test]
+fn months_are_utc_calendar_months() {
+    assert_eq!(month_of(0), "1970_01");
+    assert_eq!(month_of(951_782_400_000), "2000_02"); // 2000-02-29
+    assert_eq!(month_of(1_798_761_599_999), "2026_12"); // 2026-12-31T23:59:59.999Z
+    assert_eq!(month_of(1_798_761_600_000), "2027_01");
+}
+
+// ---- Property tests: any order, any duplicates, same wallet as the reference model. ----
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Sent,
+    Accepted,
+    Hard,
+    Soft,
+    Deferred,
+    Complained,
+}
+
+impl Kind {
+    fn event(self) -> (&'static str, serde_json::Value) {
+        match self {
+            Self::Sent => ("message.sent", json!({})),
+            Self::Accepted => ("message.accepted", json!({})),
+            Self::Hard => ("message.bounced", json!({"bounce_type": "hard"})),
+            Self::Soft => ("message.bounced", json!({"bounce_type": "soft"})),
+            Self::Deferred => ("message.deferred", json!({})),
+            Self::Complained => ("message.complained", json!({})),
+        }
+    }
+}
+
+fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        Just(Kind::Sent),
+        Just(Kind::Accepted),
+        Just(Kind::Hard),
+        Just(Kind::Soft),
+        Just(Kind::Deferred),
+        Just(Kind::Complained)
+    ]
+}
+
+/// The reference model: per email, only WHICH kinds arrived matters. A hard bounce cancels
+/// everything; else an acceptance debits the price; else a send holds it.
+fn model(events: &[(u8, Kind)]) -> (i64, i64) {
+    let mut seen: HashMap<u8, HashSet<Kind>> = HashMap::new();
+    for (m, k) in events {
+        seen.entry(*m).or_default().insert(*k);
+    }
+    seen.values().fold((0, 0), |(balance, held), kinds| {
+        if kinds.contains(&Kind::Hard) {
+            (balance, held)
+        } else if kinds.contains(&Kind::Accepted) {
+            (balance - PRICE, held)
+        } else if kinds.contains(&Kind::Sent) {
+            (balance, held + PRICE)
+        } else {
+            (balance, held)
+        }
+    })
+}
+
+/// A delivery plan: events over three emails, each delivered 1–3 times, in a shuffled order.
+fn email_plan() -> impl Strategy<Value = Vec<(u8, Kind, usize)>> {
+    prop::collection::vec((0u8..3, kind(), 1usize..4), 1..12).prop_flat_map(|events| {
+        let deliveries: Vec<(u8, Kind, usize)> = events
+            .iter()
+            .enumerate()
+            .flat_map(|(i, (m, k, copies))| std::iter::repeat_n((*m, *k, i), *copies))
+            .collect();
+        Just(deliveries).prop_shuffle()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn email_events_in_any_order_with_duplicates_match_the_model(plan in email_plan()) {
+        let w = World::new().wallet("acme", -1_000_000, None);
+        futures_block(async {
+            for (m, k, i) in &plan {
+                let (kind, extra) = k.event();
+                w.email(&format!("evt_{i}"), kind, &format!("m{m}"), extra).await;
+            }
+        });
+        let distinct: Vec<(u8, Kind)> = {
+            let mut seen = HashSet::new();
+            plan.iter().filter(|(_, _, i)| seen.insert(*i)).map(|(m, k, _)| (*m, *k)).collect()
+        };
+        let wallet = w.balance("acme");
+        prop_assert_eq!((wallet.balance, wallet.held), model(&distinct));
+        let report = futures_block(reconcile(&*w.store, T0, i64::MAX));
+        prop_assert!(report.unwrap().is_clean());
+    }
+
+    #[test]
+    fn stripe_credits_and_refunds_in_any_order_match_the_model(
+        plan in prop::collection::vec((0u8..3, 0u8..4, 1usize..3), 1..10)
+            .prop_flat_map(|events| {
+                let deliveries: Vec<_> = events.iter().enumerate()
+                    .flat_map(|(i, (p, what, copies))| std::iter::repeat_n((*p, *what, i), *copies)).collect();
+                Just(deliveries).prop_shuffle()
+            })
+    ) {
+        // what: 0 = checkout session, 1 = payment intent, 2 = refund of 300 total, 3 = refund of 700 total.
+        let w = World::new().wallet("acme", 0, None);
+        futures_block(async {
+            for (p, what, i) in &plan {
+                let pi = format!("pi_{p}");
+                let amount = 1000 * (i64::from(*p) + 1);
+                let (kind, object) = match what {
+                    0 => ("checkout.session.completed", json!({"id": format!("cs_{p}"), "payment_intent": pi, "amount_total": amount, "currency": "usd", "payment_status": "paid", "metadata": {"tenant": "acme"}})),
+                    1 => ("payment_intent.succeeded", json!({"id": pi, "amount_received": amount.to_string(), "currency": "usd", "metadata": {"tenant": "acme"}})),
+                    2 => ("charge.refunded", json!({"id": format!("ch_{p}"), "payment_intent": pi, "amount_refunded": 300, "currency": "usd", "metadata": {"tenant": "acme"}})),
+                    _ => ("charge.refunded", json!({"id": format!("ch_{p}"), "payment_intent": pi, "amount_refunded": 700, "currency": "usd", "metadata": {"tenant": "acme"}})),
+                };
+                w.send("stripe", &format!("evt_{i}"), kind, stripe_body(kind, object)).await;
+            }
+        });
+        // Model: each payment credits its amount once if paid at all; refunds count up to the largest total seen.
+        let mut credited: HashMap<u8, i64> = HashMap::new();
+        let mut refunded: HashMap<u8, i64> = HashMap::new();
+        for (p, what, _) in &plan {
+            match what {
+                0 | 1 => { credited.insert(*p, 1000 * (i64::from(*p) + 1)); }
+                2 => { let r = refunded.entry(*p).or_default(); *r = (*r).max(300); }
+                _ => { let r = refunded.entry(*p).or_default(); *r = (*r).max(700); }
+            }
+        }
+        let expected = credited.values().sum::<i64>() - refunded.values().sum::<i64>();
+        prop_assert_eq!(w.balance("acme").balance, expected);
+        prop_assert!(futures_block(reconcile(&*w.store, T0, i64::MAX)).unwrap().is_clean());
+    }
+}

@@ -1,0 +1,340 @@
+//! The command line: global options and one struct of arguments per command (clap derive).
+//!
+//! Global options can also come from the environment the Lambda functions use (`TABLE_NAME`,
+//! `RETRY_QUEUE_URL`, `QUARANTINE_QUEUE_URL`), so an operator can source the same settings.
+
+use crate::when::When;
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use shared::config::vars;
+use shared::domain::Status;
+use std::path::PathBuf;
+
+/// Operate the webhook inbox: list, inspect, replay and purge messages, show statistics, and send
+/// signed test events.
+///
+/// The AWS endpoint, region and credentials come from the standard AWS environment
+/// (AWS_ENDPOINT_URL for the local emulator, AWS_PROFILE, AWS_REGION, …).
+#[derive(Debug, Parser)]
+#[command(name = "inboxctl", version, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Global options")]
+pub struct Global {
+    /// The DynamoDB table holding the messages.
+    #[arg(long, global = true, env = vars::TABLE_NAME, value_name = "NAME")]
+    pub table: Option<String>,
+    /// The SQS retry queue (replays re-drive through it).
+    #[arg(long, global = true, env = vars::RETRY_QUEUE_URL, value_name = "URL")]
+    pub retry_queue_url: Option<String>,
+    /// The SQS quarantine (dead-letter) queue.
+    #[arg(long, global = true, env = vars::QUARANTINE_QUEUE_URL, value_name = "URL")]
+    pub quarantine_queue_url: Option<String>,
+    /// Print JSON for scripts instead of tables (no progress bar).
+    #[arg(long, global = true, env = "INBOXCTL_JSON")]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List messages, oldest first.
+    List(ListArgs),
+    /// Show one message: status, history, repeated deliveries, headers, payload.
+    Show(ShowArgs),
+    /// Put failed or ignored messages back to pending and re-drive them.
+    Replay(ReplayArgs),
+    /// Counts by status and source, the oldest open messages, the quarantine depth.
+    Stats,
+    /// Delete terminal messages older than some days (dry run unless --yes).
+    Purge(PurgeArgs),
+    /// Send a signed test event to an ingest endpoint (like `stripe trigger`).
+    Send(SendArgs),
+}
+
+/// A message status, as typed on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusArg {
+    Pending,
+    Processing,
+    Retrying,
+    Processed,
+    Ignored,
+    Failed,
+}
+
+impl From<StatusArg> for Status {
+    fn from(s: StatusArg) -> Self {
+        match s {
+            StatusArg::Pending => Status::Pending,
+            StatusArg::Processing => Status::Processing,
+            StatusArg::Retrying => Status::Retrying,
+            StatusArg::Processed => Status::Processed,
+            StatusArg::Ignored => Status::Ignored,
+            StatusArg::Failed => Status::Failed,
+        }
+    }
+}
+
+/// The statuses a bulk replay selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReplayableStatus {
+    Failed,
+    Ignored,
+}
+
+impl From<ReplayableStatus> for Status {
+    fn from(s: ReplayableStatus) -> Self {
+        match s {
+            ReplayableStatus::Failed => Status::Failed,
+            ReplayableStatus::Ignored => Status::Ignored,
+        }
+    }
+}
+
+/// The terminal statuses a purge may delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TerminalStatus {
+    Processed,
+    Ignored,
+    Failed,
+}
+
+impl From<TerminalStatus> for Status {
+    fn from(s: TerminalStatus) -> Self {
+        match s {
+            TerminalStatus::Processed => Status::Processed,
+            TerminalStatus::Ignored => Status::Ignored,
+            TerminalStatus::Failed => Status::Failed,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Only messages in this status.
+    #[arg(long, value_enum)]
+    pub status: Option<StatusArg>,
+    /// Only messages of this source.
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Only messages of this event type.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub event_type: Option<String>,
+    /// Received at or after WHEN: RFC 3339 (2026-11-30T10:00:00Z), a date, or an age (2h, 30m, 7d).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<When>,
+    /// Received before WHEN (same forms as --since).
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<When>,
+    /// At most this many messages.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ShowArgs {
+    /// The message's source (`stripe`, …).
+    pub source: String,
+    /// The provider's event id.
+    pub event_id: String,
+    /// Print the payload (pretty-printed if it is JSON); otherwise only its size and SHA-256.
+    #[arg(long)]
+    pub body: bool,
+    /// Print the kept headers' values (signatures included); otherwise only their names.
+    #[arg(long)]
+    pub headers: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(group(
+    ArgGroup::new("mode")
+        .required(true)
+        .args(["key_source", "status", "from_quarantine"]),
+))]
+pub struct ReplayArgs {
+    /// Replay one message: its source.
+    #[arg(value_name = "SOURCE", requires = "event_id")]
+    pub key_source: Option<String>,
+    /// Replay one message: its event id.
+    #[arg(value_name = "EVENT_ID")]
+    pub event_id: Option<String>,
+    /// Also replay a message that is pending, retrying or processed (never one being processed).
+    #[arg(long, conflicts_with = "status")]
+    pub force: bool,
+    /// Bulk: replay every message in this status (matching the filters below).
+    #[arg(long, value_enum)]
+    pub status: Option<ReplayableStatus>,
+    /// Bulk: only messages of this source.
+    #[arg(long, conflicts_with_all = ["key_source", "from_quarantine"])]
+    pub source: Option<String>,
+    /// Bulk: only messages of this event type.
+    #[arg(long = "type", value_name = "TYPE", conflicts_with_all = ["key_source", "from_quarantine"])]
+    pub event_type: Option<String>,
+    /// Bulk: received at or after WHEN.
+    #[arg(long, value_name = "WHEN", conflicts_with_all = ["key_source", "from_quarantine"])]
+    pub since: Option<When>,
+    /// Bulk: received before WHEN.
+    #[arg(long, value_name = "WHEN", conflicts_with_all = ["key_source", "from_quarantine"])]
+    pub until: Option<When>,
+    /// Bulk: at most this many messages.
+    #[arg(long, conflicts_with_all = ["key_source", "from_quarantine"])]
+    pub limit: Option<usize>,
+    /// Bulk: really replay (without it, only print what would be replayed).
+    #[arg(long, conflicts_with_all = ["key_source", "from_quarantine"])]
+    pub yes: bool,
+    /// Replay the messages named on the quarantine queue, deleting each queue message once its
+    /// replay is durable.
+    #[arg(long)]
+    pub from_quarantine: bool,
+    /// Quarantine: handle at most this many queue messages.
+    #[arg(long, conflicts_with_all = ["key_source", "status"])]
+    pub max: Option<usize>,
+    /// Quarantine: delete queue messages that name no message (e.g. a stream's on-failure
+    /// records) instead of leaving them in the queue.
+    #[arg(long, conflicts_with_all = ["key_source", "status"])]
+    pub drop_unreadable: bool,
+    /// Quarantine: how long each receive waits for messages (long polling), seconds.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(0..=20), conflicts_with_all = ["key_source", "status"])]
+    pub wait_secs: i32,
+    /// Who replays (written to the message's history: "replayed by NAME").
+    #[arg(long, env = "USER", default_value = "operator", hide_env_values = true)]
+    pub operator: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PurgeArgs {
+    /// Only messages received more than this many days ago.
+    #[arg(long, value_name = "N")]
+    pub older_than_days: u32,
+    /// Statuses to purge (repeatable or comma-separated); failed messages only when named.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [TerminalStatus::Processed, TerminalStatus::Ignored])]
+    pub status: Vec<TerminalStatus>,
+    /// Really delete (without it, only print what would go).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SendArgs {
+    /// The configured source to send as (`stripe`, `mailer`, `github`, …).
+    pub source: String,
+    /// The ingest endpoint [default: http://127.0.0.1:9000/lambda-url/ingest/webhooks/SOURCE].
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Send this file's bytes as the body instead of a generated sample event.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// The event id (default: a fresh random one in the provider's format).
+    #[arg(long)]
+    pub event_id: Option<String>,
+    /// The event type (default: the provider's usual test event).
+    #[arg(long = "type", value_name = "TYPE")]
+    pub event_type: Option<String>,
+    /// Send the same event this many times (re-signed each time), like a provider's retries.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Sources file [default: $WEBHOOK_SOURCES if set, else local/sources.json].
+    #[arg(long, value_name = "FILE")]
+    pub sources: Option<PathBuf>,
+    /// Secrets file [default: $WEBHOOK_SECRETS if set, else local/secrets.json].
+    #[arg(long, value_name = "FILE")]
+    pub secrets: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("inboxctl").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn replay_needs_exactly_one_mode() {
+        assert!(parse(&["replay"]).is_err());
+        assert!(
+            parse(&["replay", "stripe"]).is_err(),
+            "a source needs an id"
+        );
+        assert!(parse(&["replay", "stripe", "evt_1"]).is_ok());
+        assert!(parse(&["replay", "--status", "failed"]).is_ok());
+        assert!(parse(&["replay", "--from-quarantine"]).is_ok());
+        assert!(parse(&["replay", "stripe", "evt_1", "--status", "failed"]).is_err());
+        assert!(parse(&["replay", "--status", "failed", "--from-quarantine"]).is_err());
+        assert!(
+            parse(&["replay", "--status", "processed"]).is_err(),
+            "bulk replays select failed or ignored only"
+        );
+        assert!(parse(&["replay", "stripe", "evt_1", "--yes"]).is_err());
+        assert!(parse(&["replay", "--status", "failed", "--force"]).is_err());
+        assert!(parse(&["replay", "--status", "failed", "--max", "3"]).is_err());
+        assert!(parse(&["replay", "--from-quarantine", "--yes"]).is_err());
+        assert!(parse(&["replay", "--from-quarantine", "--source", "stripe"]).is_err());
+        assert!(parse(&["replay", "stripe", "evt_1", "--since", "2h"]).is_err());
+        assert!(parse(&["replay", "stripe", "evt_1", "--wait-secs", "1"]).is_err());
+        assert!(parse(&["replay", "--status", "failed", "--drop-unreadable"]).is_err());
+        assert!(parse(&[
+            "replay",
+            "--from-quarantine",
+            "--drop-unreadable",
+            "--max",
+            "2"
+        ])
+        .is_ok());
+    }
+
+    #[test]
+    fn purge_defaults_spare_failed_messages() {
+        let Ok(Cli {
+            command: Command::Purge(p),
+            ..
+        }) = parse(&["purge", "--older-than-days", "30"])
+        else {
+            panic!("purge parses");
+        };
+        assert_eq!(
+            p.status,
+            vec![TerminalStatus::Processed, TerminalStatus::Ignored]
+        );
+        let Ok(Cli {
+            command: Command::Purge(p),
+            ..
+        }) = parse(&[
+            "purge",
+            "--older-than-days",
+            "3",
+            "--status",
+            "failed,ignored",
+        ])
+        else {
+            panic!("purge parses");
+        };
+        assert_eq!(
+            p.status,
+            vec![TerminalStatus::Failed, TerminalStatus::Ignored]
+        );
+        assert!(parse(&["purge", "--older-than-days", "3", "--status", "pending"]).is_err());
+        assert!(parse(&["purge"]).is_err());
+    }
+
+    #[test]
+    fn globals_go_anywhere() {
+        let cli = parse(&["list", "--table", "t", "--json"]).expect("parses");
+        assert_eq!(cli.global.table.as_deref(), Some("t"));
+        assert!(cli.global.json);
+        assert!(parse(&["list", "--since", "yesterday-ish"]).is_err());
+        assert!(parse(&["list", "--limit", "0"]).is_err());
+    }
+}

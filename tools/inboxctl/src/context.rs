@@ -1,0 +1,97 @@
+//! What commands run against: the AWS configuration from the standard environment, and the
+//! shared crate's store and queues built from the global options.
+
+use crate::cli::Global;
+use crate::error::{usage, Result};
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use shared::queue::sqs::SqsQueues;
+use shared::store::dynamo::DynamoInbox;
+use std::time::Duration;
+use tokio::sync::OnceCell;
+
+/// The global options and lazily loaded AWS clients.
+pub struct Context {
+    pub global: Global,
+    sdk: OnceCell<aws_config::SdkConfig>,
+}
+
+impl Context {
+    pub fn new(global: Global) -> Self {
+        Self {
+            global,
+            sdk: OnceCell::new(),
+        }
+    }
+
+    /// Whether to print JSON.
+    pub fn json(&self) -> bool {
+        self.global.json
+    }
+
+    /// The AWS configuration: `aws_config::load_from_env()` honours `AWS_ENDPOINT_URL`, so the
+    /// same command works against the local emulator and AWS.
+    pub async fn sdk(&self) -> &aws_config::SdkConfig {
+        self.sdk.get_or_init(aws_config::load_from_env).await
+    }
+
+    /// The table name, or a usage error naming both ways to give it.
+    pub fn table(&self) -> Result<&str> {
+        self.global
+            .table
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| usage("no table: pass --table NAME or set TABLE_NAME"))
+    }
+
+    /// The message store on the table. An operator's client: patient timeouts (scans of a big
+    /// table take a while), standard retries.
+    pub async fn store(&self) -> Result<DynamoInbox> {
+        let table = self.table()?.to_owned();
+        let config = aws_sdk_dynamodb::config::Builder::from(self.sdk().await)
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_secs(3))
+                    .operation_attempt_timeout(Duration::from_secs(30))
+                    .build(),
+            )
+            .retry_config(RetryConfig::standard().with_max_attempts(3))
+            .build();
+        Ok(DynamoInbox::new(
+            aws_sdk_dynamodb::Client::from_conf(config),
+            table,
+        ))
+    }
+
+    /// An SQS client.
+    pub async fn sqs(&self) -> aws_sdk_sqs::Client {
+        aws_sdk_sqs::Client::new(self.sdk().await)
+    }
+
+    /// The retry queue URL, or a usage error.
+    pub fn retry_url(&self) -> Result<&str> {
+        self.global
+            .retry_queue_url
+            .as_deref()
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| {
+                usage("replays re-drive through the retry queue: pass --retry-queue-url URL or set RETRY_QUEUE_URL")
+            })
+    }
+
+    /// The quarantine queue URL, if configured.
+    pub fn quarantine_url(&self) -> Option<&str> {
+        self.global
+            .quarantine_queue_url
+            .as_deref()
+            .filter(|u| !u.is_empty())
+    }
+
+    /// The queues a replay re-drives through. Only the retry queue is written to by a replay; the
+    /// quarantine URL is passed along when configured.
+    pub async fn queues(&self) -> Result<SqsQueues> {
+        let retry = self.retry_url()?.to_owned();
+        let quarantine = self.quarantine_url().unwrap_or_default().to_owned();
+        Ok(SqsQueues::new(self.sqs().await, retry, quarantine))
+    }
+}
