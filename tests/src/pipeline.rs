@@ -478,6 +478,21 @@ impl Pipeline {
             .unwrap_or(0)
     }
 
+    /// The stored message of another source.
+    pub async fn message_of(&self, source: &str, event_id: &str) -> StoredMessage {
+        let key = shared::domain::MessageKey::new(
+            shared::domain::SourceName::parse(source).expect("source"),
+            shared::domain::EventId::parse(event_id).expect("id"),
+        );
+        shared::store::MessageStore::get(
+            &DynamoInbox::new(self.harness.client.clone(), self.harness.table.clone()),
+            &key,
+        )
+        .await
+        .expect("get")
+        .expect("the message exists")
+    }
+
     /// The stored message.
     pub async fn message(&self, event_id: &str) -> StoredMessage {
         let key = shared::domain::MessageKey::new(

@@ -11,20 +11,38 @@ use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
 use shared::clock::{Clock, SystemClock};
 use shared::config::{ConfigError, ProcessConfig};
+use shared::ledger::{WalletHandler, WalletSources};
 use shared::process::registry::Registry;
 use shared::process::Processor;
 use shared::queue::sqs::SqsQueues;
 use shared::queue::Queues;
 use shared::store::dynamo::{client_for_hot_path, DynamoInbox};
-use shared::store::MessageStore;
+use shared::store::{ItemStore, MessageStore};
 
 /// The processor as deployed.
 pub type Service = Processor<DynamoInbox, SqsQueues, SystemClock>;
 
 /// The composition root: every handler, by `(source, event type)`, in one place. Events without a
 /// handler become `ignored` (kept, listable, replayable once a handler exists).
-pub fn registry() -> Registry {
-    Registry::new()
+///
+/// - the wallet ledger: Stripe top-ups and refunds (`WALLET_STRIPE_SOURCE`, default `stripe`)
+///   and email delivery events (`WALLET_MAILER_SOURCE`, default `mailer`).
+pub fn registry<S: ItemStore + 'static>(store: S, wallet: WalletSources) -> Registry {
+    WalletHandler::new(store, wallet).register(Registry::new())
+}
+
+/// The wallet's sources from the environment.
+pub fn wallet_sources() -> WalletSources {
+    let var = |k: &str, d: &str| {
+        std::env::var(k)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| d.to_owned())
+    };
+    WalletSources {
+        stripe: var("WALLET_STRIPE_SOURCE", "stripe"),
+        mailer: var("WALLET_MAILER_SOURCE", "mailer"),
+    }
 }
 
 /// Builds the service once per cold start.
@@ -37,11 +55,12 @@ pub async fn build() -> Result<Service, ConfigError> {
         config.retry_queue_url,
         config.quarantine_queue_url,
     );
+    let registry = registry(store.clone(), wallet_sources());
     Ok(Processor::new(
         store,
         queues,
         SystemClock,
-        registry(),
+        registry,
         config.processor,
     ))
 }

@@ -554,10 +554,12 @@ impl<S: ItemStore> WalletHandler<S> {
                 .await?
             {
                 Some(index) => get_s(&index, "tenant").unwrap_or_default(),
-                None => return Err(HandlerOutcome::Permanent(format!(
+                None => {
+                    return Err(HandlerOutcome::Permanent(format!(
                     "no tenant: data.object.metadata.tenant is missing and payment {} is unknown",
                     notice.payment_key
-                ))),
+                )))
+                }
             },
         };
         let wallet = self.wallet(&tenant).await?;

@@ -22,6 +22,9 @@ use registry::{HandlerOutcome, Registry};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// How often a handler is re-run at once when its writes meet a conflict.
+pub const EFFECT_CONFLICT_RERUNS: u32 = 3;
+
 /// How the processor behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcessorConfig {
@@ -240,34 +243,46 @@ impl<S: MessageStore, Q: Queues, C: Clock> Processor<S, Q, C> {
             message.attempts = attempt;
             message.lease_until = Some(lease_until);
         }
-        let started = Instant::now();
-        let outcome = handler.handle(&message).await;
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let now = self.clock.now_millis();
-        let attempt_info = AttemptInfo {
-            attempt,
-            duration_ms,
-            now,
-            handler: handler.name(),
-        };
-        match outcome {
-            HandlerOutcome::Commit(effects) if effects.len() > MAX_EFFECTS => {
-                let error = format!(
-                    "the handler returned {} writes; at most {MAX_EFFECTS} fit in one transaction",
-                    effects.len()
-                );
-                self.fail(&message, FailureKind::Permanent, error, attempt_info)
-                    .await
-            }
-            HandlerOutcome::Commit(effects) => self.finish(&message, effects, attempt_info).await,
-            HandlerOutcome::Done => self.finish(&message, Vec::new(), attempt_info).await,
-            HandlerOutcome::Retry(error) => {
-                self.fail(&message, FailureKind::Transient, error, attempt_info)
-                    .await
-            }
-            HandlerOutcome::Permanent(error) => {
-                self.fail(&message, FailureKind::Permanent, error, attempt_info)
-                    .await
+        // A handler's writes may meet a conflict (the email or payment row it read changed): re-run
+        // it on fresh state a few times before counting the attempt as failed.
+        let mut reruns = 0;
+        loop {
+            let started = Instant::now();
+            let outcome = handler.handle(&message).await;
+            let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let now = self.clock.now_millis();
+            let a = AttemptInfo {
+                attempt,
+                duration_ms,
+                now,
+                handler: handler.name(),
+            };
+            let effects = match outcome {
+                HandlerOutcome::Commit(effects) if effects.len() > MAX_EFFECTS => {
+                    let error = format!(
+                        "the handler returned {} writes; at most {MAX_EFFECTS} fit in one transaction",
+                        effects.len()
+                    );
+                    return self.fail(&message, FailureKind::Permanent, error, a).await;
+                }
+                HandlerOutcome::Commit(effects) => effects,
+                HandlerOutcome::Done => Vec::new(),
+                HandlerOutcome::Retry(error) => {
+                    return self.fail(&message, FailureKind::Transient, error, a).await
+                }
+                HandlerOutcome::Permanent(error) => {
+                    return self.fail(&message, FailureKind::Permanent, error, a).await
+                }
+            };
+            match self.finish(&message, effects, a).await? {
+                Some(outcome) => return Ok(outcome),
+                None if reruns < EFFECT_CONFLICT_RERUNS => reruns += 1,
+                None => {
+                    let error =
+                        "a write's condition failed repeatedly (state changed concurrently)"
+                            .to_string();
+                    return self.fail(&message, FailureKind::Transient, error, a).await;
+                }
             }
         }
     }
@@ -282,7 +297,7 @@ impl<S: MessageStore, Q: Queues, C: Clock> Processor<S, Q, C> {
         m: &StoredMessage,
         effects: Vec<Effect>,
         a: AttemptInfo<'_>,
-    ) -> Result<Outcome, InfraError> {
+    ) -> Result<Option<Outcome>, InfraError> {
         let mut entry = HistoryEntry::new(
             a.now,
             Status::Processed,
@@ -305,13 +320,10 @@ impl<S: MessageStore, Q: Queues, C: Clock> Processor<S, Q, C> {
             .transition(&m.key(), m.version, &t, effects)
             .await?
         {
-            Applied::Done => Ok(Outcome::Processed),
-            Applied::MessageConflict => Ok(Outcome::Skipped(Skip::Conflict)),
-            // The handler decided on state that changed meanwhile: nothing was written; try again.
-            Applied::EffectConflict => {
-                let error = "a write's condition failed (state changed concurrently)".to_string();
-                self.fail(m, FailureKind::Transient, error, a).await
-            }
+            Applied::Done => Ok(Some(Outcome::Processed)),
+            Applied::MessageConflict => Ok(Some(Outcome::Skipped(Skip::Conflict))),
+            // The handler decided on state that changed meanwhile: nothing was written.
+            Applied::EffectConflict => Ok(None),
         }
     }
 

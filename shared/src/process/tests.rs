@@ -498,3 +498,88 @@ async fn quarantine_queue_outage_keeps_the_message_retryable() {
         "not failed without a notice"
     );
 }
+
+/// Commits a `Create` of an item that already exists for the first `conflicts` calls.
+struct Conflicting {
+    calls: AtomicU32,
+    conflicts: u32,
+}
+
+impl Handler for Conflicting {
+    fn name(&self) -> &str {
+        "conflicting"
+    }
+    fn handle<'a>(&'a self, _m: &'a StoredMessage) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+            let pk = if n <= self.conflicts {
+                "taken".to_string()
+            } else {
+                format!("fresh-{n}")
+            };
+            let item = crate::store::Item::from([
+                (
+                    "pk".to_string(),
+                    aws_sdk_dynamodb::types::AttributeValue::S(pk),
+                ),
+                (
+                    "sk".to_string(),
+                    aws_sdk_dynamodb::types::AttributeValue::S("x".into()),
+                ),
+            ]);
+            HandlerOutcome::Commit(vec![Effect::Create(item)])
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_effect_conflict_reruns_the_handler_on_fresh_state_then_counts_as_a_failure() {
+    let w = World::new();
+    w.store.put_item(crate::store::Item::from([
+        (
+            "pk".to_string(),
+            aws_sdk_dynamodb::types::AttributeValue::S("taken".into()),
+        ),
+        (
+            "sk".to_string(),
+            aws_sdk_dynamodb::types::AttributeValue::S("x".into()),
+        ),
+    ]));
+    let twice = Arc::new(Conflicting {
+        calls: AtomicU32::new(0),
+        conflicts: 2,
+    });
+    let p = w.processor(registry(twice.clone()));
+    let m = w.ingest("evt_1", "invoice.paid").await;
+    assert_eq!(p.process(m).await.unwrap(), Outcome::Processed);
+    assert_eq!(
+        twice.calls.load(Ordering::SeqCst),
+        3,
+        "two conflicts, re-run at once, then committed"
+    );
+    assert_eq!(
+        w.store
+            .message(&MessageKey::new(
+                SourceName::parse("stripe").unwrap(),
+                EventId::parse("evt_1").unwrap()
+            ))
+            .unwrap()
+            .attempts,
+        1
+    );
+
+    let always = Arc::new(Conflicting {
+        calls: AtomicU32::new(0),
+        conflicts: u32::MAX,
+    });
+    let p = w.processor(registry(always.clone()));
+    let m = w.ingest("evt_2", "invoice.paid").await;
+    assert!(matches!(
+        p.process(m).await.unwrap(),
+        Outcome::Retrying { attempt: 1, .. }
+    ));
+    assert_eq!(
+        always.calls.load(Ordering::SeqCst),
+        1 + EFFECT_CONFLICT_RERUNS
+    );
+}
