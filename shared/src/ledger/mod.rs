@@ -301,7 +301,7 @@ pub struct EmailRow {
 }
 
 impl EmailRow {
-    fn from_item(item: &Item) -> Self {
+    pub fn from_item(item: &Item) -> Self {
         Self {
             message_id: get_s(item, "message_id").unwrap_or_default(),
             state: parse_state(get_s(item, "state")),
@@ -345,7 +345,7 @@ pub struct PaymentRow {
 }
 
 impl PaymentRow {
-    fn from_item(item: &Item) -> Self {
+    pub fn from_item(item: &Item) -> Self {
         Self {
             payment_key: get_s(item, "payment_key").unwrap_or_default(),
             credited: get_n(item, "credited").unwrap_or(0),
@@ -465,16 +465,13 @@ impl<S: ItemStore> WalletHandler<S> {
         let mut set = Vec::new();
         if flags.overdrawn {
             set.push(("overdrawn".to_string(), AttributeValue::Bool(true)));
-            // CloudWatch embedded metric format: the log line is the metric.
-            tracing::warn!(
-                tenant = %wallet.tenant,
-                metric = %emf("WalletOverdrawn", 1, &wallet.tenant, now),
-                "hold takes the wallet below its floor; recorded and flagged overdrawn"
-            );
+            tracing::warn!(tenant = %wallet.tenant, "hold takes the wallet below its floor; recorded and flagged overdrawn");
+            emit_metric("WalletOverdrawn", &wallet.tenant, now);
         }
         if flags.review {
             set.push(("review".to_string(), AttributeValue::Bool(true)));
-            tracing::warn!(tenant = %wallet.tenant, metric = %emf("WalletReviewFlagged", 1, &wallet.tenant, now), "monthly debits passed the review threshold");
+            tracing::warn!(tenant = %wallet.tenant, "monthly debits passed the review threshold");
+            emit_metric("WalletReviewFlagged", &wallet.tenant, now);
         }
         let entry = Entry {
             id: uuid::Uuid::new_v4().to_string(),
@@ -658,13 +655,15 @@ impl<S: ItemStore> Handler for WalletHandler<S> {
 }
 
 /// One CloudWatch embedded-metric-format document (a log line CloudWatch turns into a metric).
+/// The tenant is a property of the line (searchable in the logs), not a dimension, so the metric
+/// stays one series however many tenants there are.
 pub fn emf(metric: &str, value: i64, tenant: &str, now_ms: i64) -> String {
     serde_json::json!({
         "_aws": {
             "Timestamp": now_ms,
             "CloudWatchMetrics": [{
                 "Namespace": "WebhookIngestor/Wallet",
-                "Dimensions": [["Tenant"]],
+                "Dimensions": [[]],
                 "Metrics": [{"Name": metric, "Unit": "Count"}]
             }]
         },
@@ -672,6 +671,12 @@ pub fn emf(metric: &str, value: i64, tenant: &str, now_ms: i64) -> String {
         metric: value
     })
     .to_string()
+}
+
+/// Writes an EMF line on its own to stdout: CloudWatch extracts metrics only from a line that is
+/// itself the EMF document, not from a field of a structured log line.
+fn emit_metric(metric: &str, tenant: &str, now_ms: i64) {
+    println!("{}", emf(metric, 1, tenant, now_ms));
 }
 
 #[cfg(test)]

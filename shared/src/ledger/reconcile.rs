@@ -76,11 +76,27 @@ impl ReconcileReport {
     }
 }
 
+/// How far back entries are checked against the inbox by default: processed messages expire
+/// after the retention period (30 days by default), so older entries would all look orphaned.
+pub const DEFAULT_ORPHAN_WINDOW_MS: i64 = 29 * 86_400_000;
+
 /// Checks every wallet. `stale_after_ms`: how old a hold may get without a terminal event.
+/// Entries are checked for their webhook event within [`DEFAULT_ORPHAN_WINDOW_MS`].
 pub async fn reconcile<S: ItemStore>(
     store: &S,
     now_ms: i64,
     stale_after_ms: i64,
+) -> Result<ReconcileReport, StoreError> {
+    reconcile_within(store, now_ms, stale_after_ms, DEFAULT_ORPHAN_WINDOW_MS).await
+}
+
+/// [`reconcile`] with the window (ms before `now_ms`) in which entries must find their webhook
+/// event in the inbox: it should be shorter than the messages' retention.
+pub async fn reconcile_within<S: ItemStore>(
+    store: &S,
+    now_ms: i64,
+    stale_after_ms: i64,
+    orphan_window_ms: i64,
 ) -> Result<ReconcileReport, StoreError> {
     let mut report = ReconcileReport::default();
     let mut events_seen: HashMap<(String, String), bool> = HashMap::new();
@@ -129,7 +145,10 @@ pub async fn reconcile<S: ItemStore>(
                 }
             }
         }
-        for e in entries {
+        for e in entries
+            .into_iter()
+            .filter(|e| now_ms - e.at <= orphan_window_ms)
+        {
             let key = (e.event_source.clone(), e.event_id.clone());
             let exists = match events_seen.get(&key) {
                 Some(x) => *x,

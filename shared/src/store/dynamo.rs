@@ -451,7 +451,11 @@ impl MessageStore for DynamoInbox {
                 let code = |i: usize| reasons.get(i).and_then(|r| r.code());
                 if is_condition_failure(code(effect_count)) {
                     Ok(Applied::MessageConflict)
-                } else if (0..effect_count).any(|i| is_condition_failure(code(i))) {
+                } else if (0..effect_count).any(|i| is_condition_failure(code(i)))
+                    || (0..=effect_count).any(|i| code(i) == Some("TransactionConflict"))
+                {
+                    // A condition on an effect failed, or another transaction held one of the items
+                    // (DynamoDB serializes transactions per item): re-run on fresh state.
                     Ok(Applied::EffectConflict)
                 } else {
                     // TransactionConflict, throttling, …: transient; the caller retries.

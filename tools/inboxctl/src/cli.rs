@@ -9,8 +9,8 @@ use shared::config::vars;
 use shared::domain::Status;
 use std::path::PathBuf;
 
-/// Operate the webhook inbox: list, inspect, replay and purge messages, show statistics, and send
-/// signed test events.
+/// Operate the webhook inbox: list, inspect, replay and purge messages, show statistics, send
+/// signed test events, and manage the tenants' prepaid wallets.
 ///
 /// The AWS endpoint, region and credentials come from the standard AWS environment
 /// (AWS_ENDPOINT_URL for the local emulator, AWS_PROFILE, AWS_REGION, …).
@@ -55,6 +55,9 @@ pub enum Command {
     Purge(PurgeArgs),
     /// Send a signed test event to an ingest endpoint (like `stripe trigger`).
     Send(SendArgs),
+    /// Prepaid wallets: create one, show its balance and ledger, reconcile every wallet.
+    #[command(subcommand)]
+    Wallet(WalletCommand),
 }
 
 /// A message status, as typed on the command line.
@@ -247,6 +250,70 @@ pub struct SendArgs {
     pub secrets: Option<PathBuf>,
 }
 
+/// `inboxctl wallet …`: the prepaid wallet ledger (amounts are in the currency's minor unit).
+#[derive(Debug, Subcommand)]
+pub enum WalletCommand {
+    /// Create a tenant's wallet (never overwrites an existing one).
+    Create(WalletCreateArgs),
+    /// A wallet's balance, held and available amounts, limits, flags and this month's debits.
+    Balance(WalletTenantArgs),
+    /// A wallet's ledger entries, most recent last; with --rows also its email and payment rows.
+    Ledger(WalletLedgerArgs),
+    /// Check every wallet against its entries, stale holds and orphan entries; exit 1 if any
+    /// problem is found.
+    Reconcile(WalletReconcileArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WalletCreateArgs {
+    /// The tenant (as the events name it: `metadata.tenant`, `data.tenant`).
+    pub tenant: String,
+    /// ISO 4217 currency code (`usd`, `eur`, `jpy`, …); every amount is in its minor unit.
+    #[arg(long)]
+    pub currency: String,
+    /// The price of one email, in minor units.
+    #[arg(long, value_name = "MINOR", value_parser = clap::value_parser!(i64).range(0..))]
+    pub price: i64,
+    /// The lowest available amount before the wallet is flagged overdrawn, in minor units; a
+    /// negative floor grants credit.
+    #[arg(
+        long,
+        value_name = "MINOR",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub floor: i64,
+    /// Monthly debits above this flag the tenant for review, in minor units.
+    #[arg(long, value_name = "MINOR", value_parser = clap::value_parser!(i64).range(1..))]
+    pub review_threshold: Option<i64>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WalletTenantArgs {
+    /// The tenant.
+    pub tenant: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WalletLedgerArgs {
+    /// The tenant.
+    pub tenant: String,
+    /// Show at most the N most recent entries (and, with --rows, the N most recently updated
+    /// rows of each kind).
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: u32,
+    /// Also show the per-email and per-payment rows (state, amounts, the events that moved them).
+    #[arg(long)]
+    pub rows: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WalletReconcileArgs {
+    /// A hold older than this many hours with no terminal event counts as stale.
+    #[arg(long, value_name = "N", default_value_t = 24)]
+    pub stale_after_hours: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,6 +394,62 @@ mod tests {
         );
         assert!(parse(&["purge", "--older-than-days", "3", "--status", "pending"]).is_err());
         assert!(parse(&["purge"]).is_err());
+    }
+
+    #[test]
+    fn wallet_arguments() {
+        let Ok(Cli {
+            command: Command::Wallet(WalletCommand::Create(c)),
+            ..
+        }) = parse(&[
+            "wallet",
+            "create",
+            "acme",
+            "--currency",
+            "usd",
+            "--price",
+            "25",
+            "--floor",
+            "-500",
+        ])
+        else {
+            panic!("wallet create parses");
+        };
+        assert_eq!((c.price, c.floor, c.review_threshold), (25, -500, None));
+        assert!(parse(&["wallet", "create", "acme", "--currency", "usd"]).is_err());
+        assert!(parse(&[
+            "wallet",
+            "create",
+            "acme",
+            "--currency",
+            "usd",
+            "--price",
+            "-1"
+        ])
+        .is_err());
+        assert!(parse(&[
+            "wallet",
+            "create",
+            "acme",
+            "--currency",
+            "usd",
+            "--price",
+            "1",
+            "--review-threshold",
+            "0"
+        ])
+        .is_err());
+        assert!(parse(&["wallet", "ledger", "acme", "--limit", "0"]).is_err());
+        assert!(parse(&["wallet", "ledger", "acme", "--rows", "--json"]).is_ok());
+        let Ok(Cli {
+            command: Command::Wallet(WalletCommand::Reconcile(r)),
+            ..
+        }) = parse(&["wallet", "reconcile"])
+        else {
+            panic!("wallet reconcile parses");
+        };
+        assert_eq!(r.stale_after_hours, 24);
+        assert!(parse(&["wallet", "balance"]).is_err());
     }
 
     #[test]

@@ -44,10 +44,9 @@ impl Context {
             .ok_or_else(|| usage("no table: pass --table NAME or set TABLE_NAME"))
     }
 
-    /// The message store on the table. An operator's client: patient timeouts (scans of a big
-    /// table take a while), standard retries.
-    pub async fn store(&self) -> Result<DynamoInbox> {
-        let table = self.table()?.to_owned();
+    /// A DynamoDB client for an operator: patient timeouts (scans of a big table take a while),
+    /// standard retries.
+    pub async fn dynamodb(&self) -> aws_sdk_dynamodb::Client {
         let config = aws_sdk_dynamodb::config::Builder::from(self.sdk().await)
             .timeout_config(
                 TimeoutConfig::builder()
@@ -57,10 +56,13 @@ impl Context {
             )
             .retry_config(RetryConfig::standard().with_max_attempts(3))
             .build();
-        Ok(DynamoInbox::new(
-            aws_sdk_dynamodb::Client::from_conf(config),
-            table,
-        ))
+        aws_sdk_dynamodb::Client::from_conf(config)
+    }
+
+    /// The message store on the table, with the operator's client ([`Self::dynamodb`]).
+    pub async fn store(&self) -> Result<DynamoInbox> {
+        let table = self.table()?.to_owned();
+        Ok(DynamoInbox::new(self.dynamodb().await, table))
     }
 
     /// An SQS client.

@@ -1,7 +1,8 @@
 //! `inboxctl`: the webhook ingestor's operator CLI.
 //!
-//! Lists, inspects, replays and purges stored messages, shows statistics, and sends signed test
-//! events to a running ingest endpoint. The same flags work against the local emulator and AWS:
+//! Lists, inspects, replays and purges stored messages, shows statistics, sends signed test
+//! events to a running ingest endpoint, and manages the tenants' prepaid wallets (create, balance,
+//! ledger, reconcile). The same flags work against the local emulator and AWS:
 //! the endpoint, region and credentials come from the standard AWS environment
 //! (`AWS_ENDPOINT_URL`, `AWS_REGION`, profiles, …).
 //!

@@ -7,6 +7,7 @@ mod replay;
 mod send;
 mod show;
 mod stats;
+mod wallet;
 
 use crate::cli::{Cli, Command};
 use crate::context::Context;
@@ -27,6 +28,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Stats => stats::run(&ctx).await,
         Command::Purge(args) => purge::run(&ctx, args).await,
         Command::Send(args) => send::run(&ctx, args).await,
+        Command::Wallet(command) => wallet::run(&ctx, command).await,
     }
 }
 

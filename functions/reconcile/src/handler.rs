@@ -1,0 +1,351 @@
+//! The reconcile Lambda's handler: one pass over every prepaid wallet per scheduled invocation.
+//!
+//! Each run calls [`shared::ledger::reconcile::reconcile`] (stale holds, wallets whose balance or
+//! held amount disagrees with their entries, entries whose webhook event is missing), logs the
+//! report (warn when something is wrong, info otherwise) and prints the counts as one CloudWatch
+//! embedded-metric-format line (namespace `WebhookIngestor/Wallet`: `StaleHolds`,
+//! `MismatchedWallets`, `OrphanEntries`): CloudWatch turns that log line into the metrics the
+//! alarms watch, without an API call. The report is the invocation's result.
+
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use lambda_runtime::{Error, LambdaEvent};
+use serde_json::{json, Value};
+use shared::clock::{Clock, SystemClock};
+use shared::config::ConfigError;
+use shared::ledger::reconcile::{reconcile, ReconcileReport};
+use shared::store::dynamo::DynamoInbox;
+use shared::store::{ItemStore, StoreError};
+use std::io::Write as _;
+use std::time::Duration;
+
+/// Environment variable names.
+pub mod vars {
+    pub use shared::config::vars::TABLE_NAME;
+    /// How old a hold may get, in hours, before it counts as stale (default 24).
+    pub const RECONCILE_STALE_AFTER_HOURS: &str = "RECONCILE_STALE_AFTER_HOURS";
+}
+
+/// Default age, in hours, after which a hold with no terminal event is stale.
+pub const DEFAULT_STALE_AFTER_HOURS: u32 = 24;
+
+/// At most this many problems of each kind go into the log line (CloudWatch Logs cuts events at
+/// 256 KB); the counts and the invocation's result are always complete.
+pub const LOGGED_PER_KIND: usize = 50;
+
+const HOUR_MS: i64 = 3_600_000;
+
+/// Everything the reconcile function needs, read once at cold start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReconcileConfig {
+    pub table_name: String,
+    pub stale_after_hours: u32,
+}
+
+impl ReconcileConfig {
+    /// Reads the configuration from the process environment (empty counts as unset).
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// Builds the configuration from a variable lookup.
+    pub fn from_lookup(env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let table_name = env(vars::TABLE_NAME).ok_or(ConfigError::Missing(vars::TABLE_NAME))?;
+        let stale_after_hours = match env(vars::RECONCILE_STALE_AFTER_HOURS) {
+            None => DEFAULT_STALE_AFTER_HOURS,
+            Some(v) => v.trim().parse::<u32>().map_err(|e| ConfigError::Invalid {
+                var: vars::RECONCILE_STALE_AFTER_HOURS,
+                reason: format!("{e} (expected a whole number of hours)"),
+            })?,
+        };
+        if stale_after_hours == 0 {
+            return Err(ConfigError::Invalid {
+                var: vars::RECONCILE_STALE_AFTER_HOURS,
+                reason: "must be at least 1 (0 would report every hold as stale)".into(),
+            });
+        }
+        Ok(Self {
+            table_name,
+            stale_after_hours,
+        })
+    }
+
+    /// The stale threshold in milliseconds.
+    pub fn stale_after_ms(&self) -> i64 {
+        i64::from(self.stale_after_hours) * HOUR_MS
+    }
+}
+
+/// One reconciliation run's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    pub report: ReconcileReport,
+    /// When it ran (ms since the epoch).
+    pub now_ms: i64,
+    /// The counts as a CloudWatch embedded-metric-format document (one log line).
+    pub emf: String,
+}
+
+/// The reconciler: a store, a clock and the stale threshold.
+#[derive(Debug)]
+pub struct Reconciler<S, C> {
+    store: S,
+    clock: C,
+    stale_after_ms: i64,
+}
+
+impl<S: ItemStore, C: Clock> Reconciler<S, C> {
+    pub fn new(store: S, clock: C, stale_after_ms: i64) -> Self {
+        Self {
+            store,
+            clock,
+            stale_after_ms,
+        }
+    }
+
+    /// Checks every wallet once.
+    pub async fn run(&self) -> Result<Run, StoreError> {
+        let now_ms = self.clock.now_millis();
+        let report = reconcile(&self.store, now_ms, self.stale_after_ms).await?;
+        let emf = report.emf(now_ms);
+        Ok(Run {
+            report,
+            now_ms,
+            emf,
+        })
+    }
+}
+
+/// The reconciler as deployed.
+pub type Service = Reconciler<DynamoInbox, SystemClock>;
+
+/// A DynamoDB client for a batch job: it scans the table, so patient per-attempt timeouts and
+/// more retries than the request/response paths (a throttled page is retried, not fatal).
+fn client(sdk: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
+    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(3))
+                .operation_attempt_timeout(Duration::from_secs(30))
+                .build(),
+        )
+        .retry_config(RetryConfig::standard().with_max_attempts(6))
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// Builds the service once per cold start.
+pub async fn build() -> Result<Service, ConfigError> {
+    let config = ReconcileConfig::from_env()?;
+    let sdk = aws_config::load_from_env().await;
+    let store = DynamoInbox::new(client(&sdk), config.table_name.clone());
+    Ok(Reconciler::new(store, SystemClock, config.stale_after_ms()))
+}
+
+/// The report for the log line: complete counts, at most [`LOGGED_PER_KIND`] problems of each
+/// kind (`truncated` says whether some were left out).
+pub fn log_view(report: &ReconcileReport) -> Value {
+    let cap = |n: usize| n > LOGGED_PER_KIND;
+    json!({
+        "clean": report.is_clean(),
+        "wallets": report.wallets,
+        "entries": report.entries,
+        "counts": {
+            "stale_holds": report.stale_holds.len(),
+            "mismatched_wallets": report.mismatched_wallets.len(),
+            "orphan_entries": report.orphan_entries.len(),
+        },
+        "stale_holds": report.stale_holds.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
+        "mismatched_wallets": report.mismatched_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
+        "orphan_entries": report.orphan_entries.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
+        "truncated": cap(report.stale_holds.len())
+            || cap(report.mismatched_wallets.len())
+            || cap(report.orphan_entries.len()),
+    })
+}
+
+/// Writes one raw line on stdout: CloudWatch only extracts metrics from a log event that IS the
+/// EMF document (a `tracing` field holding it would be a string inside another JSON object).
+fn emit(line: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+        tracing::error!(error = %e, "could not write the metrics line");
+    }
+}
+
+/// The Lambda entry point (the scheduled event's content is not needed). A store error fails the
+/// invocation, so the function's Errors metric (and alarm) sees it.
+pub async fn handle<S: ItemStore, C: Clock>(
+    reconciler: &Reconciler<S, C>,
+    _event: LambdaEvent<Value>,
+) -> Result<Value, Error> {
+    let run = reconciler.run().await.inspect_err(
+        |e| tracing::error!(error = %e, kind = e.kind(), "reconciliation could not read the table"),
+    )?;
+    let r = &run.report;
+    let view = log_view(r).to_string();
+    if r.is_clean() {
+        tracing::info!(
+            wallets = r.wallets,
+            entries = r.entries,
+            report = %view,
+            "every wallet reconciles"
+        );
+    } else {
+        tracing::warn!(
+            wallets = r.wallets,
+            entries = r.entries,
+            stale_holds = r.stale_holds.len(),
+            mismatched_wallets = r.mismatched_wallets.len(),
+            orphan_entries = r.orphan_entries.len(),
+            report = %view,
+            "wallets do not reconcile"
+        );
+    }
+    emit(&run.emf);
+    Ok(serde_json::to_value(&run.report)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::clock::ManualClock;
+    use shared::ledger::rules::EntryKind;
+    use shared::ledger::{Entry, Wallet};
+    use shared::store::memory::MemoryStore;
+    use std::sync::Arc;
+
+    const T0: i64 = 1_795_000_000_000;
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: std::collections::HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn config_defaults_and_errors_name_the_variable() {
+        let c = ReconcileConfig::from_lookup(lookup(&[("TABLE_NAME", "t")])).unwrap();
+        assert_eq!(c.table_name, "t");
+        assert_eq!(c.stale_after_hours, 24);
+        assert_eq!(c.stale_after_ms(), 24 * 3_600_000);
+        let c = ReconcileConfig::from_lookup(lookup(&[
+            ("TABLE_NAME", "t"),
+            ("RECONCILE_STALE_AFTER_HOURS", " 6 "),
+        ]))
+        .unwrap();
+        assert_eq!(c.stale_after_hours, 6);
+        let err = |pairs: &[(&str, &str)]| {
+            ReconcileConfig::from_lookup(lookup(pairs))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(&[]).contains("TABLE_NAME"));
+        for bad in ["x", "-1", "1.5", "0"] {
+            let e = err(&[("TABLE_NAME", "t"), ("RECONCILE_STALE_AFTER_HOURS", bad)]);
+            assert!(e.contains("RECONCILE_STALE_AFTER_HOURS"), "{bad}: {e}");
+        }
+    }
+
+    fn entry(tenant: &str, id: &str, balance_delta: i64, event_id: &str) -> Entry {
+        Entry {
+            id: id.into(),
+            tenant: tenant.into(),
+            kind: EntryKind::Topup,
+            amount: balance_delta,
+            balance_delta,
+            held_delta: 0,
+            subject: "pi_1".into(),
+            event_source: "stripe".into(),
+            event_id: event_id.into(),
+            at: T0,
+        }
+    }
+
+    fn event() -> LambdaEvent<Value> {
+        LambdaEvent::new(
+            json!({"source": "aws.scheduler", "detail-type": "Scheduled Event"}),
+            lambda_runtime::Context::default(),
+        )
+    }
+
+    #[tokio::test]
+    async fn reports_and_counts_what_does_not_reconcile() {
+        let store = Arc::new(MemoryStore::new());
+        let mut wallet = Wallet::new("acme", "usd", 25, 0, None, T0);
+        store.put_item(wallet.to_item());
+        let r = Reconciler::new(store.clone(), ManualClock::at_millis(T0), HOUR_MS);
+        let clean = handle(&r, event()).await.unwrap();
+        assert_eq!(clean["wallets"], 1);
+        assert_eq!(clean["mismatched_wallets"], json!([]));
+        let run = r.run().await.unwrap();
+        assert!(run.report.is_clean());
+        let emf: Value = serde_json::from_str(&run.emf).unwrap();
+        assert_eq!(emf["_aws"]["Timestamp"], T0);
+        assert_eq!(
+            emf["_aws"]["CloudWatchMetrics"][0]["Namespace"],
+            "WebhookIngestor/Wallet"
+        );
+        for m in ["StaleHolds", "MismatchedWallets", "OrphanEntries"] {
+            assert_eq!(emf[m], 0, "{m}");
+        }
+
+        // A balance edited by hand, and an entry whose event is not in the inbox.
+        wallet.balance = 500;
+        store.put_item(wallet.to_item());
+        store.put_item(entry("acme", "e1", 300, "evt_gone").to_item());
+        let report = handle(&r, event()).await.unwrap();
+        assert_eq!(report["mismatched_wallets"][0]["tenant"], "acme");
+        assert_eq!(report["mismatched_wallets"][0]["balance"], 500);
+        assert_eq!(report["mismatched_wallets"][0]["entries_balance"], 300);
+        assert_eq!(report["orphan_entries"][0]["event_id"], "evt_gone");
+        let run = r.run().await.unwrap();
+        let emf: Value = serde_json::from_str(&run.emf).unwrap();
+        assert_eq!(
+            (
+                emf["MismatchedWallets"].as_u64(),
+                emf["OrphanEntries"].as_u64(),
+                emf["StaleHolds"].as_u64()
+            ),
+            (Some(1), Some(1), Some(0))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_store_error_fails_the_invocation() {
+        let store = Arc::new(MemoryStore::new());
+        store.put_item(Wallet::new("acme", "usd", 25, 0, None, T0).to_item());
+        store.set_down(true);
+        let r = Reconciler::new(store, ManualClock::at_millis(T0), HOUR_MS);
+        assert!(handle(&r, event()).await.is_err());
+    }
+
+    #[test]
+    fn the_log_view_is_capped_but_counts_everything() {
+        let mut report = ReconcileReport {
+            wallets: 1,
+            ..Default::default()
+        };
+        for i in 0..(LOGGED_PER_KIND + 5) {
+            report
+                .orphan_entries
+                .push(shared::ledger::reconcile::OrphanEntry {
+                    tenant: "acme".into(),
+                    entry_id: format!("e{i}"),
+                    event_source: "stripe".into(),
+                    event_id: format!("evt_{i}"),
+                });
+        }
+        let v = log_view(&report);
+        assert_eq!(v["clean"], false);
+        assert_eq!(v["counts"]["orphan_entries"], LOGGED_PER_KIND + 5);
+        assert_eq!(
+            v["orphan_entries"].as_array().map(Vec::len),
+            Some(LOGGED_PER_KIND)
+        );
+        assert_eq!(v["truncated"], true);
+        assert_eq!(log_view(&ReconcileReport::default())["truncated"], false);
+    }
+}

@@ -1,0 +1,435 @@
+//! `inboxctl wallet …` against the local AWS emulator (moto): a wallet created by the CLI, real
+//! signed Stripe and mailer (Standard Webhooks) events ingested through the ingest handler, read
+//! from the table's stream and processed by the real processor with the wallet handler; then the
+//! CLI's balance, ledger and reconcile views of the result, before and after a balance is
+//! tampered with. Run with `make test`, which starts moto and sets `AWS_ENDPOINT_URL`.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde_json::{json, Value};
+use shared::clock::SystemClock;
+use shared::domain::{EventId, MessageKey, SourceName, Status};
+use shared::ledger::{wallet_pk, WalletHandler, WalletSources, WALLET_SK};
+use shared::process::registry::Registry;
+use shared::store::dynamo::DynamoInbox;
+use shared::store::MessageStore as _;
+use std::collections::BTreeSet;
+use std::process::Command;
+use tests::api_event;
+use tests::pipeline::Pipeline;
+
+/// What one run of the binary did.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    #[track_caller]
+    fn ok(self) -> Self {
+        assert_eq!(
+            self.code, 0,
+            "expected success\nstdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    fn fails(self, code: i32) -> Self {
+        assert_eq!(
+            self.code, code,
+            "expected exit code {code}\nstdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+/// Runs the binary against `table` in the emulator.
+fn inboxctl(table: &str, args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_inboxctl"))
+        .env("AWS_ENDPOINT_URL", tests::endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("TABLE_NAME", table)
+        .env_remove("INBOXCTL_JSON")
+        .env_remove("RETRY_QUEUE_URL")
+        .env_remove("QUARANTINE_QUEUE_URL")
+        .current_dir(tests::root())
+        .args(args)
+        .output()
+        .expect("run inboxctl");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn key(source: &str, id: &str) -> MessageKey {
+    MessageKey::new(
+        SourceName::parse(source).expect("source"),
+        EventId::parse(id).expect("event id"),
+    )
+}
+
+/// Ingests a Stripe event (signed now with the local secret) through the real ingest handler.
+async fn ingest_stripe(p: &Pipeline, id: &str, kind: &str) -> MessageKey {
+    let body = tests::stripe_event(id, kind, 0);
+    let headers = p.harness.sign("stripe", body.as_bytes(), id);
+    let reply = p
+        .harness
+        .send(&api_event("POST", "stripe", &headers, Some(&body), false))
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.json);
+    key("stripe", id)
+}
+
+/// Ingests a mailer (Standard Webhooks) event: `webhook-id` is the event id.
+async fn ingest_mailer(
+    p: &Pipeline,
+    webhook_id: &str,
+    kind: &str,
+    message_id: &str,
+    tenant: &str,
+) -> MessageKey {
+    let body =
+        json!({"type": kind, "data": {"message_id": message_id, "tenant": tenant}}).to_string();
+    let headers = p.harness.sign("mailer", body.as_bytes(), webhook_id);
+    let reply = p
+        .harness
+        .send(&api_event("POST", "mailer", &headers, Some(&body), false))
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.json);
+    key("mailer", webhook_id)
+}
+
+fn store(p: &Pipeline) -> DynamoInbox {
+    DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone())
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn create_process_inspect_and_reconcile_a_wallet() {
+    let p = Pipeline::new().await;
+    let table = p.harness.table.clone();
+    let t = table.as_str();
+
+    // Nothing yet: balance and ledger say how to create the wallet; reconcile has nothing to check.
+    let missing = inboxctl(t, &["wallet", "balance", "acme"]).fails(1);
+    assert!(
+        missing.stderr.contains("no wallet") && missing.stderr.contains("wallet create"),
+        "{}",
+        missing.stderr
+    );
+    inboxctl(t, &["wallet", "ledger", "acme"]).fails(1);
+    let empty = inboxctl(t, &["wallet", "reconcile"]).ok();
+    assert!(empty.stdout.contains("all 0 wallet"), "{}", empty.stdout);
+
+    // Create, then refuse a second create (the first stays as it was).
+    let created = inboxctl(
+        t,
+        &[
+            "wallet",
+            "create",
+            "acme",
+            "--currency",
+            "USD",
+            "--price",
+            "25",
+            "--review-threshold",
+            "100000",
+            "--json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(created["created"], true);
+    assert_eq!(created["wallet"]["currency"], "usd");
+    assert_eq!(created["wallet"]["message_price"], 25);
+    assert_eq!(created["wallet"]["formatted"]["message_price"], "0.25 USD");
+    let again = inboxctl(
+        t,
+        &[
+            "wallet",
+            "create",
+            "acme",
+            "--currency",
+            "eur",
+            "--price",
+            "99",
+        ],
+    )
+    .fails(1);
+    assert!(
+        again.stderr.contains("already has a wallet"),
+        "{}",
+        again.stderr
+    );
+    inboxctl(
+        t,
+        &[
+            "wallet",
+            "create",
+            "beta",
+            "--currency",
+            "dollars",
+            "--price",
+            "1",
+        ],
+    )
+    .fails(2);
+    inboxctl(
+        t,
+        &[
+            "wallet",
+            "create",
+            "beta",
+            "--currency",
+            "jpy",
+            "--price",
+            "3",
+            "--floor",
+            "-1000",
+        ],
+    )
+    .ok();
+
+    // Real signed events: a 20.00 USD top-up; email m1 sent then accepted (held, then debited);
+    // email m2 sent (held).
+    let topup = ingest_stripe(&p, &unique("evt"), "checkout.session.completed").await;
+    let m1_sent = ingest_mailer(&p, &unique("msg"), "message.sent", "m1", "acme").await;
+    let m1_accepted = ingest_mailer(&p, &unique("msg"), "message.accepted", "m1", "acme").await;
+    let m2_sent = ingest_mailer(&p, &unique("msg"), "message.sent", "m2", "acme").await;
+    let keys = [&topup, &m1_sent, &m1_accepted, &m2_sent];
+
+    let registry =
+        WalletHandler::new(store(&p), WalletSources::default()).register(Registry::new());
+    let processor = p.processor(registry, SystemClock).await;
+    let batch = p.read_stream().await;
+    assert_eq!(batch.records.len(), 4);
+    let (response, summary) = processor.handle_stream_batch(batch).await;
+    assert!(response.batch_item_failures.is_empty(), "{summary:?}");
+    for k in keys {
+        let m = store(&p)
+            .get(k)
+            .await
+            .expect("get")
+            .expect("the message exists");
+        assert_eq!(m.status, Status::Processed, "{k:?}: {:?}", m.last_error);
+    }
+
+    // Balance: 2000 − 25 (m1 debited) = 1975; held 25 (m2); available 1950.
+    let b = inboxctl(t, &["wallet", "balance", "acme", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        (
+            b["balance"].as_i64(),
+            b["held"].as_i64(),
+            b["available"].as_i64()
+        ),
+        (Some(1975), Some(25), Some(1950))
+    );
+    assert_eq!(b["formatted"]["balance"], "19.75 USD");
+    assert_eq!(b["formatted"]["available"], "19.50 USD");
+    assert_eq!(b["floor"], 0);
+    assert_eq!(b["review_threshold"], 100000);
+    assert_eq!(
+        (b["overdrawn"].as_bool(), b["review"].as_bool()),
+        (Some(false), Some(false))
+    );
+    let debits: i64 = b["debits_by_month"]
+        .as_object()
+        .map(|m| m.values().filter_map(Value::as_i64).sum())
+        .unwrap_or_default();
+    assert_eq!(debits, 25, "{b}");
+    let human = inboxctl(t, &["wallet", "balance", "acme"]).ok();
+    assert!(
+        human.stdout.contains("19.75 USD (1975)") && human.stdout.contains("0.25 USD (25)"),
+        "{}",
+        human.stdout
+    );
+
+    // Ledger: one entry per movement, each naming its webhook event.
+    let l = inboxctl(t, &["wallet", "ledger", "acme", "--rows", "--json"])
+        .ok()
+        .json();
+    assert_eq!(l["total_entries"], 4);
+    assert_eq!(l["unreadable_entries"], 0);
+    assert_eq!(l["truncated"], false);
+    let entries = l["entries"].as_array().cloned().unwrap_or_default();
+    let summary: BTreeSet<(String, i64, i64, String, String)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap_or_default().to_owned(),
+                e["balance_delta"].as_i64().unwrap_or_default(),
+                e["held_delta"].as_i64().unwrap_or_default(),
+                e["event_source"].as_str().unwrap_or_default().to_owned(),
+                e["event_id"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let expected: BTreeSet<(String, i64, i64, String, String)> = [
+        ("topup", 2000, 0, &topup),
+        ("hold", 0, 25, &m1_sent),
+        ("debit", -25, -25, &m1_accepted),
+        ("hold", 0, 25, &m2_sent),
+    ]
+    .into_iter()
+    .map(|(kind, b, h, k)| {
+        (
+            kind.to_owned(),
+            b,
+            h,
+            k.source.to_string(),
+            k.event_id.to_string(),
+        )
+    })
+    .collect();
+    assert_eq!(summary, expected);
+    let topup_entry = entries
+        .iter()
+        .find(|e| e["kind"] == "topup")
+        .expect("a top-up entry");
+    assert_eq!(topup_entry["payment_id"], "pi_123");
+    assert_eq!(topup_entry["email_id"], Value::Null);
+    let emails = l["emails"].as_array().cloned().unwrap_or_default();
+    let m1 = emails
+        .iter()
+        .find(|r| r["message_id"] == "m1")
+        .expect("row m1");
+    assert_eq!(
+        (m1["state"].as_str(), m1["amount"].as_i64()),
+        (Some("debited"), Some(25))
+    );
+    assert_eq!(
+        strings(&m1["events"]),
+        vec![
+            m1_sent.event_id.to_string(),
+            m1_accepted.event_id.to_string()
+        ]
+    );
+    let m2 = emails
+        .iter()
+        .find(|r| r["message_id"] == "m2")
+        .expect("row m2");
+    assert_eq!(m2["state"], "held");
+    let pay = &l["payments"][0];
+    assert_eq!(
+        (pay["payment_key"].as_str(), pay["credited"].as_i64()),
+        (Some("pi_123"), Some(2000))
+    );
+    assert_eq!(strings(&pay["events"]), vec![topup.event_id.to_string()]);
+    let limited = inboxctl(t, &["wallet", "ledger", "acme", "--limit", "1", "--json"])
+        .ok()
+        .json();
+    assert_eq!(limited["entries"].as_array().map(Vec::len), Some(1));
+    assert_eq!(limited["truncated"], true);
+    assert_eq!(limited.get("emails"), None, "rows only with --rows");
+    let table_view = inboxctl(t, &["wallet", "ledger", "acme", "--rows"]).ok();
+    assert!(
+        table_view.stdout.contains(topup.event_id.as_str())
+            && table_view.stdout.contains("+20.00")
+            && table_view.stdout.contains("Emails (2)"),
+        "{}",
+        table_view.stdout
+    );
+
+    // Everything reconciles.
+    let clean = inboxctl(t, &["wallet", "reconcile"]).ok();
+    assert!(
+        clean.stdout.contains("all 2 wallet(s) reconcile"),
+        "{}",
+        clean.stdout
+    );
+    let clean = inboxctl(t, &["wallet", "reconcile", "--json"]).ok().json();
+    assert_eq!(clean["clean"], true);
+    assert_eq!(
+        (clean["wallets"].as_u64(), clean["entries"].as_u64()),
+        (Some(2), Some(4))
+    );
+    // With no patience at all, m2's hold is stale.
+    let stale = inboxctl(
+        t,
+        &["wallet", "reconcile", "--stale-after-hours", "0", "--json"],
+    )
+    .fails(1)
+    .json();
+    assert_eq!(stale["stale_holds"][0]["message_id"], "m2");
+    assert_eq!(stale["stale_holds"].as_array().map(Vec::len), Some(1));
+
+    // Someone edits acme's balance by hand: reconcile fails and names the tenant.
+    p.harness
+        .client
+        .update_item()
+        .table_name(&table)
+        .key("pk", AttributeValue::S(wallet_pk("acme")))
+        .key("sk", AttributeValue::S(WALLET_SK.into()))
+        .update_expression("SET balance = balance + :d")
+        .expression_attribute_values(":d", AttributeValue::N("100".into()))
+        .send()
+        .await
+        .expect("tamper with the balance");
+    let bad = inboxctl(t, &["wallet", "reconcile"]).fails(1);
+    assert!(bad.stdout.contains("acme"), "{}", bad.stdout);
+    assert!(
+        bad.stderr.contains("do not reconcile") && bad.stderr.contains("acme"),
+        "{}",
+        bad.stderr
+    );
+    let bad = inboxctl(t, &["wallet", "reconcile", "--json"])
+        .fails(1)
+        .json();
+    assert_eq!(bad["clean"], false);
+    let mismatches = bad["mismatched_wallets"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(mismatches.len(), 1, "{bad}");
+    assert_eq!(mismatches[0]["tenant"], "acme");
+    assert_eq!(
+        (
+            mismatches[0]["balance"].as_i64(),
+            mismatches[0]["entries_balance"].as_i64()
+        ),
+        (Some(2075), Some(1975))
+    );
+    assert_eq!(bad["orphan_entries"], json!([]));
+
+    // The second create did not touch the wallet: still USD, price 25.
+    let b = inboxctl(t, &["wallet", "balance", "acme", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        (b["currency"].as_str(), b["message_price"].as_i64()),
+        (Some("usd"), Some(25))
+    );
+    assert!(store(&p).get(&topup).await.expect("get").is_some());
+}
