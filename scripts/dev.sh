@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# `make dev`: run the webhook ingestor locally. No AWS account, no Docker.
+# `make dev`: run the whole webhook pipeline locally. No AWS account, no Docker.
 #
 #  1. creates .venv (cargo-lambda, moto[server], stripe, standardwebhooks; pins from
 #     scripts/requirements-dev.txt) if it is missing or incomplete, and activates it
 #     (cargo-lambda finds zig through the venv's python);
 #  2. starts moto (local DynamoDB/Streams/SQS) on 127.0.0.1:5000 (DEV_MOTO_PORT to change);
-#  3. creates the table webhook-inbox-local from template.yaml (scripts/table_from_template.py);
-#  4. runs `cargo lambda watch` on 127.0.0.1:9000 (DEV_LAMBDA_PORT to change): the ingest function
-#     answers at http://127.0.0.1:9000/lambda-url/ingest/webhooks/<source> and rebuilds on change.
+#  3. creates, from template.yaml, the table webhook-inbox-local (scripts/table_from_template.py)
+#     and the queues webhook-retry-local and webhook-quarantine-local with the template's
+#     visibility timeout, retention and redrive policy (scripts/queues_from_template.py);
+#  4. builds the template's functions (ingest, process, reaper, reconcile: each function's
+#     Metadata.BuildProperties.Binary) and runs `cargo lambda watch` on 127.0.0.1:9000
+#     (DEV_LAMBDA_PORT to change), which serves every binary of the workspace and rebuilds on
+#     change: ingest answers at http://127.0.0.1:9000/lambda-url/ingest/webhooks/<source>,
+#     any function at http://127.0.0.1:9000/2015-03-31/functions/<name>/invocations;
+#  5. starts scripts/local_pipeline.py, which plays the template's event sources: the table's
+#     stream (FilterCriteria INSERT sk=MSG) and the retry queue feed `process`; the scheduled
+#     functions (reaper every minute, reconcile hourly) run at start and then on schedule.
 #
-# Ctrl-C stops everything this script started (moto, cargo lambda watch and its children).
-# The function gets its configuration from this script's environment (cargo lambda watch
-# passes its environment on to the function process):
+# Ctrl-C stops everything this script started (moto, cargo lambda watch and its children, the
+# pipeline). The functions get their configuration from this script's environment (cargo lambda
+# watch passes its environment on to the function processes):
 #   AWS_ENDPOINT_URL=http://127.0.0.1:5000 AWS_REGION=us-east-1
 #   AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing TABLE_NAME=webhook-inbox-local
 #   WEBHOOK_SOURCES=$(cat local/sources.json) WEBHOOK_SECRETS=$(cat local/secrets.json)
+#   RETRY_QUEUE_URL, QUARANTINE_QUEUE_URL (the moto queue URLs) MAX_ATTEMPTS=5 LEASE_MS=60000
+#   BACKOFF_BASE_MS=1000 BACKOFF_CAP_MS=60000 (short local retries; deployed: 2 s .. 15 min)
 # and RUST_LOG (default info; your RUST_LOG if set) through --env-file .local/dev.env.
+# The same settings, for inboxctl or the AWS CLI in another shell, go to .local/dev-env-<moto port>.sh.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,6 +37,8 @@ REQS="$ROOT/scripts/requirements-dev.txt"
 MOTO_PORT="${DEV_MOTO_PORT:-5000}"
 LAMBDA_PORT="${DEV_LAMBDA_PORT:-9000}"
 TABLE="webhook-inbox-local"
+RETRY_QUEUE="webhook-retry-local"
+QUARANTINE_QUEUE="webhook-quarantine-local"
 STATE_DIR="$ROOT/.local"
 
 log() { printf '\033[1;34m[dev]\033[0m %s\n' "$*" >&2; }
@@ -67,16 +80,21 @@ port_in_use "$LAMBDA_PORT" &&
 
 # ------------------------------------------------------------------ cleanup
 WATCH_PID=""
+PIPELINE_PID=""
 MOTO_STARTED=0
+stop_group() { # stop_group PID NAME: TERM the process group led by PID (setsid), KILL after 5 s
+    local pid=$1 name=$2
+    [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
+    log "stopping $name (process group $pid)"
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+}
 cleanup() {
     local rc=$?
     trap - INT TERM EXIT
-    if [[ -n "$WATCH_PID" ]] && kill -0 "$WATCH_PID" 2>/dev/null; then
-        log "stopping cargo lambda watch (process group $WATCH_PID)"
-        kill -TERM -- "-$WATCH_PID" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$WATCH_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL -- "-$WATCH_PID" 2>/dev/null || true
-    fi
+    stop_group "$PIPELINE_PID" "the local pipeline"
+    stop_group "$WATCH_PID" "cargo lambda watch"
     if ((MOTO_STARTED)); then
         "$ROOT/scripts/moto.sh" stop "$MOTO_PORT" >&2 || true
     fi
@@ -90,7 +108,7 @@ trap 'exit 143' TERM
 MOTO_STARTED=1
 "$ROOT/scripts/moto.sh" start "$MOTO_PORT" >&2
 
-# ------------------------------------------------------------------ environment for the function
+# ------------------------------------------------------------------ environment for the functions
 export AWS_ENDPOINT_URL="http://127.0.0.1:$MOTO_PORT"
 export AWS_REGION="us-east-1"
 export AWS_ACCESS_KEY_ID="testing"
@@ -104,20 +122,58 @@ export WEBHOOK_SECRETS="$SECRETS_JSON"
 FUNCTION_RUST_LOG="${RUST_LOG:-info}"
 unset RUST_LOG
 
-# ------------------------------------------------------------------ 3. table
+# ------------------------------------------------------------------ 3. table and queues
 python scripts/table_from_template.py create --table-name "$TABLE" --endpoint-url "$AWS_ENDPOINT_URL"
+queues="$(python scripts/queues_from_template.py create --endpoint-url "$AWS_ENDPOINT_URL" \
+    --queue "RetryQueue=$RETRY_QUEUE" --queue "QuarantineQueue=$QUARANTINE_QUEUE")" ||
+    die "could not create the queues from template.yaml"
+queue_url() { awk -v id="$1" '$1 == id { print $2 }' <<<"$queues"; }
+RETRY_QUEUE_URL="$(queue_url RetryQueue)"
+QUARANTINE_QUEUE_URL="$(queue_url QuarantineQueue)"
+[[ -n "$RETRY_QUEUE_URL" && -n "$QUARANTINE_QUEUE_URL" ]] || die "queue URLs missing from: $queues"
+export RETRY_QUEUE_URL QUARANTINE_QUEUE_URL
+log "queues $RETRY_QUEUE and $QUARANTINE_QUEUE (its dead-letter queue) created from template.yaml"
+# Processing settings: the template's attempts and lease, but short retries so a retry shows
+# within seconds (deployed defaults: BackoffBaseMs 2000, BackoffCapMs 900000).
+export MAX_ATTEMPTS=5 LEASE_MS=60000 BACKOFF_BASE_MS=1000 BACKOFF_CAP_MS=60000
+
+mkdir -p "$STATE_DIR"
+DEV_ENV_SH="$STATE_DIR/dev-env-$MOTO_PORT.sh"
+{
+    echo "# written by scripts/dev.sh: the local stack's settings, for inboxctl / the AWS CLI"
+    for v in AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY TABLE_NAME \
+        RETRY_QUEUE_URL QUARANTINE_QUEUE_URL; do
+        printf 'export %s=%q\n' "$v" "${!v}"
+    done
+    printf 'export AWS_DEFAULT_REGION=%q\n' "$AWS_REGION" # boto3 and the AWS CLI read this one
+} >"$DEV_ENV_SH"
 
 # ------------------------------------------------------------------ 4. cargo lambda watch
-mkdir -p "$STATE_DIR"
 # single quotes: the env-file parser rejects an unquoted value containing '=' (info,shared=debug)
 printf "RUST_LOG='%s'\n" "$FUNCTION_RUST_LOG" >"$STATE_DIR/dev.env"
-# Build once up front so the first request does not wait for a cold compile (cargo lambda watch
-# starts the function on the first invocation, with `cargo run --bin ingest`: same artifacts).
-log "building the ingest function (a few minutes on a cold cache)"
-cargo build --bin ingest ||
-    log "warning: the ingest function does not build yet; cargo lambda watch rebuilds it when you save a fix"
+# Build once up front so the first invocations do not wait for a cold compile. cargo lambda watch
+# starts a function on its first invocation with `cargo run --bin <name>`; one build per binary
+# gives exactly those artifacts (cargo unifies features per build, so a combined
+# `cargo build --bin ingest --bin process --bin reaper` can differ and cause a rebuild later).
+# The functions are the template's (Metadata.BuildProperties.Binary): ingest, process, reaper, ...
+functions="$(python - <<'PY'
+import sys
+sys.path.insert(0, "scripts")
+from queues_from_template import load_template
+res = load_template("template.yaml").get("Resources") or {}
+print(" ".join(r["Metadata"]["BuildProperties"]["Binary"] for r in res.values()
+               if r.get("Type") == "AWS::Serverless::Function"
+               and "Binary" in ((r.get("Metadata") or {}).get("BuildProperties") or {})))
+PY
+)" || die "could not read the functions from template.yaml"
+[[ -n "$functions" ]] || die "template.yaml names no function binary (Metadata.BuildProperties.Binary)"
+log "building the functions: $functions (a few minutes on a cold cache)"
+for bin in $functions; do
+    cargo build --bin "$bin" ||
+        log "warning: the $bin function does not build yet; cargo lambda watch rebuilds it when you save a fix"
+done
 log "starting cargo lambda watch on 127.0.0.1:$LAMBDA_PORT"
-# own process group (setsid) so cleanup can stop it together with cargo and the function process
+# own process group (setsid) so cleanup can stop it together with cargo and the function processes
 setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$LAMBDA_PORT" \
     --env-file "$STATE_DIR/dev.env" </dev/null &
 WATCH_PID=$!
@@ -129,25 +185,47 @@ until port_in_use "$LAMBDA_PORT"; do
     sleep 0.2
 done
 
-base="http://127.0.0.1:$LAMBDA_PORT/lambda-url/ingest/webhooks"
+# ------------------------------------------------------------------ 5. the event sources
+lambda_url="http://127.0.0.1:$LAMBDA_PORT"
+# own process group too; it also exits by itself if this script disappears
+setsid python scripts/local_pipeline.py --lambda-url "$lambda_url" --table "InboxTable=$TABLE" \
+    --queue "RetryQueue=$RETRY_QUEUE_URL" --queue "QuarantineQueue=$QUARANTINE_QUEUE_URL" </dev/null &
+PIPELINE_PID=$!
+
+base="$lambda_url/lambda-url/ingest/webhooks"
 sources="$(python -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])))' "$SOURCES_JSON")"
 cat >&2 <<EOF
 
   ================================================================================
-  webhook ingestor running locally
+  webhook pipeline running locally
     webhook URL   $base/<source>
     sources       $sources
+    functions     $functions
+                  $lambda_url/2015-03-31/functions/<name>/invocations
+    pipeline      table stream (INSERT sk=MSG) -> process; retry queue -> process;
+                  scheduled functions (reaper, ...): at start, then on their schedule
+                  (scripts/local_pipeline.py plays template.yaml's event sources)
     table         $TABLE on moto $AWS_ENDPOINT_URL
+    queues        $RETRY_QUEUE_URL
+                  $QUARANTINE_QUEUE_URL  (dead-letter)
     secrets       local/secrets.json
 
   send a signed Stripe test event (in another terminal):
     .venv/bin/python scripts/send_stripe_example.py $base/stripe
     .venv/bin/python scripts/send_stripe_example.py $base/stripe --repeat 3   # duplicates
 
-  Ctrl-C stops cargo lambda watch and moto.
+  see the result within a second: processed, ignored (no handler for the type) or failed
+  (quarantined; e.g. the example's tenant "acme" has no wallet until you create it, see README):
+    . ${DEV_ENV_SH#"$ROOT"/}   # the local stack's AWS_ENDPOINT_URL, TABLE_NAME, queue URLs
+    cargo run -q -p inboxctl -- list
+    cargo run -q -p inboxctl -- show stripe <event id>
+
+  Ctrl-C stops the pipeline, cargo lambda watch and moto.
   ================================================================================
 
 EOF
 
-# `wait` returns early when INT/TERM arrives, then the traps run cleanup.
-wait "$WATCH_PID"
+# Returns when either exits, or early when INT/TERM arrives (then the traps run cleanup).
+wait -n "$WATCH_PID" "$PIPELINE_PID" || true
+kill -0 "$PIPELINE_PID" 2>/dev/null || die "the local pipeline (scripts/local_pipeline.py) exited"
+die "cargo lambda watch exited"
