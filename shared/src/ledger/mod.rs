@@ -551,11 +551,19 @@ impl<S: ItemStore> WalletHandler<S> {
                 .await?
             {
                 Some(index) => get_s(&index, "tenant").unwrap_or_default(),
+                // A refund may arrive before its payment's event was processed (any order): retry
+                // with backoff, quarantined after the last attempt. A credit without a tenant
+                // never will be.
+                None if matches!(notice.event, rules::PaymentEvent::Refunded { .. }) => {
+                    return Err(HandlerOutcome::Retry(format!(
+                        "no tenant yet: data.object.metadata.tenant is missing and payment {} is not known (yet)",
+                        notice.payment_key
+                    )))
+                }
                 None => {
-                    return Err(HandlerOutcome::Permanent(format!(
-                    "no tenant: data.object.metadata.tenant is missing and payment {} is unknown",
-                    notice.payment_key
-                )))
+                    return Err(HandlerOutcome::Permanent(
+                        "no tenant: data.object.metadata.tenant is missing".to_string(),
+                    ))
                 }
             },
         };

@@ -374,6 +374,43 @@ async fn unusable_payments_fail_permanently_with_a_reason() {
 }
 
 #[tokio::test]
+async fn a_refund_before_its_payment_is_retried_not_lost() {
+    let w = World::new().wallet("acme", 0, None);
+    let refund =
+        json!({"id": "ch_1", "payment_intent": "pi_1", "amount_refunded": 500, "currency": "usd"});
+    let outcome = w
+        .send(
+            "stripe",
+            "evt_r",
+            "charge.refunded",
+            stripe_body("charge.refunded", refund),
+        )
+        .await;
+    assert!(
+        matches!(outcome, Outcome::Retrying { attempt: 1, .. }),
+        "{outcome:?}"
+    );
+    let paid = json!({"id": "pi_1", "amount_received": 2000, "currency": "usd", "metadata": {"tenant": "acme"}});
+    w.send(
+        "stripe",
+        "evt_p",
+        "payment_intent.succeeded",
+        stripe_body("payment_intent.succeeded", paid),
+    )
+    .await;
+    let key = MessageKey::new(
+        SourceName::parse("stripe").unwrap(),
+        EventId::parse("evt_r").unwrap(),
+    );
+    assert_eq!(
+        w.p.process_key(&key).await.unwrap(),
+        Outcome::Processed,
+        "the retry finds the payment"
+    );
+    assert_eq!(w.balance("acme").balance, 1500);
+}
+
+#[tokio::test]
 async fn overdraft_is_recorded_and_flagged_and_review_threshold_flags_the_tenant() {
     let w = World::new().wallet("acme", -PRICE, Some(2 * PRICE));
     w.email("e1", "message.sent", "m1", json!({})).await;
