@@ -1,7 +1,8 @@
 //! Cold start and binary size of the ingest function, against a hello-world Lambda.
 //!
 //! ```text
-//! coldstart [--runs N] [--warmup N] [--runtime-api bare|http] [--local DIR] <ingest> <hello>
+//! coldstart [--runs N] [--warmup N] [--runtime-api bare|http] [--local DIR]
+//!           [--ingest-env KEY=VALUE]... <ingest> <hello>
 //! ```
 //!
 //! `<ingest>` and `<hello>` are release `bootstrap` binaries (`cargo lambda build --release --bin
@@ -23,6 +24,10 @@
 //! It prints median / p90 / min / max per binary, the ratio of medians ingest / hello (target
 //! <= 1.5x), the binary sizes (ingest target <= 8 MB) and the connections the ingest init made to
 //! the AWS endpoint (expected 0). Waits are on the request itself, with a deadline; no sleeps.
+//!
+//! `--runtime-api http` passes `http://127.0.0.1:<port>` instead of the bare `127.0.0.1:<port>`
+//! that Lambda itself sets (both work with lambda_runtime 1.5). `--ingest-env KEY=VALUE` adds or
+//! overrides a variable of the ingest process only, for experiments (e.g. `SSL_CERT_FILE`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -285,17 +290,19 @@ struct Options {
     warmup: usize,
     http_form: bool,
     local: PathBuf,
+    ingest_env: Vec<(String, String)>,
     ingest: PathBuf,
     hello: PathBuf,
 }
 
-const USAGE: &str = "usage: coldstart [--runs N] [--warmup N] [--runtime-api bare|http] [--local DIR] <ingest-bootstrap> <hello-bootstrap>";
+const USAGE: &str = "usage: coldstart [--runs N] [--warmup N] [--runtime-api bare|http] [--local DIR] [--ingest-env KEY=VALUE]... <ingest-bootstrap> <hello-bootstrap>";
 
 fn parse_args() -> Result<Options, String> {
     let mut runs = 30;
     let mut warmup = 2;
     let mut http_form = false;
     let mut local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../local");
+    let mut ingest_env = Vec::new();
     let mut paths = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -319,6 +326,13 @@ fn parse_args() -> Result<Options, String> {
                 }
             }
             "--local" => local = PathBuf::from(value("--local")?),
+            "--ingest-env" => {
+                let pair = value("--ingest-env")?;
+                let (k, v) = pair
+                    .split_once('=')
+                    .ok_or(format!("--ingest-env: {pair:?} is not KEY=VALUE"))?;
+                ingest_env.push((k.to_owned(), v.to_owned()));
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             _ => paths.push(PathBuf::from(arg)),
         }
@@ -334,6 +348,7 @@ fn parse_args() -> Result<Options, String> {
         warmup,
         http_form,
         local,
+        ingest_env,
         ingest,
         hello,
     })
@@ -366,15 +381,18 @@ fn run() -> Result<(), String> {
         api.addr.to_string()
     };
 
+    let mut ingest_env: Vec<(String, String)> = vec![
+        ("TABLE_NAME".into(), "x".into()),
+        ("WEBHOOK_SOURCES".into(), read("sources.json")?),
+        ("WEBHOOK_SECRETS".into(), read("secrets.json")?),
+        ("AWS_ENDPOINT_URL".into(), format!("http://{}", sink.addr)),
+    ];
+    // Later entries win (`Command::env` overrides), so extra variables may replace defaults.
+    ingest_env.extend(opts.ingest_env.iter().cloned());
     let mut ingest = Subject {
         name: "ingest",
         path: opts.ingest.clone(),
-        env: vec![
-            ("TABLE_NAME".into(), "x".into()),
-            ("WEBHOOK_SOURCES".into(), read("sources.json")?),
-            ("WEBHOOK_SECRETS".into(), read("secrets.json")?),
-            ("AWS_ENDPOINT_URL".into(), format!("http://{}", sink.addr)),
-        ],
+        env: ingest_env,
         samples: Vec::new(),
     };
     let mut hello = Subject {
@@ -389,6 +407,9 @@ fn run() -> Result<(), String> {
         "AWS_LAMBDA_RUNTIME_API={runtime_api}; {} runs each, alternating, after {} untimed warm-up run(s) each",
         opts.runs, opts.warmup
     );
+    for (k, v) in &opts.ingest_env {
+        println!("extra ingest environment: {k}={v}");
+    }
     for _ in 0..opts.warmup {
         cold_start(&api, &runtime_api, &ingest)?;
         cold_start(&api, &runtime_api, &hello)?;
