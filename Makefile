@@ -5,7 +5,7 @@
 #   make lint          rustfmt, clippy (-D warnings), cfn-lint, sam validate --lint
 #   make venv          .venv with the Python tooling pinned in scripts/requirements-dev.txt
 #   make build-lambda  release artifact target/lambda/ingest/bootstrap (cargo lambda, x86_64)
-#   make bench         cargo bench
+#   make bench         benchmarks and figures (docs/benchmarks.md)
 #   make clean-local   stop emulators started by the scripts, remove .local/ and .aws-sam/
 
 SHELL := /bin/bash
@@ -53,8 +53,16 @@ build-lambda: venv
 	source $(VENV)/bin/activate && cargo lambda build --release --bin ingest
 	@ls -l target/lambda/ingest/bootstrap
 
-bench:
-	cargo bench --workspace
+# (a) ingest vs raw HMAC (criterion + one-run summary), (b, c) cold start vs hello-world and size,
+# and the pipeline figures (writes per webhook, 100-record batch throughput) against its own moto.
+bench: venv
+	cargo bench -p ingest --bench ingest
+	source $(VENV)/bin/activate && cargo lambda build --release --bin ingest --bin hello
+	cargo run --release -p bench --bin coldstart -- target/lambda/ingest/bootstrap target/lambda/hello/bootstrap
+	scripts/moto.sh start 5066
+	AWS_ENDPOINT_URL=http://127.0.0.1:5066 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing \
+	  AWS_SECRET_ACCESS_KEY=testing INBOX_VENV=$(CURDIR)/$(VENV) \
+	  cargo run --release -p tests --bin pipeline_figures; rc=$$?; scripts/moto.sh stop 5066; exit $$rc
 
 clean-local:
 	@for pidfile in .local/moto-*.pid; do \

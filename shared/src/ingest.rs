@@ -231,13 +231,14 @@ pub fn decode_body(
 struct JsonObject<'a>(HashMap<Cow<'a, str>, &'a RawValue>);
 
 impl<'a> JsonObject<'a> {
+    /// One pass over the body: the top-level members are validated and kept raw.
     fn parse(body: &'a [u8]) -> Result<Self, IngestError> {
-        let value: &RawValue =
-            serde_json::from_slice(body).map_err(|e| IngestError::InvalidJson(json_error(&e)))?;
-        if !value.get().starts_with('{') {
+        let first = body.iter().find(|b| !b.is_ascii_whitespace());
+        if first.is_some() && first != Some(&b'{') {
+            // A scalar or an array (valid JSON or not): either way not an event object.
             return Err(IngestError::NotAnObject);
         }
-        serde_json::from_str(value.get())
+        serde_json::from_slice(body)
             .map(Self)
             .map_err(|e| IngestError::InvalidJson(json_error(&e)))
     }
