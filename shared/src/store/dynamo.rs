@@ -564,21 +564,8 @@ impl MessageStore for DynamoInbox {
     }
 
     async fn deliveries(&self, key: &MessageKey) -> Result<Vec<DeliveryRecord>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND begins_with(#sk, :dlv)")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":pk", s(message_pk(key)))
-            .expression_attribute_values(":dlv", s("DLV#"))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        out.items
-            .unwrap_or_default()
+        let journal = ItemStore::query_items(self, &message_pk(key), DELIVERY_PREFIX).await?;
+        journal
             .into_iter()
             .map(|i| serde_dynamo::from_item(i).map_err(corrupt))
             .collect()
@@ -612,24 +599,15 @@ impl MessageStore for DynamoInbox {
             Err(e) => return Err(classify(e)),
         }
         // The journal goes with its message (best effort: it also expires by TTL).
-        let journal = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND begins_with(#sk, :dlv)")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":pk", s(message_pk(key)))
-            .expression_attribute_values(":dlv", s("DLV#"))
-            .projection_expression("#pk, #sk")
-            .send()
-            .await
-            .map_err(classify)?;
-        for item in journal.items.unwrap_or_default() {
+        for item in ItemStore::query_items(self, &message_pk(key), DELIVERY_PREFIX).await? {
+            let keys = item
+                .into_iter()
+                .filter(|(k, _)| k == PK || k == SK)
+                .collect();
             self.client
                 .delete_item()
                 .table_name(&self.table)
-                .set_key(Some(item))
+                .set_key(Some(keys))
                 .send()
                 .await
                 .map_err(classify)?;

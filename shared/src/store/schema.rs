@@ -74,9 +74,16 @@ pub fn open_shards() -> impl Iterator<Item = String> {
     (0..OPEN_SHARDS).map(|i| format!("OPEN#{i}"))
 }
 
+/// The sort-key prefix of journal records.
+pub const DELIVERY_PREFIX: &str = "DLV#";
+
 /// The sort key of a journal record.
 pub fn delivery_sk(received_at_ms: i64, unique: &uuid::Uuid) -> String {
-    format!("DLV#{:013}#{}", received_at_ms.max(0), unique.as_simple())
+    format!(
+        "{DELIVERY_PREFIX}{:013}#{}",
+        received_at_ms.max(0),
+        unique.as_simple()
+    )
 }
 
 /// The open-index shard of a message: stable for its whole life.
