@@ -376,7 +376,8 @@ where
     }
 }
 
-async fn fetch_secret(aws: &aws_config::SdkConfig, arn: &str) -> Result<String, ConfigError> {
+/// Reads the secrets JSON from the AWS Secrets Manager secret `arn` (its `SecretString`).
+pub async fn fetch_secret(aws: &aws_config::SdkConfig, arn: &str) -> Result<String, ConfigError> {
     let client = aws_sdk_secretsmanager::Client::new(aws);
     let out = client
         .get_secret_value()

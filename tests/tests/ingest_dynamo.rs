@@ -380,3 +380,35 @@ fn the_template_table_matches_the_code_schema() {
         ]
     );
 }
+
+#[tokio::test]
+async fn secrets_come_from_secrets_manager_in_the_cloud() {
+    let sdk = tests::sdk_config().await;
+    let client = aws_sdk_secretsmanager::Client::new(&sdk);
+    let name = format!("webhook-secrets-{}", uuid::Uuid::new_v4().simple());
+    let created = client
+        .create_secret()
+        .name(&name)
+        .secret_string(r#"{"stripe": ["whsec_from_secrets_manager"]}"#)
+        .send()
+        .await
+        .unwrap();
+    let json = shared::config::fetch_secret(&sdk, created.arn().unwrap())
+        .await
+        .unwrap();
+    let secrets = shared::config::parse_secrets(&json, "WEBHOOK_SECRETS_ARN").unwrap();
+    assert_eq!(
+        secrets["stripe"],
+        vec!["whsec_from_secrets_manager".to_string()]
+    );
+
+    let missing = shared::config::fetch_secret(
+        &sdk,
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:nope",
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(missing.contains("WEBHOOK_SECRETS_ARN"), "{missing}");
+    assert!(!missing.contains("whsec_"), "{missing}");
+}
