@@ -59,6 +59,35 @@ impl DynamoInbox {
     pub fn table(&self) -> &str {
         &self.table
     }
+
+    /// Scans the items whose `kind` is `kind`, page by page (strongly consistent), until the table
+    /// ends or `page` answers `false`.
+    async fn scan_kind(
+        &self,
+        kind: &str,
+        mut page: impl FnMut(Vec<Item>) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("#kind = :kind")
+                .expression_attribute_names("#kind", KIND)
+                .expression_attribute_values(":kind", s(kind))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(classify)?;
+            let more = page(out.items.unwrap_or_default())?;
+            start = out.last_evaluated_key;
+            if start.is_none() || !more {
+                return Ok(());
+            }
+        }
+    }
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -535,32 +564,19 @@ impl MessageStore for DynamoInbox {
         limit: usize,
     ) -> Result<Vec<StoredMessage>, StoreError> {
         let mut found = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("#kind = :message")
-                .expression_attribute_names("#kind", KIND)
-                .expression_attribute_values(":message", s(KIND_MESSAGE))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(classify)?;
-            for item in page.items.unwrap_or_default() {
+        self.scan_kind(KIND_MESSAGE, |page| {
+            for item in page {
                 let m: StoredMessage = serde_dynamo::from_item(item).map_err(corrupt)?;
                 if filter.matches(&m) {
                     found.push(m);
                 }
             }
-            start = page.last_evaluated_key;
-            if start.is_none() || found.len() >= limit {
-                found.sort_by_key(|m| m.received_at);
-                found.truncate(limit);
-                return Ok(found);
-            }
-        }
+            Ok(found.len() < limit)
+        })
+        .await?;
+        found.sort_by_key(|m| m.received_at);
+        found.truncate(limit);
+        Ok(found)
     }
 
     async fn deliveries(&self, key: &MessageKey) -> Result<Vec<DeliveryRecord>, StoreError> {
@@ -659,25 +675,11 @@ impl ItemStore for DynamoInbox {
 
     async fn items_of_kind(&self, kind: &str) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("#kind = :kind")
-                .expression_attribute_names("#kind", KIND)
-                .expression_attribute_values(":kind", s(kind))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(classify)?;
-            items.extend(page.items.unwrap_or_default());
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return Ok(items);
-            }
-        }
+        self.scan_kind(kind, |page| {
+            items.extend(page);
+            Ok(true)
+        })
+        .await?;
+        Ok(items)
     }
 }
