@@ -56,13 +56,13 @@ build-lambda: venv
 # (a) ingest vs raw HMAC (criterion + one-run summary), (b, c) cold start vs hello-world and size,
 # and the pipeline figures (writes per webhook, 100-record batch throughput) against its own moto.
 bench: venv
-	cargo bench -p ingest --bench ingest
+	cargo bench -p ingest-function --bench ingest
 	source $(VENV)/bin/activate && cargo lambda build --release --bin ingest --bin hello
-	cargo run --release -p bench --bin coldstart -- target/lambda/ingest/bootstrap target/lambda/hello/bootstrap
+	cargo run --release -p bench-tools --bin coldstart -- target/lambda/ingest/bootstrap target/lambda/hello/bootstrap
 	scripts/moto.sh start 5066
 	AWS_ENDPOINT_URL=http://127.0.0.1:5066 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing \
 	  AWS_SECRET_ACCESS_KEY=testing INBOX_VENV=$(CURDIR)/$(VENV) \
-	  cargo run --release -p tests --bin pipeline_figures; rc=$$?; scripts/moto.sh stop 5066; exit $$rc
+	  cargo run --release -p integration-tests --bin pipeline_figures; rc=$$?; scripts/moto.sh stop 5066; exit $$rc
 
 clean-local:
 	@for pidfile in .local/moto-*.pid; do \

@@ -4,6 +4,8 @@
 //! Tests expect `AWS_ENDPOINT_URL` to point at a running moto server and `INBOX_VENV` at the
 //! project's Python venv: `make test` (scripts/test.sh) provides both.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support: a failed setup is a failed test
+
 pub mod pipeline;
 
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
@@ -12,11 +14,11 @@ use aws_sdk_dynamodb::types::{
     KeyType, Projection, ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
     TimeToLiveSpecification,
 };
+use inbox_core::clock::SystemClock;
+use inbox_core::config::{parse_secrets, Sources, DEFAULT_MAX_BODY_BYTES};
+use inbox_core::ingest::Ingestor;
+use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
 use serde_json::{json, Value};
-use shared::clock::SystemClock;
-use shared::config::{parse_secrets, Sources, DEFAULT_MAX_BODY_BYTES};
-use shared::ingest::Ingestor;
-use shared::store::dynamo::{client_for_hot_path, DynamoInbox};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -225,7 +227,7 @@ impl Harness {
 
     /// Headers signed now with `source`'s first local secret.
     pub fn sign(&self, source: &str, body: &[u8], msg_id: &str) -> Vec<(String, String)> {
-        let now = shared::clock::Clock::now_secs(&SystemClock);
+        let now = inbox_core::clock::Clock::now_secs(&SystemClock);
         self.sign_at(source, body, msg_id, now)
     }
 
@@ -254,7 +256,7 @@ impl Harness {
 
     /// Sends one event through the ingest function's handler.
     pub async fn send(&self, event: &ApiGatewayV2httpRequest) -> Reply {
-        Reply::from(ingest::respond(&self.service, event).await)
+        Reply::from(ingest_function::respond(&self.service, event).await)
     }
 
     /// Every item in the table.

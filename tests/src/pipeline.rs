@@ -12,12 +12,12 @@ use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
-use shared::clock::Clock;
-use shared::message::StoredMessage;
-use shared::process::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
-use shared::process::{Processor, ProcessorConfig};
-use shared::queue::sqs::SqsQueues;
-use shared::store::dynamo::DynamoInbox;
+use inbox_core::clock::Clock;
+use inbox_core::message::StoredMessage;
+use inbox_core::process::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
+use inbox_core::process::{Processor, ProcessorConfig};
+use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::store::dynamo::DynamoInbox;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -109,7 +109,7 @@ impl CounterHandler {
             .unwrap_or(0)
     }
 
-    fn effect(&self, m: &StoredMessage) -> shared::store::Effect {
+    fn effect(&self, m: &StoredMessage) -> inbox_core::store::Effect {
         let update = Update::builder()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(format!("EFFECT#{}", m.event_id)))
@@ -119,7 +119,7 @@ impl CounterHandler {
             .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .build()
             .expect("a complete update");
-        shared::store::Effect::Raw(Box::new(
+        inbox_core::store::Effect::Raw(Box::new(
             TransactWriteItem::builder().update(update).build(),
         ))
     }
@@ -480,11 +480,11 @@ impl Pipeline {
 
     /// The stored message of another source.
     pub async fn message_of(&self, source: &str, event_id: &str) -> StoredMessage {
-        let key = shared::domain::MessageKey::new(
-            shared::domain::SourceName::parse(source).expect("source"),
-            shared::domain::EventId::parse(event_id).expect("id"),
+        let key = inbox_core::domain::MessageKey::new(
+            inbox_core::domain::SourceName::parse(source).expect("source"),
+            inbox_core::domain::EventId::parse(event_id).expect("id"),
         );
-        shared::store::MessageStore::get(
+        inbox_core::store::MessageStore::get(
             &DynamoInbox::new(self.harness.client.clone(), self.harness.table.clone()),
             &key,
         )
@@ -495,11 +495,11 @@ impl Pipeline {
 
     /// The stored message.
     pub async fn message(&self, event_id: &str) -> StoredMessage {
-        let key = shared::domain::MessageKey::new(
-            shared::domain::SourceName::parse(SOURCE).expect("source"),
-            shared::domain::EventId::parse(event_id).expect("id"),
+        let key = inbox_core::domain::MessageKey::new(
+            inbox_core::domain::SourceName::parse(SOURCE).expect("source"),
+            inbox_core::domain::EventId::parse(event_id).expect("id"),
         );
-        shared::store::MessageStore::get(
+        inbox_core::store::MessageStore::get(
             &DynamoInbox::new(self.harness.client.clone(), self.harness.table.clone()),
             &key,
         )

@@ -2,7 +2,7 @@
 //!
 //! `cargo bench -p ingest --bench ingest` measures, for a 2 KB and a 64 KB Stripe event:
 //!
-//! - `ingest/<size>/full_new_event`: [`ingest::respond`] (the real handler: body decoding,
+//! - `ingest/<size>/full_new_event`: [`ingest_function::respond`] (the real handler: body decoding,
 //!   signature verification, id/type parsing, body hash, message building, the in-memory
 //!   conditional put, the response JSON) on a real-shaped API Gateway HTTP API (payload 2.0)
 //!   event. Every timed call gets a NEW event (distinct event id, signed outside the timed
@@ -23,20 +23,22 @@
 //! The binary re-runs itself with glibc's heap trimming off (see [`GLIBC_TUNABLES`]), so that the
 //! 64 KB figures measure the handler, not page faults that come and go from run to run.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement harness: a failed setup ends the run
+
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use criterion::{criterion_group, Criterion, Throughput};
 use hmac::{Hmac, KeyInit, Mac};
 use http::HeaderValue;
+use inbox_core::clock::ManualClock;
+use inbox_core::config::{parse_secrets, Sources, DEFAULT_MAX_BODY_BYTES, DEFAULT_RETENTION_DAYS};
+use inbox_core::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName};
+use inbox_core::ingest::Ingestor;
+use inbox_core::store::dynamo::message_item;
+use inbox_core::store::memory::MemoryInbox;
+use inbox_core::store::NewMessage;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use sha2::Sha256;
-use shared::clock::ManualClock;
-use shared::config::{parse_secrets, Sources, DEFAULT_MAX_BODY_BYTES, DEFAULT_RETENTION_DAYS};
-use shared::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName};
-use shared::ingest::Ingestor;
-use shared::store::dynamo::message_item;
-use shared::store::memory::MemoryInbox;
-use shared::store::NewMessage;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -75,7 +77,7 @@ fn block_on<F: Future>(fut: F) -> F::Output {
 }
 
 /// A realistic Stripe `checkout.session.completed` event of exactly `size` bytes (padded in
-/// `data.object.metadata`, as in `tests::stripe_event`), whose id is `evt_` + [`ID_DIGITS`] zeros.
+/// `data.object.metadata`, as in `integration_tests::stripe_event`), whose id is `evt_` + [`ID_DIGITS`] zeros.
 fn stripe_body(size: usize) -> String {
     let mut event = json!({
         "id": format!("evt_{}", "0".repeat(ID_DIGITS)),
@@ -104,7 +106,7 @@ fn stripe_body(size: usize) -> String {
 }
 
 /// A real-shaped API Gateway HTTP API (payload 2.0) event for `POST /webhooks/stripe`, without a
-/// body or signature (the shape of `tests::api_event`).
+/// body or signature (the shape of `integration_tests::api_event`).
 fn api_event_template() -> ApiGatewayV2httpRequest {
     let path = "/webhooks/stripe";
     let event = json!({
@@ -221,9 +223,9 @@ impl Fixture {
     fn check(&self) {
         let service = self.service();
         let event = self.new_event();
-        let first = block_on(ingest::respond(&service, &event));
+        let first = block_on(ingest_function::respond(&service, &event));
         assert_eq!(status_of(&first), (200, "accepted".into()), "new event");
-        let again = block_on(ingest::respond(&service, &event));
+        let again = block_on(ingest_function::respond(&service, &event));
         assert_eq!(status_of(&again), (200, "duplicate".into()), "repeat");
         assert_eq!(service.store().message_count(), 1);
     }
@@ -263,7 +265,10 @@ fn time_new_events(fx: &Fixture, count: usize) -> Duration {
     let mut responses = Vec::with_capacity(count);
     let start = Instant::now();
     for event in &events {
-        responses.push(block_on(ingest::respond(&service, black_box(event))));
+        responses.push(block_on(ingest_function::respond(
+            &service,
+            black_box(event),
+        )));
     }
     let elapsed = start.elapsed();
     assert_eq!(
@@ -284,11 +289,14 @@ fn time_new_events(fx: &Fixture, count: usize) -> Duration {
 fn time_duplicates(fx: &Fixture, count: usize) -> Duration {
     let service = fx.service();
     let event = fx.new_event();
-    block_on(ingest::respond(&service, &event));
+    block_on(ingest_function::respond(&service, &event));
     let mut responses = Vec::with_capacity(count);
     let start = Instant::now();
     for _ in 0..count {
-        responses.push(block_on(ingest::respond(&service, black_box(&event))));
+        responses.push(block_on(ingest_function::respond(
+            &service,
+            black_box(&event),
+        )));
     }
     let elapsed = start.elapsed();
     assert_eq!(service.store().journal().len(), count, "all journaled");
@@ -310,7 +318,7 @@ fn chunked(iters: u64, mut run: impl FnMut(usize) -> Duration) -> Duration {
 
 // --- the parts of the hot path, measured alone ------------------------------------------------
 
-/// A replica of `shared::ingest::JsonObject::parse` + two top-level lookups (the code is private):
+/// A replica of `inbox_core::ingest::JsonObject::parse` + two top-level lookups (the code is private):
 /// validate the whole body as JSON, then parse it again into a map of raw values.
 fn json_id_type_as_shipped(body: &[u8]) -> (String, String) {
     let value: &RawValue = serde_json::from_slice(body).expect("valid JSON");
@@ -552,7 +560,7 @@ fn summary() {
         let service = fx.service();
         let events = fx.new_events(1000);
         for event in &events {
-            let resp = block_on(ingest::respond(&service, event));
+            let resp = block_on(ingest_function::respond(&service, event));
             assert_eq!(resp.status_code, 200);
         }
         let writes = service.store().write_requests();

@@ -10,12 +10,12 @@
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderName, HeaderValue};
+use inbox_core::clock::{Clock, SystemClock};
+use inbox_core::config::{ConfigError, IngestConfig};
+use inbox_core::ingest::{ErrorBody, IngestError, IngestRequest, Ingestor};
+use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
+use inbox_core::store::Inbox;
 use lambda_runtime::LambdaEvent;
-use shared::clock::{Clock, SystemClock};
-use shared::config::{ConfigError, IngestConfig};
-use shared::ingest::{ErrorBody, IngestError, IngestRequest, Ingestor};
-use shared::store::dynamo::{client_for_hot_path, DynamoInbox};
-use shared::store::Inbox;
 use std::convert::Infallible;
 use std::time::Instant;
 

@@ -7,17 +7,17 @@
 
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_lambda_events::event::sqs::SqsEvent;
+use inbox_core::clock::{Clock, SystemClock};
+use inbox_core::config::{ConfigError, ProcessConfig};
+use inbox_core::process::registry::Registry;
+use inbox_core::process::Processor;
+use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::queue::Queues;
+use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
+use inbox_core::store::{ItemStore, MessageStore};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
-use shared::clock::{Clock, SystemClock};
-use shared::config::{ConfigError, ProcessConfig};
-use shared::ledger::{WalletHandler, WalletSources};
-use shared::process::registry::Registry;
-use shared::process::Processor;
-use shared::queue::sqs::SqsQueues;
-use shared::queue::Queues;
-use shared::store::dynamo::{client_for_hot_path, DynamoInbox};
-use shared::store::{ItemStore, MessageStore};
+use wallet_ledger::{WalletHandler, WalletSources};
 
 /// The processor as deployed.
 pub type Service = Processor<DynamoInbox, SqsQueues, SystemClock>;

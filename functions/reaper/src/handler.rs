@@ -1,14 +1,14 @@
 //! The reaper Lambda's handler: one pass over the open index per scheduled invocation.
 
+use inbox_core::clock::{Clock, SystemClock};
+use inbox_core::config::{ConfigError, ReaperConfig};
+use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::queue::Queues;
+use inbox_core::reaper::Reaper;
+use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
+use inbox_core::store::MessageStore;
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
-use shared::clock::{Clock, SystemClock};
-use shared::config::{ConfigError, ReaperConfig};
-use shared::queue::sqs::SqsQueues;
-use shared::queue::Queues;
-use shared::reaper::Reaper;
-use shared::store::dynamo::{client_for_hot_path, DynamoInbox};
-use shared::store::MessageStore;
 
 /// The reaper as deployed.
 pub type Service = Reaper<DynamoInbox, SqsQueues, SystemClock>;

@@ -1,6 +1,6 @@
 //! The reconcile Lambda's handler: one pass over every prepaid wallet per scheduled invocation.
 //!
-//! Each run calls [`shared::ledger::reconcile::reconcile`] (stale holds, wallets whose balance or
+//! Each run calls [`wallet_ledger::reconcile::reconcile`] (stale holds, wallets whose balance or
 //! held amount disagrees with their entries, entries whose webhook event is missing), logs the
 //! report (warn when something is wrong, info otherwise) and prints the counts as one CloudWatch
 //! embedded-metric-format line (namespace `WebhookIngestor/Wallet`: `StaleHolds`,
@@ -9,19 +9,19 @@
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use inbox_core::clock::{Clock, SystemClock};
+use inbox_core::config::ConfigError;
+use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::{ItemStore, StoreError};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
-use shared::clock::{Clock, SystemClock};
-use shared::config::ConfigError;
-use shared::ledger::reconcile::{reconcile, ReconcileReport};
-use shared::store::dynamo::DynamoInbox;
-use shared::store::{ItemStore, StoreError};
 use std::io::Write as _;
 use std::time::Duration;
+use wallet_ledger::reconcile::{reconcile, ReconcileReport};
 
 /// Environment variable names.
 pub mod vars {
-    pub use shared::config::vars::TABLE_NAME;
+    pub use inbox_core::config::vars::TABLE_NAME;
     /// How old a hold may get, in hours, before it counts as stale (default 24).
     pub const RECONCILE_STALE_AFTER_HOURS: &str = "RECONCILE_STALE_AFTER_HOURS";
 }
@@ -209,11 +209,11 @@ pub async fn handle<S: ItemStore, C: Clock>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::clock::ManualClock;
-    use shared::ledger::rules::EntryKind;
-    use shared::ledger::{Entry, Wallet};
-    use shared::store::memory::MemoryStore;
+    use inbox_core::clock::ManualClock;
+    use inbox_core::store::memory::MemoryStore;
     use std::sync::Arc;
+    use wallet_ledger::rules::EntryKind;
+    use wallet_ledger::{Entry, Wallet};
 
     const T0: i64 = 1_795_000_000_000;
 
@@ -331,7 +331,7 @@ mod tests {
         for i in 0..(LOGGED_PER_KIND + 5) {
             report
                 .orphan_entries
-                .push(shared::ledger::reconcile::OrphanEntry {
+                .push(wallet_ledger::reconcile::OrphanEntry {
                     tenant: "acme".into(),
                     entry_id: format!("e{i}"),
                     event_source: "stripe".into(),

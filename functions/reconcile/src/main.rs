@@ -5,11 +5,11 @@ use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     tracing::init_default_subscriber();
-    let service = reconcile::build().await.inspect_err(
+    let service = reconcile_function::build().await.inspect_err(
         |e| tracing::error!(error = %e, "configuration error; the function cannot start"),
     )?;
     run(service_fn(|event: LambdaEvent<_>| {
-        reconcile::handle(&service, event)
+        reconcile_function::handle(&service, event)
     }))
     .await
 }

@@ -9,15 +9,17 @@
 //! Run: `make bench` (starts moto), or with `AWS_ENDPOINT_URL` pointing at a running moto:
 //! `cargo run --release -p tests --bin pipeline_figures`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement harness: a failed setup ends the run
+
+use inbox_core::clock::SystemClock;
+use inbox_core::ingest::Ingestor;
+use inbox_core::process::{Processor, ProcessorConfig};
+use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::store::dynamo::DynamoInbox;
+use integration_tests::pipeline::Pipeline;
 use serde_json::json;
-use shared::clock::SystemClock;
-use shared::ingest::Ingestor;
-use shared::ledger::{Wallet, WalletSources};
-use shared::process::{Processor, ProcessorConfig};
-use shared::queue::sqs::SqsQueues;
-use shared::store::dynamo::DynamoInbox;
 use std::time::Instant;
-use tests::pipeline::Pipeline;
+use wallet_ledger::{Wallet, WalletSources};
 
 const BATCH: usize = 100;
 
@@ -35,7 +37,7 @@ async fn run(concurrency: usize) -> (f64, std::collections::BTreeMap<String, usi
         .await
         .expect("wallet");
     let ingest = Ingestor::new(
-        tests::local_sources(),
+        integration_tests::local_sources(),
         store.clone(),
         SystemClock,
         262_144,
@@ -46,10 +48,10 @@ async fn run(concurrency: usize) -> (f64, std::collections::BTreeMap<String, usi
         let headers = p
             .harness
             .sign("mailer", body.as_bytes(), &format!("msg_{i}"));
-        let reply = tests::Reply::from(
-            ingest::respond(
+        let reply = integration_tests::Reply::from(
+            ingest_function::respond(
                 &ingest,
-                &tests::api_event("POST", "mailer", &headers, Some(&body), false),
+                &integration_tests::api_event("POST", "mailer", &headers, Some(&body), false),
             )
             .await,
         );
@@ -57,7 +59,7 @@ async fn run(concurrency: usize) -> (f64, std::collections::BTreeMap<String, usi
     }
     let batch = p.read_stream().await;
     assert_eq!(batch.records.len(), BATCH);
-    let registry = process::registry(
+    let registry = process_function::registry(
         DynamoInbox::new(counted, p.harness.table.clone()),
         WalletSources::default(),
     );
@@ -81,15 +83,15 @@ async fn run(concurrency: usize) -> (f64, std::collections::BTreeMap<String, usi
 }
 
 async fn in_memory() -> f64 {
-    use shared::store::memory::MemoryStore;
-    use shared::store::{Inbox, NewMessage};
+    use inbox_core::store::memory::MemoryStore;
+    use inbox_core::store::{Inbox, NewMessage};
     use std::sync::Arc;
     let store = Arc::new(MemoryStore::new());
     store.put_item(Wallet::new("acme", "usd", 5, -1_000_000, None, 0).to_item());
-    let registry = process::registry(store.clone(), WalletSources::default());
+    let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = Processor::new(
         store.clone(),
-        Arc::new(shared::queue::memory::MemoryQueues::new()),
+        Arc::new(inbox_core::queue::memory::MemoryQueues::new()),
         SystemClock,
         registry,
         ProcessorConfig::default(),
@@ -98,17 +100,17 @@ async fn in_memory() -> f64 {
     for round in 0..20 {
         for i in 0..BATCH {
             let body = json!({"type": "message.accepted", "data": {"message_id": format!("m{round}_{i}"), "tenant": "acme"}}).to_string().into_bytes();
-            let key = shared::domain::MessageKey::new(
-                shared::domain::SourceName::parse("mailer").expect("source"),
-                shared::domain::EventId::parse(&format!("msg_{round}_{i}")).expect("id"),
+            let key = inbox_core::domain::MessageKey::new(
+                inbox_core::domain::SourceName::parse("mailer").expect("source"),
+                inbox_core::domain::EventId::parse(&format!("msg_{round}_{i}")).expect("id"),
             );
             let msg = NewMessage {
                 key: key.clone(),
                 event_type: Some(
-                    shared::domain::EventType::parse("message.accepted").expect("type"),
+                    inbox_core::domain::EventType::parse("message.accepted").expect("type"),
                 ),
                 received_at_ms: 0,
-                body_digest: shared::domain::BodyDigest::of(&body),
+                body_digest: inbox_core::domain::BodyDigest::of(&body),
                 body,
                 headers: Vec::new(),
             };

@@ -5,8 +5,8 @@
 
 use crate::when::When;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use shared::config::vars;
-use shared::domain::Status;
+use inbox_core::config::vars;
+use inbox_core::domain::Status;
 use std::path::PathBuf;
 
 /// Operate the webhook inbox: list, inspect, replay and purge messages, show statistics, send

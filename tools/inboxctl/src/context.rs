@@ -5,8 +5,8 @@ use crate::cli::Global;
 use crate::error::{usage, Result};
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use shared::queue::sqs::SqsQueues;
-use shared::store::dynamo::DynamoInbox;
+use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::store::dynamo::DynamoInbox;
 use std::time::Duration;
 use tokio::sync::OnceCell;
 

@@ -3,10 +3,10 @@
 //! headers from `Verifier::sign`, plus the id and type headers its configuration reads.
 
 use http::{HeaderName, HeaderValue};
+use inbox_core::config::{FieldRule, Source};
+use inbox_core::domain::BodyDigest;
+use inbox_core::signature::SchemeConfig;
 use serde_json::{json, Value};
-use shared::config::{FieldRule, Source};
-use shared::domain::BodyDigest;
-use shared::signature::SchemeConfig;
 
 /// An event ready to be signed and sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -259,7 +259,7 @@ pub fn event_type(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::config::{parse_secrets, Sources};
+    use inbox_core::config::{parse_secrets, Sources};
 
     const SOURCES: &str = r#"{
         "stripe": {"scheme": "stripe"},

@@ -5,9 +5,9 @@ use crate::cli::ListArgs;
 use crate::context::Context;
 use crate::error::Result;
 use crate::output::{print_json, say, table};
+use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::store::{ListFilter, MessageStore as _};
 use serde::Serialize;
-use shared::clock::{Clock as _, SystemClock};
-use shared::store::{ListFilter, MessageStore as _};
 
 #[derive(Serialize)]
 struct Listing {

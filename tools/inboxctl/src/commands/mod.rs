@@ -14,9 +14,9 @@ use crate::context::Context;
 use crate::error::{usage, Result};
 use crate::output::{or_dash, truncate};
 use crate::when;
+use inbox_core::domain::{EventId, MessageKey, SourceName, Status};
+use inbox_core::message::StoredMessage;
 use serde::Serialize;
-use shared::domain::{EventId, MessageKey, SourceName, Status};
-use shared::message::StoredMessage;
 
 /// Runs the parsed command line.
 pub async fn run(cli: Cli) -> Result<()> {

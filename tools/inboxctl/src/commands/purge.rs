@@ -10,11 +10,11 @@ use crate::cli::PurgeArgs;
 use crate::context::Context;
 use crate::error::{failed, Result};
 use crate::output::{print_json, progress, say, table};
+use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::domain::Status;
+use inbox_core::message::StoredMessage;
+use inbox_core::store::{Applied, ListFilter, MessageStore as _};
 use serde::Serialize;
-use shared::clock::{Clock as _, SystemClock};
-use shared::domain::Status;
-use shared::message::StoredMessage;
-use shared::store::{Applied, ListFilter, MessageStore as _};
 
 const DAY_MS: i64 = 86_400_000;
 

@@ -1,5 +1,5 @@
 //! `inboxctl replay`: put failed or ignored messages back to `pending` and re-drive them, with
-//! `shared::ops::replay` (status change durable first, then a retry-queue message).
+//! `inbox_core::ops::replay` (status change durable first, then a retry-queue message).
 //!
 //! Three modes:
 //! - one message: `replay SOURCE EVENT_ID [--force]`;
@@ -16,14 +16,14 @@ use crate::cli::ReplayArgs;
 use crate::context::Context;
 use crate::error::{failed, Context as _, Error, Result};
 use crate::output::{print_json, progress, say, spinner, table, truncate};
+use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::domain::{MessageKey, Status};
+use inbox_core::message::{QuarantineNotice, RetryRequest};
+use inbox_core::ops::{self, ReplayOutcome};
+use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::{ListFilter, MessageStore as _};
 use serde::Serialize;
-use shared::clock::{Clock as _, SystemClock};
-use shared::domain::{MessageKey, Status};
-use shared::message::{QuarantineNotice, RetryRequest};
-use shared::ops::{self, ReplayOutcome};
-use shared::queue::sqs::SqsQueues;
-use shared::store::dynamo::DynamoInbox;
-use shared::store::{ListFilter, MessageStore as _};
 use std::collections::HashSet;
 
 pub async fn run(ctx: &Context, args: ReplayArgs) -> Result<()> {

@@ -9,10 +9,10 @@ use crate::context::Context;
 use crate::error::{failed, usage, Context as _, Result};
 use crate::output::{print_json, say};
 use crate::sample;
+use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::config::{parse_secrets, vars, Sources};
 use serde::Serialize;
 use serde_json::Value;
-use shared::clock::{Clock as _, SystemClock};
-use shared::config::{parse_secrets, vars, Sources};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -68,7 +68,7 @@ fn load_sources(args: &SendArgs) -> Result<Sources> {
         vars::WEBHOOK_SECRETS,
         "local/secrets.json",
     )?;
-    // Neither error can contain a secret (shared::config guarantees it).
+    // Neither error can contain a secret (inbox_core::config guarantees it).
     let secrets = parse_secrets(&secrets, vars::WEBHOOK_SECRETS)
         .context(format!("secrets from {secrets_from}"))?;
     Ok(Sources::from_json(&sources, &secrets)?)

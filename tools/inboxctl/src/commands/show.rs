@@ -9,11 +9,11 @@ use crate::error::{failed, Result};
 use crate::output::{fields, or_dash, print_json, say, table};
 use crate::when;
 use base64::Engine as _;
+use inbox_core::domain::BodyDigest;
+use inbox_core::message::StoredMessage;
+use inbox_core::store::{DeliveryRecord, MessageStore as _};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use shared::domain::BodyDigest;
-use shared::message::StoredMessage;
-use shared::store::{DeliveryRecord, MessageStore as _};
 
 pub async fn run(ctx: &Context, args: ShowArgs) -> Result<()> {
     let key = parse_key(&args.source, &args.event_id)?;
@@ -58,7 +58,7 @@ fn digest_ok(m: &StoredMessage) -> bool {
 struct HistoryJson<'a> {
     at: String,
     at_ms: i64,
-    status: shared::domain::Status,
+    status: inbox_core::domain::Status,
     note: &'a str,
     attempt: Option<u32>,
     error: Option<&'a str>,
@@ -130,7 +130,7 @@ fn to_json(m: &StoredMessage, deliveries: &[DeliveryRecord], args: &ShowArgs) ->
 }
 
 fn print_human(m: &StoredMessage, deliveries: &[DeliveryRecord], args: &ShowArgs) -> Result<()> {
-    let now = shared::clock::Clock::now_millis(&shared::clock::SystemClock);
+    let now = inbox_core::clock::Clock::now_millis(&inbox_core::clock::SystemClock);
     let relative = |ms: i64| {
         let d = ms - now;
         if d >= 0 {

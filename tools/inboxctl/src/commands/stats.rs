@@ -6,11 +6,11 @@ use crate::error::{Context as _, Result};
 use crate::output::{print_json, say, table};
 use crate::when;
 use aws_sdk_sqs::types::QueueAttributeName;
+use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::domain::Status;
+use inbox_core::message::StoredMessage;
+use inbox_core::store::{ListFilter, MessageStore as _};
 use serde::Serialize;
-use shared::clock::{Clock as _, SystemClock};
-use shared::domain::Status;
-use shared::message::StoredMessage;
-use shared::store::{ListFilter, MessageStore as _};
 use std::collections::BTreeMap;
 
 const ALL_STATUSES: [Status; 6] = [
@@ -177,7 +177,7 @@ fn print_human(stats: &Stats) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::domain::{EventId, SourceName};
+    use inbox_core::domain::{EventId, SourceName};
 
     fn msg(source: &str, id: &str, status: Status, received_at: i64) -> StoredMessage {
         StoredMessage {

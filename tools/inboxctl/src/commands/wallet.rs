@@ -1,11 +1,11 @@
-//! `inboxctl wallet`: the tenants' prepaid wallets (`shared::ledger`).
+//! `inboxctl wallet`: the tenants' prepaid wallets (`inbox_core::ledger`).
 //!
 //! - `create`: puts a new wallet item, conditioned on `attribute_not_exists(pk)` (never
 //!   overwrites: an existing wallet's balance is the sum of its entries).
 //! - `balance`: the wallet item, with amounts in minor units and formatted in the currency.
 //! - `ledger`: the entries (every change of balance or held, with the webhook event that made it)
 //!   and, with `--rows`, the per-email and per-payment rows.
-//! - `reconcile`: `shared::ledger::reconcile::reconcile` over every wallet; exit 1 when anything
+//! - `reconcile`: `wallet_ledger::reconcile::reconcile` over every wallet; exit 1 when anything
 //!   does not reconcile, so a cron job or CI step can alert on it.
 
 use crate::cli::{
@@ -16,17 +16,17 @@ use crate::error::{failed, usage, Context as _, Error, Result};
 use crate::output::{fields, or_dash, print_json, say, spinner, table, truncate};
 use crate::when;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::{Item, ItemStore as _};
 use serde::Serialize;
 use serde_json::{json, Value};
-use shared::clock::{Clock as _, SystemClock};
-use shared::ledger::reconcile::{reconcile, ReconcileReport};
-use shared::ledger::rules::EntryKind;
-use shared::ledger::{
+use std::collections::{BTreeMap, BTreeSet};
+use wallet_ledger::reconcile::{reconcile, ReconcileReport};
+use wallet_ledger::rules::EntryKind;
+use wallet_ledger::{
     month_of, wallet_pk, Entry, Wallet, EMAIL_PREFIX, ENTRY_PREFIX, PAYMENT_PREFIX, WALLET_SK,
 };
-use shared::store::dynamo::DynamoInbox;
-use shared::store::{Item, ItemStore as _};
-use std::collections::{BTreeMap, BTreeSet};
 
 const HOUR_MS: i64 = 3_600_000;
 /// Longest tenant name `create` accepts (the wallet's key is `WALLET#{tenant}`).
@@ -820,7 +820,7 @@ fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::ledger::reconcile::{Mismatch, OrphanEntry, StaleHold};
+    use wallet_ledger::reconcile::{Mismatch, OrphanEntry, StaleHold};
 
     #[test]
     fn amounts_are_formatted_in_the_currency() {

@@ -21,7 +21,6 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod ingest;
-pub mod ledger;
 pub mod message;
 pub mod ops;
 pub mod policy;

@@ -5,8 +5,8 @@
 use super::{
     get_n, get_s, wallet_pk, EmailRow, Entry, Wallet, EMAIL_PREFIX, ENTRY_PREFIX, KIND_WALLET,
 };
-use crate::store::schema::MESSAGE_SK;
-use crate::store::{ItemStore, StoreError};
+use inbox_core::store::schema::MESSAGE_SK;
+use inbox_core::store::{ItemStore, StoreError};
 use serde::Serialize;
 use std::collections::HashMap;
 

@@ -182,7 +182,7 @@ fn http_post(
 }
 
 fn event_file(name: &str) -> PathBuf {
-    tests::root().join("events").join(name)
+    integration_tests::root().join("events").join(name)
 }
 
 fn read_event(name: &str) -> Value {
@@ -311,12 +311,12 @@ impl Lambda {
 }
 
 fn cargo_lambda() -> PathBuf {
-    tests::venv().join("bin").join("cargo-lambda")
+    integration_tests::venv().join("bin").join("cargo-lambda")
 }
 
 /// PATH with the venv's bin first (cargo lambda finds zig through the venv's python).
 fn venv_path() -> std::ffi::OsString {
-    let mut paths = vec![tests::venv().join("bin")];
+    let mut paths = vec![integration_tests::venv().join("bin")];
     if let Some(p) = std::env::var_os("PATH") {
         paths.extend(std::env::split_paths(&p));
     }
@@ -349,13 +349,13 @@ async fn release_artifact_serves_the_sample_events_through_the_lambda_runtime_ap
         "{} is missing: run `make venv` (or `make test`)",
         cargo_lambda().display()
     );
-    let endpoint = tests::endpoint();
+    let endpoint = integration_tests::endpoint();
 
     // A fresh table, as template.yaml declares it.
-    let sdk = tests::sdk_config().await;
+    let sdk = integration_tests::sdk_config().await;
     let client = aws_sdk_dynamodb::Client::new(&sdk);
     let table = format!("inbox-smoke-{}", uuid::Uuid::new_v4().simple());
-    tests::create_table(&client, &table).await;
+    integration_tests::create_table(&client, &table).await;
 
     let mut children = Children::default();
 
@@ -372,7 +372,7 @@ async fn release_artifact_serves_the_sample_events_through_the_lambda_runtime_ap
             "--invoke-port",
         ])
         .arg(port.to_string())
-        .current_dir(tests::root())
+        .current_dir(integration_tests::root())
         .env("PATH", venv_path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -395,7 +395,8 @@ async fn release_artifact_serves_the_sample_events_through_the_lambda_runtime_ap
 
     // 2. The release artifact as the function, with only the environment Lambda would give it.
     let read_local = |f: &str| {
-        std::fs::read_to_string(tests::root().join("local").join(f)).expect("read local config")
+        std::fs::read_to_string(integration_tests::root().join("local").join(f))
+            .expect("read local config")
     };
     let function_out = Lines::default();
     let function_err = Lines::default();
@@ -475,7 +476,7 @@ async fn release_artifact_serves_the_sample_events_through_the_lambda_runtime_ap
 
     // 4. The table: two messages (the plain and the base64 ping, same raw bytes), one journal
     //    record for the duplicate, nothing for the refused requests.
-    let items = tests::scan_all(&client, &table).await;
+    let items = integration_tests::scan_all(&client, &table).await;
     let ping = read_event("github-ping.json");
     let ping_b64 = read_event("github-ping-base64.json");
     assert_eq!(raw_body(&ping), raw_body(&ping_b64));
@@ -609,15 +610,15 @@ async fn release_artifact_serves_the_sample_events_through_the_lambda_runtime_ap
 /// secrets (a changed secret or generator without regenerating would break the samples).
 #[test]
 fn sample_events_are_up_to_date() {
-    let out = Command::new(tests::python())
-        .arg(tests::root().join("events/generate.py"))
+    let out = Command::new(integration_tests::python())
+        .arg(integration_tests::root().join("events/generate.py"))
         .arg("--check")
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| {
             panic!(
                 "run events/generate.py with {}: {e}",
-                tests::python().display()
+                integration_tests::python().display()
             )
         });
     assert!(

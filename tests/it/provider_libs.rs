@@ -10,8 +10,8 @@
 //! Data goes to Python as JSON on stdin (never through a shell or the script text) and comes back
 //! as JSON on stdout.
 
+use integration_tests::{api_event, local_secret, run_python, stripe_event, Harness};
 use serde_json::{json, Value};
-use tests::{api_event, local_secret, run_python, stripe_event, Harness};
 
 /// Signs each `payload` with `stripe.WebhookSignature.generate_signature_header`.
 const STRIPE_SIGN: &str = r#"

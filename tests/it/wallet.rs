@@ -3,24 +3,24 @@
 //! fewer cases than the in-memory ones, concurrency, and re-drives of committed messages.
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use inbox_core::clock::SystemClock;
+use inbox_core::domain::{EventId, MessageKey, SourceName, Status};
+use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::ItemStore;
+use integration_tests::pipeline::{Pipeline, TestProcessor};
 use proptest::prelude::*;
 use serde_json::json;
-use shared::clock::SystemClock;
-use shared::domain::{EventId, MessageKey, SourceName, Status};
-use shared::ledger::reconcile::reconcile;
-use shared::ledger::{wallet_pk, Entry, Wallet, WalletSources, ENTRY_PREFIX, WALLET_SK};
-use shared::store::dynamo::DynamoInbox;
-use shared::store::ItemStore;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use tests::pipeline::{Pipeline, TestProcessor};
+use wallet_ledger::reconcile::reconcile;
+use wallet_ledger::{wallet_pk, Entry, Wallet, WalletSources, ENTRY_PREFIX, WALLET_SK};
 
 const PRICE: i64 = 7;
 
 async fn setup() -> (Pipeline, TestProcessor<SystemClock>, DynamoInbox) {
     let p = Pipeline::new().await;
     let store = DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
-    let registry = process::registry(store.clone(), WalletSources::default());
+    let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = p.processor(registry, SystemClock).await;
     let wallet = Wallet::new("acme", "usd", PRICE, -1_000_000, Some(1_000_000), 0).to_item();
     p.harness
@@ -40,7 +40,7 @@ async fn mail(
     kind: &str,
     message_id: &str,
     extra: serde_json::Value,
-) -> tests::Reply {
+) -> integration_tests::Reply {
     let mut data = json!({"message_id": message_id, "tenant": "acme"});
     if let (Some(d), Some(e)) = (data.as_object_mut(), extra.as_object()) {
         d.extend(e.clone());
@@ -48,7 +48,7 @@ async fn mail(
     let body = json!({"type": kind, "timestamp": "2026-11-30T10:00:00Z", "data": data}).to_string();
     let headers = p.harness.sign("mailer", body.as_bytes(), webhook_id);
     p.harness
-        .send(&tests::api_event(
+        .send(&integration_tests::api_event(
             "POST",
             "mailer",
             &headers,
@@ -137,13 +137,14 @@ async fn re_driving_a_committed_message_cannot_debit_twice() {
     );
     assert_eq!(
         processor.process_key(&key).await.unwrap(),
-        shared::process::Outcome::Skipped(shared::process::Skip::Terminal)
+        inbox_core::process::Outcome::Skipped(inbox_core::process::Skip::Terminal)
     );
     // Even a forced replay re-runs the handler on the committed state: the email row says debited.
-    let replay = shared::ops::replay(&store, processor.queues(), &SystemClock, &key, "ops", true)
-        .await
-        .unwrap();
-    assert_eq!(replay, shared::ops::ReplayOutcome::Replayed);
+    let replay =
+        inbox_core::ops::replay(&store, processor.queues(), &SystemClock, &key, "ops", true)
+            .await
+            .unwrap();
+    assert_eq!(replay, inbox_core::ops::ReplayOutcome::Replayed);
     assert!(p.drain_retry_once(&processor).await >= 1);
     assert_eq!(
         p.message_of("mailer", "msg_a").await.status,
@@ -154,7 +155,7 @@ async fn re_driving_a_committed_message_cannot_debit_twice() {
     assert_eq!(entries(&store).await.len(), 2, "no new entry");
     let report = reconcile(
         &store,
-        shared::clock::Clock::now_millis(&SystemClock),
+        inbox_core::clock::Clock::now_millis(&SystemClock),
         86_400_000,
     )
     .await
@@ -215,7 +216,7 @@ async fn an_unknown_tenant_is_quarantined_and_replayable_once_the_wallet_exists(
         .to_string();
     let headers = p.harness.sign("mailer", body.as_bytes(), "msg_newco");
     p.harness
-        .send(&tests::api_event(
+        .send(&integration_tests::api_event(
             "POST",
             "mailer",
             &headers,
@@ -244,7 +245,7 @@ async fn an_unknown_tenant_is_quarantined_and_replayable_once_the_wallet_exists(
         .await
         .unwrap();
     let key = failed.key();
-    shared::ops::replay(&store, processor.queues(), &SystemClock, &key, "ops", false)
+    inbox_core::ops::replay(&store, processor.queues(), &SystemClock, &key, "ops", false)
         .await
         .unwrap();
     p.drain_retry_once(&processor).await;

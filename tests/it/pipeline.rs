@@ -3,14 +3,14 @@
 //! Effects are a DynamoDB counter committed with the message's transition: "exactly once" is
 //! `effect_count == 1`.
 
+use inbox_core::clock::{Clock, ManualClock, SystemClock};
+use inbox_core::domain::Status;
+use inbox_core::message::QuarantineNotice;
+use inbox_core::process::registry::Registry;
+use integration_tests::pipeline::{CounterHandler, Hangs, Pipeline, SOURCE, TYPE};
 use serde_json::json;
-use shared::clock::{Clock, ManualClock, SystemClock};
-use shared::domain::Status;
-use shared::message::QuarantineNotice;
-use shared::process::registry::Registry;
 use std::sync::Arc;
 use std::time::Duration;
-use tests::pipeline::{CounterHandler, Hangs, Pipeline, SOURCE, TYPE};
 
 #[tokio::test]
 async fn happy_path_processes_once_in_two_write_requests() {
@@ -57,22 +57,22 @@ async fn happy_path_processes_once_in_two_write_requests() {
 async fn ingest_then_process_costs_two_write_requests_in_total() {
     let p = Pipeline::new().await;
     // The ingest path with a counted client too.
-    let counted = shared::ingest::Ingestor::new(
-        tests::local_sources(),
-        shared::store::dynamo::DynamoInbox::new(
+    let counted = inbox_core::ingest::Ingestor::new(
+        integration_tests::local_sources(),
+        inbox_core::store::dynamo::DynamoInbox::new(
             p.counted_dynamodb().await,
             p.harness.table.clone(),
         ),
         SystemClock,
-        shared::config::DEFAULT_MAX_BODY_BYTES,
+        inbox_core::config::DEFAULT_MAX_BODY_BYTES,
         30,
     );
     let body = json!({"id": "evt_count", "object": "event", "type": TYPE}).to_string();
     let headers = p.harness.sign("stripe", body.as_bytes(), "");
-    let reply = tests::Reply::from(
-        ingest::respond(
+    let reply = integration_tests::Reply::from(
+        ingest_function::respond(
             &counted,
-            &tests::api_event("POST", "stripe", &headers, Some(&body), false),
+            &integration_tests::api_event("POST", "stripe", &headers, Some(&body), false),
         )
         .await,
     );
@@ -195,9 +195,11 @@ async fn poison_message_is_quarantined_others_in_its_batch_are_processed_and_rep
 
     // The bug is fixed; the operator replays it.
     handler.fix();
-    let store =
-        shared::store::dynamo::DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
-    let outcome = shared::ops::replay(
+    let store = inbox_core::store::dynamo::DynamoInbox::new(
+        p.harness.client.clone(),
+        p.harness.table.clone(),
+    );
+    let outcome = inbox_core::ops::replay(
         &store,
         processor.queues(),
         &SystemClock,
@@ -207,7 +209,7 @@ async fn poison_message_is_quarantined_others_in_its_batch_are_processed_and_rep
     )
     .await
     .unwrap();
-    assert_eq!(outcome, shared::ops::ReplayOutcome::Replayed);
+    assert_eq!(outcome, inbox_core::ops::ReplayOutcome::Replayed);
     let replayed = p.message("evt_poison").await;
     assert_eq!((replayed.status, replayed.attempts), (Status::Pending, 0));
     assert!(replayed
@@ -282,16 +284,16 @@ async fn the_same_record_twice_and_racing_processors_apply_the_effect_once() {
         .iter()
         .find(|r| format!("{:?}", r.change.new_image).contains("evt_race"))
         .unwrap();
-    let stale: shared::message::StoredMessage =
+    let stale: inbox_core::message::StoredMessage =
         serde_dynamo::from_item(stale.change.new_image.clone()).unwrap();
     assert_eq!(stale.version, 0);
     assert_eq!(
         b.process(stale).await.unwrap(),
-        shared::process::Outcome::Skipped(shared::process::Skip::Conflict)
+        inbox_core::process::Outcome::Skipped(inbox_core::process::Skip::Conflict)
     );
     assert_eq!(
         a.process_key(&key).await.unwrap(),
-        shared::process::Outcome::Skipped(shared::process::Skip::Terminal)
+        inbox_core::process::Outcome::Skipped(inbox_core::process::Skip::Terminal)
     );
     for id in ["evt_dup_record", "evt_race"] {
         assert_eq!(p.message(id).await.status, Status::Processed);
@@ -327,14 +329,16 @@ async fn a_crash_after_the_claim_is_reaped_after_the_lease_and_processed_once() 
     let healthy = p
         .processor(Pipeline::registry(handler.clone()), clock.clone())
         .await;
-    let store =
-        shared::store::dynamo::DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
-    let queues = shared::queue::sqs::SqsQueues::new(
+    let store = inbox_core::store::dynamo::DynamoInbox::new(
+        p.harness.client.clone(),
+        p.harness.table.clone(),
+    );
+    let queues = inbox_core::queue::sqs::SqsQueues::new(
         p.sqs.clone(),
         p.retry_url.clone(),
         p.quarantine_url.clone(),
     );
-    let reaper = shared::reaper::Reaper::new(store, queues, clock.clone(), 100);
+    let reaper = inbox_core::reaper::Reaper::new(store, queues, clock.clone(), 100);
 
     assert_eq!(
         reaper.run().await.unwrap().due,
@@ -365,17 +369,19 @@ async fn the_reaper_redrives_messages_the_stream_never_delivered() {
         .await;
     p.ingest("evt_lost", TYPE, json!({})).await;
     // The stream record is never consumed (the mapping was down past the stream's retention).
-    let store =
-        shared::store::dynamo::DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
-    let queues = shared::queue::sqs::SqsQueues::new(
+    let store = inbox_core::store::dynamo::DynamoInbox::new(
+        p.harness.client.clone(),
+        p.harness.table.clone(),
+    );
+    let queues = inbox_core::queue::sqs::SqsQueues::new(
         p.sqs.clone(),
         p.retry_url.clone(),
         p.quarantine_url.clone(),
     );
-    let reaper = shared::reaper::Reaper::new(store, queues, clock.clone(), 100);
+    let reaper = inbox_core::reaper::Reaper::new(store, queues, clock.clone(), 100);
     assert_eq!(reaper.run().await.unwrap().due, 0);
     // (The clock was pinned before the ingest, which used the wall clock: give it a minute of slack.)
-    clock.advance_millis(shared::store::schema::PENDING_GRACE_MS + 60_000);
+    clock.advance_millis(inbox_core::store::schema::PENDING_GRACE_MS + 60_000);
     assert_eq!(
         reaper.run().await.unwrap().by_status.get("pending"),
         Some(&1)
@@ -396,13 +402,15 @@ async fn unknown_event_type_is_ignored_listed_and_replayable() {
     assert_eq!(m.status, Status::Ignored);
     assert!(m.expires_at.is_some());
 
-    let store =
-        shared::store::dynamo::DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
-    let filter = shared::store::ListFilter {
+    let store = inbox_core::store::dynamo::DynamoInbox::new(
+        p.harness.client.clone(),
+        p.harness.table.clone(),
+    );
+    let filter = inbox_core::store::ListFilter {
         status: Some(Status::Ignored),
         ..Default::default()
     };
-    let listed = shared::store::MessageStore::list(&store, &filter, 10)
+    let listed = inbox_core::store::MessageStore::list(&store, &filter, 10)
         .await
         .unwrap();
     assert_eq!(
@@ -421,7 +429,7 @@ async fn unknown_event_type_is_ignored_listed_and_replayable() {
             SystemClock,
         )
         .await;
-    let outcome = shared::ops::replay(
+    let outcome = inbox_core::ops::replay(
         &store,
         upgraded.queues(),
         &SystemClock,
@@ -431,7 +439,7 @@ async fn unknown_event_type_is_ignored_listed_and_replayable() {
     )
     .await
     .unwrap();
-    assert_eq!(outcome, shared::ops::ReplayOutcome::Replayed);
+    assert_eq!(outcome, inbox_core::ops::ReplayOutcome::Replayed);
     assert_eq!(
         p.message("evt_unknown").await.expires_at,
         None,
@@ -451,20 +459,20 @@ async fn store_unavailable_during_processing_is_a_batch_item_failure_and_nothing
     let batch = p.read_stream().await;
     let first_sequence = batch.records[0].change.sequence_number.clone();
 
-    let sdk = tests::sdk_config_for("http://127.0.0.1:9").await;
-    let down = shared::process::Processor::new(
-        shared::store::dynamo::DynamoInbox::new(
-            shared::store::dynamo::client_for_hot_path(&sdk),
+    let sdk = integration_tests::sdk_config_for("http://127.0.0.1:9").await;
+    let down = inbox_core::process::Processor::new(
+        inbox_core::store::dynamo::DynamoInbox::new(
+            inbox_core::store::dynamo::client_for_hot_path(&sdk),
             p.harness.table.clone(),
         ),
-        shared::queue::sqs::SqsQueues::new(
+        inbox_core::queue::sqs::SqsQueues::new(
             p.sqs.clone(),
             p.retry_url.clone(),
             p.quarantine_url.clone(),
         ),
         SystemClock,
         Pipeline::registry(handler.clone()),
-        shared::process::ProcessorConfig::default(),
+        inbox_core::process::ProcessorConfig::default(),
     );
     let (response, summary) = down.handle_stream_batch(batch.clone()).await;
     assert_eq!(
@@ -505,7 +513,7 @@ async fn the_process_function_dispatches_real_lambda_payloads() {
     let mut payload = serde_json::to_value(&batch).unwrap();
     payload["Records"][0]["eventSource"] = json!("aws:dynamodb");
     let ctx = lambda_runtime::Context::default();
-    let out = process::handle(
+    let out = process_function::handle(
         &processor,
         lambda_runtime::LambdaEvent::new(payload, ctx.clone()),
     )
@@ -513,7 +521,7 @@ async fn the_process_function_dispatches_real_lambda_payloads() {
     .unwrap();
     assert_eq!(out, json!({"batchItemFailures": []}));
     assert_eq!(p.message("evt_fn").await.status, Status::Ignored);
-    let bad = process::handle(
+    let bad = process_function::handle(
         &processor,
         lambda_runtime::LambdaEvent::new(json!({"Records": [{"eventSource": "aws:s3"}]}), ctx),
     )

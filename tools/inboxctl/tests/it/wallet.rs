@@ -5,17 +5,17 @@
 //! tampered with. Run with `make test`, which starts moto and sets `AWS_ENDPOINT_URL`.
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use inbox_core::clock::SystemClock;
+use inbox_core::domain::{EventId, MessageKey, SourceName, Status};
+use inbox_core::process::registry::Registry;
+use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::MessageStore as _;
+use integration_tests::api_event;
+use integration_tests::pipeline::Pipeline;
 use serde_json::{json, Value};
-use shared::clock::SystemClock;
-use shared::domain::{EventId, MessageKey, SourceName, Status};
-use shared::ledger::{wallet_pk, WalletHandler, WalletSources, WALLET_SK};
-use shared::process::registry::Registry;
-use shared::store::dynamo::DynamoInbox;
-use shared::store::MessageStore as _;
 use std::collections::BTreeSet;
 use std::process::Command;
-use tests::api_event;
-use tests::pipeline::Pipeline;
+use wallet_ledger::{wallet_pk, WalletHandler, WalletSources, WALLET_SK};
 
 /// What one run of the binary did.
 #[derive(Debug)]
@@ -59,7 +59,7 @@ impl Run {
 /// Runs the binary against `table` in the emulator.
 fn inboxctl(table: &str, args: &[&str]) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_inboxctl"))
-        .env("AWS_ENDPOINT_URL", tests::endpoint())
+        .env("AWS_ENDPOINT_URL", integration_tests::endpoint())
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
@@ -67,7 +67,7 @@ fn inboxctl(table: &str, args: &[&str]) -> Run {
         .env_remove("INBOXCTL_JSON")
         .env_remove("RETRY_QUEUE_URL")
         .env_remove("QUARANTINE_QUEUE_URL")
-        .current_dir(tests::root())
+        .current_dir(integration_tests::root())
         .args(args)
         .output()
         .expect("run inboxctl");
@@ -87,7 +87,7 @@ fn key(source: &str, id: &str) -> MessageKey {
 
 /// Ingests a Stripe event (signed now with the local secret) through the real ingest handler.
 async fn ingest_stripe(p: &Pipeline, id: &str, kind: &str) -> MessageKey {
-    let body = tests::stripe_event(id, kind, 0);
+    let body = integration_tests::stripe_event(id, kind, 0);
     let headers = p.harness.sign("stripe", body.as_bytes(), id);
     let reply = p
         .harness

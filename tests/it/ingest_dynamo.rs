@@ -1,10 +1,10 @@
 //! The ingest path against the emulator: the real SDK code, a table created from template.yaml.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use shared::domain::BodyDigest;
+use inbox_core::domain::BodyDigest;
+use integration_tests::{api_event, stripe_event, Harness};
 use std::collections::HashMap;
 use std::sync::Arc;
-use tests::{api_event, stripe_event, Harness};
 
 fn s<'a>(item: &'a HashMap<String, AttributeValue>, k: &str) -> &'a str {
     item.get(k)
@@ -66,7 +66,7 @@ async fn new_event_is_accepted_and_stored_as_exactly_one_complete_item() {
     );
     assert_eq!(
         n(item, "open_due"),
-        n(item, "received_at") + shared::store::schema::PENDING_GRACE_MS,
+        n(item, "received_at") + inbox_core::store::schema::PENDING_GRACE_MS,
         "due for the reaper only if the stream has not delivered it by then"
     );
     assert_eq!(n(item, "version"), 0);
@@ -104,7 +104,7 @@ async fn new_messages_appear_in_the_open_index() {
         .client
         .query()
         .table_name(&h.table)
-        .index_name(shared::store::schema::OPEN_INDEX)
+        .index_name(inbox_core::store::schema::OPEN_INDEX)
         .key_condition_expression("open_shard = :s AND open_due <= :now")
         .expression_attribute_values(":s", AttributeValue::S(shard))
         .expression_attribute_values(":now", AttributeValue::N(i64::MAX.to_string()))
@@ -234,15 +234,15 @@ async fn two_hundred_concurrent_deliveries_of_twenty_ids() {
 async fn unreachable_store_is_503_and_nothing_is_accepted() {
     let h = Harness::new().await;
     // Same service shape, pointed at a port where nothing listens.
-    let sdk = tests::sdk_config_for("http://127.0.0.1:9").await;
-    let down = shared::ingest::Ingestor::new(
-        tests::local_sources(),
-        shared::store::dynamo::DynamoInbox::new(
-            shared::store::dynamo::client_for_hot_path(&sdk),
+    let sdk = integration_tests::sdk_config_for("http://127.0.0.1:9").await;
+    let down = inbox_core::ingest::Ingestor::new(
+        integration_tests::local_sources(),
+        inbox_core::store::dynamo::DynamoInbox::new(
+            inbox_core::store::dynamo::client_for_hot_path(&sdk),
             h.table.clone(),
         ),
-        shared::clock::SystemClock,
-        shared::config::DEFAULT_MAX_BODY_BYTES,
+        inbox_core::clock::SystemClock,
+        inbox_core::config::DEFAULT_MAX_BODY_BYTES,
         30,
     );
     let body = stripe_event("evt_down", "invoice.paid", 500);
@@ -253,7 +253,7 @@ async fn unreachable_store_is_503_and_nothing_is_accepted() {
         Some(&body),
         false,
     );
-    let reply = tests::Reply::from(ingest::respond(&down, &event).await);
+    let reply = integration_tests::Reply::from(ingest_function::respond(&down, &event).await);
     assert_eq!(reply.status, 503);
     assert_eq!(reply.code(), "store_unavailable");
     assert_eq!(
@@ -279,15 +279,15 @@ async fn unreachable_store_is_503_and_nothing_is_accepted() {
 #[tokio::test]
 async fn missing_table_is_503_not_a_silent_success() {
     let h = Harness::new().await;
-    let sdk = tests::sdk_config().await;
-    let wrong = shared::ingest::Ingestor::new(
-        tests::local_sources(),
-        shared::store::dynamo::DynamoInbox::new(
-            shared::store::dynamo::client_for_hot_path(&sdk),
+    let sdk = integration_tests::sdk_config().await;
+    let wrong = inbox_core::ingest::Ingestor::new(
+        integration_tests::local_sources(),
+        inbox_core::store::dynamo::DynamoInbox::new(
+            inbox_core::store::dynamo::client_for_hot_path(&sdk),
             "no-such-table",
         ),
-        shared::clock::SystemClock,
-        shared::config::DEFAULT_MAX_BODY_BYTES,
+        inbox_core::clock::SystemClock,
+        inbox_core::config::DEFAULT_MAX_BODY_BYTES,
         30,
     );
     let body = stripe_event("evt_notable", "invoice.paid", 500);
@@ -298,7 +298,7 @@ async fn missing_table_is_503_not_a_silent_success() {
         Some(&body),
         false,
     );
-    let reply = tests::Reply::from(ingest::respond(&wrong, &event).await);
+    let reply = integration_tests::Reply::from(ingest_function::respond(&wrong, &event).await);
     assert_eq!((reply.status, reply.code()), (503, "store_unavailable"));
 }
 
@@ -348,7 +348,7 @@ async fn every_local_source_accepts_its_own_signature() {
 
 #[test]
 fn the_template_table_matches_the_code_schema() {
-    let def = tests::table_definition();
+    let def = integration_tests::table_definition();
     let keys: Vec<_> = def["KeySchema"]
         .as_array()
         .unwrap()
@@ -357,15 +357,15 @@ fn the_template_table_matches_the_code_schema() {
         .collect();
     assert_eq!(
         keys,
-        vec![shared::store::schema::PK, shared::store::schema::SK]
+        vec![inbox_core::store::schema::PK, inbox_core::store::schema::SK]
     );
     assert_eq!(
         def["TimeToLiveAttribute"],
-        shared::store::schema::EXPIRES_AT
+        inbox_core::store::schema::EXPIRES_AT
     );
     assert_eq!(def["StreamSpecification"]["StreamViewType"], "NEW_IMAGE");
     let index = &def["GlobalSecondaryIndexes"][0];
-    assert_eq!(index["IndexName"], shared::store::schema::OPEN_INDEX);
+    assert_eq!(index["IndexName"], inbox_core::store::schema::OPEN_INDEX);
     let index_keys: Vec<_> = index["KeySchema"]
         .as_array()
         .unwrap()
@@ -375,15 +375,15 @@ fn the_template_table_matches_the_code_schema() {
     assert_eq!(
         index_keys,
         vec![
-            shared::store::schema::OPEN_SHARD,
-            shared::store::schema::OPEN_DUE
+            inbox_core::store::schema::OPEN_SHARD,
+            inbox_core::store::schema::OPEN_DUE
         ]
     );
 }
 
 #[tokio::test]
 async fn secrets_come_from_secrets_manager_in_the_cloud() {
-    let sdk = tests::sdk_config().await;
+    let sdk = integration_tests::sdk_config().await;
     let client = aws_sdk_secretsmanager::Client::new(&sdk);
     let name = format!("webhook-secrets-{}", uuid::Uuid::new_v4().simple());
     let created = client
@@ -393,16 +393,16 @@ async fn secrets_come_from_secrets_manager_in_the_cloud() {
         .send()
         .await
         .unwrap();
-    let json = shared::config::fetch_secret(&sdk, created.arn().unwrap())
+    let json = inbox_core::config::fetch_secret(&sdk, created.arn().unwrap())
         .await
         .unwrap();
-    let secrets = shared::config::parse_secrets(&json, "WEBHOOK_SECRETS_ARN").unwrap();
+    let secrets = inbox_core::config::parse_secrets(&json, "WEBHOOK_SECRETS_ARN").unwrap();
     assert_eq!(
         secrets["stripe"],
         vec!["whsec_from_secrets_manager".to_string()]
     );
 
-    let missing = shared::config::fetch_secret(
+    let missing = inbox_core::config::fetch_secret(
         &sdk,
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:nope",
     )

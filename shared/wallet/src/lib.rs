@@ -27,10 +27,10 @@ pub mod parse;
 pub mod reconcile;
 pub mod rules;
 
-use crate::message::StoredMessage;
-use crate::process::registry::{Handler, HandlerFuture, HandlerOutcome};
-use crate::store::{Effect, Item, ItemStore};
 use aws_sdk_dynamodb::types::AttributeValue;
+use inbox_core::message::StoredMessage;
+use inbox_core::process::registry::{Handler, HandlerFuture, HandlerOutcome};
+use inbox_core::store::{Effect, Item, ItemStore};
 use parse::{EmailNotice, PaymentNotice};
 use rules::{EmailState, Movement, PaymentState, WalletView};
 use serde::Serialize;
@@ -413,8 +413,8 @@ impl<S: ItemStore> WalletHandler<S> {
     /// Routes this handler for its events into `registry`.
     pub fn register(
         self,
-        registry: crate::process::registry::Registry,
-    ) -> crate::process::registry::Registry
+        registry: inbox_core::process::registry::Registry,
+    ) -> inbox_core::process::registry::Registry
     where
         S: 'static,
     {

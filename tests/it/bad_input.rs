@@ -3,9 +3,9 @@
 //! DynamoDB adapter against the emulator.
 
 use base64::Engine;
-use shared::signature::{SchemeConfig, Verifier};
+use inbox_core::signature::{SchemeConfig, Verifier};
+use integration_tests::{api_event, stripe_event, Harness};
 use std::time::Duration;
-use tests::{api_event, stripe_event, Harness};
 
 struct Case {
     name: &'static str,
@@ -83,7 +83,7 @@ async fn bad_input_is_refused_clearly_and_never_stored() {
     // with a fixed clock; here a slow run must not drift a "future" case back into tolerance.
     // Timestamps outside tolerance are off by 600 s (tolerance 300 s): the exact boundary is unit-tested
     // with a fixed clock; here a slow run must not drift a "future" case back into tolerance.
-    let now = shared::clock::Clock::now_secs(&shared::clock::SystemClock);
+    let now = inbox_core::clock::Clock::now_secs(&inbox_core::clock::SystemClock);
     let body = stripe_event("evt_bad", "invoice.paid", 700);
     let ok = hs.sign("stripe", body.as_bytes(), "");
     let sig = value(&ok, "stripe-signature").to_owned();
@@ -647,7 +647,7 @@ async fn bad_input_is_refused_clearly_and_never_stored() {
             other_secret(
                 SchemeConfig::HmacSha256 {
                     header: "X-Signature".into(),
-                    encoding: shared::signature::Encoding::Hex,
+                    encoding: inbox_core::signature::Encoding::Hex,
                     prefix: Some("sha256=".into()),
                 },
                 "wrong",

@@ -6,21 +6,21 @@
 //! starts moto and sets `AWS_ENDPOINT_URL`.
 
 use aws_sdk_sqs::types::QueueAttributeName;
+use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName, Status};
+use inbox_core::message::{HistoryEntry, QuarantineNotice, RetryRequest};
+use inbox_core::process::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
+use inbox_core::process::{Outcome, Processor, ProcessorConfig};
+use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::{Applied, Delivery, Inbox as _, MessageStore as _, NewMessage, Transition};
+use integration_tests::{api_event, Harness};
 use serde_json::{json, Value};
-use shared::clock::{Clock as _, SystemClock};
-use shared::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName, Status};
-use shared::message::{HistoryEntry, QuarantineNotice, RetryRequest};
-use shared::process::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
-use shared::process::{Outcome, Processor, ProcessorConfig};
-use shared::queue::sqs::SqsQueues;
-use shared::store::dynamo::DynamoInbox;
-use shared::store::{Applied, Delivery, Inbox as _, MessageStore as _, NewMessage, Transition};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
 use std::process::Command;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
-use tests::{api_event, Harness};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -75,7 +75,7 @@ async fn create_queue(sqs: &aws_sdk_sqs::Client, kind: &str) -> String {
 impl Env {
     async fn new() -> Self {
         let h = Harness::new().await;
-        let sqs = aws_sdk_sqs::Client::new(&tests::sdk_config().await);
+        let sqs = aws_sdk_sqs::Client::new(&integration_tests::sdk_config().await);
         let retry_url = create_queue(&sqs, "retry").await;
         let quarantine_url = create_queue(&sqs, "quarantine").await;
         let store = DynamoInbox::new(h.client.clone(), h.table.clone());
@@ -92,7 +92,7 @@ impl Env {
     /// environment variables the Lambda functions use).
     fn command(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_inboxctl"));
-        c.env("AWS_ENDPOINT_URL", tests::endpoint())
+        c.env("AWS_ENDPOINT_URL", integration_tests::endpoint())
             .env("AWS_REGION", "us-east-1")
             .env("AWS_ACCESS_KEY_ID", "testing")
             .env("AWS_SECRET_ACCESS_KEY", "testing")
@@ -102,7 +102,7 @@ impl Env {
             .env_remove("INBOXCTL_JSON")
             .env_remove("WEBHOOK_SOURCES")
             .env_remove("WEBHOOK_SECRETS")
-            .current_dir(tests::root());
+            .current_dir(integration_tests::root());
         c
     }
 
@@ -112,7 +112,7 @@ impl Env {
 
     /// Ingests a Stripe event through the real ingest handler (answers 200).
     async fn ingest_stripe(&self, id: &str, kind: &str) -> MessageKey {
-        let body = tests::stripe_event(id, kind, 0);
+        let body = integration_tests::stripe_event(id, kind, 0);
         let headers = self.h.sign("stripe", body.as_bytes(), id);
         let reply = self
             .h
@@ -225,7 +225,7 @@ impl Env {
     /// moves it to `status` unless that is pending.
     async fn put_at(&self, id: &str, received_at_ms: i64, status: Status) -> MessageKey {
         let k = key("stripe", id);
-        let body = tests::stripe_event(id, "invoice.paid", 0).into_bytes();
+        let body = integration_tests::stripe_event(id, "invoice.paid", 0).into_bytes();
         let msg = NewMessage {
             key: k.clone(),
             event_type: Some(EventType::parse("invoice.paid").expect("type")),
@@ -286,7 +286,7 @@ impl Handler for Reject {
         "reject"
     }
 
-    fn handle<'a>(&'a self, _message: &'a shared::message::StoredMessage) -> HandlerFuture<'a> {
+    fn handle<'a>(&'a self, _message: &'a inbox_core::message::StoredMessage) -> HandlerFuture<'a> {
         Box::pin(async { HandlerOutcome::Permanent("card declined".into()) })
     }
 }
@@ -314,7 +314,7 @@ async fn list_show_and_stats() {
     let ka = env.ingest_stripe(&a, "customer.created").await;
     env.ingest_stripe(&b, "invoice.paid").await;
     // A repeated delivery of b, journaled beside it.
-    let body_b = tests::stripe_event(&b, "invoice.paid", 0);
+    let body_b = integration_tests::stripe_event(&b, "invoice.paid", 0);
     let headers_b = env.h.sign("stripe", body_b.as_bytes(), &b);
     let dup = env
         .h
@@ -578,12 +578,12 @@ async fn replay_from_the_quarantine_queue() {
         .collect();
     assert_eq!(notices.len(), 2);
     // q2 was replayed by someone else meanwhile: its notice is stale (nothing left to do).
-    let mem = shared::queue::memory::MemoryQueues::default();
+    let mem = inbox_core::queue::memory::MemoryQueues::default();
     assert_eq!(
-        shared::ops::replay(&env.store, &mem, &SystemClock, &k2, "someone", false)
+        inbox_core::ops::replay(&env.store, &mem, &SystemClock, &k2, "someone", false)
             .await
             .expect("replay"),
-        shared::ops::ReplayOutcome::Replayed
+        inbox_core::ops::ReplayOutcome::Replayed
     );
     // A retry request naming a message that is not in this table, and a stream on-failure record.
     let ghost = RetryRequest::from(&key("stripe", "evt_not_here"));
@@ -890,7 +890,7 @@ fn received(
 async fn send_signs_like_the_provider() {
     let env = Env::new().await;
     let (base, rx) = http_server();
-    let root = tests::root();
+    let root = integration_tests::root();
     let sources = root.join("local/sources.json");
     let secrets = root.join("local/secrets.json");
     let (sources, secrets) = (

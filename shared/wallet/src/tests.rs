@@ -3,13 +3,13 @@
 
 use super::reconcile::reconcile;
 use super::*;
-use crate::clock::ManualClock;
-use crate::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName};
-use crate::process::registry::Registry;
-use crate::process::{Outcome, Processor, ProcessorConfig};
-use crate::queue::memory::MemoryQueues;
-use crate::store::memory::MemoryStore;
-use crate::store::{Inbox, NewMessage, PutOutcome};
+use inbox_core::clock::ManualClock;
+use inbox_core::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName};
+use inbox_core::process::registry::Registry;
+use inbox_core::process::{Outcome, Processor, ProcessorConfig};
+use inbox_core::queue::memory::MemoryQueues;
+use inbox_core::store::memory::MemoryStore;
+use inbox_core::store::{Inbox, NewMessage, PutOutcome};
 use proptest::prelude::*;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
@@ -250,10 +250,10 @@ async fn unknown_tenant_fails_permanently_and_replays_once_the_wallet_exists() {
         .contains("no wallet for tenant \"acme\""));
     let w = w.wallet("acme", 0, None);
     let clock = ManualClock::at_millis(T0);
-    let replayed = crate::ops::replay(&*w.store, w.p.queues(), &clock, &key, "ops", false)
+    let replayed = inbox_core::ops::replay(&*w.store, w.p.queues(), &clock, &key, "ops", false)
         .await
         .unwrap();
-    assert_eq!(replayed, crate::ops::ReplayOutcome::Replayed);
+    assert_eq!(replayed, inbox_core::ops::ReplayOutcome::Replayed);
     assert_eq!(w.p.process_key(&key).await.unwrap(), Outcome::Processed);
     assert_eq!(w.balance("acme").held, PRICE);
 }

@@ -1,0 +1,10 @@
+//! The CLI's integration tests, one binary: `inboxctl` run as a user runs it, against the
+//! emulator `make test` starts.
+//!
+//! - [`cli`]: list, show, replay, purge, stats, send.
+//! - [`wallet`]: the wallet commands.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers of tests: a failed setup is a failed test
+
+mod cli;
+mod wallet;
