@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Start/stop the local AWS emulator (moto in server mode: DynamoDB, Streams, SQS, Secrets Manager).
+# Start/stop the local AWS emulator (moto in server mode: DynamoDB, Streams, SQS, Secrets Manager),
+# through scripts/moto_server.py, which runs every DynamoDB and Streams request alone (moto's own
+# DynamoDB is not serializable under concurrency; MOTO_SERIALIZE=0 starts plain moto).
 #
 #   scripts/moto.sh start [PORT]    start moto_server on 127.0.0.1:PORT (default 5000), wait until ready
 #   scripts/moto.sh stop  [PORT]    stop the instance started by `start` on that PORT
 #   scripts/moto.sh status [PORT]   exit 0 if our instance on PORT is running and answering
 #
 # State lives in .local/: moto-PORT.pid (process id, also its process-group id) and moto-PORT.log.
-# Uses .venv/bin/moto_server (override with MOTO_SERVER=/path/to/moto_server).
+# Uses the venv's python (override with MOTO_PYTHON=/path/to/python).
 # Readiness: polls http://127.0.0.1:PORT/moto-api/ until it answers (deadline MOTO_START_TIMEOUT, default 20 s).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STATE_DIR="$ROOT/.local"
-MOTO_SERVER="${MOTO_SERVER:-$ROOT/.venv/bin/moto_server}"
+MOTO_PYTHON="${MOTO_PYTHON:-$ROOT/.venv/bin/python}"
+LAUNCHER="$ROOT/scripts/moto_server.py"
 START_TIMEOUT="${MOTO_START_TIMEOUT:-20}"
 
 usage() {
@@ -60,13 +63,13 @@ start() {
         echo "moto.sh: something else already listens on 127.0.0.1:$port; pick another port (scripts/moto.sh start PORT)" >&2
         exit 1
     fi
-    if [[ ! -x "$MOTO_SERVER" ]]; then
-        echo "moto.sh: $MOTO_SERVER not found; run 'make venv' first" >&2
+    if ! "$MOTO_PYTHON" -c 'import moto.server' 2>/dev/null; then
+        echo "moto.sh: moto is not installed for $MOTO_PYTHON; run 'make venv' first" >&2
         exit 1
     fi
 
     # setsid: own session and process group (pgid == pid) so `stop` can kill the whole group.
-    setsid "$MOTO_SERVER" -H 127.0.0.1 -p "$port" >"$logfile" 2>&1 </dev/null &
+    setsid "$MOTO_PYTHON" "$LAUNCHER" -H 127.0.0.1 -p "$port" >"$logfile" 2>&1 </dev/null &
     local pid=$!
     echo "$pid" >"$pidfile"
 
