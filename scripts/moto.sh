@@ -8,7 +8,8 @@
 #   scripts/moto.sh status [PORT]   exit 0 if our instance on PORT is running and answering
 #
 # State lives in .local/: moto-PORT.pid (process id, also its process-group id) and moto-PORT.log.
-# Uses the venv's python (override with MOTO_PYTHON=/path/to/python).
+# Uses the venv's python (override with MOTO_PYTHON=/path/to/python). MOTO_STATE_FILE=PATH makes
+# the emulator durable across restarts (a write-ahead log; see scripts/moto_server.py).
 # Readiness: polls http://127.0.0.1:PORT/moto-api/ until it answers (deadline MOTO_START_TIMEOUT, default 20 s).
 set -euo pipefail
 
@@ -69,7 +70,9 @@ start() {
     fi
 
     # setsid: own session and process group (pgid == pid) so `stop` can kill the whole group.
-    setsid "$MOTO_PYTHON" "$LAUNCHER" -H 127.0.0.1 -p "$port" >"$logfile" 2>&1 </dev/null &
+    local durable=()
+    [[ -n "${MOTO_STATE_FILE:-}" ]] && durable=(--state-file "$MOTO_STATE_FILE")
+    setsid "$MOTO_PYTHON" "$LAUNCHER" -H 127.0.0.1 -p "$port" "${durable[@]}" >"$logfile" 2>&1 </dev/null &
     local pid=$!
     echo "$pid" >"$pidfile"
 

@@ -9,7 +9,19 @@ never does. This launcher runs every DynamoDB and DynamoDB Streams request alone
 taken for requests whose `X-Amz-Target` starts with `DynamoDB`); SQS, Secrets Manager and the
 rest stay concurrent, so an SQS long poll never holds DynamoDB up.
 
-    python scripts/moto_server.py [-H HOST] [-p PORT] [--no-serialize]
+With `--state-file PATH` it is also durable, as DynamoDB and SQS are: every request that changed
+state and succeeded is appended to PATH (a write-ahead log, flushed before the answer is sent)
+and replayed in order when the emulator starts, so an emulator killed and restarted (a fault test,
+a crashed `make dev`) comes back with every item, stream record and queued message it had
+acknowledged. Replay is exact where it matters: DynamoDB requests are serialized, so their order in
+the log is their commit order; stream shard ids and sequence numbers are deterministic and the
+stream's label is restored, so a consumer's checkpoint stays valid (its shard iterators do not:
+it asks for new ones, as Lambda does after a restart); SQS message ids are restored and deletes
+are logged by message id. Not restored: in-flight receives (every undeleted message is visible
+again, as after its visibility timeout) and moves to a dead-letter queue (the message is back in
+its queue with a fresh receive count). `POST /moto-api/reset` empties the log.
+
+    python scripts/moto_server.py [-H HOST] [-p PORT] [--state-file PATH] [--no-serialize]
 
 `--no-serialize` (or MOTO_SERIALIZE=0) runs plain moto, to show what the lock prevents.
 """
@@ -17,11 +29,16 @@ rest stay concurrent, so an SQS long poll never holds DynamoDB up.
 from __future__ import annotations
 
 import argparse
+import base64
+import io
+import json
 import os
+import re
 import signal
 import sys
 import threading
 from typing import Any, Callable, Iterable
+from urllib.parse import parse_qs
 
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -29,6 +46,14 @@ from moto.moto_server.werkzeug_app import (
     create_backend_app,
 )
 from werkzeug.serving import run_simple
+from werkzeug.test import EnvironBuilder
+
+App = Callable[..., Iterable[bytes]]
+
+# Actions that only read (never logged). Everything else that succeeds is logged.
+READ_PREFIXES = ("Get", "List", "Describe", "Query", "Scan", "BatchGet", "TransactGet", "Receive")
+CREDENTIAL_REGION = re.compile(r"Credential=[^/]+/[^/]+/([^/]+)/")
+DEFAULT_ACCOUNT = "123456789012"
 
 
 class SerializedDynamoDB:
@@ -53,10 +78,195 @@ class SerializedDynamoDB:
         return [body]
 
 
+def call(app: App, environ: dict[str, Any]) -> tuple[int, bytes]:
+    """Runs a WSGI request to the end: (status code, whole body)."""
+    status: list[int] = [500]
+
+    def start_response(s: str, headers: Any, exc_info: Any = None) -> Callable[[bytes], None]:
+        status[0] = int(s.split(" ", 1)[0])
+        return lambda _data: None
+
+    result = app(environ, start_response)
+    try:
+        body = b"".join(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    return status[0], body
+
+
+def action_of(environ: dict[str, Any], body: bytes) -> tuple[str, str]:
+    """(service prefix, action) of a request: `X-Amz-Target` (JSON protocols) or `Action=` (query)."""
+    target = environ.get("HTTP_X_AMZ_TARGET", "")
+    if "." in target:
+        service, action = target.split(".", 1)
+        return service, action
+    if body[:7] == b"Action=" or b"&Action=" in body:
+        action = parse_qs(body.decode("utf-8", "replace")).get("Action", [""])[0]
+        return "query", action
+    return "", environ.get("PATH_INFO", "")
+
+
+def region_of(environ: dict[str, Any]) -> str:
+    m = CREDENTIAL_REGION.search(environ.get("HTTP_AUTHORIZATION", ""))
+    return m.group(1) if m else "us-east-1"
+
+
+def sqs_queue(environ: dict[str, Any], queue_url: str) -> Any:
+    from moto.backends import get_backend
+
+    account, name = queue_url.rstrip("/").split("/")[-2:]
+    return get_backend("sqs")[account][region_of(environ)].queues.get(name)
+
+
+class Durable:
+    """WSGI middleware: appends every state-changing request that succeeded to a log, and replays
+    the log at start (see the module docs)."""
+
+    def __init__(self, app: App, path: str) -> None:
+        self.app = app
+        self.path = path
+        self.lock = threading.Lock()
+        self.replay()
+        self.log = open(path, "a", encoding="utf-8")
+
+    # ---------------------------------------------------------------- recording
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        service, action = action_of(environ, body)
+        deleted = self.sqs_deletes(environ, action, body)
+        status, out, headers = self.run(environ)
+        start_response(status, headers)
+        code = int(status.split(" ", 1)[0])
+        if 200 <= code < 300:
+            if environ.get("PATH_INFO", "").startswith("/moto-api/reset"):
+                with self.lock:
+                    self.log.truncate(0)
+                    self.log.seek(0)
+            elif deleted is not None:
+                self.append({"sqs_delete": deleted, "region": region_of(environ)})
+            elif service and not action.startswith(READ_PREFIXES) and not service.startswith("DynamoDBStreams"):
+                self.append(self.entry(environ, body, action, out))
+        return [out]
+
+    def run(self, environ: dict[str, Any]) -> tuple[str, bytes, list[Any]]:
+        captured: list[Any] = ["500 INTERNAL SERVER ERROR", []]
+
+        def start_response(s: str, headers: Any, exc_info: Any = None) -> Callable[[bytes], None]:
+            captured[0], captured[1] = s, headers
+            return lambda _data: None
+
+        result = self.app(environ, start_response)
+        try:
+            out = b"".join(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        return captured[0], out, captured[1]
+
+    def entry(self, environ: dict[str, Any], body: bytes, action: str, out: bytes) -> dict[str, Any]:
+        headers = {k[5:].replace("_", "-").title(): v for k, v in environ.items() if k.startswith("HTTP_")}
+        if environ.get("CONTENT_TYPE"):
+            headers["Content-Type"] = environ["CONTENT_TYPE"]
+        e: dict[str, Any] = {
+            "method": environ["REQUEST_METHOD"],
+            "path": environ.get("PATH_INFO", "/"),
+            "query": environ.get("QUERY_STRING", ""),
+            "headers": headers,
+            "body": base64.b64encode(body).decode("ascii"),
+            "action": action,
+        }
+        try:
+            answer = json.loads(out) if out[:1] == b"{" else {}
+        except ValueError:
+            answer = {}
+        if action == "SendMessage" and "MessageId" in answer:
+            e["message_ids"] = [answer["MessageId"]]
+        elif action == "SendMessageBatch":
+            e["message_ids"] = [s.get("MessageId") for s in answer.get("Successful", [])]
+        elif action in ("CreateTable", "UpdateTable"):
+            e["stream_label"] = answer.get("TableDescription", {}).get("LatestStreamLabel")
+        return e
+
+    def append(self, entry: dict[str, Any]) -> None:
+        with self.lock:
+            self.log.write(json.dumps(entry) + "\n")
+            self.log.flush()  # in the OS before the answer leaves: survives a killed process
+
+    def sqs_deletes(self, environ: dict[str, Any], action: str, body: bytes) -> dict[str, Any] | None:
+        """For a DeleteMessage(Batch), the ids of the messages its receipt handles name (read
+        before the delete runs): receipt handles do not survive a replay, message ids do."""
+        if action not in ("DeleteMessage", "DeleteMessageBatch"):
+            return None
+        try:
+            req = json.loads(body)
+            handles = [req["ReceiptHandle"]] if action == "DeleteMessage" else [x["ReceiptHandle"] for x in req["Entries"]]
+            queue = sqs_queue(environ, req["QueueUrl"])
+            ids = [m.id for m in list(queue._messages) if any(m.had_receipt_handle(h) for h in handles)]
+            return {"queue_url": req["QueueUrl"], "ids": ids}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    # ---------------------------------------------------------------- replay
+
+    def replay(self) -> None:
+        if not os.path.exists(self.path):
+            return
+        count = 0
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    break  # a torn last line: the request it logged was never answered
+                self.replay_one(e)
+                count += 1
+        print(f"replayed {count} logged requests from {self.path}", flush=True)
+
+    def replay_one(self, e: dict[str, Any]) -> None:
+        if "sqs_delete" in e:
+            d = e["sqs_delete"]
+            environ = {"HTTP_AUTHORIZATION": f"Credential=x/x/{e.get('region', 'us-east-1')}/sqs/aws4_request"}
+            queue = sqs_queue(environ, d["queue_url"])
+            if queue is not None:
+                queue._messages = [m for m in queue._messages if m.id not in set(d["ids"])]
+            return
+        environ = EnvironBuilder(
+            method=e["method"], path=e["path"], query_string=e["query"],
+            headers=e["headers"], data=base64.b64decode(e["body"]),
+        ).get_environ()
+        _, out = call(self.app, environ)
+        try:
+            answer = json.loads(out) if out[:1] == b"{" else {}
+        except ValueError:
+            answer = {}
+        if e.get("message_ids"):
+            req = json.loads(base64.b64decode(e["body"]))
+            queue = sqs_queue(environ, req["QueueUrl"])
+            new = [answer.get("MessageId")] if e["action"] == "SendMessage" else [s.get("MessageId") for s in answer.get("Successful", [])]
+            renamed = dict(zip(new, e["message_ids"]))
+            for m in queue._messages if queue is not None else []:
+                if m.id in renamed:
+                    m.id = renamed[m.id]
+        if e.get("stream_label"):
+            from moto.backends import get_backend
+
+            name = json.loads(base64.b64decode(e["body"])).get("TableName")
+            table = get_backend("dynamodb")[DEFAULT_ACCOUNT][region_of(environ)].tables.get(name)
+            if table is not None:
+                table.latest_stream_label = e["stream_label"]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-H", "--host", default="127.0.0.1")
     parser.add_argument("-p", "--port", type=int, default=int(os.environ.get("MOTO_PORT", "5000")))
+    parser.add_argument("--state-file", help="write-ahead log: replayed at start, appended on success")
     parser.add_argument(
         "--no-serialize",
         action="store_true",
@@ -69,9 +279,14 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
 
     app: Any = DomainDispatcherApplication(create_backend_app)
+    if args.state_file:
+        # Inside the lock: DynamoDB requests are logged in the order they committed.
+        app = Durable(app, args.state_file)
     if not args.no_serialize:
         app = SerializedDynamoDB(app)
     mode = "plain (NOT serializable)" if args.no_serialize else "DynamoDB requests serialized"
+    if args.state_file:
+        mode += f", durable ({args.state_file})"
     print(f"moto on http://{args.host}:{args.port}: {mode}", flush=True)
     run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)
 
