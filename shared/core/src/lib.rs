@@ -20,6 +20,7 @@
 pub mod clock;
 pub mod config;
 pub mod domain;
+pub mod identity;
 pub mod ingest;
 pub mod message;
 pub mod ops;
@@ -28,4 +29,5 @@ pub mod process;
 pub mod queue;
 pub mod reaper;
 pub mod signature;
+pub mod sources;
 pub mod store;
