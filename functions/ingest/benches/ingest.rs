@@ -323,7 +323,7 @@ fn chunked(iters: u64, mut run: impl FnMut(usize) -> Duration) -> Duration {
 
 // --- the parts of the hot path, measured alone ------------------------------------------------
 
-/// A replica of `inbox_core::ingest::JsonObject::parse` + two top-level lookups (the code is private):
+/// A replica of `inbox_core::identity::JsonObject::parse` + two top-level lookups (the code is private):
 /// validate the whole body as JSON, then parse it again into a map of raw values.
 fn json_id_type_as_shipped(body: &[u8]) -> (String, String) {
     let value: &RawValue = serde_json::from_slice(body).expect("valid JSON");

@@ -1,3 +1,5 @@
+//! Sources from `WEBHOOK_SOURCES` and secrets: defaults, every form, errors, redaction.
+
 use super::*;
 
 const SECRETS: &str = r#"{"stripe": "whsec_abc", "mailer": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
