@@ -396,10 +396,12 @@ async fn secrets_come_from_secrets_manager_in_the_cloud() {
     let json = inbox_core::config::fetch_secret(&sdk, created.arn().unwrap())
         .await
         .unwrap();
-    let secrets = inbox_core::config::parse_secrets(&json, "WEBHOOK_SECRETS_ARN").unwrap();
+    let secrets = inbox_core::sources::parse_secrets(&json, "WEBHOOK_SECRETS_ARN").unwrap();
     assert_eq!(
         secrets["stripe"],
-        vec!["whsec_from_secrets_manager".to_string()]
+        vec![inbox_core::signature::Secret::from(
+            "whsec_from_secrets_manager"
+        )]
     );
 
     let missing = inbox_core::config::fetch_secret(

@@ -4,7 +4,7 @@
 //! - headers signed by `stripe.WebhookSignature.generate_signature_header` and by
 //!   `standardwebhooks.webhooks.Webhook.sign` are accepted by the ingest handler (and refused when
 //!   signed with another secret, or too long ago);
-//! - headers produced by our `Verifier::sign` are accepted by `stripe.Webhook.construct_event` and
+//! - headers produced by our `Scheme::sign` are accepted by `stripe.Webhook.construct_event` and
 //!   by `standardwebhooks.webhooks.Webhook.verify`.
 //!
 //! Data goes to Python as JSON on stdin (never through a shell or the script text) and comes back

@@ -30,9 +30,11 @@ use criterion::{criterion_group, Criterion, Throughput};
 use hmac::{Hmac, KeyInit, Mac};
 use http::HeaderValue;
 use inbox_core::clock::ManualClock;
-use inbox_core::config::{parse_secrets, Sources, DEFAULT_MAX_BODY_BYTES, DEFAULT_RETENTION_DAYS};
+use inbox_core::config::{DEFAULT_MAX_BODY_BYTES, DEFAULT_RETENTION_DAYS};
 use inbox_core::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName};
 use inbox_core::ingest::Ingestor;
+use inbox_core::signature::{Request, Unsigned};
+use inbox_core::sources::{parse_secrets, Sources};
 use inbox_core::store::dynamo::message_item;
 use inbox_core::store::memory::MemoryInbox;
 use inbox_core::store::NewMessage;
@@ -199,13 +201,16 @@ impl Fixture {
         let n = self.next_id.get();
         self.next_id.set(n + 1);
         let body = self.body_of(n);
-        let verifier = &self
+        let scheme = &self
             .sources
             .get("stripe")
             .expect("stripe is configured")
-            .verifier;
+            .scheme;
         let mut event = self.template.clone();
-        for (name, value) in verifier.sign(body.as_bytes(), NOW, "") {
+        let signed = scheme
+            .sign(&Unsigned::new(body.as_bytes(), NOW, ""))
+            .expect("stripe signs");
+        for (name, value) in signed.headers {
             event.headers.insert(name, value);
         }
         let length = HeaderValue::from(body.len());
@@ -318,7 +323,7 @@ fn chunked(iters: u64, mut run: impl FnMut(usize) -> Duration) -> Duration {
 
 // --- the parts of the hot path, measured alone ------------------------------------------------
 
-/// A replica of `inbox_core::ingest::JsonObject::parse` + two top-level lookups (the code is private):
+/// A replica of `inbox_core::identity::JsonObject::parse` + two top-level lookups (the code is private):
 /// validate the whole body as JSON, then parse it again into a map of raw values.
 fn json_id_type_as_shipped(body: &[u8]) -> (String, String) {
     let value: &RawValue = serde_json::from_slice(body).expect("valid JSON");
@@ -396,9 +401,9 @@ impl Sample {
 type Part = (&'static str, fn(&Fixture, &Sample));
 
 fn part_verify(fx: &Fixture, s: &Sample) {
-    let verifier = &fx.sources.get("stripe").expect("stripe").verifier;
-    let verdict = verifier.verify(&s.event.headers, black_box(s.body()), NOW);
-    assert!(verdict.is_ok());
+    let scheme = &fx.sources.get("stripe").expect("stripe").scheme;
+    let verdict = scheme.verify(Request::new(&s.event.headers, black_box(s.body()), NOW));
+    assert!(matches!(verdict.ready(), Some(Ok(()))));
 }
 
 fn part_sha256(_: &Fixture, s: &Sample) {

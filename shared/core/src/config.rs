@@ -1,15 +1,11 @@
-//! Configuration: which sources exist, how each is verified and identified, and their secrets.
+//! Configuration of the functions, read once at cold start from environment variables; an error
+//! names the variable at fault and never contains a secret.
 //!
-//! Sources come from the `WEBHOOK_SOURCES` environment variable (a JSON object, see the README);
-//! secrets from `WEBHOOK_SECRETS` (JSON: source → list of secrets) locally, or from the AWS Secrets
-//! Manager secret named by `WEBHOOK_SECRETS_ARN` in the cloud. Everything is read once at cold
-//! start; an error names the variable at fault and never contains a secret.
+//! Sources come from the `WEBHOOK_SOURCES` environment variable (a JSON object, see the README;
+//! parsed by [`crate::sources`]); secrets from `WEBHOOK_SECRETS` (JSON: source → list of secrets)
+//! locally, or from the AWS Secrets Manager secret named by `WEBHOOK_SECRETS_ARN` in the cloud.
 
-use crate::domain::SourceName;
-use crate::signature::{SchemeConfig, SecretError, Verifier};
-use serde::Deserialize;
-use std::collections::HashMap;
-use std::time::Duration;
+use crate::sources::{parse_secrets, Sources};
 
 /// Default tolerance for signed timestamps (Stripe's default).
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
@@ -47,177 +43,6 @@ pub enum ConfigError {
     Invalid { var: &'static str, reason: String },
     #[error("could not read the secrets from AWS Secrets Manager ({var}): {reason}")]
     SecretsManager { var: &'static str, reason: String },
-}
-
-/// Where a value (event id or type) is taken from.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FieldRule {
-    /// A JSON pointer into the body (`/id`); the body must then be a JSON object.
-    JsonPointer(String),
-    /// A request header (case-insensitive).
-    Header(String),
-    /// The lower-case hex SHA-256 of the raw body (for providers that give no id).
-    BodySha256,
-}
-
-/// One source as written in `WEBHOOK_SOURCES`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct SourceSpec {
-    #[serde(flatten)]
-    pub scheme: SchemeConfig,
-    /// Tolerance for signed timestamps, seconds (schemes with a timestamp only).
-    #[serde(default)]
-    pub tolerance_secs: Option<u64>,
-    /// Overrides the scheme's default event id rule.
-    #[serde(default)]
-    pub event_id: Option<FieldRule>,
-    /// Overrides the scheme's default event type rule.
-    #[serde(default)]
-    pub event_type: Option<FieldRule>,
-}
-
-/// A configured source, ready to verify and identify requests.
-#[derive(Debug, Clone)]
-pub struct Source {
-    pub name: SourceName,
-    pub verifier: Verifier,
-    pub event_id: FieldRule,
-    /// `None`: the source's events have no type.
-    pub event_type: Option<FieldRule>,
-}
-
-impl Source {
-    /// Builds a source from its spec and secrets, filling in the scheme's defaults.
-    pub fn new(
-        name: SourceName,
-        spec: SourceSpec,
-        secrets: &[String],
-    ) -> Result<Self, SecretError> {
-        let (default_id, default_type) = default_rules(&spec.scheme);
-        let tolerance = Duration::from_secs(spec.tolerance_secs.unwrap_or(DEFAULT_TOLERANCE_SECS));
-        Ok(Self {
-            verifier: Verifier::new(spec.scheme, secrets, tolerance)?,
-            name,
-            event_id: spec.event_id.unwrap_or(default_id),
-            event_type: spec.event_type.or(default_type),
-        })
-    }
-
-    /// Whether identifying this source's events needs the body parsed as a JSON object.
-    pub fn needs_json(&self) -> bool {
-        matches!(self.event_id, FieldRule::JsonPointer(_))
-            || matches!(self.event_type, Some(FieldRule::JsonPointer(_)))
-    }
-
-    /// Header names (lower case) kept with a message: those needed to re-verify it and those its
-    /// id and type come from.
-    pub fn kept_headers(&self) -> Vec<String> {
-        let mut names = self.verifier.signed_headers();
-        for rule in [Some(&self.event_id), self.event_type.as_ref()]
-            .into_iter()
-            .flatten()
-        {
-            if let FieldRule::Header(h) = rule {
-                names.push(h.to_ascii_lowercase());
-            }
-        }
-        names.push("content-type".into());
-        names.sort();
-        names.dedup();
-        names
-    }
-}
-
-/// Where each scheme's providers put the event id and type.
-fn default_rules(scheme: &SchemeConfig) -> (FieldRule, Option<FieldRule>) {
-    let ptr = |p: &str| FieldRule::JsonPointer(p.into());
-    let hdr = |h: &str| FieldRule::Header(h.into());
-    match scheme {
-        SchemeConfig::Stripe => (ptr("/id"), Some(ptr("/type"))),
-        SchemeConfig::StandardWebhooks => (hdr("webhook-id"), Some(ptr("/type"))),
-        SchemeConfig::Github => (hdr("x-github-delivery"), Some(hdr("x-github-event"))),
-        SchemeConfig::Shopify => (hdr("x-shopify-webhook-id"), Some(hdr("x-shopify-topic"))),
-        SchemeConfig::Slack | SchemeConfig::HmacSha256 { .. } => (FieldRule::BodySha256, None),
-    }
-}
-
-/// All configured sources, by name.
-#[derive(Debug, Clone, Default)]
-pub struct Sources(HashMap<String, Source>);
-
-impl Sources {
-    /// Parses `WEBHOOK_SOURCES` JSON and pairs each source with its secrets (`source → [secret]`).
-    pub fn from_json(
-        sources_json: &str,
-        secrets: &HashMap<String, Vec<String>>,
-    ) -> Result<Self, ConfigError> {
-        let invalid = |var, reason: String| ConfigError::Invalid { var, reason };
-        let specs: HashMap<String, SourceSpec> = serde_json::from_str(sources_json)
-            .map_err(|e| invalid(vars::WEBHOOK_SOURCES, e.to_string()))?;
-        if specs.is_empty() {
-            return Err(invalid(
-                vars::WEBHOOK_SOURCES,
-                "no source is configured".into(),
-            ));
-        }
-        let mut out = HashMap::with_capacity(specs.len());
-        for (name, spec) in specs {
-            let source_name = SourceName::parse(&name)
-                .map_err(|e| invalid(vars::WEBHOOK_SOURCES, format!("source name {name:?} {e}")))?;
-            let source_secrets = secrets.get(&name).ok_or_else(|| {
-                invalid(
-                    vars::WEBHOOK_SECRETS,
-                    format!("no secret for source {name:?}"),
-                )
-            })?;
-            let source = Source::new(source_name, spec, source_secrets)
-                .map_err(|e| invalid(vars::WEBHOOK_SECRETS, format!("source {name:?}: {e}")))?;
-            out.insert(name, source);
-        }
-        Ok(Self(out))
-    }
-
-    /// The source called `name`, if configured.
-    pub fn get(&self, name: &str) -> Option<&Source> {
-        self.0.get(name)
-    }
-
-    /// Configured source names, sorted.
-    pub fn names(&self) -> Vec<&str> {
-        let mut v: Vec<&str> = self.0.keys().map(String::as_str).collect();
-        v.sort_unstable();
-        v
-    }
-}
-
-/// Parses the secrets JSON (`{"source": ["secret", …]}`); a single string is accepted for one secret.
-pub fn parse_secrets(
-    json: &str,
-    var: &'static str,
-) -> Result<HashMap<String, Vec<String>>, ConfigError> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-    // The parser's message could quote part of the input, i.e. a secret: keep only its position.
-    let map: HashMap<String, OneOrMany> = serde_json::from_str(json).map_err(|e| ConfigError::Invalid {
-        var,
-        reason: format!(
-            "expected a JSON object mapping source names to lists of secrets (error at line {}, column {})",
-            e.line(),
-            e.column()
-        ),
-    })?;
-    Ok(map
-        .into_iter()
-        .map(|(k, v)| match v {
-            OneOrMany::One(s) => (k, vec![s]),
-            OneOrMany::Many(v) => (k, v),
-        })
-        .collect())
 }
 
 /// Everything the ingest function needs, read once at cold start.
@@ -398,6 +223,7 @@ pub async fn fetch_secret(aws: &aws_config::SdkConfig, arn: &str) -> Result<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::FieldRule;
 
     const SOURCES: &str = r#"{
         "stripe": {"scheme": "stripe"},
@@ -442,7 +268,7 @@ mod tests {
             custom.event_type,
             Some(FieldRule::JsonPointer("/kind".into()))
         );
-        assert!(custom.kept_headers().contains(&"x-id".to_string()));
+        assert!(custom.kept_headers().iter().any(|h| h == "x-id"));
     }
 
     #[test]
@@ -538,27 +364,5 @@ mod tests {
         let r = ReaperConfig::from_lookup(lookup(&[("TABLE_NAME", "t"), ("RETRY_QUEUE_URL", "r")]))
             .unwrap();
         assert_eq!(r.max_per_run, 1000);
-    }
-
-    #[test]
-    fn secret_parse_errors_do_not_echo_secrets() {
-        let e = parse_secrets(
-            r#"{"stripe": ["whsec_supersecret", 5]}"#,
-            vars::WEBHOOK_SECRETS,
-        )
-        .unwrap_err();
-        let text = e.to_string();
-        assert!(text.contains("WEBHOOK_SECRETS"));
-        assert!(!text.contains("supersecret"), "{text}");
-        let e =
-            parse_secrets(r#"{"stripe": "whsec_supersecret"#, vars::WEBHOOK_SECRETS).unwrap_err();
-        assert!(!e.to_string().contains("supersecret"));
-    }
-
-    #[test]
-    fn empty_secret_list_is_refused() {
-        let secrets = parse_secrets(r#"{"stripe": []}"#, vars::WEBHOOK_SECRETS).unwrap();
-        let e = Sources::from_json(r#"{"stripe":{"scheme":"stripe"}}"#, &secrets).unwrap_err();
-        assert!(e.to_string().contains("stripe"));
     }
 }

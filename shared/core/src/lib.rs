@@ -8,10 +8,13 @@
 //! - [`domain`]: newtypes that are valid by construction (source names, event ids, event types,
 //!   message keys) and the message status.
 //! - [`clock`]: the injectable clock every time-dependent rule reads.
-//! - [`signature`]: the signature schemes (Stripe, Standard Webhooks, GitHub, Shopify, Slack,
-//!   generic HMAC-SHA256), constant-time, with redacted secrets and several secrets per source.
-//! - [`config`]: source configuration (scheme, tolerance, where the event id and type come from)
-//!   and secrets, from environment variables or AWS Secrets Manager.
+//! - [`signature`]: the `Scheme` trait and one file per scheme (Stripe, Standard Webhooks,
+//!   GitHub, Shopify, Slack, generic HMAC-SHA256), registered in one list; constant-time, with
+//!   redacted secrets and several secrets per source.
+//! - [`identity`]: where an event's id and type come from (`FieldRule`) and their extraction.
+//! - [`sources`]: the configured sources (scheme, tolerance, id/type rules, kept headers) and
+//!   their secrets.
+//! - [`config`]: the functions' configuration from environment variables or AWS Secrets Manager.
 //! - [`store`]: the storage boundary: small capability traits, the DynamoDB adapter and an
 //!   in-memory fake for unit tests.
 //! - [`ingest`]: the ingest command: verify, identify, store once, and the outcome or a typed
@@ -20,6 +23,7 @@
 pub mod clock;
 pub mod config;
 pub mod domain;
+pub mod identity;
 pub mod ingest;
 pub mod message;
 pub mod ops;
@@ -28,4 +32,5 @@ pub mod process;
 pub mod queue;
 pub mod reaper;
 pub mod signature;
+pub mod sources;
 pub mod store;

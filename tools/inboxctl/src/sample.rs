@@ -1,17 +1,21 @@
-//! Sample events for `inboxctl send`, shaped like each provider's (Stripe, Standard Webhooks,
-//! GitHub, Shopify, Slack, generic), and the request headers a source needs: the signature
-//! headers from `Verifier::sign`, plus the id and type headers its configuration reads.
+//! Sample events for `inboxctl send` and the requests that carry them. The body, its id and its
+//! type come from the source's scheme (`Scheme::sample`, shaped like the provider's); here they
+//! are fitted to the source's configuration (its id and type are put wherever it reads them) and
+//! signed with the source's first secret (`Scheme::sign`).
 
 use http::{HeaderName, HeaderValue};
-use inbox_core::config::{FieldRule, Source};
 use inbox_core::domain::BodyDigest;
-use inbox_core::signature::SchemeConfig;
+use inbox_core::identity::FieldRule;
+use inbox_core::signature::{SignError, Unsigned};
+use inbox_core::sources::Source;
 use serde_json::{json, Value};
 
 /// An event ready to be signed and sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     pub body: Vec<u8>,
+    /// The body's media type.
+    pub content_type: &'static str,
     /// Signed where the scheme signs an id (Standard Webhooks) and sent as the id header where
     /// the source reads the id from a header (GitHub, Shopify, …).
     pub msg_id: String,
@@ -19,133 +23,58 @@ pub struct Event {
     pub event_type: String,
 }
 
-fn random_alnum(n: usize) -> String {
-    std::iter::repeat_with(fastrand::alphanumeric)
-        .take(n)
-        .collect()
-}
-
-/// A fresh id in the provider's format.
-pub fn default_id(scheme: &SchemeConfig) -> String {
-    match scheme {
-        SchemeConfig::Stripe => format!("evt_{}", random_alnum(24)),
-        SchemeConfig::StandardWebhooks => format!("msg_{}", random_alnum(27)),
-        SchemeConfig::Github | SchemeConfig::Shopify => uuid::Uuid::new_v4().to_string(),
-        SchemeConfig::Slack => format!("Ev{}", random_alnum(10).to_ascii_uppercase()),
-        SchemeConfig::HmacSha256 { .. } => format!("evt_{}", random_alnum(20)),
-    }
-}
-
-/// The provider's usual test event type.
-pub fn default_type(scheme: &SchemeConfig) -> &'static str {
-    match scheme {
-        SchemeConfig::Stripe => "checkout.session.completed",
-        SchemeConfig::StandardWebhooks => "message.sent",
-        SchemeConfig::Github => "ping",
-        SchemeConfig::Shopify => "orders/create",
-        SchemeConfig::Slack => "app_mention",
-        SchemeConfig::HmacSha256 { .. } => "test.event",
-    }
-}
-
-/// Stripe's object name for an event type: `checkout.session.completed` → `checkout.session`.
-fn stripe_object(event_type: &str) -> &str {
-    event_type
-        .rsplit_once('.')
-        .map_or(event_type, |(object, _)| object)
-}
-
-/// Builds a sample event for `source`, `now_secs` being the creation time.
+/// Builds a sample event for `source`, `now_secs` being the creation time: the scheme's id and
+/// type unless given.
 pub fn sample(
     source: &Source,
     event_id: Option<&str>,
     event_type: Option<&str>,
     now_secs: i64,
 ) -> Event {
-    let scheme = source.verifier.scheme();
-    let msg_id = event_id.map_or_else(|| default_id(scheme), str::to_owned);
-    let kind = event_type.unwrap_or(default_type(scheme)).to_owned();
-    let mut body = match scheme {
-        SchemeConfig::Stripe => json!({
-            "id": msg_id,
-            "object": "event",
-            "api_version": "2024-06-20",
-            "created": now_secs,
-            "data": {"object": {
-                "id": format!("cs_test_{}", random_alnum(24)),
-                "object": stripe_object(&kind),
-                "amount_total": 2000,
-                "currency": "usd",
-                "customer": format!("cus_{}", random_alnum(14)),
-                "payment_status": "paid",
-                "status": "complete",
-                "metadata": {"tenant": "acme"}
-            }},
-            "livemode": false,
-            "pending_webhooks": 1,
-            "request": {"id": null, "idempotency_key": null},
-            "type": kind
-        }),
-        SchemeConfig::StandardWebhooks => json!({
-            "type": kind,
-            "timestamp": crate::when::rfc3339(now_secs.saturating_mul(1000)),
-            "data": {
-                "message_id": format!("m_{}", random_alnum(16)),
-                "to": "customer@example.com",
-                "status": "sent",
-                "tenant": "acme"
-            }
-        }),
-        SchemeConfig::Github => json!({
-            "zen": "Keep it logically awesome.",
-            "hook_id": 123_456_789,
-            "hook": {
-                "type": "Repository",
-                "id": 123_456_789,
-                "name": "web",
-                "active": true,
-                "events": ["push", "pull_request"],
-                "config": {"content_type": "json", "insecure_ssl": "0", "url": "https://example.com/webhooks/github"}
-            },
-            "repository": {"id": 35_129_377, "name": "widgets", "full_name": "acme/widgets", "private": true},
-            "sender": {"login": "octocat", "id": 1, "type": "User"}
-        }),
-        SchemeConfig::Shopify => json!({
-            "id": 820_982_911_946_154_508_u64,
-            "email": "customer@example.com",
-            "created_at": crate::when::rfc3339(now_secs.saturating_mul(1000)),
-            "currency": "USD",
-            "total_price": "20.00",
-            "financial_status": "paid",
-            "note_attributes": [{"name": "tenant", "value": "acme"}]
-        }),
-        SchemeConfig::Slack => json!({
-            "token": "verification-token-unused",
-            "team_id": "T0001",
-            "api_app_id": "A0001",
-            "event": {"type": kind, "user": "U0001", "text": "hello from inboxctl", "ts": format!("{now_secs}.000100"), "channel": "C0001"},
-            "type": "event_callback",
-            "event_id": msg_id,
-            "event_time": now_secs
-        }),
-        SchemeConfig::HmacSha256 { .. } => json!({
-            "id": msg_id,
-            "type": kind,
-            "created_at": crate::when::rfc3339(now_secs.saturating_mul(1000)),
-            "data": {"tenant": "acme", "amount": 2000, "currency": "usd"}
-        }),
-    };
+    let scheme = &source.scheme;
+    let msg_id = event_id.map_or_else(|| scheme.sample_id(), str::to_owned);
+    let kind = event_type.unwrap_or(scheme.sample_type()).to_owned();
+    let sample = scheme.sample(&msg_id, &kind, now_secs);
+    let mut body = sample.body;
     // Wherever this source's configuration reads the id and type from the body, put them there.
-    if let FieldRule::JsonPointer(p) = &source.event_id {
-        set_pointer(&mut body, p, json!(msg_id));
-    }
-    if let Some(FieldRule::JsonPointer(p)) = &source.event_type {
-        set_pointer(&mut body, p, json!(kind));
+    let pointers = [
+        (Some(&source.event_id), &msg_id),
+        (source.event_type.as_ref(), &kind),
+    ];
+    if pointers
+        .iter()
+        .any(|(rule, _)| matches!(rule, Some(FieldRule::JsonPointer(_))))
+    {
+        if let Ok(mut doc) = serde_json::from_slice::<Value>(&body) {
+            for (rule, value) in pointers {
+                if let Some(FieldRule::JsonPointer(p)) = rule {
+                    set_pointer(&mut doc, p, json!(value));
+                }
+            }
+            body = doc.to_string().into_bytes();
+        }
     }
     Event {
-        body: body.to_string().into_bytes(),
+        body,
+        content_type: sample.content_type,
         msg_id,
         event_type: kind,
+    }
+}
+
+/// An event read from a file: the scheme's id and type unless given.
+pub fn from_file(
+    source: &Source,
+    body: Vec<u8>,
+    event_id: Option<&str>,
+    event_type: Option<&str>,
+) -> Event {
+    Event {
+        body,
+        content_type: "application/json",
+        msg_id: event_id.map_or_else(|| source.scheme.sample_id(), str::to_owned),
+        event_type: event_type
+            .map_or_else(|| source.scheme.sample_type().to_owned(), str::to_owned),
     }
 }
 
@@ -186,11 +115,22 @@ fn has(headers: &[(HeaderName, HeaderValue)], name: &str) -> bool {
         .any(|(k, _)| k.as_str().eq_ignore_ascii_case(name))
 }
 
+/// A request ready to send: its headers and body.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The event's body, or the one the scheme signed instead (a scheme that signs inside it).
+    pub body: Vec<u8>,
+}
+
 /// Every header of the request: signed now with the source's first secret, plus the id and type
 /// headers its configuration reads, plus `content-type`. Values that are not valid header values
 /// are left out (the ingest endpoint then says what is missing).
-pub fn headers(source: &Source, event: &Event, now_secs: i64) -> Vec<(HeaderName, HeaderValue)> {
-    let mut out = source.verifier.sign(&event.body, now_secs, &event.msg_id);
+pub fn sign(source: &Source, event: &Event, now_secs: i64) -> Result<Outgoing, SignError> {
+    let signed = source
+        .scheme
+        .sign(&Unsigned::new(&event.body, now_secs, &event.msg_id))?;
+    let mut out = signed.headers;
     let mut add = |name: &str, value: &str| {
         if has(&out, name) {
             return;
@@ -208,8 +148,11 @@ pub fn headers(source: &Source, event: &Event, now_secs: i64) -> Vec<(HeaderName
     if let Some(FieldRule::Header(h)) = &source.event_type {
         add(h, &event.event_type);
     }
-    add("content-type", "application/json");
-    out
+    add("content-type", event.content_type);
+    Ok(Outgoing {
+        headers: out,
+        body: signed.body.unwrap_or_else(|| event.body.clone()),
+    })
 }
 
 /// The event id the ingest endpoint will derive, for display (`None` if it cannot be found).
@@ -259,7 +202,8 @@ pub fn event_type(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inbox_core::config::{parse_secrets, Sources};
+    use inbox_core::signature::Request;
+    use inbox_core::sources::{parse_secrets, Sources};
 
     const SOURCES: &str = r#"{
         "stripe": {"scheme": "stripe"},
@@ -282,6 +226,22 @@ mod tests {
         h.iter().cloned().collect()
     }
 
+    fn headers(source: &Source, event: &Event, now: i64) -> Vec<(HeaderName, HeaderValue)> {
+        sign(source, event, now).expect("signs").headers
+    }
+
+    fn verify(
+        source: &Source,
+        headers: &http::HeaderMap,
+        body: &[u8],
+    ) -> Result<(), inbox_core::signature::SignatureError> {
+        source
+            .scheme
+            .verify(Request::new(headers, body, NOW))
+            .ready()
+            .expect("decided without I/O")
+    }
+
     const NOW: i64 = 1_796_032_800;
 
     #[test]
@@ -290,11 +250,11 @@ mod tests {
         for name in sources.names() {
             let source = sources.get(name).expect("configured");
             let event = sample(source, None, None, NOW);
-            let h = headers(source, &event, NOW);
-            source
-                .verifier
-                .verify(&to_map(&h), &event.body, NOW)
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let out = sign(source, &event, NOW).expect("signs");
+            assert_eq!(out.body, event.body);
+            let h = out.headers;
+            let map = to_map(&h);
+            verify(source, &map, &event.body).unwrap_or_else(|e| panic!("{name}: {e}"));
             let id = event_id(source, &event.body, &h).unwrap_or_else(|| panic!("{name}: id"));
             assert!(!id.is_empty());
             if let Some(rule) = &source.event_type {
@@ -306,7 +266,7 @@ mod tests {
             let mut tampered = event.body.clone();
             tampered.push(b' ');
             assert!(
-                source.verifier.verify(&to_map(&h), &tampered, NOW).is_err(),
+                verify(source, &map, &tampered).is_err(),
                 "{name}: a changed body must not verify"
             );
         }

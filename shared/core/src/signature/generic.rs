@@ -3,115 +3,188 @@
 //! standard padded base64. When a prefix is configured it must be present, exactly (case
 //! included). No timestamp.
 //!
-//! Errors name the configured header: its name is interned once (see `intern` in `mod.rs`).
+//! Settings: `"header"` (required), `"encoding"` (`"hex"` or `"base64"`, required), `"prefix"`
+//! (optional; empty means none). Errors name the configured header: its name is interned once.
+//!
+//! Event id: the SHA-256 of the body; no type (sources usually configure both). Sample: a
+//! `test.event` with `id`, `type`, `created_at` and `data`.
 
-use base64::Engine as _;
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName};
+use serde_json::json;
 
-use super::{
-    decode_base64_tag, decode_hex_tag, intern, push_header, single_header, Encoding,
-    SignatureError, Tag, Verifier,
+use super::helpers::{
+    base64_tag, decode_base64_tag, decode_hex_tag, intern, push_header, random_alnum, rfc3339,
+    settings, single_header, HmacKeys, Tag,
 };
+use super::{
+    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
+use crate::identity::FieldRule;
 
-/// The generic scheme's configuration, validated once.
+/// How the signature is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Encoding {
+    /// Hexadecimal (either case), 64 digits.
+    Hex,
+    /// Standard base64 alphabet with padding, 44 characters.
+    Base64,
+}
+
+/// The settings as written in `WEBHOOK_SOURCES`.
+#[derive(serde::Deserialize)]
+struct Settings {
+    /// Header carrying the signature (case-insensitive).
+    header: String,
+    encoding: Encoding,
+    /// Text that must precede the encoded signature (e.g. `sha256=`), when configured.
+    #[serde(default)]
+    prefix: Option<String>,
+}
+
+/// The generic scheme of one source, its settings validated once.
 #[derive(Debug, Clone)]
-pub(super) struct Prepared {
-    /// The header, lower-cased by `HeaderName`.
-    pub(super) header: HeaderName,
+pub(super) struct HmacSha256 {
+    /// The header, lower-cased by `HeaderName` (the one signed header).
+    header: [HeaderName; 1],
     /// The header's name as configured, for errors.
     label: &'static str,
     encoding: Encoding,
     /// `None` when not configured or configured empty.
     prefix: Option<String>,
+    keys: HmacKeys,
 }
 
-impl Prepared {
-    pub(super) fn new(
-        header: &str,
-        encoding: Encoding,
-        prefix: Option<&str>,
-    ) -> Result<Self, &'static str> {
-        let header_text = header.trim();
-        let name = HeaderName::from_bytes(header_text.as_bytes())
-            .map_err(|_| "`header` is not a valid HTTP header name")?;
-        let prefix = prefix.filter(|p| !p.is_empty());
-        if let Some(p) = prefix {
-            if !p.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err("`prefix` must be visible ASCII without spaces");
-            }
-        }
-        Ok(Self {
-            header: name,
-            label: intern(header_text),
-            encoding,
-            prefix: prefix.map(str::to_owned),
-        })
-    }
-
+impl HmacSha256 {
     fn decode(&self, text: &str) -> Result<Tag, &'static str> {
         match self.encoding {
             Encoding::Hex => decode_hex_tag(text),
             Encoding::Base64 => decode_base64_tag(text),
         }
     }
-}
 
-pub(super) fn verify(
-    v: &Verifier,
-    p: &Prepared,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<(), SignatureError> {
-    let value = single_header(headers, &p.header, p.label)?;
-    let malformed = |reason| SignatureError::Malformed {
-        header: p.label,
-        reason,
-    };
-    let encoded = match &p.prefix {
-        Some(prefix) => value.strip_prefix(prefix.as_str()).ok_or(malformed(
-            "the value does not start with the configured prefix",
-        ))?,
-        None => value,
-    };
-    let tag = p.decode(encoded).map_err(malformed)?;
-    if v.matches(&[body], std::iter::once(tag)) {
-        Ok(())
-    } else {
-        Err(SignatureError::Mismatch)
+    fn check(&self, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
+        let [name] = &self.header;
+        let value = single_header(headers, name, self.label)?;
+        let malformed = |reason| SignatureError::Malformed {
+            header: self.label,
+            reason,
+        };
+        let encoded = match &self.prefix {
+            Some(prefix) => value.strip_prefix(prefix.as_str()).ok_or(malformed(
+                "the value does not start with the configured prefix",
+            ))?,
+            None => value,
+        };
+        let tag = self.decode(encoded).map_err(malformed)?;
+        self.keys.check(&[body], std::iter::once(tag))
     }
 }
 
-pub(super) fn sign(v: &Verifier, p: &Prepared, body: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
-    let tag = v.sign_tag(&[body]);
-    let encoded = match p.encoding {
-        Encoding::Hex => hex::encode(tag),
-        Encoding::Base64 => base64::engine::general_purpose::STANDARD.encode(tag),
-    };
-    let mut out = Vec::with_capacity(1);
-    push_header(
-        &mut out,
-        &p.header,
-        &format!("{}{encoded}", p.prefix.as_deref().unwrap_or("")),
-    );
-    out
+fn invalid(reason: &str) -> SchemeError {
+    SchemeError::InvalidConfig {
+        reason: reason.to_owned(),
+    }
+}
+
+impl Scheme for HmacSha256 {
+    /// Validates the settings, then keys the secrets (used as-is).
+    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
+        let Settings {
+            header,
+            encoding,
+            prefix,
+        } = settings(spec)?;
+        let header_text = header.trim();
+        let name = HeaderName::from_bytes(header_text.as_bytes())
+            .map_err(|_| invalid("`header` is not a valid HTTP header name"))?;
+        let prefix = prefix.filter(|p| !p.is_empty());
+        if let Some(p) = &prefix {
+            if !p.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(invalid("`prefix` must be visible ASCII without spaces"));
+            }
+        }
+        Ok(Self {
+            header: [name],
+            label: intern(header_text),
+            encoding,
+            prefix,
+            keys: HmacKeys::raw(spec.secrets)?,
+        })
+    }
+
+    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
+        self.check(request.headers, request.body).into()
+    }
+
+    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
+        let tag = self.keys.sign(&[message.body]);
+        let encoded = match self.encoding {
+            Encoding::Hex => hex::encode(tag),
+            Encoding::Base64 => base64_tag(&tag),
+        };
+        let mut out = Vec::with_capacity(1);
+        let [name] = &self.header;
+        push_header(
+            &mut out,
+            name,
+            &format!("{}{encoded}", self.prefix.as_deref().unwrap_or("")),
+        );
+        Ok(Signed::headers(out))
+    }
+
+    fn signed_headers(&self) -> &[HeaderName] {
+        &self.header
+    }
+
+    fn default_event_id(&self) -> FieldRule {
+        FieldRule::BodySha256
+    }
+
+    fn default_event_type(&self) -> Option<FieldRule> {
+        None
+    }
+
+    fn sample_id(&self) -> String {
+        format!("evt_{}", random_alnum(20))
+    }
+
+    fn sample_type(&self) -> &'static str {
+        "test.event"
+    }
+
+    fn sample(&self, event_id: &str, event_type: &str, now_secs: i64) -> Sample {
+        Sample::json(&json!({
+            "id": event_id,
+            "type": event_type,
+            "created_at": rfc3339(now_secs),
+            "data": {"tenant": "acme", "amount": 2000, "currency": "usd"}
+        }))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use super::super::{SchemeConfig, SecretError};
+    use super::super::SchemeError;
     use super::*;
     use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    use base64::Engine as _;
+    use http::HeaderValue;
+    use serde_json::Value;
+    use std::sync::Arc;
 
     const SECRET: &str = "generic-secret";
     const BODY: &[u8] = br#"{"event":"created","id":"abc"}"#;
 
-    fn scheme(header: &str, encoding: Encoding, prefix: Option<&str>) -> SchemeConfig {
-        SchemeConfig::HmacSha256 {
-            header: header.into(),
-            encoding,
-            prefix: prefix.map(Into::into),
-        }
+    /// The settings of a generic source.
+    fn scheme(header: &str, encoding: &str, prefix: Option<&str>) -> Value {
+        json!({"header": header, "encoding": encoding, "prefix": prefix})
+    }
+
+    fn generic(settings: &Value, secrets: &[&str]) -> Arc<dyn Scheme> {
+        try_scheme("hmac-sha256", settings.clone(), secrets, TOLERANCE).unwrap()
     }
 
     fn raw(secret: &str, body: &[u8]) -> Vec<u8> {
@@ -124,13 +197,13 @@ mod tests {
         let other = raw("other", BODY);
         let h = hex::encode(&good);
         let b = STANDARD.encode(&good);
-        let hex_pre = scheme("X-Signature", Encoding::Hex, Some("sha256="));
-        let hex_plain = scheme("X-Signature", Encoding::Hex, None);
-        let b64_pre = scheme("X-Signature", Encoding::Base64, Some("hmac:"));
-        let b64_plain = scheme("X-Signature", Encoding::Base64, None);
-        let empty_prefix = scheme("X-Signature", Encoding::Hex, Some(""));
+        let hex_pre = scheme("X-Signature", "hex", Some("sha256="));
+        let hex_plain = scheme("X-Signature", "hex", None);
+        let b64_pre = scheme("X-Signature", "base64", Some("hmac:"));
+        let b64_plain = scheme("X-Signature", "base64", None);
+        let empty_prefix = scheme("X-Signature", "hex", Some(""));
         let bad = |reason| Err(malformed("X-Signature", reason));
-        let cases: Vec<(&SchemeConfig, String, &[u8], Outcome)> = vec![
+        let cases: Vec<(&Value, String, &[u8], Outcome)> = vec![
             // Hex with prefix.
             (&hex_pre, format!("sha256={h}"), BODY, Ok(())),
             (
@@ -274,9 +347,9 @@ mod tests {
             ),
         ];
         for (scheme, value, body, expected) in cases {
-            let v = verifier(scheme.clone(), &[SECRET]);
+            let v = generic(scheme, &[SECRET]);
             assert_eq!(
-                v.verify(&headers(&[("x-signature", &value)]), body, 0),
+                v.verify_at(&headers(&[("x-signature", &value)]), body, 0),
                 expected,
                 "{scheme:?} {value:?}"
             );
@@ -285,34 +358,37 @@ mod tests {
 
     #[test]
     fn header_presence_names_the_configured_header() {
-        let v = verifier(scheme("X-Custom-Sig", Encoding::Hex, None), &[SECRET]);
+        let v = generic(&scheme("X-Custom-Sig", "hex", None), &[SECRET]);
         let h = hex::encode(raw(SECRET, BODY));
         assert_eq!(
-            v.verify(&headers(&[]), BODY, 0),
+            v.verify_at(&headers(&[]), BODY, 0),
             Err(SignatureError::Missing {
                 header: "X-Custom-Sig"
             })
         );
         let e = v
-            .verify(&headers(&[("x-signature", &h)]), BODY, 0)
+            .verify_at(&headers(&[("x-signature", &h)]), BODY, 0)
             .unwrap_err();
         assert!(e.to_string().contains("X-Custom-Sig"), "{e}");
         let dup = headers(&[("x-custom-sig", &h), ("X-CUSTOM-SIG", &h)]);
         assert_eq!(
-            v.verify(&dup, BODY, 0),
+            v.verify_at(&dup, BODY, 0),
             Err(SignatureError::Duplicated {
                 header: "X-Custom-Sig"
             })
         );
-        assert_eq!(v.verify(&headers(&[("X-CUSTOM-SIG", &h)]), BODY, 0), Ok(()));
         assert_eq!(
-            v.verify(&headers(&[("x-custom-sig", "")]), BODY, 0),
+            v.verify_at(&headers(&[("X-CUSTOM-SIG", &h)]), BODY, 0),
+            Ok(())
+        );
+        assert_eq!(
+            v.verify_at(&headers(&[("x-custom-sig", "")]), BODY, 0),
             Err(malformed("X-Custom-Sig", "the value is empty"))
         );
         let mut map = HeaderMap::new();
         map.insert("x-custom-sig", HeaderValue::from_bytes(b"\x81").unwrap());
         assert_eq!(
-            v.verify(&map, BODY, 0),
+            v.verify_at(&map, BODY, 0),
             Err(malformed("X-Custom-Sig", "the value is not visible ASCII"))
         );
     }
@@ -327,30 +403,58 @@ mod tests {
             ("X-Sig", Some("sha 256=")),
             ("X-Sig", Some("préfixe")),
         ] {
-            let e = Verifier::new(
-                scheme(header, Encoding::Hex, prefix),
-                &[SECRET.into()],
+            let e = try_scheme(
+                "hmac-sha256",
+                scheme(header, "hex", prefix),
+                &[SECRET],
                 TOLERANCE,
             )
             .unwrap_err();
             assert!(
-                matches!(e, SecretError::InvalidConfig { .. }),
+                matches!(e, SchemeError::InvalidConfig { .. }),
                 "{header:?} {prefix:?}: {e:?}"
             );
         }
-        // Surrounding whitespace in the configured name is tolerated.
-        let v = verifier(scheme(" X-Sig ", Encoding::Hex, None), &[SECRET]);
-        assert_eq!(v.signed_headers(), vec!["x-sig".to_owned()]);
+        // Settings that do not deserialize: the reason says which.
+        for (settings, reason) in [
+            (json!({"encoding": "hex"}), "missing field `header`"),
+            (json!({"header": "X-Sig"}), "missing field `encoding`"),
+            (
+                json!({"header": "X-Sig", "encoding": "HEX"}),
+                "unknown variant `HEX`",
+            ),
+            (
+                json!({"header": "X-Sig", "encoding": "base32"}),
+                "unknown variant `base32`",
+            ),
+        ] {
+            let e = try_scheme("hmac-sha256", settings, &[SECRET], TOLERANCE).unwrap_err();
+            assert!(
+                matches!(&e, SchemeError::InvalidConfig { reason: r } if r.contains(reason)),
+                "{e:?}"
+            );
+        }
+        // The settings are checked before the secrets.
+        assert!(matches!(
+            try_scheme("hmac-sha256", json!({}), &[], TOLERANCE),
+            Err(SchemeError::InvalidConfig { .. })
+        ));
+        // Surrounding whitespace in the configured name is tolerated; unknown members ignored.
+        let v = generic(
+            &json!({"header": " X-Sig ", "encoding": "hex", "other": 1}),
+            &[SECRET],
+        );
+        assert_eq!(v.signed_headers(), [HeaderName::from_static("x-sig")]);
     }
 
     #[test]
     fn secret_rotation_second_secret_matches() {
-        let v = verifier(scheme("X-Sig", Encoding::Base64, None), &["new", SECRET]);
+        let v = generic(&scheme("X-Sig", "base64", None), &["new", SECRET]);
         let b = STANDARD.encode(raw(SECRET, BODY));
-        assert_eq!(v.verify(&headers(&[("x-sig", &b)]), BODY, 0), Ok(()));
-        let v = verifier(scheme("X-Sig", Encoding::Base64, None), &["new", "old"]);
+        assert_eq!(v.verify_at(&headers(&[("x-sig", &b)]), BODY, 0), Ok(()));
+        let v = generic(&scheme("X-Sig", "base64", None), &["new", "old"]);
         assert_eq!(
-            v.verify(&headers(&[("x-sig", &b)]), BODY, 0),
+            v.verify_at(&headers(&[("x-sig", &b)]), BODY, 0),
             Err(SignatureError::Mismatch)
         );
     }
@@ -358,36 +462,36 @@ mod tests {
     #[test]
     fn round_trip_including_non_utf8_body() {
         for s in [
-            scheme("X-Sig", Encoding::Hex, Some("sha256=")),
-            scheme("X-Sig", Encoding::Hex, None),
-            scheme("X-Sig", Encoding::Base64, Some("v1=")),
-            scheme("X-Sig", Encoding::Base64, None),
+            scheme("X-Sig", "hex", Some("sha256=")),
+            scheme("X-Sig", "hex", None),
+            scheme("X-Sig", "base64", Some("v1=")),
+            scheme("X-Sig", "base64", None),
         ] {
-            let v = verifier(s.clone(), &[SECRET]);
+            let v = generic(&s, &[SECRET]);
             for body in [BODY, BINARY_BODY, b"" as &[u8]] {
-                let out = v.sign(body, 0, "ignored");
+                let out = v.sign_at(body, 0, "ignored");
                 assert_eq!(out.len(), 1);
                 assert_eq!(out[0].0.as_str(), "x-sig");
                 let map = signed(out);
-                assert_eq!(v.verify(&map, body, 0), Ok(()), "{s:?}");
+                assert_eq!(v.verify_at(&map, body, 0), Ok(()), "{s:?}");
                 let mut tampered = body.to_vec();
                 tampered.push(1);
                 assert_eq!(
-                    v.verify(&map, &tampered, 0),
+                    v.verify_at(&map, &tampered, 0),
                     Err(SignatureError::Mismatch),
                     "{s:?}"
                 );
             }
         }
-        let v = verifier(scheme("X-Sig", Encoding::Hex, Some("sha256=")), &[SECRET]);
-        let out = v.sign(BODY, 0, "");
+        let v = generic(&scheme("X-Sig", "hex", Some("sha256=")), &[SECRET]);
+        let out = v.sign_at(BODY, 0, "");
         assert_eq!(
             value_of(&out, "x-sig"),
             format!("sha256={}", hex::encode(raw(SECRET, BODY)))
         );
         let expected = format!("sha256={}", hex::encode(raw(SECRET, BINARY_BODY)));
         assert_eq!(
-            v.verify(&headers(&[("x-sig", &expected)]), BINARY_BODY, 0),
+            v.verify_at(&headers(&[("x-sig", &expected)]), BINARY_BODY, 0),
             Ok(())
         );
     }

@@ -1,53 +1,119 @@
 //! GitHub: `X-Hub-Signature-256: sha256=<hex>`, HMAC-SHA256 over the raw body, keyed with the
 //! secret's UTF-8 bytes. No timestamp (replays are caught by deduplication on
 //! `X-GitHub-Delivery`). The legacy SHA-1 `X-Hub-Signature` header is ignored.
+//!
+//! Event id: the `X-GitHub-Delivery` header (a UUID); type: the `X-GitHub-Event` header. Sample:
+//! the `ping` GitHub sends when a webhook is created.
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName};
+use serde_json::json;
 
-use super::{decode_hex_tag, push_header, single_header, SignatureError, Verifier};
+use super::helpers::{decode_hex_tag, push_header, random_uuid, single_header, HmacKeys};
+use super::{
+    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
+use crate::identity::FieldRule;
 
 const LABEL: &str = "X-Hub-Signature-256";
 const PREFIX: &str = "sha256=";
 static SIGNATURE: HeaderName = HeaderName::from_static("x-hub-signature-256");
 static DELIVERY: HeaderName = HeaderName::from_static("x-github-delivery");
+static SIGNED_HEADERS: [HeaderName; 3] = [
+    HeaderName::from_static("x-hub-signature-256"),
+    HeaderName::from_static("x-github-delivery"),
+    HeaderName::from_static("x-github-event"),
+];
 
-pub(super) const SIGNED_HEADERS: &[&str] =
-    &["x-hub-signature-256", "x-github-delivery", "x-github-event"];
+/// The GitHub scheme of one source.
+#[derive(Debug, Clone)]
+pub(super) struct Github {
+    keys: HmacKeys,
+}
 
-pub(super) fn verify(v: &Verifier, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
-    let header = single_header(headers, &SIGNATURE, LABEL)?;
-    let malformed = |reason| SignatureError::Malformed {
-        header: LABEL,
-        reason,
-    };
-    let hex = header
-        .strip_prefix(PREFIX)
-        .ok_or(malformed("the value does not start with `sha256=`"))?;
-    let tag = decode_hex_tag(hex).map_err(malformed)?;
-    if v.matches(&[body], std::iter::once(tag)) {
-        Ok(())
-    } else {
-        Err(SignatureError::Mismatch)
+impl Github {
+    fn check(&self, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
+        let header = single_header(headers, &SIGNATURE, LABEL)?;
+        let malformed = |reason| SignatureError::Malformed {
+            header: LABEL,
+            reason,
+        };
+        let hex = header
+            .strip_prefix(PREFIX)
+            .ok_or(malformed("the value does not start with `sha256=`"))?;
+        let tag = decode_hex_tag(hex).map_err(malformed)?;
+        self.keys.check(&[body], std::iter::once(tag))
     }
 }
 
-pub(super) fn sign(v: &Verifier, body: &[u8], msg_id: &str) -> Vec<(HeaderName, HeaderValue)> {
-    let tag = v.sign_tag(&[body]);
-    let mut out = Vec::with_capacity(2);
-    push_header(
-        &mut out,
-        &SIGNATURE,
-        &format!("{PREFIX}{}", hex::encode(tag)),
-    );
-    push_header(&mut out, &DELIVERY, msg_id);
-    out
+impl Scheme for Github {
+    /// Secrets are used as-is; no settings, no timestamp.
+    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
+        Ok(Self {
+            keys: HmacKeys::raw(spec.secrets)?,
+        })
+    }
+
+    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
+        self.check(request.headers, request.body).into()
+    }
+
+    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
+        let tag = self.keys.sign(&[message.body]);
+        let mut out = Vec::with_capacity(2);
+        push_header(
+            &mut out,
+            &SIGNATURE,
+            &format!("{PREFIX}{}", hex::encode(tag)),
+        );
+        push_header(&mut out, &DELIVERY, message.msg_id);
+        Ok(Signed::headers(out))
+    }
+
+    fn signed_headers(&self) -> &[HeaderName] {
+        &SIGNED_HEADERS
+    }
+
+    fn default_event_id(&self) -> FieldRule {
+        FieldRule::header("x-github-delivery")
+    }
+
+    fn default_event_type(&self) -> Option<FieldRule> {
+        Some(FieldRule::header("x-github-event"))
+    }
+
+    fn sample_id(&self) -> String {
+        random_uuid()
+    }
+
+    fn sample_type(&self) -> &'static str {
+        "ping"
+    }
+
+    fn sample(&self, _event_id: &str, _event_type: &str, _now_secs: i64) -> Sample {
+        Sample::json(&json!({
+            "zen": "Keep it logically awesome.",
+            "hook_id": 123_456_789,
+            "hook": {
+                "type": "Repository",
+                "id": 123_456_789,
+                "name": "web",
+                "active": true,
+                "events": ["push", "pull_request"],
+                "config": {"content_type": "json", "insecure_ssl": "0", "url": "https://example.com/webhooks/github"}
+            },
+            "repository": {"id": 35_129_377, "name": "widgets", "full_name": "acme/widgets", "private": true},
+            "sender": {"login": "octocat", "id": 1, "type": "User"}
+        }))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use super::super::SchemeConfig;
     use super::*;
+    use http::HeaderValue;
+    use std::sync::Arc;
 
     // GitHub's documented test vector ("Validating webhook deliveries").
     const SECRET: &str = "It's a Secret to Everybody";
@@ -55,8 +121,8 @@ mod tests {
     const EXPECTED: &str =
         "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
 
-    fn check(v: &Verifier, value: &str, body: &[u8]) -> Result<(), SignatureError> {
-        v.verify(&headers(&[("X-Hub-Signature-256", value)]), body, 0)
+    fn check(v: &Arc<dyn Scheme>, value: &str, body: &[u8]) -> Result<(), SignatureError> {
+        v.verify_at(&headers(&[("X-Hub-Signature-256", value)]), body, 0)
     }
 
     fn bad(reason: &'static str) -> Result<(), SignatureError> {
@@ -65,7 +131,7 @@ mod tests {
 
     #[test]
     fn public_vector() {
-        let v = verifier(SchemeConfig::Github, &[SECRET]);
+        let v = verifier("github", &[SECRET]);
         assert_eq!(check(&v, EXPECTED, BODY), Ok(()));
         assert_eq!(
             format!(
@@ -74,7 +140,7 @@ mod tests {
             ),
             EXPECTED
         );
-        let out = v.sign(BODY, 123, "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+        let out = v.sign_at(BODY, 123, "72d3162e-cc78-11e3-81ab-4c9367dc0958");
         assert_eq!(value_of(&out, "x-hub-signature-256"), EXPECTED);
         assert_eq!(
             value_of(&out, "x-github-delivery"),
@@ -84,7 +150,7 @@ mod tests {
 
     #[test]
     fn table() {
-        let v = verifier(SchemeConfig::Github, &[SECRET]);
+        let v = verifier("github", &[SECRET]);
         let hex = &EXPECTED[7..];
         let other = format!(
             "sha256={}",
@@ -160,9 +226,9 @@ mod tests {
 
     #[test]
     fn headers_presence() {
-        let v = verifier(SchemeConfig::Github, &[SECRET]);
+        let v = verifier("github", &[SECRET]);
         assert_eq!(
-            v.verify(&headers(&[]), BODY, 0),
+            v.verify_at(&headers(&[]), BODY, 0),
             Err(SignatureError::Missing { header: LABEL })
         );
         // The SHA-1 header alone is not enough.
@@ -171,7 +237,7 @@ mod tests {
             "sha1=0000000000000000000000000000000000000000",
         )]);
         assert_eq!(
-            v.verify(&sha1, BODY, 0),
+            v.verify_at(&sha1, BODY, 0),
             Err(SignatureError::Missing { header: LABEL })
         );
         let dup = headers(&[
@@ -179,7 +245,7 @@ mod tests {
             ("X-Hub-Signature-256", EXPECTED),
         ]);
         assert_eq!(
-            v.verify(&dup, BODY, 0),
+            v.verify_at(&dup, BODY, 0),
             Err(SignatureError::Duplicated { header: LABEL })
         );
         assert_eq!(check(&v, "", BODY), bad("the value is empty"));
@@ -189,18 +255,18 @@ mod tests {
             HeaderValue::from_bytes(b"sha256=\x80").unwrap(),
         );
         assert_eq!(
-            v.verify(&map, BODY, 0),
+            v.verify_at(&map, BODY, 0),
             bad("the value is not visible ASCII")
         );
     }
 
     #[test]
     fn no_timestamp_so_any_time_passes() {
-        let v = verifier(SchemeConfig::Github, &[SECRET]);
+        let v = verifier("github", &[SECRET]);
         for now in [0, 1_700_000_000, i64::MIN, i64::MAX] {
             assert_eq!(check(&v, EXPECTED, BODY), Ok(()), "{now}");
             assert_eq!(
-                v.verify(&headers(&[("x-hub-signature-256", EXPECTED)]), BODY, now),
+                v.verify_at(&headers(&[("x-hub-signature-256", EXPECTED)]), BODY, now),
                 Ok(())
             );
         }
@@ -208,21 +274,24 @@ mod tests {
 
     #[test]
     fn secret_rotation_second_secret_matches() {
-        let v = verifier(SchemeConfig::Github, &["new secret", SECRET]);
+        let v = verifier("github", &["new secret", SECRET]);
         assert_eq!(check(&v, EXPECTED, BODY), Ok(()));
-        let v = verifier(SchemeConfig::Github, &["new secret", "older secret"]);
+        let v = verifier("github", &["new secret", "older secret"]);
         assert_eq!(check(&v, EXPECTED, BODY), Err(SignatureError::Mismatch));
     }
 
     #[test]
     fn round_trip_including_non_utf8_body() {
-        let v = verifier(SchemeConfig::Github, &[SECRET, "other"]);
+        let v = verifier("github", &[SECRET, "other"]);
         for body in [BODY, BINARY_BODY, b"" as &[u8]] {
-            let map = signed(v.sign(body, 0, "d1"));
-            assert_eq!(v.verify(&map, body, 0), Ok(()));
+            let map = signed(v.sign_at(body, 0, "d1"));
+            assert_eq!(v.verify_at(&map, body, 0), Ok(()));
             let mut tampered = body.to_vec();
             tampered.push(b'!');
-            assert_eq!(v.verify(&map, &tampered, 0), Err(SignatureError::Mismatch));
+            assert_eq!(
+                v.verify_at(&map, &tampered, 0),
+                Err(SignatureError::Mismatch)
+            );
         }
         let expected = format!(
             "sha256={}",

@@ -1,61 +1,117 @@
 //! Shopify: `X-Shopify-Hmac-Sha256: <base64>`, HMAC-SHA256 over the raw body, keyed with the
 //! app's client secret (UTF-8 bytes), standard base64 with padding. No timestamp (replays are
 //! caught by deduplication on `X-Shopify-Webhook-Id`).
+//!
+//! Event id: the `X-Shopify-Webhook-Id` header (a UUID); type: the `X-Shopify-Topic` header.
+//! Sample: an `orders/create` order.
 
-use base64::Engine as _;
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName};
+use serde_json::json;
 
-use super::{decode_base64_tag, push_header, single_header, SignatureError, Verifier};
+use super::helpers::{
+    base64_tag, decode_base64_tag, push_header, random_uuid, rfc3339, single_header, HmacKeys,
+};
+use super::{
+    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
+use crate::identity::FieldRule;
 
 const LABEL: &str = "X-Shopify-Hmac-Sha256";
 static SIGNATURE: HeaderName = HeaderName::from_static("x-shopify-hmac-sha256");
 static WEBHOOK_ID: HeaderName = HeaderName::from_static("x-shopify-webhook-id");
-
-pub(super) const SIGNED_HEADERS: &[&str] = &[
-    "x-shopify-hmac-sha256",
-    "x-shopify-webhook-id",
-    "x-shopify-topic",
+static SIGNED_HEADERS: [HeaderName; 3] = [
+    HeaderName::from_static("x-shopify-hmac-sha256"),
+    HeaderName::from_static("x-shopify-webhook-id"),
+    HeaderName::from_static("x-shopify-topic"),
 ];
 
-pub(super) fn verify(v: &Verifier, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
-    let header = single_header(headers, &SIGNATURE, LABEL)?;
-    let tag = decode_base64_tag(header).map_err(|reason| SignatureError::Malformed {
-        header: LABEL,
-        reason,
-    })?;
-    if v.matches(&[body], std::iter::once(tag)) {
-        Ok(())
-    } else {
-        Err(SignatureError::Mismatch)
+/// The Shopify scheme of one source.
+#[derive(Debug, Clone)]
+pub(super) struct Shopify {
+    keys: HmacKeys,
+}
+
+impl Shopify {
+    fn check(&self, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
+        let header = single_header(headers, &SIGNATURE, LABEL)?;
+        let tag = decode_base64_tag(header).map_err(|reason| SignatureError::Malformed {
+            header: LABEL,
+            reason,
+        })?;
+        self.keys.check(&[body], std::iter::once(tag))
     }
 }
 
-pub(super) fn sign(v: &Verifier, body: &[u8], msg_id: &str) -> Vec<(HeaderName, HeaderValue)> {
-    let tag = v.sign_tag(&[body]);
-    let mut out = Vec::with_capacity(2);
-    push_header(
-        &mut out,
-        &SIGNATURE,
-        &base64::engine::general_purpose::STANDARD.encode(tag),
-    );
-    push_header(&mut out, &WEBHOOK_ID, msg_id);
-    out
+impl Scheme for Shopify {
+    /// Secrets are used as-is; no settings, no timestamp.
+    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
+        Ok(Self {
+            keys: HmacKeys::raw(spec.secrets)?,
+        })
+    }
+
+    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
+        self.check(request.headers, request.body).into()
+    }
+
+    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
+        let tag = self.keys.sign(&[message.body]);
+        let mut out = Vec::with_capacity(2);
+        push_header(&mut out, &SIGNATURE, &base64_tag(&tag));
+        push_header(&mut out, &WEBHOOK_ID, message.msg_id);
+        Ok(Signed::headers(out))
+    }
+
+    fn signed_headers(&self) -> &[HeaderName] {
+        &SIGNED_HEADERS
+    }
+
+    fn default_event_id(&self) -> FieldRule {
+        FieldRule::header("x-shopify-webhook-id")
+    }
+
+    fn default_event_type(&self) -> Option<FieldRule> {
+        Some(FieldRule::header("x-shopify-topic"))
+    }
+
+    fn sample_id(&self) -> String {
+        random_uuid()
+    }
+
+    fn sample_type(&self) -> &'static str {
+        "orders/create"
+    }
+
+    fn sample(&self, _event_id: &str, _event_type: &str, now_secs: i64) -> Sample {
+        Sample::json(&json!({
+            "id": 820_982_911_946_154_508_u64,
+            "email": "customer@example.com",
+            "created_at": rfc3339(now_secs),
+            "currency": "USD",
+            "total_price": "20.00",
+            "financial_status": "paid",
+            "note_attributes": [{"name": "tenant", "value": "acme"}]
+        }))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use super::super::SchemeConfig;
     use super::*;
     use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+    use base64::Engine as _;
+    use http::HeaderValue;
+    use std::sync::Arc;
 
     const SECRET: &str = "hush";
     const BODY: &[u8] = br#"{"id":1}"#;
     /// Computed with Python: base64.b64encode(hmac.new(b"hush", b'{"id":1}', sha256).digest()).
     const EXPECTED: &str = "VnKUjZsLuN5iZWjn5EntcBVCF9kMN43LglzCE1/GSeY=";
 
-    fn check(v: &Verifier, value: &str, body: &[u8]) -> Result<(), SignatureError> {
-        v.verify(&headers(&[("X-Shopify-Hmac-Sha256", value)]), body, 0)
+    fn check(v: &Arc<dyn Scheme>, value: &str, body: &[u8]) -> Result<(), SignatureError> {
+        v.verify_at(&headers(&[("X-Shopify-Hmac-Sha256", value)]), body, 0)
     }
 
     fn bad(reason: &'static str) -> Result<(), SignatureError> {
@@ -64,13 +120,13 @@ mod tests {
 
     #[test]
     fn known_answer() {
-        let v = verifier(SchemeConfig::Shopify, &[SECRET]);
+        let v = verifier("shopify", &[SECRET]);
         assert_eq!(
             STANDARD.encode(reference_mac(SECRET.as_bytes(), BODY)),
             EXPECTED
         );
         assert_eq!(check(&v, EXPECTED, BODY), Ok(()));
-        let out = v.sign(BODY, 0, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043");
+        let out = v.sign_at(BODY, 0, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043");
         assert_eq!(value_of(&out, "x-shopify-hmac-sha256"), EXPECTED);
         assert_eq!(
             value_of(&out, "x-shopify-webhook-id"),
@@ -80,7 +136,7 @@ mod tests {
 
     #[test]
     fn table() {
-        let v = verifier(SchemeConfig::Shopify, &[SECRET]);
+        let v = verifier("shopify", &[SECRET]);
         let raw = STANDARD.decode(EXPECTED).unwrap();
         let other = STANDARD.encode(reference_mac(b"not hush", BODY));
         let cases: Vec<(String, &[u8], Result<(), SignatureError>)> = vec![
@@ -141,9 +197,9 @@ mod tests {
 
     #[test]
     fn headers_presence() {
-        let v = verifier(SchemeConfig::Shopify, &[SECRET]);
+        let v = verifier("shopify", &[SECRET]);
         assert_eq!(
-            v.verify(&headers(&[]), BODY, 0),
+            v.verify_at(&headers(&[]), BODY, 0),
             Err(SignatureError::Missing { header: LABEL })
         );
         let dup = headers(&[
@@ -151,7 +207,7 @@ mod tests {
             ("X-Shopify-Hmac-SHA256", EXPECTED),
         ]);
         assert_eq!(
-            v.verify(&dup, BODY, 0),
+            v.verify_at(&dup, BODY, 0),
             Err(SignatureError::Duplicated { header: LABEL })
         );
         assert_eq!(check(&v, "", BODY), bad("the value is empty"));
@@ -161,28 +217,31 @@ mod tests {
             HeaderValue::from_bytes(b"\xffabc").unwrap(),
         );
         assert_eq!(
-            v.verify(&map, BODY, 0),
+            v.verify_at(&map, BODY, 0),
             bad("the value is not visible ASCII")
         );
     }
 
     #[test]
     fn secret_rotation_second_secret_matches() {
-        let v = verifier(SchemeConfig::Shopify, &["new", SECRET]);
+        let v = verifier("shopify", &["new", SECRET]);
         assert_eq!(check(&v, EXPECTED, BODY), Ok(()));
-        let v = verifier(SchemeConfig::Shopify, &["new", "old"]);
+        let v = verifier("shopify", &["new", "old"]);
         assert_eq!(check(&v, EXPECTED, BODY), Err(SignatureError::Mismatch));
     }
 
     #[test]
     fn round_trip_including_non_utf8_body() {
-        let v = verifier(SchemeConfig::Shopify, &[SECRET]);
+        let v = verifier("shopify", &[SECRET]);
         for body in [BODY, BINARY_BODY, b"" as &[u8]] {
-            let map = signed(v.sign(body, 0, "id"));
-            assert_eq!(v.verify(&map, body, 0), Ok(()));
+            let map = signed(v.sign_at(body, 0, "id"));
+            assert_eq!(v.verify_at(&map, body, 0), Ok(()));
             let mut tampered = body.to_vec();
             tampered.insert(0, b' ');
-            assert_eq!(v.verify(&map, &tampered, 0), Err(SignatureError::Mismatch));
+            assert_eq!(
+                v.verify_at(&map, &tampered, 0),
+                Err(SignatureError::Mismatch)
+            );
         }
         assert_eq!(
             check(

@@ -4,69 +4,129 @@
 //! `"v0:{timestamp}:{raw body}"`, where the timestamp is the header's text exactly as sent (as
 //! Slack's SDKs sign it; it must be digits only). A matching signature must then be within the
 //! tolerance on both sides.
+//!
+//! Event id: the SHA-256 of the body (Slack's requests carry no id header); no type. Sample: an
+//! Events API `event_callback` (`app_mention`) with an `Ev…` event id.
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName};
+use serde_json::json;
 
-use super::{
-    decode_hex_tag, parse_timestamp, push_header, single_header, SignatureError, Verifier,
+use super::helpers::{
+    decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys, Tolerance,
 };
+use super::{
+    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
+use crate::identity::FieldRule;
 
 const SIGNATURE_LABEL: &str = "X-Slack-Signature";
 const TIMESTAMP_LABEL: &str = "X-Slack-Request-Timestamp";
 const PREFIX: &str = "v0=";
 static SIGNATURE: HeaderName = HeaderName::from_static("x-slack-signature");
 static TIMESTAMP: HeaderName = HeaderName::from_static("x-slack-request-timestamp");
+static SIGNED_HEADERS: [HeaderName; 2] = [
+    HeaderName::from_static("x-slack-signature"),
+    HeaderName::from_static("x-slack-request-timestamp"),
+];
 
-pub(super) const SIGNED_HEADERS: &[&str] = &["x-slack-signature", "x-slack-request-timestamp"];
-
-pub(super) fn verify(
-    v: &Verifier,
-    headers: &HeaderMap,
-    body: &[u8],
-    now_unix: i64,
-) -> Result<(), SignatureError> {
-    let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
-    let timestamp_text = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
-    let (timestamp, _) =
-        parse_timestamp(timestamp_text).map_err(|reason| SignatureError::Malformed {
-            header: TIMESTAMP_LABEL,
-            reason,
-        })?;
-    let malformed = |reason| SignatureError::Malformed {
-        header: SIGNATURE_LABEL,
-        reason,
-    };
-    let hex = signature
-        .strip_prefix(PREFIX)
-        .ok_or(malformed("the value does not start with `v0=`"))?;
-    let tag = decode_hex_tag(hex).map_err(malformed)?;
-    if !v.matches(
-        &[b"v0:", timestamp_text.as_bytes(), b":", body],
-        std::iter::once(tag),
-    ) {
-        return Err(SignatureError::Mismatch);
-    }
-    v.check_tolerance(timestamp, now_unix)
+/// The Slack scheme of one source.
+#[derive(Debug, Clone)]
+pub(super) struct Slack {
+    keys: HmacKeys,
+    tolerance: Tolerance,
 }
 
-pub(super) fn sign(v: &Verifier, body: &[u8], timestamp: i64) -> Vec<(HeaderName, HeaderValue)> {
-    let t = timestamp.to_string();
-    let tag = v.sign_tag(&[b"v0:", t.as_bytes(), b":", body]);
-    let mut out = Vec::with_capacity(2);
-    push_header(&mut out, &TIMESTAMP, &t);
-    push_header(
-        &mut out,
-        &SIGNATURE,
-        &format!("{PREFIX}{}", hex::encode(tag)),
-    );
-    out
+impl Slack {
+    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
+        let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
+        let timestamp_text = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
+        let (timestamp, _) =
+            parse_timestamp(timestamp_text).map_err(|reason| SignatureError::Malformed {
+                header: TIMESTAMP_LABEL,
+                reason,
+            })?;
+        let malformed = |reason| SignatureError::Malformed {
+            header: SIGNATURE_LABEL,
+            reason,
+        };
+        let hex = signature
+            .strip_prefix(PREFIX)
+            .ok_or(malformed("the value does not start with `v0=`"))?;
+        let tag = decode_hex_tag(hex).map_err(malformed)?;
+        self.keys.check(
+            &[b"v0:", timestamp_text.as_bytes(), b":", body],
+            std::iter::once(tag),
+        )?;
+        self.tolerance.check(timestamp, now_unix)
+    }
+}
+
+impl Scheme for Slack {
+    /// Secrets are used as-is; no settings.
+    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
+        Ok(Self {
+            keys: HmacKeys::raw(spec.secrets)?,
+            tolerance: Tolerance::new(spec.tolerance),
+        })
+    }
+
+    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
+        self.check(request.headers, request.body, request.now_unix)
+            .into()
+    }
+
+    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
+        let t = message.timestamp.to_string();
+        let tag = self.keys.sign(&[b"v0:", t.as_bytes(), b":", message.body]);
+        let mut out = Vec::with_capacity(2);
+        push_header(&mut out, &TIMESTAMP, &t);
+        push_header(
+            &mut out,
+            &SIGNATURE,
+            &format!("{PREFIX}{}", hex::encode(tag)),
+        );
+        Ok(Signed::headers(out))
+    }
+
+    fn signed_headers(&self) -> &[HeaderName] {
+        &SIGNED_HEADERS
+    }
+
+    fn default_event_id(&self) -> FieldRule {
+        FieldRule::BodySha256
+    }
+
+    fn default_event_type(&self) -> Option<FieldRule> {
+        None
+    }
+
+    fn sample_id(&self) -> String {
+        format!("Ev{}", random_alnum(10).to_ascii_uppercase())
+    }
+
+    fn sample_type(&self) -> &'static str {
+        "app_mention"
+    }
+
+    fn sample(&self, event_id: &str, event_type: &str, now_secs: i64) -> Sample {
+        Sample::json(&json!({
+            "token": "verification-token-unused",
+            "team_id": "T0001",
+            "api_app_id": "A0001",
+            "event": {"type": event_type, "user": "U0001", "text": "hello from inboxctl", "ts": format!("{now_secs}.000100"), "channel": "C0001"},
+            "type": "event_callback",
+            "event_id": event_id,
+            "event_time": now_secs
+        }))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use super::super::SchemeConfig;
     use super::*;
+    use http::HeaderValue;
 
     // The example of Slack's "Verifying requests from Slack" documentation.
     const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
@@ -97,10 +157,10 @@ mod tests {
 
     #[test]
     fn documented_vector() {
-        let v = verifier(SchemeConfig::Slack, &[SECRET]);
+        let v = verifier("slack", &[SECRET]);
         assert_eq!(sig(SECRET, TS, BODY), EXPECTED);
-        assert_eq!(v.verify(&request(TS, EXPECTED), BODY, T), Ok(()));
-        let out = v.sign(BODY, T, "ignored");
+        assert_eq!(v.verify_at(&request(TS, EXPECTED), BODY, T), Ok(()));
+        let out = v.sign_at(BODY, T, "ignored");
         assert_eq!(value_of(&out, "x-slack-signature"), EXPECTED);
         assert_eq!(value_of(&out, "x-slack-request-timestamp"), TS);
         assert_eq!(out.len(), 2);
@@ -108,7 +168,7 @@ mod tests {
 
     #[test]
     fn table() {
-        let v = verifier(SchemeConfig::Slack, &[SECRET]);
+        let v = verifier("slack", &[SECRET]);
         let hex = &EXPECTED[3..];
         let other = sig("other secret", TS, BODY);
         let zero_padded = sig(SECRET, "01531420618", BODY);
@@ -251,7 +311,7 @@ mod tests {
         ];
         for (ts, signature, body, now, expected) in cases {
             assert_eq!(
-                v.verify(&request(ts, &signature), body, now),
+                v.verify_at(&request(ts, &signature), body, now),
                 expected,
                 "{ts:?} {signature:?} now={now}"
             );
@@ -260,7 +320,7 @@ mod tests {
 
     #[test]
     fn missing_and_duplicated_headers() {
-        let v = verifier(SchemeConfig::Slack, &[SECRET]);
+        let v = verifier("slack", &[SECRET]);
         let cases: Vec<(Vec<(&str, &str)>, SignatureError)> = vec![
             (
                 vec![],
@@ -303,7 +363,7 @@ mod tests {
         ];
         for (pairs, expected) in cases {
             assert_eq!(
-                v.verify(&headers(&pairs), BODY, T),
+                v.verify_at(&headers(&pairs), BODY, T),
                 Err(expected),
                 "{pairs:?}"
             );
@@ -314,34 +374,37 @@ mod tests {
             HeaderValue::from_bytes(b"v0=\xfe").unwrap(),
         );
         assert_eq!(
-            v.verify(&map, BODY, T),
+            v.verify_at(&map, BODY, T),
             bad(SIGNATURE_LABEL, "the value is not visible ASCII")
         );
     }
 
     #[test]
     fn secret_rotation_second_secret_matches() {
-        let v = verifier(SchemeConfig::Slack, &["rotated in", SECRET]);
-        assert_eq!(v.verify(&request(TS, EXPECTED), BODY, T), Ok(()));
-        let v = verifier(SchemeConfig::Slack, &["rotated in", "rotated out"]);
+        let v = verifier("slack", &["rotated in", SECRET]);
+        assert_eq!(v.verify_at(&request(TS, EXPECTED), BODY, T), Ok(()));
+        let v = verifier("slack", &["rotated in", "rotated out"]);
         assert_eq!(
-            v.verify(&request(TS, EXPECTED), BODY, T),
+            v.verify_at(&request(TS, EXPECTED), BODY, T),
             Err(SignatureError::Mismatch)
         );
     }
 
     #[test]
     fn round_trip_including_non_utf8_body() {
-        let v = verifier(SchemeConfig::Slack, &[SECRET]);
+        let v = verifier("slack", &[SECRET]);
         for body in [BODY, BINARY_BODY, b"" as &[u8]] {
-            let map = signed(v.sign(body, T, ""));
-            assert_eq!(v.verify(&map, body, T), Ok(()));
+            let map = signed(v.sign_at(body, T, ""));
+            assert_eq!(v.verify_at(&map, body, T), Ok(()));
             let mut tampered = body.to_vec();
             tampered.push(0);
-            assert_eq!(v.verify(&map, &tampered, T), Err(SignatureError::Mismatch));
+            assert_eq!(
+                v.verify_at(&map, &tampered, T),
+                Err(SignatureError::Mismatch)
+            );
         }
         assert_eq!(
-            v.verify(&request(TS, &sig(SECRET, TS, BINARY_BODY)), BINARY_BODY, T),
+            v.verify_at(&request(TS, &sig(SECRET, TS, BINARY_BODY)), BINARY_BODY, T),
             Ok(())
         );
     }

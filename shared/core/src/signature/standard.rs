@@ -8,13 +8,25 @@
 //! ignored, every `v1` entry must decode to 32 bytes, and at least one `v1` entry is required.
 //! Any `v1` matching any secret passes, then the timestamp must be within the tolerance on both
 //! sides.
+//!
+//! Event id: the `webhook-id` header; type: the body's `/type`. Sample: a `message.sent` event of
+//! an email provider (`msg_…` id).
+
+use std::borrow::Cow;
 
 use base64::Engine as _;
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName};
+use serde_json::json;
 
-use super::{
-    decode_base64_tag, parse_timestamp, push_header, single_header, SignatureError, Tag, Verifier,
+use super::helpers::{
+    base64_tag, decode_base64_tag, parse_timestamp, push_header, random_alnum, rfc3339,
+    single_header, HmacKeys, Tag, Tolerance,
 };
+use super::{
+    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
+use crate::identity::FieldRule;
 
 const ID_LABEL: &str = "webhook-id";
 const TIMESTAMP_LABEL: &str = "webhook-timestamp";
@@ -22,9 +34,18 @@ const SIGNATURE_LABEL: &str = "webhook-signature";
 static ID: HeaderName = HeaderName::from_static("webhook-id");
 static TIMESTAMP: HeaderName = HeaderName::from_static("webhook-timestamp");
 static SIGNATURE: HeaderName = HeaderName::from_static("webhook-signature");
+static SIGNED_HEADERS: [HeaderName; 3] = [
+    HeaderName::from_static("webhook-id"),
+    HeaderName::from_static("webhook-timestamp"),
+    HeaderName::from_static("webhook-signature"),
+];
 
-pub(super) const SIGNED_HEADERS: &[&str] =
-    &["webhook-id", "webhook-timestamp", "webhook-signature"];
+/// The Standard Webhooks scheme of one source.
+#[derive(Debug, Clone)]
+pub(super) struct StandardWebhooks {
+    keys: HmacKeys,
+    tolerance: Tolerance,
+}
 
 /// Base64 for secrets: standard alphabet, padding optional (secrets are often shown unpadded).
 const SECRET_ENGINE: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
@@ -34,14 +55,14 @@ const SECRET_ENGINE: base64::engine::GeneralPurpose = base64::engine::GeneralPur
 );
 
 /// Decodes a `whsec_`-prefixed (prefix optional) base64 secret into key bytes.
-pub(super) fn decode_secret(secret: &str) -> Result<Vec<u8>, &'static str> {
+fn decode_secret(secret: &[u8]) -> Result<Vec<u8>, &'static str> {
+    const NOT_BASE64: &str = "the secret is not valid base64 after the `whsec_` prefix";
+    let secret = std::str::from_utf8(secret).map_err(|_| NOT_BASE64)?;
     let encoded = secret.strip_prefix("whsec_").unwrap_or(secret);
     if encoded.is_empty() {
         return Err("the secret is empty after the `whsec_` prefix");
     }
-    let key = SECRET_ENGINE
-        .decode(encoded)
-        .map_err(|_| "the secret is not valid base64 after the `whsec_` prefix")?;
+    let key = SECRET_ENGINE.decode(encoded).map_err(|_| NOT_BASE64)?;
     if key.is_empty() {
         return Err("the secret decodes to no bytes");
     }
@@ -78,59 +99,94 @@ fn validate(header: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-pub(super) fn verify(
-    v: &Verifier,
-    headers: &HeaderMap,
-    body: &[u8],
-    now_unix: i64,
-) -> Result<(), SignatureError> {
-    let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
-    let id = single_header(headers, &ID, ID_LABEL)?;
-    let timestamp = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
-    let (timestamp, canonical) =
-        parse_timestamp(timestamp).map_err(|reason| SignatureError::Malformed {
-            header: TIMESTAMP_LABEL,
+impl StandardWebhooks {
+    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
+        let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
+        let id = single_header(headers, &ID, ID_LABEL)?;
+        let timestamp = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
+        let (timestamp, canonical) =
+            parse_timestamp(timestamp).map_err(|reason| SignatureError::Malformed {
+                header: TIMESTAMP_LABEL,
+                reason,
+            })?;
+        validate(signature).map_err(|reason| SignatureError::Malformed {
+            header: SIGNATURE_LABEL,
             reason,
         })?;
-    validate(signature).map_err(|reason| SignatureError::Malformed {
-        header: SIGNATURE_LABEL,
-        reason,
-    })?;
-    let parts: &[&[u8]] = &[id.as_bytes(), b".", canonical.as_bytes(), b".", body];
-    if !v.matches(parts, v1_tags(signature)) {
-        return Err(SignatureError::Mismatch);
+        let parts: &[&[u8]] = &[id.as_bytes(), b".", canonical.as_bytes(), b".", body];
+        self.keys.check(parts, v1_tags(signature))?;
+        self.tolerance.check(timestamp, now_unix)
     }
-    v.check_tolerance(timestamp, now_unix)
 }
 
-pub(super) fn sign(
-    v: &Verifier,
-    body: &[u8],
-    timestamp: i64,
-    msg_id: &str,
-) -> Vec<(HeaderName, HeaderValue)> {
-    let t = timestamp.to_string();
-    let tag = v.sign_tag(&[msg_id.as_bytes(), b".", t.as_bytes(), b".", body]);
-    let mut out = Vec::with_capacity(3);
-    push_header(&mut out, &ID, msg_id);
-    push_header(&mut out, &TIMESTAMP, &t);
-    push_header(
-        &mut out,
-        &SIGNATURE,
-        &format!(
-            "v1,{}",
-            base64::engine::general_purpose::STANDARD.encode(tag)
-        ),
-    );
-    out
+impl Scheme for StandardWebhooks {
+    /// Secrets are `whsec_` + base64 (prefix optional, padding optional); no settings.
+    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
+        Ok(Self {
+            keys: HmacKeys::decoded(spec.secrets, |s| decode_secret(s).map(Cow::Owned))?,
+            tolerance: Tolerance::new(spec.tolerance),
+        })
+    }
+
+    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
+        self.check(request.headers, request.body, request.now_unix)
+            .into()
+    }
+
+    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
+        let t = message.timestamp.to_string();
+        let id = message.msg_id.as_bytes();
+        let tag = self
+            .keys
+            .sign(&[id, b".", t.as_bytes(), b".", message.body]);
+        let mut out = Vec::with_capacity(3);
+        push_header(&mut out, &ID, message.msg_id);
+        push_header(&mut out, &TIMESTAMP, &t);
+        push_header(&mut out, &SIGNATURE, &format!("v1,{}", base64_tag(&tag)));
+        Ok(Signed::headers(out))
+    }
+
+    fn signed_headers(&self) -> &[HeaderName] {
+        &SIGNED_HEADERS
+    }
+
+    fn default_event_id(&self) -> FieldRule {
+        FieldRule::header(ID_LABEL)
+    }
+
+    fn default_event_type(&self) -> Option<FieldRule> {
+        Some(FieldRule::json_pointer("/type"))
+    }
+
+    fn sample_id(&self) -> String {
+        format!("msg_{}", random_alnum(27))
+    }
+
+    fn sample_type(&self) -> &'static str {
+        "message.sent"
+    }
+
+    fn sample(&self, _event_id: &str, event_type: &str, now_secs: i64) -> Sample {
+        Sample::json(&json!({
+            "type": event_type,
+            "timestamp": rfc3339(now_secs),
+            "data": {
+                "message_id": format!("m_{}", random_alnum(16)),
+                "to": "customer@example.com",
+                "status": "sent",
+                "tenant": "acme"
+            }
+        }))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use super::super::{SchemeConfig, SecretError};
+    use super::super::SchemeError;
     use super::*;
     use base64::engine::general_purpose::STANDARD;
+    use http::HeaderValue;
 
     // The public test vector of the Standard Webhooks specification's reference libraries.
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -164,24 +220,21 @@ mod tests {
 
     #[test]
     fn public_vector() {
-        let v = verifier(SchemeConfig::StandardWebhooks, &[SECRET]);
-        assert_eq!(v.verify(&request(ID, TS, EXPECTED), BODY, T), Ok(()));
+        let v = verifier("standard-webhooks", &[SECRET]);
+        assert_eq!(v.verify_at(&request(ID, TS, EXPECTED), BODY, T), Ok(()));
         assert_eq!(format!("v1,{}", sig(SECRET, ID, TS, BODY)), EXPECTED);
-        let out = v.sign(BODY, T, ID);
+        let out = v.sign_at(BODY, T, ID);
         assert_eq!(value_of(&out, "webhook-signature"), EXPECTED);
         assert_eq!(value_of(&out, "webhook-id"), ID);
         assert_eq!(value_of(&out, "webhook-timestamp"), TS);
         // The prefix is optional.
-        let v = verifier(
-            SchemeConfig::StandardWebhooks,
-            &["MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
-        );
-        assert_eq!(v.verify(&request(ID, TS, EXPECTED), BODY, T), Ok(()));
+        let v = verifier("standard-webhooks", &["MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]);
+        assert_eq!(v.verify_at(&request(ID, TS, EXPECTED), BODY, T), Ok(()));
     }
 
     #[test]
     fn table() {
-        let v = verifier(SchemeConfig::StandardWebhooks, &[SECRET]);
+        let v = verifier("standard-webhooks", &[SECRET]);
         let good = EXPECTED.to_owned();
         let other = format!("v1,{}", sig("whsec_b3RoZXItc2VjcmV0", ID, TS, BODY));
         let b64 = &EXPECTED[3..];
@@ -414,7 +467,7 @@ mod tests {
         ];
         for (id, ts, signature, body, now, expected) in cases {
             assert_eq!(
-                v.verify(&request(id, ts, &signature), body, now),
+                v.verify_at(&request(id, ts, &signature), body, now),
                 expected,
                 "{id:?} {ts:?} {signature:?} now={now}"
             );
@@ -423,7 +476,7 @@ mod tests {
 
     #[test]
     fn missing_and_duplicated_headers() {
-        let v = verifier(SchemeConfig::StandardWebhooks, &[SECRET]);
+        let v = verifier("standard-webhooks", &[SECRET]);
         let cases: Vec<(Vec<(&str, &str)>, SignatureError)> = vec![
             (
                 vec![("webhook-id", ID), ("webhook-timestamp", TS)],
@@ -481,7 +534,7 @@ mod tests {
         ];
         for (pairs, expected) in cases {
             assert_eq!(
-                v.verify(&headers(&pairs), BODY, T),
+                v.verify_at(&headers(&pairs), BODY, T),
                 Err(expected),
                 "{pairs:?}"
             );
@@ -492,72 +545,72 @@ mod tests {
             ("WEBHOOK-TIMESTAMP", TS),
             ("Webhook-Signature", EXPECTED),
         ]);
-        assert_eq!(v.verify(&map, BODY, T), Ok(()));
+        assert_eq!(v.verify_at(&map, BODY, T), Ok(()));
         // Non-ASCII id.
         let mut map = request(ID, TS, EXPECTED);
         map.insert("webhook-id", HeaderValue::from_bytes(b"msg_\xe9").unwrap());
         assert_eq!(
-            v.verify(&map, BODY, T),
+            v.verify_at(&map, BODY, T),
             bad(ID_LABEL, "the value is not visible ASCII")
         );
     }
 
     #[test]
     fn secret_rotation_second_secret_matches() {
-        let v = verifier(
-            SchemeConfig::StandardWebhooks,
-            &["whsec_b3RoZXItc2VjcmV0", SECRET],
-        );
-        assert_eq!(v.verify(&request(ID, TS, EXPECTED), BODY, T), Ok(()));
+        let v = verifier("standard-webhooks", &["whsec_b3RoZXItc2VjcmV0", SECRET]);
+        assert_eq!(v.verify_at(&request(ID, TS, EXPECTED), BODY, T), Ok(()));
         // Signing uses the first secret.
-        let out = v.sign(BODY, T, ID);
+        let out = v.sign_at(BODY, T, ID);
         assert_eq!(
             value_of(&out, "webhook-signature"),
             format!("v1,{}", sig("whsec_b3RoZXItc2VjcmV0", ID, TS, BODY))
         );
         let v = verifier(
-            SchemeConfig::StandardWebhooks,
+            "standard-webhooks",
             &["whsec_b3RoZXItc2VjcmV0", "whsec_dGhpcmQ="],
         );
         assert_eq!(
-            v.verify(&request(ID, TS, EXPECTED), BODY, T),
+            v.verify_at(&request(ID, TS, EXPECTED), BODY, T),
             Err(SignatureError::Mismatch)
         );
     }
 
     #[test]
     fn round_trip_including_non_utf8_body() {
-        let v = verifier(SchemeConfig::StandardWebhooks, &[SECRET]);
+        let v = verifier("standard-webhooks", &[SECRET]);
         for body in [BODY, BINARY_BODY, b"" as &[u8]] {
-            let map = signed(v.sign(body, 1_700_000_000, "msg_42"));
-            assert_eq!(v.verify(&map, body, 1_700_000_000), Ok(()));
+            let map = signed(v.sign_at(body, 1_700_000_000, "msg_42"));
+            assert_eq!(v.verify_at(&map, body, 1_700_000_000), Ok(()));
             let mut tampered = body.to_vec();
             match tampered.last_mut() {
                 Some(b) => *b ^= 0x80,
                 None => tampered.push(b' '),
             }
             assert_eq!(
-                v.verify(&map, &tampered, 1_700_000_000),
+                v.verify_at(&map, &tampered, 1_700_000_000),
                 Err(SignatureError::Mismatch)
             );
         }
         let expected = format!("v1,{}", sig(SECRET, ID, TS, BINARY_BODY));
         assert_eq!(
-            v.verify(&request(ID, TS, &expected), BINARY_BODY, T),
+            v.verify_at(&request(ID, TS, &expected), BINARY_BODY, T),
             Ok(())
         );
     }
 
     #[test]
     fn secret_parsing() {
-        assert_eq!(decode_secret("whsec_c2VjcmV0").unwrap(), b"secret");
-        assert_eq!(decode_secret("c2VjcmV0").unwrap(), b"secret");
         assert_eq!(
-            decode_secret("whsec_c2VjcmV0LXRleHQ=").unwrap(),
+            decode_secret("whsec_c2VjcmV0".as_bytes()).unwrap(),
+            b"secret"
+        );
+        assert_eq!(decode_secret("c2VjcmV0".as_bytes()).unwrap(), b"secret");
+        assert_eq!(
+            decode_secret("whsec_c2VjcmV0LXRleHQ=".as_bytes()).unwrap(),
             b"secret-text"
         );
         assert_eq!(
-            decode_secret("whsec_c2VjcmV0LXRleHQ").unwrap(),
+            decode_secret("whsec_c2VjcmV0LXRleHQ".as_bytes()).unwrap(),
             b"secret-text"
         );
         for bad in [
@@ -567,34 +620,38 @@ mod tests {
             "whsec_c2Vjc=mV0",
             "whsec_====",
         ] {
-            assert!(decode_secret(bad).is_err(), "{bad}");
+            assert!(decode_secret(bad.as_bytes()).is_err(), "{bad}");
         }
-        let e = Verifier::new(
-            SchemeConfig::StandardWebhooks,
-            &[SECRET.into(), "whsec_sup3r$ecret".into()],
+        let e = try_scheme(
+            "standard-webhooks",
+            serde_json::json!({}),
+            &[SECRET, "whsec_sup3r$ecret"],
             TOLERANCE,
         )
         .unwrap_err();
-        assert!(matches!(e, SecretError::Invalid { index: 1, .. }), "{e:?}");
+        assert!(matches!(e, SchemeError::Invalid { index: 1, .. }), "{e:?}");
         let text = format!("{e} {e:?}");
         assert!(!text.contains("sup3r"), "{text}");
         assert!(text.contains("base64"), "{text}");
-        let e = Verifier::new(
-            SchemeConfig::StandardWebhooks,
-            &["whsec_".into()],
+        let e = try_scheme(
+            "standard-webhooks",
+            serde_json::json!({}),
+            &["whsec_"],
             TOLERANCE,
         )
         .unwrap_err();
-        assert!(matches!(e, SecretError::Invalid { index: 0, .. }), "{e:?}");
+        assert!(matches!(e, SchemeError::Invalid { index: 0, .. }), "{e:?}");
+        // Bytes that are not text are not base64 either.
+        assert!(decode_secret(b"whsec_\xff\xfe").is_err());
     }
 
     #[test]
     fn invalid_msg_id_is_left_out() {
-        let v = verifier(SchemeConfig::StandardWebhooks, &[SECRET]);
-        let out = v.sign(BODY, T, "bad\nid");
+        let v = verifier("standard-webhooks", &[SECRET]);
+        let out = v.sign_at(BODY, T, "bad\nid");
         assert!(out.iter().all(|(n, _)| n.as_str() != "webhook-id"));
         assert_eq!(
-            v.verify(&signed(out), BODY, T),
+            v.verify_at(&signed(out), BODY, T),
             Err(SignatureError::Missing { header: ID_LABEL })
         );
     }

@@ -7,18 +7,34 @@
 //! required; every `v1` must be 64 hex digits; at least one `v1` is required; `v0` and unknown
 //! keys are ignored. Any `v1` matching any secret passes, then the timestamp must be within the
 //! tolerance on both sides.
+//!
+//! Event id and type: the body's `/id` and `/type`. Sample: a `checkout.session.completed`-style
+//! event (`evt_…` id) whose object is named after the type.
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName};
+use serde_json::json;
 
-use super::{
-    decode_hex_tag, parse_timestamp, push_header, single_header, SignatureError, Tag, Verifier,
+use super::helpers::{
+    decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys, Tag,
+    Tolerance,
 };
+use super::{
+    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
+use crate::identity::FieldRule;
 
 /// Header name as Stripe documents it (used in errors).
 const LABEL: &str = "Stripe-Signature";
 static SIGNATURE: HeaderName = HeaderName::from_static("stripe-signature");
+static SIGNED_HEADERS: [HeaderName; 1] = [HeaderName::from_static("stripe-signature")];
 
-pub(super) const SIGNED_HEADERS: &[&str] = &["stripe-signature"];
+/// The Stripe scheme of one source.
+#[derive(Debug, Clone)]
+pub(super) struct Stripe {
+    keys: HmacKeys,
+    tolerance: Tolerance,
+}
 
 /// The `key=value` items of the header, trimmed; `None` for a non-empty item without `=`.
 fn items(header: &str) -> impl Iterator<Item = Option<(&str, &str)>> + Clone {
@@ -64,40 +80,103 @@ fn validate(header: &str) -> Result<(i64, &str), &'static str> {
     Ok(timestamp)
 }
 
-pub(super) fn verify(
-    v: &Verifier,
-    headers: &HeaderMap,
-    body: &[u8],
-    now_unix: i64,
-) -> Result<(), SignatureError> {
-    let header = single_header(headers, &SIGNATURE, LABEL)?;
-    let (timestamp, canonical) = validate(header).map_err(|reason| SignatureError::Malformed {
-        header: LABEL,
-        reason,
-    })?;
-    if !v.matches(&[canonical.as_bytes(), b".", body], v1_tags(header)) {
-        return Err(SignatureError::Mismatch);
+impl Stripe {
+    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
+        let header = single_header(headers, &SIGNATURE, LABEL)?;
+        let (timestamp, canonical) =
+            validate(header).map_err(|reason| SignatureError::Malformed {
+                header: LABEL,
+                reason,
+            })?;
+        self.keys
+            .check(&[canonical.as_bytes(), b".", body], v1_tags(header))?;
+        self.tolerance.check(timestamp, now_unix)
     }
-    v.check_tolerance(timestamp, now_unix)
 }
 
-pub(super) fn sign(v: &Verifier, body: &[u8], timestamp: i64) -> Vec<(HeaderName, HeaderValue)> {
-    let t = timestamp.to_string();
-    let tag = v.sign_tag(&[t.as_bytes(), b".", body]);
-    let mut out = Vec::with_capacity(1);
-    push_header(
-        &mut out,
-        &SIGNATURE,
-        &format!("t={t},v1={}", hex::encode(tag)),
-    );
-    out
+/// Stripe's object name for an event type: `checkout.session.completed` → `checkout.session`.
+fn object_of(event_type: &str) -> &str {
+    event_type
+        .rsplit_once('.')
+        .map_or(event_type, |(object, _)| object)
+}
+
+impl Scheme for Stripe {
+    /// Secrets are used as-is (`whsec_` prefix included); no settings.
+    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
+        Ok(Self {
+            keys: HmacKeys::raw(spec.secrets)?,
+            tolerance: Tolerance::new(spec.tolerance),
+        })
+    }
+
+    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
+        self.check(request.headers, request.body, request.now_unix)
+            .into()
+    }
+
+    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
+        let t = message.timestamp.to_string();
+        let tag = self.keys.sign(&[t.as_bytes(), b".", message.body]);
+        let mut out = Vec::with_capacity(1);
+        push_header(
+            &mut out,
+            &SIGNATURE,
+            &format!("t={t},v1={}", hex::encode(tag)),
+        );
+        Ok(Signed::headers(out))
+    }
+
+    fn signed_headers(&self) -> &[HeaderName] {
+        &SIGNED_HEADERS
+    }
+
+    fn default_event_id(&self) -> FieldRule {
+        FieldRule::json_pointer("/id")
+    }
+
+    fn default_event_type(&self) -> Option<FieldRule> {
+        Some(FieldRule::json_pointer("/type"))
+    }
+
+    fn sample_id(&self) -> String {
+        format!("evt_{}", random_alnum(24))
+    }
+
+    fn sample_type(&self) -> &'static str {
+        "checkout.session.completed"
+    }
+
+    fn sample(&self, event_id: &str, event_type: &str, now_secs: i64) -> Sample {
+        Sample::json(&json!({
+            "id": event_id,
+            "object": "event",
+            "api_version": "2024-06-20",
+            "created": now_secs,
+            "data": {"object": {
+                "id": format!("cs_test_{}", random_alnum(24)),
+                "object": object_of(event_type),
+                "amount_total": 2000,
+                "currency": "usd",
+                "customer": format!("cus_{}", random_alnum(14)),
+                "payment_status": "paid",
+                "status": "complete",
+                "metadata": {"tenant": "acme"}
+            }},
+            "livemode": false,
+            "pending_webhooks": 1,
+            "request": {"id": null, "idempotency_key": null},
+            "type": event_type
+        }))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use super::super::SchemeConfig;
     use super::*;
+    use http::HeaderValue;
+    use std::sync::Arc;
 
     const SECRET: &str = "whsec_test_secret_for_stripe";
     const BODY: &[u8] = br#"{"id":"evt_1","object":"event","type":"payment_intent.succeeded"}"#;
@@ -110,8 +189,13 @@ mod tests {
         hex::encode(reference_mac(secret.as_bytes(), &message))
     }
 
-    fn check(v: &Verifier, header: &str, body: &[u8], now: i64) -> Result<(), SignatureError> {
-        v.verify(&headers(&[("Stripe-Signature", header)]), body, now)
+    fn check(
+        v: &Arc<dyn Scheme>,
+        header: &str,
+        body: &[u8],
+        now: i64,
+    ) -> Result<(), SignatureError> {
+        v.verify_at(&headers(&[("Stripe-Signature", header)]), body, now)
     }
 
     fn bad(reason: &'static str) -> Result<(), SignatureError> {
@@ -121,9 +205,9 @@ mod tests {
     #[test]
     fn known_answer() {
         // Independently computed HMAC-SHA256("whsec_test_secret_for_stripe", "1700000000." + BODY).
-        let v = verifier(SchemeConfig::Stripe, &[SECRET]);
+        let v = verifier("stripe", &[SECRET]);
         let expected = v1(SECRET, "1700000000", BODY);
-        let out = v.sign(BODY, T, "ignored");
+        let out = v.sign_at(BODY, T, "ignored");
         assert_eq!(out.len(), 1);
         assert_eq!(
             value_of(&out, "stripe-signature"),
@@ -140,20 +224,20 @@ mod tests {
         // Computed with Python: hmac.new(b"whsec_test_secret_for_stripe", b"1700000000." + BODY, sha256).
         const EXPECTED: &str = "24143fc4b8a7b8738c2dc76ceead7cb76a0f24963bf3716899c9d491d177c9ba";
         assert_eq!(v1(SECRET, "1700000000", BODY), EXPECTED);
-        let v = verifier(SchemeConfig::Stripe, &[SECRET]);
+        let v = verifier("stripe", &[SECRET]);
         assert_eq!(
             check(&v, &format!("t=1700000000,v1={EXPECTED}"), BODY, T),
             Ok(())
         );
         assert_eq!(
-            value_of(&v.sign(BODY, T, ""), "stripe-signature"),
+            value_of(&v.sign_at(BODY, T, ""), "stripe-signature"),
             format!("t=1700000000,v1={EXPECTED}")
         );
     }
 
     #[test]
     fn table() {
-        let v = verifier(SchemeConfig::Stripe, &[SECRET]);
+        let v = verifier("stripe", &[SECRET]);
         let good = v1(SECRET, "1700000000", BODY);
         let other = v1("whsec_other", "1700000000", BODY);
         let odd = &good[..63];
@@ -348,11 +432,11 @@ mod tests {
 
     #[test]
     fn secret_rotation_second_secret_matches() {
-        let v = verifier(SchemeConfig::Stripe, &["whsec_old", SECRET]);
+        let v = verifier("stripe", &["whsec_old", SECRET]);
         let header = format!("t=1700000000,v1={}", v1(SECRET, "1700000000", BODY));
         assert_eq!(check(&v, &header, BODY, T), Ok(()));
         // Signing uses the first secret.
-        let out = v.sign(BODY, T, "");
+        let out = v.sign_at(BODY, T, "");
         assert_eq!(
             value_of(&out, "stripe-signature"),
             format!("t=1700000000,v1={}", v1("whsec_old", "1700000000", BODY))
@@ -364,16 +448,19 @@ mod tests {
 
     #[test]
     fn round_trip_including_non_utf8_body() {
-        let v = verifier(SchemeConfig::Stripe, &[SECRET, "whsec_other"]);
+        let v = verifier("stripe", &[SECRET, "whsec_other"]);
         for body in [BODY, BINARY_BODY, b"" as &[u8]] {
-            let map = signed(v.sign(body, T, "x"));
-            assert_eq!(v.verify(&map, body, T), Ok(()));
+            let map = signed(v.sign_at(body, T, "x"));
+            assert_eq!(v.verify_at(&map, body, T), Ok(()));
             let mut tampered = body.to_vec();
             match tampered.first_mut() {
                 Some(b) => *b ^= 1,
                 None => tampered.push(0),
             }
-            assert_eq!(v.verify(&map, &tampered, T), Err(SignatureError::Mismatch));
+            assert_eq!(
+                v.verify_at(&map, &tampered, T),
+                Err(SignatureError::Mismatch)
+            );
         }
         let mut message = b"1700000000.".to_vec();
         message.extend_from_slice(BINARY_BODY);
@@ -386,14 +473,14 @@ mod tests {
 
     #[test]
     fn header_presence() {
-        let v = verifier(SchemeConfig::Stripe, &[SECRET]);
+        let v = verifier("stripe", &[SECRET]);
         let good = format!("t=1700000000,v1={}", v1(SECRET, "1700000000", BODY));
         assert_eq!(
-            v.verify(&headers(&[]), BODY, T),
+            v.verify_at(&headers(&[]), BODY, T),
             Err(SignatureError::Missing { header: LABEL })
         );
         assert_eq!(
-            v.verify(
+            v.verify_at(
                 &headers(&[("stripe-signature", &good), ("Stripe-Signature", &good)]),
                 BODY,
                 T
@@ -401,11 +488,11 @@ mod tests {
             Err(SignatureError::Duplicated { header: LABEL })
         );
         assert_eq!(
-            v.verify(&headers(&[("STRIPE-SIGNATURE", &good)]), BODY, T),
+            v.verify_at(&headers(&[("STRIPE-SIGNATURE", &good)]), BODY, T),
             Ok(())
         );
         assert_eq!(
-            v.verify(&headers(&[("stripe-signature", "")]), BODY, T),
+            v.verify_at(&headers(&[("stripe-signature", "")]), BODY, T),
             bad("the value is empty")
         );
         let mut map = HeaderMap::new();
@@ -414,30 +501,31 @@ mod tests {
             HeaderValue::from_bytes(b"t=1,v1=\xff").unwrap(),
         );
         assert_eq!(
-            v.verify(&map, BODY, T),
+            v.verify_at(&map, BODY, T),
             bad("the value is not visible ASCII")
         );
     }
 
     #[test]
     fn tolerance_comes_from_the_constructor() {
-        let v = Verifier::new(
-            SchemeConfig::Stripe,
-            &[SECRET.into()],
+        let v = try_scheme(
+            "stripe",
+            serde_json::json!({}),
+            &[SECRET],
             std::time::Duration::from_secs(10),
         )
         .unwrap();
-        let map = signed(v.sign(BODY, T, ""));
-        assert_eq!(v.verify(&map, BODY, T + 10), Ok(()));
+        let map = signed(v.sign_at(BODY, T, ""));
+        assert_eq!(v.verify_at(&map, BODY, T + 10), Ok(()));
         assert_eq!(
-            v.verify(&map, BODY, T + 11),
+            v.verify_at(&map, BODY, T + 11),
             Err(SignatureError::TimestampTooOld {
                 age_secs: 11,
                 tolerance_secs: 10
             })
         );
         assert_eq!(
-            v.verify(&map, BODY, T - 11),
+            v.verify_at(&map, BODY, T - 11),
             Err(SignatureError::TimestampInFuture {
                 ahead_secs: 11,
                 tolerance_secs: 10
@@ -447,7 +535,7 @@ mod tests {
 
     #[test]
     fn errors_never_contain_the_signature() {
-        let v = verifier(SchemeConfig::Stripe, &[SECRET]);
+        let v = verifier("stripe", &[SECRET]);
         let sig = v1("whsec_other", "1700000000", BODY);
         for header in [
             format!("t=1700000000,v1={sig}"),

@@ -10,7 +10,8 @@ use crate::error::{failed, usage, Context as _, Result};
 use crate::output::{print_json, say};
 use crate::sample;
 use inbox_core::clock::{Clock as _, SystemClock};
-use inbox_core::config::{parse_secrets, vars, Sources};
+use inbox_core::config::vars;
+use inbox_core::sources::{parse_secrets, Sources};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -68,7 +69,7 @@ fn load_sources(args: &SendArgs) -> Result<Sources> {
         vars::WEBHOOK_SECRETS,
         "local/secrets.json",
     )?;
-    // Neither error can contain a secret (inbox_core::config guarantees it).
+    // Neither error can contain a secret (inbox_core::sources guarantees it).
     let secrets = parse_secrets(&secrets, vars::WEBHOOK_SECRETS)
         .context(format!("secrets from {secrets_from}"))?;
     Ok(Sources::from_json(&sources, &secrets)?)
@@ -95,20 +96,16 @@ pub async fn run(ctx: &Context, args: SendArgs) -> Result<()> {
             args.event_type.as_deref(),
             now,
         ),
-        Some(path) => {
-            let scheme = source.verifier.scheme();
-            sample::Event {
-                body: std::fs::read(path).context(format!("reading {}", path.display()))?,
-                msg_id: args
-                    .event_id
-                    .clone()
-                    .unwrap_or_else(|| sample::default_id(scheme)),
-                event_type: args
-                    .event_type
-                    .clone()
-                    .unwrap_or_else(|| sample::default_type(scheme).to_owned()),
-            }
-        }
+        Some(path) => sample::from_file(
+            source,
+            std::fs::read(path).context(format!("reading {}", path.display()))?,
+            args.event_id.as_deref(),
+            args.event_type.as_deref(),
+        ),
+    };
+    let sign = |now| {
+        sample::sign(source, &event, now)
+            .map_err(|e| usage(format!("source {:?}: {e}", args.source)))
     };
 
     // TLS (an https URL) uses rustls on the aws-lc-rs provider the AWS SDK builds anyway.
@@ -119,14 +116,15 @@ pub async fn run(ctx: &Context, args: SendArgs) -> Result<()> {
         .build()
         .into();
 
-    let first_headers = sample::headers(source, &event, now);
+    let first = sign(now)?;
     let mut report = Report {
         source: &args.source,
-        event_id: sample::event_id(source, &event.body, &first_headers),
-        event_type: sample::event_type(source, &event.body, &first_headers),
+        event_id: sample::event_id(source, &first.body, &first.headers),
+        event_type: sample::event_type(source, &first.body, &first.headers),
         url: &url,
-        body_bytes: event.body.len(),
-        headers: first_headers
+        body_bytes: first.body.len(),
+        headers: first
+            .headers
             .iter()
             .map(|(k, _)| k.as_str().to_owned())
             .collect(),
@@ -144,19 +142,19 @@ pub async fn run(ctx: &Context, args: SendArgs) -> Result<()> {
     }
     for attempt in 1..=args.repeat {
         // Signed at the moment of sending, like a provider's retry.
-        let headers = if attempt == 1 {
-            first_headers.clone()
+        let outgoing = if attempt == 1 {
+            first.clone()
         } else {
-            sample::headers(source, &event, SystemClock.now_secs())
+            sign(SystemClock.now_secs())?
         };
         let mut request = agent.post(&url).header(
             "user-agent",
             concat!("inboxctl/", env!("CARGO_PKG_VERSION")),
         );
-        for (name, value) in &headers {
+        for (name, value) in &outgoing.headers {
             request = request.header(name.clone(), value.clone());
         }
-        let mut response = request.send(&event.body[..]).context(format!(
+        let mut response = request.send(&outgoing.body[..]).context(format!(
             "POST {url} (is the ingest endpoint running? `make dev` serves it)"
         ))?;
         let status = response.status().as_u16();

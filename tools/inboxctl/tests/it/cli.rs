@@ -12,6 +12,7 @@ use inbox_core::message::{HistoryEntry, QuarantineNotice, RetryRequest};
 use inbox_core::process::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
 use inbox_core::process::{Outcome, Processor, ProcessorConfig};
 use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::signature::Request;
 use inbox_core::store::dynamo::DynamoInbox;
 use inbox_core::store::{Applied, Delivery, Inbox as _, MessageStore as _, NewMessage, Transition};
 use integration_tests::{api_event, Harness};
@@ -937,12 +938,19 @@ async fn send_signs_like_the_provider() {
         assert_eq!(path, "/webhooks/stripe");
         assert_eq!(headers["content-type"], "application/json");
         stripe
-            .verifier
-            .verify(&headers, &body, now)
+            .scheme
+            .verify(Request::new(&headers, &body, now))
+            .resolve()
+            .await
             .expect("the signature verifies");
         let mut tampered = body.clone();
         tampered[0] = b' ';
-        assert!(stripe.verifier.verify(&headers, &tampered, now).is_err());
+        assert!(stripe
+            .scheme
+            .verify(Request::new(&headers, &tampered, now))
+            .resolve()
+            .await
+            .is_err());
         let signature = headers["stripe-signature"]
             .to_str()
             .expect("ascii")
@@ -997,8 +1005,10 @@ async fn send_signs_like_the_provider() {
         .sources
         .get("github")
         .expect("github")
-        .verifier
-        .verify(&headers, &body, now)
+        .scheme
+        .verify(Request::new(&headers, &body, now))
+        .resolve()
+        .await
         .expect("verifies");
     assert_eq!(headers["x-github-event"], "ping");
     assert_eq!(
@@ -1026,8 +1036,10 @@ async fn send_signs_like_the_provider() {
         .sources
         .get("mailer")
         .expect("mailer")
-        .verifier
-        .verify(&headers, &body, now)
+        .scheme
+        .verify(Request::new(&headers, &body, now))
+        .resolve()
+        .await
         .expect("verifies");
     let msg_id = headers["webhook-id"].to_str().expect("ascii");
     assert!(msg_id.starts_with("msg_"), "{msg_id}");

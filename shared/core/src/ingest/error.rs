@@ -1,0 +1,101 @@
+//! [`IngestError`]: why a delivery was not accepted, and its HTTP mapping (status, code, extra
+//! headers, the JSON [`ErrorBody`]).
+
+use crate::identity::IdentityError;
+use crate::signature::SignatureError;
+use crate::store::StoreError;
+use serde::Serialize;
+use std::borrow::Cow;
+
+/// Seconds a client is asked to wait after a 503.
+pub const RETRY_AFTER_SECS: u32 = 5;
+
+/// Why a delivery was not accepted. Each variant maps to one status and one JSON error code.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("method {0} is not allowed; use POST")]
+    MethodNotAllowed(String),
+    #[error("no webhook source named {0:?} is configured")]
+    UnknownSource(String),
+    #[error("no webhook source is named in the path; POST to /webhooks/{{source}}")]
+    NoSource,
+    #[error("the request body is flagged as base64 but is not valid base64")]
+    BadBodyEncoding,
+    #[error("the body is {len} bytes; the limit is {limit} bytes")]
+    TooLarge { len: usize, limit: usize },
+    #[error("{0}")]
+    Signature(#[from] SignatureError),
+    /// Correctly signed, but the payload cannot be identified (400).
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+    #[error("the event could not be stored; retry later")]
+    Store(#[from] StoreError),
+}
+
+/// The JSON body of every error answer.
+#[derive(Debug, Serialize)]
+pub struct ErrorBody<'a> {
+    pub error: &'a str,
+    pub message: Cow<'a, str>,
+}
+
+impl ErrorBody<'static> {
+    /// The opaque answer to an internal error: the cause goes to the log, not to the client.
+    pub fn internal() -> Self {
+        Self {
+            error: "internal_error",
+            message: Cow::Borrowed("internal error"),
+        }
+    }
+}
+
+impl ErrorBody<'_> {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self)
+            .unwrap_or_else(|_| r#"{"error":"internal_error","message":"internal error"}"#.into())
+    }
+}
+
+impl IngestError {
+    /// The HTTP status code.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::MethodNotAllowed(_) => 405,
+            Self::UnknownSource(_) | Self::NoSource => 404,
+            Self::TooLarge { .. } => 413,
+            Self::Signature(_) => 401,
+            Self::Store(_) => 503,
+            Self::BadBodyEncoding | Self::Identity(_) => 400,
+        }
+    }
+
+    /// The machine-readable error code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::MethodNotAllowed(_) => "method_not_allowed",
+            Self::UnknownSource(_) | Self::NoSource => "unknown_source",
+            Self::BadBodyEncoding => "invalid_body_encoding",
+            Self::TooLarge { .. } => "payload_too_large",
+            Self::Signature(e) => e.code(),
+            Self::Identity(e) => e.code(),
+            Self::Store(_) => "store_unavailable",
+        }
+    }
+
+    /// Extra response headers (`Allow` on 405, `Retry-After` on 503).
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Self::MethodNotAllowed(_) => vec![("allow", "POST".into())],
+            Self::Store(_) => vec![("retry-after", RETRY_AFTER_SECS.to_string())],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The JSON error body. Messages never contain secrets, signatures or the payload.
+    pub fn body(&self) -> ErrorBody<'_> {
+        ErrorBody {
+            error: self.code(),
+            message: Cow::Owned(self.to_string()),
+        }
+    }
+}

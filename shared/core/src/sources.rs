@@ -1,0 +1,205 @@
+//! The configured webhook sources: each source's name, signature scheme (built once from its
+//! settings, secrets and tolerance), where its event id and type come from, and the headers kept
+//! with its messages.
+//!
+//! Sources are written in `WEBHOOK_SOURCES` (a JSON object: source name → `{"scheme": …}` plus
+//! the scheme's settings, `tolerance_secs`, `event_id`, `event_type`; see the README), secrets in
+//! `WEBHOOK_SECRETS` or the Secrets Manager secret (source name → list of secrets), read by
+//! [`parse_secrets`] into redacted [`Secret`]s. Errors name the variable at fault and never
+//! contain a secret.
+
+use crate::config::{vars, ConfigError, DEFAULT_TOLERANCE_SECS};
+use crate::domain::SourceName;
+use crate::identity::{self, FieldRule};
+use crate::signature::{self, Scheme, SchemeError, Secret, Spec};
+use http::HeaderName;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One source as written in `WEBHOOK_SOURCES`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SourceSpec {
+    /// The registered scheme name (`stripe`, `hmac-sha256`, …).
+    pub scheme: String,
+    /// Tolerance for signed timestamps, seconds (schemes with a timestamp only).
+    #[serde(default)]
+    pub tolerance_secs: Option<u64>,
+    /// Overrides the scheme's default event id rule.
+    #[serde(default)]
+    pub event_id: Option<FieldRule>,
+    /// Overrides the scheme's default event type rule.
+    #[serde(default)]
+    pub event_type: Option<FieldRule>,
+    /// Everything else: the scheme's own settings (e.g. the generic scheme's `header`).
+    #[serde(flatten)]
+    pub settings: Map<String, Value>,
+}
+
+/// A configured source, ready to verify and identify requests. `Debug` shows no secret.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub name: SourceName,
+    /// The registered name of its scheme.
+    pub scheme_name: String,
+    pub scheme: Arc<dyn Scheme>,
+    pub event_id: FieldRule,
+    /// `None`: the source's events have no type.
+    pub event_type: Option<FieldRule>,
+    /// Lower-case names of the headers kept with a message, sorted, computed once.
+    kept_headers: Vec<HeaderName>,
+}
+
+impl Source {
+    /// Builds a source from its spec and secrets, filling in the scheme's defaults.
+    pub fn new(
+        name: SourceName,
+        spec: SourceSpec,
+        secrets: &[Secret],
+    ) -> Result<Self, SchemeError> {
+        let tolerance = Duration::from_secs(spec.tolerance_secs.unwrap_or(DEFAULT_TOLERANCE_SECS));
+        let scheme =
+            signature::build(&spec.scheme, &Spec::new(&spec.settings, secrets, tolerance))?;
+        let event_id = spec.event_id.unwrap_or_else(|| scheme.default_event_id());
+        let event_type = spec.event_type.or_else(|| scheme.default_event_type());
+        let kept_headers = kept_headers(scheme.as_ref(), &event_id, event_type.as_ref());
+        Ok(Self {
+            name,
+            scheme_name: spec.scheme,
+            scheme,
+            event_id,
+            event_type,
+            kept_headers,
+        })
+    }
+
+    /// Whether identifying this source's events needs the body parsed as a JSON object.
+    pub fn needs_json(&self) -> bool {
+        identity::needs_json(&self.event_id, self.event_type.as_ref())
+    }
+
+    /// Header names (lower case, sorted) kept with a message: those needed to re-verify it,
+    /// those its id and type come from, and `content-type`.
+    pub fn kept_headers(&self) -> &[HeaderName] {
+        &self.kept_headers
+    }
+}
+
+fn kept_headers(
+    scheme: &dyn Scheme,
+    event_id: &FieldRule,
+    event_type: Option<&FieldRule>,
+) -> Vec<HeaderName> {
+    let mut names = scheme.signed_headers().to_vec();
+    for rule in [Some(event_id), event_type].into_iter().flatten() {
+        if let FieldRule::Header(h) = rule {
+            // A name that is not a valid header name can never be present: nothing to keep.
+            if let Ok(name) = HeaderName::from_bytes(h.to_ascii_lowercase().as_bytes()) {
+                names.push(name);
+            }
+        }
+    }
+    names.push(http::header::CONTENT_TYPE);
+    names.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    names.dedup();
+    names
+}
+
+/// All configured sources, by name.
+#[derive(Debug, Clone, Default)]
+pub struct Sources(HashMap<String, Source>);
+
+impl Sources {
+    /// Parses `WEBHOOK_SOURCES` JSON and pairs each source with its secrets (`source → [secret]`).
+    /// Errors about a source's settings name `WEBHOOK_SOURCES`, about its secrets
+    /// `WEBHOOK_SECRETS`.
+    pub fn from_json(
+        sources_json: &str,
+        secrets: &HashMap<String, Vec<Secret>>,
+    ) -> Result<Self, ConfigError> {
+        let invalid = |var, reason: String| ConfigError::Invalid { var, reason };
+        let specs: HashMap<String, SourceSpec> = serde_json::from_str(sources_json)
+            .map_err(|e| invalid(vars::WEBHOOK_SOURCES, e.to_string()))?;
+        if specs.is_empty() {
+            return Err(invalid(
+                vars::WEBHOOK_SOURCES,
+                "no source is configured".into(),
+            ));
+        }
+        // Everything wrong with WEBHOOK_SOURCES itself is reported before any secret is looked at.
+        let mut named = Vec::with_capacity(specs.len());
+        for (name, spec) in specs {
+            let source_name = SourceName::parse(&name)
+                .map_err(|e| invalid(vars::WEBHOOK_SOURCES, format!("source name {name:?} {e}")))?;
+            signature::check_registered(&spec.scheme)
+                .map_err(|e| invalid(vars::WEBHOOK_SOURCES, format!("source {name:?}: {e}")))?;
+            named.push((name, source_name, spec));
+        }
+        let mut out = HashMap::with_capacity(named.len());
+        for (name, source_name, spec) in named {
+            let source_secrets = secrets.get(&name).ok_or_else(|| {
+                invalid(
+                    vars::WEBHOOK_SECRETS,
+                    format!("no secret for source {name:?}"),
+                )
+            })?;
+            let source = Source::new(source_name, spec, source_secrets).map_err(|e| {
+                let var = if e.is_about_secrets() {
+                    vars::WEBHOOK_SECRETS
+                } else {
+                    vars::WEBHOOK_SOURCES
+                };
+                invalid(var, format!("source {name:?}: {e}"))
+            })?;
+            out.insert(name, source);
+        }
+        Ok(Self(out))
+    }
+
+    /// The source called `name`, if configured.
+    pub fn get(&self, name: &str) -> Option<&Source> {
+        self.0.get(name)
+    }
+
+    /// Configured source names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.0.keys().map(String::as_str).collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// Parses the secrets JSON (`{"source": ["secret", …]}`); a single string is accepted for one
+/// secret.
+pub fn parse_secrets(
+    json: &str,
+    var: &'static str,
+) -> Result<HashMap<String, Vec<Secret>>, ConfigError> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(Secret),
+        Many(Vec<Secret>),
+    }
+    // The parser's message could quote part of the input, i.e. a secret: keep only its position.
+    let map: HashMap<String, OneOrMany> = serde_json::from_str(json).map_err(|e| ConfigError::Invalid {
+        var,
+        reason: format!(
+            "expected a JSON object mapping source names to lists of secrets (error at line {}, column {})",
+            e.line(),
+            e.column()
+        ),
+    })?;
+    Ok(map
+        .into_iter()
+        .map(|(k, v)| match v {
+            OneOrMany::One(s) => (k, vec![s]),
+            OneOrMany::Many(v) => (k, v),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,165 @@
+//! Sources from `WEBHOOK_SOURCES` and secrets: defaults, every form, errors, redaction.
+
+use super::*;
+
+const SECRETS: &str = r#"{"stripe": "whsec_abc", "mailer": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+    "custom": ["k1", "k2"], "x": "whsec_c2VjcmV0"}"#;
+
+fn secrets() -> HashMap<String, Vec<Secret>> {
+    parse_secrets(SECRETS, vars::WEBHOOK_SECRETS).unwrap()
+}
+
+fn one(source_json: &str) -> Result<Source, ConfigError> {
+    let sources = Sources::from_json(&format!(r#"{{"x": {source_json}}}"#), &secrets())?;
+    Ok(sources.get("x").unwrap().clone())
+}
+
+#[test]
+fn defaults_and_overrides() {
+    let sources = Sources::from_json(
+        r#"{
+            "stripe": {"scheme": "stripe"},
+            "mailer": {"scheme": "standard-webhooks", "tolerance_secs": 60},
+            "custom": {"scheme": "hmac-sha256", "header": "X-Sig", "encoding": "base64",
+                       "event_id": {"header": "X-Id"}, "event_type": {"json_pointer": "/kind"}}
+        }"#,
+        &secrets(),
+    )
+    .unwrap();
+    assert_eq!(sources.names(), vec!["custom", "mailer", "stripe"]);
+    let stripe = sources.get("stripe").unwrap();
+    assert_eq!(stripe.scheme_name, "stripe");
+    assert_eq!(stripe.event_id, FieldRule::json_pointer("/id"));
+    assert_eq!(stripe.event_type, Some(FieldRule::json_pointer("/type")));
+    assert!(stripe.needs_json());
+    assert_eq!(stripe.kept_headers(), ["content-type", "stripe-signature"]);
+    let mailer = sources.get("mailer").unwrap();
+    assert_eq!(mailer.event_id, FieldRule::header("webhook-id"));
+    assert!(format!("{:?}", mailer.scheme).contains("60s"));
+    let custom = sources.get("custom").unwrap();
+    assert_eq!(custom.event_id, FieldRule::header("X-Id"));
+    assert_eq!(custom.event_type, Some(FieldRule::json_pointer("/kind")));
+    assert_eq!(custom.kept_headers(), ["content-type", "x-id", "x-sig"]);
+    assert!(sources.get("nope").is_none());
+}
+
+#[test]
+fn every_form_of_a_source() {
+    let ok = [
+        (r#"{"scheme":"stripe"}"#, "stripe"),
+        (r#"{"scheme":"standard-webhooks"}"#, "standard-webhooks"),
+        (r#"{"scheme":"github"}"#, "github"),
+        (r#"{"scheme":"shopify"}"#, "shopify"),
+        (r#"{"scheme":"slack"}"#, "slack"),
+        (
+            r#"{"scheme":"hmac-sha256","header":"X-Signature","encoding":"hex","prefix":"sha256="}"#,
+            "hmac-sha256",
+        ),
+        (
+            r#"{"scheme":"hmac-sha256","header":"X-Sig","encoding":"base64"}"#,
+            "hmac-sha256",
+        ),
+        // Unknown members are ignored.
+        (
+            r#"{"scheme":"stripe","tolerance_secs":60,"other":1}"#,
+            "stripe",
+        ),
+        (
+            r#"{"scheme":"hmac-sha256","header":"X-Sig","encoding":"base64","tolerance_secs":5,"event_id":"body_sha256","other":1}"#,
+            "hmac-sha256",
+        ),
+    ];
+    for (json, scheme) in ok {
+        let source = one(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        assert_eq!(source.scheme_name, scheme);
+    }
+    // Everything wrong with a source's settings names WEBHOOK_SOURCES.
+    for json in [
+        r#"{"scheme":"nope"}"#,
+        r#"{}"#,
+        r#"{"scheme":"Stripe"}"#,
+        r#"{"scheme":"hmac-sha256","encoding":"hex"}"#,
+        r#"{"scheme":"hmac-sha256","header":"X-Sig"}"#,
+        r#"{"scheme":"hmac-sha256","header":"X-Sig","encoding":"HEX"}"#,
+        r#"{"scheme":"hmac-sha256","header":"X-Sig","encoding":"base32"}"#,
+        r#"{"scheme":"hmac-sha256","header":"X Sig","encoding":"hex"}"#,
+        r#"{"scheme":"stripe","event_id":{"nope":"/id"}}"#,
+    ] {
+        let e = one(json).unwrap_err().to_string();
+        assert!(e.contains("WEBHOOK_SOURCES"), "{json}: {e}");
+    }
+    let e = one(r#"{"scheme":"nope"}"#).unwrap_err().to_string();
+    assert!(e.contains("\"nope\"") && e.contains("hmac-sha256"), "{e}");
+}
+
+#[test]
+fn secret_problems_name_webhook_secrets_and_never_the_secret() {
+    let secrets = parse_secrets(
+        r#"{"stripe": [], "mailer": ["whsec_not base64 sup3r"], "gh": "ok"}"#,
+        vars::WEBHOOK_SECRETS,
+    )
+    .unwrap();
+    for (sources, source) in [
+        (r#"{"stripe":{"scheme":"stripe"}}"#, "stripe"),
+        (r#"{"mailer":{"scheme":"standard-webhooks"}}"#, "mailer"),
+        (r#"{"nosecret":{"scheme":"github"}}"#, "nosecret"),
+    ] {
+        let e = Sources::from_json(sources, &secrets)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("WEBHOOK_SECRETS") && e.contains(source), "{e}");
+        assert!(!e.contains("sup3r"), "{e}");
+    }
+    let e = Sources::from_json(r#"{"Bad Name":{"scheme":"github"}}"#, &secrets).unwrap_err();
+    assert!(e.to_string().contains("WEBHOOK_SOURCES"));
+}
+
+#[test]
+fn secret_parse_errors_do_not_echo_secrets() {
+    let e = parse_secrets(
+        r#"{"stripe": ["whsec_supersecret", 5]}"#,
+        vars::WEBHOOK_SECRETS,
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("WEBHOOK_SECRETS"));
+    assert!(!text.contains("supersecret"), "{text}");
+    let e = parse_secrets(r#"{"stripe": "whsec_supersecret"#, vars::WEBHOOK_SECRETS).unwrap_err();
+    assert!(!e.to_string().contains("supersecret"));
+    let ok = parse_secrets(r#"{"a": "one", "b": ["x", "y"]}"#, vars::WEBHOOK_SECRETS).unwrap();
+    assert_eq!(ok["a"], [Secret::from("one")]);
+    assert_eq!(ok["b"], [Secret::from("x"), Secret::from("y")]);
+}
+
+#[test]
+fn debug_of_secrets_schemes_and_sources_never_shows_a_secret() {
+    let secrets = parse_secrets(
+        r#"{"stripe": "whsec_hunter2", "mailer": "whsec_aHVudGVyMg==", "gh": ["hunter2", "hunter3"],
+            "shop": "hunter2", "slack": "hunter2", "custom": "hunter2"}"#,
+        vars::WEBHOOK_SECRETS,
+    )
+    .unwrap();
+    let sources = Sources::from_json(
+        r#"{"stripe": {"scheme": "stripe"}, "mailer": {"scheme": "standard-webhooks"},
+            "gh": {"scheme": "github"}, "shop": {"scheme": "shopify"}, "slack": {"scheme": "slack"},
+            "custom": {"scheme": "hmac-sha256", "header": "X-Sig", "encoding": "hex"}}"#,
+        &secrets,
+    )
+    .unwrap();
+    let texts = [
+        format!("{secrets:?}"),
+        format!("{sources:?}"),
+        format!("{sources:#?}"),
+    ];
+    for text in &texts {
+        assert!(
+            !text.contains("hunter") && !text.contains("aHVudGVy"),
+            "{text}"
+        );
+    }
+    assert!(texts[1].contains("<redacted>"), "{}", texts[1]);
+    for name in sources.names() {
+        let scheme = &sources.get(name).unwrap().scheme;
+        assert!(!format!("{scheme:?}").contains("hunter"));
+    }
+}
