@@ -5,7 +5,7 @@ use crate::cli::Global;
 use crate::error::{usage, Result};
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::queue::sqs::SqsRetryQueue;
 use inbox_core::store::dynamo::DynamoInbox;
 use std::time::Duration;
 use tokio::sync::OnceCell;
@@ -89,11 +89,9 @@ impl Context {
             .filter(|u| !u.is_empty())
     }
 
-    /// The queues a replay re-drives through. Only the retry queue is written to by a replay; the
-    /// quarantine URL is passed along when configured.
-    pub async fn queues(&self) -> Result<SqsQueues> {
-        let retry = self.retry_url()?.to_owned();
-        let quarantine = self.quarantine_url().unwrap_or_default().to_owned();
-        Ok(SqsQueues::new(self.sqs().await, retry, quarantine))
+    /// The retry queue replays re-drive through (the only queue a replay writes to).
+    pub async fn retry_queue(&self) -> Result<SqsRetryQueue> {
+        let url = self.retry_url()?.to_owned();
+        Ok(SqsRetryQueue::new(self.sqs().await, url))
     }
 }
