@@ -8,7 +8,7 @@
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_lambda_events::event::sqs::SqsEvent;
 use inbox_core::clock::{Clock, SystemClock};
-use inbox_core::config::{ConfigError, ProcessConfig};
+use inbox_core::config::{ConfigError, Env, ProcessConfig};
 use inbox_core::process::registry::Registry;
 use inbox_core::process::Processor;
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
@@ -31,29 +31,17 @@ pub fn registry<S: ItemStore + 'static>(store: S, wallet: WalletSources) -> Regi
     WalletHandler::new(store, wallet).register(Registry::new())
 }
 
-/// The wallet's sources from the environment.
-pub fn wallet_sources() -> WalletSources {
-    let var = |k: &str, d: &str| {
-        std::env::var(k)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| d.to_owned())
-    };
-    WalletSources {
-        stripe: var("WALLET_STRIPE_SOURCE", "stripe"),
-        mailer: var("WALLET_MAILER_SOURCE", "mailer"),
-    }
-}
-
 /// Builds the service once per cold start.
 pub async fn build() -> Result<Service, ConfigError> {
-    let config = ProcessConfig::from_env()?;
+    let env = Env::process();
+    let config = ProcessConfig::read(&env)?;
+    let wallet = WalletSources::read(&env)?;
     let sdk = aws_config::load_from_env().await;
     let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let retry = SqsRetryQueue::new(sqs.clone(), config.retry_queue_url);
     let quarantine = SqsQuarantine::new(sqs, config.quarantine_queue_url);
-    let registry = registry(store.clone(), wallet_sources());
+    let registry = registry(store.clone(), wallet);
     Ok(Processor::new(
         store,
         retry,
