@@ -6,6 +6,7 @@
 #   make venv          .venv with the Python tooling pinned in scripts/requirements-dev.txt
 #   make build-lambda  release artifact target/lambda/ingest/bootstrap (cargo lambda, x86_64)
 #   make bench         benchmarks and figures (docs/benchmarks.md)
+#   make config-docs   rewrite README.md's configuration tables from the variables documented in code
 #   make clean-local   stop emulators started by the scripts, remove .local/ and .aws-sam/
 
 SHELL := /bin/bash
@@ -23,7 +24,7 @@ STAMP  := $(VENV)/.stamp-$(REQS_HASH)
 SAM_ENV := AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 \
            AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 
-.PHONY: help dev test lint venv build-lambda bench clean-local
+.PHONY: help dev test lint venv build-lambda bench config-docs clean-local
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -63,6 +64,11 @@ bench: venv
 	AWS_ENDPOINT_URL=http://127.0.0.1:5066 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing \
 	  AWS_SECRET_ACCESS_KEY=testing INBOX_VENV=$(CURDIR)/$(VENV) \
 	  cargo run --release -p integration-tests --bin pipeline_figures; rc=$$?; scripts/moto.sh stop 5066; exit $$rc
+
+# The README's configuration sections are rendered from the variables' docs in code
+# (shared/core/src/config/catalog.rs, shared/wallet/src/config.rs); `make test` checks them.
+config-docs:
+	cargo run -q -p integration-tests --bin config_docs
 
 clean-local:
 	@for pidfile in .local/moto-*.pid; do \

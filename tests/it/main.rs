@@ -1,5 +1,5 @@
 //! The integration tests, one binary (each test binary links the AWS SDK; one link instead of
-//! six). Every module needs the emulator `make test` starts (`AWS_ENDPOINT_URL`).
+//! six). Every module but `config_docs` needs the emulator `make test` starts (`AWS_ENDPOINT_URL`).
 //!
 //! - [`ingest_dynamo`]: the ingest path against DynamoDB (store once, duplicates, concurrency, outages).
 //! - [`bad_input`]: every class of bad request, per scheme: status, JSON code, nothing stored.
@@ -7,10 +7,12 @@
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
 //! - [`wallet`]: the wallet ledger through the real pipeline.
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
+//! - [`config_docs`]: the README's configuration tables match the variables documented in code.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers of tests: a failed setup is a failed test
 
 mod bad_input;
+mod config_docs;
 mod ingest_dynamo;
 mod pipeline;
 mod provider_libs;

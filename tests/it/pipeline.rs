@@ -201,7 +201,7 @@ async fn poison_message_is_quarantined_others_in_its_batch_are_processed_and_rep
     );
     let outcome = inbox_core::ops::replay(
         &store,
-        processor.queues(),
+        processor.retry_queue(),
         &SystemClock,
         &notice.key(),
         "ops@example",
@@ -333,12 +333,8 @@ async fn a_crash_after_the_claim_is_reaped_after_the_lease_and_processed_once() 
         p.harness.client.clone(),
         p.harness.table.clone(),
     );
-    let queues = inbox_core::queue::sqs::SqsQueues::new(
-        p.sqs.clone(),
-        p.retry_url.clone(),
-        p.quarantine_url.clone(),
-    );
-    let reaper = inbox_core::reaper::Reaper::new(store, queues, clock.clone(), 100);
+    let retry = inbox_core::queue::sqs::SqsRetryQueue::new(p.sqs.clone(), p.retry_url.clone());
+    let reaper = inbox_core::reaper::Reaper::new(store, retry, clock.clone(), 100);
 
     assert_eq!(
         reaper.run().await.unwrap().due,
@@ -373,12 +369,8 @@ async fn the_reaper_redrives_messages_the_stream_never_delivered() {
         p.harness.client.clone(),
         p.harness.table.clone(),
     );
-    let queues = inbox_core::queue::sqs::SqsQueues::new(
-        p.sqs.clone(),
-        p.retry_url.clone(),
-        p.quarantine_url.clone(),
-    );
-    let reaper = inbox_core::reaper::Reaper::new(store, queues, clock.clone(), 100);
+    let retry = inbox_core::queue::sqs::SqsRetryQueue::new(p.sqs.clone(), p.retry_url.clone());
+    let reaper = inbox_core::reaper::Reaper::new(store, retry, clock.clone(), 100);
     assert_eq!(reaper.run().await.unwrap().due, 0);
     // (The clock was pinned before the ingest, which used the wall clock: give it a minute of slack.)
     clock.advance_millis(inbox_core::store::schema::PENDING_GRACE_MS + 60_000);
@@ -431,7 +423,7 @@ async fn unknown_event_type_is_ignored_listed_and_replayable() {
         .await;
     let outcome = inbox_core::ops::replay(
         &store,
-        upgraded.queues(),
+        upgraded.retry_queue(),
         &SystemClock,
         &m.key(),
         "ops",
@@ -465,11 +457,8 @@ async fn store_unavailable_during_processing_is_a_batch_item_failure_and_nothing
             inbox_core::store::dynamo::client_for_hot_path(&sdk),
             p.harness.table.clone(),
         ),
-        inbox_core::queue::sqs::SqsQueues::new(
-            p.sqs.clone(),
-            p.retry_url.clone(),
-            p.quarantine_url.clone(),
-        ),
+        inbox_core::queue::sqs::SqsRetryQueue::new(p.sqs.clone(), p.retry_url.clone()),
+        inbox_core::queue::sqs::SqsQuarantine::new(p.sqs.clone(), p.quarantine_url.clone()),
         SystemClock,
         Pipeline::registry(handler.clone()),
         inbox_core::process::ProcessorConfig::default(),

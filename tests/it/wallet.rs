@@ -140,10 +140,16 @@ async fn re_driving_a_committed_message_cannot_debit_twice() {
         inbox_core::process::Outcome::Skipped(inbox_core::process::Skip::Terminal)
     );
     // Even a forced replay re-runs the handler on the committed state: the email row says debited.
-    let replay =
-        inbox_core::ops::replay(&store, processor.queues(), &SystemClock, &key, "ops", true)
-            .await
-            .unwrap();
+    let replay = inbox_core::ops::replay(
+        &store,
+        processor.retry_queue(),
+        &SystemClock,
+        &key,
+        "ops",
+        true,
+    )
+    .await
+    .unwrap();
     assert_eq!(replay, inbox_core::ops::ReplayOutcome::Replayed);
     assert!(p.drain_retry_once(&processor).await >= 1);
     assert_eq!(
@@ -245,9 +251,16 @@ async fn an_unknown_tenant_is_quarantined_and_replayable_once_the_wallet_exists(
         .await
         .unwrap();
     let key = failed.key();
-    inbox_core::ops::replay(&store, processor.queues(), &SystemClock, &key, "ops", false)
-        .await
-        .unwrap();
+    inbox_core::ops::replay(
+        &store,
+        processor.retry_queue(),
+        &SystemClock,
+        &key,
+        "ops",
+        false,
+    )
+    .await
+    .unwrap();
     p.drain_retry_once(&processor).await;
     let held = store
         .get_item(&wallet_pk("newco"), WALLET_SK)

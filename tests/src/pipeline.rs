@@ -16,7 +16,7 @@ use inbox_core::clock::Clock;
 use inbox_core::message::StoredMessage;
 use inbox_core::process::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
 use inbox_core::process::{Processor, ProcessorConfig};
-use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::store::dynamo::DynamoInbox;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -186,7 +186,7 @@ pub struct Pipeline {
     iterators: Mutex<Vec<String>>,
 }
 
-pub type TestProcessor<C> = Processor<DynamoInbox, SqsQueues, C>;
+pub type TestProcessor<C> = Processor<DynamoInbox, SqsRetryQueue, SqsQuarantine, C>;
 
 impl Pipeline {
     pub async fn new() -> Self {
@@ -261,11 +261,8 @@ impl Pipeline {
     /// jitter pinned to 0 (retries are due at once, so tests need not wait).
     pub async fn processor<C: Clock>(&self, registry: Registry, clock: C) -> TestProcessor<C> {
         let store = DynamoInbox::new(self.counted_dynamodb().await, self.harness.table.clone());
-        let queues = SqsQueues::new(
-            self.sqs.clone(),
-            self.retry_url.clone(),
-            self.quarantine_url.clone(),
-        );
+        let retry = SqsRetryQueue::new(self.sqs.clone(), self.retry_url.clone());
+        let quarantine = SqsQuarantine::new(self.sqs.clone(), self.quarantine_url.clone());
         // One record at a time: moto rolls a failed TransactWriteItems back by restoring a copy of
         // the whole table taken when the transaction started, which erases writes that other
         // requests committed to that table meanwhile. DynamoDB transactions are serializable;
@@ -275,7 +272,7 @@ impl Pipeline {
             concurrency: 1,
             ..ProcessorConfig::default()
         };
-        Processor::new(store, queues, clock, registry, config).with_jitter(|| 0.0)
+        Processor::new(store, retry, quarantine, clock, registry, config).with_jitter(|| 0.0)
     }
 
     /// The test registry: the counter handler for `stripe`/`test.counter`.

@@ -8,11 +8,11 @@
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_lambda_events::event::sqs::SqsEvent;
 use inbox_core::clock::{Clock, SystemClock};
-use inbox_core::config::{ConfigError, ProcessConfig};
+use inbox_core::config::{ConfigError, Env, ProcessConfig};
 use inbox_core::process::registry::Registry;
 use inbox_core::process::Processor;
-use inbox_core::queue::sqs::SqsQueues;
-use inbox_core::queue::Queues;
+use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
+use inbox_core::queue::{Quarantine, RetryQueue};
 use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
 use inbox_core::store::{ItemStore, MessageStore};
 use lambda_runtime::{Error, LambdaEvent};
@@ -20,7 +20,7 @@ use serde_json::Value;
 use wallet_ledger::{WalletHandler, WalletSources};
 
 /// The processor as deployed.
-pub type Service = Processor<DynamoInbox, SqsQueues, SystemClock>;
+pub type Service = Processor<DynamoInbox, SqsRetryQueue, SqsQuarantine, SystemClock>;
 
 /// The composition root: every handler, by `(source, event type)`, in one place. Events without a
 /// handler become `ignored` (kept, listable, replayable once a handler exists).
@@ -31,34 +31,21 @@ pub fn registry<S: ItemStore + 'static>(store: S, wallet: WalletSources) -> Regi
     WalletHandler::new(store, wallet).register(Registry::new())
 }
 
-/// The wallet's sources from the environment.
-pub fn wallet_sources() -> WalletSources {
-    let var = |k: &str, d: &str| {
-        std::env::var(k)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| d.to_owned())
-    };
-    WalletSources {
-        stripe: var("WALLET_STRIPE_SOURCE", "stripe"),
-        mailer: var("WALLET_MAILER_SOURCE", "mailer"),
-    }
-}
-
 /// Builds the service once per cold start.
 pub async fn build() -> Result<Service, ConfigError> {
-    let config = ProcessConfig::from_env()?;
+    let env = Env::process();
+    let config = ProcessConfig::read(&env)?;
+    let wallet = WalletSources::read(&env)?;
     let sdk = aws_config::load_from_env().await;
     let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
-    let queues = SqsQueues::new(
-        aws_sdk_sqs::Client::new(&sdk),
-        config.retry_queue_url,
-        config.quarantine_queue_url,
-    );
-    let registry = registry(store.clone(), wallet_sources());
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let retry = SqsRetryQueue::new(sqs.clone(), config.retry_queue_url);
+    let quarantine = SqsQuarantine::new(sqs, config.quarantine_queue_url);
+    let registry = registry(store.clone(), wallet);
     Ok(Processor::new(
         store,
-        queues,
+        retry,
+        quarantine,
         SystemClock,
         registry,
         config.processor,
@@ -76,8 +63,8 @@ fn event_source(payload: &Value) -> Option<&str> {
 }
 
 /// The Lambda entry point: dispatches a stream or SQS batch, answers with the batch item failures.
-pub async fn handle<S: MessageStore, Q: Queues, C: Clock>(
-    processor: &Processor<S, Q, C>,
+pub async fn handle<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock>(
+    processor: &Processor<S, R, Q, C>,
     event: LambdaEvent<Value>,
 ) -> Result<Value, Error> {
     let payload = event.payload;

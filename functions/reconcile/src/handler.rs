@@ -10,24 +10,15 @@
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use inbox_core::clock::{Clock, SystemClock};
-use inbox_core::config::ConfigError;
+use inbox_core::config::{catalog, ConfigError, Env};
 use inbox_core::store::dynamo::DynamoInbox;
 use inbox_core::store::{ItemStore, StoreError};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
 use std::io::Write as _;
 use std::time::Duration;
+use wallet_ledger::config::RECONCILE_STALE_AFTER_HOURS;
 use wallet_ledger::reconcile::{reconcile, ReconcileReport};
-
-/// Environment variable names.
-pub mod vars {
-    pub use inbox_core::config::vars::TABLE_NAME;
-    /// How old a hold may get, in hours, before it counts as stale (default 24).
-    pub const RECONCILE_STALE_AFTER_HOURS: &str = "RECONCILE_STALE_AFTER_HOURS";
-}
-
-/// Default age, in hours, after which a hold with no terminal event is stale.
-pub const DEFAULT_STALE_AFTER_HOURS: u32 = 24;
 
 /// At most this many problems of each kind go into the log line (CloudWatch Logs cuts events at
 /// 256 KB); the counts and the invocation's result are always complete.
@@ -43,24 +34,20 @@ pub struct ReconcileConfig {
 }
 
 impl ReconcileConfig {
-    /// Reads the configuration from the process environment (empty counts as unset).
+    /// Reads the configuration from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        Self::read(&Env::process())
     }
 
-    /// Builds the configuration from a variable lookup.
-    pub fn from_lookup(env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let table_name = env(vars::TABLE_NAME).ok_or(ConfigError::Missing(vars::TABLE_NAME))?;
-        let stale_after_hours = match env(vars::RECONCILE_STALE_AFTER_HOURS) {
-            None => DEFAULT_STALE_AFTER_HOURS,
-            Some(v) => v.trim().parse::<u32>().map_err(|e| ConfigError::Invalid {
-                var: vars::RECONCILE_STALE_AFTER_HOURS,
-                reason: format!("{e} (expected a whole number of hours)"),
-            })?,
-        };
+    /// Reads the configuration from `env` (`TABLE_NAME`, `RECONCILE_STALE_AFTER_HOURS`).
+    pub fn read(env: &Env) -> Result<Self, ConfigError> {
+        let table_name = env.required(&catalog::TABLE_NAME)?;
+        let stale_after_hours: u32 = env
+            .parse(&RECONCILE_STALE_AFTER_HOURS)
+            .map_err(|e| e.expecting("a whole number of hours"))?;
         if stale_after_hours == 0 {
             return Err(ConfigError::Invalid {
-                var: vars::RECONCILE_STALE_AFTER_HOURS,
+                var: RECONCILE_STALE_AFTER_HOURS.name,
                 reason: "must be at least 1 (0 would report every hold as stale)".into(),
             });
         }
@@ -217,28 +204,24 @@ mod tests {
 
     const T0: i64 = 1_795_000_000_000;
 
-    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: std::collections::HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |k| map.get(k).cloned()
+    fn lookup(pairs: &[(&str, &str)]) -> Env {
+        Env::from_pairs(pairs.iter().copied())
     }
 
     #[test]
     fn config_defaults_and_errors_name_the_variable() {
-        let c = ReconcileConfig::from_lookup(lookup(&[("TABLE_NAME", "t")])).unwrap();
+        let c = ReconcileConfig::read(&lookup(&[("TABLE_NAME", "t")])).unwrap();
         assert_eq!(c.table_name, "t");
         assert_eq!(c.stale_after_hours, 24);
         assert_eq!(c.stale_after_ms(), 24 * 3_600_000);
-        let c = ReconcileConfig::from_lookup(lookup(&[
+        let c = ReconcileConfig::read(&lookup(&[
             ("TABLE_NAME", "t"),
             ("RECONCILE_STALE_AFTER_HOURS", " 6 "),
         ]))
         .unwrap();
         assert_eq!(c.stale_after_hours, 6);
         let err = |pairs: &[(&str, &str)]| {
-            ReconcileConfig::from_lookup(lookup(pairs))
+            ReconcileConfig::read(&lookup(pairs))
                 .unwrap_err()
                 .to_string()
         };
@@ -247,6 +230,17 @@ mod tests {
             let e = err(&[("TABLE_NAME", "t"), ("RECONCILE_STALE_AFTER_HOURS", bad)]);
             assert!(e.contains("RECONCILE_STALE_AFTER_HOURS"), "{bad}: {e}");
         }
+        assert_eq!(
+            err(&[("TABLE_NAME", "t"), ("RECONCILE_STALE_AFTER_HOURS", "x")]),
+            "environment variable RECONCILE_STALE_AFTER_HOURS is invalid: invalid digit found in \
+             string (expected a whole number of hours)"
+        );
+        let blank = ReconcileConfig::read(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("RECONCILE_STALE_AFTER_HOURS", "  "),
+        ]))
+        .unwrap();
+        assert_eq!(blank.stale_after_hours, 24, "blank counts as unset");
     }
 
     fn entry(tenant: &str, id: &str, balance_delta: i64, event_id: &str) -> Entry {

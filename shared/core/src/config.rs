@@ -1,9 +1,24 @@
-//! Configuration of the functions, read once at cold start from environment variables; an error
-//! names the variable at fault and never contains a secret.
+//! Configuration of the functions and the CLI: what each reads from its environment, read once at
+//! cold start; an error names the variable at fault and never contains a secret.
 //!
 //! Sources come from the `WEBHOOK_SOURCES` environment variable (a JSON object, see the README;
-//! parsed by [`crate::sources`]); secrets from `WEBHOOK_SECRETS` (JSON: source → list of secrets)
-//! locally, or from the AWS Secrets Manager secret named by `WEBHOOK_SECRETS_ARN` in the cloud.
+//! parsed by [`crate::sources`]);
+//! secrets from `WEBHOOK_SECRETS` (JSON: source → list of secrets) locally, or from the AWS Secrets
+//! Manager secret named by `WEBHOOK_SECRETS_ARN` in the cloud. Everything is read once at cold
+//! start; an error names the variable at fault and never contains a secret.
+//!
+//! - [`env`]: [`Env`], the one way every function and `inboxctl` read a variable (trimmed, empty
+//!   counts as unset, the documented default, errors naming the variable);
+//! - [`doc`]: how a variable is documented ([`Var`]) and the README tables rendered from that;
+//! - [`catalog`]: the inbox's variables, each documented once ([`vars`]: their bare names);
+//! - here: [`IngestConfig`], [`ProcessConfig`], [`ReaperConfig`], read through [`Env`].
+
+pub mod catalog;
+pub mod doc;
+pub mod env;
+
+pub use doc::Var;
+pub use env::Env;
 
 use crate::sources::{parse_secrets, Sources};
 
@@ -16,22 +31,23 @@ pub const MAX_MAX_BODY_BYTES: usize = 350 * 1024;
 /// Default retention of delivery journal records, in days.
 pub const DEFAULT_RETENTION_DAYS: u32 = 30;
 
-/// Environment variable names, in one place so errors and docs agree.
+/// Environment variable names alone (for messages); each is documented in [`catalog`].
 pub mod vars {
-    pub const TABLE_NAME: &str = "TABLE_NAME";
-    pub const WEBHOOK_SOURCES: &str = "WEBHOOK_SOURCES";
-    pub const WEBHOOK_SECRETS: &str = "WEBHOOK_SECRETS";
-    pub const WEBHOOK_SECRETS_ARN: &str = "WEBHOOK_SECRETS_ARN";
-    pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
-    pub const DELIVERY_RETENTION_DAYS: &str = "DELIVERY_RETENTION_DAYS";
-    pub const RETRY_QUEUE_URL: &str = "RETRY_QUEUE_URL";
-    pub const QUARANTINE_QUEUE_URL: &str = "QUARANTINE_QUEUE_URL";
-    pub const MAX_ATTEMPTS: &str = "MAX_ATTEMPTS";
-    pub const BACKOFF_BASE_MS: &str = "BACKOFF_BASE_MS";
-    pub const BACKOFF_CAP_MS: &str = "BACKOFF_CAP_MS";
-    pub const LEASE_MS: &str = "LEASE_MS";
-    pub const REAPER_MAX_PER_RUN: &str = "REAPER_MAX_PER_RUN";
-    pub const PROCESS_CONCURRENCY: &str = "PROCESS_CONCURRENCY";
+    use super::catalog as c;
+    pub const TABLE_NAME: &str = c::TABLE_NAME.name;
+    pub const WEBHOOK_SOURCES: &str = c::WEBHOOK_SOURCES.name;
+    pub const WEBHOOK_SECRETS: &str = c::WEBHOOK_SECRETS.name;
+    pub const WEBHOOK_SECRETS_ARN: &str = c::WEBHOOK_SECRETS_ARN.name;
+    pub const MAX_BODY_BYTES: &str = c::MAX_BODY_BYTES.name;
+    pub const DELIVERY_RETENTION_DAYS: &str = c::DELIVERY_RETENTION_DAYS.name;
+    pub const RETRY_QUEUE_URL: &str = c::RETRY_QUEUE_URL.name;
+    pub const QUARANTINE_QUEUE_URL: &str = c::QUARANTINE_QUEUE_URL.name;
+    pub const MAX_ATTEMPTS: &str = c::MAX_ATTEMPTS.name;
+    pub const BACKOFF_BASE_MS: &str = c::BACKOFF_BASE_MS.name;
+    pub const BACKOFF_CAP_MS: &str = c::BACKOFF_CAP_MS.name;
+    pub const LEASE_MS: &str = c::LEASE_MS.name;
+    pub const REAPER_MAX_PER_RUN: &str = c::REAPER_MAX_PER_RUN.name;
+    pub const PROCESS_CONCURRENCY: &str = c::PROCESS_CONCURRENCY.name;
 }
 
 /// A configuration problem; fails the cold start with a message naming the variable.
@@ -43,6 +59,19 @@ pub enum ConfigError {
     Invalid { var: &'static str, reason: String },
     #[error("could not read the secrets from AWS Secrets Manager ({var}): {reason}")]
     SecretsManager { var: &'static str, reason: String },
+}
+
+impl ConfigError {
+    /// Says what was expected after the reason of an invalid value (`… (expected …)`).
+    pub fn expecting(self, what: &str) -> Self {
+        match self {
+            Self::Invalid { var, reason } => Self::Invalid {
+                var,
+                reason: format!("{reason} (expected {what})"),
+            },
+            other => other,
+        }
+    }
 }
 
 /// Everything the ingest function needs, read once at cold start.
@@ -58,24 +87,23 @@ impl IngestConfig {
     /// Reads the configuration from the process environment, fetching secrets from AWS Secrets
     /// Manager when `WEBHOOK_SECRETS_ARN` is set and `WEBHOOK_SECRETS` is not.
     pub async fn from_env(aws: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let secrets_json = match (env(vars::WEBHOOK_SECRETS), env(vars::WEBHOOK_SECRETS_ARN)) {
+        let env = Env::process();
+        let secrets_json = match (
+            env.optional(&catalog::WEBHOOK_SECRETS),
+            env.optional(&catalog::WEBHOOK_SECRETS_ARN),
+        ) {
             (Some(json), _) => Some(json),
             (None, Some(arn)) => Some(fetch_secret(aws, &arn).await?),
             (None, None) => None,
         };
-        Self::from_lookup(env, secrets_json)
+        Self::read(&env, secrets_json)
     }
 
-    /// Builds the configuration from a variable lookup and the secrets JSON (already fetched).
-    pub fn from_lookup(
-        env: impl Fn(&str) -> Option<String>,
-        secrets_json: Option<String>,
-    ) -> Result<Self, ConfigError> {
-        let table_name = env(vars::TABLE_NAME).ok_or(ConfigError::Missing(vars::TABLE_NAME))?;
-        let sources_json =
-            env(vars::WEBHOOK_SOURCES).ok_or(ConfigError::Missing(vars::WEBHOOK_SOURCES))?;
-        let secrets_var = if env(vars::WEBHOOK_SECRETS).is_some() {
+    /// Builds the configuration from `env` and the secrets JSON (already fetched).
+    pub fn read(env: &Env, secrets_json: Option<String>) -> Result<Self, ConfigError> {
+        let table_name = env.required(&catalog::TABLE_NAME)?;
+        let sources_json = env.required(&catalog::WEBHOOK_SOURCES)?;
+        let secrets_var = if env.is_set(&catalog::WEBHOOK_SECRETS) {
             vars::WEBHOOK_SECRETS
         } else {
             vars::WEBHOOK_SECRETS_ARN
@@ -83,7 +111,7 @@ impl IngestConfig {
         let secrets_json = secrets_json.ok_or(ConfigError::Missing(vars::WEBHOOK_SECRETS))?;
         let secrets = parse_secrets(&secrets_json, secrets_var)?;
         let sources = Sources::from_json(&sources_json, &secrets)?;
-        let max_body_bytes = parse_var(&env, vars::MAX_BODY_BYTES, DEFAULT_MAX_BODY_BYTES)?;
+        let max_body_bytes: usize = env.parse(&catalog::MAX_BODY_BYTES)?;
         if max_body_bytes == 0 || max_body_bytes > MAX_MAX_BODY_BYTES {
             return Err(ConfigError::Invalid {
                 var: vars::MAX_BODY_BYTES,
@@ -92,8 +120,7 @@ impl IngestConfig {
                 ),
             });
         }
-        let retention_days =
-            parse_var(&env, vars::DELIVERY_RETENTION_DAYS, DEFAULT_RETENTION_DAYS)?;
+        let retention_days = env.parse(&catalog::DELIVERY_RETENTION_DAYS)?;
         Ok(Self {
             table_name,
             sources,
@@ -112,24 +139,17 @@ pub struct ProcessConfig {
     pub processor: crate::process::ProcessorConfig,
 }
 
-fn required(
-    env: &impl Fn(&str) -> Option<String>,
-    var: &'static str,
-) -> Result<String, ConfigError> {
-    env(var).ok_or(ConfigError::Missing(var))
-}
-
 impl ProcessConfig {
     /// Reads the process function's configuration from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        Self::read(&Env::process())
     }
 
-    pub fn from_lookup(env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    pub fn read(env: &Env) -> Result<Self, ConfigError> {
         use std::time::Duration;
-        let max_attempts: u32 = parse_var(&env, vars::MAX_ATTEMPTS, 5)?;
-        let base_ms: u64 = parse_var(&env, vars::BACKOFF_BASE_MS, 2_000)?;
-        let cap_ms: u64 = parse_var(&env, vars::BACKOFF_CAP_MS, 900_000)?;
+        let max_attempts: u32 = env.parse(&catalog::MAX_ATTEMPTS)?;
+        let base_ms: u64 = env.parse(&catalog::BACKOFF_BASE_MS)?;
+        let cap_ms: u64 = env.parse(&catalog::BACKOFF_CAP_MS)?;
         if max_attempts == 0 {
             return Err(ConfigError::Invalid {
                 var: vars::MAX_ATTEMPTS,
@@ -142,12 +162,12 @@ impl ProcessConfig {
                 reason: "must be at most 900000 (15 minutes, SQS's largest delay)".into(),
             });
         }
-        let lease_ms: u64 = parse_var(&env, vars::LEASE_MS, 60_000)?;
-        let days: u32 = parse_var(&env, vars::DELIVERY_RETENTION_DAYS, DEFAULT_RETENTION_DAYS)?;
+        let lease_ms: u64 = env.parse(&catalog::LEASE_MS)?;
+        let days: u32 = env.parse(&catalog::DELIVERY_RETENTION_DAYS)?;
         Ok(Self {
-            table_name: required(&env, vars::TABLE_NAME)?,
-            retry_queue_url: required(&env, vars::RETRY_QUEUE_URL)?,
-            quarantine_queue_url: required(&env, vars::QUARANTINE_QUEUE_URL)?,
+            table_name: env.required(&catalog::TABLE_NAME)?,
+            retry_queue_url: env.required(&catalog::RETRY_QUEUE_URL)?,
+            quarantine_queue_url: env.required(&catalog::QUARANTINE_QUEUE_URL)?,
             processor: crate::process::ProcessorConfig {
                 policy: crate::policy::RetryPolicy::new(
                     max_attempts,
@@ -156,7 +176,7 @@ impl ProcessConfig {
                 ),
                 lease: Duration::from_millis(lease_ms),
                 retention: Duration::from_secs(u64::from(days) * 86_400),
-                concurrency: parse_var(&env, vars::PROCESS_CONCURRENCY, 10)?.max(1),
+                concurrency: env.parse::<usize>(&catalog::PROCESS_CONCURRENCY)?.max(1),
             },
         })
     }
@@ -171,33 +191,17 @@ pub struct ReaperConfig {
 }
 
 impl ReaperConfig {
+    /// Reads the reaper's configuration from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        Self::read(&Env::process())
     }
 
-    pub fn from_lookup(env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    pub fn read(env: &Env) -> Result<Self, ConfigError> {
         Ok(Self {
-            table_name: required(&env, vars::TABLE_NAME)?,
-            retry_queue_url: required(&env, vars::RETRY_QUEUE_URL)?,
-            max_per_run: parse_var(&env, vars::REAPER_MAX_PER_RUN, 1_000)?,
+            table_name: env.required(&catalog::TABLE_NAME)?,
+            retry_queue_url: env.required(&catalog::RETRY_QUEUE_URL)?,
+            max_per_run: env.parse(&catalog::REAPER_MAX_PER_RUN)?,
         })
-    }
-}
-
-fn parse_var<T: std::str::FromStr>(
-    env: &impl Fn(&str) -> Option<String>,
-    var: &'static str,
-    default: T,
-) -> Result<T, ConfigError>
-where
-    T::Err: std::fmt::Display,
-{
-    match env(var) {
-        None => Ok(default),
-        Some(v) => v.trim().parse().map_err(|e: T::Err| ConfigError::Invalid {
-            var,
-            reason: e.to_string(),
-        }),
     }
 }
 
@@ -233,19 +237,14 @@ mod tests {
     }"#;
     const SECRETS: &str = r#"{"stripe": "whsec_abc", "mailer": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "custom": ["k1", "k2"]}"#;
 
-    fn lookup(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |k| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| (*v).to_owned())
-        }
+    fn lookup(pairs: &[(&str, &str)]) -> Env {
+        Env::from_pairs(pairs.iter().copied())
     }
 
     #[test]
     fn parses_sources_with_defaults_and_overrides() {
-        let cfg = IngestConfig::from_lookup(
-            lookup(&[
+        let cfg = IngestConfig::read(
+            &lookup(&[
                 ("TABLE_NAME", "t"),
                 ("WEBHOOK_SOURCES", SOURCES),
                 ("MAX_BODY_BYTES", "1024"),
@@ -274,7 +273,7 @@ mod tests {
     #[test]
     fn errors_name_the_variable() {
         let err = |pairs: &'static [(&'static str, &'static str)], secrets: Option<&str>| {
-            IngestConfig::from_lookup(lookup(pairs), secrets.map(Into::into))
+            IngestConfig::read(&lookup(pairs), secrets.map(Into::into))
                 .unwrap_err()
                 .to_string()
         };
@@ -338,7 +337,7 @@ mod tests {
 
     #[test]
     fn process_and_reaper_config() {
-        let p = ProcessConfig::from_lookup(lookup(&[
+        let p = ProcessConfig::read(&lookup(&[
             ("TABLE_NAME", "t"),
             ("RETRY_QUEUE_URL", "r"),
             ("QUARANTINE_QUEUE_URL", "q"),
@@ -350,10 +349,10 @@ mod tests {
         assert_eq!(p.processor.policy.cap, std::time::Duration::from_secs(60));
         assert_eq!(p.processor.lease, std::time::Duration::from_secs(60));
         let missing =
-            ProcessConfig::from_lookup(lookup(&[("TABLE_NAME", "t"), ("RETRY_QUEUE_URL", "r")]))
+            ProcessConfig::read(&lookup(&[("TABLE_NAME", "t"), ("RETRY_QUEUE_URL", "r")]))
                 .unwrap_err();
         assert!(missing.to_string().contains("QUARANTINE_QUEUE_URL"));
-        let cap = ProcessConfig::from_lookup(lookup(&[
+        let cap = ProcessConfig::read(&lookup(&[
             ("TABLE_NAME", "t"),
             ("RETRY_QUEUE_URL", "r"),
             ("QUARANTINE_QUEUE_URL", "q"),
@@ -361,8 +360,125 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(cap.to_string().contains("BACKOFF_CAP_MS"));
-        let r = ReaperConfig::from_lookup(lookup(&[("TABLE_NAME", "t"), ("RETRY_QUEUE_URL", "r")]))
-            .unwrap();
+        let r =
+            ReaperConfig::read(&lookup(&[("TABLE_NAME", "t"), ("RETRY_QUEUE_URL", "r")])).unwrap();
         assert_eq!(r.max_per_run, 1000);
+    }
+
+    #[test]
+    fn unset_blank_and_padded_values_follow_the_env_rules() {
+        // Every default is the documented one, and the typed constants agree with the docs.
+        let p = ProcessConfig::read(&lookup(&[
+            ("TABLE_NAME", " t "),
+            ("RETRY_QUEUE_URL", "r"),
+            ("QUARANTINE_QUEUE_URL", "q"),
+            ("MAX_ATTEMPTS", ""),
+            ("LEASE_MS", "  "),
+            ("PROCESS_CONCURRENCY", "0"),
+        ]))
+        .unwrap();
+        assert_eq!(p.table_name, "t");
+        let policy = crate::policy::RetryPolicy::new(
+            5,
+            std::time::Duration::from_millis(2_000),
+            std::time::Duration::from_millis(900_000),
+        );
+        assert_eq!(p.processor.policy, policy);
+        assert_eq!(p.processor.lease, std::time::Duration::from_millis(60_000));
+        assert_eq!(
+            p.processor.retention,
+            std::time::Duration::from_secs(30 * 86_400)
+        );
+        assert_eq!(p.processor.concurrency, 1, "0 counts as 1");
+        let blank = ProcessConfig::read(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("RETRY_QUEUE_URL", "r"),
+            ("QUARANTINE_QUEUE_URL", "   "),
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            blank.to_string(),
+            "missing environment variable QUARANTINE_QUEUE_URL"
+        );
+        let cfg = IngestConfig::read(
+            &lookup(&[("TABLE_NAME", "t"), ("WEBHOOK_SOURCES", SOURCES)]),
+            Some(SECRETS.into()),
+        )
+        .unwrap();
+        assert_eq!(cfg.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+        assert_eq!(cfg.retention_days, DEFAULT_RETENTION_DAYS);
+        assert_eq!(
+            catalog::MAX_BODY_BYTES.default_value(),
+            Some(DEFAULT_MAX_BODY_BYTES.to_string().as_str())
+        );
+        assert!(catalog::MAX_BODY_BYTES
+            .meaning
+            .contains(&MAX_MAX_BODY_BYTES.to_string()));
+        let r = ReaperConfig::read(&lookup(&[("TABLE_NAME", "t")])).unwrap_err();
+        assert!(r.to_string().contains("RETRY_QUEUE_URL"), "{r}");
+        let bad = ReaperConfig::read(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("RETRY_QUEUE_URL", "r"),
+            ("REAPER_MAX_PER_RUN", "-1"),
+        ]))
+        .unwrap_err();
+        assert!(bad.to_string().contains("REAPER_MAX_PER_RUN"), "{bad}");
+    }
+
+    #[test]
+    fn every_variable_is_documented_once_and_its_name_is_in_vars() {
+        let names: Vec<&str> = catalog::ALL
+            .iter()
+            .chain(catalog::LIBRARY)
+            .map(|v| v.name)
+            .collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        for name in [
+            vars::TABLE_NAME,
+            vars::WEBHOOK_SOURCES,
+            vars::WEBHOOK_SECRETS,
+            vars::WEBHOOK_SECRETS_ARN,
+            vars::MAX_BODY_BYTES,
+            vars::DELIVERY_RETENTION_DAYS,
+            vars::RETRY_QUEUE_URL,
+            vars::QUARANTINE_QUEUE_URL,
+            vars::MAX_ATTEMPTS,
+            vars::BACKOFF_BASE_MS,
+            vars::BACKOFF_CAP_MS,
+            vars::LEASE_MS,
+            vars::REAPER_MAX_PER_RUN,
+            vars::PROCESS_CONCURRENCY,
+        ] {
+            assert!(names.contains(&name), "{name}");
+        }
+        // Every documented default parses as its reader parses it.
+        let env = Env::from_pairs::<&str, &str>([]);
+        assert!(env.parse::<bool>(&catalog::INBOXCTL_JSON).is_ok());
+        assert_eq!(env.parse::<String>(&catalog::USER).unwrap(), "operator");
+    }
+
+    #[test]
+    fn secret_parse_errors_do_not_echo_secrets() {
+        let e = parse_secrets(
+            r#"{"stripe": ["whsec_supersecret", 5]}"#,
+            vars::WEBHOOK_SECRETS,
+        )
+        .unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("WEBHOOK_SECRETS"));
+        assert!(!text.contains("supersecret"), "{text}");
+        let e =
+            parse_secrets(r#"{"stripe": "whsec_supersecret"#, vars::WEBHOOK_SECRETS).unwrap_err();
+        assert!(!e.to_string().contains("supersecret"));
+    }
+
+    #[test]
+    fn empty_secret_list_is_refused() {
+        let secrets = parse_secrets(r#"{"stripe": []}"#, vars::WEBHOOK_SECRETS).unwrap();
+        let e = Sources::from_json(r#"{"stripe":{"scheme":"stripe"}}"#, &secrets).unwrap_err();
+        assert!(e.to_string().contains("stripe"));
     }
 }

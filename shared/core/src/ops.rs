@@ -4,7 +4,7 @@ use crate::clock::Clock;
 use crate::domain::{MessageKey, Status};
 use crate::message::HistoryEntry;
 use crate::process::InfraError;
-use crate::queue::Queues;
+use crate::queue::RetryQueue;
 use crate::store::schema::PENDING_GRACE_MS;
 use crate::store::{Applied, MessageStore, Transition};
 
@@ -25,9 +25,9 @@ pub enum ReplayOutcome {
 
 /// Puts a failed or ignored message back to `pending` (attempts reset, a history entry naming the
 /// operator) and re-drives it. The status change is durable before the re-drive is sent.
-pub async fn replay<S: MessageStore, Q: Queues, C: Clock>(
+pub async fn replay<S: MessageStore, R: RetryQueue, C: Clock>(
     store: &S,
-    queues: &Q,
+    retry: &R,
     clock: &C,
     key: &MessageKey,
     operator: &str,
@@ -61,7 +61,7 @@ pub async fn replay<S: MessageStore, Q: Queues, C: Clock>(
     };
     match store.transition(key, m.version, &t, Vec::new()).await? {
         Applied::Done => {
-            queues.redrive(std::slice::from_ref(key)).await?;
+            retry.redrive(std::slice::from_ref(key)).await?;
             Ok(ReplayOutcome::Replayed)
         }
         _ => Ok(ReplayOutcome::Conflict),

@@ -5,7 +5,7 @@
 
 use crate::clock::Clock;
 use crate::process::InfraError;
-use crate::queue::Queues;
+use crate::queue::RetryQueue;
 use crate::store::schema::open_shards;
 use crate::store::MessageStore;
 use std::collections::BTreeMap;
@@ -22,18 +22,19 @@ pub struct ReaperReport {
 
 /// Re-drives due messages, at most `max_per_run` per run.
 #[derive(Debug)]
-pub struct Reaper<S, Q, C> {
+pub struct Reaper<S, R, C> {
     store: S,
-    queues: Q,
+    retry: R,
     clock: C,
     max_per_run: usize,
 }
 
-impl<S: MessageStore, Q: Queues, C: Clock> Reaper<S, Q, C> {
-    pub fn new(store: S, queues: Q, clock: C, max_per_run: usize) -> Self {
+impl<S: MessageStore, R: RetryQueue, C: Clock> Reaper<S, R, C> {
+    /// A reaper re-driving through `retry`; it never quarantines.
+    pub fn new(store: S, retry: R, clock: C, max_per_run: usize) -> Self {
         Self {
             store,
-            queues,
+            retry,
             clock,
             max_per_run,
         }
@@ -58,7 +59,7 @@ impl<S: MessageStore, Q: Queues, C: Clock> Reaper<S, Q, C> {
                 report.oldest_due = Some(report.oldest_due.map_or(d.due, |o| o.min(d.due)));
             }
             let keys: Vec<_> = due.into_iter().map(|d| d.key).collect();
-            report.redriven += self.queues.redrive(&keys).await?;
+            report.redriven += self.retry.redrive(&keys).await?;
         }
         Ok(report)
     }

@@ -10,6 +10,7 @@
 //!   is retried), the wallet `Adjust`ed by commutative adds (events on different emails never
 //!   conflict), and the entry `Create`d.
 //! - [`reconcile`]: the consistency report.
+//! - [`config`]: the ledger's environment variables (documented with the core's `Var`).
 //!
 //! Items live in the inbox table under `pk = WALLET#{tenant}`:
 //!
@@ -23,6 +24,7 @@
 //! plus `pk = PAYMENT#{payment intent}`, `sk = PAYMENT`: the tenant of a payment, for refunds
 //! whose charge carries no tenant.
 
+pub mod config;
 pub mod parse;
 pub mod reconcile;
 pub mod rules;

@@ -7,7 +7,7 @@ use inbox_core::clock::ManualClock;
 use inbox_core::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName};
 use inbox_core::process::registry::Registry;
 use inbox_core::process::{Outcome, Processor, ProcessorConfig};
-use inbox_core::queue::memory::MemoryQueues;
+use inbox_core::queue::memory::{MemoryQuarantine, MemoryRetryQueue};
 use inbox_core::store::memory::MemoryStore;
 use inbox_core::store::{Inbox, NewMessage, PutOutcome};
 use proptest::prelude::*;
@@ -18,7 +18,8 @@ use std::sync::Arc;
 const T0: i64 = 1_795_000_000_000; // 2026-11-18
 const PRICE: i64 = 5;
 
-type P = Processor<Arc<MemoryStore>, Arc<MemoryQueues>, Arc<ManualClock>>;
+type P =
+    Processor<Arc<MemoryStore>, Arc<MemoryRetryQueue>, Arc<MemoryQuarantine>, Arc<ManualClock>>;
 
 struct World {
     store: Arc<MemoryStore>,
@@ -33,7 +34,8 @@ impl World {
             WalletHandler::new(store.clone(), WalletSources::default()).register(Registry::new());
         let p = Processor::new(
             store.clone(),
-            Arc::new(MemoryQueues::new()),
+            Arc::new(MemoryRetryQueue::new()),
+            Arc::new(MemoryQuarantine::new()),
             Arc::new(ManualClock::at_millis(T0)),
             registry,
             ProcessorConfig::default(),
@@ -250,9 +252,10 @@ async fn unknown_tenant_fails_permanently_and_replays_once_the_wallet_exists() {
         .contains("no wallet for tenant \"acme\""));
     let w = w.wallet("acme", 0, None);
     let clock = ManualClock::at_millis(T0);
-    let replayed = inbox_core::ops::replay(&*w.store, w.p.queues(), &clock, &key, "ops", false)
-        .await
-        .unwrap();
+    let replayed =
+        inbox_core::ops::replay(&*w.store, w.p.retry_queue(), &clock, &key, "ops", false)
+            .await
+            .unwrap();
     assert_eq!(replayed, inbox_core::ops::ReplayOutcome::Replayed);
     assert_eq!(w.p.process_key(&key).await.unwrap(), Outcome::Processed);
     assert_eq!(w.balance("acme").held, PRICE);

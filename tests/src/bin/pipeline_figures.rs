@@ -14,7 +14,7 @@
 use inbox_core::clock::SystemClock;
 use inbox_core::ingest::Ingestor;
 use inbox_core::process::{Processor, ProcessorConfig};
-use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::store::dynamo::DynamoInbox;
 use integration_tests::pipeline::Pipeline;
 use serde_json::json;
@@ -63,12 +63,13 @@ async fn run(concurrency: usize) -> (f64, std::collections::BTreeMap<String, usi
         DynamoInbox::new(counted, p.harness.table.clone()),
         WalletSources::default(),
     );
-    let queues = SqsQueues::new(p.sqs.clone(), p.retry_url.clone(), p.quarantine_url.clone());
+    let retry = SqsRetryQueue::new(p.sqs.clone(), p.retry_url.clone());
+    let quarantine = SqsQuarantine::new(p.sqs.clone(), p.quarantine_url.clone());
     let config = ProcessorConfig {
         concurrency,
         ..ProcessorConfig::default()
     };
-    let processor = Processor::new(store, queues, SystemClock, registry, config);
+    let processor = Processor::new(store, retry, quarantine, SystemClock, registry, config);
     let started = Instant::now();
     let (response, summary) = processor.handle_stream_batch(batch).await;
     let secs = started.elapsed().as_secs_f64();
@@ -91,7 +92,8 @@ async fn in_memory() -> f64 {
     let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = Processor::new(
         store.clone(),
-        Arc::new(inbox_core::queue::memory::MemoryQueues::new()),
+        Arc::new(inbox_core::queue::memory::MemoryRetryQueue::new()),
+        Arc::new(inbox_core::queue::memory::MemoryQuarantine::new()),
         SystemClock,
         registry,
         ProcessorConfig::default(),

@@ -1,11 +1,13 @@
 //! The command line: global options and one struct of arguments per command (clap derive).
 //!
 //! Global options can also come from the environment the Lambda functions use (`TABLE_NAME`,
-//! `RETRY_QUEUE_URL`, `QUARANTINE_QUEUE_URL`), so an operator can source the same settings.
+//! `RETRY_QUEUE_URL`, `QUARANTINE_QUEUE_URL`), so an operator can source the same settings, and
+//! `INBOXCTL_JSON`. The environment is read by [`crate::context::Context::new`] through the core's
+//! `Env`, by the same rules as the functions (trimmed, empty counts as unset), not by clap.
 
 use crate::when::When;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use inbox_core::config::vars;
+use inbox_core::config::{catalog, Env};
 use inbox_core::domain::Status;
 use std::path::PathBuf;
 
@@ -27,17 +29,17 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Global options")]
 pub struct Global {
-    /// The DynamoDB table holding the messages.
-    #[arg(long, global = true, env = vars::TABLE_NAME, value_name = "NAME")]
+    /// The DynamoDB table holding the messages [env: TABLE_NAME].
+    #[arg(long, global = true, value_name = "NAME")]
     pub table: Option<String>,
-    /// The SQS retry queue (replays re-drive through it).
-    #[arg(long, global = true, env = vars::RETRY_QUEUE_URL, value_name = "URL")]
+    /// The SQS retry queue (replays re-drive through it) [env: RETRY_QUEUE_URL].
+    #[arg(long, global = true, value_name = "URL")]
     pub retry_queue_url: Option<String>,
-    /// The SQS quarantine (dead-letter) queue.
-    #[arg(long, global = true, env = vars::QUARANTINE_QUEUE_URL, value_name = "URL")]
+    /// The SQS quarantine (dead-letter) queue [env: QUARANTINE_QUEUE_URL].
+    #[arg(long, global = true, value_name = "URL")]
     pub quarantine_queue_url: Option<String>,
-    /// Print JSON for scripts instead of tables (no progress bar).
-    #[arg(long, global = true, env = "INBOXCTL_JSON")]
+    /// Print JSON for scripts instead of tables (no progress bar) [env: INBOXCTL_JSON=true].
+    #[arg(long, global = true)]
     pub json: bool,
 }
 
@@ -205,8 +207,9 @@ pub struct ReplayArgs {
     /// Quarantine: how long each receive waits for messages (long polling), seconds.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(0..=20), conflicts_with_all = ["key_source", "status"])]
     pub wait_secs: i32,
-    /// Who replays (written to the message's history: "replayed by NAME").
-    #[arg(long, env = "USER", default_value = "operator", hide_env_values = true)]
+    /// Who replays (written to the message's history: "replayed by NAME") [default: $USER, else
+    /// operator].
+    #[arg(long, default_value_t = default_operator(), hide_default_value = true)]
     pub operator: String,
 }
 
@@ -312,6 +315,14 @@ pub struct WalletReconcileArgs {
     /// A hold older than this many hours with no terminal event counts as stale.
     #[arg(long, value_name = "N", default_value_t = 24)]
     pub stale_after_hours: u32,
+}
+
+/// Who replays when `--operator` is not given: `USER`, read like every variable (documented in
+/// the core's catalog with its default).
+fn default_operator() -> String {
+    Env::process()
+        .parse(&catalog::USER)
+        .unwrap_or_else(|_| "operator".to_owned())
 }
 
 #[cfg(test)]

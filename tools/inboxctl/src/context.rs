@@ -1,27 +1,56 @@
-//! What commands run against: the AWS configuration from the standard environment, and the
-//! shared crate's store and queues built from the global options.
+//! What commands run against: the global options (completed from the environment through the
+//! core's `Env`), the AWS configuration from the standard environment, and the core's store and
+//! retry queue built from them.
 
 use crate::cli::Global;
 use crate::error::{usage, Result};
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::config::{catalog, Env, Var};
+use inbox_core::queue::sqs::SqsRetryQueue;
 use inbox_core::store::dynamo::DynamoInbox;
 use std::time::Duration;
 use tokio::sync::OnceCell;
 
-/// The global options and lazily loaded AWS clients.
+/// The global options, the environment and lazily loaded AWS clients.
 pub struct Context {
     pub global: Global,
+    env: Env,
     sdk: OnceCell<aws_config::SdkConfig>,
 }
 
+/// A flag's value, else the variable's (a flag given empty stays empty: a usage error later).
+fn flag_or(flag: Option<String>, env: &Env, var: &Var) -> Option<String> {
+    flag.or_else(|| env.optional(var))
+}
+
 impl Context {
-    pub fn new(global: Global) -> Self {
-        Self {
-            global,
-            sdk: OnceCell::new(),
+    /// Completes the global options the command line left out from `env` (`TABLE_NAME`,
+    /// `RETRY_QUEUE_URL`, `QUARANTINE_QUEUE_URL`, `INBOXCTL_JSON`); an invalid value is a usage
+    /// error naming the variable.
+    pub fn new(mut global: Global, env: Env) -> Result<Self> {
+        global.table = flag_or(global.table, &env, &catalog::TABLE_NAME);
+        global.retry_queue_url = flag_or(global.retry_queue_url, &env, &catalog::RETRY_QUEUE_URL);
+        global.quarantine_queue_url = flag_or(
+            global.quarantine_queue_url,
+            &env,
+            &catalog::QUARANTINE_QUEUE_URL,
+        );
+        if !global.json {
+            global.json = env
+                .parse(&catalog::INBOXCTL_JSON)
+                .map_err(|e| usage(e.to_string()))?;
         }
+        Ok(Self {
+            global,
+            env,
+            sdk: OnceCell::new(),
+        })
+    }
+
+    /// The environment, for commands that read more of it (`send`).
+    pub fn env(&self) -> &Env {
+        &self.env
     }
 
     /// Whether to print JSON.
@@ -89,11 +118,62 @@ impl Context {
             .filter(|u| !u.is_empty())
     }
 
-    /// The queues a replay re-drives through. Only the retry queue is written to by a replay; the
-    /// quarantine URL is passed along when configured.
-    pub async fn queues(&self) -> Result<SqsQueues> {
-        let retry = self.retry_url()?.to_owned();
-        let quarantine = self.quarantine_url().unwrap_or_default().to_owned();
-        Ok(SqsQueues::new(self.sqs().await, retry, quarantine))
+    /// The retry queue replays re-drive through (the only queue a replay writes to).
+    pub async fn retry_queue(&self) -> Result<SqsRetryQueue> {
+        let url = self.retry_url()?.to_owned();
+        Ok(SqsRetryQueue::new(self.sqs().await, url))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn global(table: Option<&str>, json: bool) -> Global {
+        Global {
+            table: table.map(Into::into),
+            retry_queue_url: None,
+            quarantine_queue_url: None,
+            json,
+        }
+    }
+
+    #[test]
+    fn flags_win_and_the_environment_fills_in_by_the_functions_rules() {
+        let env = || {
+            Env::from_pairs([
+                ("TABLE_NAME", " from-env "),
+                ("RETRY_QUEUE_URL", "http://retry"),
+                ("QUARANTINE_QUEUE_URL", "  "),
+                ("INBOXCTL_JSON", "true"),
+            ])
+        };
+        let ctx = Context::new(global(None, false), env()).expect("valid");
+        assert_eq!(ctx.table().expect("a table"), "from-env");
+        assert_eq!(ctx.retry_url().expect("a queue"), "http://retry");
+        assert_eq!(ctx.quarantine_url(), None, "blank counts as unset");
+        assert!(ctx.json());
+        let ctx = Context::new(global(Some("flag"), false), env()).expect("valid");
+        assert_eq!(ctx.table().expect("a table"), "flag");
+        // A flag given empty is not replaced by the environment: it is a usage error.
+        let ctx = Context::new(global(Some(""), false), env()).expect("valid");
+        assert!(matches!(ctx.table(), Err(Error::Usage(m)) if m.contains("TABLE_NAME")));
+        let none =
+            Context::new(global(None, false), Env::from_pairs::<&str, &str>([])).expect("valid");
+        assert!(matches!(none.table(), Err(Error::Usage(_))));
+        assert!(!none.json());
+    }
+
+    #[test]
+    fn an_invalid_variable_is_a_usage_error_naming_it() {
+        let bad = Env::from_pairs([("INBOXCTL_JSON", "yes please")]);
+        match Context::new(global(None, false), bad) {
+            Err(Error::Usage(m)) => assert!(m.contains("INBOXCTL_JSON"), "{m}"),
+            other => panic!("expected a usage error, got {:?}", other.map(|_| ())),
+        }
+        // `--json` given: the variable is not consulted.
+        let bad = Env::from_pairs([("INBOXCTL_JSON", "yes please")]);
+        assert!(Context::new(global(None, true), bad).is_ok());
     }
 }

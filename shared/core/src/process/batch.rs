@@ -8,7 +8,7 @@ use super::{Outcome, Processor};
 use crate::clock::Clock;
 use crate::domain::{EventId, MessageKey, SourceName};
 use crate::message::{RetryRequest, StoredMessage};
-use crate::queue::Queues;
+use crate::queue::{Quarantine, RetryQueue};
 use crate::store::schema::MESSAGE_SK;
 use crate::store::MessageStore;
 use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
@@ -50,7 +50,7 @@ fn stream_message(record: &EventRecord) -> Option<Result<StoredMessage, MessageK
     }
 }
 
-impl<S: MessageStore, Q: Queues, C: Clock> Processor<S, Q, C> {
+impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q, C> {
     /// Processes a stream batch, up to `concurrency` records at once. If records hit an
     /// infrastructure error, the first of them (in stream order) is reported: Lambda resumes the
     /// shard from there, and records after it that did succeed are skipped as already done.

@@ -16,7 +16,7 @@ use crate::clock::Clock;
 use crate::domain::{MessageKey, Status};
 use crate::message::{HistoryEntry, QuarantineNotice, StoredMessage};
 use crate::policy::{self, AfterFailure, FailureKind, NotNow, RetryPolicy};
-use crate::queue::{QueueError, Queues};
+use crate::queue::{Quarantine, QueueError, RetryQueue};
 use crate::store::{Applied, Effect, MessageStore, StoreError, Transition, MAX_EFFECTS};
 use registry::{HandlerOutcome, Registry};
 use std::sync::Arc;
@@ -116,17 +116,19 @@ pub enum InfraError {
     Queue(#[from] QueueError),
 }
 
-/// The processor, built once per cold start.
-pub struct Processor<S, Q, C> {
+/// The processor, built once per cold start: the store, the retry queue `R` (scheduled retries), the
+/// quarantine `Q` (notices of failed messages) and the clock.
+pub struct Processor<S, R, Q, C> {
     store: S,
-    queues: Q,
+    retry: R,
+    quarantine: Q,
     clock: C,
     registry: Registry,
     config: ProcessorConfig,
     jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
 }
 
-impl<S, Q, C> std::fmt::Debug for Processor<S, Q, C> {
+impl<S, R, Q, C> std::fmt::Debug for Processor<S, R, Q, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Processor")
             .field("registry", &self.registry)
@@ -139,11 +141,19 @@ fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-impl<S: MessageStore, Q: Queues, C: Clock> Processor<S, Q, C> {
-    pub fn new(store: S, queues: Q, clock: C, registry: Registry, config: ProcessorConfig) -> Self {
+impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q, C> {
+    pub fn new(
+        store: S,
+        retry: R,
+        quarantine: Q,
+        clock: C,
+        registry: Registry,
+        config: ProcessorConfig,
+    ) -> Self {
         Self {
             store,
-            queues,
+            retry,
+            quarantine,
             clock,
             registry,
             config,
@@ -161,8 +171,13 @@ impl<S: MessageStore, Q: Queues, C: Clock> Processor<S, Q, C> {
         &self.store
     }
 
-    pub fn queues(&self) -> &Q {
-        &self.queues
+    /// The retry queue (replays re-drive through it).
+    pub fn retry_queue(&self) -> &R {
+        &self.retry
+    }
+
+    pub fn quarantine(&self) -> &Q {
+        &self.quarantine
     }
 
     /// Reads the message and processes it (retry-queue deliveries, re-drives).
@@ -366,7 +381,7 @@ impl<S: MessageStore, Q: Queues, C: Clock> Processor<S, Q, C> {
                 {
                     return Ok(Outcome::Skipped(Skip::Conflict));
                 }
-                if let Err(e) = self.queues.schedule(&key, delay).await {
+                if let Err(e) = self.retry.schedule(&key, delay).await {
                     // The message is durably `retrying` with its due time in the open index: the
                     // reaper re-drives it, so this is not worth failing the batch for.
                     tracing::warn!(source = %key.source, event_id = %key.event_id, error = %e, "retry not scheduled; the reaper will re-drive it");
@@ -390,7 +405,7 @@ impl<S: MessageStore, Q: Queues, C: Clock> Processor<S, Q, C> {
                 // Notice first: if the status write then fails, the record is retried and may send a
                 // second notice (harmless: replay checks the status) — never a failed message
                 // without one.
-                self.queues.quarantine(&notice).await?;
+                self.quarantine.quarantine(&notice).await?;
                 let note = if permanent {
                     "permanent failure; quarantined"
                 } else {

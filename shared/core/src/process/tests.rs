@@ -4,7 +4,7 @@ use super::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
 use super::*;
 use crate::clock::ManualClock;
 use crate::domain::{BodyDigest, EventId, EventType, SourceName};
-use crate::queue::memory::MemoryQueues;
+use crate::queue::memory::{MemoryQuarantine, MemoryRetryQueue};
 use crate::reaper::Reaper;
 use crate::store::memory::MemoryStore;
 use crate::store::{Inbox, NewMessage};
@@ -87,11 +87,13 @@ impl Handler for Hangs {
     }
 }
 
-type P = Processor<Arc<MemoryStore>, Arc<MemoryQueues>, Arc<ManualClock>>;
+type P =
+    Processor<Arc<MemoryStore>, Arc<MemoryRetryQueue>, Arc<MemoryQuarantine>, Arc<ManualClock>>;
 
 struct World {
     store: Arc<MemoryStore>,
-    queues: Arc<MemoryQueues>,
+    retry: Arc<MemoryRetryQueue>,
+    quarantine: Arc<MemoryQuarantine>,
     clock: Arc<ManualClock>,
 }
 
@@ -99,7 +101,8 @@ impl World {
     fn new() -> Self {
         Self {
             store: Arc::new(MemoryStore::new()),
-            queues: Arc::new(MemoryQueues::new()),
+            retry: Arc::new(MemoryRetryQueue::new()),
+            quarantine: Arc::new(MemoryQuarantine::new()),
             clock: Arc::new(ManualClock::at_millis(T0)),
         }
     }
@@ -113,7 +116,8 @@ impl World {
         };
         Processor::new(
             self.store.clone(),
-            self.queues.clone(),
+            self.retry.clone(),
+            self.quarantine.clone(),
             self.clock.clone(),
             registry,
             config,
@@ -237,7 +241,7 @@ async fn transient_failures_retry_with_backoff_then_succeed_once() {
         Some("upstream timeout (call 1)")
     );
     assert_eq!(
-        w.queues.take_scheduled(),
+        w.retry.take_scheduled(),
         vec![(key.clone(), Duration::from_secs(1))]
     );
 
@@ -292,7 +296,7 @@ async fn poison_message_is_quarantined_after_five_attempts_and_replay_recovers_i
             permanent: false
         }
     );
-    let notices = w.queues.quarantined();
+    let notices = w.quarantine.quarantined();
     assert_eq!(notices.len(), 1);
     assert_eq!(
         (notices[0].attempts, notices[0].reason.as_str()),
@@ -312,8 +316,8 @@ async fn poison_message_is_quarantined_after_five_attempts_and_replay_recovers_i
         p.process_key(&key).await.unwrap(),
         Outcome::Skipped(Skip::Terminal)
     );
-    w.queues.take_scheduled();
-    let replayed = crate::ops::replay(&*w.store, &*w.queues, &*w.clock, &key, "alice", false)
+    w.retry.take_scheduled();
+    let replayed = crate::ops::replay(&*w.store, &*w.retry, &*w.clock, &key, "alice", false)
         .await
         .unwrap();
     assert_eq!(replayed, crate::ops::ReplayOutcome::Replayed);
@@ -326,13 +330,13 @@ async fn poison_message_is_quarantined_after_five_attempts_and_replay_recovers_i
         .note
         .contains("replayed by alice"));
     assert_eq!(
-        w.queues.take_scheduled(),
+        w.retry.take_scheduled(),
         vec![(key.clone(), Duration::ZERO)],
         "re-driven"
     );
     assert_eq!(p.process_key(&key).await.unwrap(), Outcome::Processed);
     assert_eq!(w.store.effects().len(), 1);
-    let again = crate::ops::replay(&*w.store, &*w.queues, &*w.clock, &key, "alice", false)
+    let again = crate::ops::replay(&*w.store, &*w.retry, &*w.clock, &key, "alice", false)
         .await
         .unwrap();
     assert_eq!(
@@ -360,7 +364,7 @@ async fn permanent_failure_quarantines_at_once() {
             permanent: true
         }
     );
-    assert_eq!(w.queues.quarantined()[0].reason, "permanent");
+    assert_eq!(w.quarantine.quarantined()[0].reason, "permanent");
 }
 
 #[tokio::test]
@@ -411,7 +415,7 @@ async fn a_claim_blocks_others_and_an_expired_lease_is_reaped_and_retaken() {
         "the lease is live"
     );
 
-    let reaper = Reaper::new(w.store.clone(), w.queues.clone(), w.clock.clone(), 100);
+    let reaper = Reaper::new(w.store.clone(), w.retry.clone(), w.clock.clone(), 100);
     assert_eq!(
         reaper.run().await.unwrap().due,
         0,
@@ -422,7 +426,7 @@ async fn a_claim_blocks_others_and_an_expired_lease_is_reaped_and_retaken() {
     assert_eq!((report.due, report.redriven), (1, 1));
     assert_eq!(report.by_status.get("processing"), Some(&1));
     assert_eq!(
-        w.queues.take_scheduled(),
+        w.retry.take_scheduled(),
         vec![(key.clone(), Duration::ZERO)]
     );
     assert_eq!(p2.process_key(&key).await.unwrap(), Outcome::Processed);
@@ -433,7 +437,7 @@ async fn a_claim_blocks_others_and_an_expired_lease_is_reaped_and_retaken() {
 #[tokio::test]
 async fn the_reaper_finds_pending_messages_the_stream_never_delivered() {
     let w = World::new();
-    let reaper = Reaper::new(w.store.clone(), w.queues.clone(), w.clock.clone(), 100);
+    let reaper = Reaper::new(w.store.clone(), w.retry.clone(), w.clock.clone(), 100);
     w.ingest("evt_1", "invoice.paid").await;
     w.ingest("evt_2", "invoice.paid").await;
     assert_eq!(
@@ -449,7 +453,7 @@ async fn the_reaper_finds_pending_messages_the_stream_never_delivered() {
         report.oldest_due,
         Some(T0 + crate::store::schema::PENDING_GRACE_MS)
     );
-    let capped = Reaper::new(w.store.clone(), w.queues.clone(), w.clock.clone(), 1);
+    let capped = Reaper::new(w.store.clone(), w.retry.clone(), w.clock.clone(), 1);
     assert_eq!(
         capped.run().await.unwrap().due,
         1,
@@ -476,6 +480,33 @@ async fn store_outage_is_an_infrastructure_error() {
 }
 
 #[tokio::test]
+async fn retry_queue_outage_leaves_the_retry_to_the_reaper() {
+    let w = World::new();
+    let p = w.processor(registry(Scripted::new(1)));
+    let m = w.ingest("evt_1", "invoice.paid").await;
+    let key = m.key();
+    w.retry.set_down(true);
+    // The attempt is journaled and the message is durably `retrying` with its due time in the open
+    // index: a lost retry request is not worth failing the batch for.
+    assert_eq!(
+        p.process(m).await.unwrap(),
+        Outcome::Retrying {
+            attempt: 1,
+            delay: Duration::from_secs(1)
+        }
+    );
+    assert!(w.retry.scheduled().is_empty());
+    let after = w.store.message(&key).unwrap();
+    assert_eq!(after.status, Status::Retrying);
+    assert_eq!(after.next_attempt_at, Some(T0 + 1_000));
+    w.retry.set_down(false);
+    w.clock.advance_millis(1_000);
+    let reaper = Reaper::new(w.store.clone(), w.retry.clone(), w.clock.clone(), 100);
+    assert_eq!(reaper.run().await.unwrap().redriven, 1);
+    assert_eq!(w.retry.take_scheduled(), vec![(key, Duration::ZERO)]);
+}
+
+#[tokio::test]
 async fn quarantine_queue_outage_keeps_the_message_retryable() {
     let w = World::new();
     let h = Arc::new(Scripted {
@@ -487,7 +518,7 @@ async fn quarantine_queue_outage_keeps_the_message_retryable() {
     });
     let p = w.processor(registry(h));
     let m = w.ingest("evt_1", "invoice.paid").await;
-    w.queues.set_down(true);
+    w.quarantine.set_down(true);
     assert!(matches!(
         p.process(m.clone()).await,
         Err(InfraError::Queue(_))

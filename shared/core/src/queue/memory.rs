@@ -1,18 +1,12 @@
-//! An in-memory [`Queues`] for unit tests: records what was scheduled and quarantined.
+//! In-memory fakes of the queue roles for unit tests: [`MemoryRetryQueue`] records what was
+//! scheduled and re-driven, [`MemoryQuarantine`] the notices; each can be switched off.
 
-use super::{QueueError, Queues};
+use super::{Quarantine, QueueError, RetryQueue};
 use crate::domain::MessageKey;
 use crate::message::QuarantineNotice;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-
-#[derive(Debug, Default)]
-pub struct MemoryQueues {
-    scheduled: Mutex<Vec<(MessageKey, Duration)>>,
-    quarantined: Mutex<Vec<QuarantineNotice>>,
-    down: AtomicBool,
-}
 
 #[derive(Debug, thiserror::Error)]
 #[error("the in-memory queue is switched off")]
@@ -22,13 +16,37 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl MemoryQueues {
+/// A switch shared by both fakes: while down, every operation fails.
+#[derive(Debug, Default)]
+struct Switch(AtomicBool);
+
+impl Switch {
+    fn set_down(&self, down: bool) {
+        self.0.store(down, Ordering::SeqCst);
+    }
+
+    fn up(&self) -> Result<(), QueueError> {
+        if self.0.load(Ordering::SeqCst) {
+            return Err(QueueError(Box::new(SwitchedOff)));
+        }
+        Ok(())
+    }
+}
+
+/// A fake retry queue: records retry requests (delay zero for re-drives).
+#[derive(Debug, Default)]
+pub struct MemoryRetryQueue {
+    scheduled: Mutex<Vec<(MessageKey, Duration)>>,
+    switch: Switch,
+}
+
+impl MemoryRetryQueue {
     pub fn new() -> Self {
         Self::default()
     }
 
     pub fn set_down(&self, down: bool) {
-        self.down.store(down, Ordering::SeqCst);
+        self.switch.set_down(down);
     }
 
     /// Retry requests so far (delay zero for re-drives).
@@ -40,59 +58,48 @@ impl MemoryQueues {
     pub fn take_scheduled(&self) -> Vec<(MessageKey, Duration)> {
         std::mem::take(&mut *lock(&self.scheduled))
     }
-
-    pub fn quarantined(&self) -> Vec<QuarantineNotice> {
-        lock(&self.quarantined).clone()
-    }
-
-    fn up(&self) -> Result<(), QueueError> {
-        if self.down.load(Ordering::SeqCst) {
-            return Err(QueueError(Box::new(SwitchedOff)));
-        }
-        Ok(())
-    }
 }
 
-impl Queues for MemoryQueues {
+impl RetryQueue for MemoryRetryQueue {
     async fn schedule(&self, key: &MessageKey, delay: Duration) -> Result<(), QueueError> {
-        self.up()?;
+        self.switch.up()?;
         lock(&self.scheduled).push((key.clone(), delay));
         Ok(())
     }
 
     async fn redrive(&self, keys: &[MessageKey]) -> Result<usize, QueueError> {
-        self.up()?;
+        self.switch.up()?;
         lock(&self.scheduled).extend(keys.iter().map(|k| (k.clone(), Duration::ZERO)));
         Ok(keys.len())
     }
+}
 
-    async fn quarantine(&self, notice: &QuarantineNotice) -> Result<(), QueueError> {
-        self.up()?;
-        lock(&self.quarantined).push(notice.clone());
-        Ok(())
+/// A fake quarantine queue: records the notices.
+#[derive(Debug, Default)]
+pub struct MemoryQuarantine {
+    notices: Mutex<Vec<QuarantineNotice>>,
+    switch: Switch,
+}
+
+impl MemoryQuarantine {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn set_down(&self, down: bool) {
+        self.switch.set_down(down);
+    }
+
+    /// The notices so far.
+    pub fn quarantined(&self) -> Vec<QuarantineNotice> {
+        lock(&self.notices).clone()
     }
 }
 
-impl<T: Queues> Queues for std::sync::Arc<T> {
-    fn schedule(
-        &self,
-        key: &MessageKey,
-        delay: Duration,
-    ) -> impl std::future::Future<Output = Result<(), QueueError>> + Send {
-        (**self).schedule(key, delay)
-    }
-
-    fn redrive(
-        &self,
-        keys: &[MessageKey],
-    ) -> impl std::future::Future<Output = Result<usize, QueueError>> + Send {
-        (**self).redrive(keys)
-    }
-
-    fn quarantine(
-        &self,
-        notice: &QuarantineNotice,
-    ) -> impl std::future::Future<Output = Result<(), QueueError>> + Send {
-        (**self).quarantine(notice)
+impl Quarantine for MemoryQuarantine {
+    async fn quarantine(&self, notice: &QuarantineNotice) -> Result<(), QueueError> {
+        self.switch.up()?;
+        lock(&self.notices).push(notice.clone());
+        Ok(())
     }
 }

@@ -1,7 +1,9 @@
-//! The queues beside the table: the retry queue (re-drives a message after a delay) and the
-//! quarantine queue (dead letters an operator inspects and replays).
+//! The queues beside the table, one capability trait per role: the retry queue ([`RetryQueue`]:
+//! processes a message again after a delay, or now) and the quarantine queue ([`Quarantine`]: dead
+//! letters an operator inspects and replays). The processor holds both; the reaper and replays only
+//! re-drive, so they take only a [`RetryQueue`].
 //!
-//! [`sqs`] implements [`Queues`] on Amazon SQS; [`memory`] is a fake for unit tests.
+//! [`sqs`] implements each role on Amazon SQS; [`memory`] has a fake of each for unit tests.
 
 pub mod memory;
 pub mod sqs;
@@ -9,6 +11,7 @@ pub mod sqs;
 use crate::domain::MessageKey;
 use crate::message::QuarantineNotice;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A queue operation failed; the caller treats it as an infrastructure error.
@@ -16,8 +19,8 @@ use std::time::Duration;
 #[error("the queue is unavailable")]
 pub struct QueueError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
 
-/// Where retries are scheduled and failures quarantined.
-pub trait Queues: Send + Sync {
+/// Where retries are scheduled and messages re-driven.
+pub trait RetryQueue: Send + Sync {
     /// Asks for `key` to be processed again after `delay` (at most 15 minutes).
     fn schedule(
         &self,
@@ -30,10 +33,39 @@ pub trait Queues: Send + Sync {
         &self,
         keys: &[MessageKey],
     ) -> impl Future<Output = Result<usize, QueueError>> + Send;
+}
 
+/// Where messages that keep failing are announced to an operator.
+pub trait Quarantine: Send + Sync {
     /// Puts a notice on the quarantine queue.
     fn quarantine(
         &self,
         notice: &QuarantineNotice,
     ) -> impl Future<Output = Result<(), QueueError>> + Send;
+}
+
+impl<T: RetryQueue> RetryQueue for Arc<T> {
+    fn schedule(
+        &self,
+        key: &MessageKey,
+        delay: Duration,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send {
+        (**self).schedule(key, delay)
+    }
+
+    fn redrive(
+        &self,
+        keys: &[MessageKey],
+    ) -> impl Future<Output = Result<usize, QueueError>> + Send {
+        (**self).redrive(keys)
+    }
+}
+
+impl<T: Quarantine> Quarantine for Arc<T> {
+    fn quarantine(
+        &self,
+        notice: &QuarantineNotice,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send {
+        (**self).quarantine(notice)
+    }
 }

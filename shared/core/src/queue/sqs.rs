@@ -1,6 +1,7 @@
-//! The SQS adapter of [`Queues`]: retry requests and quarantine notices as small JSON documents.
+//! The SQS adapters of the queue roles: [`SqsRetryQueue`] sends retry requests, [`SqsQuarantine`]
+//! quarantine notices, each a small JSON document on its own queue.
 
-use super::{QueueError, Queues};
+use super::{Quarantine, QueueError, RetryQueue};
 use crate::domain::MessageKey;
 use crate::message::{QuarantineNotice, RetryRequest};
 use crate::policy::MAX_BACKOFF;
@@ -8,24 +9,18 @@ use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use aws_sdk_sqs::Client;
 use std::time::Duration;
 
-/// The retry and quarantine queues, by URL.
+/// The retry queue, by URL.
 #[derive(Debug, Clone)]
-pub struct SqsQueues {
+pub struct SqsRetryQueue {
     client: Client,
-    retry_url: String,
-    quarantine_url: String,
+    url: String,
 }
 
-impl SqsQueues {
-    pub fn new(
-        client: Client,
-        retry_url: impl Into<String>,
-        quarantine_url: impl Into<String>,
-    ) -> Self {
+impl SqsRetryQueue {
+    pub fn new(client: Client, url: impl Into<String>) -> Self {
         Self {
             client,
-            retry_url: retry_url.into(),
-            quarantine_url: quarantine_url.into(),
+            url: url.into(),
         }
     }
 
@@ -33,12 +28,32 @@ impl SqsQueues {
         &self.client
     }
 
-    pub fn retry_url(&self) -> &str {
-        &self.retry_url
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+/// The quarantine queue, by URL.
+#[derive(Debug, Clone)]
+pub struct SqsQuarantine {
+    client: Client,
+    url: String,
+}
+
+impl SqsQuarantine {
+    pub fn new(client: Client, url: impl Into<String>) -> Self {
+        Self {
+            client,
+            url: url.into(),
+        }
     }
 
-    pub fn quarantine_url(&self) -> &str {
-        &self.quarantine_url
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
     }
 }
 
@@ -57,11 +72,11 @@ fn delay_seconds(delay: Duration) -> i32 {
     i32::try_from(secs).unwrap_or(900)
 }
 
-impl Queues for SqsQueues {
+impl RetryQueue for SqsRetryQueue {
     async fn schedule(&self, key: &MessageKey, delay: Duration) -> Result<(), QueueError> {
         self.client
             .send_message()
-            .queue_url(&self.retry_url)
+            .queue_url(&self.url)
             .message_body(body(key)?)
             .delay_seconds(delay_seconds(delay))
             .send()
@@ -87,7 +102,7 @@ impl Queues for SqsQueues {
             let out = self
                 .client
                 .send_message_batch()
-                .queue_url(&self.retry_url)
+                .queue_url(&self.url)
                 .set_entries(Some(entries))
                 .send()
                 .await
@@ -96,11 +111,13 @@ impl Queues for SqsQueues {
         }
         Ok(sent)
     }
+}
 
+impl Quarantine for SqsQuarantine {
     async fn quarantine(&self, notice: &QuarantineNotice) -> Result<(), QueueError> {
         self.client
             .send_message()
-            .queue_url(&self.quarantine_url)
+            .queue_url(&self.url)
             .message_body(serde_json::to_string(notice).map_err(boxed)?)
             .send()
             .await

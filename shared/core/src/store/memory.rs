@@ -82,7 +82,7 @@ impl MemoryStore {
             .cloned()
     }
 
-    /// Puts a domain item directly (test setup: a wallet before any event).
+    /// Puts a domain item directly (test setup: an application's row before any event).
     pub fn put_item(&self, item: Item) {
         lock(&self.items).insert(key_of(&item), item);
     }

@@ -214,7 +214,7 @@ impl ListFilter {
     }
 }
 
-/// Plain item access for domains that keep their own items in the table (the wallet ledger):
+/// Plain item access for domains that keep their own items in the table (an application's ledger):
 /// reads here, writes as [`Effect`]s committed with a message's transition.
 pub trait ItemStore: Send + Sync {
     /// One item by key (strongly consistent).

@@ -14,13 +14,14 @@ use crate::context::Context;
 use crate::error::{usage, Result};
 use crate::output::{or_dash, truncate};
 use crate::when;
+use inbox_core::config::Env;
 use inbox_core::domain::{EventId, MessageKey, SourceName, Status};
 use inbox_core::message::StoredMessage;
 use serde::Serialize;
 
 /// Runs the parsed command line.
 pub async fn run(cli: Cli) -> Result<()> {
-    let ctx = Context::new(cli.global);
+    let ctx = Context::new(cli.global, Env::process())?;
     match cli.command {
         Command::List(args) => list::run(&ctx, args).await,
         Command::Show(args) => show::run(&ctx, args).await,

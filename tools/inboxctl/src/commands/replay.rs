@@ -20,7 +20,7 @@ use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::domain::{MessageKey, Status};
 use inbox_core::message::{QuarantineNotice, RetryRequest};
 use inbox_core::ops::{self, ReplayOutcome};
-use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::queue::sqs::SqsRetryQueue;
 use inbox_core::store::dynamo::DynamoInbox;
 use inbox_core::store::{ListFilter, MessageStore as _};
 use serde::Serialize;
@@ -66,10 +66,10 @@ struct OneResult<'a> {
 
 async fn one(ctx: &Context, args: &ReplayArgs, key: &MessageKey) -> Result<()> {
     let store = ctx.store().await?;
-    let queues = ctx.queues().await?;
+    let retry = ctx.retry_queue().await?;
     let outcome = ops::replay(
         &store,
-        &queues,
+        &retry,
         &SystemClock,
         key,
         &args.operator,
@@ -175,14 +175,14 @@ async fn bulk(ctx: &Context, args: &ReplayArgs) -> Result<()> {
         ));
     }
 
-    let queues = ctx.queues().await?;
+    let retry = ctx.retry_queue().await?;
     let bar = progress(messages.len() as u64, ctx.json(), "replaying");
     let mut items = Vec::with_capacity(messages.len());
     let (mut replayed, mut not_replayed, mut errors) = (0, 0, 0);
     for m in &messages {
         let key = m.key();
         let (outcome, detail) =
-            match ops::replay(&store, &queues, &SystemClock, &key, &args.operator, false).await {
+            match ops::replay(&store, &retry, &SystemClock, &key, &args.operator, false).await {
                 Ok(o) => {
                     let (word, detail) = describe(&o);
                     if o == ReplayOutcome::Replayed {
@@ -347,8 +347,8 @@ async fn from_quarantine(ctx: &Context, args: &ReplayArgs) -> Result<()> {
         })?
         .to_owned();
     let store = ctx.store().await?;
-    let queues = ctx.queues().await?;
-    let sqs = queues.client().clone();
+    let retry = ctx.retry_queue().await?;
+    let sqs = ctx.sqs().await;
     let max = args.max.unwrap_or(usize::MAX);
     let bar = spinner(ctx.json(), "draining the quarantine queue");
 
@@ -380,7 +380,7 @@ async fn from_quarantine(ctx: &Context, args: &ReplayArgs) -> Result<()> {
             }
             let body = QueueBody::parse(msg.body().unwrap_or_default());
             let (item, delete) =
-                handle_one(&store, &queues, args, id, &body, &mut infra_error).await;
+                handle_one(&store, &retry, args, id, &body, &mut infra_error).await;
             let item = if delete {
                 match sqs
                     .delete_message()
@@ -472,7 +472,7 @@ async fn from_quarantine(ctx: &Context, args: &ReplayArgs) -> Result<()> {
 /// Replays what one queue message names; returns the report line and whether to delete it.
 async fn handle_one(
     store: &DynamoInbox,
-    queues: &SqsQueues,
+    retry: &SqsRetryQueue,
     args: &ReplayArgs,
     message_id: String,
     body: &QueueBody,
@@ -500,16 +500,7 @@ async fn handle_one(
         }
         return (item, args.drop_unreadable);
     };
-    match ops::replay(
-        store,
-        queues,
-        &SystemClock,
-        &key,
-        &args.operator,
-        args.force,
-    )
-    .await
-    {
+    match ops::replay(store, retry, &SystemClock, &key, &args.operator, args.force).await {
         Ok(outcome) => {
             let (word, detail) = describe(&outcome);
             item.outcome = word;

@@ -10,7 +10,7 @@ use crate::error::{failed, usage, Context as _, Result};
 use crate::output::{print_json, say};
 use crate::sample;
 use inbox_core::clock::{Clock as _, SystemClock};
-use inbox_core::config::vars;
+use inbox_core::config::{catalog, vars, Env, Var};
 use inbox_core::sources::{parse_secrets, Sources};
 use serde::Serialize;
 use serde_json::Value;
@@ -40,8 +40,14 @@ struct Report<'a> {
 }
 
 /// A config document: the file given, else the variable when set, else the default file.
-fn config_text(file: Option<&Path>, var: &'static str, default: &str) -> Result<(String, String)> {
-    let path = match (file, std::env::var(var).ok().filter(|v| !v.is_empty())) {
+fn config_text(
+    file: Option<&Path>,
+    env: &Env,
+    doc: &Var,
+    default: &str,
+) -> Result<(String, String)> {
+    let var = doc.name;
+    let path = match (file, env.optional(doc)) {
         (Some(p), _) => p.to_path_buf(),
         (None, Some(text)) => return Ok((text, format!("${var}"))),
         (None, None) => PathBuf::from(default),
@@ -58,15 +64,17 @@ fn config_text(file: Option<&Path>, var: &'static str, default: &str) -> Result<
     Ok((text, path.display().to_string()))
 }
 
-fn load_sources(args: &SendArgs) -> Result<Sources> {
+fn load_sources(env: &Env, args: &SendArgs) -> Result<Sources> {
     let (sources, _) = config_text(
         args.sources.as_deref(),
-        vars::WEBHOOK_SOURCES,
+        env,
+        &catalog::WEBHOOK_SOURCES,
         "local/sources.json",
     )?;
     let (secrets, secrets_from) = config_text(
         args.secrets.as_deref(),
-        vars::WEBHOOK_SECRETS,
+        env,
+        &catalog::WEBHOOK_SECRETS,
         "local/secrets.json",
     )?;
     // Neither error can contain a secret (inbox_core::sources guarantees it).
@@ -76,7 +84,7 @@ fn load_sources(args: &SendArgs) -> Result<Sources> {
 }
 
 pub async fn run(ctx: &Context, args: SendArgs) -> Result<()> {
-    let sources = load_sources(&args)?;
+    let sources = load_sources(ctx.env(), &args)?;
     let source = sources.get(&args.source).ok_or_else(|| {
         usage(format!(
             "unknown source {:?}; configured: {}",

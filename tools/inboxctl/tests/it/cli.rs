@@ -11,7 +11,7 @@ use inbox_core::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName,
 use inbox_core::message::{HistoryEntry, QuarantineNotice, RetryRequest};
 use inbox_core::process::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
 use inbox_core::process::{Outcome, Processor, ProcessorConfig};
-use inbox_core::queue::sqs::SqsQueues;
+use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::signature::Request;
 use inbox_core::store::dynamo::DynamoInbox;
 use inbox_core::store::{Applied, Delivery, Inbox as _, MessageStore as _, NewMessage, Transition};
@@ -147,11 +147,8 @@ impl Env {
         );
         let processor = Processor::new(
             self.store.clone(),
-            SqsQueues::new(
-                self.sqs.clone(),
-                self.retry_url.clone(),
-                self.quarantine_url.clone(),
-            ),
+            SqsRetryQueue::new(self.sqs.clone(), self.retry_url.clone()),
+            SqsQuarantine::new(self.sqs.clone(), self.quarantine_url.clone()),
             SystemClock,
             registry,
             ProcessorConfig::default(),
@@ -579,7 +576,7 @@ async fn replay_from_the_quarantine_queue() {
         .collect();
     assert_eq!(notices.len(), 2);
     // q2 was replayed by someone else meanwhile: its notice is stale (nothing left to do).
-    let mem = inbox_core::queue::memory::MemoryQueues::default();
+    let mem = inbox_core::queue::memory::MemoryRetryQueue::default();
     assert_eq!(
         inbox_core::ops::replay(&env.store, &mem, &SystemClock, &k2, "someone", false)
             .await

@@ -1,0 +1,180 @@
+//! Every environment variable the inbox reads, documented once: who reads it, its default, what it
+//! means ([`Var`]). The functions and `inboxctl` read them through [`super::env::Env`]; the
+//! README's configuration tables are rendered from [`ALL`] (with the applications' own variables,
+//! declared in their crates) and [`LIBRARY`]. The bare names are in [`super::vars`].
+
+use super::doc::readers::{INBOXCTL, INGEST, PROCESS, REAPER};
+use super::doc::{ReadBy, Unset, Var};
+
+pub const TABLE_NAME: Var = Var {
+    name: "TABLE_NAME",
+    read_by: ReadBy::Everyone,
+    unset: Unset::Required,
+    meaning: "the inbox table (inboxctl: or `--table`)",
+};
+
+pub const WEBHOOK_SOURCES: Var = Var {
+    name: "WEBHOOK_SOURCES",
+    read_by: ReadBy::Only(&[INGEST, INBOXCTL]),
+    unset: Unset::Required,
+    meaning:
+        "JSON: source name → verification settings (see [Sources](#sources-webhook_sources)); \
+              `inboxctl send` falls back to `local/sources.json`",
+};
+
+pub const WEBHOOK_SECRETS: Var = Var {
+    name: "WEBHOOK_SECRETS",
+    read_by: ReadBy::Only(&[INGEST, INBOXCTL]),
+    unset: Unset::RequiredUnless("WEBHOOK_SECRETS_ARN"),
+    meaning: "locally: JSON, source name → list of signing secrets (`{\"stripe\":[\"whsec_…\"]}`; \
+              a single string is accepted). Takes precedence over the ARN; `inboxctl send` falls \
+              back to `local/secrets.json`",
+};
+
+pub const WEBHOOK_SECRETS_ARN: Var = Var {
+    name: "WEBHOOK_SECRETS_ARN",
+    read_by: ReadBy::Only(&[INGEST]),
+    unset: Unset::RequiredUnless("WEBHOOK_SECRETS"),
+    meaning: "in the cloud: the AWS Secrets Manager secret whose `SecretString` has the \
+              `WEBHOOK_SECRETS` shape (read once at cold start)",
+};
+
+pub const MAX_BODY_BYTES: Var = Var {
+    name: "MAX_BODY_BYTES",
+    read_by: ReadBy::Only(&[INGEST]),
+    unset: Unset::Default("262144"),
+    meaning: "largest accepted body in bytes (256 KiB by default), at most 358400 (DynamoDB's \
+              400 KB item)",
+};
+
+pub const DELIVERY_RETENTION_DAYS: Var = Var {
+    name: "DELIVERY_RETENTION_DAYS",
+    read_by: ReadBy::Only(&[INGEST, PROCESS]),
+    unset: Unset::Default("30"),
+    meaning: "days a record is kept (TTL): a duplicate-delivery journal record (ingest), a \
+              processed or ignored message (process)",
+};
+
+pub const RETRY_QUEUE_URL: Var = Var {
+    name: "RETRY_QUEUE_URL",
+    read_by: ReadBy::Only(&[PROCESS, REAPER, INBOXCTL]),
+    unset: Unset::Required,
+    meaning: "the SQS retry queue: scheduled retries, re-drives, replays (inboxctl: or \
+              `--retry-queue-url`, needed by `replay`)",
+};
+
+pub const QUARANTINE_QUEUE_URL: Var = Var {
+    name: "QUARANTINE_QUEUE_URL",
+    read_by: ReadBy::Only(&[PROCESS, INBOXCTL]),
+    unset: Unset::Required,
+    meaning: "the SQS quarantine (dead-letter) queue (inboxctl: or `--quarantine-queue-url`, \
+              optional: read by `replay --from-quarantine`, its depth shown by `stats`)",
+};
+
+pub const MAX_ATTEMPTS: Var = Var {
+    name: "MAX_ATTEMPTS",
+    read_by: ReadBy::Only(&[PROCESS]),
+    unset: Unset::Default("5"),
+    meaning:
+        "attempts per message: failing the last one makes it `failed` (quarantined); at least 1",
+};
+
+pub const BACKOFF_BASE_MS: Var = Var {
+    name: "BACKOFF_BASE_MS",
+    read_by: ReadBy::Only(&[PROCESS]),
+    unset: Unset::Default("2000"),
+    meaning: "backoff ceiling after the first failure, ms, doubling after each (full jitter)",
+};
+
+pub const BACKOFF_CAP_MS: Var = Var {
+    name: "BACKOFF_CAP_MS",
+    read_by: ReadBy::Only(&[PROCESS]),
+    unset: Unset::Default("900000"),
+    meaning: "largest backoff ceiling, ms, at most 900000 (15 minutes, SQS's largest delay)",
+};
+
+pub const LEASE_MS: Var = Var {
+    name: "LEASE_MS",
+    read_by: ReadBy::Only(&[PROCESS]),
+    unset: Unset::Default("60000"),
+    meaning: "how long a claim holds, ms: the function's timeout plus a margin",
+};
+
+pub const PROCESS_CONCURRENCY: Var = Var {
+    name: "PROCESS_CONCURRENCY",
+    read_by: ReadBy::Only(&[PROCESS]),
+    unset: Unset::Default("10"),
+    meaning: "records of a batch processed at once (0 counts as 1)",
+};
+
+pub const REAPER_MAX_PER_RUN: Var = Var {
+    name: "REAPER_MAX_PER_RUN",
+    read_by: ReadBy::Only(&[REAPER]),
+    unset: Unset::Default("1000"),
+    meaning: "most messages re-driven per run",
+};
+
+pub const INBOXCTL_JSON: Var = Var {
+    name: "INBOXCTL_JSON",
+    read_by: ReadBy::Only(&[INBOXCTL]),
+    unset: Unset::Default("false"),
+    meaning: "`true`: print JSON instead of tables, as `--json` does",
+};
+
+pub const USER: Var = Var {
+    name: "USER",
+    read_by: ReadBy::Only(&[INBOXCTL]),
+    unset: Unset::Default("operator"),
+    meaning: "who replays, written to the message's history (`--operator` overrides it)",
+};
+
+/// The inbox's own variables, in the order the README lists them.
+pub const ALL: &[&Var] = &[
+    &TABLE_NAME,
+    &WEBHOOK_SOURCES,
+    &WEBHOOK_SECRETS,
+    &WEBHOOK_SECRETS_ARN,
+    &MAX_BODY_BYTES,
+    &DELIVERY_RETENTION_DAYS,
+    &RETRY_QUEUE_URL,
+    &QUARANTINE_QUEUE_URL,
+    &MAX_ATTEMPTS,
+    &BACKOFF_BASE_MS,
+    &BACKOFF_CAP_MS,
+    &LEASE_MS,
+    &PROCESS_CONCURRENCY,
+    &REAPER_MAX_PER_RUN,
+    &INBOXCTL_JSON,
+    &USER,
+];
+
+const LAMBDA_RUNTIME: &str = "every function (`lambda_runtime`)";
+
+/// Variables read by the libraries every function links, documented for completeness.
+pub const LIBRARY: &[&Var] = &[
+    &Var {
+        name: "AWS_LAMBDA_LOG_LEVEL",
+        read_by: ReadBy::Library(LAMBDA_RUNTIME),
+        unset: Unset::Optional,
+        meaning: "log level; takes precedence over `RUST_LOG`",
+    },
+    &Var {
+        name: "RUST_LOG",
+        read_by: ReadBy::Library(LAMBDA_RUNTIME),
+        unset: Unset::Default("info"),
+        meaning: "log level when `AWS_LAMBDA_LOG_LEVEL` is unset",
+    },
+    &Var {
+        name: "AWS_LAMBDA_LOG_FORMAT",
+        read_by: ReadBy::Library(LAMBDA_RUNTIME),
+        unset: Unset::Optional,
+        meaning: "`JSON` for structured logs (set by `LoggingConfig` in `template.yaml`)",
+    },
+    &Var {
+        name: "AWS_ENDPOINT_URL",
+        read_by: ReadBy::Library("every function, inboxctl (the AWS SDK)"),
+        unset: Unset::Optional,
+        meaning: "points the SDK at the emulator; the other standard AWS SDK variables \
+                  (`AWS_REGION`, `AWS_PROFILE`, credentials, …) apply as well",
+    },
+];
