@@ -2,22 +2,17 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::domain::BodyDigest;
+use inbox_core::store::attr;
 use integration_tests::{api_event, stripe_event, Harness};
 use std::collections::HashMap;
 use std::sync::Arc;
 
 fn s<'a>(item: &'a HashMap<String, AttributeValue>, k: &str) -> &'a str {
-    item.get(k)
-        .and_then(|v| v.as_s().ok())
-        .map(String::as_str)
-        .unwrap_or_else(|| panic!("no string {k}"))
+    attr::get_s(item, k).unwrap_or_else(|| panic!("no string {k}"))
 }
 
 fn n(item: &HashMap<String, AttributeValue>, k: &str) -> i64 {
-    item.get(k)
-        .and_then(|v| v.as_n().ok())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no number {k}"))
+    attr::get_n(item, k).unwrap_or_else(|| panic!("no number {k}"))
 }
 
 #[tokio::test]

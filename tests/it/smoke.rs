@@ -15,6 +15,7 @@
 //!   event as body; it answers 200 with the function's result (the HTTP response object).
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use inbox_core::store::attr;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -324,10 +325,7 @@ fn venv_path() -> std::ffi::OsString {
 }
 
 fn s<'a>(item: &'a HashMap<String, AttributeValue>, k: &str) -> &'a str {
-    item.get(k)
-        .and_then(|v| v.as_s().ok())
-        .map(String::as_str)
-        .unwrap_or_else(|| panic!("item has no string {k}: {item:?}"))
+    attr::get_s(item, k).unwrap_or_else(|| panic!("item has no string {k}: {item:?}"))
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,32 +5,34 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::SystemClock;
 use inbox_core::domain::{EventId, MessageKey, SourceName, Status};
+use inbox_core::store::attr::{self, s};
 use inbox_core::store::dynamo::DynamoInbox;
-use inbox_core::store::ItemStore;
+use inbox_core::store::{Applied, Effect, Item, ItemStore, ItemWriter};
 use integration_tests::pipeline::{Pipeline, TestProcessor};
 use proptest::prelude::*;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use wallet_ledger::items::{wallet_pk, WALLET_SK};
 use wallet_ledger::reconcile::reconcile;
-use wallet_ledger::{wallet_pk, Entry, Wallet, WalletSources, ENTRY_PREFIX, WALLET_SK};
+use wallet_ledger::{CreateOutcome, Currency, Entry, Ledger, Wallet, WalletSources};
 
 const PRICE: i64 = 7;
+
+fn usd() -> Currency {
+    Currency::parse("usd").unwrap()
+}
 
 async fn setup() -> (Pipeline, TestProcessor<SystemClock>, DynamoInbox) {
     let p = Pipeline::new().await;
     let store = DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
     let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = p.processor(registry, SystemClock).await;
-    let wallet = Wallet::new("acme", "usd", PRICE, -1_000_000, Some(1_000_000), 0).to_item();
-    p.harness
-        .client
-        .put_item()
-        .table_name(&p.harness.table)
-        .set_item(Some(wallet))
-        .send()
-        .await
-        .unwrap();
+    let wallet = Wallet::new("acme", usd(), PRICE, -1_000_000, Some(1_000_000), 0);
+    assert_eq!(
+        Ledger::new(&store).create(&wallet).await.unwrap(),
+        CreateOutcome::Created
+    );
     (p, processor, store)
 }
 
@@ -59,24 +61,14 @@ async fn mail(
 }
 
 async fn wallet(store: &DynamoInbox) -> Wallet {
-    Wallet::from_item(
-        &store
-            .get_item(&wallet_pk("acme"), WALLET_SK)
-            .await
-            .unwrap()
-            .unwrap(),
-    )
-    .unwrap()
+    Ledger::new(store).wallet("acme").await.unwrap().unwrap()
 }
 
 async fn entries(store: &DynamoInbox) -> Vec<Entry> {
-    store
-        .query_items(&wallet_pk("acme"), ENTRY_PREFIX)
-        .await
-        .unwrap()
-        .iter()
-        .filter_map(Entry::from_item)
-        .collect()
+    let ledger = Ledger::new(store);
+    let entries = ledger.entries(&wallet(store).await).await.unwrap();
+    assert_eq!(entries.unreadable, 0);
+    entries.entries
 }
 
 #[tokio::test]
@@ -105,7 +97,7 @@ async fn fifty_concurrent_deliveries_of_one_accepted_event_debit_once() {
     processor.handle_stream_batch(batch.clone()).await;
     processor.handle_stream_batch(batch).await; // and the stream redelivers it
     let w = wallet(&store).await;
-    assert_eq!((w.balance, w.held), (-PRICE, 0));
+    assert_eq!((w.balance.minor(), w.held.minor()), (-PRICE, 0));
     let e = entries(&store).await;
     assert_eq!(e.len(), 1, "one debit");
     assert_eq!(
@@ -124,7 +116,11 @@ async fn re_driving_a_committed_message_cannot_debit_twice() {
     assert!(response.batch_item_failures.is_empty());
     let after_commit = (wallet(&store).await, entries(&store).await.len());
     assert_eq!(
-        (after_commit.0.balance, after_commit.0.held, after_commit.1),
+        (
+            after_commit.0.balance.minor(),
+            after_commit.0.held.minor(),
+            after_commit.1
+        ),
         (-PRICE, 0, 2)
     );
 
@@ -157,7 +153,7 @@ async fn re_driving_a_committed_message_cannot_debit_twice() {
         Status::Processed
     );
     let w = wallet(&store).await;
-    assert_eq!((w.balance, w.held), (-PRICE, 0));
+    assert_eq!((w.balance.minor(), w.held.minor()), (-PRICE, 0));
     assert_eq!(entries(&store).await.len(), 2, "no new entry");
     let report = reconcile(
         &store,
@@ -200,7 +196,7 @@ async fn stripe_top_up_and_refund_through_the_pipeline() {
         Some(&1),
         "no handler for other Stripe events"
     );
-    assert_eq!(wallet(&store).await.balance, 3500);
+    assert_eq!(wallet(&store).await.balance.minor(), 3500);
     let kinds: Vec<_> = entries(&store)
         .await
         .iter()
@@ -241,15 +237,8 @@ async fn an_unknown_tenant_is_quarantined_and_replayable_once_the_wallet_exists(
     let notice = p.receive(&p.quarantine_url).await;
     assert_eq!(notice.records.len(), 1);
 
-    let newco = Wallet::new("newco", "usd", 3, 0, None, 0).to_item();
-    p.harness
-        .client
-        .put_item()
-        .table_name(&p.harness.table)
-        .set_item(Some(newco))
-        .send()
-        .await
-        .unwrap();
+    let newco = Wallet::new("newco", usd(), 3, 0, None, 0);
+    Ledger::new(&store).create(&newco).await.unwrap();
     let key = failed.key();
     inbox_core::ops::replay(
         &store,
@@ -268,6 +257,69 @@ async fn an_unknown_tenant_is_quarantined_and_replayable_once_the_wallet_exists(
         .unwrap()
         .unwrap();
     assert_eq!(held.get("held"), Some(&AttributeValue::N("3".into())));
+}
+
+#[tokio::test]
+async fn a_wallet_is_created_once_and_commits_are_all_or_nothing() {
+    let (_p, _processor, store) = setup().await;
+    let ledger = Ledger::new(&store);
+    let again = Wallet::new("acme", Currency::parse("eur").unwrap(), 99, 0, None, 1);
+    assert_eq!(
+        ledger.create(&again).await.unwrap(),
+        CreateOutcome::AlreadyExists
+    );
+    let w = wallet(&store).await;
+    assert_eq!(
+        (w.currency.as_str(), w.message_price.minor(), w.created_at),
+        ("usd", PRICE, 0),
+        "left unchanged"
+    );
+
+    // Several effects are one transaction: a failed condition on one writes none of them.
+    let item = |pk: &str| Item::from([("pk".to_string(), s(pk)), ("sk".to_string(), s("X"))]);
+    let fresh = Effect::Create(item("T#fresh"));
+    let counter = Effect::Adjust {
+        pk: "T#counter".into(),
+        sk: "X".into(),
+        add: vec![("n".into(), 2)],
+        set: Vec::new(),
+    };
+    let taken = Effect::Create(w.to_item());
+    assert_eq!(
+        store
+            .commit(vec![fresh.clone(), counter.clone(), taken])
+            .await
+            .unwrap(),
+        Applied::EffectConflict
+    );
+    for pk in ["T#fresh", "T#counter"] {
+        assert!(store.get_item(pk, "X").await.unwrap().is_none(), "{pk}");
+    }
+    assert_eq!(
+        store.commit(vec![fresh, counter.clone()]).await.unwrap(),
+        Applied::Done
+    );
+    assert!(store.get_item("T#fresh", "X").await.unwrap().is_some());
+    // One effect is one conditional write: an update adds, a replace at a stale version conflicts.
+    assert_eq!(store.commit(vec![counter]).await.unwrap(), Applied::Done);
+    let n = store.get_item("T#counter", "X").await.unwrap().unwrap();
+    assert_eq!(attr::get_n(&n, "n"), Some(4));
+    let stale = Effect::Replace {
+        item: item("T#fresh"),
+        expected_version: Some(3),
+    };
+    assert_eq!(
+        store.commit(vec![stale]).await.unwrap(),
+        Applied::EffectConflict
+    );
+    let new = Effect::Replace {
+        item: item("T#new"),
+        expected_version: None,
+    };
+    assert_eq!(store.commit(vec![new]).await.unwrap(), Applied::Done);
+    let stored = store.get_item("T#new", "X").await.unwrap().unwrap();
+    assert_eq!(attr::get_n(&stored, "version"), Some(0));
+    assert_eq!(store.commit(Vec::new()).await.unwrap(), Applied::Done);
 }
 
 // ---- Property test through the pipeline (fewer cases: each is a table, a stream and ~10 requests). ----
@@ -314,7 +366,7 @@ proptest! {
             assert!(response.batch_item_failures.is_empty());
             let w = wallet(&store).await;
             let report = reconcile(&store, 0, i64::MAX).await.unwrap();
-            (w.balance, w.held, report.is_clean())
+            (w.balance.minor(), w.held.minor(), report.is_clean())
         });
         let distinct: Vec<(u8, u8)> = {
             let mut seen = HashSet::new();

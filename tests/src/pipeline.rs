@@ -151,7 +151,7 @@ impl Handler for CounterHandler {
             if !fixed && call <= fail_times {
                 return HandlerOutcome::Retry(format!("simulated upstream timeout on call {call}"));
             }
-            HandlerOutcome::Commit(vec![self.effect(m)])
+            HandlerOutcome::commit(vec![self.effect(m)])
         })
     }
 }

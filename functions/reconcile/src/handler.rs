@@ -2,20 +2,22 @@
 //!
 //! Each run calls [`wallet_ledger::reconcile::reconcile`] (stale holds, wallets whose balance or
 //! held amount disagrees with their entries, entries whose webhook event is missing), logs the
-//! report (warn when something is wrong, info otherwise) and prints the counts as one CloudWatch
-//! embedded-metric-format line (namespace `WebhookIngestor/Wallet`: `StaleHolds`,
-//! `MismatchedWallets`, `OrphanEntries`): CloudWatch turns that log line into the metrics the
-//! alarms watch, without an API call. The report is the invocation's result.
+//! report (warn when something is wrong, info otherwise) and emits the counts through the core's
+//! metric writer ([`inbox_core::metrics::EmfWriter`]: one CloudWatch embedded-metric-format line,
+//! namespace `WebhookIngestor/Wallet`: `StaleHolds`, `MismatchedWallets`, `OrphanEntries`):
+//! CloudWatch turns that log line into the metrics the alarms watch, without an API call. The
+//! report is the invocation's result.
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::config::{catalog, ConfigError, Env};
+use inbox_core::metrics::{EmfWriter, Metric, MetricSink};
 use inbox_core::store::dynamo::DynamoInbox;
 use inbox_core::store::{ItemStore, StoreError};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
-use std::io::Write as _;
+use std::sync::Arc;
 use std::time::Duration;
 use wallet_ledger::config::RECONCILE_STALE_AFTER_HOURS;
 use wallet_ledger::reconcile::{reconcile, ReconcileReport};
@@ -69,36 +71,52 @@ pub struct Run {
     pub report: ReconcileReport,
     /// When it ran (ms since the epoch).
     pub now_ms: i64,
-    /// The counts as a CloudWatch embedded-metric-format document (one log line).
-    pub emf: String,
+    /// The counts, as metrics (emitted by [`handle`]).
+    pub metrics: Vec<Metric>,
 }
 
-/// The reconciler: a store, a clock and the stale threshold.
-#[derive(Debug)]
+/// The reconciler: a store, a clock, the stale threshold, and where its metrics go.
 pub struct Reconciler<S, C> {
     store: S,
     clock: C,
     stale_after_ms: i64,
+    metrics: Arc<dyn MetricSink>,
+}
+
+impl<S, C> std::fmt::Debug for Reconciler<S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reconciler")
+            .field("stale_after_ms", &self.stale_after_ms)
+            .finish()
+    }
 }
 
 impl<S: ItemStore, C: Clock> Reconciler<S, C> {
+    /// A reconciler emitting its metrics as EMF on stdout.
     pub fn new(store: S, clock: C, stale_after_ms: i64) -> Self {
         Self {
             store,
             clock,
             stale_after_ms,
+            metrics: Arc::new(EmfWriter::stdout()),
         }
+    }
+
+    /// Replaces where the metrics go (tests record them).
+    pub fn with_metrics(mut self, sink: Arc<dyn MetricSink>) -> Self {
+        self.metrics = sink;
+        self
     }
 
     /// Checks every wallet once.
     pub async fn run(&self) -> Result<Run, StoreError> {
         let now_ms = self.clock.now_millis();
         let report = reconcile(&self.store, now_ms, self.stale_after_ms).await?;
-        let emf = report.emf(now_ms);
+        let metrics = report.metrics();
         Ok(Run {
             report,
             now_ms,
-            emf,
+            metrics,
         })
     }
 }
@@ -151,15 +169,6 @@ pub fn log_view(report: &ReconcileReport) -> Value {
     })
 }
 
-/// Writes one raw line on stdout: CloudWatch only extracts metrics from a log event that IS the
-/// EMF document (a `tracing` field holding it would be a string inside another JSON object).
-fn emit(line: &str) {
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-        tracing::error!(error = %e, "could not write the metrics line");
-    }
-}
-
 /// The Lambda entry point (the scheduled event's content is not needed). A store error fails the
 /// invocation, so the function's Errors metric (and alarm) sees it.
 pub async fn handle<S: ItemStore, C: Clock>(
@@ -189,7 +198,7 @@ pub async fn handle<S: ItemStore, C: Clock>(
             "wallets do not reconcile"
         );
     }
-    emit(&run.emf);
+    reconciler.metrics.emit(run.now_ms, &run.metrics);
     Ok(serde_json::to_value(&run.report)?)
 }
 
@@ -197,10 +206,10 @@ pub async fn handle<S: ItemStore, C: Clock>(
 mod tests {
     use super::*;
     use inbox_core::clock::ManualClock;
+    use inbox_core::metrics::RecordingSink;
     use inbox_core::store::memory::MemoryStore;
-    use std::sync::Arc;
     use wallet_ledger::rules::EntryKind;
-    use wallet_ledger::{Entry, Wallet};
+    use wallet_ledger::{Currency, Entry, Wallet};
 
     const T0: i64 = 1_795_000_000_000;
 
@@ -243,14 +252,18 @@ mod tests {
         assert_eq!(blank.stale_after_hours, 24, "blank counts as unset");
     }
 
+    fn usd() -> Currency {
+        Currency::parse("usd").unwrap()
+    }
+
     fn entry(tenant: &str, id: &str, balance_delta: i64, event_id: &str) -> Entry {
         Entry {
             id: id.into(),
             tenant: tenant.into(),
             kind: EntryKind::Topup,
-            amount: balance_delta,
-            balance_delta,
-            held_delta: 0,
+            amount: usd().amount(balance_delta),
+            balance_delta: usd().amount(balance_delta),
+            held_delta: usd().amount(0),
             subject: "pi_1".into(),
             event_source: "stripe".into(),
             event_id: event_id.into(),
@@ -268,15 +281,32 @@ mod tests {
     #[tokio::test]
     async fn reports_and_counts_what_does_not_reconcile() {
         let store = Arc::new(MemoryStore::new());
-        let mut wallet = Wallet::new("acme", "usd", 25, 0, None, T0);
+        let mut wallet = Wallet::new("acme", usd(), 25, 0, None, T0);
         store.put_item(wallet.to_item());
-        let r = Reconciler::new(store.clone(), ManualClock::at_millis(T0), HOUR_MS);
+        let metrics = Arc::new(RecordingSink::new());
+        let r = Reconciler::new(store.clone(), ManualClock::at_millis(T0), HOUR_MS)
+            .with_metrics(metrics.clone());
         let clean = handle(&r, event()).await.unwrap();
         assert_eq!(clean["wallets"], 1);
         assert_eq!(clean["mismatched_wallets"], json!([]));
+        let emitted = metrics.emitted();
+        assert_eq!(
+            emitted
+                .iter()
+                .map(|(at, m)| (*at, m.name.as_str(), m.value))
+                .collect::<Vec<_>>(),
+            vec![
+                (T0, "StaleHolds", 0),
+                (T0, "MismatchedWallets", 0),
+                (T0, "OrphanEntries", 0)
+            ],
+            "the invocation emits its counts"
+        );
         let run = r.run().await.unwrap();
         assert!(run.report.is_clean());
-        let emf: Value = serde_json::from_str(&run.emf).unwrap();
+        let documents = EmfWriter::stdout().documents(run.now_ms, &run.metrics);
+        assert_eq!(documents.len(), 1, "one EMF line");
+        let emf: Value = serde_json::from_str(&documents[0]).unwrap();
         assert_eq!(emf["_aws"]["Timestamp"], T0);
         assert_eq!(
             emf["_aws"]["CloudWatchMetrics"][0]["Namespace"],
@@ -287,7 +317,7 @@ mod tests {
         }
 
         // A balance edited by hand, and an entry whose event is not in the inbox.
-        wallet.balance = 500;
+        wallet.balance = usd().amount(500);
         store.put_item(wallet.to_item());
         store.put_item(entry("acme", "e1", 300, "evt_gone").to_item());
         let report = handle(&r, event()).await.unwrap();
@@ -296,7 +326,9 @@ mod tests {
         assert_eq!(report["mismatched_wallets"][0]["entries_balance"], 300);
         assert_eq!(report["orphan_entries"][0]["event_id"], "evt_gone");
         let run = r.run().await.unwrap();
-        let emf: Value = serde_json::from_str(&run.emf).unwrap();
+        let emf: Value =
+            serde_json::from_str(&EmfWriter::stdout().documents(run.now_ms, &run.metrics)[0])
+                .unwrap();
         assert_eq!(
             (
                 emf["MismatchedWallets"].as_u64(),
@@ -310,7 +342,7 @@ mod tests {
     #[tokio::test]
     async fn a_store_error_fails_the_invocation() {
         let store = Arc::new(MemoryStore::new());
-        store.put_item(Wallet::new("acme", "usd", 25, 0, None, T0).to_item());
+        store.put_item(Wallet::new("acme", usd(), 25, 0, None, T0).to_item());
         store.set_down(true);
         let r = Reconciler::new(store, ManualClock::at_millis(T0), HOUR_MS);
         assert!(handle(&r, event()).await.is_err());

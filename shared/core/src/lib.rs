@@ -19,6 +19,7 @@
 //!   in-memory fake for unit tests.
 //! - [`ingest`]: the ingest command: verify, identify, store once, and the outcome or a typed
 //!   error that knows its HTTP status and JSON body.
+//! - [`metrics`]: the metric type and the one CloudWatch EMF writer every function emits through.
 
 pub mod clock;
 pub mod config;
@@ -26,6 +27,7 @@ pub mod domain;
 pub mod identity;
 pub mod ingest;
 pub mod message;
+pub mod metrics;
 pub mod ops;
 pub mod policy;
 pub mod process;

@@ -1,14 +1,19 @@
 //! Reconciliation: what should never happen, counted. Holds older than a threshold with no
 //! terminal event, wallets whose balance or held amount disagrees with the sum of their entries,
-//! and entries whose webhook event is missing from the inbox.
+//! and entries whose webhook event is missing from the inbox. Amounts in the report are in each
+//! wallet's minor unit.
 
-use super::{
-    get_n, get_s, wallet_pk, EmailRow, Entry, Wallet, EMAIL_PREFIX, ENTRY_PREFIX, KIND_WALLET,
-};
-use inbox_core::store::schema::MESSAGE_SK;
+use crate::ledger::Ledger;
+use crate::rules::EmailState;
+use crate::METRICS_NAMESPACE;
+use inbox_core::domain::{EventId, MessageKey, SourceName};
+use inbox_core::metrics::Metric;
+use inbox_core::store::schema::{message_pk, MESSAGE_SK};
 use inbox_core::store::{ItemStore, StoreError};
 use serde::Serialize;
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StaleHold {
@@ -53,27 +58,41 @@ impl ReconcileReport {
             && self.orphan_entries.is_empty()
     }
 
-    /// The counts as one CloudWatch embedded-metric-format document.
-    pub fn emf(&self, now_ms: i64) -> String {
-        serde_json::json!({
-            "_aws": {
-                "Timestamp": now_ms,
-                "CloudWatchMetrics": [{
-                    "Namespace": "WebhookIngestor/Wallet",
-                    "Dimensions": [[]],
-                    "Metrics": [
-                        {"Name": "StaleHolds", "Unit": "Count"},
-                        {"Name": "MismatchedWallets", "Unit": "Count"},
-                        {"Name": "OrphanEntries", "Unit": "Count"}
-                    ]
-                }]
-            },
-            "StaleHolds": self.stale_holds.len(),
-            "MismatchedWallets": self.mismatched_wallets.len(),
-            "OrphanEntries": self.orphan_entries.len()
-        })
-        .to_string()
+    /// The counts as metrics (`StaleHolds`, `MismatchedWallets`, `OrphanEntries`; one EMF
+    /// document when emitted together).
+    pub fn metrics(&self) -> Vec<Metric> {
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        vec![
+            Metric::count(
+                METRICS_NAMESPACE,
+                "StaleHolds",
+                count(self.stale_holds.len()),
+            ),
+            Metric::count(
+                METRICS_NAMESPACE,
+                "MismatchedWallets",
+                count(self.mismatched_wallets.len()),
+            ),
+            Metric::count(
+                METRICS_NAMESPACE,
+                "OrphanEntries",
+                count(self.orphan_entries.len()),
+            ),
+        ]
     }
+}
+
+/// Whether the inbox holds the message `(source, event id)` (ids that cannot be keys: never).
+async fn in_inbox<S: ItemStore>(
+    store: &S,
+    source: &str,
+    event_id: &str,
+) -> Result<bool, StoreError> {
+    let (Ok(source), Ok(event_id)) = (SourceName::parse(source), EventId::parse(event_id)) else {
+        return Ok(false);
+    };
+    let pk = message_pk(&MessageKey::new(source, event_id));
+    Ok(store.get_item(&pk, MESSAGE_SK).await?.is_some())
 }
 
 /// How far back entries are checked against the inbox by default: processed messages expire
@@ -92,53 +111,49 @@ pub async fn reconcile<S: ItemStore>(
 
 /// [`reconcile`] with the window (ms before `now_ms`) in which entries must find their webhook
 /// event in the inbox: it should be shorter than the messages' retention.
-pub async fn reconcile_within<S: ItemStore>(
+///
+/// The pass is boxed: it nests the store's (the AWS SDK's deep) futures several levels down, and
+/// an unboxed future type that deep exceeds rustc's layout depth limit in a caller's `main`.
+pub fn reconcile_within<'a, S: ItemStore>(
+    store: &'a S,
+    now_ms: i64,
+    stale_after_ms: i64,
+    orphan_window_ms: i64,
+) -> Pin<Box<dyn Future<Output = Result<ReconcileReport, StoreError>> + Send + 'a>> {
+    Box::pin(check(store, now_ms, stale_after_ms, orphan_window_ms))
+}
+
+async fn check<S: ItemStore>(
     store: &S,
     now_ms: i64,
     stale_after_ms: i64,
     orphan_window_ms: i64,
 ) -> Result<ReconcileReport, StoreError> {
+    let ledger = Ledger::new(store);
     let mut report = ReconcileReport::default();
     let mut events_seen: HashMap<(String, String), bool> = HashMap::new();
-    let mut wallets: Vec<Wallet> = store
-        .items_of_kind(KIND_WALLET)
-        .await?
-        .iter()
-        .filter_map(Wallet::from_item)
-        .collect();
-    wallets.sort_by(|a, b| a.tenant.cmp(&b.tenant));
-    for wallet in wallets {
+    for wallet in ledger.wallets().await? {
         report.wallets += 1;
-        let pk = wallet_pk(&wallet.tenant);
-        let entries: Vec<Entry> = store
-            .query_items(&pk, ENTRY_PREFIX)
-            .await?
-            .iter()
-            .filter_map(Entry::from_item)
-            .collect();
+        let entries = ledger.entries(&wallet).await?.entries;
         report.entries += entries.len();
-        let entries_balance: i64 = entries.iter().map(|e| e.balance_delta).sum();
-        let entries_held: i64 = entries.iter().map(|e| e.held_delta).sum();
-        if entries_balance != wallet.balance || entries_held != wallet.held {
+        let entries_balance: i64 = entries.iter().map(|e| e.balance_delta.minor()).sum();
+        let entries_held: i64 = entries.iter().map(|e| e.held_delta.minor()).sum();
+        if entries_balance != wallet.balance.minor() || entries_held != wallet.held.minor() {
             report.mismatched_wallets.push(Mismatch {
                 tenant: wallet.tenant.clone(),
-                balance: wallet.balance,
+                balance: wallet.balance.minor(),
                 entries_balance,
-                held: wallet.held,
+                held: wallet.held.minor(),
                 entries_held,
             });
         }
-        for row in store.query_items(&pk, EMAIL_PREFIX).await? {
-            let email = EmailRow::from_item(&row);
-            if email.state == super::rules::EmailState::Held {
-                let held_at = email
-                    .held_at
-                    .or_else(|| get_n(&row, "updated_at"))
-                    .unwrap_or(0);
+        for email in ledger.email_rows(&wallet.tenant).await? {
+            if email.state == EmailState::Held {
+                let held_at = email.held_at.or(email.updated_at).unwrap_or(0);
                 if now_ms - held_at > stale_after_ms {
                     report.stale_holds.push(StaleHold {
                         tenant: wallet.tenant.clone(),
-                        message_id: get_s(&row, "message_id").unwrap_or_default(),
+                        message_id: email.message_id,
                         amount: email.amount,
                         held_at,
                     });
@@ -153,8 +168,7 @@ pub async fn reconcile_within<S: ItemStore>(
             let exists = match events_seen.get(&key) {
                 Some(x) => *x,
                 None => {
-                    let pk = format!("MSG#{}#{}", e.event_source, e.event_id);
-                    let x = store.get_item(&pk, MESSAGE_SK).await?.is_some();
+                    let x = in_inbox(store, &e.event_source, &e.event_id).await?;
                     events_seen.insert(key, x);
                     x
                 }

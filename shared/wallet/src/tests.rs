@@ -1,15 +1,20 @@
 //! Ledger tests on the in-memory store through the real processor: the rules end to end, the
 //! flags, reconciliation, and property tests against a reference model.
 
+mod metrics;
+
+use super::items::{wallet_pk, WALLET_SK};
 use super::reconcile::reconcile;
 use super::*;
 use inbox_core::clock::ManualClock;
 use inbox_core::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName};
+use inbox_core::metrics::EmfWriter;
 use inbox_core::process::registry::Registry;
 use inbox_core::process::{Outcome, Processor, ProcessorConfig};
 use inbox_core::queue::memory::{MemoryQuarantine, MemoryRetryQueue};
+use inbox_core::store::attr;
 use inbox_core::store::memory::MemoryStore;
-use inbox_core::store::{Inbox, NewMessage, PutOutcome};
+use inbox_core::store::{Inbox, ItemStore, NewMessage, PutOutcome};
 use proptest::prelude::*;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
@@ -50,7 +55,7 @@ impl World {
 
     fn wallet(self, tenant: &str, floor: i64, review: Option<i64>) -> Self {
         self.store
-            .put_item(Wallet::new(tenant, "usd", PRICE, floor, review, T0).to_item());
+            .put_item(Wallet::new(tenant, usd(), PRICE, floor, review, T0).to_item());
         self
     }
 
@@ -126,14 +131,17 @@ impl World {
     }
 
     async fn entries(&self, tenant: &str) -> Vec<Entry> {
-        self.store
-            .query_items(&wallet_pk(tenant), ENTRY_PREFIX)
+        let entries = Ledger::new(&*self.store)
+            .entries(&self.balance(tenant))
             .await
-            .unwrap()
-            .iter()
-            .filter_map(Entry::from_item)
-            .collect()
+            .unwrap();
+        assert_eq!(entries.unreadable, 0);
+        entries.entries
     }
+}
+
+fn usd() -> Currency {
+    Currency::parse("usd").unwrap()
 }
 
 fn futures_block<F: std::future::Future>(f: F) -> F::Output {
@@ -155,10 +163,10 @@ async fn an_email_holds_debits_and_is_refunded_on_hard_bounce() {
         Outcome::Processed
     );
     let wallet = w.balance("acme");
-    assert_eq!((wallet.balance, wallet.held), (0, PRICE));
+    assert_eq!((wallet.balance.minor(), wallet.held.minor()), (0, PRICE));
     w.email("e2", "message.accepted", "m1", json!({})).await;
     let wallet = w.balance("acme");
-    assert_eq!((wallet.balance, wallet.held), (-PRICE, 0));
+    assert_eq!((wallet.balance.minor(), wallet.held.minor()), (-PRICE, 0));
     w.email(
         "e3",
         "message.bounced",
@@ -167,10 +175,10 @@ async fn an_email_holds_debits_and_is_refunded_on_hard_bounce() {
     )
     .await;
     let wallet = w.balance("acme");
-    assert_eq!((wallet.balance, wallet.held), (0, 0));
+    assert_eq!((wallet.balance.minor(), wallet.held.minor()), (0, 0));
     // A late `accepted` (another webhook) after the hard bounce debits nothing.
     w.email("e4", "message.accepted", "m1", json!({})).await;
-    assert_eq!(w.balance("acme").balance, 0);
+    assert_eq!(w.balance("acme").balance.minor(), 0);
     let kinds: Vec<_> = w
         .entries("acme")
         .await
@@ -185,13 +193,11 @@ async fn an_email_holds_debits_and_is_refunded_on_hard_bounce() {
             (rules::EntryKind::BounceRefund, "e3".into())
         ]
     );
-    let row = EmailRow::from_item(
-        &w.store
-            .get_item(&wallet_pk("acme"), "EMAIL#m1")
-            .await
-            .unwrap()
-            .unwrap(),
-    );
+    let row = Ledger::new(&*w.store)
+        .email_row("acme", "m1")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         row.events,
         vec!["e1", "e2", "e3", "e4"],
@@ -214,7 +220,7 @@ async fn soft_bounces_deferrals_and_complaints_move_no_money() {
     w.email("e3", "message.deferred", "m1", json!({})).await;
     w.email("e4", "message.complained", "m1", json!({})).await;
     let wallet = w.balance("acme");
-    assert_eq!((wallet.balance, wallet.held), (-PRICE, 0));
+    assert_eq!((wallet.balance.minor(), wallet.held.minor()), (-PRICE, 0));
     assert_eq!(w.entries("acme").await.len(), 1);
 }
 
@@ -226,7 +232,7 @@ async fn a_retried_webhook_never_debits_twice() {
     }
     // The same event under new webhook ids (a provider that re-sends) moves nothing either.
     w.email("e1b", "message.accepted", "m1", json!({})).await;
-    assert_eq!(w.balance("acme").balance, -PRICE);
+    assert_eq!(w.balance("acme").balance.minor(), -PRICE);
     assert_eq!(w.entries("acme").await.len(), 1);
 }
 
@@ -258,7 +264,7 @@ async fn unknown_tenant_fails_permanently_and_replays_once_the_wallet_exists() {
             .unwrap();
     assert_eq!(replayed, inbox_core::ops::ReplayOutcome::Replayed);
     assert_eq!(w.p.process_key(&key).await.unwrap(), Outcome::Processed);
-    assert_eq!(w.balance("acme").held, PRICE);
+    assert_eq!(w.balance("acme").held.minor(), PRICE);
 }
 
 #[tokio::test]
@@ -288,7 +294,7 @@ async fn stripe_credits_once_per_payment_intent_and_refunds_once_per_refund() {
         Outcome::Processed
     );
     assert_eq!(
-        w.balance("acme").balance,
+        w.balance("acme").balance.minor(),
         2000,
         "both events of one intent credit once"
     );
@@ -315,10 +321,10 @@ async fn stripe_credits_once_per_payment_intent_and_refunds_once_per_refund() {
         stripe_body("charge.refunded", refund(1200)),
     )
     .await;
-    assert_eq!(w.balance("acme").balance, 800);
+    assert_eq!(w.balance("acme").balance.minor(), 800);
     let entries = w.entries("acme").await;
     assert_eq!(
-        entries.iter().map(|e| e.amount).collect::<Vec<_>>(),
+        entries.iter().map(|e| e.amount.minor()).collect::<Vec<_>>(),
         vec![2000, 1200]
     );
     assert!(reconcile(&*w.store, T0, 3_600_000)
@@ -373,7 +379,7 @@ async fn unusable_payments_fail_permanently_with_a_reason() {
         let error = w.store.message(&key).unwrap().last_error.unwrap();
         assert!(error.contains(reason), "{error:?} should say {reason:?}");
     }
-    assert_eq!(w.balance("acme").balance, 0);
+    assert_eq!(w.balance("acme").balance.minor(), 0);
 }
 
 #[tokio::test]
@@ -410,7 +416,7 @@ async fn a_refund_before_its_payment_is_retried_not_lost() {
         Outcome::Processed,
         "the retry finds the payment"
     );
-    assert_eq!(w.balance("acme").balance, 1500);
+    assert_eq!(w.balance("acme").balance.minor(), 1500);
 }
 
 #[tokio::test]
@@ -424,7 +430,7 @@ async fn overdraft_is_recorded_and_flagged_and_review_threshold_flags_the_tenant
         wallet.overdrawn,
         "below the floor: still recorded, but flagged"
     );
-    assert_eq!(wallet.held, 2 * PRICE);
+    assert_eq!(wallet.held.minor(), 2 * PRICE);
     w.email("e3", "message.accepted", "m1", json!({})).await;
     w.email("e4", "message.accepted", "m2", json!({})).await;
     assert!(!w.balance("acme").review, "at the threshold");
@@ -465,15 +471,15 @@ async fn reconciliation_finds_stale_holds_mismatches_and_orphans() {
         .await
         .unwrap()
         .unwrap();
-    tampered.insert("balance".into(), AttributeValue::N("100".into()));
+    tampered.insert("balance".into(), attr::n(100));
     w.store.put_item(tampered);
     let orphan = Entry {
         id: "x".into(),
         tenant: "acme".into(),
         kind: rules::EntryKind::Topup,
-        amount: 0,
-        balance_delta: 0,
-        held_delta: 0,
+        amount: usd().amount(0),
+        balance_delta: usd().amount(0),
+        held_delta: usd().amount(0),
         subject: "pi_0".into(),
         event_source: "stripe".into(),
         event_id: "evt_gone".into(),
@@ -502,7 +508,13 @@ async fn reconciliation_finds_stale_holds_mismatches_and_orphans() {
         .await
         .unwrap();
     assert!(old.orphan_entries.is_empty(), "{old:?}");
-    let emf: serde_json::Value = serde_json::from_str(&report.emf(T0)).unwrap();
+    let documents = EmfWriter::stdout().documents(T0, &report.metrics());
+    assert_eq!(documents.len(), 1, "the three counts in one document");
+    let emf: serde_json::Value = serde_json::from_str(&documents[0]).unwrap();
+    assert_eq!(
+        emf["_aws"]["CloudWatchMetrics"][0]["Namespace"],
+        "WebhookIngestor/Wallet"
+    );
     assert_eq!(
         (
             emf["MismatchedWallets"].as_u64(),
@@ -605,7 +617,7 @@ proptest! {
             plan.iter().filter(|(_, _, i)| seen.insert(*i)).map(|(m, k, _)| (*m, *k)).collect()
         };
         let wallet = w.balance("acme");
-        prop_assert_eq!((wallet.balance, wallet.held), model(&distinct));
+        prop_assert_eq!((wallet.balance.minor(), wallet.held.minor()), model(&distinct));
         let report = futures_block(reconcile(&*w.store, T0, i64::MAX));
         prop_assert!(report.unwrap().is_clean());
     }
@@ -645,7 +657,7 @@ proptest! {
             }
         }
         let expected = credited.values().sum::<i64>() - refunded.values().sum::<i64>();
-        prop_assert_eq!(w.balance("acme").balance, expected);
+        prop_assert_eq!(w.balance("acme").balance.minor(), expected);
         prop_assert!(futures_block(reconcile(&*w.store, T0, i64::MAX)).unwrap().is_clean());
     }
 }

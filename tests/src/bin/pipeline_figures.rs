@@ -19,15 +19,19 @@ use inbox_core::store::dynamo::DynamoInbox;
 use integration_tests::pipeline::Pipeline;
 use serde_json::json;
 use std::time::Instant;
-use wallet_ledger::{Wallet, WalletSources};
+use wallet_ledger::{Currency, Wallet, WalletSources};
 
 const BATCH: usize = 100;
+
+fn usd() -> Currency {
+    Currency::parse("usd").expect("a currency")
+}
 
 async fn run(concurrency: usize) -> (f64, std::collections::BTreeMap<String, usize>) {
     let p = Pipeline::new().await;
     let counted = p.counted_dynamodb().await;
     let store = DynamoInbox::new(counted.clone(), p.harness.table.clone());
-    let wallet = Wallet::new("acme", "usd", 5, -1_000_000, None, 0).to_item();
+    let wallet = Wallet::new("acme", usd(), 5, -1_000_000, None, 0).to_item();
     p.harness
         .client
         .put_item()
@@ -88,7 +92,7 @@ async fn in_memory() -> f64 {
     use inbox_core::store::{Inbox, NewMessage};
     use std::sync::Arc;
     let store = Arc::new(MemoryStore::new());
-    store.put_item(Wallet::new("acme", "usd", 5, -1_000_000, None, 0).to_item());
+    store.put_item(Wallet::new("acme", usd(), 5, -1_000_000, None, 0).to_item());
     let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = Processor::new(
         store.clone(),

@@ -5,7 +5,9 @@
 //! (no handler), `retrying` (transient failure: attempt journaled, retry scheduled with backoff
 //! and full jitter) or `failed` (5th failure or permanent: quarantine notice). Every transition is
 //! conditioned on the version read, so a duplicate delivery or a racing invocation finds a
-//! conflict and skips: effects happen once. Decisions come from [`crate::policy`].
+//! conflict and skips: effects happen once. A handler's metrics are emitted (through a
+//! [`MetricSink`], by default the stdout EMF writer) only after its transaction committed, so they
+//! happen once too. Decisions come from [`crate::policy`].
 //!
 //! [`batch`] lifts the per-message function over stream and SQS batches.
 
@@ -15,10 +17,11 @@ pub mod registry;
 use crate::clock::Clock;
 use crate::domain::{MessageKey, Status};
 use crate::message::{HistoryEntry, QuarantineNotice, StoredMessage};
+use crate::metrics::{EmfWriter, MetricSink};
 use crate::policy::{self, AfterFailure, FailureKind, NotNow, RetryPolicy};
 use crate::queue::{Quarantine, QueueError, RetryQueue};
-use crate::store::{Applied, Effect, MessageStore, StoreError, Transition, MAX_EFFECTS};
-use registry::{HandlerOutcome, Registry};
+use crate::store::{Applied, MessageStore, StoreError, Transition, MAX_EFFECTS};
+use registry::{Commit, HandlerOutcome, Registry};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,7 +37,7 @@ pub struct ProcessorConfig {
     /// How long processed and ignored messages are kept (TTL).
     pub retention: Duration,
     /// How many records of a batch are processed at once (messages are independent: each has
-    /// its own key and version, and the ledger's rules do not depend on arrival order).
+    /// its own key and version, and handlers must not depend on arrival order).
     pub concurrency: usize,
 }
 
@@ -126,6 +129,7 @@ pub struct Processor<S, R, Q, C> {
     registry: Registry,
     config: ProcessorConfig,
     jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
+    metrics: Arc<dyn MetricSink>,
 }
 
 impl<S, R, Q, C> std::fmt::Debug for Processor<S, R, Q, C> {
@@ -158,12 +162,19 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             registry,
             config,
             jitter: Arc::new(fastrand::f64),
+            metrics: Arc::new(EmfWriter::stdout()),
         }
     }
 
     /// Replaces the random draw behind the backoff's jitter (tests pin it).
     pub fn with_jitter(mut self, jitter: impl Fn() -> f64 + Send + Sync + 'static) -> Self {
         self.jitter = Arc::new(jitter);
+        self
+    }
+
+    /// Replaces where handlers' metrics go (tests record them; the default writes EMF to stdout).
+    pub fn with_metrics(mut self, sink: Arc<dyn MetricSink>) -> Self {
+        self.metrics = sink;
         self
     }
 
@@ -272,16 +283,16 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                 now,
                 handler: handler.name(),
             };
-            let effects = match outcome {
-                HandlerOutcome::Commit(effects) if effects.len() > MAX_EFFECTS => {
+            let commit = match outcome {
+                HandlerOutcome::Commit(commit) if commit.effects.len() > MAX_EFFECTS => {
                     let error = format!(
                         "the handler returned {} writes; at most {MAX_EFFECTS} fit in one transaction",
-                        effects.len()
+                        commit.effects.len()
                     );
                     return self.fail(&message, FailureKind::Permanent, error, a).await;
                 }
-                HandlerOutcome::Commit(effects) => effects,
-                HandlerOutcome::Done => Vec::new(),
+                HandlerOutcome::Commit(commit) => commit,
+                HandlerOutcome::Done => Commit::default(),
                 HandlerOutcome::Retry(error) => {
                     return self.fail(&message, FailureKind::Transient, error, a).await
                 }
@@ -289,7 +300,7 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                     return self.fail(&message, FailureKind::Permanent, error, a).await
                 }
             };
-            match self.finish(&message, effects, a).await? {
+            match self.finish(&message, commit, a).await? {
                 Some(outcome) => return Ok(outcome),
                 None if reruns < EFFECT_CONFLICT_RERUNS => reruns += 1,
                 None => {
@@ -307,10 +318,12 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             + i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX / 2)
     }
 
+    /// Commits the handler's writes with the `processed` transition; only once they are durable
+    /// are its metrics emitted. `None`: an effect conflict (nothing written, nothing emitted).
     async fn finish(
         &self,
         m: &StoredMessage,
-        effects: Vec<Effect>,
+        commit: Commit,
         a: AttemptInfo<'_>,
     ) -> Result<Option<Outcome>, InfraError> {
         let mut entry = HistoryEntry::new(
@@ -332,10 +345,13 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
         };
         match self
             .store
-            .transition(&m.key(), m.version, &t, effects)
+            .transition(&m.key(), m.version, &t, commit.effects)
             .await?
         {
-            Applied::Done => Ok(Some(Outcome::Processed)),
+            Applied::Done => {
+                self.metrics.emit(a.now, &commit.metrics);
+                Ok(Some(Outcome::Processed))
+            }
             Applied::MessageConflict => Ok(Some(Outcome::Skipped(Skip::Conflict))),
             // The handler decided on state that changed meanwhile: nothing was written.
             Applied::EffectConflict => Ok(None),

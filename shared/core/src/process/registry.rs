@@ -1,29 +1,69 @@
 //! Handlers and the registry that picks one by `(source, event type)`.
 //!
 //! A handler looks at a stored message and says what to do: commit DynamoDB writes together with
-//! the `processed` transition (one transaction), report that an external effect was made (with
-//! [`StoredMessage::idempotency_key`]), ask for a retry, or fail permanently. The registry is
-//! assembled once, in the process function's composition root.
+//! the `processed` transition (one transaction) and emit metrics once they committed, report that
+//! an external effect was made (with [`StoredMessage::idempotency_key`]), ask for a retry, or fail
+//! permanently. The registry is assembled once, in the process function's composition root.
 
 use crate::message::StoredMessage;
+use crate::metrics::Metric;
 use crate::store::Effect;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+/// What a handler wants done once it decided: writes, and the metrics that report them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Commit {
+    /// Committed in ONE transaction with the transition to `processed`, conditioned on the
+    /// message's version (empty: just mark it processed).
+    pub effects: Vec<Effect>,
+    /// Emitted (their notes logged) only after that transaction committed: never for an outcome
+    /// discarded by a conflict, so a re-run or a losing racer counts nothing.
+    pub metrics: Vec<Metric>,
+}
+
+impl Commit {
+    /// These writes, no metrics.
+    pub fn new(effects: Vec<Effect>) -> Self {
+        Self {
+            effects,
+            metrics: Vec::new(),
+        }
+    }
+
+    /// Adds metrics to emit once the writes committed.
+    pub fn with_metrics(mut self, metrics: impl IntoIterator<Item = Metric>) -> Self {
+        self.metrics.extend(metrics);
+        self
+    }
+}
+
+impl From<Vec<Effect>> for Commit {
+    fn from(effects: Vec<Effect>) -> Self {
+        Self::new(effects)
+    }
+}
+
 /// What a handler decided.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HandlerOutcome {
-    /// Done: commit these writes in ONE transaction with the transition to `processed`,
-    /// conditioned on the message's version (empty: just mark it processed).
-    Commit(Vec<Effect>),
+    /// Done: commit these writes with the transition to `processed`, then emit the metrics.
+    Commit(Commit),
     /// Done after an external effect made with the message's idempotency key.
     Done,
     /// A transient failure: retry later with backoff.
     Retry(String),
     /// A failure that will not heal by itself: quarantine now.
     Permanent(String),
+}
+
+impl HandlerOutcome {
+    /// Commit these writes (no metrics).
+    pub fn commit(effects: Vec<Effect>) -> Self {
+        Self::Commit(Commit::new(effects))
+    }
 }
 
 /// A boxed future, so handlers can live in a registry as trait objects.
@@ -42,7 +82,8 @@ pub trait Handler: Send + Sync {
     }
 
     /// Handles the message. Must not have side effects except through the returned outcome (or,
-    /// for claiming handlers, external calls carrying the message's idempotency key).
+    /// for claiming handlers, external calls carrying the message's idempotency key): no metrics
+    /// and no warnings of its own — the outcome carries them ([`Commit::metrics`]).
     fn handle<'a>(&'a self, message: &'a StoredMessage) -> HandlerFuture<'a>;
 }
 

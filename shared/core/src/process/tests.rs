@@ -4,10 +4,11 @@ use super::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
 use super::*;
 use crate::clock::ManualClock;
 use crate::domain::{BodyDigest, EventId, EventType, SourceName};
+use crate::metrics::{Metric, RecordingSink};
 use crate::queue::memory::{MemoryQuarantine, MemoryRetryQueue};
 use crate::reaper::Reaper;
 use crate::store::memory::MemoryStore;
-use crate::store::{Inbox, NewMessage};
+use crate::store::{Effect, Inbox, NewMessage};
 use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -50,6 +51,11 @@ fn effect() -> Effect {
     ))
 }
 
+/// The metric the test handlers count their commits with.
+fn committed() -> Metric {
+    Metric::count("Test", "Committed", 1).with_property("Handler", "test")
+}
+
 impl Handler for Scripted {
     fn name(&self) -> &str {
         "scripted"
@@ -67,7 +73,10 @@ impl Handler for Scripted {
                     HandlerOutcome::Retry(format!("upstream timeout (call {n})"))
                 }
             } else {
-                HandlerOutcome::Commit((0..self.effects).map(|_| effect()).collect())
+                HandlerOutcome::Commit(
+                    Commit::new((0..self.effects).map(|_| effect()).collect())
+                        .with_metrics([committed()]),
+                )
             }
         })
     }
@@ -95,6 +104,7 @@ struct World {
     retry: Arc<MemoryRetryQueue>,
     quarantine: Arc<MemoryQuarantine>,
     clock: Arc<ManualClock>,
+    metrics: Arc<RecordingSink>,
 }
 
 impl World {
@@ -104,6 +114,7 @@ impl World {
             retry: Arc::new(MemoryRetryQueue::new()),
             quarantine: Arc::new(MemoryQuarantine::new()),
             clock: Arc::new(ManualClock::at_millis(T0)),
+            metrics: Arc::new(RecordingSink::new()),
         }
     }
 
@@ -123,6 +134,7 @@ impl World {
             config,
         )
         .with_jitter(|| 0.5)
+        .with_metrics(self.metrics.clone())
     }
 
     async fn ingest(&self, id: &str, kind: &str) -> StoredMessage {
@@ -194,6 +206,12 @@ async fn effect_commits_once_even_when_the_record_comes_twice() {
         Outcome::Skipped(Skip::Terminal)
     );
     assert_eq!(w.store.effects().len(), 1, "effect exactly once");
+    assert_eq!(w.metrics.count("Committed"), 1, "its metric exactly once");
+    assert_eq!(
+        w.metrics.emitted()[0].0,
+        T0,
+        "stamped with the processor's clock"
+    );
     let after = w.store.message(&m.key()).unwrap();
     assert_eq!(
         (after.status, after.attempts, after.version),
@@ -215,6 +233,11 @@ async fn a_stale_image_loses_the_race_without_effect() {
         vec![Outcome::Processed, Outcome::Skipped(Skip::Conflict)]
     );
     assert_eq!(w.store.effects().len(), 1);
+    assert_eq!(
+        w.metrics.count("Committed"),
+        1,
+        "the losing racer's outcome is discarded, metrics and all"
+    );
 }
 
 #[tokio::test]
@@ -558,7 +581,9 @@ impl Handler for Conflicting {
                     aws_sdk_dynamodb::types::AttributeValue::S("x".into()),
                 ),
             ]);
-            HandlerOutcome::Commit(vec![Effect::Create(item)])
+            HandlerOutcome::Commit(
+                Commit::new(vec![Effect::Create(item)]).with_metrics([committed()]),
+            )
         })
     }
 }
@@ -589,6 +614,11 @@ async fn an_effect_conflict_reruns_the_handler_on_fresh_state_then_counts_as_a_f
         "two conflicts, re-run at once, then committed"
     );
     assert_eq!(
+        w.metrics.count("Committed"),
+        1,
+        "the discarded outcomes of the conflicting runs emit nothing"
+    );
+    assert_eq!(
         w.store
             .message(&MessageKey::new(
                 SourceName::parse("stripe").unwrap(),
@@ -612,5 +642,10 @@ async fn an_effect_conflict_reruns_the_handler_on_fresh_state_then_counts_as_a_f
     assert_eq!(
         always.calls.load(Ordering::SeqCst),
         1 + EFFECT_CONFLICT_RERUNS
+    );
+    assert_eq!(
+        w.metrics.count("Committed"),
+        1,
+        "nothing from a run that never committed"
     );
 }

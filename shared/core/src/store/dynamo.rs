@@ -2,7 +2,12 @@
 //!
 //! The hot path is one conditional `PutItem`; the old item of a failed condition comes back in
 //! the same response (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so a duplicate costs no read.
+//! The `effects` submodule turns effects into conditional writes and implements
+//! [`ItemWriter`](super::ItemWriter).
 
+mod effects;
+
+use super::attr::{get_n, get_s, n, s, string_map};
 use super::schema::*;
 use super::{
     Applied, Delivery, DeliveryRecord, DueMessage, Effect, Inbox, Item, ItemStore, ListFilter,
@@ -18,9 +23,10 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
+use effects::{effect_item, is_condition_failure};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -90,23 +96,6 @@ impl DynamoInbox {
     }
 }
 
-fn s(v: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(v.into())
-}
-
-fn n(v: i64) -> AttributeValue {
-    AttributeValue::N(v.to_string())
-}
-
-fn headers_attr(headers: &[(String, String)]) -> AttributeValue {
-    AttributeValue::M(
-        headers
-            .iter()
-            .map(|(k, v)| (k.clone(), s(v.clone())))
-            .collect(),
-    )
-}
-
 /// The item of a new message (status `pending`, in the open index, first history entry).
 pub fn message_item(msg: &NewMessage) -> HashMap<String, AttributeValue> {
     let mut item = HashMap::with_capacity(16);
@@ -123,7 +112,7 @@ pub fn message_item(msg: &NewMessage) -> HashMap<String, AttributeValue> {
     item.insert(BODY.into(), AttributeValue::B(Blob::new(msg.body.clone())));
     item.insert(BODY_SHA256.into(), s(msg.body_digest.to_hex()));
     item.insert(BODY_BYTES.into(), n(msg.body.len() as i64));
-    item.insert(HEADERS.into(), headers_attr(&msg.headers));
+    item.insert(HEADERS.into(), string_map(&msg.headers));
     item.insert(ATTEMPTS.into(), n(0));
     item.insert(OPEN_SHARD.into(), s(open_shard(&msg.key)));
     item.insert(OPEN_DUE.into(), n(msg.received_at_ms + PENDING_GRACE_MS));
@@ -154,7 +143,7 @@ fn delivery_item(d: &Delivery) -> HashMap<String, AttributeValue> {
     if let Some(body) = &d.differing_body {
         item.insert(BODY.into(), AttributeValue::B(Blob::new(body.clone())));
     }
-    item.insert(HEADERS.into(), headers_attr(&d.headers));
+    item.insert(HEADERS.into(), string_map(&d.headers));
     item.insert(EXPIRES_AT.into(), n(d.expires_at_secs));
     item
 }
@@ -200,9 +189,8 @@ impl Inbox for DynamoInbox {
                 let original_digest = match se.err() {
                     PutItemError::ConditionalCheckFailedException(c) => c
                         .item()
-                        .and_then(|item| item.get(BODY_SHA256))
-                        .and_then(|v| v.as_s().ok())
-                        .and_then(|h| BodyDigest::from_hex(h)),
+                        .and_then(|item| get_s(item, BODY_SHA256))
+                        .and_then(BodyDigest::from_hex),
                     _ => None,
                 };
                 Ok(PutOutcome::AlreadyExists { original_digest })
@@ -311,86 +299,6 @@ fn transition_update(
         names,
         values,
     })
-}
-
-/// One effect as a transaction element on `table`.
-fn effect_item(table: &str, effect: Effect) -> Result<TransactWriteItem, StoreError> {
-    let built = match effect {
-        Effect::Raw(item) => *item,
-        Effect::Create(item) => TransactWriteItem::builder()
-            .put(
-                Put::builder()
-                    .table_name(table)
-                    .set_item(Some(item))
-                    .condition_expression("attribute_not_exists(#pk)")
-                    .expression_attribute_names("#pk", PK)
-                    .build()
-                    .map_err(corrupt)?,
-            )
-            .build(),
-        Effect::Replace {
-            mut item,
-            expected_version,
-        } => {
-            let next = expected_version.map_or(0, |v| v + 1);
-            item.insert(VERSION.into(), n(next as i64));
-            let put = Put::builder().table_name(table).set_item(Some(item));
-            let put = match expected_version {
-                None => put
-                    .condition_expression("attribute_not_exists(#pk)")
-                    .expression_attribute_names("#pk", PK),
-                Some(v) => put
-                    .condition_expression("#version = :expected")
-                    .expression_attribute_names("#version", VERSION)
-                    .expression_attribute_values(":expected", n(v as i64)),
-            };
-            TransactWriteItem::builder()
-                .put(put.build().map_err(corrupt)?)
-                .build()
-        }
-        Effect::Adjust { pk, sk, add, set } => {
-            let mut names = HashMap::new();
-            let mut values = HashMap::new();
-            let mut adds = Vec::new();
-            let mut sets = Vec::new();
-            for (i, (attr, delta)) in add.into_iter().enumerate() {
-                names.insert(format!("#a{i}"), attr);
-                values.insert(format!(":a{i}"), n(delta));
-                adds.push(format!("#a{i} :a{i}"));
-            }
-            for (i, (attr, value)) in set.into_iter().enumerate() {
-                names.insert(format!("#s{i}"), attr);
-                values.insert(format!(":s{i}"), value);
-                sets.push(format!("#s{i} = :s{i}"));
-            }
-            let mut expr = String::new();
-            if !adds.is_empty() {
-                expr.push_str(&format!("ADD {}", adds.join(", ")));
-            }
-            if !sets.is_empty() {
-                expr.push_str(&format!(
-                    "{}SET {}",
-                    if expr.is_empty() { "" } else { " " },
-                    sets.join(", ")
-                ));
-            }
-            let update = Update::builder()
-                .table_name(table)
-                .key(PK, s(pk))
-                .key(SK, s(sk))
-                .update_expression(expr)
-                .set_expression_attribute_names(Some(names))
-                .set_expression_attribute_values((!values.is_empty()).then_some(values))
-                .build()
-                .map_err(corrupt)?;
-            TransactWriteItem::builder().update(update).build()
-        }
-    };
-    Ok(built)
-}
-
-fn is_condition_failure(code: Option<&str>) -> bool {
-    code == Some("ConditionalCheckFailed")
 }
 
 impl MessageStore for DynamoInbox {
@@ -524,26 +432,17 @@ impl MessageStore for DynamoInbox {
                 .await
                 .map_err(classify)?;
             for item in page.items.unwrap_or_default() {
-                let text = |k: &str| {
-                    item.get(k)
-                        .and_then(|v| v.as_s().ok())
-                        .cloned()
-                        .unwrap_or_default()
-                };
+                let text = |k: &str| get_s(&item, k).unwrap_or_default();
                 let (Ok(source), Ok(event_id)) = (
-                    SourceName::parse(&text(SOURCE)),
-                    EventId::parse(&text(EVENT_ID)),
+                    SourceName::parse(text(SOURCE)),
+                    EventId::parse(text(EVENT_ID)),
                 ) else {
                     continue;
                 };
                 let status: Status =
-                    serde_json::from_value(serde_json::Value::String(text(STATUS)))
+                    serde_json::from_value(serde_json::Value::String(text(STATUS).to_owned()))
                         .map_err(corrupt)?;
-                let due = item
-                    .get(OPEN_DUE)
-                    .and_then(|v| v.as_n().ok())
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(now);
+                let due = get_n(&item, OPEN_DUE).unwrap_or(now);
                 found.push(DueMessage {
                     key: MessageKey::new(source, event_id),
                     status,

@@ -2,14 +2,15 @@
 //! transitions, the open index, effects applied all-or-nothing with their conditions): for unit
 //! tests and benchmarks only. `Raw` effects are recorded, not interpreted.
 
+use super::attr::{get_n, get_s, n, s};
 use super::schema::{open_shard, PENDING_GRACE_MS};
 use super::{
-    Applied, Delivery, DeliveryRecord, DueMessage, Effect, Inbox, Item, ItemStore, ListFilter,
-    MessageStore, NewMessage, PutOutcome, StoreError, Transition,
+    Applied, Delivery, DeliveryRecord, DueMessage, Effect, Inbox, Item, ItemStore, ItemWriter,
+    ListFilter, MessageStore, NewMessage, PutOutcome, StoreError, TooManyEffects, Transition,
+    MAX_COMMIT_EFFECTS,
 };
 use crate::domain::{MessageKey, Status};
 use crate::message::{HistoryEntry, StoredMessage};
-use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -75,14 +76,14 @@ impl MemoryStore {
         lock(&self.effects).clone()
     }
 
-    /// A domain item, read synchronously (test assertions).
+    /// An application's item, read synchronously (test assertions).
     pub fn item(&self, pk: &str, sk: &str) -> Option<Item> {
         lock(&self.items)
             .get(&(pk.to_owned(), sk.to_owned()))
             .cloned()
     }
 
-    /// Puts a domain item directly (test setup: an application's row before any event).
+    /// Puts an application's item directly (test setup: state before any event).
     pub fn put_item(&self, item: Item) {
         lock(&self.items).insert(key_of(&item), item);
     }
@@ -106,19 +107,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn key_of(item: &Item) -> (String, String) {
-    let text = |k: &str| {
-        item.get(k)
-            .and_then(|v| v.as_s().ok())
-            .cloned()
-            .unwrap_or_default()
-    };
+    let text = |k: &str| get_s(item, k).unwrap_or_default().to_owned();
     (text("pk"), text("sk"))
 }
 
 fn version_of(item: &Item) -> Option<u64> {
-    item.get("version")
-        .and_then(|v| v.as_n().ok())
-        .and_then(|v| v.parse().ok())
+    get_n(item, "version").and_then(|v| u64::try_from(v).ok())
 }
 
 /// Whether an effect's condition holds.
@@ -147,23 +141,16 @@ fn apply_effect(items: &mut BTreeMap<(String, String), Item>, e: Effect) {
             expected_version,
         } => {
             let next = expected_version.map_or(0, |v| v + 1);
-            item.insert("version".into(), AttributeValue::N(next.to_string()));
+            item.insert("version".into(), n(next as i64));
             items.insert(key_of(&item), item);
         }
         Effect::Adjust { pk, sk, add, set } => {
             let item = items.entry((pk.clone(), sk.clone())).or_insert_with(|| {
-                Item::from([
-                    ("pk".to_string(), AttributeValue::S(pk)),
-                    ("sk".to_string(), AttributeValue::S(sk)),
-                ])
+                Item::from([("pk".to_string(), s(pk)), ("sk".to_string(), s(sk))])
             });
             for (attr, delta) in add {
-                let current: i64 = item
-                    .get(&attr)
-                    .and_then(|v| v.as_n().ok())
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                item.insert(attr, AttributeValue::N((current + delta).to_string()));
+                let current = get_n(item, &attr).unwrap_or(0);
+                item.insert(attr, n(current + delta));
             }
             for (attr, value) in set {
                 item.insert(attr, value);
@@ -343,13 +330,10 @@ impl ItemStore for MemoryStore {
                 .find(|(k, _)| super::schema::message_pk(k) == pk);
             return Ok(found.map(|(_, r)| {
                 Item::from([
-                    ("pk".to_string(), AttributeValue::S(pk.to_owned())),
-                    ("sk".to_string(), AttributeValue::S(sk.to_owned())),
-                    ("kind".to_string(), AttributeValue::S("message".into())),
-                    (
-                        "status".to_string(),
-                        AttributeValue::S(r.message.status.as_str().into()),
-                    ),
+                    ("pk".to_string(), s(pk)),
+                    ("sk".to_string(), s(sk)),
+                    ("kind".to_string(), s("message")),
+                    ("status".to_string(), s(r.message.status.as_str())),
                 ])
             }));
         }
@@ -371,13 +355,120 @@ impl ItemStore for MemoryStore {
         self.up()?;
         Ok(lock(&self.items)
             .values()
-            .filter(|i| {
-                i.get("kind")
-                    .and_then(|v| v.as_s().ok())
-                    .map(String::as_str)
-                    == Some(kind)
-            })
+            .filter(|i| get_s(i, "kind") == Some(kind))
             .cloned()
             .collect())
+    }
+}
+
+impl ItemWriter for MemoryStore {
+    async fn commit(&self, effects: Vec<Effect>) -> Result<Applied, StoreError> {
+        if effects.is_empty() {
+            return Ok(Applied::Done);
+        }
+        self.write()?;
+        if effects.len() > MAX_COMMIT_EFFECTS {
+            return Err(StoreError::Rejected(Box::new(TooManyEffects(
+                effects.len(),
+            ))));
+        }
+        let mut items = lock(&self.items);
+        if !effects.iter().all(|e| effect_applies(&items, e)) {
+            return Ok(Applied::EffectConflict);
+        }
+        for e in effects {
+            apply_effect(&mut items, e);
+        }
+        Ok(Applied::Done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(pk: &str) -> Item {
+        Item::from([("pk".to_string(), s(pk)), ("sk".to_string(), s("X"))])
+    }
+
+    #[tokio::test]
+    async fn a_commit_applies_every_effect_or_none() {
+        let store = MemoryStore::new();
+        store.put_item(item("taken"));
+        let add = |pk: &str| Effect::Adjust {
+            pk: pk.into(),
+            sk: "X".into(),
+            add: vec![("n".into(), 2)],
+            set: Vec::new(),
+        };
+        let applied = store
+            .commit(vec![
+                Effect::Create(item("new")),
+                add("counter"),
+                Effect::Create(item("taken")),
+            ])
+            .await
+            .unwrap();
+        assert_eq!(applied, Applied::EffectConflict);
+        assert_eq!(
+            (store.item("new", "X"), store.item("counter", "X")),
+            (None, None)
+        );
+        let applied = store
+            .commit(vec![
+                Effect::Create(item("new")),
+                add("counter"),
+                add("counter"),
+            ])
+            .await
+            .unwrap();
+        assert_eq!(applied, Applied::Done);
+        assert!(store.item("new", "X").is_some());
+        assert_eq!(
+            store.item("counter", "X").and_then(|i| get_n(&i, "n")),
+            Some(4)
+        );
+        let replace = |v| Effect::Replace {
+            item: item("row"),
+            expected_version: v,
+        };
+        assert_eq!(
+            store.commit(vec![replace(Some(0))]).await.unwrap(),
+            Applied::EffectConflict
+        );
+        assert_eq!(
+            store.commit(vec![replace(None)]).await.unwrap(),
+            Applied::Done
+        );
+        assert_eq!(
+            store.commit(vec![replace(None)]).await.unwrap(),
+            Applied::EffectConflict
+        );
+        assert_eq!(
+            store.commit(vec![replace(Some(0))]).await.unwrap(),
+            Applied::Done
+        );
+        assert_eq!(
+            store.item("row", "X").and_then(|i| get_n(&i, "version")),
+            Some(1)
+        );
+        let writes = store.write_requests();
+        assert_eq!(store.commit(Vec::new()).await.unwrap(), Applied::Done);
+        assert_eq!(
+            store.write_requests(),
+            writes,
+            "nothing to write, no request"
+        );
+        let too_many = (0..=MAX_COMMIT_EFFECTS)
+            .map(|i| add(&format!("c{i}")))
+            .collect();
+        assert!(matches!(
+            store.commit(too_many).await,
+            Err(StoreError::Rejected(_))
+        ));
+        assert!(
+            store.effects().is_empty(),
+            "no message transitions were involved"
+        );
     }
 }

@@ -4,13 +4,20 @@
 //! - [`MessageStore`]: the processing side: read a message, move it to its next status under an
 //!   optimistic-concurrency condition together with a handler's effects (one transaction), find
 //!   the messages that are due, and list them for operators.
+//! - [`ItemStore`] and [`ItemWriter`]: an application's own items in the same table: reads, and
+//!   [`Effect`]s committed atomically outside a message transition (e.g. creating an account).
 //!
 //! [`dynamo`] implements them on DynamoDB (one table, see [`schema`]); [`memory`] is an in-memory
-//! fake with the same semantics, for unit tests and benchmarks only.
+//! fake with the same semantics, for unit tests and benchmarks only. [`attr`] builds and reads
+//! attribute values.
 
+pub mod attr;
 pub mod dynamo;
 pub mod memory;
 pub mod schema;
+mod writer;
+
+pub use writer::{ItemWriter, TooManyEffects, MAX_COMMIT_EFFECTS};
 
 use crate::domain::{BodyDigest, EventType, MessageKey, Status};
 use crate::message::{HistoryEntry, StoredMessage};
@@ -173,7 +180,7 @@ pub enum Applied {
     /// The message was no longer at the expected version (another invocation moved it): nothing
     /// was written.
     MessageConflict,
-    /// An effect's own condition failed (e.g. a ledger row changed meanwhile): nothing was written.
+    /// An effect's own condition failed (e.g. a handler's row changed meanwhile): nothing was written.
     EffectConflict,
 }
 
@@ -214,8 +221,9 @@ impl ListFilter {
     }
 }
 
-/// Plain item access for domains that keep their own items in the table (an application's ledger):
-/// reads here, writes as [`Effect`]s committed with a message's transition.
+/// Plain item access for applications that keep their own items in the table: reads here,
+/// writes as [`Effect`]s committed with a message's transition (or, outside one, through
+/// [`ItemWriter`]).
 pub trait ItemStore: Send + Sync {
     /// One item by key (strongly consistent).
     fn get_item(

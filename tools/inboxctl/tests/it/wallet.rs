@@ -15,7 +15,8 @@ use integration_tests::pipeline::Pipeline;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::process::Command;
-use wallet_ledger::{wallet_pk, WalletHandler, WalletSources, WALLET_SK};
+use wallet_ledger::items::{wallet_pk, WALLET_SK};
+use wallet_ledger::{WalletHandler, WalletSources};
 
 /// What one run of the binary did.
 #[derive(Debug)]

@@ -1,0 +1,230 @@
+//! Effects on DynamoDB: each [`Effect`] as a transaction element with its condition, and
+//! [`ItemWriter::commit`]: one effect as one conditional write, several as one transaction.
+
+use super::{classify, corrupt, DynamoInbox};
+use crate::store::attr::{n, s};
+use crate::store::schema::{PK, SK, VERSION};
+use crate::store::{Applied, Effect, ItemWriter, StoreError, TooManyEffects, MAX_COMMIT_EFFECTS};
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+use std::collections::HashMap;
+
+/// One effect as a transaction element on `table`.
+pub(super) fn effect_item(table: &str, effect: Effect) -> Result<TransactWriteItem, StoreError> {
+    let built = match effect {
+        Effect::Raw(item) => *item,
+        Effect::Create(item) => TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(table)
+                    .set_item(Some(item))
+                    .condition_expression("attribute_not_exists(#pk)")
+                    .expression_attribute_names("#pk", PK)
+                    .build()
+                    .map_err(corrupt)?,
+            )
+            .build(),
+        Effect::Replace {
+            mut item,
+            expected_version,
+        } => {
+            let next = expected_version.map_or(0, |v| v + 1);
+            item.insert(VERSION.into(), n(next as i64));
+            let put = Put::builder().table_name(table).set_item(Some(item));
+            let put = match expected_version {
+                None => put
+                    .condition_expression("attribute_not_exists(#pk)")
+                    .expression_attribute_names("#pk", PK),
+                Some(v) => put
+                    .condition_expression("#version = :expected")
+                    .expression_attribute_names("#version", VERSION)
+                    .expression_attribute_values(":expected", n(v as i64)),
+            };
+            TransactWriteItem::builder()
+                .put(put.build().map_err(corrupt)?)
+                .build()
+        }
+        Effect::Adjust { pk, sk, add, set } => {
+            let mut names = HashMap::new();
+            let mut values = HashMap::new();
+            let mut adds = Vec::new();
+            let mut sets = Vec::new();
+            for (i, (attr, delta)) in add.into_iter().enumerate() {
+                names.insert(format!("#a{i}"), attr);
+                values.insert(format!(":a{i}"), n(delta));
+                adds.push(format!("#a{i} :a{i}"));
+            }
+            for (i, (attr, value)) in set.into_iter().enumerate() {
+                names.insert(format!("#s{i}"), attr);
+                values.insert(format!(":s{i}"), value);
+                sets.push(format!("#s{i} = :s{i}"));
+            }
+            let mut expr = String::new();
+            if !adds.is_empty() {
+                expr.push_str(&format!("ADD {}", adds.join(", ")));
+            }
+            if !sets.is_empty() {
+                expr.push_str(&format!(
+                    "{}SET {}",
+                    if expr.is_empty() { "" } else { " " },
+                    sets.join(", ")
+                ));
+            }
+            let update = Update::builder()
+                .table_name(table)
+                .key(PK, s(pk))
+                .key(SK, s(sk))
+                .update_expression(expr)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values((!values.is_empty()).then_some(values))
+                .build()
+                .map_err(corrupt)?;
+            TransactWriteItem::builder().update(update).build()
+        }
+    };
+    Ok(built)
+}
+
+pub(super) fn is_condition_failure(code: Option<&str>) -> bool {
+    code == Some("ConditionalCheckFailed")
+}
+
+/// The reason code of each element of a cancelled transaction (in request order), or `None` when
+/// the error is not a cancellation.
+pub(super) fn cancellation_codes(err: &TransactWriteItemsError) -> Option<Vec<Option<String>>> {
+    match err {
+        TransactWriteItemsError::TransactionCanceledException(c) => Some(
+            c.cancellation_reasons()
+                .iter()
+                .map(|r| r.code().map(str::to_owned))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// Whether a cancellation reason says another transaction held the item (DynamoDB serializes
+/// transactions per item): worth re-deciding on fresh state, like a failed condition.
+pub(super) fn is_transaction_conflict(code: Option<&str>) -> bool {
+    code == Some("TransactionConflict")
+}
+
+impl ItemWriter for DynamoInbox {
+    async fn commit(&self, effects: Vec<Effect>) -> Result<Applied, StoreError> {
+        if effects.len() > MAX_COMMIT_EFFECTS {
+            return Err(StoreError::Rejected(Box::new(TooManyEffects(
+                effects.len(),
+            ))));
+        }
+        let mut items = effects
+            .into_iter()
+            .map(|e| effect_item(self.table(), e))
+            .collect::<Result<Vec<_>, _>>()?;
+        match (items.pop(), items.is_empty()) {
+            (None, _) => Ok(Applied::Done),
+            (Some(one), true) => self.write_one(one).await,
+            (Some(last), false) => {
+                items.push(last);
+                self.transact(items).await
+            }
+        }
+    }
+}
+
+impl DynamoInbox {
+    /// One element as a plain conditional `PutItem` or `UpdateItem` (a transaction of one costs
+    /// twice the capacity); anything else as a transaction.
+    async fn write_one(&self, item: TransactWriteItem) -> Result<Applied, StoreError> {
+        match item {
+            TransactWriteItem {
+                put: Some(put),
+                update: None,
+                delete: None,
+                condition_check: None,
+                ..
+            } => {
+                let result = self
+                    .client
+                    .put_item()
+                    .table_name(put.table_name)
+                    .set_item(Some(put.item))
+                    .set_condition_expression(put.condition_expression)
+                    .set_expression_attribute_names(put.expression_attribute_names)
+                    .set_expression_attribute_values(put.expression_attribute_values)
+                    .send()
+                    .await;
+                match result {
+                    Ok(_) => Ok(Applied::Done),
+                    Err(SdkError::ServiceError(se))
+                        if matches!(se.err(), PutItemError::ConditionalCheckFailedException(_)) =>
+                    {
+                        Ok(Applied::EffectConflict)
+                    }
+                    Err(e) => Err(classify(e)),
+                }
+            }
+            TransactWriteItem {
+                put: None,
+                update: Some(update),
+                delete: None,
+                condition_check: None,
+                ..
+            } => {
+                let result = self
+                    .client
+                    .update_item()
+                    .table_name(update.table_name)
+                    .set_key(Some(update.key))
+                    .update_expression(update.update_expression)
+                    .set_condition_expression(update.condition_expression)
+                    .set_expression_attribute_names(update.expression_attribute_names)
+                    .set_expression_attribute_values(update.expression_attribute_values)
+                    .send()
+                    .await;
+                match result {
+                    Ok(_) => Ok(Applied::Done),
+                    Err(SdkError::ServiceError(se))
+                        if matches!(
+                            se.err(),
+                            UpdateItemError::ConditionalCheckFailedException(_)
+                        ) =>
+                    {
+                        Ok(Applied::EffectConflict)
+                    }
+                    Err(e) => Err(classify(e)),
+                }
+            }
+            other => self.transact(vec![other]).await,
+        }
+    }
+
+    /// The elements as one transaction: a failed condition or a conflicting transaction on any of
+    /// them is an effect conflict (nothing written).
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Applied, StoreError> {
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Applied::Done),
+            Err(SdkError::ServiceError(se)) => match cancellation_codes(se.err()) {
+                Some(codes)
+                    if codes.iter().any(|c| {
+                        is_condition_failure(c.as_deref()) || is_transaction_conflict(c.as_deref())
+                    }) =>
+                {
+                    Ok(Applied::EffectConflict)
+                }
+                _ => Err(classify(
+                    SdkError::<TransactWriteItemsError, _>::ServiceError(se),
+                )),
+            },
+            Err(e) => Err(classify(e)),
+        }
+    }
+}

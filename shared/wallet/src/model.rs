@@ -1,0 +1,140 @@
+//! The ledger's records as values: a tenant's [`Wallet`], its ledger [`Entry`]s, and the per-email
+//! and per-payment rows the handler keeps. How they are stored is [`crate::items`]'s business.
+
+use crate::money::{Currency, Money};
+use crate::rules::{self, EmailState, WalletView};
+use std::collections::BTreeMap;
+
+/// The calendar month (UTC) of a time in ms, as `YYYY_MM` (for the monthly debit counter).
+pub fn month_of(ms: i64) -> String {
+    // Days since 1970-01-01 → civil date (Howard Hinnant's algorithm).
+    let z = ms.div_euclid(86_400_000) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}_{month:02}")
+}
+
+/// A tenant's wallet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wallet {
+    pub tenant: String,
+    /// Every amount of the wallet is in this currency.
+    pub currency: Currency,
+    pub balance: Money,
+    pub held: Money,
+    /// `available` may not go below this without flagging the wallet `overdrawn`.
+    pub floor: Money,
+    /// The price of one email.
+    pub message_price: Money,
+    /// Monthly debits above this flag the tenant for review.
+    pub review_threshold: Option<Money>,
+    pub overdrawn: bool,
+    pub review: bool,
+    /// Debits per month (`YYYY_MM`), in minor units.
+    pub month_debits: BTreeMap<String, i64>,
+    pub created_at: i64,
+}
+
+impl Wallet {
+    /// A new, empty wallet; the amounts are in `currency`'s minor unit.
+    pub fn new(
+        tenant: &str,
+        currency: Currency,
+        message_price: i64,
+        floor: i64,
+        review_threshold: Option<i64>,
+        now_ms: i64,
+    ) -> Self {
+        Self {
+            tenant: tenant.to_owned(),
+            currency,
+            balance: currency.amount(0),
+            held: currency.amount(0),
+            floor: currency.amount(floor),
+            message_price: currency.amount(message_price),
+            review_threshold: review_threshold.map(|t| currency.amount(t)),
+            overdrawn: false,
+            review: false,
+            month_debits: BTreeMap::new(),
+            created_at: now_ms,
+        }
+    }
+
+    /// `balance − held`.
+    pub fn available(&self) -> Money {
+        self.currency
+            .amount(self.balance.minor() - self.held.minor())
+    }
+
+    /// The debits of a month (`YYYY_MM`, see [`month_of`]).
+    pub fn debits_in(&self, month: &str) -> Money {
+        self.currency
+            .amount(self.month_debits.get(month).copied().unwrap_or(0))
+    }
+
+    /// What the rules need to know of it, for an event received at `received_at` (ms).
+    pub(crate) fn view(&self, received_at: i64) -> WalletView {
+        WalletView {
+            balance: self.balance.minor(),
+            held: self.held.minor(),
+            floor: self.floor.minor(),
+            month_debits: self.debits_in(&month_of(received_at)).minor(),
+            review_threshold: self.review_threshold.map(Money::minor),
+        }
+    }
+}
+
+/// One ledger entry: a single change of a wallet's balance or held amount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub id: String,
+    pub tenant: String,
+    pub kind: rules::EntryKind,
+    pub amount: Money,
+    pub balance_delta: Money,
+    pub held_delta: Money,
+    /// The email's message id or the payment's id.
+    pub subject: String,
+    pub event_source: String,
+    pub event_id: String,
+    pub at: i64,
+}
+
+impl Entry {
+    /// Whether the entry concerns a payment (its subject is a payment id) rather than an email.
+    pub fn is_payment(&self) -> bool {
+        matches!(
+            self.kind,
+            rules::EntryKind::Topup | rules::EntryKind::TopupRefund
+        )
+    }
+}
+
+/// The per-email row. Amounts are in the wallet's minor unit.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EmailRow {
+    pub message_id: String,
+    pub state: EmailState,
+    pub amount: i64,
+    /// Webhook event ids that reached this email, in processing order.
+    pub events: Vec<String>,
+    pub held_at: Option<i64>,
+    pub updated_at: Option<i64>,
+    pub version: Option<u64>,
+}
+
+/// The per-payment row. Amounts are in the wallet's minor unit.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PaymentRow {
+    pub payment_key: String,
+    pub credited: i64,
+    pub refunded: i64,
+    pub events: Vec<String>,
+    pub updated_at: Option<i64>,
+    pub version: Option<u64>,
+}

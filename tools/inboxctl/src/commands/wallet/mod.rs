@@ -1,0 +1,174 @@
+//! `inboxctl wallet`: the tenants' prepaid wallets, through the ledger's own API
+//! ([`wallet_ledger::Ledger`]; the ledger owns its item layout, this module only presents).
+//!
+//! - `create`: [`Ledger::create`] (never overwrites: an existing wallet's balance is the sum of
+//!   its entries).
+//! - `balance`: the wallet, with amounts in minor units and formatted in the currency.
+//! - `ledger`: the entries (every change of balance or held, with the webhook event that made it)
+//!   and, with `--rows`, the per-email and per-payment rows.
+//! - `reconcile`: [`Ledger::reconcile`] over every wallet; exit 1 when anything does not
+//!   reconcile, so a cron job or CI step can alert on it.
+//!
+//! This module: the command dispatch, input checks, amount formatting, `create` and `balance`;
+//! [`view`] presents a wallet, [`ledger`] the entries and rows, [`reconcile`] the report.
+
+mod ledger;
+mod reconcile;
+mod view;
+
+use crate::cli::{WalletCommand, WalletCreateArgs, WalletTenantArgs};
+use crate::context::Context;
+use crate::error::{failed, usage, Context as _, Result};
+use crate::output::{print_json, say};
+use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::store::dynamo::DynamoInbox;
+use serde_json::json;
+use view::WalletView;
+use wallet_ledger::{CreateOutcome, Currency, Ledger, LedgerError, Money, Wallet};
+
+/// Longest tenant name `create` accepts (it is part of the keys of the wallet's items).
+const MAX_TENANT_CHARS: usize = 256;
+
+pub async fn run(ctx: &Context, command: WalletCommand) -> Result<()> {
+    match command {
+        WalletCommand::Create(args) => create(ctx, args).await,
+        WalletCommand::Balance(args) => balance(ctx, args).await,
+        WalletCommand::Ledger(args) => ledger::ledger(ctx, args).await,
+        WalletCommand::Reconcile(args) => reconcile::reconcile_all(ctx, args).await,
+    }
+}
+
+// ------------------------------------------------------------------ amounts
+
+/// `12.34 USD (1234)`: formatted, then minor units.
+fn money_and_minor(m: Money) -> String {
+    format!("{m} ({})", m.minor())
+}
+
+// ------------------------------------------------------------------ inputs
+
+/// A tenant for a new wallet: as the events will name it (they are trimmed), printable.
+fn tenant_arg(tenant: &str) -> Result<&str> {
+    if tenant.trim().is_empty() {
+        return Err(usage("the tenant is empty"));
+    }
+    if tenant.trim() != tenant {
+        return Err(usage(format!(
+            "tenant {tenant:?} has leading or trailing spaces; events name tenants trimmed, so it could never match"
+        )));
+    }
+    if tenant.chars().any(char::is_control) {
+        return Err(usage(format!(
+            "tenant {tenant:?} contains control characters"
+        )));
+    }
+    if tenant.chars().count() > MAX_TENANT_CHARS {
+        return Err(usage(format!(
+            "the tenant is longer than {MAX_TENANT_CHARS} characters"
+        )));
+    }
+    Ok(tenant)
+}
+
+/// A three-letter ISO 4217 code, lower-cased as Stripe writes it.
+fn currency_arg(currency: &str) -> Result<Currency> {
+    Currency::parse(currency).map_err(|e| usage(e.to_string()))
+}
+
+/// The wallet of `tenant`, or an error saying how to create it.
+async fn load_wallet(store: &DynamoInbox, tenant: &str) -> Result<Wallet> {
+    match Ledger::new(store).wallet(tenant).await {
+        Ok(Some(wallet)) => Ok(wallet),
+        Ok(None) => Err(failed(format!(
+            "no wallet for tenant {tenant:?} in table {} (create one with: inboxctl wallet create {tenant} --currency … --price …)",
+            store.table()
+        ))),
+        Err(e @ LedgerError::Unreadable(_)) => Err(failed(e)),
+        Err(LedgerError::Store(e)) => Err(e).context(format!("reading the wallet of {tenant:?}")),
+    }
+}
+
+// ------------------------------------------------------------------ create
+
+async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
+    let tenant = tenant_arg(&args.tenant)?;
+    let currency = currency_arg(&args.currency)?;
+    let store = ctx.store().await?;
+    let table = store.table().to_owned();
+    let now = SystemClock.now_millis();
+    let wallet = Wallet::new(
+        tenant,
+        currency,
+        args.price,
+        args.floor,
+        args.review_threshold,
+        now,
+    );
+    let created = Ledger::new(&store).create(&wallet).await.context(format!(
+        "creating the wallet of {tenant:?} in table {table}"
+    ))?;
+    if created == CreateOutcome::AlreadyExists {
+        return Err(failed(format!(
+            "tenant {tenant:?} already has a wallet in table {table}; it was left unchanged (inboxctl wallet balance {tenant} shows it)"
+        )));
+    }
+    let view = WalletView::new(&wallet, now);
+    if ctx.json() {
+        return print_json(&json!({ "created": true, "wallet": view }));
+    }
+    say(format!("created the wallet of {tenant} in table {table}"))?;
+    view.print()
+}
+
+// ------------------------------------------------------------------ balance
+
+async fn balance(ctx: &Context, args: WalletTenantArgs) -> Result<()> {
+    let store = ctx.store().await?;
+    let wallet = load_wallet(&store, &args.tenant).await?;
+    let view = WalletView::new(&wallet, SystemClock.now_millis());
+    if ctx.json() {
+        print_json(&view)
+    } else {
+        view.print()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn usd() -> Currency {
+        Currency::parse("usd").unwrap()
+    }
+
+    #[test]
+    fn amounts_are_formatted_in_the_currency() {
+        assert_eq!(money_and_minor(usd().amount(1975)), "19.75 USD (1975)");
+        assert_eq!(
+            money_and_minor(Currency::parse("jpy").unwrap().amount(-500)),
+            "-500 JPY (-500)"
+        );
+    }
+
+    #[test]
+    fn inputs_are_checked() {
+        assert_eq!(
+            currency_arg("USD").ok().map(|c| c.as_str().to_owned()),
+            Some("usd".to_owned())
+        );
+        assert_eq!(
+            currency_arg(" eur ").ok().map(|c| c.as_str().to_owned()),
+            Some("eur".to_owned())
+        );
+        for bad in ["", "us", "usdx", "u$d", "€€€"] {
+            assert!(matches!(currency_arg(bad), Err(Error::Usage(_))), "{bad}");
+        }
+        assert_eq!(tenant_arg("acme").ok(), Some("acme"));
+        assert_eq!(tenant_arg("Acme Corp #2").ok(), Some("Acme Corp #2"));
+        for bad in ["", " ", " acme", "acme\n", "a\u{7}b"] {
+            assert!(matches!(tenant_arg(bad), Err(Error::Usage(_))), "{bad:?}");
+        }
+        assert!(tenant_arg(&"x".repeat(MAX_TENANT_CHARS + 1)).is_err());
+    }
+}

@@ -1,0 +1,211 @@
+//! `inboxctl wallet reconcile`: the ledger's reconciliation of every wallet, as a report; exit 1
+//! when anything does not reconcile.
+
+use crate::cli::WalletReconcileArgs;
+use crate::context::Context;
+use crate::error::{failed, Context as _, Result};
+use crate::output::{print_json, say, spinner, table, truncate};
+use crate::when;
+use inbox_core::clock::{Clock as _, SystemClock};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use wallet_ledger::reconcile::ReconcileReport;
+use wallet_ledger::Ledger;
+
+const HOUR_MS: i64 = 3_600_000;
+
+/// A difference in minor units: `+100`, `-25`, or `0`.
+fn signed(n: i64) -> String {
+    if n == 0 {
+        "0".to_owned()
+    } else {
+        format!("{n:+}")
+    }
+}
+
+/// The tenants a report names, in order, without repeats.
+fn tenants_named(report: &ReconcileReport) -> Vec<&str> {
+    let mut seen = BTreeSet::new();
+    report
+        .mismatched_wallets
+        .iter()
+        .map(|m| m.tenant.as_str())
+        .chain(report.stale_holds.iter().map(|h| h.tenant.as_str()))
+        .chain(report.orphan_entries.iter().map(|o| o.tenant.as_str()))
+        .filter(|t| seen.insert(*t))
+        .collect()
+}
+
+/// The one-line verdict of a report that is not clean (the error `reconcile` exits with).
+fn verdict(report: &ReconcileReport) -> String {
+    let tenants = tenants_named(report);
+    let shown: Vec<&str> = tenants.iter().take(10).copied().collect();
+    format!(
+        "wallets do not reconcile: {} mismatched wallet(s), {} stale hold(s), {} orphan entr{} (tenant(s): {}{})",
+        report.mismatched_wallets.len(),
+        report.stale_holds.len(),
+        report.orphan_entries.len(),
+        if report.orphan_entries.len() == 1 { "y" } else { "ies" },
+        shown.join(", "),
+        if tenants.len() > shown.len() {
+            format!(" and {} more", tenants.len() - shown.len())
+        } else {
+            String::new()
+        }
+    )
+}
+
+pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> Result<()> {
+    let store = ctx.store().await?;
+    let now = SystemClock.now_millis();
+    let stale_after_ms = i64::from(args.stale_after_hours) * HOUR_MS;
+    let bar = spinner(ctx.json(), "reconciling wallets");
+    let result = Ledger::new(&store).reconcile(now, stale_after_ms).await;
+    bar.finish_and_clear();
+    let report = result.context(format!(
+        "reconciling the wallets in table {}",
+        store.table()
+    ))?;
+    if ctx.json() {
+        let mut out = json!({
+            "clean": report.is_clean(),
+            "checked_at": when::rfc3339(now),
+            "checked_at_ms": now,
+            "stale_after_hours": args.stale_after_hours,
+        });
+        if let (Some(o), Value::Object(r)) = (out.as_object_mut(), serde_json::to_value(&report)?) {
+            o.extend(r);
+        }
+        print_json(&out)?;
+    } else {
+        print_report(&report, now, args.stale_after_hours)?;
+    }
+    if report.is_clean() {
+        Ok(())
+    } else {
+        Err(failed(verdict(&report)))
+    }
+}
+
+fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> Result<()> {
+    if report.is_clean() {
+        return say(format!(
+            "all {} wallet(s) reconcile ({} entries; no hold older than {stale_after_hours} h; every entry's event is in the inbox)",
+            report.wallets, report.entries
+        ));
+    }
+    if !report.mismatched_wallets.is_empty() {
+        say(format!(
+            "Wallets whose balance or held amount differs from the sum of their entries ({})",
+            report.mismatched_wallets.len()
+        ))?;
+        let mut t = table([
+            "tenant",
+            "balance",
+            "sum of entries",
+            "difference",
+            "held",
+            "held by entries",
+            "difference",
+        ]);
+        for m in &report.mismatched_wallets {
+            t.add_row(vec![
+                m.tenant.clone(),
+                m.balance.to_string(),
+                m.entries_balance.to_string(),
+                signed(m.balance - m.entries_balance),
+                m.held.to_string(),
+                m.entries_held.to_string(),
+                signed(m.held - m.entries_held),
+            ]);
+        }
+        say(t)?;
+    }
+    if !report.stale_holds.is_empty() {
+        say(format!(
+            "\nHolds older than {stale_after_hours} h with no terminal event ({})",
+            report.stale_holds.len()
+        ))?;
+        let mut t = table([
+            "tenant",
+            "email",
+            "amount (minor)",
+            "held since (UTC)",
+            "age",
+        ]);
+        for h in &report.stale_holds {
+            t.add_row(vec![
+                h.tenant.clone(),
+                truncate(&h.message_id, 48),
+                h.amount.to_string(),
+                when::human(h.held_at),
+                when::age(now - h.held_at),
+            ]);
+        }
+        say(t)?;
+    }
+    if !report.orphan_entries.is_empty() {
+        say(format!(
+            "\nEntries whose webhook event is not in the inbox ({})",
+            report.orphan_entries.len()
+        ))?;
+        let mut t = table(["tenant", "entry", "event (source/id)"]);
+        for o in &report.orphan_entries {
+            t.add_row(vec![
+                o.tenant.clone(),
+                o.entry_id.clone(),
+                format!("{}/{}", o.event_source, o.event_id),
+            ]);
+        }
+        say(t)?;
+    }
+    say(format!(
+        "\nchecked {} wallet(s) and {} entries",
+        report.wallets, report.entries
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wallet_ledger::reconcile::{Mismatch, OrphanEntry, StaleHold};
+
+    #[test]
+    fn differences_are_signed() {
+        assert_eq!(
+            (signed(100), signed(-25), signed(0)),
+            ("+100".to_owned(), "-25".to_owned(), "0".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_verdict_names_the_tenants() {
+        let report = ReconcileReport {
+            wallets: 3,
+            entries: 9,
+            stale_holds: vec![StaleHold {
+                tenant: "beta".into(),
+                message_id: "m1".into(),
+                amount: 25,
+                held_at: 0,
+            }],
+            mismatched_wallets: vec![Mismatch {
+                tenant: "acme".into(),
+                balance: 100,
+                entries_balance: 0,
+                held: 0,
+                entries_held: 0,
+            }],
+            orphan_entries: vec![OrphanEntry {
+                tenant: "acme".into(),
+                entry_id: "e".into(),
+                event_source: "stripe".into(),
+                event_id: "evt".into(),
+            }],
+        };
+        assert_eq!(
+            verdict(&report),
+            "wallets do not reconcile: 1 mismatched wallet(s), 1 stale hold(s), 1 orphan entry (tenant(s): acme, beta)"
+        );
+    }
+}

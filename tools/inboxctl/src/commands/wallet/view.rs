@@ -1,0 +1,175 @@
+//! A wallet as `balance` and `create` present it: amounts in minor units and formatted in its
+//! currency, this month's debits, the flags.
+
+use super::money_and_minor;
+use crate::error::Result;
+use crate::output::{fields, or_dash, say};
+use crate::when;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use wallet_ledger::{month_of, Currency, Money, Wallet};
+
+/// `YYYY_MM` (the item's attribute suffix) → `YYYY-MM`.
+fn month_label(key: &str) -> String {
+    key.replace('_', "-")
+}
+
+/// Amounts of a wallet, formatted in its currency.
+#[derive(Debug, Serialize)]
+struct Formatted {
+    balance: String,
+    held: String,
+    available: String,
+    floor: String,
+    message_price: String,
+    review_threshold: Option<String>,
+    month_debits: String,
+}
+
+/// A wallet as `balance` (and `create`) print it.
+#[derive(Debug, Serialize)]
+pub(super) struct WalletView {
+    tenant: String,
+    currency: String,
+    balance: i64,
+    held: i64,
+    available: i64,
+    floor: i64,
+    message_price: i64,
+    review_threshold: Option<i64>,
+    overdrawn: bool,
+    review: bool,
+    /// The current calendar month (UTC), `YYYY-MM`.
+    month: String,
+    /// Debits of the current month.
+    month_debits: i64,
+    /// Debits per month (`YYYY-MM`), every month recorded.
+    debits_by_month: BTreeMap<String, i64>,
+    created_at: String,
+    created_at_ms: i64,
+    formatted: Formatted,
+    /// The currency, for printing.
+    #[serde(skip)]
+    cur: Currency,
+}
+
+impl WalletView {
+    pub(super) fn new(w: &Wallet, now_ms: i64) -> Self {
+        let month = month_of(now_ms);
+        let month_debits = w.debits_in(&month);
+        Self {
+            tenant: w.tenant.clone(),
+            currency: w.currency.as_str().to_owned(),
+            balance: w.balance.minor(),
+            held: w.held.minor(),
+            available: w.available().minor(),
+            floor: w.floor.minor(),
+            message_price: w.message_price.minor(),
+            review_threshold: w.review_threshold.map(Money::minor),
+            overdrawn: w.overdrawn,
+            review: w.review,
+            month: month_label(&month),
+            month_debits: month_debits.minor(),
+            debits_by_month: w
+                .month_debits
+                .iter()
+                .map(|(k, v)| (month_label(k), *v))
+                .collect(),
+            created_at: when::rfc3339(w.created_at),
+            created_at_ms: w.created_at,
+            formatted: Formatted {
+                balance: w.balance.to_string(),
+                held: w.held.to_string(),
+                available: w.available().to_string(),
+                floor: w.floor.to_string(),
+                message_price: w.message_price.to_string(),
+                review_threshold: w.review_threshold.map(|t| t.to_string()),
+                month_debits: month_debits.to_string(),
+            },
+            cur: w.currency,
+        }
+    }
+
+    pub(super) fn print(&self) -> Result<()> {
+        let amount = |minor: i64| money_and_minor(self.cur.amount(minor));
+        let flag = |on: bool, yes: &str| if on { yes.to_owned() } else { "no".to_owned() };
+        let over_review = self.review_threshold.is_some_and(|t| self.month_debits > t);
+        say(format!("Wallet of {} ({})", self.tenant, self.cur))?;
+        say(fields([
+            ("balance", amount(self.balance)),
+            ("held", amount(self.held)),
+            (
+                "available",
+                format!(
+                    "{}{}",
+                    amount(self.available),
+                    if self.available < self.floor {
+                        "  BELOW THE FLOOR"
+                    } else {
+                        ""
+                    }
+                ),
+            ),
+            ("floor", amount(self.floor)),
+            ("price per email", amount(self.message_price)),
+            (
+                "review threshold",
+                or_dash(
+                    self.review_threshold
+                        .map(|t| format!("{} per month", amount(t))),
+                ),
+            ),
+            (
+                "debits this month",
+                format!(
+                    "{} in {}{}",
+                    amount(self.month_debits),
+                    self.month,
+                    if over_review {
+                        "  OVER THE REVIEW THRESHOLD"
+                    } else {
+                        ""
+                    }
+                ),
+            ),
+            (
+                "overdrawn",
+                flag(
+                    self.overdrawn,
+                    "YES (a hold took available below the floor)",
+                ),
+            ),
+            (
+                "review",
+                flag(self.review, "YES (monthly debits passed the threshold)"),
+            ),
+            ("created (UTC)", when::human(self.created_at_ms)),
+        ]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usd() -> Currency {
+        Currency::parse("usd").unwrap()
+    }
+
+    #[test]
+    fn a_wallet_view_reports_this_month() {
+        let now = 1_796_032_800_000; // 2026-11-30T10:00:00Z
+        let mut w = Wallet::new("acme", usd(), 25, -100, Some(1000), 0);
+        w.balance = usd().amount(1975);
+        w.held = usd().amount(25);
+        w.month_debits.insert("2026_11".into(), 50);
+        w.month_debits.insert("2026_10".into(), 75);
+        let v = WalletView::new(&w, now);
+        assert_eq!((v.available, v.month_debits), (1950, 50));
+        assert_eq!(v.month, "2026-11");
+        assert_eq!(v.debits_by_month.get("2026-10"), Some(&75));
+        assert_eq!(v.formatted.available, "19.50 USD");
+        assert_eq!(v.formatted.floor, "-1.00 USD");
+        assert_eq!(v.formatted.review_threshold.as_deref(), Some("10.00 USD"));
+    }
+}
