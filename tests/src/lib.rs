@@ -14,6 +14,9 @@ pub mod events;
 pub mod harness;
 pub mod pipeline;
 
+#[cfg(test)]
+mod code_size;
+
 pub use emulator::{
     create_table, endpoint, scan_all, sdk_config, sdk_config_for, table_definition,
 };
