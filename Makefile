@@ -54,10 +54,12 @@ build-lambda: venv
 	source $(VENV)/bin/activate && cargo lambda build --release --bin ingest
 	@ls -l target/lambda/ingest/bootstrap
 
-# (a) ingest vs raw HMAC (criterion + one-run summary), (b, c) cold start vs hello-world and size,
-# and the pipeline figures (writes per webhook, 100-record batch throughput) against its own moto.
+# (a) ingest vs raw HMAC (criterion, then `figures`: the ratios and targets from criterion's
+# estimates), (b, c) cold start vs hello-world and size, and the pipeline figures (writes per
+# webhook, 100-record batch throughput) against its own moto.
 bench: venv
 	cargo bench -p ingest-function --bench ingest
+	cargo run --release -p bench-tools --bin figures
 	source $(VENV)/bin/activate && cargo lambda build --release --bin ingest --bin hello
 	cargo run --release -p bench-tools --bin coldstart -- target/lambda/ingest/bootstrap target/lambda/hello/bootstrap
 	scripts/moto.sh start 5066

@@ -9,115 +9,28 @@
 //! [`MetricSink`], by default the stdout EMF writer) only after its transaction committed, so they
 //! happen once too. Decisions come from [`crate::policy`].
 //!
-//! [`batch`] lifts the per-message function over stream and SQS batches.
+//! [`batch`] lifts the per-message function over stream and SQS batches; [`registry`] holds the
+//! handlers; `outcome` the configuration and what processing one message did.
 
 pub mod batch;
+mod outcome;
 pub mod registry;
+
+pub use outcome::{InfraError, Outcome, ProcessorConfig, Skip};
 
 use crate::clock::Clock;
 use crate::domain::{MessageKey, Status};
 use crate::message::{HistoryEntry, QuarantineNotice, StoredMessage};
 use crate::metrics::{EmfWriter, MetricSink};
-use crate::policy::{self, AfterFailure, FailureKind, NotNow, RetryPolicy};
-use crate::queue::{Quarantine, QueueError, RetryQueue};
-use crate::store::{Applied, MessageStore, StoreError, Transition, MAX_EFFECTS};
+use crate::policy::{self, AfterFailure, FailureKind};
+use crate::queue::{Quarantine, RetryQueue};
+use crate::store::{Applied, MessageStore, Transition, MAX_EFFECTS};
 use registry::{Commit, HandlerOutcome, Registry};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How often a handler is re-run at once when its writes meet a conflict.
 pub const EFFECT_CONFLICT_RERUNS: u32 = 3;
-
-/// How the processor behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcessorConfig {
-    pub policy: RetryPolicy,
-    /// How long a claim holds: the function's timeout plus a margin.
-    pub lease: Duration,
-    /// How long processed and ignored messages are kept (TTL).
-    pub retention: Duration,
-    /// How many records of a batch are processed at once (messages are independent: each has
-    /// its own key and version, and handlers must not depend on arrival order).
-    pub concurrency: usize,
-}
-
-impl Default for ProcessorConfig {
-    fn default() -> Self {
-        Self {
-            policy: RetryPolicy::default(),
-            lease: Duration::from_secs(60),
-            retention: Duration::from_secs(30 * 86_400),
-            concurrency: 10,
-        }
-    }
-}
-
-/// Why a message was left alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Skip {
-    /// Already processed, ignored or failed.
-    Terminal,
-    /// Another invocation holds a live lease.
-    Leased,
-    /// A retry that is not due yet.
-    NotDue,
-    /// Another invocation moved it between our read and our write.
-    Conflict,
-}
-
-impl From<NotNow> for Skip {
-    fn from(n: NotNow) -> Self {
-        match n {
-            NotNow::Terminal => Self::Terminal,
-            NotNow::Leased => Self::Leased,
-            NotNow::NotDue => Self::NotDue,
-        }
-    }
-}
-
-/// What processing one message did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Processed,
-    Ignored,
-    Retrying {
-        attempt: u32,
-        delay: Duration,
-    },
-    Failed {
-        attempts: u32,
-        permanent: bool,
-    },
-    Skipped(Skip),
-    /// No such message (a stale retry request).
-    Missing,
-}
-
-impl Outcome {
-    /// A short name for logs and metrics.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Processed => "processed",
-            Self::Ignored => "ignored",
-            Self::Retrying { .. } => "retrying",
-            Self::Failed { .. } => "failed",
-            Self::Skipped(Skip::Terminal) => "skipped_terminal",
-            Self::Skipped(Skip::Leased) => "skipped_leased",
-            Self::Skipped(Skip::NotDue) => "skipped_not_due",
-            Self::Skipped(Skip::Conflict) => "skipped_conflict",
-            Self::Missing => "missing",
-        }
-    }
-}
-
-/// The store or a queue failed: the record must be delivered again (a batch item failure).
-#[derive(Debug, thiserror::Error)]
-pub enum InfraError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Queue(#[from] QueueError),
-}
 
 /// The processor, built once per cold start: the store, the retry queue `R` (scheduled retries), the
 /// quarantine `Q` (notices of failed messages) and the clock.

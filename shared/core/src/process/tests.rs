@@ -5,6 +5,7 @@ use super::*;
 use crate::clock::ManualClock;
 use crate::domain::{BodyDigest, EventId, EventType, SourceName};
 use crate::metrics::{Metric, RecordingSink};
+use crate::policy::RetryPolicy;
 use crate::queue::memory::{MemoryQuarantine, MemoryRetryQueue};
 use crate::reaper::Reaper;
 use crate::store::memory::MemoryStore;

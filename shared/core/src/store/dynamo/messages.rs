@@ -1,0 +1,327 @@
+//! The processing side on DynamoDB: versioned transitions (one `UpdateItem`, or one
+//! `TransactWriteItems` with a handler's effects), the open index, listing and purging.
+
+use super::effects::{effect_item, is_condition_failure};
+use super::{classify, corrupt, DynamoInbox};
+use crate::domain::{EventId, MessageKey, SourceName, Status};
+use crate::message::StoredMessage;
+use crate::store::attr::{get_n, get_s, n, s};
+use crate::store::schema::*;
+use crate::store::{
+    Applied, DeliveryRecord, DueMessage, Effect, ItemStore, ListFilter, MessageStore, StoreError,
+    Transition,
+};
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use std::collections::HashMap;
+
+/// The pieces of a conditional `UpdateItem` that applies a [`Transition`].
+struct UpdateParts {
+    update: String,
+    condition: String,
+    names: HashMap<String, String>,
+    values: HashMap<String, AttributeValue>,
+}
+
+fn transition_update(
+    key: &MessageKey,
+    expected_version: u64,
+    t: &Transition,
+    now_ms: i64,
+) -> Result<UpdateParts, StoreError> {
+    let names: HashMap<String, String> = [
+        STATUS,
+        ATTEMPTS,
+        VERSION,
+        HISTORY,
+        UPDATED_AT,
+        LEASE_UNTIL,
+        NEXT_ATTEMPT_AT,
+        OPEN_SHARD,
+        OPEN_DUE,
+        EXPIRES_AT,
+        LAST_ERROR,
+    ]
+    .iter()
+    .map(|a| (format!("#{a}"), (*a).to_string()))
+    .collect();
+    let entry = serde_dynamo::to_attribute_value(&t.entry).map_err(corrupt)?;
+    let mut values = HashMap::from([
+        (":to".to_string(), s(t.to.as_str())),
+        (":attempts".to_string(), n(i64::from(t.attempts))),
+        (":expected".to_string(), n(expected_version as i64)),
+        (":next_version".to_string(), n(expected_version as i64 + 1)),
+        (":entry".to_string(), AttributeValue::L(vec![entry])),
+        (":empty".to_string(), AttributeValue::L(vec![])),
+        (":now".to_string(), n(now_ms)),
+    ]);
+    let mut set = vec![
+        "#status = :to".to_string(),
+        "#attempts = :attempts".into(),
+        "#version = :next_version".into(),
+        "#history = list_append(if_not_exists(#history, :empty), :entry)".into(),
+        "#updated_at = :now".into(),
+    ];
+    let mut remove = Vec::new();
+    let mut optional = |attr: &str, placeholder: &str, value: Option<AttributeValue>| match value {
+        Some(v) => {
+            set.push(format!("#{attr} = {placeholder}"));
+            values.insert(placeholder.to_string(), v);
+        }
+        None => remove.push(format!("#{attr}")),
+    };
+    optional(LEASE_UNTIL, ":lease", t.lease_until.map(n));
+    optional(NEXT_ATTEMPT_AT, ":next_at", t.next_attempt_at.map(n));
+    optional(OPEN_DUE, ":due", t.open_due.map(n));
+    optional(OPEN_SHARD, ":shard", t.open_due.map(|_| s(open_shard(key))));
+    optional(EXPIRES_AT, ":expires", t.expires_at.map(n));
+    if let Some(err) = &t.last_error {
+        set.push(format!("#{LAST_ERROR} = :err"));
+        values.insert(":err".into(), s(err.clone()));
+    }
+    let mut update = format!("SET {}", set.join(", "));
+    if !remove.is_empty() {
+        update.push_str(&format!(" REMOVE {}", remove.join(", ")));
+    }
+    // Only the names the expressions use may be sent (DynamoDB rejects unused ones).
+    let used = |k: &String| update.contains(k.as_str()) || k == "#version";
+    let names = names.into_iter().filter(|(k, _)| used(k)).collect();
+    Ok(UpdateParts {
+        update,
+        condition: "#version = :expected".into(),
+        names,
+        values,
+    })
+}
+
+impl MessageStore for DynamoInbox {
+    async fn get(&self, key: &MessageKey) -> Result<Option<StoredMessage>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(message_key_attrs(key)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        out.item
+            .map(|item| serde_dynamo::from_item(item).map_err(corrupt))
+            .transpose()
+    }
+
+    async fn transition(
+        &self,
+        key: &MessageKey,
+        expected_version: u64,
+        transition: &Transition,
+        effects: Vec<Effect>,
+    ) -> Result<Applied, StoreError> {
+        let parts = transition_update(key, expected_version, transition, transition.entry.at)?;
+        if effects.is_empty() {
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(message_key_attrs(key)))
+                .update_expression(parts.update)
+                .condition_expression(parts.condition)
+                .set_expression_attribute_names(Some(parts.names))
+                .set_expression_attribute_values(Some(parts.values))
+                .send()
+                .await;
+            return match result {
+                Ok(_) => Ok(Applied::Done),
+                Err(SdkError::ServiceError(se))
+                    if matches!(
+                        se.err(),
+                        UpdateItemError::ConditionalCheckFailedException(_)
+                    ) =>
+                {
+                    Ok(Applied::MessageConflict)
+                }
+                Err(e) => Err(classify(e)),
+            };
+        }
+        let effect_count = effects.len();
+        let message_update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(message_key_attrs(key)))
+            .update_expression(parts.update)
+            .condition_expression(parts.condition)
+            .set_expression_attribute_names(Some(parts.names))
+            .set_expression_attribute_values(Some(parts.values))
+            .build()
+            .map_err(corrupt)?;
+        let mut items = effects
+            .into_iter()
+            .map(|e| effect_item(&self.table, e))
+            .collect::<Result<Vec<_>, _>>()?;
+        items.push(TransactWriteItem::builder().update(message_update).build());
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Applied::Done),
+            Err(SdkError::ServiceError(se))
+                if matches!(
+                    se.err(),
+                    TransactWriteItemsError::TransactionCanceledException(_)
+                ) =>
+            {
+                let reasons = match se.err() {
+                    TransactWriteItemsError::TransactionCanceledException(c) => {
+                        c.cancellation_reasons().to_vec()
+                    }
+                    _ => Vec::new(),
+                };
+                let code = |i: usize| reasons.get(i).and_then(|r| r.code());
+                if is_condition_failure(code(effect_count)) {
+                    Ok(Applied::MessageConflict)
+                } else if (0..effect_count).any(|i| is_condition_failure(code(i)))
+                    || (0..=effect_count).any(|i| code(i) == Some("TransactionConflict"))
+                {
+                    // A condition on an effect failed, or another transaction held one of the items
+                    // (DynamoDB serializes transactions per item): re-run on fresh state.
+                    Ok(Applied::EffectConflict)
+                } else {
+                    // TransactionConflict, throttling, …: transient; the caller retries.
+                    Err(classify(
+                        SdkError::<TransactWriteItemsError, _>::ServiceError(se),
+                    ))
+                }
+            }
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn due(
+        &self,
+        shard: &str,
+        now: i64,
+        limit: usize,
+    ) -> Result<Vec<DueMessage>, StoreError> {
+        let mut found = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(OPEN_INDEX)
+                .key_condition_expression("#shard = :shard AND #due <= :now")
+                .expression_attribute_names("#shard", OPEN_SHARD)
+                .expression_attribute_names("#due", OPEN_DUE)
+                .expression_attribute_values(":shard", s(shard))
+                .expression_attribute_values(":now", n(now))
+                .limit(
+                    i32::try_from(limit.saturating_sub(found.len()).clamp(1, 1000)).unwrap_or(1000),
+                )
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(classify)?;
+            for item in page.items.unwrap_or_default() {
+                let text = |k: &str| get_s(&item, k).unwrap_or_default();
+                let (Ok(source), Ok(event_id)) = (
+                    SourceName::parse(text(SOURCE)),
+                    EventId::parse(text(EVENT_ID)),
+                ) else {
+                    continue;
+                };
+                let status: Status =
+                    serde_json::from_value(serde_json::Value::String(text(STATUS).to_owned()))
+                        .map_err(corrupt)?;
+                let due = get_n(&item, OPEN_DUE).unwrap_or(now);
+                found.push(DueMessage {
+                    key: MessageKey::new(source, event_id),
+                    status,
+                    due,
+                });
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() || found.len() >= limit {
+                found.truncate(limit);
+                return Ok(found);
+            }
+        }
+    }
+
+    async fn list(
+        &self,
+        filter: &ListFilter,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let mut found = Vec::new();
+        self.scan_kind(KIND_MESSAGE, |page| {
+            for item in page {
+                let m: StoredMessage = serde_dynamo::from_item(item).map_err(corrupt)?;
+                if filter.matches(&m) {
+                    found.push(m);
+                }
+            }
+            Ok(found.len() < limit)
+        })
+        .await?;
+        found.sort_by_key(|m| m.received_at);
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<DeliveryRecord>, StoreError> {
+        let journal = ItemStore::query_items(self, &message_pk(key), DELIVERY_PREFIX).await?;
+        journal
+            .into_iter()
+            .map(|i| serde_dynamo::from_item(i).map_err(corrupt))
+            .collect()
+    }
+
+    async fn purge(&self, key: &MessageKey, expected_version: u64) -> Result<Applied, StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(message_key_attrs(key)))
+            .condition_expression("#version = :v AND #status IN (:processed, :ignored, :failed)")
+            .expression_attribute_names("#version", VERSION)
+            .expression_attribute_names("#status", STATUS)
+            .expression_attribute_values(":v", n(expected_version as i64))
+            .expression_attribute_values(":processed", s(Status::Processed.as_str()))
+            .expression_attribute_values(":ignored", s(Status::Ignored.as_str()))
+            .expression_attribute_values(":failed", s(Status::Failed.as_str()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => {}
+            Err(SdkError::ServiceError(se))
+                if matches!(
+                    se.err(),
+                    aws_sdk_dynamodb::operation::delete_item::DeleteItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                return Ok(Applied::MessageConflict)
+            }
+            Err(e) => return Err(classify(e)),
+        }
+        // The journal goes with its message (best effort: it also expires by TTL).
+        for item in ItemStore::query_items(self, &message_pk(key), DELIVERY_PREFIX).await? {
+            let keys = item
+                .into_iter()
+                .filter(|(k, _)| k == PK || k == SK)
+                .collect();
+            self.client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(keys))
+                .send()
+                .await
+                .map_err(classify)?;
+        }
+        Ok(Applied::Done)
+    }
+}

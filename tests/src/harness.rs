@@ -1,0 +1,142 @@
+//! The ingest harness: a fresh table in the emulator with an ingest service writing to it, signing
+//! with the local secrets, and the handler's responses with their JSON bodies parsed.
+
+use crate::{create_table, local_sources, scan_all, sdk_config};
+use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
+use aws_sdk_dynamodb::types::AttributeValue;
+use inbox_core::clock::SystemClock;
+use inbox_core::config::DEFAULT_MAX_BODY_BYTES;
+use inbox_core::ingest::Ingestor;
+use inbox_core::signature::Unsigned;
+use inbox_core::sources::Sources;
+use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// A fresh table in the emulator and an ingest service writing to it.
+pub struct Harness {
+    pub table: String,
+    pub client: aws_sdk_dynamodb::Client,
+    pub service: Ingestor<DynamoInbox, SystemClock>,
+    pub sources: Sources,
+}
+
+impl Harness {
+    /// A harness on a new, uniquely named table.
+    pub async fn new() -> Self {
+        Self::with_max_body(DEFAULT_MAX_BODY_BYTES).await
+    }
+
+    pub async fn with_max_body(max_body: usize) -> Self {
+        let sdk = sdk_config().await;
+        let client = client_for_hot_path(&sdk);
+        let table = format!("inbox-test-{}", uuid::Uuid::new_v4().simple());
+        create_table(&client, &table).await;
+        let sources = local_sources();
+        let service = Ingestor::new(
+            sources.clone(),
+            DynamoInbox::new(client.clone(), table.clone()),
+            SystemClock,
+            max_body,
+            30,
+        );
+        Self {
+            table,
+            client,
+            service,
+            sources,
+        }
+    }
+
+    /// Headers signed now with `source`'s first local secret.
+    pub fn sign(&self, source: &str, body: &[u8], msg_id: &str) -> Vec<(String, String)> {
+        let now = inbox_core::clock::Clock::now_secs(&SystemClock);
+        self.sign_at(source, body, msg_id, now)
+    }
+
+    /// Headers signed at `timestamp` with `source`'s first local secret.
+    pub fn sign_at(
+        &self,
+        source: &str,
+        body: &[u8],
+        msg_id: &str,
+        timestamp: i64,
+    ) -> Vec<(String, String)> {
+        self.sources
+            .get(source)
+            .expect("configured source")
+            .scheme
+            .sign(&Unsigned::new(body, timestamp, msg_id))
+            .expect("HMAC schemes sign")
+            .headers
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    v.to_str().expect("ascii header").to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// Sends one event through the ingest function's handler.
+    pub async fn send(&self, event: &ApiGatewayV2httpRequest) -> Reply {
+        Reply::from(ingest_function::respond(&self.service, event).await)
+    }
+
+    /// Every item in the table.
+    pub async fn items(&self) -> Vec<HashMap<String, AttributeValue>> {
+        scan_all(&self.client, &self.table).await
+    }
+
+    /// Items of one `kind` (`message` or `delivery`).
+    pub async fn items_of_kind(&self, kind: &str) -> Vec<HashMap<String, AttributeValue>> {
+        self.items()
+            .await
+            .into_iter()
+            .filter(|i| {
+                i.get("kind")
+                    .and_then(|k| k.as_s().ok())
+                    .map(String::as_str)
+                    == Some(kind)
+            })
+            .collect()
+    }
+}
+
+/// A response, with its JSON body parsed.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: i64,
+    pub headers: http::HeaderMap,
+    pub json: Value,
+}
+
+impl From<ApiGatewayV2httpResponse> for Reply {
+    fn from(r: ApiGatewayV2httpResponse) -> Self {
+        let text = match r.body {
+            Some(aws_lambda_events::encodings::Body::Text(t)) => t,
+            Some(aws_lambda_events::encodings::Body::Binary(b)) => {
+                String::from_utf8_lossy(&b).into_owned()
+            }
+            _ => String::new(),
+        };
+        let json = serde_json::from_str(&text)
+            .unwrap_or_else(|_| panic!("response body is not JSON: {text:?}"));
+        Self {
+            status: r.status_code,
+            headers: r.headers,
+            json,
+        }
+    }
+}
+
+impl Reply {
+    /// The `error` code of an error body, or the `status` of a success body.
+    pub fn code(&self) -> &str {
+        self.json["error"]
+            .as_str()
+            .or_else(|| self.json["status"].as_str())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,159 @@
+//! The event sources the pipeline plays, as Lambda would: the table's stream (filtered like the
+//! event source mapping) and the retry queue (receive, process, delete what was handled).
+
+use super::{Pipeline, TestProcessor};
+use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord, StreamRecord};
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_sdk_dynamodbstreams::types::ShardIteratorType;
+use inbox_core::clock::Clock;
+
+impl Pipeline {
+    pub(super) async fn open_stream(&self) {
+        let table = self
+            .harness
+            .client
+            .describe_table()
+            .table_name(&self.harness.table)
+            .send()
+            .await
+            .expect("describe table");
+        let arn = table
+            .table
+            .and_then(|t| t.latest_stream_arn)
+            .expect("the table has a stream");
+        let stream = self
+            .streams
+            .describe_stream()
+            .stream_arn(&arn)
+            .send()
+            .await
+            .expect("describe stream");
+        let shards = stream
+            .stream_description
+            .map(|d| d.shards.unwrap_or_default())
+            .unwrap_or_default();
+        let mut iterators = Vec::new();
+        for shard in shards {
+            let it = self
+                .streams
+                .get_shard_iterator()
+                .stream_arn(&arn)
+                .shard_id(shard.shard_id.unwrap_or_default())
+                .shard_iterator_type(ShardIteratorType::TrimHorizon)
+                .send()
+                .await
+                .expect("shard iterator");
+            iterators.extend(it.shard_iterator);
+        }
+        *self.iterators.lock().expect("lock") = iterators;
+    }
+
+    /// Every stream record written since the last read, as Lambda would deliver it, filtered like
+    /// the event source mapping (`eventName` INSERT, `dynamodb.Keys.sk.S` = `MSG`).
+    pub async fn read_stream(&self) -> StreamEvent {
+        let iterators = std::mem::take(&mut *self.iterators.lock().expect("lock"));
+        let mut next = Vec::new();
+        let mut records = Vec::new();
+        for it in iterators {
+            let out = self
+                .streams
+                .get_records()
+                .shard_iterator(it)
+                .send()
+                .await
+                .expect("get records");
+            for r in out.records.unwrap_or_default() {
+                let name = r
+                    .event_name
+                    .as_ref()
+                    .map(|n| n.as_str().to_owned())
+                    .unwrap_or_default();
+                let Some(change) = r.dynamodb else { continue };
+                let keys = serde_dynamo::Item::from(change.keys.clone().unwrap_or_default());
+                let sk_is_message = matches!(keys.get("sk"), Some(serde_dynamo::AttributeValue::S(s)) if s == "MSG");
+                if name != "INSERT" || !sk_is_message {
+                    continue;
+                }
+                let mut stream_record = StreamRecord::default();
+                stream_record.keys = keys;
+                stream_record.new_image =
+                    serde_dynamo::Item::from(change.new_image.unwrap_or_default());
+                stream_record.sequence_number = change.sequence_number;
+                let mut record = EventRecord::default();
+                record.event_name = name;
+                record.event_id = r.event_id.unwrap_or_default();
+                record.event_source = Some("aws:dynamodb".into());
+                record.change = stream_record;
+                records.push(record);
+            }
+            next.extend(out.next_shard_iterator);
+        }
+        *self.iterators.lock().expect("lock") = next;
+        let mut event = StreamEvent::default();
+        event.records = records;
+        event
+    }
+
+    /// Receives what is visible on a queue now (long-poll 1 s), as a Lambda SQS event.
+    pub async fn receive(&self, url: &str) -> SqsEvent {
+        let out = self
+            .sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .expect("receive");
+        let mut event = SqsEvent::default();
+        event.records = out
+            .messages
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| {
+                let mut msg = SqsMessage::default();
+                msg.message_id = m.message_id;
+                msg.receipt_handle = m.receipt_handle;
+                msg.body = m.body;
+                msg.event_source = Some("aws:sqs".into());
+                msg
+            })
+            .collect();
+        event
+    }
+
+    /// Deletes the messages of `event` that are not in `failed` (what the SQS event source does).
+    pub async fn delete_handled(&self, url: &str, event: &SqsEvent, failed: &[String]) {
+        for m in &event.records {
+            if failed.iter().any(|f| Some(f) == m.message_id.as_ref()) {
+                continue;
+            }
+            if let Some(handle) = &m.receipt_handle {
+                self.sqs
+                    .delete_message()
+                    .queue_url(url)
+                    .receipt_handle(handle)
+                    .send()
+                    .await
+                    .expect("delete");
+            }
+        }
+    }
+
+    /// Plays the retry queue's event source once: receive, process, delete the handled ones.
+    /// Returns how many records were delivered.
+    pub async fn drain_retry_once<C: Clock>(&self, p: &TestProcessor<C>) -> usize {
+        let event = self.receive(&self.retry_url).await;
+        let n = event.records.len();
+        if n > 0 {
+            let (response, _) = p.handle_sqs_batch(event.clone()).await;
+            let failed: Vec<String> = response
+                .batch_item_failures
+                .iter()
+                .map(|f| f.item_identifier.clone())
+                .collect();
+            self.delete_handled(&self.retry_url, &event, &failed).await;
+        }
+        n
+    }
+}
