@@ -189,7 +189,7 @@ impl fmt::Display for MessageKey {
     }
 }
 
-/// Where a message stands in its life cycle (see DESIGN.md, "State machine of a message").
+/// Where a message stands in its life cycle (docs/architecture.md, "The message state machine").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {

@@ -6,20 +6,32 @@
 //! # Layout
 //!
 //! - [`domain`]: newtypes that are valid by construction (source names, event ids, event types,
-//!   message keys) and the message status.
+//!   message keys, body digests) and the message status.
 //! - [`clock`]: the injectable clock every time-dependent rule reads.
+//! - [`config`]: [`config::Env`], the one way to read an environment variable, every variable
+//!   documented once ([`config::catalog`]), and each function's configuration.
+//! - [`sources`]: the configured sources (scheme, tolerance, id/type rules, kept headers) and
+//!   their secrets.
 //! - [`signature`]: the `Scheme` trait and one file per scheme (Stripe, Standard Webhooks,
 //!   GitHub, Shopify, Slack, generic HMAC-SHA256), registered in one list; constant-time, with
 //!   redacted secrets and several secrets per source.
 //! - [`identity`]: where an event's id and type come from (`FieldRule`) and their extraction.
-//! - [`sources`]: the configured sources (scheme, tolerance, id/type rules, kept headers) and
-//!   their secrets.
-//! - [`config`]: the functions' configuration from environment variables or AWS Secrets Manager.
-//! - [`store`]: the storage boundary: small capability traits, the DynamoDB adapter and an
-//!   in-memory fake for unit tests.
 //! - [`ingest`]: the ingest command: verify, identify, store once, and the outcome or a typed
 //!   error that knows its HTTP status and JSON body.
+//! - [`message`]: a stored message, its history, and the documents that travel through the
+//!   queues (retry request, quarantine notice).
+//! - [`policy`]: pure decisions: backoff with full jitter, what follows a failure, whether a
+//!   message may be claimed.
+//! - [`process`]: the processor (the message state machine), the handler registry, and the
+//!   lifting of the per-message function over stream and SQS batches.
+//! - [`queue`]: the retry queue and the quarantine, as two roles (SQS adapters, in-memory fakes).
+//! - [`reaper`]: one pass over the sparse index of open messages, re-driving what is due.
+//! - [`ops`]: operator actions shared by the CLI and the tests (replay).
 //! - [`metrics`]: the metric type and the one CloudWatch EMF writer every function emits through.
+//! - [`store`]: the storage boundary: small capability traits, the table's schema, attribute
+//!   helpers, the DynamoDB adapter and an in-memory fake for unit tests.
+//!
+//! How these fit together: `docs/architecture.md`.
 
 pub mod clock;
 pub mod config;
@@ -36,3 +48,24 @@ pub mod reaper;
 pub mod signature;
 pub mod sources;
 pub mod store;
+
+#[cfg(test)]
+mod tests {
+    /// The `# Layout` section above names every module of the crate.
+    #[test]
+    fn layout_names_every_module() {
+        let source = include_str!("lib.rs");
+        let docs: String = source.lines().filter(|l| l.starts_with("//!")).collect();
+        let modules: Vec<&str> = source
+            .lines()
+            .filter_map(|l| l.strip_prefix("pub mod ")?.strip_suffix(';'))
+            .collect();
+        assert!(modules.len() >= 15, "{modules:?}");
+        for m in modules {
+            assert!(
+                docs.contains(&format!("[`{m}`]")),
+                "the Layout docs do not name `{m}`"
+            );
+        }
+    }
+}

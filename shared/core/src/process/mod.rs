@@ -1,4 +1,5 @@
-//! The processor: takes a stored message through the state machine of DESIGN.md.
+//! The processor: takes a stored message through its state machine
+//! (docs/architecture.md, "The message state machine").
 //!
 //! `pending`/`retrying` (or `processing` with an expired lease) → the handler chosen by
 //! `(source, event type)` → `processed` (effects committed in the same transaction), `ignored`
