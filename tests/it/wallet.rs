@@ -1,6 +1,7 @@
 //! The wallet ledger through the real pipeline against the emulator: signed webhooks → ingest →
 //! stream → process (the deployed registry) → one transaction per event. Property tests with
-//! fewer cases than the in-memory ones, concurrency, and re-drives of committed messages.
+//! fewer cases than the in-memory ones, concurrency, re-drives of committed messages, and Stripe's
+//! delayed-payment flow as Stripe sends it.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::SystemClock;
@@ -14,13 +15,18 @@ use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use wallet_ledger::items::{wallet_pk, WALLET_SK};
-use wallet_ledger::reconcile::reconcile;
-use wallet_ledger::{CreateOutcome, Currency, Entry, Ledger, Wallet, WalletSources};
+use wallet_ledger::reconcile::{reconcile, ReconcileOptions};
+use wallet_ledger::{CreateOutcome, Currency, Entry, Funds, Ledger, Wallet, WalletSources};
 
 const PRICE: i64 = 7;
 
 fn usd() -> Currency {
     Currency::parse("usd").unwrap()
+}
+
+/// Reconciliation with `stale_after_ms` and the default retention (30 days).
+fn opts(stale_after_ms: i64) -> ReconcileOptions {
+    ReconcileOptions::new(stale_after_ms, std::time::Duration::from_secs(30 * 86_400))
 }
 
 async fn setup() -> (Pipeline, TestProcessor<SystemClock>, DynamoInbox) {
@@ -158,7 +164,7 @@ async fn re_driving_a_committed_message_cannot_debit_twice() {
     let report = reconcile(
         &store,
         inbox_core::clock::Clock::now_millis(&SystemClock),
-        86_400_000,
+        opts(86_400_000),
     )
     .await
     .unwrap();
@@ -178,7 +184,11 @@ async fn stripe_top_up_and_refund_through_the_pipeline() {
         ("evt_re", "charge.refunded", refund),
     ] {
         let r = p
-            .ingest(id, kind, json!({"data": {"object": object}}))
+            .ingest(
+                id,
+                kind,
+                json!({"livemode": false, "data": {"object": object}}),
+            )
             .await;
         assert_eq!(r.code(), "accepted");
     }
@@ -208,6 +218,182 @@ async fn stripe_top_up_and_refund_through_the_pipeline() {
             ("topup", "evt_cs".to_string()),
             ("topup_refund", "evt_re".to_string())
         ]
+    );
+}
+
+/// A Checkout Session of `acme` as Stripe renders it, paid by a delayed method (ACH debit).
+fn ach_session(id: &str, pi: &str, status: &str) -> serde_json::Value {
+    json!({"id": id, "object": "checkout.session", "amount_subtotal": 2000, "amount_total": 2000,
+        "currency": "usd", "customer": "cus_1", "livemode": false, "metadata": {"tenant": "acme"},
+        "mode": "payment", "payment_intent": pi, "payment_method_types": ["us_bank_account"],
+        "payment_status": status, "status": "complete"})
+}
+
+#[tokio::test]
+async fn a_delayed_payment_through_the_pipeline_is_credited_once_when_its_funds_arrive() {
+    let (p, processor, store) = setup().await;
+    let send = |id: &'static str, kind: &'static str, object: serde_json::Value| {
+        let p = &p;
+        async move {
+            let body = json!({"api_version": "2024-06-20", "created": 1_795_000_000,
+                "livemode": false, "pending_webhooks": 1, "data": {"object": object}});
+            p.ingest(id, kind, body).await.code().to_owned()
+        }
+    };
+    // Day 0: checkout completes unpaid (ACH); another session of the same day will fail.
+    send(
+        "evt_cs",
+        "checkout.session.completed",
+        ach_session("cs_1", "pi_1", "unpaid"),
+    )
+    .await;
+    send(
+        "evt_cs2",
+        "checkout.session.completed",
+        ach_session("cs_2", "pi_2", "unpaid"),
+    )
+    .await;
+    let (response, summary) = processor.handle_stream_batch(p.read_stream().await).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(summary.outcomes.get("processed"), Some(&2), "{summary:?}");
+    assert_eq!(wallet(&store).await.balance.minor(), 0, "awaiting funds");
+    let row = Ledger::new(&store)
+        .payment_row("acme", "pi_1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((row.funds, row.expected), (Funds::Awaiting, 2000));
+
+    // Days later: the funds arrive. The intent's event carries no metadata (Checkout does not
+    // copy it), the session's async event is delivered twice; an unrelated intent of the same
+    // Stripe account, and the other session's failure, arrive too.
+    let intent = json!({"id": "pi_1", "object": "payment_intent", "amount": 2000,
+        "amount_received": 2000, "currency": "usd", "livemode": false, "metadata": {},
+        "status": "succeeded"});
+    let other = json!({"id": "pi_other", "object": "payment_intent", "amount": 999,
+        "amount_received": 999, "currency": "usd", "livemode": false, "metadata": {},
+        "status": "succeeded"});
+    assert_eq!(
+        send("evt_pi", "payment_intent.succeeded", intent).await,
+        "accepted"
+    );
+    let succeeded = ach_session("cs_1", "pi_1", "paid");
+    assert_eq!(
+        send(
+            "evt_async",
+            "checkout.session.async_payment_succeeded",
+            succeeded.clone()
+        )
+        .await,
+        "accepted"
+    );
+    assert_eq!(
+        send(
+            "evt_async",
+            "checkout.session.async_payment_succeeded",
+            succeeded
+        )
+        .await,
+        "duplicate"
+    );
+    send("evt_other", "payment_intent.succeeded", other).await;
+    send(
+        "evt_failed",
+        "checkout.session.async_payment_failed",
+        ach_session("cs_2", "pi_2", "unpaid"),
+    )
+    .await;
+    let batch = p.read_stream().await;
+    let (response, summary) = processor.handle_stream_batch(batch.clone()).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(
+        (
+            summary.outcomes.get("processed"),
+            summary.outcomes.get("ignored")
+        ),
+        (Some(&3), Some(&1)),
+        "{summary:?}"
+    );
+    assert_eq!(wallet(&store).await.balance.minor(), 2000, "credited once");
+    let ignored = p.message_of("stripe", "evt_other").await;
+    assert_eq!(ignored.status, Status::Ignored);
+    let note = &ignored.history.last().unwrap().note;
+    assert!(
+        note.contains("not ours") && note.contains("pi_other"),
+        "{note}"
+    );
+    assert!(
+        p.receive(&p.quarantine_url).await.records.is_empty(),
+        "nothing quarantined: no alarm"
+    );
+    let failed = Ledger::new(&store)
+        .payment_row("acme", "pi_2")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((failed.funds, failed.credited), (Funds::Failed, 0));
+
+    // A refund of it later: the charge names no tenant; the payment index does.
+    let refund = json!({"id": "ch_1", "object": "charge", "amount": 2000, "amount_refunded": 500,
+        "currency": "usd", "livemode": false, "metadata": {}, "payment_intent": "pi_1",
+        "refunded": false});
+    assert_eq!(send("evt_re", "charge.refunded", refund).await, "accepted");
+    processor.handle_stream_batch(p.read_stream().await).await;
+    assert_eq!(wallet(&store).await.balance.minor(), 1500);
+    // The stream redelivers the funds' batch (last: a redelivery's conflicting transactions make
+    // moto replace the table's stream, so nothing can be read from it afterwards).
+    processor.handle_stream_batch(batch).await;
+    assert_eq!(wallet(&store).await.balance.minor(), 1500);
+    let kinds: Vec<_> = entries(&store)
+        .await
+        .iter()
+        .map(|e| (e.kind.as_str(), e.amount.minor(), e.event_id.clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("topup", 2000, "evt_pi".to_string()),
+            ("topup_refund", 500, "evt_re".to_string())
+        ],
+        "whichever success event came first credited; the others found the payment"
+    );
+    let report = reconcile(
+        &store,
+        inbox_core::clock::Clock::now_millis(&SystemClock),
+        opts(86_400_000),
+    )
+    .await
+    .unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.wallets, 1);
+}
+
+#[tokio::test]
+async fn the_readme_sample_events_move_the_money_the_readme_says() {
+    let (p, processor, store) = setup().await;
+    for file in ["top-up", "ach-completed", "ach-succeeded", "refund"] {
+        let path = integration_tests::root().join(format!("events/wallet/{file}.json"));
+        let body = std::fs::read_to_string(&path).unwrap();
+        let headers = p.harness.sign("stripe", body.as_bytes(), "");
+        let reply = p
+            .harness
+            .send(&integration_tests::api_event(
+                "POST",
+                "stripe",
+                &headers,
+                Some(&body),
+                false,
+            ))
+            .await;
+        assert_eq!(reply.code(), "accepted", "{file}");
+    }
+    let (response, summary) = processor.handle_stream_batch(p.read_stream().await).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(summary.outcomes.get("processed"), Some(&4), "{summary:?}");
+    assert_eq!(
+        wallet(&store).await.balance.minor(),
+        2000 + 5000 - 500,
+        "+20.00, an ACH payment of 50.00 once its funds arrived, a refund of 5.00"
     );
 }
 
@@ -365,7 +551,7 @@ proptest! {
             let (response, _) = processor.handle_stream_batch(p.read_stream().await).await;
             assert!(response.batch_item_failures.is_empty());
             let w = wallet(&store).await;
-            let report = reconcile(&store, 0, i64::MAX).await.unwrap();
+            let report = reconcile(&store, 0, opts(i64::MAX)).await.unwrap();
             (w.balance.minor(), w.held.minor(), report.is_clean())
         });
         let distinct: Vec<(u8, u8)> = {

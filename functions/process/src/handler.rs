@@ -17,7 +17,7 @@ use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
 use inbox_core::store::{ItemStore, MessageStore};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
-use wallet_ledger::{WalletHandler, WalletSources};
+use wallet_ledger::{WalletConfig, WalletHandler};
 
 /// The processor as deployed.
 pub type Service = Processor<DynamoInbox, SqsRetryQueue, SqsQuarantine, SystemClock>;
@@ -25,9 +25,10 @@ pub type Service = Processor<DynamoInbox, SqsRetryQueue, SqsQuarantine, SystemCl
 /// The composition root: every handler, by `(source, event type)`, in one place. Events without a
 /// handler become `ignored` (kept, listable, replayable once a handler exists).
 ///
-/// - the wallet ledger: Stripe top-ups and refunds (`WALLET_STRIPE_SOURCE`, default `stripe`)
-///   and email delivery events (`WALLET_MAILER_SOURCE`, default `mailer`).
-pub fn registry<S: ItemStore + 'static>(store: S, wallet: WalletSources) -> Registry {
+/// - the wallet ledger: Stripe top-ups and refunds (`WALLET_STRIPE_SOURCE`, default `stripe`, in
+///   the `WALLET_STRIPE_MODE`) and email delivery events (`WALLET_MAILER_SOURCE`, default
+///   `mailer`). Given its sources alone, the rest of its configuration is the documented default.
+pub fn registry<S: ItemStore + 'static>(store: S, wallet: impl Into<WalletConfig>) -> Registry {
     WalletHandler::new(store, wallet).register(Registry::new())
 }
 
@@ -35,7 +36,7 @@ pub fn registry<S: ItemStore + 'static>(store: S, wallet: WalletSources) -> Regi
 pub async fn build() -> Result<Service, ConfigError> {
     let env = Env::process();
     let config = ProcessConfig::read(&env)?;
-    let wallet = WalletSources::read(&env)?;
+    let wallet = WalletConfig::read(&env)?;
     let sdk = aws_config::load_from_env().await;
     let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
     let sqs = aws_sdk_sqs::Client::new(&sdk);

@@ -1,8 +1,10 @@
 //! The reconcile Lambda's handler: one pass over every prepaid wallet per scheduled invocation.
 //!
 //! Each run calls [`wallet_ledger::reconcile::reconcile`] (stale holds, wallets whose balance or
-//! held amount disagrees with their entries, entries whose webhook event is missing), logs the
-//! report (warn when something is wrong, info otherwise) and emits the counts through the core's
+//! held amount disagrees with their entries or that cannot be read, entries whose webhook event is
+//! missing — within `DELIVERY_RETENTION_DAYS`, the messages' retention), logs the report (warn
+//! when something is wrong, or when wallets were found only by the fallback scan and need
+//! `inboxctl wallet reindex`; info otherwise) and emits the counts through the core's
 //! metric writer ([`inbox_core::metrics::EmfWriter`]: one CloudWatch embedded-metric-format line,
 //! namespace `WebhookIngestor/Wallet`: `StaleHolds`, `MismatchedWallets`, `OrphanEntries`):
 //! CloudWatch turns that log line into the metrics the alarms watch, without an API call. The
@@ -20,7 +22,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use wallet_ledger::config::RECONCILE_STALE_AFTER_HOURS;
-use wallet_ledger::reconcile::{reconcile, ReconcileReport};
+use wallet_ledger::reconcile::{reconcile, ReconcileOptions, ReconcileReport};
 
 /// At most this many problems of each kind go into the log line (CloudWatch Logs cuts events at
 /// 256 KB); the counts and the invocation's result are always complete.
@@ -33,6 +35,9 @@ const HOUR_MS: i64 = 3_600_000;
 pub struct ReconcileConfig {
     pub table_name: String,
     pub stale_after_hours: u32,
+    /// `DELIVERY_RETENTION_DAYS`: how long processed messages are kept, so how far back entries
+    /// must find theirs.
+    pub retention_days: u32,
 }
 
 impl ReconcileConfig {
@@ -41,7 +46,8 @@ impl ReconcileConfig {
         Self::read(&Env::process())
     }
 
-    /// Reads the configuration from `env` (`TABLE_NAME`, `RECONCILE_STALE_AFTER_HOURS`).
+    /// Reads the configuration from `env` (`TABLE_NAME`, `RECONCILE_STALE_AFTER_HOURS`,
+    /// `DELIVERY_RETENTION_DAYS`).
     pub fn read(env: &Env) -> Result<Self, ConfigError> {
         let table_name = env.required(&catalog::TABLE_NAME)?;
         let stale_after_hours: u32 = env
@@ -53,15 +59,25 @@ impl ReconcileConfig {
                 reason: "must be at least 1 (0 would report every hold as stale)".into(),
             });
         }
+        let retention_days = env.parse(&catalog::DELIVERY_RETENTION_DAYS)?;
         Ok(Self {
             table_name,
             stale_after_hours,
+            retention_days,
         })
     }
 
     /// The stale threshold in milliseconds.
     pub fn stale_after_ms(&self) -> i64 {
         i64::from(self.stale_after_hours) * HOUR_MS
+    }
+
+    /// What a run checks against: the stale threshold, and the orphan window the retention gives.
+    pub fn options(&self) -> ReconcileOptions {
+        ReconcileOptions::new(
+            self.stale_after_ms(),
+            Duration::from_secs(u64::from(self.retention_days) * 86_400),
+        )
     }
 }
 
@@ -75,29 +91,29 @@ pub struct Run {
     pub metrics: Vec<Metric>,
 }
 
-/// The reconciler: a store, a clock, the stale threshold, and where its metrics go.
+/// The reconciler: a store, a clock, what it checks against, and where its metrics go.
 pub struct Reconciler<S, C> {
     store: S,
     clock: C,
-    stale_after_ms: i64,
+    options: ReconcileOptions,
     metrics: Arc<dyn MetricSink>,
 }
 
 impl<S, C> std::fmt::Debug for Reconciler<S, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reconciler")
-            .field("stale_after_ms", &self.stale_after_ms)
+            .field("options", &self.options)
             .finish()
     }
 }
 
 impl<S: ItemStore, C: Clock> Reconciler<S, C> {
     /// A reconciler emitting its metrics as EMF on stdout.
-    pub fn new(store: S, clock: C, stale_after_ms: i64) -> Self {
+    pub fn new(store: S, clock: C, options: ReconcileOptions) -> Self {
         Self {
             store,
             clock,
-            stale_after_ms,
+            options,
             metrics: Arc::new(EmfWriter::stdout()),
         }
     }
@@ -111,7 +127,7 @@ impl<S: ItemStore, C: Clock> Reconciler<S, C> {
     /// Checks every wallet once.
     pub async fn run(&self) -> Result<Run, StoreError> {
         let now_ms = self.clock.now_millis();
-        let report = reconcile(&self.store, now_ms, self.stale_after_ms).await?;
+        let report = reconcile(&self.store, now_ms, self.options).await?;
         let metrics = report.metrics();
         Ok(Run {
             report,
@@ -124,7 +140,8 @@ impl<S: ItemStore, C: Clock> Reconciler<S, C> {
 /// The reconciler as deployed.
 pub type Service = Reconciler<DynamoInbox, SystemClock>;
 
-/// A DynamoDB client for a batch job: it scans the table, so patient per-attempt timeouts and
+/// A DynamoDB client for a batch job: it reads many items (and, until the wallet registry is
+/// complete, scans the table), so patient per-attempt timeouts and
 /// more retries than the request/response paths (a throttled page is retried, not fatal).
 fn client(sdk: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
     let config = aws_sdk_dynamodb::config::Builder::from(sdk)
@@ -144,7 +161,7 @@ pub async fn build() -> Result<Service, ConfigError> {
     let config = ReconcileConfig::from_env()?;
     let sdk = aws_config::load_from_env().await;
     let store = DynamoInbox::new(client(&sdk), config.table_name.clone());
-    Ok(Reconciler::new(store, SystemClock, config.stale_after_ms()))
+    Ok(Reconciler::new(store, SystemClock, config.options()))
 }
 
 /// The report for the log line: complete counts, at most [`LOGGED_PER_KIND`] problems of each
@@ -155,17 +172,27 @@ pub fn log_view(report: &ReconcileReport) -> Value {
         "clean": report.is_clean(),
         "wallets": report.wallets,
         "entries": report.entries,
+        "registry_complete": report.registry_complete,
         "counts": {
             "stale_holds": report.stale_holds.len(),
             "mismatched_wallets": report.mismatched_wallets.len(),
             "orphan_entries": report.orphan_entries.len(),
+            "unreadable_wallets": report.unreadable_wallets.len(),
+            "unsettled_wallets": report.unsettled_wallets.len(),
+            "unregistered_wallets": report.unregistered_wallets.len(),
         },
         "stale_holds": report.stale_holds.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "mismatched_wallets": report.mismatched_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "orphan_entries": report.orphan_entries.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
+        "unreadable_wallets": report.unreadable_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
+        "unsettled_wallets": report.unsettled_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
+        "unregistered_wallets": report.unregistered_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "truncated": cap(report.stale_holds.len())
             || cap(report.mismatched_wallets.len())
-            || cap(report.orphan_entries.len()),
+            || cap(report.orphan_entries.len())
+            || cap(report.unreadable_wallets.len())
+            || cap(report.unsettled_wallets.len())
+            || cap(report.unregistered_wallets.len()),
     })
 }
 
@@ -180,6 +207,12 @@ pub async fn handle<S: ItemStore, C: Clock>(
     )?;
     let r = &run.report;
     let view = log_view(r).to_string();
+    if !r.unregistered_wallets.is_empty() {
+        tracing::warn!(
+            unregistered = r.unregistered_wallets.len(),
+            "wallets created before the wallet registry were found by a table scan; run `inboxctl wallet reindex` once to register them and stop scanning"
+        );
+    }
     if r.is_clean() {
         tracing::info!(
             wallets = r.wallets,
@@ -194,6 +227,7 @@ pub async fn handle<S: ItemStore, C: Clock>(
             stale_holds = r.stale_holds.len(),
             mismatched_wallets = r.mismatched_wallets.len(),
             orphan_entries = r.orphan_entries.len(),
+            unreadable_wallets = r.unreadable_wallets.len(),
             report = %view,
             "wallets do not reconcile"
         );
@@ -223,6 +257,8 @@ mod tests {
         assert_eq!(c.table_name, "t");
         assert_eq!(c.stale_after_hours, 24);
         assert_eq!(c.stale_after_ms(), 24 * 3_600_000);
+        assert_eq!(c.retention_days, 30);
+        assert_eq!(c.options().orphan_window_ms, 30 * 86_400_000 - 3_600_000);
         let c = ReconcileConfig::read(&lookup(&[
             ("TABLE_NAME", "t"),
             ("RECONCILE_STALE_AFTER_HOURS", " 6 "),
@@ -235,6 +271,10 @@ mod tests {
                 .to_string()
         };
         assert!(err(&[]).contains("TABLE_NAME"));
+        assert!(
+            err(&[("TABLE_NAME", "t"), ("DELIVERY_RETENTION_DAYS", "a week")])
+                .contains("DELIVERY_RETENTION_DAYS")
+        );
         for bad in ["x", "-1", "1.5", "0"] {
             let e = err(&[("TABLE_NAME", "t"), ("RECONCILE_STALE_AFTER_HOURS", bad)]);
             assert!(e.contains("RECONCILE_STALE_AFTER_HOURS"), "{bad}: {e}");
@@ -254,6 +294,15 @@ mod tests {
 
     fn usd() -> Currency {
         Currency::parse("usd").unwrap()
+    }
+
+    fn options() -> ReconcileOptions {
+        ReconcileConfig::read(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("RECONCILE_STALE_AFTER_HOURS", "1"),
+        ]))
+        .unwrap()
+        .options()
     }
 
     fn entry(tenant: &str, id: &str, balance_delta: i64, event_id: &str) -> Entry {
@@ -284,11 +333,16 @@ mod tests {
         let mut wallet = Wallet::new("acme", usd(), 25, 0, None, T0);
         store.put_item(wallet.to_item());
         let metrics = Arc::new(RecordingSink::new());
-        let r = Reconciler::new(store.clone(), ManualClock::at_millis(T0), HOUR_MS)
+        let r = Reconciler::new(store.clone(), ManualClock::at_millis(T0), options())
             .with_metrics(metrics.clone());
         let clean = handle(&r, event()).await.unwrap();
         assert_eq!(clean["wallets"], 1);
         assert_eq!(clean["mismatched_wallets"], json!([]));
+        assert_eq!(
+            clean["unregistered_wallets"],
+            json!(["acme"]),
+            "a wallet put before the registry: found by the fallback scan"
+        );
         let emitted = metrics.emitted();
         assert_eq!(
             emitted
@@ -340,11 +394,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_orphan_window_follows_delivery_retention_days() {
+        let store = Arc::new(MemoryStore::new());
+        store.put_item(Wallet::new("acme", usd(), 25, 0, None, T0).to_item());
+        let mut old = entry("acme", "e1", 0, "evt_expired");
+        old.at = T0 - 10 * 86_400_000;
+        store.put_item(old.to_item());
+        let orphans = |days: &str| {
+            let config = ReconcileConfig::read(&lookup(&[
+                ("TABLE_NAME", "t"),
+                ("DELIVERY_RETENTION_DAYS", days),
+            ]))
+            .unwrap();
+            let r = Reconciler::new(store.clone(), ManualClock::at_millis(T0), config.options());
+            async move { r.run().await.unwrap().report.orphan_entries.len() }
+        };
+        assert_eq!(
+            orphans("7").await,
+            0,
+            "its message may have expired: not checked"
+        );
+        assert_eq!(orphans("30").await, 1, "its message must still be there");
+    }
+
+    #[tokio::test]
     async fn a_store_error_fails_the_invocation() {
         let store = Arc::new(MemoryStore::new());
         store.put_item(Wallet::new("acme", usd(), 25, 0, None, T0).to_item());
         store.set_down(true);
-        let r = Reconciler::new(store, ManualClock::at_millis(T0), HOUR_MS);
+        let r = Reconciler::new(store, ManualClock::at_millis(T0), options());
         assert!(handle(&r, event()).await.is_err());
     }
 

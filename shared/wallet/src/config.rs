@@ -1,13 +1,18 @@
 //! The wallet ledger's environment variables, documented with the core's [`Var`] (the README's
-//! configuration tables list them with the core's), and [`WalletSources::read`].
+//! configuration tables list them with the core's), and [`WalletConfig::read`]: what the handler
+//! needs (its sources, the Stripe mode it moves money for, the largest amount it accepts, and the
+//! retention the core's `DELIVERY_RETENTION_DAYS` gives).
 
+use crate::parse::StripeMode;
 use crate::WalletSources;
-use inbox_core::config::doc::readers::PROCESS;
+use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
+use inbox_core::config::doc::readers::{INBOXCTL, PROCESS};
 use inbox_core::config::doc::{ReadBy, Unset};
 use inbox_core::config::{ConfigError, Env, Var};
+use std::time::Duration;
 
 /// The reconcile function, as `template.yaml` names it.
-pub const RECONCILE: &str = "reconcile";
+pub use inbox_core::config::doc::readers::RECONCILE;
 
 pub const WALLET_STRIPE_SOURCE: Var = Var {
     name: "WALLET_STRIPE_SOURCE",
@@ -23,6 +28,28 @@ pub const WALLET_MAILER_SOURCE: Var = Var {
     meaning: "the source whose email delivery events hold, debit and refund wallets",
 };
 
+pub const WALLET_STRIPE_MODE: Var = Var {
+    name: "WALLET_STRIPE_MODE",
+    read_by: ReadBy::Only(&[PROCESS]),
+    unset: Unset::Default("test"),
+    meaning:
+        "`live` or `test`: the Stripe mode whose events move money; an event whose `livemode` \
+              says the other mode (or says nothing) is `ignored` with the reason. `template.yaml` \
+              sets `live` for the `prod` stage, `test` for the others",
+};
+
+/// The default of [`WALLET_MAX_AMOUNT`]: 10^12 minor units (ten billion dollars).
+pub const DEFAULT_MAX_AMOUNT: i64 = 1_000_000_000_000;
+
+pub const WALLET_MAX_AMOUNT: Var = Var {
+    name: "WALLET_MAX_AMOUNT",
+    read_by: ReadBy::Only(&[PROCESS, INBOXCTL]),
+    unset: Unset::Default("1000000000000"),
+    meaning: "the largest amount, in minor units, that one Stripe event may credit or refund and \
+              that `inboxctl wallet create` accepts as a price, floor or review threshold; a larger \
+              one is refused with the reason (the event fails into quarantine), at least 1",
+};
+
 pub const RECONCILE_STALE_AFTER_HOURS: Var = Var {
     name: "RECONCILE_STALE_AFTER_HOURS",
     read_by: ReadBy::Only(&[RECONCILE]),
@@ -34,8 +61,71 @@ pub const RECONCILE_STALE_AFTER_HOURS: Var = Var {
 pub const VARS: &[&Var] = &[
     &WALLET_STRIPE_SOURCE,
     &WALLET_MAILER_SOURCE,
+    &WALLET_STRIPE_MODE,
+    &WALLET_MAX_AMOUNT,
     &RECONCILE_STALE_AFTER_HOURS,
 ];
+
+/// Everything the [`crate::WalletHandler`] is configured with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalletConfig {
+    pub sources: WalletSources,
+    /// Events of the other mode move no money.
+    pub stripe_mode: StripeMode,
+    /// The largest amount (minor units) one Stripe event may move.
+    pub max_amount: i64,
+    /// How long records kept for a payment no wallet knows yet (a refund that came first) live.
+    pub retention: Duration,
+}
+
+impl Default for WalletConfig {
+    /// The documented defaults: sources `stripe` and `mailer`, test mode, 10^12, 30 days.
+    fn default() -> Self {
+        Self {
+            sources: WalletSources::default(),
+            stripe_mode: StripeMode::Test,
+            max_amount: DEFAULT_MAX_AMOUNT,
+            retention: Duration::from_secs(30 * 86_400),
+        }
+    }
+}
+
+impl From<WalletSources> for WalletConfig {
+    fn from(sources: WalletSources) -> Self {
+        Self {
+            sources,
+            ..Self::default()
+        }
+    }
+}
+
+impl WalletConfig {
+    /// The configuration from `env`: [`WalletSources::read`], `WALLET_STRIPE_MODE`,
+    /// `WALLET_MAX_AMOUNT` and `DELIVERY_RETENTION_DAYS`.
+    pub fn read(env: &Env) -> Result<Self, ConfigError> {
+        let days: u32 = env.parse(&DELIVERY_RETENTION_DAYS)?;
+        Ok(Self {
+            sources: WalletSources::read(env)?,
+            stripe_mode: env.parse(&WALLET_STRIPE_MODE)?,
+            max_amount: max_amount(env)?,
+            retention: Duration::from_secs(u64::from(days) * 86_400),
+        })
+    }
+}
+
+/// `WALLET_MAX_AMOUNT` (or its default): a whole number of minor units, at least 1.
+pub fn max_amount(env: &Env) -> Result<i64, ConfigError> {
+    let max: i64 = env
+        .parse(&WALLET_MAX_AMOUNT)
+        .map_err(|e| e.expecting("a whole number of minor units"))?;
+    if max < 1 {
+        return Err(ConfigError::Invalid {
+            var: WALLET_MAX_AMOUNT.name,
+            reason: "must be at least 1".into(),
+        });
+    }
+    Ok(max)
+}
 
 impl WalletSources {
     /// The wallet's sources from `env` (`WALLET_STRIPE_SOURCE`, `WALLET_MAILER_SOURCE`).
@@ -74,5 +164,36 @@ mod tests {
                 mailer: "mail".into()
             }
         );
+    }
+
+    #[test]
+    fn the_config_defaults_to_the_documented_values_and_refuses_bad_ones() {
+        let none = Env::from_pairs::<&str, &str>([]);
+        assert_eq!(WalletConfig::read(&none).unwrap(), WalletConfig::default());
+        assert_eq!(
+            WALLET_MAX_AMOUNT.default_value(),
+            Some(DEFAULT_MAX_AMOUNT.to_string().as_str())
+        );
+        let set = Env::from_pairs([
+            ("WALLET_STRIPE_MODE", " Live "),
+            ("WALLET_MAX_AMOUNT", "5000"),
+            ("DELIVERY_RETENTION_DAYS", "7"),
+        ]);
+        let c = WalletConfig::read(&set).unwrap();
+        assert_eq!(
+            (c.stripe_mode, c.max_amount, c.retention),
+            (StripeMode::Live, 5000, Duration::from_secs(7 * 86_400))
+        );
+        for (var, bad) in [
+            ("WALLET_STRIPE_MODE", "prod"),
+            ("WALLET_MAX_AMOUNT", "0"),
+            ("WALLET_MAX_AMOUNT", "1e12"),
+            ("WALLET_MAX_AMOUNT", "-5"),
+        ] {
+            let e = WalletConfig::read(&Env::from_pairs([(var, bad)]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(var), "{var}={bad}: {e}");
+        }
     }
 }

@@ -2,19 +2,22 @@
 //! the writes that the processor commits in ONE transaction with the message's `processed`
 //! transition — a row `Replace`d at the version read (a concurrent event on the same email or
 //! payment conflicts and is re-run), the wallet `Adjust`ed by commutative adds (events on
-//! different emails never conflict), the entry `Create`d — and the metrics (`WalletOverdrawn`,
-//! `WalletReviewFlagged`) the processor emits once, after that transaction committed.
+//! different emails never conflict), the entries `Create`d — and the metrics (`WalletOverdrawn`,
+//! `WalletReviewFlagged`) the processor emits once, after that transaction committed. An event
+//! that is not the wallet's business (another Stripe mode, a payment of no wallet's) is declined
+//! with the reason (`ignored`, no alarm). Stripe payments are in [`crate::payment`].
 
-use crate::items::{adjust_wallet, email_sk, index_payment, payment_sk};
+use crate::config::WalletConfig;
+use crate::items::adjust_wallet;
 use crate::ledger::{Ledger, LedgerError};
-use crate::model::{EmailRow, Entry, PaymentRow, Wallet};
-use crate::parse::{self, EmailNotice, PaymentNotice};
-use crate::rules::{self, EmailState, Movement, PaymentState};
+use crate::model::{EmailRow, Entry, Wallet};
+use crate::parse::{self, EmailNotice, StripeNotice};
+use crate::rules::{self, EmailState, Flags, Movement};
 use crate::METRICS_NAMESPACE;
 use inbox_core::message::StoredMessage;
 use inbox_core::metrics::Metric;
 use inbox_core::process::registry::{Commit, Handler, HandlerFuture, HandlerOutcome, Registry};
-use inbox_core::store::{Effect, ItemStore, StoreError};
+use inbox_core::store::{Effect, ItemStore};
 use std::sync::Arc;
 
 /// Which sources carry which events.
@@ -36,8 +39,10 @@ impl Default for WalletSources {
 }
 
 /// The Stripe event types the wallet handles.
-pub const STRIPE_TYPES: [&str; 3] = [
+pub const STRIPE_TYPES: [&str; 5] = [
     "checkout.session.completed",
+    "checkout.session.async_payment_succeeded",
+    "checkout.session.async_payment_failed",
     "payment_intent.succeeded",
     "charge.refunded",
 ];
@@ -56,20 +61,28 @@ fn review_flagged(tenant: &str) -> Metric {
         .with_note("monthly debits passed the review threshold")
 }
 
-fn retry(what: &str) -> impl FnOnce(StoreError) -> HandlerOutcome + '_ {
-    move |e| HandlerOutcome::Retry(format!("reading {what}: {e}"))
+/// A read failed: a store error is retried, an unreadable item fails permanently with its reason.
+pub(crate) fn read_failed(what: &str) -> impl FnOnce(LedgerError) -> HandlerOutcome + '_ {
+    move |e| match e {
+        LedgerError::Store(e) => HandlerOutcome::Retry(format!("reading {what}: {e}")),
+        LedgerError::Unreadable(reason) => HandlerOutcome::Permanent(reason),
+    }
 }
 
 /// Handles money-moving events for every tenant.
 #[derive(Debug)]
 pub struct WalletHandler<S> {
-    store: S,
-    sources: WalletSources,
+    pub(crate) store: S,
+    pub(crate) config: WalletConfig,
 }
 
 impl<S: ItemStore> WalletHandler<S> {
-    pub fn new(store: S, sources: WalletSources) -> Self {
-        Self { store, sources }
+    /// A handler with `config` (or just its sources, the rest as documented by default).
+    pub fn new(store: S, config: impl Into<WalletConfig>) -> Self {
+        Self {
+            store,
+            config: config.into(),
+        }
     }
 
     /// Routes this handler for its events into `registry`.
@@ -77,7 +90,7 @@ impl<S: ItemStore> WalletHandler<S> {
     where
         S: 'static,
     {
-        let sources = self.sources.clone();
+        let sources = self.config.sources.clone();
         let me: Arc<dyn Handler> = Arc::new(self);
         let registry = STRIPE_TYPES
             .iter()
@@ -85,33 +98,41 @@ impl<S: ItemStore> WalletHandler<S> {
         registry.on_any(&sources.mailer, me)
     }
 
-    fn ledger(&self) -> Ledger<'_, S> {
+    pub(crate) fn ledger(&self) -> Ledger<'_, S> {
         Ledger::new(&self.store)
     }
 
-    async fn wallet(&self, tenant: &str) -> Result<Wallet, HandlerOutcome> {
+    pub(crate) async fn wallet(&self, tenant: &str) -> Result<Wallet, HandlerOutcome> {
         match self.ledger().wallet(tenant).await {
             Ok(Some(wallet)) => Ok(wallet),
             Ok(None) => Err(HandlerOutcome::Permanent(format!(
                 "no wallet for tenant {tenant:?}; create it (inboxctl wallet create), then replay this message"
             ))),
-            Err(LedgerError::Unreadable(_)) => Err(HandlerOutcome::Permanent(format!(
-                "the wallet item of tenant {tenant:?} is unreadable"
-            ))),
-            Err(LedgerError::Store(e)) => Err(HandlerOutcome::Retry(format!("reading the wallet: {e}"))),
+            Err(e) => Err(read_failed("the wallet")(e)),
         }
     }
 
-    /// The wallet adjustment and the entry for a movement, and the metrics it raises.
-    fn money(
+    /// The wallet adjustment and the entries for the movements of one event, and the metrics
+    /// they raise. Refused (permanently, with the reason) if the wallet's figures would overflow.
+    pub(crate) fn money(
         &self,
         m: &StoredMessage,
         wallet: &Wallet,
         subject: &str,
-        mv: Movement,
-        now: i64,
-    ) -> (Vec<Effect>, Vec<Metric>) {
-        let flags = rules::flags(&wallet.view(m.received_at), &mv);
+        moves: &[Movement],
+    ) -> Result<(Vec<Effect>, Vec<Metric>), HandlerOutcome> {
+        let refuse = |e: crate::money::Overflow| {
+            HandlerOutcome::Permanent(format!(
+                "refused: in the wallet of {:?}, {e}",
+                wallet.tenant
+            ))
+        };
+        let mut view = wallet.view(m.received_at);
+        let mut flags = Flags::default();
+        for mv in moves {
+            flags = flags | rules::flags(&view, mv).map_err(refuse)?;
+            view = view.after(mv).map_err(refuse)?;
+        }
         let mut metrics = Vec::new();
         if flags.overdrawn {
             metrics.push(overdrawn(&wallet.tenant));
@@ -120,23 +141,30 @@ impl<S: ItemStore> WalletHandler<S> {
             metrics.push(review_flagged(&wallet.tenant));
         }
         let money = |minor| wallet.currency.amount(minor);
-        let entry = Entry {
-            id: uuid::Uuid::new_v4().to_string(),
-            tenant: wallet.tenant.clone(),
-            kind: mv.kind,
-            amount: money(mv.amount),
-            balance_delta: money(mv.balance_delta),
-            held_delta: money(mv.held_delta),
-            subject: subject.to_owned(),
-            event_source: m.source.to_string(),
-            event_id: m.event_id.to_string(),
-            at: now,
-        };
-        let effects = vec![
-            adjust_wallet(&wallet.tenant, &mv, m.received_at, flags),
-            Effect::Create(entry.to_item()),
-        ];
-        (effects, metrics)
+        let mut effects =
+            vec![adjust_wallet(&wallet.tenant, moves, m.received_at, flags).map_err(refuse)?];
+        // One id per event; its second movement's entry sorts right after the first (same time).
+        let id = uuid::Uuid::new_v4().to_string();
+        for (i, mv) in moves.iter().enumerate() {
+            let entry = Entry {
+                id: if i == 0 {
+                    id.clone()
+                } else {
+                    format!("{id}.{i}")
+                },
+                tenant: wallet.tenant.clone(),
+                kind: mv.kind,
+                amount: money(mv.amount),
+                balance_delta: money(mv.balance_delta),
+                held_delta: money(mv.held_delta),
+                subject: subject.to_owned(),
+                event_source: m.source.to_string(),
+                event_id: m.event_id.to_string(),
+                at: m.received_at,
+            };
+            effects.push(Effect::Create(entry.to_item()));
+        }
+        Ok((effects, metrics))
     }
 
     async fn email(
@@ -145,12 +173,11 @@ impl<S: ItemStore> WalletHandler<S> {
         notice: EmailNotice,
     ) -> Result<HandlerOutcome, HandlerOutcome> {
         let wallet = self.wallet(&notice.tenant).await?;
-        let sk = email_sk(&notice.message_id);
         let row = self
             .ledger()
             .email_row(&notice.tenant, &notice.message_id)
             .await
-            .map_err(retry(&sk))?
+            .map_err(read_failed("the email's row"))?
             .unwrap_or_else(|| EmailRow {
                 message_id: notice.message_id.clone(),
                 ..Default::default()
@@ -174,85 +201,7 @@ impl<S: ItemStore> WalletHandler<S> {
         }
         let mut commit = Commit::new(vec![next.replace(&notice.tenant, row.version)]);
         if let Some(mv) = movement {
-            let (effects, metrics) = self.money(m, &wallet, &notice.message_id, mv, now);
-            commit.effects.extend(effects);
-            commit.metrics.extend(metrics);
-        }
-        Ok(HandlerOutcome::Commit(commit))
-    }
-
-    async fn payment(
-        &self,
-        m: &StoredMessage,
-        notice: PaymentNotice,
-    ) -> Result<HandlerOutcome, HandlerOutcome> {
-        let tenant = match notice.tenant.clone() {
-            Some(t) => t,
-            None => match self
-                .ledger()
-                .payment_tenant(&notice.payment_key)
-                .await
-                .map_err(retry("PAYMENT"))?
-            {
-                Some(tenant) => tenant,
-                // A refund may arrive before its payment's event was processed (any order): retry
-                // with backoff, quarantined after the last attempt. A credit without a tenant
-                // never will be.
-                None if matches!(notice.event, rules::PaymentEvent::Refunded { .. }) => {
-                    return Err(HandlerOutcome::Retry(format!(
-                        "no tenant yet: data.object.metadata.tenant is missing and payment {} is not known (yet)",
-                        notice.payment_key
-                    )))
-                }
-                None => {
-                    return Err(HandlerOutcome::Permanent(
-                        "no tenant: data.object.metadata.tenant is missing".to_string(),
-                    ))
-                }
-            },
-        };
-        let wallet = self.wallet(&tenant).await?;
-        if let Some(currency) = &notice.currency {
-            if currency != wallet.currency.as_str() {
-                return Err(HandlerOutcome::Permanent(format!(
-                    "currency {currency} does not match the wallet of {tenant:?} ({})",
-                    wallet.currency.as_str()
-                )));
-            }
-        }
-        let sk = payment_sk(&notice.payment_key);
-        let row = self
-            .ledger()
-            .payment_row(&tenant, &notice.payment_key)
-            .await
-            .map_err(retry(&sk))?
-            .unwrap_or_else(|| PaymentRow {
-                payment_key: notice.payment_key.clone(),
-                ..Default::default()
-            });
-        let (state, movement) = rules::payment(
-            PaymentState {
-                credited: row.credited,
-                refunded: row.refunded,
-            },
-            notice.event,
-        );
-        let now = m.received_at;
-        let mut next = row.clone();
-        next.credited = state.credited;
-        next.refunded = state.refunded;
-        next.updated_at = Some(now);
-        if !next.events.contains(&m.event_id.to_string()) {
-            next.events.push(m.event_id.to_string());
-        }
-        let mut commit = Commit::new(vec![next.replace(&tenant, row.version)]);
-        if row.version.is_none() {
-            commit
-                .effects
-                .push(index_payment(&notice.payment_key, &tenant));
-        }
-        if let Some(mv) = movement {
-            let (effects, metrics) = self.money(m, &wallet, &notice.payment_key, mv, now);
+            let (effects, metrics) = self.money(m, &wallet, &notice.message_id, &[mv])?;
             commit.effects.extend(effects);
             commit.metrics.extend(metrics);
         }
@@ -270,12 +219,32 @@ impl<S: ItemStore> WalletHandler<S> {
             .unwrap_or_default();
         let unusable = |e: parse::Unusable| HandlerOutcome::Permanent(e.0);
         let nothing = || Ok(HandlerOutcome::commit(Vec::new()));
-        if m.source.as_str() == self.sources.stripe {
-            match parse::stripe(event_type, &body).map_err(unusable)? {
-                Some(notice) => self.payment(m, notice).await,
+        let sources = &self.config.sources;
+        if m.source.as_str() == sources.stripe {
+            // The mode first: an event of the other mode is not ours, whatever else it says.
+            let mode = self.config.stripe_mode;
+            match parse::livemode(&body).map(parse::StripeMode::of) {
+                Some(of) if of == mode => {}
+                Some(of) => {
+                    return Ok(HandlerOutcome::Ignore(format!(
+                        "a {} mode event (livemode); this source moves money for {} mode events only (WALLET_STRIPE_MODE)",
+                        of.as_str(),
+                        mode.as_str()
+                    )))
+                }
+                None => {
+                    return Ok(HandlerOutcome::Ignore(format!(
+                        "the event does not say its mode (no livemode); this source moves money for {} mode events only",
+                        mode.as_str()
+                    )))
+                }
+            }
+            match parse::stripe(event_type, &body, self.config.max_amount).map_err(unusable)? {
+                Some(StripeNotice::Payment(notice)) => self.payment(m, notice).await,
+                Some(StripeNotice::NoMoney(reason)) => Ok(HandlerOutcome::Ignore(reason)),
                 None => nothing(),
             }
-        } else if m.source.as_str() == self.sources.mailer {
+        } else if m.source.as_str() == sources.mailer {
             match parse::email(event_type, &body).map_err(unusable)? {
                 Some(notice) => self.email(m, notice).await,
                 None => nothing(),

@@ -7,17 +7,36 @@
 //!
 //! | item | `sk` | holds |
 //! |---|---|---|
-//! | wallet | `WALLET` | currency, balance, held, floor, price per email, review threshold, flags, `debits_YYYY_MM` |
+//! | wallet | `WALLET` | currency, balance, held, floor, price per email, review threshold, flags, `debits_YYYY_MM`, `changes` (movements so far) |
 //! | email | `EMAIL#{message_id}` | state, amount, the webhook event ids that moved it, version |
-//! | payment | `PAY#{payment intent}` | credited, refunded, event ids, version |
+//! | payment | `PAY#{payment intent}` | funds (`unknown`, `awaiting`, `paid`, `failed`), expected, credited, refund total, refunded, event ids, version |
 //! | entry | `ENTRY#{ms}#{uuid}` | kind, amount, balance and held deltas, email or payment id, webhook event id, time |
 //!
-//! plus `pk = PAYMENT#{payment intent}`, `sk = PAYMENT`: the tenant of a payment, for refunds
-//! whose charge carries no tenant. Every amount is a number in the wallet currency's minor unit.
+//! plus
+//!
+//! - `pk = PAYMENT#{payment intent}`, `sk = PAYMENT`: the payment index — the tenant of a payment
+//!   (refunds and payment intents find it there), or, while no event named one, the refunds
+//!   reported for it (with a TTL: a payment of no wallet's is forgotten after the retention);
+//! - `pk = WALLETS`, `sk = TENANT#{tenant}`: the wallet registry, one item per wallet, written
+//!   with it, so reconciliation finds wallets with a `Query` instead of a scan; `sk = REGISTRY`
+//!   marks the registry complete (`inboxctl wallet reindex` registered the wallets created before
+//!   it existed).
+//!
+//! Every amount is a number in the wallet currency's minor unit. Reading is strict: an amount
+//! that is present but not a whole number fitting 64 bits makes the item unreadable (an error,
+//! never 0).
+
+mod lookup;
+
+pub use lookup::{
+    payment_index_key, KIND_PAYMENT_INDEX, KIND_REGISTRY, REGISTRY_COMPLETE_SK, REGISTRY_PK,
+    REGISTRY_PREFIX,
+};
+pub(crate) use lookup::{register_wallet, registered_tenant, registry_complete};
 
 use crate::model::{month_of, EmailRow, Entry, PaymentRow, Wallet};
-use crate::money::Currency;
-use crate::rules::{self, Flags, Movement};
+use crate::money::{checked_sum, Currency, Overflow};
+use crate::rules::{self, Flags, Funds, Movement};
 use inbox_core::store::attr::{self, get_bool, get_n, get_s, get_strings, n, s};
 use inbox_core::store::{Effect, Item};
 use serde::Serialize;
@@ -26,12 +45,10 @@ pub const KIND_WALLET: &str = "wallet";
 pub const KIND_EMAIL: &str = "email";
 pub const KIND_PAYMENT: &str = "payment";
 pub const KIND_ENTRY: &str = "entry";
-pub const KIND_PAYMENT_INDEX: &str = "payment_index";
 pub const WALLET_SK: &str = "WALLET";
 pub const EMAIL_PREFIX: &str = "EMAIL#";
 pub const PAYMENT_PREFIX: &str = "PAY#";
 pub const ENTRY_PREFIX: &str = "ENTRY#";
-const PAYMENT_INDEX_SK: &str = "PAYMENT";
 const MONTH_DEBITS_PREFIX: &str = "debits_";
 
 /// The partition of a tenant's wallet, rows and entries.
@@ -47,11 +64,6 @@ pub(crate) fn payment_sk(payment_key: &str) -> String {
     format!("{PAYMENT_PREFIX}{payment_key}")
 }
 
-/// The key of a payment's tenant index item.
-pub(crate) fn payment_index_key(payment_key: &str) -> (String, &'static str) {
-    (format!("PAYMENT#{payment_key}"), PAYMENT_INDEX_SK)
-}
-
 /// The attribute that counts a month's debits.
 fn month_debits_attr(ms: i64) -> String {
     format!("{MONTH_DEBITS_PREFIX}{}", month_of(ms))
@@ -64,16 +76,43 @@ fn state_name<T: Serialize>(t: &T) -> String {
         .unwrap_or_default()
 }
 
-fn parse_state<T: serde::de::DeserializeOwned + Default>(name: Option<&str>) -> T {
-    name.and_then(|n| serde_json::from_value(serde_json::Value::String(n.to_owned())).ok())
-        .unwrap_or_default()
+/// A state attribute: absent → the default; present but unknown → an error.
+fn parse_state<T: serde::de::DeserializeOwned + Default>(
+    item: &Item,
+    k: &str,
+) -> Result<T, String> {
+    match item.get(k) {
+        None => Ok(T::default()),
+        Some(v) => {
+            let name = v.as_s().map_err(|_| format!("{k} is not a string"))?;
+            serde_json::from_value(serde_json::Value::String(name.clone()))
+                .map_err(|_| format!("{k} {name:?} is not a known state"))
+        }
+    }
 }
 
-fn text(item: &Item, k: &str) -> Option<String> {
+/// A number attribute: `None` when absent, an error when present but not a whole number that
+/// fits 64 bits (never read as 0).
+pub(crate) fn number(item: &Item, k: &str) -> Result<Option<i64>, String> {
+    let Some(v) = item.get(k) else {
+        return Ok(None);
+    };
+    let text = v.as_n().map_err(|_| format!("{k} is not a number"))?;
+    text.parse()
+        .map(Some)
+        .map_err(|_| format!("{k} is not a whole number of minor units that fits 64 bits: {text}"))
+}
+
+/// A number attribute that must be there.
+fn required(item: &Item, k: &str) -> Result<i64, String> {
+    number(item, k)?.ok_or_else(|| format!("{k} is missing"))
+}
+
+pub(crate) fn text(item: &Item, k: &str) -> Option<String> {
     get_s(item, k).map(str::to_owned)
 }
 
-fn version(item: &Item) -> Option<u64> {
+pub(crate) fn version(item: &Item) -> Option<u64> {
     get_n(item, "version").and_then(|v| u64::try_from(v).ok())
 }
 
@@ -93,6 +132,7 @@ impl Wallet {
             ("overdrawn".to_string(), attr::bool(self.overdrawn)),
             ("review".to_string(), attr::bool(self.review)),
             ("created_at".to_string(), n(self.created_at)),
+            ("changes".to_string(), n(self.changes)),
         ]);
         if let Some(t) = self.review_threshold {
             item.insert("review_threshold".into(), n(t.minor()));
@@ -103,28 +143,31 @@ impl Wallet {
         item
     }
 
-    /// Reads a wallet item (`None` without a tenant or a valid currency).
-    pub fn from_item(item: &Item) -> Option<Self> {
-        let currency = Currency::parse(get_s(item, "currency")?).ok()?;
-        let amount = |k: &str| currency.amount(get_n(item, k).unwrap_or(0));
-        Some(Self {
-            tenant: text(item, "tenant")?,
+    /// Reads a wallet item; an error says what is wrong with it (a missing tenant or currency, an
+    /// amount that is not a valid number, …).
+    pub fn from_item(item: &Item) -> Result<Self, String> {
+        let code = get_s(item, "currency").ok_or("currency is missing")?;
+        let currency = Currency::parse(code).map_err(|e| e.to_string())?;
+        let amount = |k: &str| required(item, k).map(|a| currency.amount(a));
+        let mut month_debits = std::collections::BTreeMap::new();
+        for k in item.keys() {
+            if let Some(month) = k.strip_prefix(MONTH_DEBITS_PREFIX) {
+                month_debits.insert(month.to_owned(), required(item, k)?);
+            }
+        }
+        Ok(Self {
+            tenant: text(item, "tenant").ok_or("tenant is missing")?,
             currency,
-            balance: amount("balance"),
-            held: amount("held"),
-            floor: amount("floor"),
-            message_price: amount("message_price"),
-            review_threshold: get_n(item, "review_threshold").map(|t| currency.amount(t)),
+            balance: amount("balance")?,
+            held: amount("held")?,
+            floor: amount("floor")?,
+            message_price: amount("message_price")?,
+            review_threshold: number(item, "review_threshold")?.map(|t| currency.amount(t)),
             overdrawn: get_bool(item, "overdrawn").unwrap_or(false),
             review: get_bool(item, "review").unwrap_or(false),
-            month_debits: item
-                .iter()
-                .filter_map(|(k, v)| {
-                    let month = k.strip_prefix(MONTH_DEBITS_PREFIX)?;
-                    Some((month.to_owned(), v.as_n().ok()?.parse().ok()?))
-                })
-                .collect(),
-            created_at: get_n(item, "created_at").unwrap_or(0),
+            month_debits,
+            created_at: number(item, "created_at")?.unwrap_or(0),
+            changes: number(item, "changes")?.unwrap_or(0),
         })
     }
 }
@@ -157,7 +200,7 @@ impl Entry {
         Some(Self {
             id: text(item, "id")?,
             tenant: text(item, "tenant")?,
-            kind: parse_state::<Option<rules::EntryKind>>(get_s(item, "entry_kind"))?,
+            kind: parse_state::<Option<rules::EntryKind>>(item, "entry_kind").ok()??,
             amount: amount("amount")?,
             balance_delta: amount("balance_delta")?,
             held_delta: amount("held_delta")?,
@@ -170,16 +213,17 @@ impl Entry {
 }
 
 impl EmailRow {
-    pub fn from_item(item: &Item) -> Self {
-        Self {
+    /// Reads an email row; an error says what is wrong with it.
+    pub fn from_item(item: &Item) -> Result<Self, String> {
+        Ok(Self {
             message_id: text(item, "message_id").unwrap_or_default(),
-            state: parse_state(get_s(item, "state")),
-            amount: get_n(item, "amount").unwrap_or(0),
+            state: parse_state(item, "state")?,
+            amount: number(item, "amount")?.unwrap_or(0),
             events: get_strings(item, "events"),
-            held_at: get_n(item, "held_at"),
-            updated_at: get_n(item, "updated_at"),
+            held_at: number(item, "held_at")?,
+            updated_at: number(item, "updated_at")?,
             version: version(item),
-        }
+        })
     }
 
     fn to_item(&self, tenant: &str) -> Item {
@@ -212,15 +256,28 @@ impl EmailRow {
 }
 
 impl PaymentRow {
-    pub fn from_item(item: &Item) -> Self {
-        Self {
+    /// Reads a payment row; an error says what is wrong with it. Rows written before delayed
+    /// payments and capped refunds have no `funds` or `refund_total`: paid if credited, refunded
+    /// as far as taken back.
+    pub fn from_item(item: &Item) -> Result<Self, String> {
+        let credited = number(item, "credited")?.unwrap_or(0);
+        let refunded = number(item, "refunded")?.unwrap_or(0);
+        let funds = match item.get("funds") {
+            Some(_) => parse_state(item, "funds")?,
+            None if credited > 0 => Funds::Paid,
+            None => Funds::Unknown,
+        };
+        Ok(Self {
             payment_key: text(item, "payment_key").unwrap_or_default(),
-            credited: get_n(item, "credited").unwrap_or(0),
-            refunded: get_n(item, "refunded").unwrap_or(0),
+            funds,
+            expected: number(item, "expected")?.unwrap_or(0),
+            credited,
+            refund_total: number(item, "refund_total")?.unwrap_or(refunded),
+            refunded,
             events: get_strings(item, "events"),
-            updated_at: get_n(item, "updated_at"),
+            updated_at: number(item, "updated_at")?,
             version: version(item),
-        }
+        })
     }
 
     fn to_item(&self, tenant: &str) -> Item {
@@ -230,7 +287,10 @@ impl PaymentRow {
             ("kind".to_string(), s(KIND_PAYMENT)),
             ("tenant".to_string(), s(tenant)),
             ("payment_key".to_string(), s(&self.payment_key)),
+            ("funds".to_string(), s(state_name(&self.funds))),
+            ("expected".to_string(), n(self.expected)),
             ("credited".to_string(), n(self.credited)),
+            ("refund_total".to_string(), n(self.refund_total)),
             ("refunded".to_string(), n(self.refunded)),
             ("events".to_string(), attr::strings(&self.events)),
         ]);
@@ -249,34 +309,38 @@ impl PaymentRow {
     }
 }
 
-/// Records the tenant of a payment (for refunds whose charge names none).
-pub(crate) fn index_payment(payment_key: &str, tenant: &str) -> Effect {
-    let (pk, sk) = payment_index_key(payment_key);
-    Effect::Adjust {
-        pk,
-        sk: sk.into(),
-        add: Vec::new(),
-        set: vec![
-            ("kind".into(), s(KIND_PAYMENT_INDEX)),
-            ("tenant".into(), s(tenant)),
-        ],
-    }
-}
-
-/// The tenant a payment index item names.
-pub(crate) fn indexed_tenant(item: &Item) -> String {
-    text(item, "tenant").unwrap_or_default()
-}
-
-/// The wallet's side of a movement of an event received at `received_at`: commutative adds to
-/// balance, held and (for a debit) the month's debits, and the flags it raised.
-pub(crate) fn adjust_wallet(tenant: &str, mv: &Movement, received_at: i64, flags: Flags) -> Effect {
+/// The wallet's side of the movements of an event received at `received_at`: commutative adds to
+/// balance, held, (for debits) the month's debits and the change counter (one per movement), and
+/// the flags they raised.
+pub(crate) fn adjust_wallet(
+    tenant: &str,
+    moves: &[Movement],
+    received_at: i64,
+    flags: Flags,
+) -> Result<Effect, Overflow> {
+    let debits = checked_sum(
+        moves
+            .iter()
+            .filter(|m| m.kind == rules::EntryKind::Debit)
+            .map(|m| m.amount),
+        "the month's debits",
+    )?;
     let mut add = vec![
-        ("balance".to_string(), mv.balance_delta),
-        ("held".to_string(), mv.held_delta),
+        (
+            "balance".to_string(),
+            checked_sum(moves.iter().map(|m| m.balance_delta), "the balance")?,
+        ),
+        (
+            "held".to_string(),
+            checked_sum(moves.iter().map(|m| m.held_delta), "the held amount")?,
+        ),
+        (
+            "changes".to_string(),
+            i64::try_from(moves.len()).map_err(|_| Overflow("the change count".into()))?,
+        ),
     ];
-    if mv.kind == rules::EntryKind::Debit {
-        add.push((month_debits_attr(received_at), mv.amount));
+    if debits != 0 {
+        add.push((month_debits_attr(received_at), debits));
     }
     let mut set = Vec::new();
     if flags.overdrawn {
@@ -285,10 +349,10 @@ pub(crate) fn adjust_wallet(tenant: &str, mv: &Movement, received_at: i64, flags
     if flags.review {
         set.push(("review".to_string(), attr::bool(true)));
     }
-    Effect::Adjust {
+    Ok(Effect::Adjust {
         pk: wallet_pk(tenant),
         sk: WALLET_SK.into(),
         add,
         set,
-    }
+    })
 }

@@ -1,13 +1,17 @@
-//! [`Ledger`]: the wallets as operators, reports and the handler read them, and the one write
-//! outside event processing (creating a wallet), over the core's item store.
+//! [`Ledger`]: the wallets as operators, reports and the handler read them, and the writes outside
+//! event processing (creating a wallet, registering the wallets created before the registry),
+//! over the core's item store.
 
 use crate::items::{
-    email_sk, indexed_tenant, payment_index_key, payment_sk, wallet_pk, EMAIL_PREFIX, ENTRY_PREFIX,
-    KIND_WALLET, PAYMENT_PREFIX, WALLET_SK,
+    email_sk, payment_index_key, payment_sk, register_wallet, registered_tenant, registry_complete,
+    wallet_pk, EMAIL_PREFIX, ENTRY_PREFIX, KIND_WALLET, PAYMENT_PREFIX, REGISTRY_COMPLETE_SK,
+    REGISTRY_PK, REGISTRY_PREFIX, WALLET_SK,
 };
-use crate::model::{EmailRow, Entry, PaymentRow, Wallet};
-use crate::reconcile::{reconcile, ReconcileReport};
-use inbox_core::store::{Applied, Effect, ItemStore, ItemWriter, StoreError};
+use crate::model::{EmailRow, Entry, PaymentIndex, PaymentRow, Wallet};
+use crate::reconcile::{reconcile, ReconcileOptions, ReconcileReport};
+use inbox_core::store::attr::get_s;
+use inbox_core::store::{Applied, Effect, Item, ItemStore, ItemWriter, StoreError};
+use std::collections::BTreeSet;
 
 /// What [`Ledger::create`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,14 +22,19 @@ pub enum CreateOutcome {
     AlreadyExists,
 }
 
-/// Why a wallet could not be read.
+/// Why a wallet (or one of its rows) could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The wallet item exists but lacks its tenant or a valid currency.
-    #[error("the wallet item of tenant {0:?} is unreadable (no tenant or currency attribute)")]
+    /// The item exists but is not valid (a missing attribute, an amount that is not a number):
+    /// the text says which item and what is wrong. Never read as zero.
+    #[error("{0}")]
     Unreadable(String),
+}
+
+fn unreadable(what: &str) -> impl FnOnce(String) -> LedgerError + '_ {
+    move |reason| LedgerError::Unreadable(format!("{what} is unreadable: {reason}"))
 }
 
 /// A wallet's entries, oldest first.
@@ -48,6 +57,27 @@ impl Entries {
 pub struct Rows {
     pub emails: Vec<EmailRow>,
     pub payments: Vec<PaymentRow>,
+}
+
+/// The tenants that have a wallet, and how they were found.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Tenants {
+    /// Every tenant found, in order.
+    pub tenants: Vec<String>,
+    /// Whether the registry is complete (then it alone was read: one `Query`, no scan).
+    pub registry_complete: bool,
+    /// Wallets only the fallback scan found (created before the registry): `inboxctl wallet
+    /// reindex` registers them.
+    pub unregistered: Vec<String>,
+}
+
+/// What [`Ledger::reindex`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Reindexed {
+    /// Wallets found by the scan.
+    pub wallets: usize,
+    /// Of those, the ones that were not registered yet.
+    pub newly_registered: usize,
 }
 
 /// The wallet ledger on a store (a borrowed view: build one wherever a store is at hand).
@@ -73,12 +103,17 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
         self.store
     }
 
-    /// Stores a new wallet unless the tenant has one: one conditional write that never
-    /// overwrites (an existing wallet's balance is the sum of its entries).
+    /// Registers the tenant, then stores its new wallet unless it has one (a conditional write
+    /// that never overwrites: an existing wallet's balance is the sum of its entries). Registered
+    /// first, so the registry always lists every wallet (a registered tenant whose wallet was
+    /// never written is skipped by reconciliation); each is one single-item write.
     pub async fn create(&self, wallet: &Wallet) -> Result<CreateOutcome, StoreError>
     where
         S: ItemWriter,
     {
+        self.store
+            .commit(vec![register_wallet(&wallet.tenant)])
+            .await?;
         match self
             .store
             .commit(vec![Effect::Create(wallet.to_item())])
@@ -94,22 +129,78 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
         match self.store.get_item(&wallet_pk(tenant), WALLET_SK).await? {
             Some(item) => Wallet::from_item(&item)
                 .map(Some)
-                .ok_or_else(|| LedgerError::Unreadable(tenant.to_owned())),
+                .map_err(unreadable(&format!("the wallet item of tenant {tenant:?}"))),
             None => Ok(None),
         }
     }
 
-    /// Every readable wallet, by tenant.
-    pub async fn wallets(&self) -> Result<Vec<Wallet>, StoreError> {
-        let mut wallets: Vec<Wallet> = self
+    /// The tenants with a wallet: the registry (one `Query` of its partition). Until the registry
+    /// is marked complete (`inboxctl wallet reindex`), wallets created before it existed are
+    /// found by a scan as well, and listed as unregistered.
+    pub async fn tenants(&self) -> Result<Tenants, StoreError> {
+        let complete = self
+            .store
+            .get_item(REGISTRY_PK, REGISTRY_COMPLETE_SK)
+            .await?
+            .is_some();
+        let registered = self.registered().await?;
+        if complete {
+            return Ok(Tenants {
+                tenants: registered.into_iter().collect(),
+                registry_complete: true,
+                unregistered: Vec::new(),
+            });
+        }
+        let scanned = self.scanned_tenants().await?;
+        let unregistered: Vec<String> = scanned.difference(&registered).cloned().collect();
+        Ok(Tenants {
+            tenants: registered.union(&scanned).cloned().collect(),
+            registry_complete: false,
+            unregistered,
+        })
+    }
+
+    /// The tenants in the registry.
+    async fn registered(&self) -> Result<BTreeSet<String>, StoreError> {
+        Ok(self
+            .store
+            .query_items(REGISTRY_PK, REGISTRY_PREFIX)
+            .await?
+            .iter()
+            .filter_map(registered_tenant)
+            .collect())
+    }
+
+    /// Every wallet's tenant, by a scan of the table (the registry's fallback and its migration).
+    async fn scanned_tenants(&self) -> Result<BTreeSet<String>, StoreError> {
+        Ok(self
             .store
             .items_of_kind(KIND_WALLET)
             .await?
             .iter()
-            .filter_map(Wallet::from_item)
-            .collect();
-        wallets.sort_by(|a, b| a.tenant.cmp(&b.tenant));
-        Ok(wallets)
+            .filter_map(|i| get_s(i, "tenant").map(str::to_owned))
+            .collect())
+    }
+
+    /// Registers every wallet (found by one scan) and then marks the registry complete, so that
+    /// reconciliation stops scanning. Idempotent; run once after upgrading from a version without
+    /// the registry (wallets created since are registered as they are created).
+    pub async fn reindex(&self, now_ms: i64) -> Result<Reindexed, StoreError>
+    where
+        S: ItemWriter,
+    {
+        let registered = self.registered().await?;
+        let scanned = self.scanned_tenants().await?;
+        let missing: Vec<&String> = scanned.difference(&registered).collect();
+        for chunk in missing.chunks(25) {
+            let effects = chunk.iter().map(|t| register_wallet(t)).collect();
+            self.store.commit(effects).await?;
+        }
+        self.store.commit(vec![registry_complete(now_ms)]).await?;
+        Ok(Reindexed {
+            wallets: scanned.len(),
+            newly_registered: missing.len(),
+        })
     }
 
     /// The wallet's entries, oldest first.
@@ -129,28 +220,23 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
     }
 
     /// The wallet's email rows.
-    pub async fn email_rows(&self, tenant: &str) -> Result<Vec<EmailRow>, StoreError> {
-        Ok(self
+    pub async fn email_rows(&self, tenant: &str) -> Result<Vec<EmailRow>, LedgerError> {
+        let items = self
             .store
             .query_items(&wallet_pk(tenant), EMAIL_PREFIX)
-            .await?
-            .iter()
-            .map(EmailRow::from_item)
-            .collect())
+            .await?;
+        rows_of(&items, tenant, EmailRow::from_item)
     }
 
     /// The wallet's email and payment rows.
-    pub async fn rows(&self, wallet: &Wallet) -> Result<Rows, StoreError> {
-        let payments = self
+    pub async fn rows(&self, wallet: &Wallet) -> Result<Rows, LedgerError> {
+        let items = self
             .store
             .query_items(&wallet_pk(&wallet.tenant), PAYMENT_PREFIX)
-            .await?
-            .iter()
-            .map(PaymentRow::from_item)
-            .collect();
+            .await?;
         Ok(Rows {
             emails: self.email_rows(&wallet.tenant).await?,
-            payments,
+            payments: rows_of(&items, &wallet.tenant, PaymentRow::from_item)?,
         })
     }
 
@@ -159,12 +245,14 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
         &self,
         tenant: &str,
         message_id: &str,
-    ) -> Result<Option<EmailRow>, StoreError> {
-        let item = self
-            .store
-            .get_item(&wallet_pk(tenant), &email_sk(message_id))
-            .await?;
-        Ok(item.as_ref().map(EmailRow::from_item))
+    ) -> Result<Option<EmailRow>, LedgerError> {
+        let sk = email_sk(message_id);
+        match self.store.get_item(&wallet_pk(tenant), &sk).await? {
+            Some(item) => EmailRow::from_item(&item)
+                .map(Some)
+                .map_err(unreadable(&format!("row {sk} of tenant {tenant:?}"))),
+            None => Ok(None),
+        }
     }
 
     /// One payment's row, if any event reached it.
@@ -172,27 +260,66 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
         &self,
         tenant: &str,
         payment_key: &str,
-    ) -> Result<Option<PaymentRow>, StoreError> {
-        let item = self
-            .store
-            .get_item(&wallet_pk(tenant), &payment_sk(payment_key))
-            .await?;
-        Ok(item.as_ref().map(PaymentRow::from_item))
+    ) -> Result<Option<PaymentRow>, LedgerError> {
+        let sk = payment_sk(payment_key);
+        match self.store.get_item(&wallet_pk(tenant), &sk).await? {
+            Some(item) => PaymentRow::from_item(&item)
+                .map(Some)
+                .map_err(unreadable(&format!("row {sk} of tenant {tenant:?}"))),
+            None => Ok(None),
+        }
     }
 
-    /// The tenant a payment was credited to, once its payment event was processed.
-    pub async fn payment_tenant(&self, payment_key: &str) -> Result<Option<String>, StoreError> {
+    /// A payment's index item: its tenant once an event with a tenant was processed, or the
+    /// refunds reported before that.
+    pub async fn payment_index(
+        &self,
+        payment_key: &str,
+    ) -> Result<Option<PaymentIndex>, LedgerError> {
         let (pk, sk) = payment_index_key(payment_key);
-        let item = self.store.get_item(&pk, sk).await?;
-        Ok(item.as_ref().map(indexed_tenant))
+        match self.store.get_item(&pk, sk).await? {
+            Some(item) => PaymentIndex::from_item(&item)
+                .map(Some)
+                .map_err(unreadable(&format!(
+                    "the index item of payment {payment_key:?}"
+                ))),
+            None => Ok(None),
+        }
+    }
+
+    /// The tenant a payment was credited to, once an event with a tenant was processed.
+    pub async fn payment_tenant(&self, payment_key: &str) -> Result<Option<String>, LedgerError> {
+        Ok(self
+            .payment_index(payment_key)
+            .await?
+            .and_then(|i| i.tenant))
     }
 
     /// Checks every wallet (see [`crate::reconcile`]).
     pub async fn reconcile(
         &self,
         now_ms: i64,
-        stale_after_ms: i64,
+        options: ReconcileOptions,
     ) -> Result<ReconcileReport, StoreError> {
-        reconcile(self.store, now_ms, stale_after_ms).await
+        reconcile(self.store, now_ms, options).await
     }
+}
+
+/// Reads every item as a row, or says which one is unreadable.
+fn rows_of<T>(
+    items: &[Item],
+    tenant: &str,
+    read: impl Fn(&Item) -> Result<T, String>,
+) -> Result<Vec<T>, LedgerError> {
+    items
+        .iter()
+        .map(|i| {
+            read(i).map_err(|reason| {
+                let sk = get_s(i, "sk").unwrap_or_default();
+                LedgerError::Unreadable(format!(
+                    "row {sk} of tenant {tenant:?} is unreadable: {reason}"
+                ))
+            })
+        })
+        .collect()
 }

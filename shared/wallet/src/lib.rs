@@ -5,13 +5,16 @@
 //! - [`money`]: [`Currency`] and [`Money`] (amounts in minor units, formatted `12.34 USD`).
 //! - [`rules`]: the pure rules (next state and money movement per event).
 //! - [`parse`]: tolerant parsing of the provider events.
-//! - [`model`]: the records — [`Wallet`], [`Entry`], [`EmailRow`], [`PaymentRow`].
+//! - [`model`]: the records — [`Wallet`], [`Entry`], [`EmailRow`], [`PaymentRow`],
+//!   [`PaymentIndex`].
 //! - [`items`]: how those records are laid out in the table (keys, attributes, writes).
-//! - [`handler`]: the [`WalletHandler`] the processor runs (writes and metrics as its outcome).
-//! - [`ledger`]: [`Ledger`], what operators and reports use: create a wallet, read a wallet, its
-//!   entries and rows, reconcile.
+//! - [`handler`]: the [`WalletHandler`] the processor runs (writes and metrics as its outcome);
+//!   [`payment`]: its Stripe payments (tenant through the payment index, refunds settled).
+//! - [`ledger`]: [`Ledger`], what operators and reports use: create a wallet, find the wallets
+//!   (registry), read a wallet, its entries and rows, reconcile.
 //! - [`reconcile`]: the consistency report.
-//! - [`config`]: the ledger's environment variables (documented with the core's `Var`).
+//! - [`config`]: the ledger's environment variables (documented with the core's `Var`) and
+//!   [`WalletConfig`].
 
 pub mod config;
 pub mod handler;
@@ -20,13 +23,17 @@ pub mod ledger;
 pub mod model;
 pub mod money;
 pub mod parse;
+pub mod payment;
 pub mod reconcile;
 pub mod rules;
 
+pub use config::WalletConfig;
 pub use handler::{WalletHandler, WalletSources, STRIPE_TYPES};
-pub use ledger::{CreateOutcome, Entries, Ledger, LedgerError, Rows};
-pub use model::{month_of, EmailRow, Entry, PaymentRow, Wallet};
-pub use money::{Currency, InvalidCurrency, Money};
+pub use ledger::{CreateOutcome, Entries, Ledger, LedgerError, Reindexed, Rows, Tenants};
+pub use model::{month_of, EmailRow, Entry, PaymentIndex, PaymentRow, Wallet};
+pub use money::{Currency, InvalidCurrency, Money, Overflow};
+pub use parse::StripeMode;
+pub use rules::Funds;
 
 /// The CloudWatch namespace of the ledger's metrics.
 pub const METRICS_NAMESPACE: &str = "WebhookIngestor/Wallet";

@@ -1,8 +1,9 @@
-//! The ledger's records as values: a tenant's [`Wallet`], its ledger [`Entry`]s, and the per-email
-//! and per-payment rows the handler keeps. How they are stored is [`crate::items`]'s business.
+//! The ledger's records as values: a tenant's [`Wallet`], its ledger [`Entry`]s, the per-email
+//! and per-payment rows the handler keeps, and the [`PaymentIndex`] that finds a payment's tenant.
+//! How they are stored is [`crate::items`]'s business.
 
-use crate::money::{Currency, Money};
-use crate::rules::{self, EmailState, WalletView};
+use crate::money::{Currency, Money, Overflow};
+use crate::rules::{self, EmailState, Funds, PaymentState, WalletView};
 use std::collections::BTreeMap;
 
 /// The calendar month (UTC) of a time in ms, as `YYYY_MM` (for the monthly debit counter).
@@ -38,6 +39,10 @@ pub struct Wallet {
     /// Debits per month (`YYYY_MM`), in minor units.
     pub month_debits: BTreeMap<String, i64>,
     pub created_at: i64,
+    /// How many movements (entries) have changed it: every movement adds one, in the same write
+    /// as its amounts, so two reads with the same count saw no change in between (0 for wallets
+    /// older than the counter: it only ever grows).
+    pub changes: i64,
 }
 
 impl Wallet {
@@ -62,13 +67,13 @@ impl Wallet {
             review: false,
             month_debits: BTreeMap::new(),
             created_at: now_ms,
+            changes: 0,
         }
     }
 
     /// `balance − held`.
-    pub fn available(&self) -> Money {
-        self.currency
-            .amount(self.balance.minor() - self.held.minor())
+    pub fn available(&self) -> Result<Money, Overflow> {
+        self.balance.checked_sub(self.held, "the available amount")
     }
 
     /// The debits of a month (`YYYY_MM`, see [`month_of`]).
@@ -132,9 +137,53 @@ pub struct EmailRow {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PaymentRow {
     pub payment_key: String,
+    pub funds: Funds,
+    /// What a checkout awaiting funds expects.
+    pub expected: i64,
     pub credited: i64,
+    /// The largest cumulative refunded amount Stripe reported.
+    pub refund_total: i64,
+    /// Taken back from the wallet: never more than `credited`.
     pub refunded: i64,
     pub events: Vec<String>,
     pub updated_at: Option<i64>,
+    pub version: Option<u64>,
+}
+
+impl PaymentRow {
+    /// Its money state, for [`rules::payment`].
+    pub fn state(&self) -> PaymentState {
+        PaymentState {
+            funds: self.funds,
+            expected: self.expected,
+            credited: self.credited,
+            refund_total: self.refund_total,
+            refunded: self.refunded,
+        }
+    }
+
+    /// The row with `state`.
+    pub fn with_state(mut self, state: PaymentState) -> Self {
+        self.funds = state.funds;
+        self.expected = state.expected;
+        self.credited = state.credited;
+        self.refund_total = state.refund_total;
+        self.refunded = state.refunded;
+        self
+    }
+}
+
+/// Where a payment belongs: the tenant its first event with a tenant named (then its row lives
+/// in that tenant's wallet), or — while no such event came — the refunds reported for it, to be
+/// settled when (if) it comes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PaymentIndex {
+    pub payment_key: String,
+    pub tenant: Option<String>,
+    /// The largest cumulative refunded amount reported before the payment was known.
+    pub refund_total: i64,
+    /// The webhook events that recorded it.
+    pub events: Vec<String>,
+    /// `None` for an index written before versions (it always names its tenant).
     pub version: Option<u64>,
 }

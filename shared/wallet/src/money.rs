@@ -1,8 +1,9 @@
 //! Money as a type: a [`Currency`] (ISO 4217 code with its minor-unit exponent) and an amount of
 //! [`Money`] in that currency's minor unit, formatted the way operators read it (`12.34 USD`).
 //!
-//! Amounts are stored and computed as whole minor units (`i64`); the exponent only matters for
-//! display.
+//! Amounts are stored and computed as whole minor units (`i64`), with checked arithmetic
+//! ([`checked_sum`], [`Money::checked_add`]): a sum that does not fit is an [`Overflow`], never a
+//! wrapped or saturated number. The exponent only matters for display.
 
 use std::fmt;
 use std::str::FromStr;
@@ -76,6 +77,28 @@ impl FromStr for Currency {
     }
 }
 
+/// A sum of amounts that does not fit in 64 bits (the ledger refuses it instead of wrapping).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0} overflows (does not fit in a 64-bit number of minor units)")]
+pub struct Overflow(pub String);
+
+/// `a + b`, or an [`Overflow`] naming `what`.
+pub fn checked_add(a: i64, b: i64, what: &str) -> Result<i64, Overflow> {
+    a.checked_add(b).ok_or_else(|| Overflow(what.to_owned()))
+}
+
+/// `a − b`, or an [`Overflow`] naming `what`.
+pub fn checked_sub(a: i64, b: i64, what: &str) -> Result<i64, Overflow> {
+    a.checked_sub(b).ok_or_else(|| Overflow(what.to_owned()))
+}
+
+/// The sum of `values`, or an [`Overflow`] naming `what`.
+pub fn checked_sum(values: impl IntoIterator<Item = i64>, what: &str) -> Result<i64, Overflow> {
+    values
+        .into_iter()
+        .try_fold(0_i64, |sum, v| checked_add(sum, v, what))
+}
+
 /// An amount in a currency's minor unit (cents for `usd`, yen for `jpy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Money {
@@ -95,6 +118,22 @@ impl Money {
 
     pub fn currency(self) -> Currency {
         self.currency
+    }
+
+    /// `self + other` (same currency assumed: a wallet's amounts share one), or an [`Overflow`].
+    pub fn checked_add(self, other: Money, what: &str) -> Result<Money, Overflow> {
+        Ok(Self::new(
+            checked_add(self.minor, other.minor, what)?,
+            self.currency,
+        ))
+    }
+
+    /// `self − other`, or an [`Overflow`].
+    pub fn checked_sub(self, other: Money, what: &str) -> Result<Money, Overflow> {
+        Ok(Self::new(
+            checked_sub(self.minor, other.minor, what)?,
+            self.currency,
+        ))
     }
 
     /// The amount without the code: `12.34`, `-0.05`, `500` (zero-decimal currencies).
@@ -156,6 +195,30 @@ mod tests {
         assert_eq!(usd.amount(0).delta(), "0");
         assert_eq!(usd.amount(-25).decimal(), "-0.25");
         assert_eq!(usd.amount(7).minor(), 7);
+    }
+
+    #[test]
+    fn sums_are_checked() {
+        let usd = Currency::parse("usd").unwrap();
+        assert_eq!(checked_sum([1, 2, -4], "x"), Ok(-1));
+        assert_eq!(checked_sum([], "x"), Ok(0));
+        assert_eq!(
+            checked_sum([i64::MAX, 1], "the balance"),
+            Err(Overflow("the balance".into()))
+        );
+        assert_eq!(
+            Overflow("the balance".into()).to_string(),
+            "the balance overflows (does not fit in a 64-bit number of minor units)"
+        );
+        assert!(checked_sub(i64::MIN, 1, "x").is_err());
+        assert_eq!(
+            usd.amount(5).checked_add(usd.amount(7), "x"),
+            Ok(usd.amount(12))
+        );
+        assert!(usd
+            .amount(i64::MIN)
+            .checked_sub(usd.amount(1), "x")
+            .is_err());
     }
 
     #[test]

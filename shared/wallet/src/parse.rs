@@ -1,5 +1,10 @@
-//! Tolerant parsing of the events that move money: amounts as numbers or numeric strings,
-//! unknown fields ignored (the raw body stays in the table), and errors that say what is wrong.
+//! Tolerant parsing of the events that move money: amounts as numbers or numeric strings (never
+//! above the configured cap), unknown fields ignored (the raw body stays in the table), and errors
+//! that say what is wrong. Stripe's events as Stripe sends them: a Checkout Session's
+//! `payment_status` (`paid`, `unpaid` for delayed methods, `no_payment_required`), its async
+//! outcomes, payment intents (whose `metadata` is the session's only if
+//! `payment_intent_data.metadata` set it), charges with their cumulative `amount_refunded`, and
+//! every event's `livemode`.
 
 use super::rules::{EmailEvent, PaymentEvent};
 use serde_json::Value;
@@ -13,16 +18,170 @@ fn unusable(s: impl Into<String>) -> Unusable {
     Unusable(s.into())
 }
 
-/// A Stripe event that concerns a wallet.
+/// Which Stripe mode a source moves money for: an event's `livemode` must match it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StripeMode {
+    Live,
+    #[default]
+    Test,
+}
+
+impl StripeMode {
+    /// `live` or `test` (any case, surrounding spaces ignored).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "live" => Some(Self::Live),
+            "test" => Some(Self::Test),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Live => "live",
+            Self::Test => "test",
+        }
+    }
+
+    /// The mode an event's `livemode` names.
+    pub fn of(livemode: bool) -> Self {
+        if livemode {
+            Self::Live
+        } else {
+            Self::Test
+        }
+    }
+}
+
+impl std::str::FromStr for StripeMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s).ok_or_else(|| format!("{s:?} is neither live nor test"))
+    }
+}
+
+/// The `livemode` of a Stripe event (the event's own, else its object's); `None` when absent.
+pub fn livemode(body: &Value) -> Option<bool> {
+    body["livemode"]
+        .as_bool()
+        .or_else(|| body["data"]["object"]["livemode"].as_bool())
+}
+
+/// A Stripe event that concerns a wallet's payment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaymentNotice {
-    /// `metadata.tenant` of the object, when present (refunds may find it through the payment).
+    /// `metadata.tenant` of a checkout session or payment intent. Never read from a charge:
+    /// refunds find their tenant through the payment they refund.
     pub tenant: Option<String>,
     /// The payment intent's id (or the checkout session's id when it has none).
     pub payment_key: String,
     /// Lower-case ISO currency.
     pub currency: Option<String>,
     pub event: PaymentEvent,
+}
+
+/// What a Stripe event the wallet handles means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StripeNotice {
+    /// It concerns a payment.
+    Payment(PaymentNotice),
+    /// It moves no money, for this reason (e.g. a checkout that needed no payment).
+    NoMoney(String),
+}
+
+/// An amount in minor units no larger than `max` (`WALLET_MAX_AMOUNT`).
+pub fn capped(v: &Value, field: &str, max: i64) -> Result<i64, Unusable> {
+    let a = amount(v, field)?;
+    if a > max {
+        return Err(unusable(format!(
+            "{field} {a} is above the largest accepted amount, {max} minor units \
+             (WALLET_MAX_AMOUNT); refused"
+        )));
+    }
+    Ok(a)
+}
+
+/// An id field: a string, or an expanded object's `id`.
+fn id_of(v: &Value) -> Option<String> {
+    text(v).or_else(|| text(&v["id"]))
+}
+
+/// The payment a session or charge belongs to: its payment intent, else its own id.
+fn payment_key_of(obj: &Value) -> Result<String, Unusable> {
+    id_of(&obj["payment_intent"])
+        .or_else(|| text(&obj["id"]))
+        .ok_or_else(|| unusable("data.object has neither payment_intent nor id"))
+}
+
+/// Parses the Stripe events the wallet handles; `Ok(None)` for other types. Amounts above `max`
+/// (minor units) are refused.
+pub fn stripe(event_type: &str, body: &Value, max: i64) -> Result<Option<StripeNotice>, Unusable> {
+    let obj = &body["data"]["object"];
+    if !obj.is_object() {
+        return Err(unusable("data.object is missing"));
+    }
+    let currency = text(&obj["currency"]).map(|c| c.to_ascii_lowercase());
+    let total = || capped(&obj["amount_total"], "data.object.amount_total", max);
+    let (event, tenant) = match event_type {
+        "checkout.session.completed" => {
+            let event = match text(&obj["payment_status"]).as_deref() {
+                Some("paid") => PaymentEvent::Paid { amount: total()? },
+                // A delayed method (ACH, SEPA, …): `checkout.session.async_payment_succeeded` or
+                // `…_failed` follows.
+                Some("unpaid") => PaymentEvent::AwaitingFunds { amount: total()? },
+                Some("no_payment_required") => {
+                    return Ok(Some(StripeNotice::NoMoney(format!(
+                        "checkout session {} needed no payment (payment_status no_payment_required): nothing to credit",
+                        text(&obj["id"]).unwrap_or_default()
+                    ))))
+                }
+                Some(other) => {
+                    return Err(unusable(format!(
+                        "data.object.payment_status {other:?} is none of paid, unpaid, no_payment_required"
+                    )))
+                }
+                None => return Err(unusable("data.object.payment_status is missing")),
+            };
+            (event, text(&obj["metadata"]["tenant"]))
+        }
+        "checkout.session.async_payment_succeeded" => (
+            PaymentEvent::Paid { amount: total()? },
+            text(&obj["metadata"]["tenant"]),
+        ),
+        "checkout.session.async_payment_failed" => (
+            PaymentEvent::PaymentFailed,
+            text(&obj["metadata"]["tenant"]),
+        ),
+        "payment_intent.succeeded" => {
+            let received = if obj["amount_received"].is_null() {
+                &obj["amount"]
+            } else {
+                &obj["amount_received"]
+            };
+            let amount = capped(received, "data.object.amount_received", max)?;
+            (
+                PaymentEvent::Paid { amount },
+                text(&obj["metadata"]["tenant"]),
+            )
+        }
+        "charge.refunded" => {
+            let total = capped(&obj["amount_refunded"], "data.object.amount_refunded", max)?;
+            (PaymentEvent::Refunded { total }, None)
+        }
+        _ => return Ok(None),
+    };
+    let payment_key = if event_type == "payment_intent.succeeded" {
+        text(&obj["id"]).ok_or_else(|| unusable("data.object.id is missing"))?
+    } else {
+        payment_key_of(obj)?
+    };
+    Ok(Some(StripeNotice::Payment(PaymentNotice {
+        tenant,
+        payment_key,
+        currency,
+        event,
+    })))
 }
 
 /// An email delivery event.
@@ -60,68 +219,6 @@ fn text(v: &Value) -> Option<String> {
         Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
         _ => None,
     }
-}
-
-/// Parses the Stripe events the wallet handles; `Ok(None)` for other types.
-pub fn stripe(event_type: &str, body: &Value) -> Result<Option<PaymentNotice>, Unusable> {
-    let obj = &body["data"]["object"];
-    if !obj.is_object() {
-        return Err(unusable("data.object is missing"));
-    }
-    let tenant = text(&obj["metadata"]["tenant"]);
-    let currency = text(&obj["currency"]).map(|c| c.to_ascii_lowercase());
-    let notice = match event_type {
-        "checkout.session.completed" => {
-            if obj["payment_status"].as_str() == Some("unpaid") {
-                // Paid later (async methods): `checkout.session.async_payment_succeeded` or the
-                // payment intent's own event credits it.
-                return Ok(None);
-            }
-            let payment_key = text(&obj["payment_intent"])
-                .or_else(|| text(&obj["id"]))
-                .ok_or_else(|| unusable("data.object has neither payment_intent nor id"))?;
-            PaymentNotice {
-                tenant,
-                payment_key,
-                currency,
-                event: PaymentEvent::Paid {
-                    amount: amount(&obj["amount_total"], "data.object.amount_total")?,
-                },
-            }
-        }
-        "payment_intent.succeeded" => {
-            let payment_key =
-                text(&obj["id"]).ok_or_else(|| unusable("data.object.id is missing"))?;
-            let received = if obj["amount_received"].is_null() {
-                &obj["amount"]
-            } else {
-                &obj["amount_received"]
-            };
-            PaymentNotice {
-                tenant,
-                payment_key,
-                currency,
-                event: PaymentEvent::Paid {
-                    amount: amount(received, "data.object.amount_received")?,
-                },
-            }
-        }
-        "charge.refunded" => {
-            let payment_key = text(&obj["payment_intent"])
-                .or_else(|| text(&obj["id"]))
-                .ok_or_else(|| unusable("data.object has neither payment_intent nor id"))?;
-            PaymentNotice {
-                tenant,
-                payment_key,
-                currency,
-                event: PaymentEvent::Refunded {
-                    total: amount(&obj["amount_refunded"], "data.object.amount_refunded")?,
-                },
-            }
-        }
-        _ => return Ok(None),
-    };
-    Ok(Some(notice))
 }
 
 /// Parses an email delivery event (`message.sent`, `message.accepted`, `message.bounced`,
@@ -189,15 +286,30 @@ mod tests {
         );
     }
 
+    const MAX: i64 = 1_000_000_000_000;
+
+    fn payment(t: &str, body: &Value) -> PaymentNotice {
+        match stripe(t, body, MAX) {
+            Ok(Some(StripeNotice::Payment(n))) => n,
+            other => panic!("{t}: {other:?}"),
+        }
+    }
+
+    fn object(o: Value) -> Value {
+        json!({"id": "evt_1", "object": "event", "livemode": false, "data": {"object": o}})
+    }
+
     #[test]
     fn stripe_events() {
-        let session = json!({"data": {"object": {"id": "cs_1", "payment_intent": "pi_1", "amount_total": "2500",
-            "currency": "USD", "payment_status": "paid", "metadata": {"tenant": "acme"}, "brand_new_field": {"x": 1}}}});
-        let n = stripe("checkout.session.completed", &session)
-            .unwrap()
-            .unwrap();
+        let session = |status: &str| {
+            object(
+                json!({"id": "cs_1", "object": "checkout.session", "payment_intent": "pi_1",
+                "amount_total": "2500", "currency": "USD", "payment_status": status, "mode": "payment",
+                "metadata": {"tenant": "acme"}, "brand_new_field": {"x": 1}}),
+            )
+        };
         assert_eq!(
-            n,
+            payment("checkout.session.completed", &session("paid")),
             PaymentNotice {
                 tenant: Some("acme".into()),
                 payment_key: "pi_1".into(),
@@ -205,30 +317,97 @@ mod tests {
                 event: PaymentEvent::Paid { amount: 2500 }
             }
         );
-        let intent = json!({"data": {"object": {"id": "pi_1", "amount": 2500, "amount_received": 2500, "currency": "usd", "metadata": {"tenant": "acme"}}}});
         assert_eq!(
-            stripe("payment_intent.succeeded", &intent)
-                .unwrap()
-                .unwrap()
-                .payment_key,
-            "pi_1",
-            "same key: credited once"
+            payment("checkout.session.completed", &session("unpaid")).event,
+            PaymentEvent::AwaitingFunds { amount: 2500 }
         );
-        let refund = json!({"data": {"object": {"id": "ch_1", "payment_intent": "pi_1", "amount_refunded": 700, "currency": "usd", "metadata": {}}}});
-        let r = stripe("charge.refunded", &refund).unwrap().unwrap();
         assert_eq!(
-            (r.tenant, r.event),
-            (None, PaymentEvent::Refunded { total: 700 })
+            payment("checkout.session.async_payment_succeeded", &session("paid")).event,
+            PaymentEvent::Paid { amount: 2500 }
         );
-        let unpaid = json!({"data": {"object": {"id": "cs_2", "payment_status": "unpaid", "amount_total": 1}}});
-        assert_eq!(stripe("checkout.session.completed", &unpaid), Ok(None));
-        assert_eq!(stripe("customer.created", &session), Ok(None));
-        assert!(stripe("payment_intent.succeeded", &json!({"data": {}})).is_err());
-        let bad = json!({"data": {"object": {"id": "pi_1", "amount_received": "lots"}}});
-        assert!(stripe("payment_intent.succeeded", &bad)
+        let failed = payment("checkout.session.async_payment_failed", &session("unpaid"));
+        assert_eq!(
+            (failed.event, failed.payment_key.as_str()),
+            (PaymentEvent::PaymentFailed, "pi_1")
+        );
+        assert!(matches!(
+            stripe("checkout.session.completed", &session("no_payment_required"), MAX),
+            Ok(Some(StripeNotice::NoMoney(why))) if why.contains("cs_1")
+        ));
+        assert!(stripe("checkout.session.completed", &session("maybe"), MAX)
+            .unwrap_err()
+            .0
+            .contains("payment_status"));
+        let intent = object(
+            json!({"id": "pi_1", "object": "payment_intent", "amount": 2500,
+            "amount_received": 2500, "currency": "usd", "metadata": {}}),
+        );
+        let n = payment("payment_intent.succeeded", &intent);
+        assert_eq!(
+            (n.payment_key.as_str(), n.tenant, n.event),
+            ("pi_1", None, PaymentEvent::Paid { amount: 2500 }),
+            "same key as the session: credited once; no tenant unless payment_intent_data.metadata set it"
+        );
+        let refund = object(
+            json!({"id": "ch_1", "object": "charge", "payment_intent": "pi_1",
+            "amount": 2500, "amount_refunded": 700, "currency": "usd", "metadata": {"tenant": "evil"}}),
+        );
+        let r = payment("charge.refunded", &refund);
+        assert_eq!(
+            (r.tenant, r.payment_key.as_str(), r.event),
+            (None, "pi_1", PaymentEvent::Refunded { total: 700 }),
+            "a refund's own metadata is never read"
+        );
+        let expanded =
+            object(json!({"id": "ch_2", "payment_intent": {"id": "pi_2"}, "amount_refunded": 1}));
+        assert_eq!(payment("charge.refunded", &expanded).payment_key, "pi_2");
+        assert_eq!(stripe("customer.created", &session("paid"), MAX), Ok(None));
+        assert!(stripe("payment_intent.succeeded", &json!({"data": {}}), MAX).is_err());
+        let bad = object(json!({"id": "pi_1", "amount_received": "lots"}));
+        assert!(stripe("payment_intent.succeeded", &bad, MAX)
             .unwrap_err()
             .0
             .contains("amount_received"));
+    }
+
+    #[test]
+    fn amounts_above_the_cap_are_refused_with_the_reason() {
+        let big = object(
+            json!({"id": "cs_1", "payment_intent": "pi_1", "amount_total": MAX + 1,
+            "currency": "usd", "payment_status": "paid", "metadata": {"tenant": "acme"}}),
+        );
+        assert_eq!(
+            stripe("checkout.session.completed", &big, MAX)
+                .unwrap_err()
+                .0,
+            "data.object.amount_total 1000000000001 is above the largest accepted amount, \
+             1000000000000 minor units (WALLET_MAX_AMOUNT); refused"
+        );
+        let at_cap = object(json!({"id": "pi_1", "amount_received": MAX, "currency": "usd"}));
+        assert!(stripe("payment_intent.succeeded", &at_cap, MAX).is_ok());
+        let refund = object(
+            json!({"id": "ch_1", "payment_intent": "pi_1", "amount_refunded": "1000000000001"}),
+        );
+        assert!(stripe("charge.refunded", &refund, MAX).is_err());
+        assert!(stripe("charge.refunded", &refund, MAX + 1).is_ok());
+    }
+
+    #[test]
+    fn modes_and_livemode() {
+        assert_eq!(StripeMode::parse(" LIVE "), Some(StripeMode::Live));
+        assert_eq!(StripeMode::parse("test"), Some(StripeMode::Test));
+        assert_eq!(StripeMode::parse("prod"), None);
+        assert_eq!(StripeMode::of(true).as_str(), "live");
+        assert_eq!(
+            livemode(&json!({"livemode": true, "data": {"object": {"livemode": false}}})),
+            Some(true)
+        );
+        assert_eq!(
+            livemode(&json!({"data": {"object": {"livemode": false}}})),
+            Some(false)
+        );
+        assert_eq!(livemode(&json!({"data": {"object": {}}})), None);
+        assert_eq!(livemode(&json!({"livemode": "yes"})), None);
     }
 
     #[test]

@@ -1,9 +1,25 @@
 //! Reconciliation: what should never happen, counted. Holds older than a threshold with no
-//! terminal event, wallets whose balance or held amount disagrees with the sum of their entries,
-//! and entries whose webhook event is missing from the inbox. Amounts in the report are in each
-//! wallet's minor unit.
+//! terminal event, wallets whose balance or held amount disagrees with the sum of their entries
+//! (or that cannot be read), and entries whose webhook event is missing from the inbox. Amounts
+//! in the report are in each wallet's minor unit.
+//!
+//! It neither lies nor scans:
+//!
+//! - wallets are found through the wallet registry ([`Ledger::tenants`]: one `Query`), with a
+//!   fallback scan only until the registry is marked complete (`inboxctl wallet reindex`);
+//! - a wallet is compared with its entries consistently: the wallet is read, then its entries,
+//!   then the wallet again; only when both reads agree (same amounts and the same change counter,
+//!   which every movement increments in the same transaction as its entry) is the comparison made,
+//!   else it is read again, up to [`SETTLE_READS`] times. A busy wallet that never settles is
+//!   reported as unsettled (not compared, no alarm) rather than as a mismatch;
+//! - a wallet item that is not valid (an amount that is not a number, unreadable entries, sums
+//!   that overflow) is reported, never read as 0;
+//! - entries are checked against the inbox only while their message must still be there: within
+//!   the configured retention (`DELIVERY_RETENTION_DAYS`) less [`ORPHAN_MARGIN_MS`].
 
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, LedgerError};
+use crate::model::{Entry, Wallet};
+use crate::money::checked_sum;
 use crate::rules::EmailState;
 use crate::METRICS_NAMESPACE;
 use inbox_core::domain::{EventId, MessageKey, SourceName};
@@ -14,6 +30,35 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
+
+/// How often a wallet is read around its entries before it counts as unsettled.
+pub const SETTLE_READS: usize = 5;
+
+/// How much younger than the retention an entry must be to be checked against the inbox (a
+/// message expires a retention after it was processed, never before).
+pub const ORPHAN_MARGIN_MS: i64 = 3_600_000;
+
+/// What a reconciliation checks against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReconcileOptions {
+    /// How old a hold may get without a terminal event.
+    pub stale_after_ms: i64,
+    /// Entries younger than this (ms before now) must find their webhook event in the inbox.
+    pub orphan_window_ms: i64,
+}
+
+impl ReconcileOptions {
+    /// For an inbox that keeps processed messages for `retention` (`DELIVERY_RETENTION_DAYS`):
+    /// entries are checked against the inbox within the retention less [`ORPHAN_MARGIN_MS`].
+    pub fn new(stale_after_ms: i64, retention: Duration) -> Self {
+        let retention_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        Self {
+            stale_after_ms,
+            orphan_window_ms: retention_ms.saturating_sub(ORPHAN_MARGIN_MS).max(0),
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StaleHold {
@@ -40,6 +85,13 @@ pub struct OrphanEntry {
     pub event_id: String,
 }
 
+/// A wallet that could not be compared with its entries because something in it is not valid.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnreadableWallet {
+    pub tenant: String,
+    pub reason: String,
+}
+
 /// The report.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ReconcileReport {
@@ -48,6 +100,16 @@ pub struct ReconcileReport {
     pub stale_holds: Vec<StaleHold>,
     pub mismatched_wallets: Vec<Mismatch>,
     pub orphan_entries: Vec<OrphanEntry>,
+    /// Wallets (or their rows or entries) that are not valid: a problem, counted with the
+    /// mismatches.
+    pub unreadable_wallets: Vec<UnreadableWallet>,
+    /// Wallets that changed between every pair of reads ([`SETTLE_READS`]): busy, not compared
+    /// this time. Not a problem by itself.
+    pub unsettled_wallets: Vec<String>,
+    /// Whether the wallets were found through the complete registry alone (no scan).
+    pub registry_complete: bool,
+    /// Wallets only the fallback scan found: `inboxctl wallet reindex` registers them.
+    pub unregistered_wallets: Vec<String>,
 }
 
 impl ReconcileReport {
@@ -56,10 +118,11 @@ impl ReconcileReport {
         self.stale_holds.is_empty()
             && self.mismatched_wallets.is_empty()
             && self.orphan_entries.is_empty()
+            && self.unreadable_wallets.is_empty()
     }
 
-    /// The counts as metrics (`StaleHolds`, `MismatchedWallets`, `OrphanEntries`; one EMF
-    /// document when emitted together).
+    /// The counts as metrics (`StaleHolds`, `MismatchedWallets` — unreadable wallets included —,
+    /// `OrphanEntries`; one EMF document when emitted together).
     pub fn metrics(&self) -> Vec<Metric> {
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         vec![
@@ -71,7 +134,7 @@ impl ReconcileReport {
             Metric::count(
                 METRICS_NAMESPACE,
                 "MismatchedWallets",
-                count(self.mismatched_wallets.len()),
+                count(self.mismatched_wallets.len() + self.unreadable_wallets.len()),
             ),
             Metric::count(
                 METRICS_NAMESPACE,
@@ -95,74 +158,149 @@ async fn in_inbox<S: ItemStore>(
     Ok(store.get_item(&pk, MESSAGE_SK).await?.is_some())
 }
 
-/// How far back entries are checked against the inbox by default: processed messages expire
-/// after the retention period (30 days by default), so older entries would all look orphaned.
-pub const DEFAULT_ORPHAN_WINDOW_MS: i64 = 29 * 86_400_000;
-
-/// Checks every wallet. `stale_after_ms`: how old a hold may get without a terminal event.
-/// Entries are checked for their webhook event within [`DEFAULT_ORPHAN_WINDOW_MS`].
-pub async fn reconcile<S: ItemStore>(
-    store: &S,
-    now_ms: i64,
-    stale_after_ms: i64,
-) -> Result<ReconcileReport, StoreError> {
-    reconcile_within(store, now_ms, stale_after_ms, DEFAULT_ORPHAN_WINDOW_MS).await
-}
-
-/// [`reconcile`] with the window (ms before `now_ms`) in which entries must find their webhook
-/// event in the inbox: it should be shorter than the messages' retention.
+/// Checks every wallet at `now_ms` (see the module docs).
 ///
 /// The pass is boxed: it nests the store's (the AWS SDK's deep) futures several levels down, and
 /// an unboxed future type that deep exceeds rustc's layout depth limit in a caller's `main`.
-pub fn reconcile_within<'a, S: ItemStore>(
+pub fn reconcile<'a, S: ItemStore>(
     store: &'a S,
     now_ms: i64,
-    stale_after_ms: i64,
-    orphan_window_ms: i64,
+    options: ReconcileOptions,
 ) -> Pin<Box<dyn Future<Output = Result<ReconcileReport, StoreError>> + Send + 'a>> {
-    Box::pin(check(store, now_ms, stale_after_ms, orphan_window_ms))
+    Box::pin(check(store, now_ms, options))
+}
+
+/// A wallet and its entries, read consistently (or why not).
+enum Read {
+    /// Deleted meanwhile.
+    Gone,
+    Unreadable(String),
+    Unsettled,
+    Settled(Wallet, Vec<Entry>),
+}
+
+/// Reads the wallet, its entries, and the wallet again until both wallet reads agree.
+async fn settled<S: ItemStore>(ledger: Ledger<'_, S>, tenant: &str) -> Result<Read, StoreError> {
+    let wallet = |w: Result<Option<Wallet>, LedgerError>| match w {
+        Ok(Some(w)) => Ok(Ok(w)),
+        Ok(None) => Ok(Err(Read::Gone)),
+        Err(LedgerError::Unreadable(reason)) => Ok(Err(Read::Unreadable(reason))),
+        Err(LedgerError::Store(e)) => Err(e),
+    };
+    for _ in 0..SETTLE_READS {
+        let before = match wallet(ledger.wallet(tenant).await)? {
+            Ok(w) => w,
+            Err(read) => return Ok(read),
+        };
+        let entries = ledger.entries(&before).await?;
+        let after = match wallet(ledger.wallet(tenant).await)? {
+            Ok(w) => w,
+            Err(read) => return Ok(read),
+        };
+        let same = (before.changes, before.balance, before.held)
+            == (after.changes, after.balance, after.held);
+        if !same {
+            continue;
+        }
+        if entries.unreadable > 0 {
+            return Ok(Read::Unreadable(format!(
+                "{} of its {} entry items are unreadable",
+                entries.unreadable,
+                entries.total()
+            )));
+        }
+        return Ok(Read::Settled(after, entries.entries));
+    }
+    Ok(Read::Unsettled)
 }
 
 async fn check<S: ItemStore>(
     store: &S,
     now_ms: i64,
-    stale_after_ms: i64,
-    orphan_window_ms: i64,
+    options: ReconcileOptions,
 ) -> Result<ReconcileReport, StoreError> {
     let ledger = Ledger::new(store);
-    let mut report = ReconcileReport::default();
+    let found = ledger.tenants().await?;
+    let mut report = ReconcileReport {
+        registry_complete: found.registry_complete,
+        unregistered_wallets: found.unregistered,
+        ..ReconcileReport::default()
+    };
     let mut events_seen: HashMap<(String, String), bool> = HashMap::new();
-    for wallet in ledger.wallets().await? {
+    for tenant in found.tenants {
+        let unreadable = |reason: String| UnreadableWallet {
+            tenant: tenant.clone(),
+            reason,
+        };
+        let (wallet, entries) = match settled(ledger, &tenant).await? {
+            Read::Gone => continue,
+            Read::Unsettled => {
+                report.wallets += 1;
+                report.unsettled_wallets.push(tenant);
+                continue;
+            }
+            Read::Unreadable(reason) => {
+                report.wallets += 1;
+                report.unreadable_wallets.push(unreadable(reason));
+                continue;
+            }
+            Read::Settled(wallet, entries) => (wallet, entries),
+        };
         report.wallets += 1;
-        let entries = ledger.entries(&wallet).await?.entries;
         report.entries += entries.len();
-        let entries_balance: i64 = entries.iter().map(|e| e.balance_delta.minor()).sum();
-        let entries_held: i64 = entries.iter().map(|e| e.held_delta.minor()).sum();
-        if entries_balance != wallet.balance.minor() || entries_held != wallet.held.minor() {
-            report.mismatched_wallets.push(Mismatch {
-                tenant: wallet.tenant.clone(),
-                balance: wallet.balance.minor(),
-                entries_balance,
-                held: wallet.held.minor(),
-                entries_held,
-            });
+        let sums = checked_sum(
+            entries.iter().map(|e| e.balance_delta.minor()),
+            "the sum of its balance deltas",
+        )
+        .and_then(|b| {
+            Ok((
+                b,
+                checked_sum(
+                    entries.iter().map(|e| e.held_delta.minor()),
+                    "the sum of its held deltas",
+                )?,
+            ))
+        });
+        match sums {
+            Err(overflow) => report
+                .unreadable_wallets
+                .push(unreadable(overflow.to_string())),
+            Ok((entries_balance, entries_held))
+                if entries_balance != wallet.balance.minor()
+                    || entries_held != wallet.held.minor() =>
+            {
+                report.mismatched_wallets.push(Mismatch {
+                    tenant: tenant.clone(),
+                    balance: wallet.balance.minor(),
+                    entries_balance,
+                    held: wallet.held.minor(),
+                    entries_held,
+                });
+            }
+            Ok(_) => {}
         }
-        for email in ledger.email_rows(&wallet.tenant).await? {
-            if email.state == EmailState::Held {
-                let held_at = email.held_at.or(email.updated_at).unwrap_or(0);
-                if now_ms - held_at > stale_after_ms {
-                    report.stale_holds.push(StaleHold {
-                        tenant: wallet.tenant.clone(),
-                        message_id: email.message_id,
-                        amount: email.amount,
-                        held_at,
-                    });
+        match ledger.email_rows(&tenant).await {
+            Ok(emails) => {
+                for email in emails.into_iter().filter(|e| e.state == EmailState::Held) {
+                    let held_at = email.held_at.or(email.updated_at).unwrap_or(0);
+                    if now_ms.saturating_sub(held_at) > options.stale_after_ms {
+                        report.stale_holds.push(StaleHold {
+                            tenant: tenant.clone(),
+                            message_id: email.message_id,
+                            amount: email.amount,
+                            held_at,
+                        });
+                    }
                 }
             }
+            Err(LedgerError::Unreadable(reason)) => {
+                report.unreadable_wallets.push(unreadable(reason));
+            }
+            Err(LedgerError::Store(e)) => return Err(e),
         }
         for e in entries
             .into_iter()
-            .filter(|e| now_ms - e.at <= orphan_window_ms)
+            .filter(|e| now_ms.saturating_sub(e.at) <= options.orphan_window_ms)
         {
             let key = (e.event_source.clone(), e.event_id.clone());
             let exists = match events_seen.get(&key) {

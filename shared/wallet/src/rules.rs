@@ -1,7 +1,8 @@
 //! The wallet's rules as pure functions: given the state read and one event, the next state and
-//! the money movement. No I/O, no clock; exhaustively tested here and against a reference model
-//! (proptest) in `tests.rs`.
+//! the money movement. No I/O, no clock, checked arithmetic (an [`Overflow`] is refused, never
+//! wrapped); exhaustively tested here and against a reference model (proptest) in `tests.rs`.
 
+use crate::money::{checked_add, checked_sub, Overflow};
 use serde::{Deserialize, Serialize};
 
 /// What a ledger entry records. Each kind has fixed signs on `balance` and `held`.
@@ -118,47 +119,89 @@ pub fn email(state: EmailState, event: EmailEvent, amount: i64) -> (EmailState, 
     }
 }
 
+/// Where a payment's funds stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Funds {
+    /// No outcome known yet (e.g. only a refund or a failure arrived so far).
+    #[default]
+    Unknown,
+    /// The checkout completed with a delayed method (`payment_status: unpaid`): awaiting funds.
+    Awaiting,
+    /// Paid: credited once.
+    Paid,
+    /// The delayed payment failed: nothing was credited.
+    Failed,
+}
+
 /// Money state of one payment (a Stripe payment intent, or a checkout session without one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct PaymentState {
+    pub funds: Funds,
+    /// The amount a checkout awaiting funds expects (shown to operators; moves nothing).
+    pub expected: i64,
     /// Credited so far (0 until the first success event).
     pub credited: i64,
-    /// Refunded so far (Stripe's cumulative `amount_refunded`).
+    /// The largest cumulative `amount_refunded` Stripe reported for the payment.
+    pub refund_total: i64,
+    /// Taken back so far: `min(refund_total, credited)` once settled — never more than credited.
     pub refunded: i64,
 }
 
 /// A payment event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PaymentEvent {
-    /// `checkout.session.completed` or `payment_intent.succeeded`: credit `amount` once per payment.
+    /// `checkout.session.completed` with `payment_status: paid`,
+    /// `checkout.session.async_payment_succeeded` or `payment_intent.succeeded`: credit `amount`
+    /// once per payment.
     Paid { amount: i64 },
+    /// `checkout.session.completed` with `payment_status: unpaid` (a delayed method: ACH, SEPA, …):
+    /// the payment is recorded as awaiting `amount`; no money moves.
+    AwaitingFunds { amount: i64 },
+    /// `checkout.session.async_payment_failed`: recorded; no money moves.
+    PaymentFailed,
     /// `charge.refunded`: the cumulative refunded amount (so each refund counts once, in any order).
     Refunded { total: i64 },
 }
 
-/// The next state of a payment and the movement it causes.
-pub fn payment(state: PaymentState, event: PaymentEvent) -> (PaymentState, Option<Movement>) {
+/// The next state of a payment and the movements it causes (a credit may bring a refund that
+/// arrived before it: then two). A refund never takes back more than was credited: what was
+/// refunded beyond it is remembered and taken back if a credit comes later.
+pub fn payment(
+    state: PaymentState,
+    event: PaymentEvent,
+) -> Result<(PaymentState, Vec<Movement>), Overflow> {
+    let mut next = state;
+    let mut moved = Vec::new();
     match event {
-        PaymentEvent::Paid { amount } if state.credited == 0 && amount > 0 => (
-            PaymentState {
-                credited: amount,
-                ..state
-            },
-            Some(Movement::new(EntryKind::Topup, amount, false)),
-        ),
-        PaymentEvent::Paid { .. } => (state, None),
-        PaymentEvent::Refunded { total } if total > state.refunded => {
-            let delta = total - state.refunded;
-            (
-                PaymentState {
-                    refunded: total,
-                    ..state
-                },
-                Some(Movement::new(EntryKind::TopupRefund, delta, false)),
-            )
+        PaymentEvent::Paid { amount } if state.credited == 0 => {
+            next.funds = Funds::Paid;
+            if amount > 0 {
+                next.credited = amount;
+                moved.push(Movement::new(EntryKind::Topup, amount, false));
+            }
         }
-        PaymentEvent::Refunded { .. } => (state, None),
+        PaymentEvent::Paid { .. } => {}
+        PaymentEvent::AwaitingFunds { amount } => {
+            if state.funds == Funds::Unknown {
+                next.funds = Funds::Awaiting;
+                next.expected = amount;
+            }
+        }
+        PaymentEvent::PaymentFailed => {
+            if matches!(state.funds, Funds::Unknown | Funds::Awaiting) {
+                next.funds = Funds::Failed;
+            }
+        }
+        PaymentEvent::Refunded { total } => next.refund_total = state.refund_total.max(total),
     }
+    let due = next.refund_total.min(next.credited);
+    if due > next.refunded {
+        let take = checked_sub(due, next.refunded, "the refund")?;
+        next.refunded = due;
+        moved.push(Movement::new(EntryKind::TopupRefund, take, false));
+    }
+    Ok((next, moved))
 }
 
 /// Flags a movement raises on its wallet.
@@ -168,6 +211,17 @@ pub struct Flags {
     pub overdrawn: bool,
     /// The month's debits pass the soft-review threshold.
     pub review: bool,
+}
+
+impl std::ops::BitOr for Flags {
+    type Output = Self;
+
+    fn bitor(self, other: Self) -> Self {
+        Self {
+            overdrawn: self.overdrawn || other.overdrawn,
+            review: self.review || other.review,
+        }
+    }
 }
 
 /// The wallet figures a rule needs (as read; balances move by commutative adds).
@@ -184,23 +238,48 @@ pub struct WalletView {
 }
 
 impl WalletView {
-    pub fn available(&self) -> i64 {
-        self.balance - self.held
+    /// `balance − held`.
+    pub fn available(&self) -> Result<i64, Overflow> {
+        checked_sub(self.balance, self.held, "the available amount")
+    }
+
+    /// The wallet after `m`: every figure checked, so a movement that would overflow the stored
+    /// balance, held amount or month's debits is refused before it is written.
+    pub fn after(&self, m: &Movement) -> Result<Self, Overflow> {
+        let month_debits = if m.kind == EntryKind::Debit {
+            checked_add(self.month_debits, m.amount, "the month's debits")?
+        } else {
+            self.month_debits
+        };
+        Ok(Self {
+            balance: checked_add(self.balance, m.balance_delta, "the balance")?,
+            held: checked_add(self.held, m.held_delta, "the held amount")?,
+            month_debits,
+            ..*self
+        })
     }
 }
 
 /// The flags a movement raises on a wallet as read.
-pub fn flags(wallet: &WalletView, m: &Movement) -> Flags {
-    let takes = m.held_delta.max(0) - m.balance_delta.min(0) + m.held_delta.min(0);
+pub fn flags(wallet: &WalletView, m: &Movement) -> Result<Flags, Overflow> {
+    // What it takes from `available`: a hold or a debit; a capture (debit of a hold) takes nothing new.
+    let takes = checked_add(
+        checked_sub(m.held_delta.max(0), m.balance_delta.min(0), "the movement")?,
+        m.held_delta.min(0),
+        "the movement",
+    )?;
     let reserves = matches!(m.kind, EntryKind::Hold | EntryKind::Debit);
-    let after = wallet.available() - takes;
-    Flags {
+    let after = checked_sub(wallet.available()?, takes, "the available amount")?;
+    let review = match wallet.review_threshold {
+        Some(t) if m.kind == EntryKind::Debit => {
+            checked_add(wallet.month_debits, m.amount, "the month's debits")? > t
+        }
+        _ => false,
+    };
+    Ok(Flags {
         overdrawn: reserves && takes > 0 && after < wallet.floor,
-        review: m.kind == EntryKind::Debit
-            && wallet
-                .review_threshold
-                .is_some_and(|t| wallet.month_debits + m.amount > t),
-    }
+        review,
+    })
 }
 
 #[cfg(test)]
@@ -280,44 +359,145 @@ mod tests {
         }
     }
 
+    fn kinds(moved: &[Movement]) -> Vec<(EntryKind, i64)> {
+        moved.iter().map(|m| (m.kind, m.balance_delta)).collect()
+    }
+
     #[test]
     fn payments_credit_once_and_refund_by_cumulative_total() {
         let s0 = PaymentState::default();
-        let (s1, m) = payment(s0, PaymentEvent::Paid { amount: 2000 });
+        let (s1, m) = payment(s0, PaymentEvent::Paid { amount: 2000 }).unwrap();
+        assert_eq!((s1.credited, s1.funds), (2000, Funds::Paid));
+        assert_eq!(kinds(&m), vec![(EntryKind::Topup, 2000)]);
         assert_eq!(
-            (s1.credited, m.map(|m| m.balance_delta)),
-            (2000, Some(2000))
-        );
-        assert_eq!(
-            payment(s1, PaymentEvent::Paid { amount: 2000 }),
-            (s1, None),
+            payment(s1, PaymentEvent::Paid { amount: 2000 }).unwrap(),
+            (s1, vec![]),
             "the second event of the same payment"
         );
-        assert_eq!(payment(s0, PaymentEvent::Paid { amount: 0 }), (s0, None));
-        let (s2, m) = payment(s1, PaymentEvent::Refunded { total: 500 });
-        assert_eq!((s2.refunded, m.map(|m| m.balance_delta)), (500, Some(-500)));
-        let (s3, m) = payment(s2, PaymentEvent::Refunded { total: 1200 });
+        let (zero, m) = payment(s0, PaymentEvent::Paid { amount: 0 }).unwrap();
+        assert_eq!((zero.credited, m), (0, vec![]));
+        let (s2, m) = payment(s1, PaymentEvent::Refunded { total: 500 }).unwrap();
         assert_eq!(
-            (s3.refunded, m.map(|m| m.amount)),
-            (1200, Some(700)),
+            (s2.refunded, kinds(&m)),
+            (500, vec![(EntryKind::TopupRefund, -500)])
+        );
+        let (s3, m) = payment(s2, PaymentEvent::Refunded { total: 1200 }).unwrap();
+        assert_eq!(
+            (s3.refunded, m.iter().map(|m| m.amount).collect::<Vec<_>>()),
+            (1200, vec![700]),
             "a second refund: the difference"
         );
         assert_eq!(
-            payment(s3, PaymentEvent::Refunded { total: 500 }),
-            (s3, None),
+            payment(s3, PaymentEvent::Refunded { total: 500 }).unwrap(),
+            (s3, vec![]),
             "an older refund event, late"
         );
         assert_eq!(
-            payment(s3, PaymentEvent::Refunded { total: 1200 }),
-            (s3, None),
+            payment(s3, PaymentEvent::Refunded { total: 1200 }).unwrap(),
+            (s3, vec![]),
             "a repeated refund event"
         );
-        let (early, m) = payment(s0, PaymentEvent::Refunded { total: 300 });
+    }
+
+    #[test]
+    fn a_refund_never_takes_back_more_than_was_credited() {
+        let paid = payment(PaymentState::default(), PaymentEvent::Paid { amount: 1000 })
+            .unwrap()
+            .0;
+        let (over, m) = payment(paid, PaymentEvent::Refunded { total: 5000 }).unwrap();
+        assert_eq!((over.refund_total, over.refunded), (5000, 1000));
+        assert_eq!(kinds(&m), vec![(EntryKind::TopupRefund, -1000)]);
+        // A refund before its payment is remembered and settled by the credit, in one event.
+        let (early, m) = payment(
+            PaymentState::default(),
+            PaymentEvent::Refunded { total: 300 },
+        )
+        .unwrap();
+        assert_eq!((early.refund_total, early.refunded, m), (300, 0, vec![]));
+        let (settled, m) = payment(early, PaymentEvent::Paid { amount: 2000 }).unwrap();
         assert_eq!(
-            (early.refunded, m.map(|m| m.kind)),
-            (300, Some(EntryKind::TopupRefund)),
-            "refund before payment"
+            kinds(&m),
+            vec![(EntryKind::Topup, 2000), (EntryKind::TopupRefund, -300)]
         );
+        assert_eq!((settled.credited, settled.refunded), (2000, 300));
+        // A payment recorded before this rule could have refunded more than it credited: no
+        // negative "refund" is made of it.
+        let legacy = PaymentState {
+            funds: Funds::Paid,
+            credited: 2000,
+            refund_total: 2500,
+            refunded: 2500,
+            expected: 0,
+        };
+        assert_eq!(
+            payment(legacy, PaymentEvent::Refunded { total: 2500 }).unwrap(),
+            (legacy, vec![])
+        );
+    }
+
+    #[test]
+    fn delayed_payments_await_their_funds() {
+        let s0 = PaymentState::default();
+        let (awaiting, m) = payment(s0, PaymentEvent::AwaitingFunds { amount: 2000 }).unwrap();
+        assert_eq!(
+            (awaiting.funds, awaiting.expected, m),
+            (Funds::Awaiting, 2000, vec![])
+        );
+        let (paid, m) = payment(awaiting, PaymentEvent::Paid { amount: 2000 }).unwrap();
+        assert_eq!(
+            (paid.funds, kinds(&m)),
+            (Funds::Paid, vec![(EntryKind::Topup, 2000)])
+        );
+        assert_eq!(
+            payment(paid, PaymentEvent::AwaitingFunds { amount: 2000 }).unwrap(),
+            (paid, vec![]),
+            "a late completion does not undo the payment"
+        );
+        assert_eq!(
+            payment(paid, PaymentEvent::PaymentFailed).unwrap(),
+            (paid, vec![]),
+            "nor does a failure reverse a credit (Stripe reports that as a refund or dispute)"
+        );
+        let (failed, m) = payment(awaiting, PaymentEvent::PaymentFailed).unwrap();
+        assert_eq!(
+            (failed.funds, failed.credited, m),
+            (Funds::Failed, 0, vec![])
+        );
+        assert_eq!(
+            payment(failed, PaymentEvent::AwaitingFunds { amount: 2000 })
+                .unwrap()
+                .0
+                .funds,
+            Funds::Failed,
+            "the completion arriving after the failure"
+        );
+    }
+
+    #[test]
+    fn arithmetic_is_checked() {
+        let edge = WalletView {
+            balance: i64::MIN + 1,
+            held: i64::MAX,
+            floor: 0,
+            month_debits: i64::MAX,
+            review_threshold: Some(1),
+        };
+        let debit = Movement::new(EntryKind::Debit, 5, false);
+        assert!(edge.available().is_err());
+        assert!(flags(&edge, &debit).is_err());
+        assert!(edge.after(&debit).is_err());
+        let full = WalletView {
+            balance: i64::MAX,
+            ..WalletView::default()
+        };
+        assert_eq!(
+            full.after(&Movement::new(EntryKind::Topup, 1, false)),
+            Err(Overflow("the balance".into()))
+        );
+        let ok = WalletView::default()
+            .after(&Movement::new(EntryKind::Debit, 5, false))
+            .unwrap();
+        assert_eq!((ok.balance, ok.held, ok.month_debits), (-5, 0, 5));
     }
 
     #[test]
@@ -331,37 +511,57 @@ mod tests {
         };
         let hold = |a| Movement::new(EntryKind::Hold, a, false);
         assert!(
-            !flags(&wallet, &hold(100)).overdrawn,
+            !flags(&wallet, &hold(100)).unwrap().overdrawn,
             "exactly to the floor"
         );
-        assert!(flags(&wallet, &hold(101)).overdrawn);
+        assert!(flags(&wallet, &hold(101)).unwrap().overdrawn);
         let credit_allowed = WalletView {
             floor: -2000,
             ..wallet
         };
-        assert!(!flags(&credit_allowed, &hold(2100)).overdrawn);
-        assert!(flags(&credit_allowed, &hold(2101)).overdrawn);
+        assert!(!flags(&credit_allowed, &hold(2100)).unwrap().overdrawn);
+        assert!(flags(&credit_allowed, &hold(2101)).unwrap().overdrawn);
         assert!(
-            flags(&wallet, &Movement::new(EntryKind::Debit, 101, false)).overdrawn,
+            flags(&wallet, &Movement::new(EntryKind::Debit, 101, false))
+                .unwrap()
+                .overdrawn,
             "a direct debit reserves too"
         );
         assert!(
-            !flags(&wallet, &Movement::new(EntryKind::Debit, 500, true)).overdrawn,
+            !flags(&wallet, &Movement::new(EntryKind::Debit, 500, true))
+                .unwrap()
+                .overdrawn,
             "capturing a hold moves nothing new"
         );
-        assert!(!flags(&wallet, &Movement::new(EntryKind::BounceRefund, 500, false)).overdrawn);
         assert!(
-            !flags(&wallet, &Movement::new(EntryKind::Debit, 150, false)).review,
+            !flags(&wallet, &Movement::new(EntryKind::BounceRefund, 500, false))
+                .unwrap()
+                .overdrawn
+        );
+        assert!(
+            !flags(&wallet, &Movement::new(EntryKind::Debit, 150, false))
+                .unwrap()
+                .review,
             "at the threshold"
         );
-        assert!(flags(&wallet, &Movement::new(EntryKind::Debit, 151, false)).review);
+        assert!(
+            flags(&wallet, &Movement::new(EntryKind::Debit, 151, false))
+                .unwrap()
+                .review
+        );
         let busy = WalletView {
             month_debits: 100,
             ..wallet
         };
-        assert!(flags(&busy, &Movement::new(EntryKind::Debit, 51, true)).review);
         assert!(
-            !flags(&busy, &Movement::new(EntryKind::Hold, 500, false)).review,
+            flags(&busy, &Movement::new(EntryKind::Debit, 51, true))
+                .unwrap()
+                .review
+        );
+        assert!(
+            !flags(&busy, &Movement::new(EntryKind::Hold, 500, false))
+                .unwrap()
+                .review,
             "only debits count"
         );
         assert!(
@@ -372,6 +572,7 @@ mod tests {
                 },
                 &Movement::new(EntryKind::Debit, 9999, false)
             )
+            .unwrap()
             .review
         );
     }

@@ -265,6 +265,10 @@ pub enum WalletCommand {
     /// Check every wallet against its entries, stale holds and orphan entries; exit 1 if any
     /// problem is found.
     Reconcile(WalletReconcileArgs),
+    /// Register every wallet in the wallet registry (one table scan) and mark it complete, so
+    /// reconciliation finds wallets without scanning. Run once after upgrading from a version
+    /// without the registry; idempotent.
+    Reindex,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -3,7 +3,7 @@
 //! README's configuration tables are rendered from [`ALL`] (with the applications' own variables,
 //! declared in their crates) and [`LIBRARY`]. The bare names are in [`super::vars`].
 
-use super::doc::readers::{INBOXCTL, INGEST, PROCESS, REAPER};
+use super::doc::readers::{INBOXCTL, INGEST, PROCESS, REAPER, RECONCILE};
 use super::doc::{ReadBy, Unset, Var};
 
 pub const TABLE_NAME: Var = Var {
@@ -49,10 +49,11 @@ pub const MAX_BODY_BYTES: Var = Var {
 
 pub const DELIVERY_RETENTION_DAYS: Var = Var {
     name: "DELIVERY_RETENTION_DAYS",
-    read_by: ReadBy::Only(&[INGEST, PROCESS]),
+    read_by: ReadBy::Only(&[INGEST, PROCESS, RECONCILE, INBOXCTL]),
     unset: Unset::Default("30"),
     meaning: "days a record is kept (TTL): a duplicate-delivery journal record (ingest), a \
-              processed or ignored message (process)",
+              processed or ignored message (process); reconciliation (reconcile, inboxctl) expects \
+              the message of every entry younger than this to be still in the inbox",
 };
 
 pub const RETRY_QUEUE_URL: Var = Var {

@@ -3,7 +3,7 @@
 //!
 //! `pending`/`retrying` (or `processing` with an expired lease) → the handler chosen by
 //! `(source, event type)` → `processed` (effects committed in the same transaction), `ignored`
-//! (no handler), `retrying` (transient failure: attempt journaled, retry scheduled with backoff
+//! (no handler, or the handler declined it with a reason), `retrying` (transient failure: attempt journaled, retry scheduled with backoff
 //! and full jitter) or `failed` (5th failure or permanent: quarantine notice). Every transition is
 //! conditioned on the version read, so a duplicate delivery or a racing invocation finds a
 //! conflict and skips: effects happen once. A handler's metrics are emitted (through a
@@ -126,30 +126,8 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
         }
         let key = message.key();
         let Some(handler) = self.registry.get(&message).cloned() else {
-            let t = Transition {
-                to: Status::Ignored,
-                attempts: message.attempts,
-                lease_until: None,
-                next_attempt_at: None,
-                open_due: None,
-                expires_at: Some(self.expiry(now)),
-                last_error: None,
-                entry: HistoryEntry::new(
-                    now,
-                    Status::Ignored,
-                    "no handler for this source and event type",
-                ),
-            };
-            return Ok(
-                match self
-                    .store
-                    .transition(&key, message.version, &t, Vec::new())
-                    .await?
-                {
-                    Applied::Done => Outcome::Ignored,
-                    _ => Outcome::Skipped(Skip::Conflict),
-                },
-            );
+            let note = "no handler for this source and event type".to_owned();
+            return self.ignore(&message, now, note, None).await;
         };
         let attempt = message.attempts.saturating_add(1);
         if handler.needs_claim() {
@@ -207,6 +185,11 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                 }
                 HandlerOutcome::Commit(commit) => commit,
                 HandlerOutcome::Done => Commit::default(),
+                HandlerOutcome::Ignore(reason) => {
+                    let reason: String = reason.chars().take(1000).collect();
+                    let note = format!("ignored by {}: {reason}", a.handler);
+                    return self.ignore(&message, now, note, Some(a)).await;
+                }
                 HandlerOutcome::Retry(error) => {
                     return self.fail(&message, FailureKind::Transient, error, a).await
                 }
@@ -225,6 +208,37 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                 }
             }
         }
+    }
+
+    /// Moves the message to `ignored` (kept for the retention, no alarm) with `note` in its
+    /// history; `a`: the attempt whose handler declined it (`None`: there is no handler).
+    async fn ignore(
+        &self,
+        m: &StoredMessage,
+        now: i64,
+        note: String,
+        a: Option<AttemptInfo<'_>>,
+    ) -> Result<Outcome, InfraError> {
+        let mut entry = HistoryEntry::new(now, Status::Ignored, note);
+        entry.attempt = a.map(|a| a.attempt);
+        entry.duration_ms = a.map(|a| a.duration_ms);
+        let t = Transition {
+            to: Status::Ignored,
+            attempts: a.map_or(m.attempts, |a| a.attempt),
+            lease_until: None,
+            next_attempt_at: None,
+            open_due: None,
+            expires_at: Some(self.expiry(now)),
+            last_error: None,
+            entry,
+        };
+        let key = m.key();
+        Ok(
+            match self.store.transition(&key, m.version, &t, vec![]).await? {
+                Applied::Done => Outcome::Ignored,
+                _ => Outcome::Skipped(Skip::Conflict),
+            },
+        )
     }
 
     fn expiry(&self, now_ms: i64) -> i64 {

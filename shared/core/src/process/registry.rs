@@ -2,8 +2,8 @@
 //!
 //! A handler looks at a stored message and says what to do: commit DynamoDB writes together with
 //! the `processed` transition (one transaction) and emit metrics once they committed, report that
-//! an external effect was made (with [`StoredMessage::idempotency_key`]), ask for a retry, or fail
-//! permanently. The registry is assembled once, in the process function's composition root.
+//! an external effect was made (with [`StoredMessage::idempotency_key`]), decline it (`ignored`,
+//! with the reason), ask for a retry, or fail permanently. The registry is assembled once, in the process function's composition root.
 
 use crate::message::StoredMessage;
 use crate::metrics::Metric;
@@ -53,6 +53,9 @@ pub enum HandlerOutcome {
     Commit(Commit),
     /// Done after an external effect made with the message's idempotency key.
     Done,
+    /// Not this handler's business (e.g. an event of another tenant or mode): the message becomes
+    /// `ignored` — kept, listable, replayable, no alarm — with this reason in its history.
+    Ignore(String),
     /// A transient failure: retry later with backoff.
     Retry(String),
     /// A failure that will not heal by itself: quarantine now.

@@ -177,6 +177,49 @@ async fn no_handler_means_ignored_with_ttl_and_out_of_the_open_index() {
     assert_eq!(due, 0, "terminal messages leave the open index");
 }
 
+/// Declines every message, saying why.
+struct Declines;
+impl Handler for Declines {
+    fn name(&self) -> &str {
+        "picky"
+    }
+    fn handle<'a>(&'a self, _m: &'a StoredMessage) -> HandlerFuture<'a> {
+        Box::pin(async { HandlerOutcome::Ignore("not ours: no tenant".into()) })
+    }
+}
+
+#[tokio::test]
+async fn a_handler_that_declines_makes_the_message_ignored_with_its_reason_and_no_alarm() {
+    let w = World::new();
+    let p = w.processor(registry(Arc::new(Declines)));
+    let m = w.ingest("evt_1", "invoice.paid").await;
+    assert_eq!(p.process(m.clone()).await.unwrap(), Outcome::Ignored);
+    let after = w.store.message(&m.key()).unwrap();
+    assert_eq!(after.status, Status::Ignored);
+    assert_eq!(after.attempts, 1, "the handler ran once");
+    assert_eq!(after.last_error, None, "not an error");
+    assert_eq!(after.expires_at, Some(T0 / 1000 + 30 * 86_400));
+    let last = after.history.last().unwrap();
+    assert_eq!(
+        (last.status, last.note.as_str(), last.attempt),
+        (
+            Status::Ignored,
+            "ignored by picky: not ours: no tenant",
+            Some(1)
+        )
+    );
+    assert!(
+        w.quarantine.quarantined().is_empty(),
+        "no quarantine notice"
+    );
+    assert_eq!(futures_len(&w, T0 + 86_400_000).await, 0);
+    assert_eq!(
+        p.process(after).await.unwrap(),
+        Outcome::Skipped(Skip::Terminal),
+        "terminal like any ignored message"
+    );
+}
+
 async fn futures_len(w: &World, now: i64) -> usize {
     let mut n = 0;
     for shard in crate::store::schema::open_shards() {

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::process::Command;
 use wallet_ledger::items::{wallet_pk, WALLET_SK};
-use wallet_ledger::{WalletHandler, WalletSources};
+use wallet_ledger::{Currency, Wallet, WalletHandler, WalletSources};
 
 /// What one run of the binary did.
 #[derive(Debug)]
@@ -59,7 +59,13 @@ impl Run {
 
 /// Runs the binary against `table` in the emulator.
 fn inboxctl(table: &str, args: &[&str]) -> Run {
+    inboxctl_with(table, &[], args)
+}
+
+/// Runs the binary against `table` with more variables set.
+fn inboxctl_with(table: &str, vars: &[(&str, &str)], args: &[&str]) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_inboxctl"))
+        .envs(vars.iter().copied())
         .env("AWS_ENDPOINT_URL", integration_tests::endpoint())
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ACCESS_KEY_ID", "testing")
@@ -433,4 +439,70 @@ async fn create_process_inspect_and_reconcile_a_wallet() {
         (Some("usd"), Some(25))
     );
     assert!(store(&p).get(&topup).await.expect("get").is_some());
+
+    // Amounts beyond WALLET_MAX_AMOUNT are refused at creation.
+    let big = inboxctl_with(
+        t,
+        &[("WALLET_MAX_AMOUNT", "1000")],
+        &[
+            "wallet",
+            "create",
+            "gamma",
+            "--currency",
+            "usd",
+            "--price",
+            "1001",
+        ],
+    )
+    .fails(2);
+    assert!(big.stderr.contains("WALLET_MAX_AMOUNT"), "{}", big.stderr);
+
+    // A wallet created before the registry existed (its item alone): found by the fallback scan
+    // and named, until `reindex` registers it; then reconciliation reads the registry only.
+    let legacy = Wallet::new(
+        "legacy",
+        Currency::parse("eur").expect("eur"),
+        5,
+        0,
+        None,
+        0,
+    );
+    p.harness
+        .client
+        .put_item()
+        .table_name(&table)
+        .set_item(Some(legacy.to_item()))
+        .send()
+        .await
+        .expect("put a wallet the old way");
+    let before = inboxctl(t, &["wallet", "reconcile", "--json"])
+        .fails(1)
+        .json();
+    assert_eq!(before["wallets"], 3);
+    assert_eq!(before["registry_complete"], false);
+    assert_eq!(before["unregistered_wallets"], json!(["legacy"]));
+    assert_eq!(before["retention_days"], 30);
+    let human = inboxctl(t, &["wallet", "reconcile"]).fails(1);
+    assert!(
+        human.stdout.contains("inboxctl wallet reindex"),
+        "{}",
+        human.stdout
+    );
+    let done = inboxctl(t, &["wallet", "reindex", "--json"]).ok().json();
+    assert_eq!(
+        (done["wallets"].as_u64(), done["newly_registered"].as_u64()),
+        (Some(3), Some(1))
+    );
+    let after = inboxctl(t, &["wallet", "reconcile", "--json"])
+        .fails(1)
+        .json();
+    assert_eq!(after["wallets"], 3);
+    assert_eq!(after["registry_complete"], true);
+    assert_eq!(after["unregistered_wallets"], json!([]));
+    let again = inboxctl(t, &["wallet", "reindex"]).ok();
+    assert!(
+        again.stdout.contains("0 newly registered"),
+        "{}",
+        again.stdout
+    );
 }

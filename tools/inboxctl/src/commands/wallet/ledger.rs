@@ -4,7 +4,7 @@
 use super::load_wallet;
 use crate::cli::WalletLedgerArgs;
 use crate::context::Context;
-use crate::error::{Context as _, Result};
+use crate::error::{failed, Context as _, Result};
 use crate::output::{or_dash, print_json, say, table, truncate};
 use crate::when;
 use serde::Serialize;
@@ -92,7 +92,14 @@ impl From<EmailRow> for EmailRowView {
 #[derive(Debug, Serialize)]
 struct PaymentRowView {
     payment_key: String,
+    /// unknown, awaiting (a delayed payment method), paid, failed.
+    funds: String,
+    /// What a checkout awaiting funds expects.
+    expected: i64,
     credited: i64,
+    /// The largest cumulative refund Stripe reported.
+    refund_total: i64,
+    /// Taken back: never more than credited.
     refunded: i64,
     events: Vec<String>,
     updated_at: Option<String>,
@@ -104,7 +111,13 @@ impl From<PaymentRow> for PaymentRowView {
     fn from(r: PaymentRow) -> Self {
         Self {
             payment_key: r.payment_key,
+            funds: serde_json::to_value(r.funds)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            expected: r.expected,
             credited: r.credited,
+            refund_total: r.refund_total,
             refunded: r.refunded,
             events: r.events,
             updated_at: r.updated_at.map(when::rfc3339),
@@ -192,7 +205,7 @@ fn print_ledger(view: &LedgerView, wallet: &Wallet) -> Result<()> {
         view.tenant,
         wallet.balance,
         wallet.held,
-        wallet.available()
+        wallet.available().map_err(failed)?
     ))?;
     if view.entries.is_empty() {
         say("no entries")?;
@@ -265,10 +278,23 @@ fn print_ledger(view: &LedgerView, wallet: &Wallet) -> Result<()> {
     if let Some(payments) = &view.payments {
         say(format!("\nPayments ({})", payments.len()))?;
         if !payments.is_empty() {
-            let mut t = table(["payment", "credited", "refunded", "updated (UTC)", "events"]);
+            let mut t = table([
+                "payment",
+                "funds",
+                "credited",
+                "refunded",
+                "updated (UTC)",
+                "events",
+            ]);
             for r in payments {
+                let funds = if r.funds == "awaiting" {
+                    format!("awaiting {}", cur.amount(r.expected))
+                } else {
+                    r.funds.clone()
+                };
                 t.add_row(vec![
                     truncate(&r.payment_key, 48),
+                    funds,
                     cur.amount(r.credited).to_string(),
                     cur.amount(r.refunded).to_string(),
                     or_dash(r.updated_at_ms.map(when::human)),

@@ -8,8 +8,10 @@
 //!   and, with `--rows`, the per-email and per-payment rows.
 //! - `reconcile`: [`Ledger::reconcile`] over every wallet; exit 1 when anything does not
 //!   reconcile, so a cron job or CI step can alert on it.
+//! - `reindex`: [`Ledger::reindex`], registers the wallets created before the wallet registry.
 //!
-//! This module: the command dispatch, input checks, amount formatting, `create` and `balance`;
+//! This module: the command dispatch, input checks, amount formatting, `create`, `balance` and
+//! `reindex`;
 //! [`view`] presents a wallet, [`ledger`] the entries and rows, [`reconcile`] the report.
 
 mod ledger;
@@ -35,6 +37,7 @@ pub async fn run(ctx: &Context, command: WalletCommand) -> Result<()> {
         WalletCommand::Balance(args) => balance(ctx, args).await,
         WalletCommand::Ledger(args) => ledger::ledger(ctx, args).await,
         WalletCommand::Reconcile(args) => reconcile::reconcile_all(ctx, args).await,
+        WalletCommand::Reindex => reindex(ctx).await,
     }
 }
 
@@ -70,6 +73,17 @@ fn tenant_arg(tenant: &str) -> Result<&str> {
     Ok(tenant)
 }
 
+/// An amount of a new wallet (price, floor, review threshold): its size at most `max`
+/// (`WALLET_MAX_AMOUNT`).
+fn amount_arg(what: &str, minor: i64, max: i64) -> Result<i64> {
+    if minor.unsigned_abs() > max.unsigned_abs() {
+        return Err(usage(format!(
+            "{what} {minor} is beyond the largest accepted amount, {max} minor units (WALLET_MAX_AMOUNT)"
+        )));
+    }
+    Ok(minor)
+}
+
 /// A three-letter ISO 4217 code, lower-cased as Stripe writes it.
 fn currency_arg(currency: &str) -> Result<Currency> {
     Currency::parse(currency).map_err(|e| usage(e.to_string()))
@@ -93,6 +107,12 @@ async fn load_wallet(store: &DynamoInbox, tenant: &str) -> Result<Wallet> {
 async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
     let tenant = tenant_arg(&args.tenant)?;
     let currency = currency_arg(&args.currency)?;
+    let max = wallet_ledger::config::max_amount(ctx.env()).map_err(|e| usage(e.to_string()))?;
+    amount_arg("the price", args.price, max)?;
+    amount_arg("the floor", args.floor, max)?;
+    if let Some(t) = args.review_threshold {
+        amount_arg("the review threshold", t, max)?;
+    }
     let store = ctx.store().await?;
     let table = store.table().to_owned();
     let now = SystemClock.now_millis();
@@ -112,7 +132,7 @@ async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
             "tenant {tenant:?} already has a wallet in table {table}; it was left unchanged (inboxctl wallet balance {tenant} shows it)"
         )));
     }
-    let view = WalletView::new(&wallet, now);
+    let view = WalletView::new(&wallet, now)?;
     if ctx.json() {
         return print_json(&json!({ "created": true, "wallet": view }));
     }
@@ -125,12 +145,38 @@ async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
 async fn balance(ctx: &Context, args: WalletTenantArgs) -> Result<()> {
     let store = ctx.store().await?;
     let wallet = load_wallet(&store, &args.tenant).await?;
-    let view = WalletView::new(&wallet, SystemClock.now_millis());
+    let view = WalletView::new(&wallet, SystemClock.now_millis())?;
     if ctx.json() {
         print_json(&view)
     } else {
         view.print()
     }
+}
+
+// ------------------------------------------------------------------ reindex
+
+async fn reindex(ctx: &Context) -> Result<()> {
+    let store = ctx.store().await?;
+    let done = Ledger::new(&store)
+        .reindex(SystemClock.now_millis())
+        .await
+        .context(format!(
+            "registering the wallets in table {}",
+            store.table()
+        ))?;
+    if ctx.json() {
+        return print_json(&json!({
+            "wallets": done.wallets,
+            "newly_registered": done.newly_registered,
+            "registry_complete": true,
+        }));
+    }
+    say(format!(
+        "{} wallet(s) in table {}, {} newly registered; the registry is complete: reconciliation no longer scans the table",
+        done.wallets,
+        store.table(),
+        done.newly_registered
+    ))
 }
 
 #[cfg(test)]
@@ -170,5 +216,11 @@ mod tests {
             assert!(matches!(tenant_arg(bad), Err(Error::Usage(_))), "{bad:?}");
         }
         assert!(tenant_arg(&"x".repeat(MAX_TENANT_CHARS + 1)).is_err());
+        assert_eq!(amount_arg("the floor", -100, 100).ok(), Some(-100));
+        assert!(matches!(
+            amount_arg("the price", 101, 100),
+            Err(Error::Usage(m)) if m.contains("WALLET_MAX_AMOUNT")
+        ));
+        assert!(amount_arg("the floor", i64::MIN, i64::MAX).is_err());
     }
 }

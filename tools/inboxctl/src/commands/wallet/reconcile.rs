@@ -1,15 +1,18 @@
 //! `inboxctl wallet reconcile`: the ledger's reconciliation of every wallet, as a report; exit 1
-//! when anything does not reconcile.
+//! when anything does not reconcile. Entries are checked against the inbox within
+//! `DELIVERY_RETENTION_DAYS` (the messages' retention), as the reconcile function does.
 
 use crate::cli::WalletReconcileArgs;
 use crate::context::Context;
-use crate::error::{failed, Context as _, Result};
+use crate::error::{failed, usage, Context as _, Result};
 use crate::output::{print_json, say, spinner, table, truncate};
 use crate::when;
 use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use wallet_ledger::reconcile::ReconcileReport;
+use std::time::Duration;
+use wallet_ledger::reconcile::{ReconcileOptions, ReconcileReport};
 use wallet_ledger::Ledger;
 
 const HOUR_MS: i64 = 3_600_000;
@@ -30,6 +33,7 @@ fn tenants_named(report: &ReconcileReport) -> Vec<&str> {
         .mismatched_wallets
         .iter()
         .map(|m| m.tenant.as_str())
+        .chain(report.unreadable_wallets.iter().map(|u| u.tenant.as_str()))
         .chain(report.stale_holds.iter().map(|h| h.tenant.as_str()))
         .chain(report.orphan_entries.iter().map(|o| o.tenant.as_str()))
         .filter(|t| seen.insert(*t))
@@ -41,8 +45,9 @@ fn verdict(report: &ReconcileReport) -> String {
     let tenants = tenants_named(report);
     let shown: Vec<&str> = tenants.iter().take(10).copied().collect();
     format!(
-        "wallets do not reconcile: {} mismatched wallet(s), {} stale hold(s), {} orphan entr{} (tenant(s): {}{})",
+        "wallets do not reconcile: {} mismatched wallet(s), {} unreadable wallet(s), {} stale hold(s), {} orphan entr{} (tenant(s): {}{})",
         report.mismatched_wallets.len(),
+        report.unreadable_wallets.len(),
         report.stale_holds.len(),
         report.orphan_entries.len(),
         if report.orphan_entries.len() == 1 { "y" } else { "ies" },
@@ -59,8 +64,16 @@ pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> R
     let store = ctx.store().await?;
     let now = SystemClock.now_millis();
     let stale_after_ms = i64::from(args.stale_after_hours) * HOUR_MS;
+    let days: u32 = ctx
+        .env()
+        .parse(&DELIVERY_RETENTION_DAYS)
+        .map_err(|e| usage(e.to_string()))?;
+    let options = ReconcileOptions::new(
+        stale_after_ms,
+        Duration::from_secs(u64::from(days) * 86_400),
+    );
     let bar = spinner(ctx.json(), "reconciling wallets");
-    let result = Ledger::new(&store).reconcile(now, stale_after_ms).await;
+    let result = Ledger::new(&store).reconcile(now, options).await;
     bar.finish_and_clear();
     let report = result.context(format!(
         "reconciling the wallets in table {}",
@@ -72,6 +85,7 @@ pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> R
             "checked_at": when::rfc3339(now),
             "checked_at_ms": now,
             "stale_after_hours": args.stale_after_hours,
+            "retention_days": days,
         });
         if let (Some(o), Value::Object(r)) = (out.as_object_mut(), serde_json::to_value(&report)?) {
             o.extend(r);
@@ -87,12 +101,43 @@ pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> R
     }
 }
 
+/// What is worth knowing even when everything reconciles: busy wallets not compared this time,
+/// wallets found only by the fallback scan.
+fn print_notes(report: &ReconcileReport) -> Result<()> {
+    if !report.unsettled_wallets.is_empty() {
+        say(format!(
+            "note: {} wallet(s) changed during every read and were not compared this time (busy, not a problem): {}",
+            report.unsettled_wallets.len(),
+            report.unsettled_wallets.join(", ")
+        ))?;
+    }
+    if !report.unregistered_wallets.is_empty() {
+        say(format!(
+            "note: {} wallet(s) created before the wallet registry were found by a table scan: run `inboxctl wallet reindex` once",
+            report.unregistered_wallets.len()
+        ))?;
+    }
+    Ok(())
+}
+
 fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> Result<()> {
+    print_notes(report)?;
     if report.is_clean() {
         return say(format!(
             "all {} wallet(s) reconcile ({} entries; no hold older than {stale_after_hours} h; every entry's event is in the inbox)",
             report.wallets, report.entries
         ));
+    }
+    if !report.unreadable_wallets.is_empty() {
+        say(format!(
+            "Wallets that cannot be read (an amount that is not a valid number, unreadable entries or rows) ({})",
+            report.unreadable_wallets.len()
+        ))?;
+        let mut t = table(["tenant", "what is wrong"]);
+        for u in &report.unreadable_wallets {
+            t.add_row(vec![u.tenant.clone(), u.reason.clone()]);
+        }
+        say(t)?;
     }
     if !report.mismatched_wallets.is_empty() {
         say(format!(
@@ -168,7 +213,7 @@ fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wallet_ledger::reconcile::{Mismatch, OrphanEntry, StaleHold};
+    use wallet_ledger::reconcile::{Mismatch, OrphanEntry, StaleHold, UnreadableWallet};
 
     #[test]
     fn differences_are_signed() {
@@ -202,10 +247,15 @@ mod tests {
                 event_source: "stripe".into(),
                 event_id: "evt".into(),
             }],
+            unreadable_wallets: vec![UnreadableWallet {
+                tenant: "gamma".into(),
+                reason: "balance is not a number".into(),
+            }],
+            ..ReconcileReport::default()
         };
         assert_eq!(
             verdict(&report),
-            "wallets do not reconcile: 1 mismatched wallet(s), 1 stale hold(s), 1 orphan entry (tenant(s): acme, beta)"
+            "wallets do not reconcile: 1 mismatched wallet(s), 1 unreadable wallet(s), 1 stale hold(s), 1 orphan entry (tenant(s): acme, gamma, beta)"
         );
     }
 }

@@ -2,7 +2,7 @@
 //! currency, this month's debits, the flags.
 
 use super::money_and_minor;
-use crate::error::Result;
+use crate::error::{failed, Result};
 use crate::output::{fields, or_dash, say};
 use crate::when;
 use serde::Serialize;
@@ -54,15 +54,17 @@ pub(super) struct WalletView {
 }
 
 impl WalletView {
-    pub(super) fn new(w: &Wallet, now_ms: i64) -> Self {
+    /// The view; an error if its figures overflow (`balance − held`).
+    pub(super) fn new(w: &Wallet, now_ms: i64) -> Result<Self> {
         let month = month_of(now_ms);
         let month_debits = w.debits_in(&month);
-        Self {
+        let available = w.available().map_err(failed)?;
+        Ok(Self {
             tenant: w.tenant.clone(),
             currency: w.currency.as_str().to_owned(),
             balance: w.balance.minor(),
             held: w.held.minor(),
-            available: w.available().minor(),
+            available: available.minor(),
             floor: w.floor.minor(),
             message_price: w.message_price.minor(),
             review_threshold: w.review_threshold.map(Money::minor),
@@ -80,14 +82,14 @@ impl WalletView {
             formatted: Formatted {
                 balance: w.balance.to_string(),
                 held: w.held.to_string(),
-                available: w.available().to_string(),
+                available: available.to_string(),
                 floor: w.floor.to_string(),
                 message_price: w.message_price.to_string(),
                 review_threshold: w.review_threshold.map(|t| t.to_string()),
                 month_debits: month_debits.to_string(),
             },
             cur: w.currency,
-        }
+        })
     }
 
     pub(super) fn print(&self) -> Result<()> {
@@ -164,7 +166,7 @@ mod tests {
         w.held = usd().amount(25);
         w.month_debits.insert("2026_11".into(), 50);
         w.month_debits.insert("2026_10".into(), 75);
-        let v = WalletView::new(&w, now);
+        let v = WalletView::new(&w, now).unwrap();
         assert_eq!((v.available, v.month_debits), (1950, 50));
         assert_eq!(v.month, "2026-11");
         assert_eq!(v.debits_by_month.get("2026-10"), Some(&75));
