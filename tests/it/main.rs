@@ -4,6 +4,8 @@
 //! - [`ingest_dynamo`]: the ingest path against DynamoDB (store once, duplicates, concurrency, outages).
 //! - [`bad_input`]: every class of bad request, per scheme: status, JSON code, nothing stored.
 //! - [`provider_libs`]: signatures made and checked by the providers' own libraries.
+//! - [`replays`]: captured requests resent, repeated deliveries bounded, unidentifiable events kept.
+//! - [`secrets`]: secrets re-read from Secrets Manager by a warm function (TTL, after a mismatch).
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
 //! - [`wallet`]: the wallet ledger through the real pipeline.
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
@@ -16,5 +18,7 @@ mod config_docs;
 mod ingest_dynamo;
 mod pipeline;
 mod provider_libs;
+mod replays;
+mod secrets;
 mod smoke;
 mod wallet;

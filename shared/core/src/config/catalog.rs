@@ -3,7 +3,7 @@
 //! README's configuration tables are rendered from [`ALL`] (with the applications' own variables,
 //! declared in their crates) and [`LIBRARY`]. The bare names are in [`super::vars`].
 
-use super::doc::readers::{INBOXCTL, INGEST, PROCESS, REAPER};
+use super::doc::readers::{INBOXCTL, INGEST, PROCESS, REAPER, RECONCILE};
 use super::doc::{ReadBy, Unset, Var};
 
 pub const TABLE_NAME: Var = Var {
@@ -36,7 +36,27 @@ pub const WEBHOOK_SECRETS_ARN: Var = Var {
     read_by: ReadBy::Only(&[INGEST]),
     unset: Unset::RequiredUnless("WEBHOOK_SECRETS"),
     meaning: "in the cloud: the AWS Secrets Manager secret whose `SecretString` has the \
-              `WEBHOOK_SECRETS` shape (read once at cold start)",
+              `WEBHOOK_SECRETS` shape (read at cold start, then again as \
+              `WEBHOOK_SECRETS_TTL_SECS` says)",
+};
+
+pub const WEBHOOK_SECRETS_TTL_SECS: Var = Var {
+    name: "WEBHOOK_SECRETS_TTL_SECS",
+    read_by: ReadBy::Only(&[INGEST]),
+    unset: Unset::Default("300"),
+    meaning: "seconds a warm function keeps the secrets read from `WEBHOOK_SECRETS_ARN` before \
+              reading them again (a removed secret is refused, an added one accepted, within \
+              this time); a signature that matches no secret also re-reads them, at most once a \
+              minute. At least 1",
+};
+
+pub const STAGE: Var = Var {
+    name: "STAGE",
+    read_by: ReadBy::Only(&[INGEST, PROCESS, RECONCILE]),
+    unset: Unset::Default("local"),
+    meaning: "the deployment stage (`template.yaml` sets it): the `Stage` dimension of every \
+              CloudWatch metric the functions emit, which the alarms filter on, so stacks of \
+              different stages in one account keep their metrics apart",
 };
 
 pub const MAX_BODY_BYTES: Var = Var {
@@ -134,6 +154,7 @@ pub const ALL: &[&Var] = &[
     &WEBHOOK_SOURCES,
     &WEBHOOK_SECRETS,
     &WEBHOOK_SECRETS_ARN,
+    &WEBHOOK_SECRETS_TTL_SECS,
     &MAX_BODY_BYTES,
     &DELIVERY_RETENTION_DAYS,
     &RETRY_QUEUE_URL,
@@ -144,6 +165,7 @@ pub const ALL: &[&Var] = &[
     &LEASE_MS,
     &PROCESS_CONCURRENCY,
     &REAPER_MAX_PER_RUN,
+    &STAGE,
     &INBOXCTL_JSON,
     &USER,
 ];

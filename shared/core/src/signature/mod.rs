@@ -155,6 +155,13 @@ pub trait Scheme: fmt::Debug + Send + Sync {
     /// `event_type` overrides it).
     fn default_event_type(&self) -> Option<FieldRule>;
 
+    /// Whether the signature covers the value `rule` reads, i.e. a request with that value
+    /// changed fails [`Scheme::verify`]: the body (its JSON pointers, its hash) for every scheme
+    /// that signs the body, a header only where the scheme signs it (Standard Webhooks'
+    /// `webhook-id`). An event id that is not signed is never the dedupe key: anyone holding one
+    /// signed request could resend it with a fresh id (see [`crate::identity::identify`]).
+    fn signs(&self, rule: &FieldRule) -> bool;
+
     /// A fresh event id in the provider's format (`evt_…`, a UUID, …), for `inboxctl send`.
     fn sample_id(&self) -> String;
 

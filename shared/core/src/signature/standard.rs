@@ -19,7 +19,7 @@ use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
 use super::helpers::{
-    base64_tag, decode_base64_tag, parse_timestamp, push_header, random_alnum, rfc3339,
+    base64_tag, covers, decode_base64_tag, parse_timestamp, push_header, random_alnum, rfc3339,
     single_header, HmacKeys, Tag, Tolerance,
 };
 use super::{
@@ -166,6 +166,11 @@ impl Scheme for StandardWebhooks {
 
     fn default_event_type(&self) -> Option<FieldRule> {
         Some(FieldRule::json_pointer("/type"))
+    }
+
+    /// The body, `webhook-id` and `webhook-timestamp`.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[&ID, &TIMESTAMP])
     }
 
     fn sample_id(&self) -> String {

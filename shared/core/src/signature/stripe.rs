@@ -16,8 +16,8 @@ use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
 use super::helpers::{
-    decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys, Tag,
-    Tolerance,
+    covers, decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys,
+    Tag, Tolerance,
 };
 use super::{
     Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
@@ -157,6 +157,11 @@ impl Scheme for Stripe {
 
     fn default_event_type(&self) -> Option<FieldRule> {
         Some(FieldRule::json_pointer("/type"))
+    }
+
+    /// Stripe signs the body only: its id and type are in it.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[])
     }
 
     fn sample_id(&self) -> String {
