@@ -9,6 +9,7 @@
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
 //! - [`wallet`]: the wallet ledger through the real pipeline.
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
+//! - [`template`]: least privilege, secrets, routes and timeouts of `template.yaml`.
 //! - [`config_docs`]: the README's configuration tables match the variables documented in code.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers of tests: a failed setup is a failed test
@@ -21,4 +22,5 @@ mod provider_libs;
 mod replays;
 mod secrets;
 mod smoke;
+mod template;
 mod wallet;

@@ -35,8 +35,8 @@ pub const WEBHOOK_SECRETS_ARN: Var = Var {
     name: "WEBHOOK_SECRETS_ARN",
     read_by: ReadBy::Only(&[INGEST]),
     unset: Unset::RequiredUnless("WEBHOOK_SECRETS"),
-    meaning: "in the cloud: the AWS Secrets Manager secret whose `SecretString` has the \
-              `WEBHOOK_SECRETS` shape (read at cold start, then again as \
+    meaning: "in the cloud: the AWS Secrets Manager secret (its ARN or name) whose \
+              `SecretString` has the `WEBHOOK_SECRETS` shape (read at cold start, then again as \
               `WEBHOOK_SECRETS_TTL_SECS` says)",
 };
 
