@@ -13,7 +13,12 @@ creates, the managed policies it attaches for event sources) is checked too:
                     with GenerateSecretString or SecretString (editing it would regenerate the
                     real secrets and take every source down);
   routes            every method of /webhooks/{source} reaches the ingest function, so a GET
-                    gets its documented 405, not the gateway's 404.
+                    gets its documented 405, not the gateway's 404;
+  alarms            every function has an Errors and a Throttles alarm; the front door has its
+                    alarms (the ingest function's ServerErrors and Unauthorized, the gateway's
+                    5xx); the quarantine alarm watches new arrivals (NumberOfMessagesSent); every
+                    alarm on the stack's own metrics (WebhookIngestor/*) filters on the Stage
+                    dimension, so stacks of two stages in one account never trip each other's.
 
 Usage:
   check_template.py [--template template.yaml]            run the checks (exit 1 on a problem)
@@ -175,6 +180,61 @@ def check_routes(cfn: dict[str, Any]) -> list[str]:
     return [f"no HTTP API routes {WEBHOOK_PATH}"]
 
 
+def _alarm_metrics(alarm: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(namespace, metric name, dimensions) of every metric an alarm reads (plain or math)."""
+    props = alarm.get("Properties", {}) or {}
+    found = []
+    if "MetricName" in props:
+        found.append((props.get("Namespace"), props.get("MetricName"), props.get("Dimensions")))
+    for query in props.get("Metrics", []) or []:
+        metric = ((query or {}).get("MetricStat") or {}).get("Metric") or {}
+        if metric:
+            found.append((metric.get("Namespace"), metric.get("MetricName"), metric.get("Dimensions")))
+    return [
+        (str(ns), str(name), {d.get("Name"): d.get("Value") for d in dims or []})
+        for ns, name, dims in found
+    ]
+
+
+def check_alarms(sam: dict[str, Any]) -> list[str]:
+    resources = sam.get("Resources", {})
+    watched = [
+        metric
+        for resource in resources.values()
+        if resource.get("Type") == "AWS::CloudWatch::Alarm"
+        for metric in _alarm_metrics(resource)
+    ]
+
+    def has(namespace: str, name: str, **dimensions: Any) -> bool:
+        return any(
+            ns == namespace and n == name and all(dims.get(k) == v for k, v in dimensions.items())
+            for ns, n, dims in watched
+        )
+
+    problems = []
+    for function, resource in resources.items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        for metric in ("Errors", "Throttles"):
+            if not has("AWS/Lambda", metric, FunctionName={"Ref": function}):
+                problems.append(f"{function}: no alarm on its Lambda {metric}")
+    for namespace, name, what in [
+        ("WebhookIngestor/Ingest", "ServerErrors", "the ingest function's 5xx"),
+        ("WebhookIngestor/Ingest", "Unauthorized", "a spike of 401s (a bad secret rotation)"),
+        ("AWS/ApiGateway", "5xx", "the gateway's 5xx"),
+        ("AWS/SQS", "NumberOfMessagesSent", "new arrivals in the quarantine queue"),
+    ]:
+        if not has(namespace, name):
+            problems.append(f"no alarm on {what} ({namespace} {name})")
+    for namespace, name, dims in watched:
+        if namespace.startswith("WebhookIngestor/") and dims.get("Stage") != {"Ref": "Stage"}:
+            problems.append(
+                f"the alarm on {namespace} {name} does not filter on the Stage dimension: "
+                "another stage's stack in the account would trip it"
+            )
+    return problems
+
+
 def ingest_timeout(sam: dict[str, Any]) -> int:
     """The ingest function's timeout in seconds (its own, else the Globals', else Lambda's 3)."""
     function = sam["Resources"][INGEST_FUNCTION].get("Properties", {}) or {}
@@ -200,12 +260,17 @@ def main(argv: list[str]) -> int:
         print(ingest_timeout(sam))
         return 0
     cfn = translate(sam)
-    problems = check_least_privilege(cfn) + check_secret_values(sam) + check_routes(cfn)
+    problems = (
+        check_least_privilege(cfn)
+        + check_secret_values(sam)
+        + check_routes(cfn)
+        + check_alarms(sam)
+    )
     for problem in problems:
         print(f"{args.template.name}: {problem}", file=sys.stderr)
     if problems:
         return 1
-    print(f"{args.template.name}: least privilege, secret values and routes checked")
+    print(f"{args.template.name}: least privilege, secret values, routes and alarms checked")
     return 0
 
 

@@ -10,7 +10,7 @@
 #       AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing
 #       INBOX_VENV=<abs .venv> INGEST_BOOTSTRAP=<abs target/lambda/ingest/bootstrap>
 #  5. runs cfn-lint, `sam validate --lint` and scripts/check_template.py (least privilege, secret
-#     values, routes: what SAM would deploy) on template.yaml;
+#     values, routes, alarms: what SAM would deploy) on template.yaml;
 #  6. checks rustfmt and clippy (-D warnings);
 #  7. always stops moto (also on failure or Ctrl-C).
 # Exit status: cargo test's status if it failed, else the template checks' status.
@@ -75,7 +75,7 @@ log "sam validate --lint"
 env AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 \
     AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 \
     "$VENV/bin/sam" validate --lint --template-file template.yaml || lint_rc=$?
-log "scripts/check_template.py (least privilege, secret values, routes)"
+log "scripts/check_template.py (least privilege, secret values, routes, alarms)"
 "$VENV/bin/python" scripts/check_template.py --template template.yaml || lint_rc=$?
 
 # ------------------------------------------------------------------ 6. code standards

@@ -1,7 +1,8 @@
 //! What a deployed stack would get wrong that `sam validate` and cfn-lint cannot see (issue 12,
 //! items 6 and 10), checked on `template.yaml` by `scripts/check_template.py` (SAM's own
 //! translator, offline): least privilege, secret values out of the template's reach, every
-//! method routed to the ingest function. Here: the check passes on the template, catches each
+//! method routed to the ingest function, the alarms every function and the front door need (on
+//! the stage's own metrics). Here: the check passes on the template, catches each
 //! thing it guards against on a template that has it, and the ingest timeout leaves room above
 //! the ingest path's worst case.
 
@@ -77,6 +78,20 @@ fn the_check_catches_what_it_guards_against() {
              GenerateSecretString:\n        PasswordLength: 48\n\n  \
              # ---------------------------------------------------------- 4. processing\n",
             "Secrets: GenerateSecretString",
+        ),
+        (
+            "stage",
+            "      MetricName: MismatchedWallets\n      Dimensions:\n        - Name: Stage\n",
+            "      MetricName: MismatchedWallets\n      Dimensions:\n        - Name: Tier\n",
+            "WebhookIngestor/Wallet MismatchedWallets does not filter on the Stage dimension",
+        ),
+        (
+            "throttles",
+            "      MetricName: Throttles\n      Dimensions:\n        - Name: FunctionName\n          \
+             Value: !Ref ReaperFunction\n",
+            "      MetricName: Throttles\n      Dimensions:\n        - Name: FunctionName\n          \
+             Value: !Ref ProcessFunction\n",
+            "ReaperFunction: no alarm on its Lambda Throttles",
         ),
         (
             "route",
