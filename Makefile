@@ -2,7 +2,7 @@
 #
 #   make dev           run locally: moto + table + `cargo lambda watch` (scripts/dev.sh)
 #   make test          every test against a local moto, then template checks (scripts/test.sh)
-#   make lint          rustfmt, clippy (-D warnings), cfn-lint, sam validate --lint
+#   make lint          rustfmt, clippy (-D warnings), cfn-lint, sam validate --lint, template checks
 #   make venv          .venv with the Python tooling pinned in scripts/requirements-dev.txt
 #   make build-lambda  release artifact target/lambda/ingest/bootstrap (cargo lambda, x86_64)
 #   make bench         benchmarks and figures (docs/benchmarks.md)
@@ -40,6 +40,7 @@ lint: venv
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(VENV)/bin/cfn-lint template.yaml
 	$(SAM_ENV) $(VENV)/bin/sam validate --lint --template-file template.yaml
+	$(VENV)/bin/python scripts/check_template.py --template template.yaml
 
 venv: $(STAMP)
 

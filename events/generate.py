@@ -46,7 +46,7 @@ ROUTE_KEY = "POST /webhooks/{source}"
 
 # Fixed (in the past), so regeneration is reproducible. 2026-11-20T10:00:00Z.
 FIXED_TIME = 1_795_168_800
-# GitHub delivery ids (X-GitHub-Delivery is the event id for source `github`).
+# GitHub delivery ids (X-GitHub-Delivery: unsigned, so kept as metadata; the key is the body's hash).
 GITHUB_PING_DELIVERY = "5d1f3a60-ce3b-11f0-8d6a-2a1b3c4d5e6f"
 GITHUB_PING_B64_DELIVERY = "7a9c2e10-ce3b-11f0-9b1e-6f5e4d3c2b1a"
 GITHUB_BAD_SIG_DELIVERY = "9e4b7c20-ce3b-11f0-8c2d-0a0b0c0d0e0f"

@@ -9,7 +9,8 @@
 #       AWS_ENDPOINT_URL=http://127.0.0.1:<port> AWS_REGION=us-east-1
 #       AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing
 #       INBOX_VENV=<abs .venv> INGEST_BOOTSTRAP=<abs target/lambda/ingest/bootstrap>
-#  5. runs cfn-lint and `sam validate --lint` on template.yaml;
+#  5. runs cfn-lint, `sam validate --lint` and scripts/check_template.py (least privilege, secret
+#     values, routes, alarms: what SAM would deploy) on template.yaml;
 #  6. checks rustfmt and clippy (-D warnings);
 #  7. always stops moto (also on failure or Ctrl-C).
 # Exit status: cargo test's status if it failed, else the template checks' status.
@@ -74,6 +75,8 @@ log "sam validate --lint"
 env AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 \
     AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 \
     "$VENV/bin/sam" validate --lint --template-file template.yaml || lint_rc=$?
+log "scripts/check_template.py (least privilege, secret values, routes, alarms)"
+"$VENV/bin/python" scripts/check_template.py --template template.yaml || lint_rc=$?
 
 # ------------------------------------------------------------------ 6. code standards
 log "cargo fmt --check, cargo clippy -D warnings"

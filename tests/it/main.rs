@@ -4,9 +4,12 @@
 //! - [`ingest_dynamo`]: the ingest path against DynamoDB (store once, duplicates, concurrency, outages).
 //! - [`bad_input`]: every class of bad request, per scheme: status, JSON code, nothing stored.
 //! - [`provider_libs`]: signatures made and checked by the providers' own libraries.
+//! - [`replays`]: captured requests resent, repeated deliveries bounded, unidentifiable events kept.
+//! - [`secrets`]: secrets re-read from Secrets Manager by a warm function (TTL, after a mismatch).
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
 //! - [`wallet`]: the wallet ledger through the real pipeline.
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
+//! - [`template`]: least privilege, secrets, routes and timeouts of `template.yaml`.
 //! - [`config_docs`]: the README's configuration tables match the variables documented in code.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers of tests: a failed setup is a failed test
@@ -16,5 +19,8 @@ mod config_docs;
 mod ingest_dynamo;
 mod pipeline;
 mod provider_libs;
+mod replays;
+mod secrets;
 mod smoke;
+mod template;
 mod wallet;

@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 /// The function name the bootstrap registers under and the Invoke API addresses.
 const FUNCTION: &str = "ingest";
 const PING_ID: &str = "5d1f3a60-ce3b-11f0-8d6a-2a1b3c4d5e6f";
-const PING_B64_ID: &str = "7a9c2e10-ce3b-11f0-9b1e-6f5e4d3c2b1a";
 
 /// Kills (and reaps) every child process when dropped, so that nothing outlives the test, even
 /// when an assertion panics.
@@ -436,25 +435,28 @@ async fn release_artifact_serves_the_sample_events_through_the_lambda_runtime_ap
     // 3. The sample events. (An invocation waits until the function polls for it, so no readiness
     //    wait is needed; a cold-start failure shows up as the process exiting, checked while
     //    waiting.)
+    // GitHub does not sign its delivery id: the ping is keyed by its signed body's SHA-256, so
+    // the base64 copy, the same raw bytes under another delivery id, is a duplicate too.
+    let ping_key = hex::encode(Sha256::digest(raw_body(&read_event("github-ping.json"))));
     let first = lambda.invoke("github-ping.json");
     assert_eq!(first.status, 200, "{first:?}");
     assert_eq!(
         first.json,
-        serde_json::json!({"status": "accepted", "id": PING_ID})
+        serde_json::json!({"status": "accepted", "id": ping_key})
     );
 
     let again = lambda.cli_invoke("github-ping.json");
     assert_eq!(again.status, 200, "{again:?}");
     assert_eq!(
         again.json,
-        serde_json::json!({"status": "duplicate", "id": PING_ID})
+        serde_json::json!({"status": "duplicate", "id": ping_key})
     );
 
     let b64 = lambda.invoke("github-ping-base64.json");
     assert_eq!(b64.status, 200, "{b64:?}");
     assert_eq!(
         b64.json,
-        serde_json::json!({"status": "accepted", "id": PING_B64_ID})
+        serde_json::json!({"status": "duplicate", "id": ping_key})
     );
 
     let stale = lambda.invoke("stripe-checkout-session-completed.json");
@@ -472,45 +474,53 @@ async fn release_artifact_serves_the_sample_events_through_the_lambda_runtime_ap
     assert_eq!(unknown.status, 404, "{unknown:?}");
     assert_eq!(unknown.json["error"], "unknown_source", "{unknown:?}");
 
-    // 4. The table: two messages (the plain and the base64 ping, same raw bytes), one journal
-    //    record for the duplicate, nothing for the refused requests.
+    // 4. The table: one message (the plain and the base64 ping are the same raw bytes), with
+    //    the first delivery id as metadata; two journal records and a counter for the repeats;
+    //    nothing for the refused requests.
     let items = integration_tests::scan_all(&client, &table).await;
     let ping = read_event("github-ping.json");
     let ping_b64 = read_event("github-ping-base64.json");
     assert_eq!(raw_body(&ping), raw_body(&ping_b64));
-    let body_sha = hex::encode(Sha256::digest(raw_body(&ping)));
     let mut messages: Vec<_> = items.iter().filter(|i| s(i, "kind") == "message").collect();
     messages.sort_by_key(|i| s(i, "pk").to_owned());
     let keys: Vec<_> = messages.iter().map(|i| (s(i, "pk"), s(i, "sk"))).collect();
     assert_eq!(
         keys,
-        [
-            (format!("MSG#github#{PING_ID}").as_str(), "MSG"),
-            (format!("MSG#github#{PING_B64_ID}").as_str(), "MSG")
-        ],
+        [(format!("MSG#github#{ping_key}").as_str(), "MSG")],
         "message items: {messages:?}"
     );
-    for m in &messages {
-        assert_eq!(s(m, "source"), "github");
-        assert_eq!(s(m, "event_type"), "ping");
-        assert_eq!(s(m, "status"), "pending");
-        assert_eq!(
-            s(m, "body_sha256"),
-            body_sha,
-            "stored body is the raw (decoded) bytes"
-        );
-    }
+    let m = messages[0];
+    assert_eq!(s(m, "source"), "github");
+    assert_eq!(s(m, "event_type"), "ping");
+    assert_eq!(s(m, "status"), "pending");
+    assert_eq!(
+        s(m, "provider_id"),
+        PING_ID,
+        "the unsigned delivery id, as metadata"
+    );
+    assert_eq!(
+        s(m, "body_sha256"),
+        ping_key,
+        "stored body is the raw (decoded) bytes"
+    );
     let deliveries: Vec<_> = items
         .iter()
         .filter(|i| s(i, "kind") == "delivery")
         .collect();
     assert_eq!(
         deliveries.len(),
-        1,
-        "one journal record for the duplicate: {deliveries:?}"
+        2,
+        "one journal record per repeat: {deliveries:?}"
     );
-    assert_eq!(s(deliveries[0], "pk"), format!("MSG#github#{PING_ID}"));
-    assert_eq!(items.len(), 3, "nothing else in the table: {items:?}");
+    for d in &deliveries {
+        assert_eq!(s(d, "pk"), format!("MSG#github#{ping_key}"));
+    }
+    let counters: Vec<_> = items
+        .iter()
+        .filter(|i| s(i, "kind") == "delivery_count")
+        .collect();
+    assert_eq!(counters.len(), 1, "{counters:?}");
+    assert_eq!(items.len(), 4, "nothing else in the table: {items:?}");
 
     // 5. The function's log: one JSON line per request, with no secret, signature or body.
     let logged = wait_until(Duration::from_secs(10), || {
@@ -544,7 +554,7 @@ async fn release_artifact_serves_the_sample_events_through_the_lambda_runtime_ap
         [
             (200, "accepted".to_owned()),
             (200, "duplicate".to_owned()),
-            (200, "accepted".to_owned()),
+            (200, "duplicate".to_owned()),
             (401, "timestamp_out_of_tolerance".to_owned()),
             (401, "signature_invalid".to_owned()),
             (404, "unknown_source".to_owned()),

@@ -13,27 +13,36 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::config::{ConfigError, IngestConfig};
 use inbox_core::ingest::{ErrorBody, IngestError, IngestRequest, Ingestor};
+use inbox_core::metrics::EmfWriter;
 use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
 use inbox_core::store::Inbox;
 use lambda_runtime::LambdaEvent;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The ingest service as deployed: DynamoDB and the system clock.
 pub type Service = Ingestor<DynamoInbox, SystemClock>;
 
-/// Builds the service once per cold start from the environment.
+/// Builds the service once per cold start from the environment: secrets from Secrets Manager
+/// are re-read on their TTL, refusals and failures counted as CloudWatch metrics (EMF on stdout,
+/// with the stage as dimension).
 pub async fn build() -> Result<Service, ConfigError> {
     let sdk = aws_config::load_from_env().await;
     let config = IngestConfig::from_env(&sdk).await?;
     let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
-    Ok(Ingestor::new(
+    let service = Ingestor::new(
         config.sources,
         store,
         SystemClock,
         config.max_body_bytes,
         config.retention_days,
-    ))
+    )
+    .with_metrics(Arc::new(EmfWriter::stdout()));
+    Ok(match config.reloader {
+        Some(reloader) => service.with_reload(reloader, config.secrets_ttl),
+        None => service,
+    })
 }
 
 /// The Lambda entry point: never fails the invocation, every outcome is an HTTP answer.
@@ -81,6 +90,7 @@ pub async fn respond<S: Inbox, C: Clock>(
                 event_type = ack.event_type.as_ref().map(|t| t.as_str()),
                 outcome = ack.outcome.as_str(),
                 body_differs = ack.body_differs,
+                repeated = ack.repeated,
                 status = 200,
                 latency_ms,
                 "webhook stored"

@@ -4,8 +4,9 @@
 //! Sources come from the `WEBHOOK_SOURCES` environment variable (a JSON object, see the README;
 //! parsed by [`crate::sources`]);
 //! secrets from `WEBHOOK_SECRETS` (JSON: source → list of secrets) locally, or from the AWS Secrets
-//! Manager secret named by `WEBHOOK_SECRETS_ARN` in the cloud. Everything is read once at cold
-//! start; an error names the variable at fault and never contains a secret.
+//! Manager secret named by `WEBHOOK_SECRETS_ARN` in the cloud ([`SecretsManagerSecrets`], read
+//! again by a warm ingest function on a TTL: [`crate::sources::live`]). Everything else is read
+//! once at cold start; an error names the variable at fault and never contains a secret.
 //!
 //! - [`env`]: [`Env`], the one way every function and `inboxctl` read a variable (trimmed, empty
 //!   counts as unset, the documented default, errors naming the variable);
@@ -20,7 +21,10 @@ pub mod env;
 pub use doc::Var;
 pub use env::Env;
 
-use crate::sources::{parse_secrets, Sources};
+use crate::sources::{parse_secrets, Reloader, SecretsFetch, Sources};
+use futures_util::future::BoxFuture;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Default tolerance for signed timestamps (Stripe's default).
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
@@ -30,6 +34,9 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 pub const MAX_MAX_BODY_BYTES: usize = 350 * 1024;
 /// Default retention of delivery journal records, in days.
 pub const DEFAULT_RETENTION_DAYS: u32 = 30;
+/// The longest one read of the secrets from Secrets Manager may take, retries included (a warm
+/// ingest function reads them within a request: see `ingest::WORST_CASE`).
+pub const SECRETS_FETCH_TIMEOUT: Duration = Duration::from_millis(2_000);
 
 /// Environment variable names alone (for messages); each is documented in [`catalog`].
 pub mod vars {
@@ -38,6 +45,8 @@ pub mod vars {
     pub const WEBHOOK_SOURCES: &str = c::WEBHOOK_SOURCES.name;
     pub const WEBHOOK_SECRETS: &str = c::WEBHOOK_SECRETS.name;
     pub const WEBHOOK_SECRETS_ARN: &str = c::WEBHOOK_SECRETS_ARN.name;
+    pub const WEBHOOK_SECRETS_TTL_SECS: &str = c::WEBHOOK_SECRETS_TTL_SECS.name;
+    pub const STAGE: &str = c::STAGE.name;
     pub const MAX_BODY_BYTES: &str = c::MAX_BODY_BYTES.name;
     pub const DELIVERY_RETENTION_DAYS: &str = c::DELIVERY_RETENTION_DAYS.name;
     pub const RETRY_QUEUE_URL: &str = c::RETRY_QUEUE_URL.name;
@@ -74,13 +83,18 @@ impl ConfigError {
     }
 }
 
-/// Everything the ingest function needs, read once at cold start.
+/// Everything the ingest function needs, read at cold start.
 #[derive(Debug, Clone)]
 pub struct IngestConfig {
     pub table_name: String,
     pub sources: Sources,
     pub max_body_bytes: usize,
     pub retention_days: u32,
+    /// How long a warm function keeps the secrets before reading them again.
+    pub secrets_ttl: Duration,
+    /// What reads them again: `Some` when they come from Secrets Manager (`WEBHOOK_SECRETS`, an
+    /// environment variable, cannot change under a running function).
+    pub reloader: Option<Reloader>,
 }
 
 impl IngestConfig {
@@ -88,18 +102,31 @@ impl IngestConfig {
     /// Manager when `WEBHOOK_SECRETS_ARN` is set and `WEBHOOK_SECRETS` is not.
     pub async fn from_env(aws: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
         let env = Env::process();
-        let secrets_json = match (
-            env.optional(&catalog::WEBHOOK_SECRETS),
+        let fetch = match (
+            env.is_set(&catalog::WEBHOOK_SECRETS),
             env.optional(&catalog::WEBHOOK_SECRETS_ARN),
         ) {
-            (Some(json), _) => Some(json),
-            (None, Some(arn)) => Some(fetch_secret(aws, &arn).await?),
-            (None, None) => None,
+            (false, Some(arn)) => Some(Arc::new(SecretsManagerSecrets::new(aws, arn))),
+            _ => None,
         };
-        Self::read(&env, secrets_json)
+        let secrets_json = match &fetch {
+            Some(f) => Some(f.read().await?),
+            None => env.optional(&catalog::WEBHOOK_SECRETS),
+        };
+        let mut config = Self::read(&env, secrets_json)?;
+        if let Some(fetch) = fetch {
+            let sources_json = env.required(&catalog::WEBHOOK_SOURCES)?;
+            config.reloader = Some(Reloader::new(
+                sources_json,
+                vars::WEBHOOK_SECRETS_ARN,
+                fetch,
+            ));
+        }
+        Ok(config)
     }
 
-    /// Builds the configuration from `env` and the secrets JSON (already fetched).
+    /// Builds the configuration from `env` and the secrets JSON (already fetched), without a
+    /// reloader.
     pub fn read(env: &Env, secrets_json: Option<String>) -> Result<Self, ConfigError> {
         let table_name = env.required(&catalog::TABLE_NAME)?;
         let sources_json = env.required(&catalog::WEBHOOK_SOURCES)?;
@@ -121,11 +148,20 @@ impl IngestConfig {
             });
         }
         let retention_days = env.parse(&catalog::DELIVERY_RETENTION_DAYS)?;
+        let ttl_secs: u64 = env.parse(&catalog::WEBHOOK_SECRETS_TTL_SECS)?;
+        if ttl_secs == 0 {
+            return Err(ConfigError::Invalid {
+                var: vars::WEBHOOK_SECRETS_TTL_SECS,
+                reason: "must be at least 1".into(),
+            });
+        }
         Ok(Self {
             table_name,
             sources,
             max_body_bytes,
             retention_days,
+            secrets_ttl: Duration::from_secs(ttl_secs),
+            reloader: None,
         })
     }
 }
@@ -205,9 +241,54 @@ impl ReaperConfig {
     }
 }
 
+/// The secrets JSON in an AWS Secrets Manager secret (its `SecretString`), read with a client
+/// whose every read ends within [`SECRETS_FETCH_TIMEOUT`] (it runs inside a request when a warm
+/// function re-reads it).
+#[derive(Debug, Clone)]
+pub struct SecretsManagerSecrets {
+    client: aws_sdk_secretsmanager::Client,
+    arn: String,
+}
+
+impl SecretsManagerSecrets {
+    pub fn new(aws: &aws_config::SdkConfig, arn: impl Into<String>) -> Self {
+        use aws_sdk_secretsmanager::config::timeout::TimeoutConfig;
+        let config = aws_sdk_secretsmanager::config::Builder::from(aws)
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_millis(1_000))
+                    .operation_attempt_timeout(Duration::from_millis(1_000))
+                    .operation_timeout(SECRETS_FETCH_TIMEOUT)
+                    .build(),
+            )
+            .build();
+        Self {
+            client: aws_sdk_secretsmanager::Client::from_conf(config),
+            arn: arn.into(),
+        }
+    }
+
+    /// Reads the secret now.
+    pub async fn read(&self) -> Result<String, ConfigError> {
+        read_secret(&self.client, &self.arn).await
+    }
+}
+
+impl SecretsFetch for SecretsManagerSecrets {
+    fn fetch(&self) -> BoxFuture<'_, Result<String, ConfigError>> {
+        Box::pin(self.read())
+    }
+}
+
 /// Reads the secrets JSON from the AWS Secrets Manager secret `arn` (its `SecretString`).
 pub async fn fetch_secret(aws: &aws_config::SdkConfig, arn: &str) -> Result<String, ConfigError> {
-    let client = aws_sdk_secretsmanager::Client::new(aws);
+    SecretsManagerSecrets::new(aws, arn).read().await
+}
+
+async fn read_secret(
+    client: &aws_sdk_secretsmanager::Client,
+    arn: &str,
+) -> Result<String, ConfigError> {
     let out = client
         .get_secret_value()
         .secret_id(arn)
@@ -451,6 +532,8 @@ mod tests {
             vars::LEASE_MS,
             vars::REAPER_MAX_PER_RUN,
             vars::PROCESS_CONCURRENCY,
+            vars::WEBHOOK_SECRETS_TTL_SECS,
+            vars::STAGE,
         ] {
             assert!(names.contains(&name), "{name}");
         }
@@ -473,6 +556,31 @@ mod tests {
         let e =
             parse_secrets(r#"{"stripe": "whsec_supersecret"#, vars::WEBHOOK_SECRETS).unwrap_err();
         assert!(!e.to_string().contains("supersecret"));
+    }
+
+    #[test]
+    fn secrets_ttl_defaults_to_five_minutes_and_is_at_least_one_second() {
+        let read = |ttl: &'static str| {
+            IngestConfig::read(
+                &lookup(&[
+                    ("TABLE_NAME", "t"),
+                    ("WEBHOOK_SOURCES", SOURCES),
+                    ("WEBHOOK_SECRETS_TTL_SECS", ttl),
+                ]),
+                Some(SECRETS.into()),
+            )
+        };
+        let cfg = read("").unwrap();
+        assert_eq!(cfg.secrets_ttl, std::time::Duration::from_secs(300));
+        assert!(
+            cfg.reloader.is_none(),
+            "secrets from the environment never change"
+        );
+        assert_eq!(read("60").unwrap().secrets_ttl.as_secs(), 60);
+        for bad in ["0", "-1", "5m"] {
+            let e = read(bad).unwrap_err().to_string();
+            assert!(e.contains("WEBHOOK_SECRETS_TTL_SECS"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -133,10 +133,24 @@ impl EventId {
 }
 
 impl EventType {
+    /// The type of a correctly signed event whose type (or id) could not be read: stored all the
+    /// same, never routed to a handler (so `ignored`), listable and replayable.
+    pub const UNKNOWN: &'static str = "unknown";
+
     /// Parses a provider event type.
     pub fn parse(s: &str) -> Result<Self, InvalidValue> {
         check(s, MAX_EVENT_TYPE_LEN, visible_ascii, "visible ASCII")?;
         Ok(Self(s.to_owned()))
+    }
+
+    /// [`EventType::UNKNOWN`].
+    pub fn unknown() -> Self {
+        Self(Self::UNKNOWN.to_owned())
+    }
+
+    /// Whether this is [`EventType::UNKNOWN`].
+    pub fn is_unknown(&self) -> bool {
+        self.0 == Self::UNKNOWN
     }
 }
 
@@ -282,6 +296,9 @@ mod tests {
         assert!(EventType::parse("").is_err());
         assert!(EventType::parse("a b").is_err());
         assert!(EventType::parse(&"t".repeat(MAX_EVENT_TYPE_LEN + 1)).is_err());
+        assert!(EventType::unknown().is_unknown());
+        assert_eq!(EventType::parse("unknown"), Ok(EventType::unknown()));
+        assert!(!EventType::parse("a.b").unwrap().is_unknown());
     }
 
     #[test]

@@ -1,16 +1,29 @@
 //! An event's identity: where its id and type come from ([`FieldRule`]: a JSON pointer into the
 //! body, a header, or the body's hash) and their extraction from a verified request
-//! ([`identify`]), with the typed errors a payload that cannot be identified gets
-//! ([`IdentityError`]; all of them answer 400).
+//! ([`identify`] → [`Identity`]).
 //!
-//! Signature schemes name their default rules here (`Scheme::default_event_id`); a source's
-//! configuration may override them (`event_id` / `event_type` in `WEBHOOK_SOURCES`).
+//! Signature schemes name their default rules (`Scheme::default_event_id`) and say whether their
+//! signature covers what a rule reads (`Scheme::signs`); a source's configuration may override the
+//! rules (`event_id` / `event_type` in `WEBHOOK_SOURCES`, checked at start-up by
+//! [`FieldRule::check`]).
+//!
+//! Two rules keep a signed request from being lost or replayed as new:
+//!
+//! - **The dedupe key is always signed.** When a source's id comes from a header its signature
+//!   does not cover (GitHub's `X-GitHub-Delivery`, Shopify's `X-Shopify-Webhook-Id`), anyone
+//!   holding one signed request could resend it with a fresh id: the key is then the SHA-256 of
+//!   the signed body, and the header's id is kept beside it as [`Identity::provider_id`].
+//! - **A signed event is never refused for its payload.** A correctly signed request whose id or
+//!   type cannot be read is stored with the type [`EventType::UNKNOWN`] (never routed to a
+//!   handler, so `ignored`, listable and replayable), keyed by its body's hash when the id is the
+//!   part that failed; [`Identity::unidentified`] says why. A 400 would only make the provider
+//!   retry until it disables the endpoint.
 //!
 //! The body is parsed at most once, and only when a rule needs it: its top-level members are
 //! validated and kept raw; a pointer descends into nested values lazily.
 
 use crate::domain::{BodyDigest, EventId, EventType, InvalidValue};
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -48,11 +61,28 @@ impl FieldRule {
             Self::BodySha256 => "the body hash".into(),
         }
     }
+
+    /// Checks the rule once, at start-up: a header name must be a valid HTTP header name and a
+    /// JSON pointer must start with `/` (otherwise the rule could never read anything, and every
+    /// event would be stored as `unknown`). The error says why, without the input beyond 64 bytes.
+    pub fn check(&self) -> Result<(), String> {
+        let shown = |text: &str| text.chars().take(64).collect::<String>();
+        match self {
+            Self::Header(name) => HeaderName::from_bytes(name.trim().as_bytes())
+                .map(|_| ())
+                .map_err(|_| format!("{:?} is not a valid HTTP header name", shown(name))),
+            Self::JsonPointer(p) if !p.starts_with('/') => Err(format!(
+                "{:?} is not a JSON pointer (it must start with `/`)",
+                shown(p)
+            )),
+            Self::JsonPointer(_) | Self::BodySha256 => Ok(()),
+        }
+    }
 }
 
-/// Why a (correctly signed) payload cannot be identified. Messages name the field at fault and
-/// never quote the payload.
-#[derive(Debug, thiserror::Error)]
+/// Why a (correctly signed) payload could not be identified. Messages name the field at fault
+/// and never quote the payload.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdentityError {
     #[error("the body is not valid JSON: {0}")]
     InvalidJson(String),
@@ -69,7 +99,7 @@ pub enum IdentityError {
 }
 
 impl IdentityError {
-    /// The machine-readable error code (the HTTP status is always 400).
+    /// A machine-readable code for logs.
     pub fn code(&self) -> &'static str {
         match self {
             Self::InvalidJson(_) | Self::NotAnObject => "invalid_json",
@@ -87,54 +117,98 @@ pub fn needs_json(event_id: &FieldRule, event_type: Option<&FieldRule>) -> bool 
         || matches!(event_type, Some(FieldRule::JsonPointer(_)))
 }
 
-/// The identity of a verified delivery: its id by `event_id`, its type by `event_type` (`None`:
-/// the source's events have no type). `digest` is the body's SHA-256 (computed once by the
+/// The identity of a verified delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The dedupe key: the provider's id where the signature covers it, else the body's hash.
+    pub event_id: EventId,
+    /// `None`: the source's events have no type. [`EventType::UNKNOWN`] when the type or the id
+    /// could not be read.
+    pub event_type: Option<EventType>,
+    /// The provider's id read from a header the signature does not cover (metadata only: not
+    /// the dedupe key); `None` when the id is signed, or the header is absent or invalid.
+    pub provider_id: Option<EventId>,
+    /// Why the event could not be identified (its type is then `unknown`).
+    pub unidentified: Option<IdentityError>,
+}
+
+/// The identity of a verified delivery: its id by `event_id` if `id_signed` (the scheme's
+/// signature covers what that rule reads), else the body's hash with the rule's value as
+/// [`Identity::provider_id`]; its type by `event_type` (`None`: the source's events have no
+/// type). Never fails: what cannot be read makes the type [`EventType::UNKNOWN`] (and the id the
+/// body's hash, if the id is what failed). `digest` is the body's SHA-256 (computed once by the
 /// caller, who stores it too).
 pub fn identify(
     event_id: &FieldRule,
+    id_signed: bool,
     event_type: Option<&FieldRule>,
     headers: &HeaderMap,
     body: &[u8],
     digest: &BodyDigest,
-) -> Result<(EventId, Option<EventType>), IdentityError> {
-    let json = if needs_json(event_id, event_type) {
-        Some(JsonObject::parse(body)?)
-    } else {
-        None
+) -> Identity {
+    let json = needs_json(event_id, event_type).then(|| JsonObject::parse(body));
+    let json = json.as_ref().map(|parsed| parsed.as_ref());
+    let read_id = read_event_id(event_id, headers, json, digest);
+    let (id, provider_id, mut unidentified) = match (id_signed, read_id) {
+        (true, Ok(id)) => (id, None, None),
+        (true, Err(e)) => (EventId::from_digest(digest), None, Some(e)),
+        (false, read) => (EventId::from_digest(digest), read.ok(), None),
     };
-    let at = event_id.describe();
-    let id = match extract(event_id, headers, json.as_ref(), digest) {
-        Lookup::Found(v) => {
-            EventId::parse(&v).map_err(|reason| IdentityError::InvalidEventId { at, reason })?
-        }
-        Lookup::Absent => return Err(IdentityError::MissingEventId(at)),
-        Lookup::Invalid(why) => {
-            return Err(IdentityError::InvalidEventId {
-                at,
-                reason: InvalidValue::BadCharacter { allowed: why },
-            })
-        }
-    };
-    let kind = match event_type {
-        None => None,
-        Some(rule) => {
-            let at = rule.describe();
-            match extract(rule, headers, json.as_ref(), digest) {
-                Lookup::Found(v) => Some(
-                    EventType::parse(&v)
-                        .map_err(|reason| IdentityError::InvalidEventType { at, reason })?,
-                ),
-                Lookup::Absent => return Err(IdentityError::MissingEventType(at)),
-                Lookup::Invalid(why) => {
-                    return Err(IdentityError::InvalidEventType {
-                        at,
-                        reason: InvalidValue::BadCharacter { allowed: why },
-                    })
-                }
+    let kind = match (event_type, &unidentified) {
+        (_, Some(_)) => Some(EventType::unknown()),
+        (None, None) => None,
+        (Some(rule), None) => match read_event_type(rule, headers, json, digest) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                unidentified = Some(e);
+                Some(EventType::unknown())
             }
-        }
+        },
     };
-    Ok((id, kind))
+    Identity {
+        event_id: id,
+        event_type: kind,
+        provider_id,
+        unidentified,
+    }
+}
+
+fn read_event_id(
+    rule: &FieldRule,
+    headers: &HeaderMap,
+    json: Option<Result<&JsonObject<'_>, &IdentityError>>,
+    digest: &BodyDigest,
+) -> Result<EventId, IdentityError> {
+    let at = rule.describe();
+    match extract(rule, headers, json, digest)? {
+        Lookup::Found(v) => {
+            EventId::parse(&v).map_err(|reason| IdentityError::InvalidEventId { at, reason })
+        }
+        Lookup::Absent => Err(IdentityError::MissingEventId(at)),
+        Lookup::Invalid(why) => Err(IdentityError::InvalidEventId {
+            at,
+            reason: InvalidValue::BadCharacter { allowed: why },
+        }),
+    }
+}
+
+fn read_event_type(
+    rule: &FieldRule,
+    headers: &HeaderMap,
+    json: Option<Result<&JsonObject<'_>, &IdentityError>>,
+    digest: &BodyDigest,
+) -> Result<EventType, IdentityError> {
+    let at = rule.describe();
+    match extract(rule, headers, json, digest)? {
+        Lookup::Found(v) => {
+            EventType::parse(&v).map_err(|reason| IdentityError::InvalidEventType { at, reason })
+        }
+        Lookup::Absent => Err(IdentityError::MissingEventType(at)),
+        Lookup::Invalid(why) => Err(IdentityError::InvalidEventType {
+            at,
+            reason: InvalidValue::BadCharacter { allowed: why },
+        }),
+    }
 }
 
 /// The top level of a JSON object body, parsed once (values left raw, validated but not built).
@@ -223,16 +297,18 @@ enum Lookup {
     Invalid(&'static str),
 }
 
+/// Reads the value a rule points at. `json`: the parsed body when a rule needs it (`Err`: it is
+/// not a JSON object, which only matters to a JSON pointer).
 fn extract(
     rule: &FieldRule,
     headers: &HeaderMap,
-    json: Option<&JsonObject<'_>>,
+    json: Option<Result<&JsonObject<'_>, &IdentityError>>,
     digest: &BodyDigest,
-) -> Lookup {
-    match rule {
+) -> Result<Lookup, IdentityError> {
+    Ok(match rule {
         FieldRule::BodySha256 => Lookup::Found(digest.to_hex()),
         FieldRule::Header(name) => {
-            let mut values = headers.get_all(name.as_str()).iter();
+            let mut values = headers.get_all(name.trim()).iter();
             match (values.next(), values.next()) {
                 (None, _) => Lookup::Absent,
                 (Some(_), Some(_)) => Lookup::Invalid("is given more than once"),
@@ -242,128 +318,17 @@ fn extract(
                 },
             }
         }
-        FieldRule::JsonPointer(p) => match json.map(|j| j.lookup(p)) {
-            Some(Ok(Some(v))) => Lookup::Found(v),
-            Some(Ok(None)) | None => Lookup::Absent,
-            Some(Err(reason)) => Lookup::Invalid(reason),
+        FieldRule::JsonPointer(p) => match json {
+            Some(Err(e)) => return Err(e.clone()),
+            Some(Ok(j)) => match j.lookup(p) {
+                Ok(Some(v)) => Lookup::Found(v),
+                Ok(None) => Lookup::Absent,
+                Err(reason) => Lookup::Invalid(reason),
+            },
+            None => Lookup::Absent,
         },
-    }
+    })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use http::HeaderValue;
-
-    #[test]
-    fn json_pointers() {
-        let body = br#"{"a":{"b/c":["x",{"~d":"deep"}]},"n":null,"s":"str"}"#;
-        let doc = JsonObject::parse(body).unwrap();
-        assert_eq!(doc.lookup("/a/b~1c/1/~0d"), Ok(Some("deep".into())));
-        assert_eq!(doc.lookup("/a/b~1c/0"), Ok(Some("x".into())));
-        assert_eq!(doc.lookup("/a/b~1c/9"), Ok(None));
-        assert_eq!(doc.lookup("/n"), Ok(None));
-        assert_eq!(doc.lookup("/missing"), Ok(None));
-        assert_eq!(doc.lookup("/s"), Ok(Some("str".into())));
-        assert!(doc.lookup("/a").is_err());
-        assert!(doc.lookup("no-slash").is_err());
-    }
-
-    #[test]
-    fn rules_deserialize_and_describe_themselves() {
-        let cases: &[(&str, FieldRule, &str)] = &[
-            (
-                r#"{"json_pointer":"/id"}"#,
-                FieldRule::json_pointer("/id"),
-                "JSON pointer /id",
-            ),
-            (
-                r#"{"header":"X-Id"}"#,
-                FieldRule::header("X-Id"),
-                "header X-Id",
-            ),
-            (r#""body_sha256""#, FieldRule::BodySha256, "the body hash"),
-        ];
-        for (json, rule, described) in cases {
-            assert_eq!(&serde_json::from_str::<FieldRule>(json).unwrap(), rule);
-            assert_eq!(rule.describe(), *described);
-        }
-        assert!(serde_json::from_str::<FieldRule>(r#""header""#).is_err());
-    }
-
-    #[test]
-    fn identify_by_header_pointer_and_hash() {
-        let body = br#"{"id":42,"type":"a.b"}"#;
-        let digest = BodyDigest::of(body);
-        let mut headers = HeaderMap::new();
-        headers.insert("x-id", HeaderValue::from_static(" hdr-1 "));
-        let (id, kind) = identify(
-            &FieldRule::header("X-Id"),
-            Some(&FieldRule::json_pointer("/type")),
-            &headers,
-            body,
-            &digest,
-        )
-        .unwrap();
-        assert_eq!((id.as_str(), kind.unwrap().as_str()), ("hdr-1", "a.b"));
-        let (id, kind) = identify(
-            &FieldRule::json_pointer("/id"),
-            None,
-            &headers,
-            body,
-            &digest,
-        )
-        .unwrap();
-        assert_eq!((id.as_str(), kind), ("42", None));
-        // No JSON rule: the body is never parsed (it need not be JSON).
-        let (id, _) = identify(
-            &FieldRule::BodySha256,
-            None,
-            &headers,
-            b"not json",
-            &BodyDigest::of(b"not json"),
-        )
-        .unwrap();
-        assert_eq!(id.as_str(), BodyDigest::of(b"not json").to_hex());
-    }
-
-    #[test]
-    fn identity_errors_have_codes() {
-        let digest = BodyDigest::of(b"");
-        let mut twice = HeaderMap::new();
-        twice.append("x-id", HeaderValue::from_static("a"));
-        twice.append("x-id", HeaderValue::from_static("b"));
-        let id = FieldRule::json_pointer("/id");
-        let ty = FieldRule::json_pointer("/type");
-        let none = HeaderMap::new();
-        let cases: Vec<(Result<_, IdentityError>, &str)> = vec![
-            (identify(&id, None, &none, b"[1]", &digest), "invalid_json"),
-            (identify(&id, None, &none, b"{", &digest), "invalid_json"),
-            (
-                identify(&id, None, &none, b"{}", &digest),
-                "missing_event_id",
-            ),
-            (
-                identify(&id, None, &none, br#"{"id":true}"#, &digest),
-                "invalid_event_id",
-            ),
-            (
-                identify(&FieldRule::header("x-id"), None, &twice, b"", &digest),
-                "invalid_event_id",
-            ),
-            (
-                identify(&id, Some(&ty), &none, br#"{"id":"e"}"#, &digest),
-                "missing_event_type",
-            ),
-            (
-                identify(&id, Some(&ty), &none, br#"{"id":"e","type":""}"#, &digest),
-                "invalid_event_type",
-            ),
-        ];
-        for (result, code) in cases {
-            let err = result.unwrap_err();
-            assert_eq!(err.code(), code, "{err}");
-            assert!(!err.to_string().is_empty());
-        }
-    }
-}
+mod tests;

@@ -69,6 +69,13 @@ pub struct StoredMessage {
     pub history: Vec<HistoryEntry>,
     #[serde(default)]
     pub expires_at: Option<i64>,
+    /// The provider's id from a header its signature does not cover (the key's event id is then
+    /// the body's hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+    /// Why a correctly signed event could not be identified (its type is then `unknown`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_error: Option<String>,
 }
 
 impl StoredMessage {

@@ -7,13 +7,17 @@
 //!
 //! [`EmfWriter`] is the deployed sink: CloudWatch embedded metric format, one document per line on
 //! stdout (CloudWatch extracts metrics only from a log event that IS the EMF document, not from a
-//! field of a structured log line). Dimensions every document carries (e.g. the deployment stage,
-//! so that two stacks in one account keep apart) are set in ONE place: [`EmfWriter::stdout`].
+//! field of a structured log line). Dimensions every document carries (the deployment stage, so
+//! that two stacks in one account keep apart) are set in ONE place: [`EmfWriter::stdout`].
 //! [`RecordingSink`] keeps what it is given, for tests.
 
+use crate::config::{catalog, Env};
 use serde_json::{json, Map, Value};
 use std::io::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The dimension every metric carries: the deployment stage.
+pub const STAGE_DIMENSION: &str = "Stage";
 
 /// The unit of a metric's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,9 +113,24 @@ pub struct EmfWriter {
 
 impl EmfWriter {
     /// The writer the deployed functions use: documents on stdout. Default dimensions for every
-    /// metric of every function are added here (none today: the alarms watch dimensionless
-    /// metrics).
+    /// metric of every function are added here: `Stage`, the deployment stage (`STAGE`, which
+    /// `template.yaml` sets; `local` when unset), so that the stacks of two stages in one
+    /// account never trip each other's alarms (the alarms filter on it).
     pub fn stdout() -> Self {
+        Self::for_env(&Env::process())
+    }
+
+    /// [`EmfWriter::stdout`], reading `STAGE` from `env`.
+    pub fn for_env(env: &Env) -> Self {
+        let stage = env
+            .optional(&catalog::STAGE)
+            .or_else(|| catalog::STAGE.default_value().map(str::to_owned))
+            .unwrap_or_default();
+        Self::default().with_dimension(STAGE_DIMENSION, stage)
+    }
+
+    /// A writer with no default dimension (tests).
+    pub fn without_dimensions() -> Self {
         Self::default()
     }
 
@@ -227,8 +246,28 @@ mod tests {
     }
 
     #[test]
-    fn one_document_per_namespace_and_properties_without_dimensions_by_default() {
-        let w = EmfWriter::stdout();
+    fn the_deployed_writer_carries_the_stage() {
+        // What the functions use: every document says which stage it comes from.
+        let doc = parse(&EmfWriter::stdout().documents(1, &[Metric::count("App/A", "X", 1)])[0]);
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["Stage"]])
+        );
+        assert!(
+            doc["Stage"].as_str().is_some_and(|s| !s.is_empty()),
+            "{doc}"
+        );
+        let prod = EmfWriter::for_env(&Env::from_pairs([("STAGE", "prod")]));
+        let doc = parse(&prod.documents(1, &[Metric::count("App/A", "X", 1)])[0]);
+        assert_eq!(doc["Stage"], "prod");
+        let unset = EmfWriter::for_env(&Env::from_pairs::<&str, &str>([]));
+        let doc = parse(&unset.documents(1, &[Metric::count("App/A", "X", 1)])[0]);
+        assert_eq!(doc["Stage"], "local");
+    }
+
+    #[test]
+    fn one_document_per_namespace_and_properties() {
+        let w = EmfWriter::without_dimensions();
         let docs = w.documents(
             7,
             &[
@@ -263,7 +302,7 @@ mod tests {
 
     #[test]
     fn default_dimensions_go_into_every_document() {
-        let w = EmfWriter::stdout().with_dimension("Stage", "dev");
+        let w = EmfWriter::without_dimensions().with_dimension("Stage", "dev");
         let doc = parse(&w.documents(1, &[Metric::count("App/A", "X", 1)])[0]);
         assert_eq!(
             doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],

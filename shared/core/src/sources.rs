@@ -6,7 +6,11 @@
 //! the scheme's settings, `tolerance_secs`, `event_id`, `event_type`; see the README), secrets in
 //! `WEBHOOK_SECRETS` or the Secrets Manager secret (source name → list of secrets), read by
 //! [`parse_secrets`] into redacted [`Secret`]s. Errors name the variable at fault and never
-//! contain a secret.
+//! contain a secret. [`live`]: the sources in use, re-read when their secrets may have changed.
+
+pub mod live;
+
+pub use live::{LiveSources, Reloader, SecretsFetch};
 
 use crate::config::{vars, ConfigError, DEFAULT_TOLERANCE_SECS};
 use crate::domain::SourceName;
@@ -46,6 +50,9 @@ pub struct Source {
     pub scheme_name: String,
     pub scheme: Arc<dyn Scheme>,
     pub event_id: FieldRule,
+    /// Whether the scheme's signature covers what `event_id` reads (`Scheme::signs`); if not, the
+    /// dedupe key is the body's hash and the id is kept as metadata ([`identity::identify`]).
+    pub id_signed: bool,
     /// `None`: the source's events have no type.
     pub event_type: Option<FieldRule>,
     /// Lower-case names of the headers kept with a message, sorted, computed once.
@@ -53,7 +60,8 @@ pub struct Source {
 }
 
 impl Source {
-    /// Builds a source from its spec and secrets, filling in the scheme's defaults.
+    /// Builds a source from its spec and secrets, filling in the scheme's defaults (the spec's
+    /// own rules are checked by [`Sources::from_json`]).
     pub fn new(
         name: SourceName,
         spec: SourceSpec,
@@ -63,6 +71,7 @@ impl Source {
         let scheme =
             signature::build(&spec.scheme, &Spec::new(&spec.settings, secrets, tolerance))?;
         let event_id = spec.event_id.unwrap_or_else(|| scheme.default_event_id());
+        let id_signed = scheme.signs(&event_id);
         let event_type = spec.event_type.or_else(|| scheme.default_event_type());
         let kept_headers = kept_headers(scheme.as_ref(), &event_id, event_type.as_ref());
         Ok(Self {
@@ -70,6 +79,7 @@ impl Source {
             scheme_name: spec.scheme,
             scheme,
             event_id,
+            id_signed,
             event_type,
             kept_headers,
         })
@@ -95,8 +105,8 @@ fn kept_headers(
     let mut names = scheme.signed_headers().to_vec();
     for rule in [Some(event_id), event_type].into_iter().flatten() {
         if let FieldRule::Header(h) = rule {
-            // A name that is not a valid header name can never be present: nothing to keep.
-            if let Ok(name) = HeaderName::from_bytes(h.to_ascii_lowercase().as_bytes()) {
+            // Names were checked when the source was built ([`FieldRule::check`]).
+            if let Ok(name) = HeaderName::from_bytes(h.trim().to_ascii_lowercase().as_bytes()) {
                 names.push(name);
             }
         }
@@ -135,6 +145,17 @@ impl Sources {
                 .map_err(|e| invalid(vars::WEBHOOK_SOURCES, format!("source name {name:?} {e}")))?;
             signature::check_registered(&spec.scheme)
                 .map_err(|e| invalid(vars::WEBHOOK_SOURCES, format!("source {name:?}: {e}")))?;
+            for (field, rule) in [
+                ("event_id", &spec.event_id),
+                ("event_type", &spec.event_type),
+            ] {
+                if let Some(Err(reason)) = rule.as_ref().map(FieldRule::check) {
+                    return Err(invalid(
+                        vars::WEBHOOK_SOURCES,
+                        format!("source {name:?}: `{field}`: {reason}"),
+                    ));
+                }
+            }
             named.push((name, source_name, spec));
         }
         let mut out = HashMap::with_capacity(named.len());

@@ -87,6 +87,8 @@ impl World {
             body_digest: BodyDigest::of(&body),
             body,
             headers: Vec::new(),
+            provider_id: None,
+            unidentified: None,
         };
         match self.store.put_if_absent(&msg).await.unwrap() {
             PutOutcome::Inserted => Some(key),

@@ -119,6 +119,8 @@ async fn in_memory() -> f64 {
                 body_digest: inbox_core::domain::BodyDigest::of(&body),
                 body,
                 headers: Vec::new(),
+                provider_id: None,
+                unidentified: None,
             };
             store.put_if_absent(&msg).await.expect("put");
             messages.push(store.message(&key).expect("stored"));

@@ -155,12 +155,16 @@ pub fn sign(source: &Source, event: &Event, now_secs: i64) -> Result<Outgoing, S
     })
 }
 
-/// The event id the ingest endpoint will derive, for display (`None` if it cannot be found).
+/// The event id the ingest endpoint will derive (its dedupe key), for display (`None` if it
+/// cannot be found): the body's hash when the source's id is not signed (GitHub, Shopify).
 pub fn event_id(
     source: &Source,
     body: &[u8],
     headers: &[(HeaderName, HeaderValue)],
 ) -> Option<String> {
+    if !source.id_signed {
+        return Some(BodyDigest::of(body).to_hex());
+    }
     match &source.event_id {
         FieldRule::BodySha256 => Some(BodyDigest::of(body).to_hex()),
         FieldRule::Header(h) => headers

@@ -35,8 +35,28 @@ pub const WEBHOOK_SECRETS_ARN: Var = Var {
     name: "WEBHOOK_SECRETS_ARN",
     read_by: ReadBy::Only(&[INGEST]),
     unset: Unset::RequiredUnless("WEBHOOK_SECRETS"),
-    meaning: "in the cloud: the AWS Secrets Manager secret whose `SecretString` has the \
-              `WEBHOOK_SECRETS` shape (read once at cold start)",
+    meaning: "in the cloud: the AWS Secrets Manager secret (its ARN or name) whose \
+              `SecretString` has the `WEBHOOK_SECRETS` shape (read at cold start, then again as \
+              `WEBHOOK_SECRETS_TTL_SECS` says)",
+};
+
+pub const WEBHOOK_SECRETS_TTL_SECS: Var = Var {
+    name: "WEBHOOK_SECRETS_TTL_SECS",
+    read_by: ReadBy::Only(&[INGEST]),
+    unset: Unset::Default("300"),
+    meaning: "seconds a warm function keeps the secrets read from `WEBHOOK_SECRETS_ARN` before \
+              reading them again (a removed secret is refused, an added one accepted, within \
+              this time); a signature that matches no secret also re-reads them, at most once a \
+              minute. At least 1",
+};
+
+pub const STAGE: Var = Var {
+    name: "STAGE",
+    read_by: ReadBy::Only(&[INGEST, PROCESS, RECONCILE]),
+    unset: Unset::Default("local"),
+    meaning: "the deployment stage (`template.yaml` sets it): the `Stage` dimension of every \
+              CloudWatch metric the functions emit, which the alarms filter on, so stacks of \
+              different stages in one account keep their metrics apart",
 };
 
 pub const MAX_BODY_BYTES: Var = Var {
@@ -135,6 +155,7 @@ pub const ALL: &[&Var] = &[
     &WEBHOOK_SOURCES,
     &WEBHOOK_SECRETS,
     &WEBHOOK_SECRETS_ARN,
+    &WEBHOOK_SECRETS_TTL_SECS,
     &MAX_BODY_BYTES,
     &DELIVERY_RETENTION_DAYS,
     &RETRY_QUEUE_URL,
@@ -145,6 +166,7 @@ pub const ALL: &[&Var] = &[
     &LEASE_MS,
     &PROCESS_CONCURRENCY,
     &REAPER_MAX_PER_RUN,
+    &STAGE,
     &INBOXCTL_JSON,
     &USER,
 ];

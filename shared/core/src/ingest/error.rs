@@ -1,7 +1,6 @@
 //! [`IngestError`]: why a delivery was not accepted, and its HTTP mapping (status, code, extra
 //! headers, the JSON [`ErrorBody`]).
 
-use crate::identity::IdentityError;
 use crate::signature::SignatureError;
 use crate::store::StoreError;
 use serde::Serialize;
@@ -25,9 +24,6 @@ pub enum IngestError {
     TooLarge { len: usize, limit: usize },
     #[error("{0}")]
     Signature(#[from] SignatureError),
-    /// Correctly signed, but the payload cannot be identified (400).
-    #[error(transparent)]
-    Identity(#[from] IdentityError),
     #[error("the event could not be stored; retry later")]
     Store(#[from] StoreError),
 }
@@ -65,7 +61,7 @@ impl IngestError {
             Self::TooLarge { .. } => 413,
             Self::Signature(_) => 401,
             Self::Store(_) => 503,
-            Self::BadBodyEncoding | Self::Identity(_) => 400,
+            Self::BadBodyEncoding => 400,
         }
     }
 
@@ -77,7 +73,6 @@ impl IngestError {
             Self::BadBodyEncoding => "invalid_body_encoding",
             Self::TooLarge { .. } => "payload_too_large",
             Self::Signature(e) => e.code(),
-            Self::Identity(e) => e.code(),
             Self::Store(_) => "store_unavailable",
         }
     }

@@ -3,28 +3,63 @@
 //! [`Ingestor::ingest`] takes a transport-neutral request (what API Gateway's HTTP API, a Lambda
 //! Function URL or an ALB all deliver) and returns either an [`Acknowledgement`] or an
 //! [`IngestError`] that knows its HTTP status and its JSON body. The order of checks is part of
-//! the contract: method, source, body encoding and size, signature, then identity (so a 400 about
-//! the payload is only ever answered to a correctly signed request), then the one durable write.
+//! the contract: method, source, body encoding and size, signature, then identity (which never
+//! refuses a correctly signed request: what cannot be identified is stored as `unknown`), then
+//! the one durable write. A repeated delivery is answered as a duplicate and counted (the first
+//! ten journaled: `journal.rs`).
 //!
-//! The errors and their HTTP mapping are in `error.rs`, body decoding in `body.rs`; signatures
-//! are the sources' schemes' business ([`crate::signature`]), identity [`crate::identity`]'s.
+//! The sources' secrets are re-read on a TTL and after a signature that matched no secret
+//! ([`crate::sources::live`]); refusals and failures are counted as metrics
+//! ([`Ingestor::with_metrics`]). The errors and their HTTP mapping are in `error.rs`, body
+//! decoding in `body.rs`; signatures are the sources' schemes' business ([`crate::signature`]),
+//! identity [`crate::identity`]'s.
 
 mod body;
 mod error;
+mod journal;
 #[cfg(test)]
 mod tests;
 
 pub use body::decode_body;
 pub use error::{ErrorBody, IngestError, RETRY_AFTER_SECS};
+pub use journal::JOURNAL_BUDGET_MS;
 
 use crate::clock::Clock;
+use crate::config::SECRETS_FETCH_TIMEOUT;
 use crate::domain::{BodyDigest, EventType, MessageKey};
 use crate::identity;
-use crate::signature::Request;
-use crate::sources::{Source, Sources};
-use crate::store::{Delivery, Inbox, NewMessage, PutOutcome};
+use crate::metrics::{Metric, MetricSink};
+use crate::signature::{Request, SignatureError};
+use crate::sources::{LiveSources, Reloader, Source, Sources};
+use crate::store::dynamo::HOT_PATH_OPERATION_TIMEOUT;
+use crate::store::{Inbox, NewMessage, PutOutcome};
 use http::HeaderMap;
 use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest one request can wait on other services: one read of the secrets (a TTL or a
+/// mismatch re-read, at most one per request) or the start of the duplicate bookkeeping
+/// ([`JOURNAL_BUDGET_MS`]), whichever is later, plus one store request. The ingest function's
+/// timeout must leave room above it, so a slow store ends in a 503, not a Lambda timeout
+/// (`template.yaml`, checked by a test).
+pub const WORST_CASE: Duration = Duration::from_millis(
+    max_ms(
+        SECRETS_FETCH_TIMEOUT.as_millis() as u64,
+        JOURNAL_BUDGET_MS as u64,
+    ) + HOT_PATH_OPERATION_TIMEOUT.as_millis() as u64,
+);
+
+const fn max_ms(a: u64, b: u64) -> u64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The CloudWatch namespace of the ingest function's metrics.
+pub const METRICS_NAMESPACE: &str = "WebhookIngestor/Ingest";
 
 /// A webhook delivery as the transport hands it over.
 #[derive(Debug, Clone, Copy)]
@@ -65,6 +100,10 @@ pub struct Acknowledgement {
     pub event_type: Option<EventType>,
     /// Only for duplicates: whether the body differs from the stored original.
     pub body_differs: bool,
+    /// Only for duplicates: which repeated delivery of the message this is (`None`: it could not
+    /// be counted in time); only the first [`crate::store::MAX_JOURNALED_DELIVERIES`] are
+    /// journaled.
+    pub repeated: Option<u64>,
 }
 
 impl Acknowledgement {
@@ -100,17 +139,31 @@ fn kept_headers(source: &Source, headers: &HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The ingest service: configuration, a store and a clock, built once per cold start.
-#[derive(Debug)]
+/// The ingest service: sources, a store and a clock, built once per cold start.
 pub struct Ingestor<S, C> {
-    sources: Sources,
+    sources: LiveSources,
     store: S,
     clock: C,
     max_body_bytes: usize,
     retention_days: u32,
+    journal_budget_ms: i64,
+    metrics: Option<Arc<dyn MetricSink>>,
+}
+
+impl<S: std::fmt::Debug, C: std::fmt::Debug> std::fmt::Debug for Ingestor<S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ingestor")
+            .field("sources", &self.sources)
+            .field("store", &self.store)
+            .field("clock", &self.clock)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("retention_days", &self.retention_days)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S: Inbox, C: Clock> Ingestor<S, C> {
+    /// An ingestor whose sources never change.
     pub fn new(
         sources: Sources,
         store: S,
@@ -119,12 +172,37 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         retention_days: u32,
     ) -> Self {
         Self {
-            sources,
+            sources: LiveSources::fixed(sources),
             store,
             clock,
             max_body_bytes,
             retention_days,
+            journal_budget_ms: JOURNAL_BUDGET_MS,
+            metrics: None,
         }
+    }
+
+    /// Gives the duplicate bookkeeping `budget` after a request's arrival instead of
+    /// [`JOURNAL_BUDGET_MS`] (tests that load a serializing emulator; [`WORST_CASE`] assumes the
+    /// default).
+    pub fn with_journal_budget(mut self, budget: Duration) -> Self {
+        self.journal_budget_ms = i64::try_from(budget.as_millis()).unwrap_or(i64::MAX);
+        self
+    }
+
+    /// Re-reads the sources' secrets with `reloader` once `ttl` has passed (and after a signature
+    /// that matched no secret, at most once a minute): see [`crate::sources::live`].
+    pub fn with_reload(mut self, reloader: Reloader, ttl: Duration) -> Self {
+        let current = Sources::clone(&self.sources.current());
+        self.sources = LiveSources::reloading(current, reloader, ttl, self.clock.now_millis());
+        self
+    }
+
+    /// Counts refusals and failures in `sink` ([`METRICS_NAMESPACE`]: `Unauthorized` for every
+    /// 401, `ServerErrors` for every 5xx; the source and error code as properties).
+    pub fn with_metrics(mut self, sink: Arc<dyn MetricSink>) -> Self {
+        self.metrics = Some(sink);
+        self
     }
 
     /// The store, for tests and tools.
@@ -132,8 +210,37 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         &self.store
     }
 
+    /// The sources in use now.
+    pub fn sources(&self) -> Arc<Sources> {
+        self.sources.current()
+    }
+
     /// Verifies, identifies and stores one delivery. `Ok` means durably stored (now or before).
     pub async fn ingest(&self, req: IngestRequest<'_>) -> Result<Acknowledgement, IngestError> {
+        let result = self.ingest_unmetered(req).await;
+        if let (Err(e), Some(sink)) = (&result, &self.metrics) {
+            let name = match e.status() {
+                401 => Some("Unauthorized"),
+                500.. => Some("ServerErrors"),
+                _ => None,
+            };
+            if let Some(name) = name {
+                let source = crate::domain::SourceName::parse(req.source)
+                    .map(|s| s.to_string())
+                    .unwrap_or_default();
+                let metric = Metric::count(METRICS_NAMESPACE, name, 1)
+                    .with_property("Source", source)
+                    .with_property("Error", e.code());
+                sink.emit(self.clock.now_millis(), &[metric]);
+            }
+        }
+        result
+    }
+
+    async fn ingest_unmetered(
+        &self,
+        req: IngestRequest<'_>,
+    ) -> Result<Acknowledgement, IngestError> {
         if !req.method.eq_ignore_ascii_case("POST") {
             return Err(IngestError::MethodNotAllowed(
                 req.method.chars().take(16).collect(),
@@ -142,37 +249,62 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         if req.source.is_empty() {
             return Err(IngestError::NoSource);
         }
-        let source = self.sources.get(req.source).ok_or_else(|| {
-            // Echo the name only when it is a plausible source name (never arbitrary input).
-            let shown = crate::domain::SourceName::parse(req.source)
-                .map(|s| s.to_string())
-                .unwrap_or_default();
-            IngestError::UnknownSource(shown)
-        })?;
-        let body = decode_body(req.body, req.body_is_base64, self.max_body_bytes)?;
         let now_ms = self.clock.now_millis();
-        source
-            .scheme
-            .verify(Request::new(req.headers, &body, now_ms.div_euclid(1000)))
-            .resolve()
-            .await?;
+        let mut sources = self.sources.for_request(now_ms).await;
+        source_of(&sources, req.source)?;
+        let body = decode_body(req.body, req.body_is_base64, self.max_body_bytes)?;
+        let now_secs = now_ms.div_euclid(1000);
+        match verify(&sources, &req, &body, now_secs).await {
+            Err(IngestError::Signature(SignatureError::Mismatch)) => {
+                // The provider may have moved to a secret stored since the last read.
+                let Some(fresh) = self.sources.after_mismatch(now_ms).await else {
+                    return Err(SignatureError::Mismatch.into());
+                };
+                verify(&fresh, &req, &body, now_secs).await?;
+                sources = fresh;
+            }
+            other => other?,
+        }
+        let source = source_of(&sources, req.source)?;
+        self.store_verified(source, req.headers, body.into_owned(), now_ms)
+            .await
+    }
+
+    /// Identifies and stores a verified delivery (once), journaling it if it is a repeat.
+    async fn store_verified(
+        &self,
+        source: &Source,
+        headers: &HeaderMap,
+        body: Vec<u8>,
+        now_ms: i64,
+    ) -> Result<Acknowledgement, IngestError> {
         let body_digest = BodyDigest::of(&body);
-        let (event_id, event_type) = identity::identify(
+        let identity = identity::identify(
             &source.event_id,
+            source.id_signed,
             source.event_type.as_ref(),
-            req.headers,
+            headers,
             &body,
             &body_digest,
-        )?;
-        let key = MessageKey::new(source.name.clone(), event_id);
-        let headers = kept_headers(source, req.headers);
+        );
+        if let Some(why) = &identity.unidentified {
+            tracing::warn!(
+                source = %source.name,
+                event_id = %identity.event_id,
+                error = why.code(),
+                reason = %why,
+                "a correctly signed event could not be identified: stored with the type `unknown`"
+            );
+        }
         let message = NewMessage {
-            key,
-            event_type,
+            key: MessageKey::new(source.name.clone(), identity.event_id),
+            event_type: identity.event_type,
             received_at_ms: now_ms,
-            body: body.into_owned(),
+            body,
             body_digest,
-            headers,
+            headers: kept_headers(source, headers),
+            provider_id: identity.provider_id,
+            unidentified: identity.unidentified.map(|e| e.to_string()),
         };
         match self.store.put_if_absent(&message).await? {
             PutOutcome::Inserted => Ok(Acknowledgement {
@@ -180,6 +312,7 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
                 key: message.key,
                 event_type: message.event_type,
                 body_differs: false,
+                repeated: None,
             }),
             PutOutcome::AlreadyExists { original_digest } => {
                 let body_differs = original_digest.is_some_and(|d| d != message.body_digest);
@@ -190,31 +323,44 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
                         "repeated delivery with a different body; the original is kept, the new body is journaled"
                     );
                 }
-                let retention_secs = i64::from(self.retention_days) * 86_400;
-                let NewMessage {
-                    key,
-                    event_type,
-                    body,
-                    headers,
-                    ..
-                } = message;
-                let delivery = Delivery {
-                    key,
-                    received_at_ms: now_ms,
-                    body_digest,
-                    body_differs,
-                    differing_body: body_differs.then_some(body),
-                    headers,
-                    expires_at_secs: now_ms.div_euclid(1000) + retention_secs,
-                };
-                self.store.journal_delivery(&delivery).await?;
+                let key = message.key.clone();
+                let event_type = message.event_type.clone();
+                let repeated = self.journal_repeat(message, body_differs).await?;
                 Ok(Acknowledgement {
                     outcome: Outcome::Duplicate,
-                    key: delivery.key,
+                    key,
                     event_type,
                     body_differs,
+                    repeated,
                 })
             }
         }
     }
+}
+
+/// Verifies `req`'s signature with its source in `sources`.
+async fn verify(
+    sources: &Sources,
+    req: &IngestRequest<'_>,
+    body: &[u8],
+    now_secs: i64,
+) -> Result<(), IngestError> {
+    let source = source_of(sources, req.source)?;
+    source
+        .scheme
+        .verify(Request::new(req.headers, body, now_secs))
+        .resolve()
+        .await?;
+    Ok(())
+}
+
+/// The source called `name`, or the 404.
+fn source_of<'a>(sources: &'a Sources, name: &str) -> Result<&'a Source, IngestError> {
+    sources.get(name).ok_or_else(|| {
+        // Echo the name only when it is a plausible source name (never arbitrary input).
+        let shown = crate::domain::SourceName::parse(name)
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        IngestError::UnknownSource(shown)
+    })
 }

@@ -1,4 +1,8 @@
-//! The ingest command against the in-memory store and a manual clock.
+//! The ingest command against the in-memory store and a manual clock. Repeated deliveries:
+//! `tests/repeats.rs`; secrets re-read in a warm container and metrics: `tests/secrets.rs`.
+
+mod repeats;
+mod secrets;
 
 use super::*;
 use crate::clock::ManualClock;
@@ -35,7 +39,8 @@ fn signed(
     body: &[u8],
     id: &str,
 ) -> HeaderMap {
-    let src = ing.sources.get(source).unwrap();
+    let sources = ing.sources();
+    let src = sources.get(source).unwrap();
     let mut headers = HeaderMap::new();
     for (k, v) in src
         .scheme
@@ -216,61 +221,118 @@ async fn refusals_write_nothing() {
 }
 
 #[tokio::test]
-async fn identity_errors_after_a_valid_signature() {
+async fn signed_but_unidentifiable_events_are_stored_as_unknown() {
     let ing = ingestor(4096);
-    let cases = [
-        ("[1,2]", "invalid_json"),
-        ("null", "invalid_json"),
-        ("{\"id\":", "invalid_json"),
-        (r#"{"type":"x"}"#, "missing_event_id"),
-        (r#"{"id":"","type":"x"}"#, "invalid_event_id"),
-        (r#"{"id":"a b","type":"x"}"#, "invalid_event_id"),
-        (r#"{"id":{"x":1},"type":"x"}"#, "invalid_event_id"),
-        (r#"{"id":"evt_1"}"#, "missing_event_type"),
-        (r#"{"id":"evt_1","type":7.5}"#, "invalid_event_type"),
+    let huge = format!(r#"{{"id":"{}","type":"x"}}"#, "x".repeat(300));
+    // (body, the code of why, whether the id is the provider's)
+    let cases: Vec<(&str, &str, Option<&str>)> = vec![
+        ("[1,2]", "invalid_json", None),
+        ("null", "invalid_json", None),
+        ("", "invalid_json", None),
+        ("{\"id\":", "invalid_json", None),
+        (r#"{"type":"x"}"#, "missing_event_id", None),
+        (r#"{"id":"","type":"x"}"#, "invalid_event_id", None),
+        (r#"{"id":"a b","type":"x"}"#, "invalid_event_id", None),
+        (r#"{"id":{"x":1},"type":"x"}"#, "invalid_event_id", None),
+        (&huge, "invalid_event_id", None),
+        (
+            r#"{"id":"evt_notype"}"#,
+            "missing_event_type",
+            Some("evt_notype"),
+        ),
+        (
+            r#"{"id":"evt_badtype","type":7.5}"#,
+            "invalid_event_type",
+            Some("evt_badtype"),
+        ),
     ];
-    for (body, code) in cases {
-        let err = post(
+    for (body, code, provider_id) in cases {
+        let ack = post(
             &ing,
             "stripe",
             &signed(&ing, "stripe", body.as_bytes(), ""),
             body,
         )
         .await
-        .unwrap_err();
-        assert_eq!((err.status(), err.code()), (400, code), "{body}");
+        .unwrap_or_else(|e| panic!("{body}: {e}"));
+        assert_eq!(ack.outcome, Outcome::Accepted, "{body}");
+        let expected_id = provider_id
+            .map(str::to_owned)
+            .unwrap_or_else(|| BodyDigest::of(body.as_bytes()).to_hex());
+        assert_eq!(ack.key.event_id.as_str(), expected_id, "{body}");
+        let stored = ing.store().message(&ack.key).unwrap();
+        assert_eq!(stored.event_type, Some(EventType::unknown()), "{body}");
+        assert_eq!(stored.body, body.as_bytes());
+        let why = stored.identity_error.unwrap_or_default();
+        let expected_reason = match code {
+            "invalid_json" => "JSON",
+            "missing_event_id" | "invalid_event_id" => "event id",
+            _ => "event type",
+        };
+        assert!(why.contains(expected_reason), "{body}: {why}");
     }
-    let huge = format!(r#"{{"id":"{}","type":"x"}}"#, "x".repeat(300));
-    let err = post(
+    assert_eq!(ing.store().message_count(), 11);
+    // Unsigned, the same bodies are refused and nothing more is stored.
+    let refused = post(&ing, "stripe", &HeaderMap::new(), "[1,2]")
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), 401);
+    assert_eq!(ing.store().message_count(), 11);
+}
+
+#[tokio::test]
+async fn a_captured_github_request_resent_with_a_fresh_delivery_id_is_a_duplicate() {
+    let ing = ingestor(4096);
+    let body = r#"{"zen":"Keep it logically awesome.","hook_id":1}"#;
+    let send = |delivery: &'static str| {
+        let mut h = signed(&ing, "gh", body.as_bytes(), delivery);
+        h.insert("x-github-event", http::HeaderValue::from_static("ping"));
+        h
+    };
+    let first = post(
         &ing,
-        "stripe",
-        &signed(&ing, "stripe", huge.as_bytes(), ""),
-        &huge,
+        "gh",
+        &send("72d3162e-cc78-11e3-81ab-4c9367dc0958"),
+        body,
     )
     .await
-    .unwrap_err();
-    assert_eq!(err.code(), "invalid_event_id");
-    assert_eq!(ing.store().write_requests(), 0);
+    .unwrap();
+    assert_eq!(first.outcome, Outcome::Accepted);
+    assert_eq!(
+        first.key.event_id.as_str(),
+        BodyDigest::of(body.as_bytes()).to_hex(),
+        "the dedupe key is the signed body's hash, not the unsigned delivery id"
+    );
+    for replay in ["replay-1", "replay-2"] {
+        let ack = post(&ing, "gh", &send(replay), body).await.unwrap();
+        assert_eq!((ack.outcome, &ack.key), (Outcome::Duplicate, &first.key));
+    }
+    assert_eq!(ing.store().message_count(), 1, "stored and processed once");
+    let stored = ing.store().message(&first.key).unwrap();
+    assert_eq!(
+        stored.provider_id.as_deref(),
+        Some("72d3162e-cc78-11e3-81ab-4c9367dc0958"),
+        "the header id is kept as metadata"
+    );
+    assert_eq!(
+        stored.headers.get("x-github-delivery").map(String::as_str),
+        Some("72d3162e-cc78-11e3-81ab-4c9367dc0958")
+    );
+    let journal = ing.store().journal();
+    assert_eq!(journal.len(), 2);
+    assert_eq!(
+        journal[1]
+            .headers
+            .iter()
+            .find(|(k, _)| k == "x-github-delivery")
+            .map(|(_, v)| v.as_str()),
+        Some("replay-2")
+    );
 }
 
 #[tokio::test]
 async fn ids_from_headers_numbers_and_body_hash() {
     let ing = ingestor(4096);
-    let body = r#"{"zen":"Keep it logically awesome."}"#;
-    let mut h = signed(
-        &ing,
-        "gh",
-        body.as_bytes(),
-        "72d3162e-cc78-11e3-81ab-4c9367dc0958",
-    );
-    h.insert("x-github-event", http::HeaderValue::from_static("ping"));
-    let ack = post(&ing, "gh", &h, body).await.unwrap();
-    assert_eq!(
-        ack.key.event_id.as_str(),
-        "72d3162e-cc78-11e3-81ab-4c9367dc0958"
-    );
-    assert_eq!(ack.event_type.unwrap().as_str(), "ping");
-
     let slack = "token=x&command=%2Fweather";
     let ack = post(
         &ing,
@@ -297,6 +359,8 @@ async fn ids_from_headers_numbers_and_body_hash() {
     .await
     .unwrap();
     assert_eq!(ack.key.event_id.as_str(), "12345");
+    let stored = ing.store().message(&ack.key).unwrap();
+    assert_eq!((stored.provider_id, stored.identity_error), (None, None));
 }
 
 #[test]

@@ -124,8 +124,12 @@ impl Registry {
         self
     }
 
-    /// The handler for a message, if any.
+    /// The handler for a message, if any. A message whose type is `unknown` (signed, but its
+    /// type or id could not be read) has none, even where the source has a fallback.
     pub fn get(&self, message: &StoredMessage) -> Option<&Arc<dyn Handler>> {
+        if message.event_type.as_ref().is_some_and(|t| t.is_unknown()) {
+            return None;
+        }
         let source = message.source.as_str();
         message
             .event_type
@@ -141,5 +145,40 @@ impl Registry {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Noop;
+
+    impl Handler for Noop {
+        fn name(&self) -> &str {
+            "noop"
+        }
+
+        fn handle<'a>(&'a self, _message: &'a StoredMessage) -> HandlerFuture<'a> {
+            Box::pin(async { HandlerOutcome::Done })
+        }
+    }
+
+    fn message(event_type: &str) -> StoredMessage {
+        serde_json::from_value(serde_json::json!({
+            "source": "mailer", "event_id": "e1", "event_type": event_type, "status": "pending",
+            "received_at": 0, "body": [], "body_sha256": ""
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_message_of_unknown_type_has_no_handler_even_with_a_fallback() {
+        let h: Arc<dyn Handler> = Arc::new(Noop);
+        let r = Registry::new()
+            .on_any("mailer", h.clone())
+            .on("mailer", "unknown", h);
+        assert!(r.get(&message("unknown")).is_none(), "so it is ignored");
+        assert!(r.get(&message("message.sent")).is_some());
     }
 }

@@ -151,6 +151,8 @@ impl World {
             body_digest: BodyDigest::of(&body),
             body,
             headers: Vec::new(),
+            provider_id: None,
+            unidentified: None,
         };
         self.store.put_if_absent(&msg).await.unwrap();
         self.store.message(&key).unwrap()

@@ -13,8 +13,8 @@ use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
 use super::helpers::{
-    base64_tag, decode_base64_tag, decode_hex_tag, intern, push_header, random_alnum, rfc3339,
-    settings, single_header, HmacKeys, Tag,
+    base64_tag, covers, decode_base64_tag, decode_hex_tag, intern, push_header, random_alnum,
+    rfc3339, settings, single_header, HmacKeys, Tag,
 };
 use super::{
     Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
@@ -144,6 +144,11 @@ impl Scheme for HmacSha256 {
 
     fn default_event_type(&self) -> Option<FieldRule> {
         None
+    }
+
+    /// The body only.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[])
     }
 
     fn sample_id(&self) -> String {

@@ -8,7 +8,7 @@
 use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
-use super::helpers::{decode_hex_tag, push_header, random_uuid, single_header, HmacKeys};
+use super::helpers::{covers, decode_hex_tag, push_header, random_uuid, single_header, HmacKeys};
 use super::{
     Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
     Verdict,
@@ -80,6 +80,11 @@ impl Scheme for Github {
 
     fn default_event_type(&self) -> Option<FieldRule> {
         Some(FieldRule::header("x-github-event"))
+    }
+
+    /// GitHub signs the body only: `X-GitHub-Delivery` and `X-GitHub-Event` are not signed.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[])
     }
 
     fn sample_id(&self) -> String {

@@ -18,6 +18,7 @@ use sha2::Sha256;
 use subtle::{Choice, ConstantTimeEq};
 
 use super::{SchemeError, Secret, SignatureError, Spec};
+use crate::identity::FieldRule;
 
 /// HMAC-SHA256 output length in bytes; every decoded signature must have exactly this length.
 pub(super) const TAG_LEN: usize = 32;
@@ -261,6 +262,18 @@ pub(super) fn decode_base64_tag(text: &str) -> Result<Tag, &'static str> {
         .map_err(|_| "the signature is not valid base64")?;
     let decoded = buf.get(..len).ok_or(WRONG_LENGTH)?;
     Tag::try_from(decoded).map_err(|_| WRONG_LENGTH)
+}
+
+/// What a scheme that signs the body and the values of `signed_headers` covers
+/// ([`super::Scheme::signs`]): the body's JSON pointers and hash always, a header only if it is
+/// one of `signed_headers` (case-insensitive).
+pub(super) fn covers(rule: &FieldRule, signed_headers: &[&HeaderName]) -> bool {
+    match rule {
+        FieldRule::JsonPointer(_) | FieldRule::BodySha256 => true,
+        FieldRule::Header(name) => signed_headers
+            .iter()
+            .any(|h| h.as_str().eq_ignore_ascii_case(name.trim())),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -29,9 +29,12 @@
 //! - Every required header must be present exactly once ([`SignatureError::Missing`],
 //!   [`SignatureError::Duplicated`]), hold visible ASCII and be non-empty
 //!   ([`SignatureError::Malformed`]).
-//! - Every candidate signature of the scheme's version is decoded before any MAC is computed; a
-//!   signature that is empty, not hex/base64, or does not decode to exactly 32 bytes makes the
-//!   whole request [`SignatureError::Malformed`]: it never passes.
+//! - Every candidate signature of the scheme's version is decoded before any MAC is computed. A
+//!   candidate that is empty, not hex/base64, or does not decode to exactly 32 bytes cannot
+//!   match: where a header carries several candidates (Stripe, Standard Webhooks) it is skipped,
+//!   as the providers' own libraries do, and the rest are compared; a header with no usable
+//!   candidate (a single-signature header whose signature is unusable, or only unusable ones) is
+//!   [`SignatureError::Malformed`]: it never passes.
 //! - **Order of checks**, the same for every timestamped scheme (Stripe, Standard Webhooks,
 //!   Slack), as in Stripe's own libraries: headers are parsed and validated first (Missing,
 //!   Duplicated, Malformed, including an unparseable timestamp), then the signatures are compared
@@ -151,6 +154,13 @@ pub trait Scheme: fmt::Debug + Send + Sync {
     /// Where the provider puts the event type; `None`: its events have no type (a source's
     /// `event_type` overrides it).
     fn default_event_type(&self) -> Option<FieldRule>;
+
+    /// Whether the signature covers the value `rule` reads, i.e. a request with that value
+    /// changed fails [`Scheme::verify`]: the body (its JSON pointers, its hash) for every scheme
+    /// that signs the body, a header only where the scheme signs it (Standard Webhooks'
+    /// `webhook-id`). An event id that is not signed is never the dedupe key: anyone holding one
+    /// signed request could resend it with a fresh id (see [`crate::identity::identify`]).
+    fn signs(&self, rule: &FieldRule) -> bool;
 
     /// A fresh event id in the provider's format (`evt_…`, a UUID, …), for `inboxctl send`.
     fn sample_id(&self) -> String;

@@ -9,7 +9,8 @@ use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
 use super::helpers::{
-    base64_tag, decode_base64_tag, push_header, random_uuid, rfc3339, single_header, HmacKeys,
+    base64_tag, covers, decode_base64_tag, push_header, random_uuid, rfc3339, single_header,
+    HmacKeys,
 };
 use super::{
     Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
@@ -73,6 +74,11 @@ impl Scheme for Shopify {
 
     fn default_event_type(&self) -> Option<FieldRule> {
         Some(FieldRule::header("x-shopify-topic"))
+    }
+
+    /// Shopify signs the body only: `X-Shopify-Webhook-Id` and `X-Shopify-Topic` are not signed.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[])
     }
 
     fn sample_id(&self) -> String {

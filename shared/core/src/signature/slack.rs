@@ -12,7 +12,8 @@ use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
 use super::helpers::{
-    decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys, Tolerance,
+    covers, decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys,
+    Tolerance,
 };
 use super::{
     Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
@@ -99,6 +100,11 @@ impl Scheme for Slack {
 
     fn default_event_type(&self) -> Option<FieldRule> {
         None
+    }
+
+    /// The body and `X-Slack-Request-Timestamp`.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[&TIMESTAMP])
     }
 
     fn sample_id(&self) -> String {

@@ -5,9 +5,9 @@
 //! The MAC is HMAC-SHA256 over `"{id}.{timestamp}.{raw body}"` (timestamp in canonical decimal,
 //! as the reference libraries sign the parsed integer), base64-encoded (standard alphabet,
 //! padded). Signature entries are separated by spaces; entries of other versions (`v1a,…`) are
-//! ignored, every `v1` entry must decode to 32 bytes, and at least one `v1` entry is required.
-//! Any `v1` matching any secret passes, then the timestamp must be within the tolerance on both
-//! sides.
+//! ignored, `v1` entries that do not decode to 32 bytes are skipped (as the reference libraries
+//! do: such a candidate cannot match), and at least one usable `v1` entry is required. Any `v1`
+//! matching any secret passes, then the timestamp must be within the tolerance on both sides.
 //!
 //! Event id: the `webhook-id` header; type: the body's `/type`. Sample: a `message.sent` event of
 //! an email provider (`msg_…` id).
@@ -19,7 +19,7 @@ use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
 use super::helpers::{
-    base64_tag, decode_base64_tag, parse_timestamp, push_header, random_alnum, rfc3339,
+    base64_tag, covers, decode_base64_tag, parse_timestamp, push_header, random_alnum, rfc3339,
     single_header, HmacKeys, Tag, Tolerance,
 };
 use super::{
@@ -76,7 +76,8 @@ fn entries(header: &str) -> impl Iterator<Item = Option<(&str, &str)>> + Clone {
         .map(|entry| entry.split_once(','))
 }
 
-/// The decoded `v1` signatures (only call after [`validate`] succeeded).
+/// The usable `v1` signatures, decoded (only call after [`validate`] succeeded); unusable ones
+/// are skipped.
 fn v1_tags(header: &str) -> impl Iterator<Item = Tag> + Clone + '_ {
     entries(header)
         .flatten()
@@ -84,17 +85,26 @@ fn v1_tags(header: &str) -> impl Iterator<Item = Tag> + Clone + '_ {
         .filter_map(|(_, s)| decode_base64_tag(s).ok())
 }
 
+/// Checks the whole header. As in the reference libraries, a `v1` entry that cannot be a
+/// signature (not base64, not 32 bytes) is only a candidate that cannot match: it is skipped, and
+/// the header is malformed only when no `v1` entry is usable (the first unusable one's reason is
+/// given).
 fn validate(header: &str) -> Result<(), &'static str> {
-    let mut v1_count = 0usize;
+    let mut usable = 0usize;
+    let mut first_unusable = None;
     for entry in entries(header) {
         let (version, signature) = entry.ok_or("an entry is not of the form version,signature")?;
         if version == "v1" {
-            decode_base64_tag(signature)?;
-            v1_count += 1;
+            match decode_base64_tag(signature) {
+                Ok(_) => usable += 1,
+                Err(reason) => {
+                    first_unusable.get_or_insert(reason);
+                }
+            }
         }
     }
-    if v1_count == 0 {
-        return Err("no `v1` signature");
+    if usable == 0 {
+        return Err(first_unusable.unwrap_or("no `v1` signature"));
     }
     Ok(())
 }
@@ -156,6 +166,11 @@ impl Scheme for StandardWebhooks {
 
     fn default_event_type(&self) -> Option<FieldRule> {
         Some(FieldRule::json_pointer("/type"))
+    }
+
+    /// The body, `webhook-id` and `webhook-timestamp`.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[&ID, &TIMESTAMP])
     }
 
     fn sample_id(&self) -> String {
@@ -331,13 +346,25 @@ mod tests {
                 T,
                 bad(SIGNATURE_LABEL, "the signature is empty"),
             ),
+            // A candidate that cannot be a signature is skipped, as the libraries do.
+            (ID, TS, format!("v1, {good}"), BODY, T, Ok(())),
+            (ID, TS, format!("v1,AAAA {good}"), BODY, T, Ok(())),
+            (ID, TS, format!("{good} v1,!!!!"), BODY, T, Ok(())),
             (
                 ID,
                 TS,
-                format!("v1, {good}"),
+                format!("v1,AAAA {other}"),
                 BODY,
                 T,
-                bad(SIGNATURE_LABEL, "the signature is empty"),
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                ID,
+                TS,
+                "v1,AAAA v1,!!!!".into(),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is not 32 bytes long"),
             ),
             (
                 ID,
@@ -404,7 +431,7 @@ mod tests {
                 format!("{good} v1,{}", STANDARD.encode([7u8; 33])),
                 BODY,
                 T,
-                bad(SIGNATURE_LABEL, "the signature is not 32 bytes long"),
+                Ok(()),
             ),
             (
                 ID,

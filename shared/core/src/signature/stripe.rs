@@ -4,9 +4,10 @@
 //! included), over `"{t}.{raw body}"` where `t` is the timestamp in canonical decimal (as Stripe's
 //! libraries sign the parsed integer). Items are comma-separated `key=value` pairs, whitespace
 //! around items, keys and values is tolerated, empty items are skipped. Exactly one `t` is
-//! required; every `v1` must be 64 hex digits; at least one `v1` is required; `v0` and unknown
-//! keys are ignored. Any `v1` matching any secret passes, then the timestamp must be within the
-//! tolerance on both sides.
+//! required; at least one `v1` of 64 hex digits is required, and other `v1`s that are not 64 hex
+//! digits are skipped (as Stripe's libraries do: such a candidate cannot match); `v0`, unknown
+//! keys and items without `=` (other than `t` and `v1`) are ignored. Any usable `v1` matching any
+//! secret passes, then the timestamp must be within the tolerance on both sides.
 //!
 //! Event id and type: the body's `/id` and `/type`. Sample: a `checkout.session.completed`-style
 //! event (`evt_…` id) whose object is named after the type.
@@ -15,8 +16,8 @@ use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
 use super::helpers::{
-    decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys, Tag,
-    Tolerance,
+    covers, decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys,
+    Tag, Tolerance,
 };
 use super::{
     Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
@@ -36,16 +37,21 @@ pub(super) struct Stripe {
     tolerance: Tolerance,
 }
 
-/// The `key=value` items of the header, trimmed; `None` for a non-empty item without `=`.
-fn items(header: &str) -> impl Iterator<Item = Option<(&str, &str)>> + Clone {
+/// The `key=value` items of the header, trimmed; `Err(item)` for a non-empty item without `=`.
+fn items(header: &str) -> impl Iterator<Item = Result<(&str, &str), &str>> + Clone {
     header
         .split(',')
         .map(str::trim)
         .filter(|item| !item.is_empty())
-        .map(|item| item.split_once('=').map(|(k, v)| (k.trim(), v.trim())))
+        .map(|item| {
+            item.split_once('=')
+                .map(|(k, v)| (k.trim(), v.trim()))
+                .ok_or(item)
+        })
 }
 
-/// The decoded `v1` signatures (only call after [`validate`] succeeded).
+/// The usable `v1` signatures, decoded (only call after [`validate`] succeeded); unusable ones
+/// are skipped.
 fn v1_tags(header: &str) -> impl Iterator<Item = Tag> + Clone + '_ {
     items(header)
         .flatten()
@@ -54,11 +60,23 @@ fn v1_tags(header: &str) -> impl Iterator<Item = Tag> + Clone + '_ {
 }
 
 /// Checks the whole header; returns the timestamp and its canonical decimal text.
+///
+/// As in Stripe's libraries, a `v1` that cannot be a signature (not hex, not 32 bytes) is only
+/// a candidate that cannot match: it is skipped, and the header is malformed only when no `v1`
+/// is usable (the first unusable one's reason is given). An item without `=` is ignored unless
+/// it is named `t` or `v1` (which Stripe's libraries cannot parse either).
 fn validate(header: &str) -> Result<(i64, &str), &'static str> {
     let mut timestamp = None;
-    let mut v1_count = 0usize;
+    let mut usable = 0usize;
+    let mut first_unusable = None;
     for item in items(header) {
-        let (key, value) = item.ok_or("an item is not of the form key=value")?;
+        let (key, value) = match item {
+            Ok(pair) => pair,
+            Err(key) if key == "t" || key == "v1" => {
+                return Err("an item is not of the form key=value")
+            }
+            Err(_) => continue,
+        };
         match key {
             "t" => {
                 if timestamp.is_some() {
@@ -66,16 +84,18 @@ fn validate(header: &str) -> Result<(i64, &str), &'static str> {
                 }
                 timestamp = Some(parse_timestamp(value)?);
             }
-            "v1" => {
-                decode_hex_tag(value)?;
-                v1_count += 1;
-            }
+            "v1" => match decode_hex_tag(value) {
+                Ok(_) => usable += 1,
+                Err(reason) => {
+                    first_unusable.get_or_insert(reason);
+                }
+            },
             _ => {}
         }
     }
     let timestamp = timestamp.ok_or("no timestamp `t`")?;
-    if v1_count == 0 {
-        return Err("no `v1` signature");
+    if usable == 0 {
+        return Err(first_unusable.unwrap_or("no `v1` signature"));
     }
     Ok(timestamp)
 }
@@ -137,6 +157,11 @@ impl Scheme for Stripe {
 
     fn default_event_type(&self) -> Option<FieldRule> {
         Some(FieldRule::json_pointer("/type"))
+    }
+
+    /// Stripe signs the body only: its id and type are in it.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[])
     }
 
     fn sample_id(&self) -> String {
@@ -371,11 +396,22 @@ mod tests {
                 T,
                 bad("the signature is empty"),
             ),
+            // A candidate that cannot be a signature is skipped, as Stripe's libraries do.
+            (format!("t=1700000000,v1=,v1={good}"), BODY, T, Ok(())),
+            (format!("t=1700000000,v1={good},v1=bad"), BODY, T, Ok(())),
+            (format!("t=1700000000,v1={odd},v1={good}"), BODY, T, Ok(())),
+            (format!("t=1700000000,v1={good},extra"), BODY, T, Ok(())),
             (
-                format!("t=1700000000,v1=,v1={good}"),
+                format!("t=1700000000,v1=xyz,v1={other}"),
                 BODY,
                 T,
-                bad("the signature is empty"),
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                "t=1700000000,v1=xyz,v1=".into(),
+                BODY,
+                T,
+                bad("the signature is not hexadecimal"),
             ),
             (
                 format!("t=1700000000,v1={short}"),
@@ -402,23 +438,18 @@ mod tests {
                 bad("the signature is not hexadecimal"),
             ),
             (
-                format!("t=1700000000,v1={good},v1=xyz"),
-                BODY,
-                T,
-                bad("the signature is not hexadecimal"),
-            ),
-            (
                 format!("t=1700000000,v1,v1={good}"),
                 BODY,
                 T,
                 bad("an item is not of the form key=value"),
             ),
             (
-                "garbage".into(),
+                format!("t,v1={good}"),
                 BODY,
                 T,
                 bad("an item is not of the form key=value"),
             ),
+            ("garbage".into(), BODY, T, bad("no timestamp `t`")),
             (",,,".into(), BODY, T, bad("no timestamp `t`")),
         ];
         for (header, body, now, expected) in cases {

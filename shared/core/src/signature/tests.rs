@@ -655,3 +655,53 @@ fn interning_returns_the_same_str() {
     assert_eq!(a, "X-Interned-Test");
     assert!(std::ptr::eq(a, b));
 }
+
+#[test]
+fn every_scheme_says_truly_which_values_its_signature_covers() {
+    // Changing a value the scheme says it signs must fail verification; changing one it says it
+    // does not sign must not. Checked on each scheme's default id and type rules (and on the
+    // body), so a new scheme's declaration is tested without being listed here.
+    const T: i64 = 1_700_000_000;
+    let body = br#"{"id":"evt_1","type":"a.b"}"#;
+    for (name, settings) in every_scheme() {
+        let v = built(name, &settings, &["whsec_c2VjcmV0LXRleHQ="]);
+        let map = signed(v.sign_at(body, T, "msg_1"));
+        assert_eq!(v.verify_at(&map, body, T), Ok(()), "{name}");
+        let rules = [Some(v.default_event_id()), v.default_event_type()];
+        for rule in rules.into_iter().flatten() {
+            let changed_fails = match &rule {
+                FieldRule::Header(h) => {
+                    let mut changed = map.clone();
+                    let name = HeaderName::from_bytes(h.as_bytes()).unwrap();
+                    changed.insert(name, HeaderValue::from_static("another-value-0"));
+                    v.verify_at(&changed, body, T).is_err()
+                }
+                FieldRule::JsonPointer(_) | FieldRule::BodySha256 => v
+                    .verify_at(&map, br#"{"id":"evt_2","type":"a.b"}"#, T)
+                    .is_err(),
+            };
+            assert_eq!(v.signs(&rule), changed_fails, "{name}: {rule:?}");
+        }
+    }
+    // The declarations themselves, as the README's table of schemes states them.
+    let signed_id: Vec<(&str, bool)> = every_scheme()
+        .iter()
+        .map(|(name, settings)| {
+            let v = built(name, settings, &["whsec_c2VjcmV0LXRleHQ="]);
+            (*name, v.signs(&v.default_event_id()))
+        })
+        .collect();
+    for (name, expected) in [
+        ("stripe", true),
+        ("standard-webhooks", true),
+        ("github", false),
+        ("shopify", false),
+        ("slack", true),
+        ("hmac-sha256", true),
+    ] {
+        assert!(
+            signed_id.contains(&(name, expected)),
+            "{name}: {signed_id:?}"
+        );
+    }
+}

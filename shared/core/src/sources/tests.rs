@@ -163,3 +163,73 @@ fn debug_of_secrets_schemes_and_sources_never_shows_a_secret() {
         assert!(!format!("{scheme:?}").contains("hunter"));
     }
 }
+
+#[test]
+fn field_rules_are_checked_at_start_up() {
+    for (json, field) in [
+        (
+            r#"{"scheme":"github","event_type":{"header":"X GitHub Event"}}"#,
+            "event_type",
+        ),
+        (
+            r#"{"scheme":"stripe","event_id":{"header":"x:id"}}"#,
+            "event_id",
+        ),
+        (
+            r#"{"scheme":"stripe","event_id":{"json_pointer":"id"}}"#,
+            "event_id",
+        ),
+    ] {
+        let e = one(json).unwrap_err().to_string();
+        assert!(
+            e.contains("WEBHOOK_SOURCES") && e.contains(field) && e.contains("\"x\""),
+            "{json}: {e}"
+        );
+    }
+    // Checked before any secret is looked at: no secret for "y", yet the rule is what is reported.
+    let e = Sources::from_json(
+        r#"{"y":{"scheme":"github","event_id":{"header":"bad header"}}}"#,
+        &secrets(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("WEBHOOK_SOURCES") && e.contains("event_id"),
+        "{e}"
+    );
+}
+
+#[test]
+fn whether_a_source_id_is_signed() {
+    let cases = [
+        (r#"{"scheme":"stripe"}"#, true),
+        (r#"{"scheme":"standard-webhooks"}"#, true),
+        (r#"{"scheme":"github"}"#, false),
+        (r#"{"scheme":"shopify"}"#, false),
+        (r#"{"scheme":"slack"}"#, true),
+        (
+            r#"{"scheme":"github","event_id":{"json_pointer":"/hook_id"}}"#,
+            true,
+        ),
+        (
+            r#"{"scheme":"stripe","event_id":{"header":"Idempotency-Key"}}"#,
+            false,
+        ),
+        (
+            r#"{"scheme":"standard-webhooks","event_id":{"header":"Webhook-Id"}}"#,
+            true,
+        ),
+        (
+            r#"{"scheme":"hmac-sha256","header":"X-Sig","encoding":"hex","event_id":{"header":"X-Id"}}"#,
+            false,
+        ),
+        (
+            r#"{"scheme":"hmac-sha256","header":"X-Sig","encoding":"hex"}"#,
+            true,
+        ),
+    ];
+    for (json, signed) in cases {
+        let source = one(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        assert_eq!(source.id_signed, signed, "{json}");
+    }
+}

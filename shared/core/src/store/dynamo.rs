@@ -10,10 +10,10 @@ mod effects;
 mod items;
 mod messages;
 
-use super::attr::{get_s, n, s, string_map};
+use super::attr::{get_n, get_s, n, s, string_map};
 use super::schema::*;
-use super::{Delivery, Inbox, Item, NewMessage, PutOutcome, StoreError};
-use crate::domain::{BodyDigest, Status};
+use super::{Delivery, DeliveryCount, Inbox, Item, NewMessage, PutOutcome, StoreError};
+use crate::domain::{BodyDigest, MessageKey, Status};
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
@@ -24,6 +24,10 @@ use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 use std::time::Duration;
 
+/// The longest one request of [`client_for_hot_path`] may take, retries included: what the ingest
+/// function's timeout is sized from (see `ingest::WORST_CASE`).
+pub const HOT_PATH_OPERATION_TIMEOUT: Duration = Duration::from_millis(5_000);
+
 /// Builds a DynamoDB client for a request/response path: short timeouts and few retries, so an
 /// outage turns into a fast 503 (the provider retries) rather than a Lambda timeout.
 pub fn client_for_hot_path(sdk: &aws_config::SdkConfig) -> Client {
@@ -32,7 +36,7 @@ pub fn client_for_hot_path(sdk: &aws_config::SdkConfig) -> Client {
             TimeoutConfig::builder()
                 .connect_timeout(Duration::from_millis(1_000))
                 .operation_attempt_timeout(Duration::from_millis(2_000))
-                .operation_timeout(Duration::from_millis(5_000))
+                .operation_timeout(HOT_PATH_OPERATION_TIMEOUT)
                 .build(),
         )
         .retry_config(RetryConfig::standard().with_max_attempts(3))
@@ -107,6 +111,12 @@ pub fn message_item(msg: &NewMessage) -> HashMap<String, AttributeValue> {
     item.insert(BODY_SHA256.into(), s(msg.body_digest.to_hex()));
     item.insert(BODY_BYTES.into(), n(msg.body.len() as i64));
     item.insert(HEADERS.into(), string_map(&msg.headers));
+    if let Some(id) = &msg.provider_id {
+        item.insert(PROVIDER_ID.into(), s(id.as_str()));
+    }
+    if let Some(why) = &msg.unidentified {
+        item.insert(IDENTITY_ERROR.into(), s(why.as_str()));
+    }
     item.insert(ATTEMPTS.into(), n(0));
     item.insert(OPEN_SHARD.into(), s(open_shard(&msg.key)));
     item.insert(OPEN_DUE.into(), n(msg.received_at_ms + PENDING_GRACE_MS));
@@ -140,6 +150,26 @@ fn delivery_item(d: &Delivery) -> HashMap<String, AttributeValue> {
     item.insert(HEADERS.into(), string_map(&d.headers));
     item.insert(EXPIRES_AT.into(), n(d.expires_at_secs));
     item
+}
+
+/// The repeated-delivery counter of `key` at `count`.
+fn delivery_count_item(
+    key: &MessageKey,
+    count: u64,
+    at_ms: i64,
+    expires_at_secs: i64,
+) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        (PK.to_string(), s(message_pk(key))),
+        (SK.to_string(), s(DELIVERY_COUNT_SK)),
+        (KIND.to_string(), s(KIND_DELIVERY_COUNT)),
+        (
+            COUNT.to_string(),
+            n(i64::try_from(count).unwrap_or(i64::MAX)),
+        ),
+        (RECEIVED_AT.to_string(), n(at_ms)),
+        (EXPIRES_AT.to_string(), n(expires_at_secs)),
+    ])
 }
 
 /// Sorts an SDK error into the store's kinds. Throttling and transport problems are transient;
@@ -205,6 +235,47 @@ impl Inbox for DynamoInbox {
             .await
             .map_err(classify)?;
         Ok(())
+    }
+
+    async fn count_delivery(
+        &self,
+        key: &MessageKey,
+        expected: Option<u64>,
+        at_ms: i64,
+        expires_at_secs: i64,
+    ) -> Result<DeliveryCount, StoreError> {
+        let next = expected.map_or(1, |c| c.saturating_add(1));
+        let request = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(delivery_count_item(key, next, at_ms, expires_at_secs)))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let request = match expected {
+            None => request
+                .condition_expression("attribute_not_exists(#pk)")
+                .expression_attribute_names("#pk", PK),
+            Some(c) => request
+                .condition_expression("#count = :expected")
+                .expression_attribute_names("#count", COUNT)
+                .expression_attribute_values(":expected", n(i64::try_from(c).unwrap_or(i64::MAX))),
+        };
+        match request.send().await {
+            Ok(_) => Ok(DeliveryCount::Counted(next)),
+            Err(SdkError::ServiceError(se))
+                if matches!(se.err(), PutItemError::ConditionalCheckFailedException(_)) =>
+            {
+                let current = match se.err() {
+                    PutItemError::ConditionalCheckFailedException(c) => c
+                        .item()
+                        .and_then(|item| get_n(item, COUNT))
+                        .and_then(|v| u64::try_from(v).ok()),
+                    _ => None,
+                };
+                Ok(DeliveryCount::Conflict { current })
+            }
+            Err(e) => Err(classify(e)),
+        }
     }
 }
 

@@ -1,13 +1,16 @@
 //! An in-memory store with the DynamoDB adapter's semantics (conditional insert, versioned
 //! transitions, the open index, effects applied all-or-nothing with their conditions): for unit
-//! tests and benchmarks only. `Raw` effects are recorded, not interpreted.
+//! tests and benchmarks only. `Raw` effects are recorded, not interpreted. Repeated deliveries
+//! (journal and counters): `memory/journal.rs`.
+
+mod journal;
 
 use super::attr::{get_n, get_s, n, s};
 use super::schema::{open_shard, PENDING_GRACE_MS};
 use super::{
-    Applied, Delivery, DeliveryRecord, DueMessage, Effect, Inbox, Item, ItemStore, ItemWriter,
-    ListFilter, MessageStore, NewMessage, PutOutcome, StoreError, TooManyEffects, Transition,
-    MAX_COMMIT_EFFECTS,
+    Applied, Delivery, DeliveryCount, DeliveryRecord, DueMessage, Effect, Inbox, Item, ItemStore,
+    ItemWriter, ListFilter, MessageStore, NewMessage, PutOutcome, StoreError, TooManyEffects,
+    Transition, MAX_COMMIT_EFFECTS,
 };
 use crate::domain::{MessageKey, Status};
 use crate::message::{HistoryEntry, StoredMessage};
@@ -28,6 +31,7 @@ struct Row {
 pub struct MemoryStore {
     rows: Mutex<HashMap<MessageKey, Row>>,
     deliveries: Mutex<Vec<Delivery>>,
+    delivery_counts: Mutex<HashMap<MessageKey, u64>>,
     effects: Mutex<Vec<(MessageKey, Effect)>>,
     items: Mutex<BTreeMap<(String, String), Item>>,
     down: AtomicBool,
@@ -64,11 +68,6 @@ impl MemoryStore {
     /// How many messages are stored.
     pub fn message_count(&self) -> usize {
         lock(&self.rows).len()
-    }
-
-    /// All journal records, in arrival order.
-    pub fn journal(&self) -> Vec<Delivery> {
-        lock(&self.deliveries).clone()
     }
 
     /// Effects committed with transitions, in commit order.
@@ -181,6 +180,8 @@ fn stored(msg: &NewMessage) -> StoredMessage {
             "received",
         )],
         expires_at: None,
+        provider_id: msg.provider_id.as_ref().map(|id| id.as_str().to_owned()),
+        identity_error: msg.unidentified.clone(),
     }
 }
 
@@ -205,6 +206,17 @@ impl Inbox for MemoryStore {
         self.write()?;
         lock(&self.deliveries).push(delivery.clone());
         Ok(())
+    }
+
+    async fn count_delivery(
+        &self,
+        key: &MessageKey,
+        expected: Option<u64>,
+        _at_ms: i64,
+        _expires_at_secs: i64,
+    ) -> Result<DeliveryCount, StoreError> {
+        self.write()?;
+        Ok(self.count_now(key, expected))
     }
 }
 
@@ -294,15 +306,12 @@ impl MessageStore for MemoryStore {
 
     async fn deliveries(&self, key: &MessageKey) -> Result<Vec<DeliveryRecord>, StoreError> {
         self.up()?;
-        Ok(lock(&self.deliveries)
-            .iter()
-            .filter(|d| &d.key == key)
-            .map(|d| DeliveryRecord {
-                received_at: d.received_at_ms,
-                body_sha256: d.body_digest.to_hex(),
-                body_differs: d.body_differs,
-            })
-            .collect())
+        Ok(self.records_of(key))
+    }
+
+    async fn delivery_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
+        self.up()?;
+        Ok(self.delivery_counter(key).unwrap_or(0))
     }
 
     async fn purge(&self, key: &MessageKey, expected_version: u64) -> Result<Applied, StoreError> {
@@ -312,6 +321,7 @@ impl MessageStore for MemoryStore {
             Some(r) if r.message.version == expected_version && r.message.status.is_terminal() => {
                 rows.remove(key);
                 lock(&self.deliveries).retain(|d| &d.key != key);
+                lock(&self.delivery_counts).remove(key);
                 Ok(Applied::Done)
             }
             _ => Ok(Applied::MessageConflict),

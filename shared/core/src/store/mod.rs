@@ -1,6 +1,7 @@
 //! The storage boundary: small capability traits, the records they take, and their errors.
 //!
-//! - [`Inbox`]: the ingest path's one conditional write (and the duplicate journal).
+//! - [`Inbox`]: the ingest path's one conditional write (and, for repeated deliveries, their
+//!   counter and their bounded journal).
 //! - [`MessageStore`]: the processing side: read a message, move it to its next status under an
 //!   optimistic-concurrency condition together with a handler's effects (one transaction), find
 //!   the messages that are due, and list them for operators.
@@ -9,17 +10,19 @@
 //!
 //! [`dynamo`] implements them on DynamoDB (one table, see [`schema`]); [`memory`] is an in-memory
 //! fake with the same semantics, for unit tests and benchmarks only. [`attr`] builds and reads
-//! attribute values.
+//! attribute values. The records of repeated deliveries are in `journal.rs`.
 
 pub mod attr;
 pub mod dynamo;
+mod journal;
 pub mod memory;
 pub mod schema;
 mod writer;
 
+pub use journal::{Delivery, DeliveryCount, DeliveryRecord, MAX_JOURNALED_DELIVERIES};
 pub use writer::{ItemWriter, TooManyEffects, MAX_COMMIT_EFFECTS};
 
-use crate::domain::{BodyDigest, EventType, MessageKey, Status};
+use crate::domain::{BodyDigest, EventId, EventType, MessageKey, Status};
 use crate::message::{HistoryEntry, StoredMessage};
 use std::future::Future;
 
@@ -69,21 +72,11 @@ pub struct NewMessage {
     pub body_digest: BodyDigest,
     /// The headers needed to re-verify the signature and re-derive the identity (lower-case names).
     pub headers: Vec<(String, String)>,
-}
-
-/// A repeated delivery of a message that is already stored, journaled beside it for audit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
-    pub key: MessageKey,
-    pub received_at_ms: i64,
-    pub body_digest: BodyDigest,
-    /// Whether this delivery's body differs from the stored message's body.
-    pub body_differs: bool,
-    /// The body, kept only when it differs (the original is in the message item).
-    pub differing_body: Option<Vec<u8>>,
-    pub headers: Vec<(String, String)>,
-    /// When the journal record may be removed by TTL, seconds since the epoch.
-    pub expires_at_secs: i64,
+    /// The provider's id from a header its signature does not cover, kept as metadata (the key's
+    /// event id is then the body's hash: see [`crate::identity`]).
+    pub provider_id: Option<EventId>,
+    /// Why a correctly signed event could not be identified (its type is then `unknown`).
+    pub unidentified: Option<String>,
 }
 
 /// What a conditional insert found.
@@ -135,6 +128,18 @@ pub trait Inbox: Send + Sync {
         &self,
         delivery: &Delivery,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Counts one more repeated delivery of `key`: sets its counter to `expected + 1` (1 when
+    /// `expected` is `None`: no counter yet) if the counter is still at `expected`, refreshing
+    /// its expiry to `expires_at_secs`. One conditional write and no read: a
+    /// [`DeliveryCount::Conflict`] brings the current value back for the next try.
+    fn count_delivery(
+        &self,
+        key: &MessageKey,
+        expected: Option<u64>,
+        at_ms: i64,
+        expires_at_secs: i64,
+    ) -> impl Future<Output = Result<DeliveryCount, StoreError>> + Send;
 }
 
 impl<T: Inbox> Inbox for std::sync::Arc<T> {
@@ -150,6 +155,16 @@ impl<T: Inbox> Inbox for std::sync::Arc<T> {
         delivery: &Delivery,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).journal_delivery(delivery)
+    }
+
+    fn count_delivery(
+        &self,
+        key: &MessageKey,
+        expected: Option<u64>,
+        at_ms: i64,
+        expires_at_secs: i64,
+    ) -> impl Future<Output = Result<DeliveryCount, StoreError>> + Send {
+        (**self).count_delivery(key, expected, at_ms, expires_at_secs)
     }
 }
 
@@ -304,11 +319,19 @@ pub trait MessageStore: Send + Sync {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<StoredMessage>, StoreError>> + Send;
 
-    /// The journal of repeated deliveries of a message (time, digest, whether the body differed).
+    /// The journal of repeated deliveries of a message (time, digest, whether the body differed):
+    /// the first [`MAX_JOURNALED_DELIVERIES`] of them.
     fn deliveries(
         &self,
         key: &MessageKey,
     ) -> impl Future<Output = Result<Vec<DeliveryRecord>, StoreError>> + Send;
+
+    /// How many repeated deliveries of a message were counted (journaled or not; 0 when none,
+    /// or when the counter expired with its journal).
+    fn delivery_count(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
     /// Deletes a terminal message and its journal, if it is still at `expected_version`.
     fn purge(
@@ -316,14 +339,6 @@ pub trait MessageStore: Send + Sync {
         key: &MessageKey,
         expected_version: u64,
     ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
-}
-
-/// A journal record read back.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct DeliveryRecord {
-    pub received_at: i64,
-    pub body_sha256: String,
-    pub body_differs: bool,
 }
 
 impl<T: MessageStore> MessageStore for std::sync::Arc<T> {
@@ -366,6 +381,13 @@ impl<T: MessageStore> MessageStore for std::sync::Arc<T> {
         key: &MessageKey,
     ) -> impl Future<Output = Result<Vec<DeliveryRecord>, StoreError>> + Send {
         (**self).deliveries(key)
+    }
+
+    fn delivery_count(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        (**self).delivery_count(key)
     }
 
     fn purge(

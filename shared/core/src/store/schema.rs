@@ -5,7 +5,8 @@
 //! | item | `pk` | `sk` | notes |
 //! |---|---|---|---|
 //! | message | `MSG#{source}#{event_id}` | `MSG` | the raw body, status, history; in the stream filter |
-//! | repeated delivery | same as its message | `DLV#{received ms, 13 digits}#{uuid}` | journal; expires by TTL |
+//! | repeated delivery | same as its message | `DLV#{received ms, 13 digits}#{uuid}` | journal (the first 10); expires by TTL |
+//! | repeated-delivery counter | same as its message | `DLV#count` | how many; expires by TTL after the last |
 //!
 //! Non-terminal messages carry `open_shard` (`OPEN#0`..`OPEN#15`) and `open_due` (ms): the sparse
 //! global secondary index `open-index` over them lets a scheduled reaper find pending, retrying
@@ -37,6 +38,10 @@ pub const LEASE_UNTIL: &str = "lease_until";
 pub const NEXT_ATTEMPT_AT: &str = "next_attempt_at";
 pub const LAST_ERROR: &str = "last_error";
 pub const UPDATED_AT: &str = "updated_at";
+pub const PROVIDER_ID: &str = "provider_id";
+pub const IDENTITY_ERROR: &str = "identity_error";
+/// The repeated-delivery counter's value (a reserved word in expressions: always aliased).
+pub const COUNT: &str = "count";
 
 /// How long a message may stay `pending` before the reaper re-drives it (the stream normally
 /// delivers it within seconds; this catches a stream that was down or past its 24 h retention).
@@ -52,6 +57,7 @@ pub const OPEN_SHARDS: u8 = 16;
 /// `kind` values.
 pub const KIND_MESSAGE: &str = "message";
 pub const KIND_DELIVERY: &str = "delivery";
+pub const KIND_DELIVERY_COUNT: &str = "delivery_count";
 
 /// The partition key of a message and its journal.
 pub fn message_pk(key: &MessageKey) -> String {
@@ -76,6 +82,10 @@ pub fn open_shards() -> impl Iterator<Item = String> {
 
 /// The sort-key prefix of journal records.
 pub const DELIVERY_PREFIX: &str = "DLV#";
+
+/// The sort key of a message's repeated-delivery counter (under [`DELIVERY_PREFIX`], so it goes
+/// with the journal when a message is purged).
+pub const DELIVERY_COUNT_SK: &str = "DLV#count";
 
 /// The sort key of a journal record.
 pub fn delivery_sk(received_at_ms: i64, unique: &uuid::Uuid) -> String {

@@ -64,6 +64,10 @@ where
         self.inner.deliveries(key).await
     }
 
+    async fn delivery_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
+        self.inner.delivery_count(key).await
+    }
+
     async fn purge(&self, key: &MessageKey, expected_version: u64) -> Result<Applied, StoreError> {
         self.inner.purge(key, expected_version).await
     }

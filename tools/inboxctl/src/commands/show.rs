@@ -26,12 +26,29 @@ pub async fn run(ctx: &Context, args: ShowArgs) -> Result<()> {
             store.table()
         )));
     };
-    let mut deliveries = store.deliveries(&key).await?;
-    deliveries.sort_by_key(|d| d.received_at);
+    let mut journal = store.deliveries(&key).await?;
+    journal.sort_by_key(|d| d.received_at);
+    let repeats = Repeats {
+        count: store.delivery_count(&key).await?,
+        journal,
+    };
     if ctx.json() {
-        print_json(&to_json(&m, &deliveries, &args))
+        print_json(&to_json(&m, &repeats, &args))
     } else {
-        print_human(&m, &deliveries, &args)
+        print_human(&m, &repeats, &args)
+    }
+}
+
+/// The repeated deliveries of a message: how many were counted, and the first ones' journal.
+struct Repeats {
+    count: u64,
+    journal: Vec<DeliveryRecord>,
+}
+
+impl Repeats {
+    /// The count (records written before counting existed have no counter).
+    fn total(&self) -> u64 {
+        self.count.max(self.journal.len() as u64)
     }
 }
 
@@ -65,7 +82,7 @@ struct HistoryJson<'a> {
     duration_ms: Option<u64>,
 }
 
-fn to_json(m: &StoredMessage, deliveries: &[DeliveryRecord], args: &ShowArgs) -> Value {
+fn to_json(m: &StoredMessage, repeats: &Repeats, args: &ShowArgs) -> Value {
     let mut names: Vec<&String> = m.headers.keys().collect();
     names.sort();
     let headers = if args.headers {
@@ -90,7 +107,8 @@ fn to_json(m: &StoredMessage, deliveries: &[DeliveryRecord], args: &ShowArgs) ->
             duration_ms: h.duration_ms,
         })
         .collect();
-    let deliveries: Vec<Value> = deliveries
+    let deliveries: Vec<Value> = repeats
+        .journal
         .iter()
         .map(|d| {
             json!({
@@ -105,6 +123,8 @@ fn to_json(m: &StoredMessage, deliveries: &[DeliveryRecord], args: &ShowArgs) ->
         "source": m.source,
         "event_id": m.event_id,
         "event_type": m.event_type,
+        "provider_id": m.provider_id,
+        "identity_error": m.identity_error,
         "status": m.status,
         "received_at": when::rfc3339(m.received_at),
         "received_at_ms": m.received_at,
@@ -119,6 +139,7 @@ fn to_json(m: &StoredMessage, deliveries: &[DeliveryRecord], args: &ShowArgs) ->
         "body_sha256_matches": digest_ok(m),
         "history": history,
         "deliveries": deliveries,
+        "repeated_deliveries": repeats.total(),
         "headers": headers,
     });
     if args.body {
@@ -129,7 +150,7 @@ fn to_json(m: &StoredMessage, deliveries: &[DeliveryRecord], args: &ShowArgs) ->
     out
 }
 
-fn print_human(m: &StoredMessage, deliveries: &[DeliveryRecord], args: &ShowArgs) -> Result<()> {
+fn print_human(m: &StoredMessage, repeats: &Repeats, args: &ShowArgs) -> Result<()> {
     let now = inbox_core::clock::Clock::now_millis(&inbox_core::clock::SystemClock);
     let relative = |ms: i64| {
         let d = ms - now;
@@ -143,6 +164,8 @@ fn print_human(m: &StoredMessage, deliveries: &[DeliveryRecord], args: &ShowArgs
     say(fields([
         ("status", m.status.to_string()),
         ("type", or_dash(m.event_type.as_ref())),
+        ("provider id", or_dash(m.provider_id.as_ref())),
+        ("unidentified", or_dash(m.identity_error.as_ref())),
         (
             "received (UTC)",
             format!(
@@ -183,7 +206,16 @@ fn print_human(m: &StoredMessage, deliveries: &[DeliveryRecord], args: &ShowArgs
     }
     say(t)?;
 
-    say(format!("\nRepeated deliveries ({})", deliveries.len()))?;
+    let deliveries = &repeats.journal;
+    let total = repeats.total();
+    if total > deliveries.len() as u64 {
+        say(format!(
+            "\nRepeated deliveries ({total}; the first {} journaled, the rest counted)",
+            deliveries.len()
+        ))?;
+    } else {
+        say(format!("\nRepeated deliveries ({total})"))?;
+    }
     if !deliveries.is_empty() {
         let mut t = table(["received (UTC)", "body sha256", "body differs"]);
         for d in deliveries {

@@ -196,6 +196,8 @@ mod tests {
             last_error: None,
             history: Vec::new(),
             expires_at: None,
+            provider_id: None,
+            identity_error: None,
         }
     }
 

@@ -124,16 +124,18 @@ impl Env {
     }
 
     /// Ingests a GitHub ping.
-    async fn ingest_github(&self, delivery: &str) -> MessageKey {
-        let body = r#"{"zen":"Keep it logically awesome.","hook_id":1}"#;
-        let mut headers = self.h.sign("github", body.as_bytes(), delivery);
+    /// A GitHub ping naming `hook`; its key is its body's hash (GitHub's delivery id is not
+    /// signed, so it is kept as metadata only).
+    async fn ingest_github(&self, hook: &str) -> MessageKey {
+        let body = format!(r#"{{"zen":"Keep it logically awesome.","hook":"{hook}"}}"#);
+        let mut headers = self.h.sign("github", body.as_bytes(), "d-1");
         headers.push(("x-github-event".into(), "ping".into()));
         let reply = self
             .h
-            .send(&api_event("POST", "github", &headers, Some(body), false))
+            .send(&api_event("POST", "github", &headers, Some(&body), false))
             .await;
         assert_eq!(reply.status, 200, "{:?}", reply.json);
-        key("github", delivery)
+        key("github", reply.json["id"].as_str().expect("id"))
     }
 
     /// Runs the real processor over `key` with handlers that reject checkout sessions
@@ -231,6 +233,8 @@ impl Env {
             body_digest: BodyDigest::of(&body),
             body,
             headers: vec![("content-type".into(), "application/json".into())],
+            provider_id: None,
+            unidentified: None,
         };
         self.store.put_if_absent(&msg).await.expect("put");
         if status != Status::Pending {
@@ -308,7 +312,7 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 #[tokio::test]
 async fn list_show_and_stats() {
     let env = Env::new().await;
-    let (a, b, g) = (unique("evt_a"), unique("evt_b"), unique("gh"));
+    let (a, b) = (unique("evt_a"), unique("evt_b"));
     let ka = env.ingest_stripe(&a, "customer.created").await;
     env.ingest_stripe(&b, "invoice.paid").await;
     // A repeated delivery of b, journaled beside it.
@@ -325,7 +329,11 @@ async fn list_show_and_stats() {
         ))
         .await;
     assert_eq!(dup.code(), "duplicate");
-    env.ingest_github(&g).await;
+    let g = env
+        .ingest_github(&unique("hook"))
+        .await
+        .event_id
+        .to_string();
     assert_eq!(
         env.process(&ka).await,
         Outcome::Ignored,
@@ -392,6 +400,13 @@ async fn list_show_and_stats() {
     assert_eq!(s["history"][0]["note"], "received");
     assert_eq!(s["deliveries"].as_array().map(Vec::len), Some(1), "{s}");
     assert_eq!(s["deliveries"][0]["body_differs"], false);
+    assert_eq!(s["repeated_deliveries"], 1);
+    assert_eq!(s["provider_id"], Value::Null, "Stripe's id is signed");
+    let gh = env.run(&["show", "github", &g, "--json"]).ok().json();
+    assert_eq!(
+        gh["provider_id"], "d-1",
+        "GitHub's delivery id, as metadata"
+    );
     let names = s["headers"].as_array().expect("header names only");
     assert!(names.contains(&json!("stripe-signature")), "{names:?}");
     assert!(s.get("body").is_none(), "the payload only with --body");
@@ -1008,9 +1023,11 @@ async fn send_signs_like_the_provider() {
         .await
         .expect("verifies");
     assert_eq!(headers["x-github-event"], "ping");
+    assert!(headers.contains_key("x-github-delivery"));
     assert_eq!(
         gh["event_id"],
-        json!(headers["x-github-delivery"].to_str().expect("ascii"))
+        json!(inbox_core::domain::BodyDigest::of(&body).to_hex()),
+        "GitHub's delivery id is not signed: the key the endpoint derives is the body's hash"
     );
 
     // Standard Webhooks, configured through the environment instead of files (from another

@@ -277,8 +277,17 @@ impl MessageStore for DynamoInbox {
         let journal = ItemStore::query_items(self, &message_pk(key), DELIVERY_PREFIX).await?;
         journal
             .into_iter()
+            .filter(|i| get_s(i, KIND) == Some(KIND_DELIVERY))
             .map(|i| serde_dynamo::from_item(i).map_err(corrupt))
             .collect()
+    }
+
+    async fn delivery_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
+        let counter = ItemStore::get_item(self, &message_pk(key), DELIVERY_COUNT_SK).await?;
+        Ok(counter
+            .and_then(|i| get_n(&i, COUNT))
+            .and_then(|c| u64::try_from(c).ok())
+            .unwrap_or(0))
     }
 
     async fn purge(&self, key: &MessageKey, expected_version: u64) -> Result<Applied, StoreError> {

@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Checks template.yaml for what `sam validate` and cfn-lint do not see (issue 12, items 6 and 10).
+
+Runs AWS SAM's own translator offline (the `samtranslator` package in the venv) and inspects the
+CloudFormation that would be deployed, so what SAM adds on its own (the execution roles it
+creates, the managed policies it attaches for event sources) is checked too:
+
+  least privilege   no IAM statement allows `Resource: "*"` (or a wildcard action) unless it is
+                    on ALLOWED_WILDCARDS below, with the reason; no managed policy is attached
+                    unless it is on ALLOWED_MANAGED_POLICIES (empty: SAM's managed policies for
+                    Lambda, streams and SQS all grant `Resource: "*"`);
+  secret values     no secret value is in the template's reach: no AWS::SecretsManager::Secret
+                    with GenerateSecretString or SecretString (editing it would regenerate the
+                    real secrets and take every source down);
+  routes            every method of /webhooks/{source} reaches the ingest function, so a GET
+                    gets its documented 405, not the gateway's 404;
+  alarms            every function has an Errors and a Throttles alarm; the front door has its
+                    alarms (the ingest function's ServerErrors and Unauthorized, the gateway's
+                    5xx); the quarantine alarm watches new arrivals (NumberOfMessagesSent); every
+                    alarm on the stack's own metrics (WebhookIngestor/*) filters on the Stage
+                    dimension, so stacks of two stages in one account never trip each other's.
+
+Usage:
+  check_template.py [--template template.yaml]            run the checks (exit 1 on a problem)
+  check_template.py [--template …] --ingest-timeout       print the ingest function's timeout, s
+
+Needs the venv (`make venv`): samtranslator and aws-sam-cli's YAML loader.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+DEFAULT_TEMPLATE = Path(__file__).resolve().parent.parent / "template.yaml"
+
+# (logical id of the role or policy as deployed, statement Sid) -> why "*" is unavoidable there.
+# Keep it short: every entry is a permission on everything of its kind.
+ALLOWED_WILDCARDS: dict[tuple[str, str], str] = {
+    # X-Ray has no resource-level permissions: PutTraceSegments/PutTelemetryRecords only accept
+    # "*" (Tracing: Active on every function).
+    ("IngestRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
+    ("ProcessRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
+    ("ReaperRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
+    ("ReconcileRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
+    # CloudWatch metrics come from EMF log lines, not PutMetricData: nothing else needs "*".
+}
+
+# Managed policy ARNs (their last path segment) allowed on a role, with the reason. None: SAM's
+# AWSLambdaBasicExecutionRole, AWSXrayWriteOnlyAccess, AWSLambdaDynamoDBExecutionRole and
+# AWSLambdaSQSQueueExecutionRole all grant their actions on "*".
+ALLOWED_MANAGED_POLICIES: dict[str, str] = {}
+
+INGEST_FUNCTION = "IngestFunction"
+WEBHOOK_PATH = "/webhooks/{source}"
+
+PSEUDO_PARAMETERS = {
+    "AWS::Region": "us-east-1",
+    "AWS::AccountId": "123456789012",
+    "AWS::Partition": "aws",
+    "AWS::StackName": "check",
+    "AWS::StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/check/0",
+    "AWS::URLSuffix": "amazonaws.com",
+    "AWS::NotificationARNs": [],
+}
+
+
+class _NoManagedPolicies:
+    """The translator's managed-policy lookup, offline: the template names none."""
+
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+def load(template: Path) -> dict[str, Any]:
+    from samcli.yamlhelper import yaml_parse  # long-form intrinsics, as SAM reads templates
+
+    return yaml_parse(template.read_text(encoding="utf-8"))
+
+
+def translate(sam: dict[str, Any]) -> dict[str, Any]:
+    """The CloudFormation SAM would deploy (code locations stubbed: only IAM and routes matter)."""
+    os.environ.setdefault("AWS_DEFAULT_REGION", PSEUDO_PARAMETERS["AWS::Region"])
+    from samtranslator.translator.transform import transform
+
+    doc = copy.deepcopy(sam)
+    for resource in doc.get("Resources", {}).values():
+        if resource.get("Type") == "AWS::Serverless::Function":
+            resource.setdefault("Properties", {})["CodeUri"] = "s3://bucket/key"
+    return transform(doc, dict(PSEUDO_PARAMETERS), _NoManagedPolicies())
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _statements(cfn: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(logical id, statement) of every IAM policy statement in the deployed template."""
+    for name, resource in cfn.get("Resources", {}).items():
+        kind = resource.get("Type")
+        props = resource.get("Properties", {}) or {}
+        documents: list[Any] = []
+        if kind == "AWS::IAM::Role":
+            documents = [p.get("PolicyDocument", {}) for p in props.get("Policies", []) or []]
+        elif kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+            documents = [props.get("PolicyDocument", {})]
+        for document in documents:
+            for statement in _as_list(document.get("Statement", [])):
+                yield name, statement
+
+
+def check_least_privilege(cfn: dict[str, Any]) -> list[str]:
+    problems = []
+    for name, statement in _statements(cfn):
+        if statement.get("Effect") != "Allow":
+            continue
+        sid = statement.get("Sid", "")
+        where = f"{name}, statement {sid or '(no Sid)'}"
+        if "NotResource" in statement or "NotAction" in statement:
+            problems.append(f"{where}: NotResource/NotAction grant everything else")
+        resources = _as_list(statement.get("Resource", []))
+        if "*" in resources and (name, sid) not in ALLOWED_WILDCARDS:
+            problems.append(
+                f'{where}: Resource "*" ({", ".join(map(str, _as_list(statement.get("Action"))))}); '
+                "scope it, or add it to ALLOWED_WILDCARDS with the reason"
+            )
+        for action in _as_list(statement.get("Action", [])):
+            if isinstance(action, str) and (action == "*" or action.endswith(":*")):
+                problems.append(f"{where}: wildcard action {action}")
+    for name, resource in cfn.get("Resources", {}).items():
+        if resource.get("Type") != "AWS::IAM::Role":
+            continue
+        for arn in (resource.get("Properties", {}) or {}).get("ManagedPolicyArns", []) or []:
+            policy = str(arn).rsplit("/", 1)[-1]
+            if policy not in ALLOWED_MANAGED_POLICIES:
+                problems.append(
+                    f"{name}: managed policy {policy} (its statements allow Resource \"*\"); "
+                    "give the function an explicit Role with scoped statements"
+                )
+    return problems
+
+
+def check_secret_values(sam: dict[str, Any]) -> list[str]:
+    problems = []
+    for name, resource in sam.get("Resources", {}).items():
+        if resource.get("Type") != "AWS::SecretsManager::Secret":
+            continue
+        props = resource.get("Properties", {}) or {}
+        for key in ("GenerateSecretString", "SecretString"):
+            if key in props:
+                problems.append(
+                    f"{name}: {key} puts the secret's value in the template's reach (an edit "
+                    "regenerates or overwrites the real secrets); create the secret outside the "
+                    "stack and pass its name in"
+                )
+    return problems
+
+
+def check_routes(cfn: dict[str, Any]) -> list[str]:
+    """Every method of the webhook path is integrated with the ingest function."""
+    for resource in cfn.get("Resources", {}).values():
+        if resource.get("Type") != "AWS::ApiGatewayV2::Api":
+            continue
+        body = (resource.get("Properties", {}) or {}).get("Body", {}) or {}
+        methods = (body.get("paths", {}) or {}).get(WEBHOOK_PATH, {}) or {}
+        for method, operation in methods.items():
+            if method != "x-amazon-apigateway-any-method":
+                continue
+            uri = str((operation or {}).get("x-amazon-apigateway-integration", {}).get("uri"))
+            if INGEST_FUNCTION in uri:
+                return []
+        return [
+            f"{WEBHOOK_PATH} routes only {sorted(methods)} to {INGEST_FUNCTION}: other methods get "
+            "the gateway's 404 instead of the function's 405; add an ANY route"
+        ]
+    return [f"no HTTP API routes {WEBHOOK_PATH}"]
+
+
+def _alarm_metrics(alarm: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(namespace, metric name, dimensions) of every metric an alarm reads (plain or math)."""
+    props = alarm.get("Properties", {}) or {}
+    found = []
+    if "MetricName" in props:
+        found.append((props.get("Namespace"), props.get("MetricName"), props.get("Dimensions")))
+    for query in props.get("Metrics", []) or []:
+        metric = ((query or {}).get("MetricStat") or {}).get("Metric") or {}
+        if metric:
+            found.append((metric.get("Namespace"), metric.get("MetricName"), metric.get("Dimensions")))
+    return [
+        (str(ns), str(name), {d.get("Name"): d.get("Value") for d in dims or []})
+        for ns, name, dims in found
+    ]
+
+
+def check_alarms(sam: dict[str, Any]) -> list[str]:
+    resources = sam.get("Resources", {})
+    watched = [
+        metric
+        for resource in resources.values()
+        if resource.get("Type") == "AWS::CloudWatch::Alarm"
+        for metric in _alarm_metrics(resource)
+    ]
+
+    def has(namespace: str, name: str, **dimensions: Any) -> bool:
+        return any(
+            ns == namespace and n == name and all(dims.get(k) == v for k, v in dimensions.items())
+            for ns, n, dims in watched
+        )
+
+    problems = []
+    for function, resource in resources.items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        for metric in ("Errors", "Throttles"):
+            if not has("AWS/Lambda", metric, FunctionName={"Ref": function}):
+                problems.append(f"{function}: no alarm on its Lambda {metric}")
+    for namespace, name, what in [
+        ("WebhookIngestor/Ingest", "ServerErrors", "the ingest function's 5xx"),
+        ("WebhookIngestor/Ingest", "Unauthorized", "a spike of 401s (a bad secret rotation)"),
+        ("AWS/ApiGateway", "5xx", "the gateway's 5xx"),
+        ("AWS/SQS", "NumberOfMessagesSent", "new arrivals in the quarantine queue"),
+    ]:
+        if not has(namespace, name):
+            problems.append(f"no alarm on {what} ({namespace} {name})")
+    for namespace, name, dims in watched:
+        if namespace.startswith("WebhookIngestor/") and dims.get("Stage") != {"Ref": "Stage"}:
+            problems.append(
+                f"the alarm on {namespace} {name} does not filter on the Stage dimension: "
+                "another stage's stack in the account would trip it"
+            )
+    return problems
+
+
+def ingest_timeout(sam: dict[str, Any]) -> int:
+    """The ingest function's timeout in seconds (its own, else the Globals', else Lambda's 3)."""
+    function = sam["Resources"][INGEST_FUNCTION].get("Properties", {}) or {}
+    timeout = function.get("Timeout")
+    if timeout is None:
+        timeout = sam.get("Globals", {}).get("Function", {}).get("Timeout", 3)
+    if isinstance(timeout, dict):
+        mapping = timeout.get("Fn::FindInMap")
+        if not mapping:
+            raise ValueError(f"{INGEST_FUNCTION}'s Timeout must be a number or a FindInMap")
+        table, key, field = mapping
+        timeout = sam["Mappings"][table][key][field]
+    return int(timeout)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE)
+    parser.add_argument("--ingest-timeout", action="store_true")
+    args = parser.parse_args(argv)
+    sam = load(args.template)
+    if args.ingest_timeout:
+        print(ingest_timeout(sam))
+        return 0
+    cfn = translate(sam)
+    problems = (
+        check_least_privilege(cfn)
+        + check_secret_values(sam)
+        + check_routes(cfn)
+        + check_alarms(sam)
+    )
+    for problem in problems:
+        print(f"{args.template.name}: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    print(f"{args.template.name}: least privilege, secret values, routes and alarms checked")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

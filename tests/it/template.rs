@@ -1,0 +1,136 @@
+//! What a deployed stack would get wrong that `sam validate` and cfn-lint cannot see (issue 12,
+//! items 6 and 10), checked on `template.yaml` by `scripts/check_template.py` (SAM's own
+//! translator, offline): least privilege, secret values out of the template's reach, every
+//! method routed to the ingest function, the alarms every function and the front door need (on
+//! the stage's own metrics). Here: the check passes on the template, catches each
+//! thing it guards against on a template that has it, and the ingest timeout leaves room above
+//! the ingest path's worst case.
+
+use integration_tests::{python, root};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn check(template: &Path, extra: &[&str]) -> Output {
+    Command::new(python())
+        .arg(root().join("scripts/check_template.py"))
+        .arg("--template")
+        .arg(template)
+        .args(extra)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "run scripts/check_template.py with {}: {e}",
+                python().display()
+            )
+        })
+}
+
+fn template() -> String {
+    std::fs::read_to_string(root().join("template.yaml")).expect("read template.yaml")
+}
+
+/// `template.yaml` with `from` replaced by `to` (which must be there), in a temporary file.
+fn mutated(name: &str, from: &str, to: &str) -> PathBuf {
+    let text = template();
+    assert!(
+        text.contains(from),
+        "template.yaml no longer contains {from:?}"
+    );
+    let path = std::env::temp_dir().join(format!(
+        "template-{name}-{}.yaml",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::write(&path, text.replacen(from, to, 1)).expect("write a mutated template");
+    path
+}
+
+#[test]
+fn the_template_passes_its_checks() {
+    let out = check(&root().join("template.yaml"), &[]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_check_catches_what_it_guards_against() {
+    let cases = [
+        (
+            "wildcard",
+            "                Resource: !GetAtt IngestLogGroup.Arn\n",
+            "                Resource: \"*\"\n",
+            "IngestRole, statement Logs: Resource \"*\"",
+        ),
+        (
+            "sam-role",
+            "      Role: !GetAtt ReaperRole.Arn\n",
+            "",
+            "ReaperFunctionRole: managed policy AWSLambdaBasicExecutionRole",
+        ),
+        (
+            "secret",
+            "  # ---------------------------------------------------------- 4. processing\n",
+            "  Secrets:\n    Type: AWS::SecretsManager::Secret\n    Properties:\n      \
+             GenerateSecretString:\n        PasswordLength: 48\n\n  \
+             # ---------------------------------------------------------- 4. processing\n",
+            "Secrets: GenerateSecretString",
+        ),
+        (
+            "stage",
+            "      MetricName: MismatchedWallets\n      Dimensions:\n        - Name: Stage\n",
+            "      MetricName: MismatchedWallets\n      Dimensions:\n        - Name: Tier\n",
+            "WebhookIngestor/Wallet MismatchedWallets does not filter on the Stage dimension",
+        ),
+        (
+            "throttles",
+            "      MetricName: Throttles\n      Dimensions:\n        - Name: FunctionName\n          \
+             Value: !Ref ReaperFunction\n",
+            "      MetricName: Throttles\n      Dimensions:\n        - Name: FunctionName\n          \
+             Value: !Ref ProcessFunction\n",
+            "ReaperFunction: no alarm on its Lambda Throttles",
+        ),
+        (
+            "route",
+            "            Method: ANY\n",
+            "            Method: GET\n",
+            "/webhooks/{source} routes only ['get', 'post']",
+        ),
+    ];
+    for (name, from, to, expected) in cases {
+        let path = mutated(name, from, to);
+        let out = check(&path, &[]);
+        let _ = std::fs::remove_file(&path);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: not caught");
+        assert!(stderr.contains(expected), "{name}: {stderr}");
+    }
+}
+
+#[test]
+fn the_ingest_timeout_leaves_room_above_the_worst_case() {
+    let out = check(&root().join("template.yaml"), &["--ingest-timeout"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let secs: u64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a number of seconds");
+    let timeout = Duration::from_secs(secs);
+    let worst = inbox_core::ingest::WORST_CASE;
+    // Room for what the worst case does not count (a cold start's credentials, the response).
+    assert!(
+        timeout >= worst + Duration::from_secs(5),
+        "the ingest timeout ({timeout:?}) must leave room above the worst case ({worst:?})"
+    );
+    assert!(
+        timeout < Duration::from_secs(30),
+        "API Gateway gives up after 30 s: a longer timeout only hides the 503"
+    );
+}
