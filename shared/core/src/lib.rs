@@ -20,6 +20,8 @@
 //! - [`ingest`]: the ingest command: verify, identify, store once, and the outcome or a typed
 //!   error that knows its HTTP status and JSON body.
 //! - [`metrics`]: the metric type and the one CloudWatch EMF writer every function emits through.
+//! - [`outbox`]: outbound delivery: destinations, fan-out in the terminal transition's transaction,
+//!   the delivery worker and its pure policies (schedule, token bucket, circuit breaker).
 
 pub mod clock;
 pub mod config;
@@ -29,6 +31,7 @@ pub mod ingest;
 pub mod message;
 pub mod metrics;
 pub mod ops;
+pub mod outbox;
 pub mod policy;
 pub mod process;
 pub mod queue;

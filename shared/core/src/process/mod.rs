@@ -13,6 +13,7 @@
 //! handlers; `outcome` the configuration and what processing one message did.
 
 pub mod batch;
+mod outbox_hook;
 mod outcome;
 pub mod registry;
 
@@ -22,9 +23,11 @@ use crate::clock::Clock;
 use crate::domain::{MessageKey, Status};
 use crate::message::{HistoryEntry, QuarantineNotice, StoredMessage};
 use crate::metrics::{EmfWriter, MetricSink};
+use crate::outbox::fanout::Fanout;
 use crate::policy::{self, AfterFailure, FailureKind};
 use crate::queue::{Quarantine, RetryQueue};
 use crate::store::{Applied, MessageStore, Transition, MAX_EFFECTS};
+use outbox_hook::Extra;
 use registry::{Commit, HandlerOutcome, Registry};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,6 +46,8 @@ pub struct Processor<S, R, Q, C> {
     config: ProcessorConfig,
     jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
     metrics: Arc<dyn MetricSink>,
+    /// The outbox's hook at the terminal transitions (none: no fan-out).
+    fanout: Option<Arc<dyn Fanout>>,
 }
 
 impl<S, R, Q, C> std::fmt::Debug for Processor<S, R, Q, C> {
@@ -76,7 +81,15 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             config,
             jitter: Arc::new(fastrand::f64),
             metrics: Arc::new(EmfWriter::stdout()),
+            fanout: None,
         }
+    }
+
+    /// Fans every event that becomes `processed` or `ignored` out to the outbox's destinations,
+    /// in the transaction of that transition (see [`crate::outbox::fanout`]).
+    pub fn with_fanout(mut self, fanout: Arc<dyn Fanout>) -> Self {
+        self.fanout = Some(fanout);
+        self
     }
 
     /// Replaces the random draw behind the backoff's jitter (tests pin it).
@@ -139,10 +152,22 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                     "no handler for this source and event type",
                 ),
             };
+            let effects = match self
+                .outbox_effects(&message, Status::Ignored, 0, now)
+                .await?
+            {
+                Extra::Effects(effects) => effects,
+                // Cannot happen with no handler effects (99 slots are free); refuse loudly.
+                Extra::NoRoom(why) => {
+                    return Err(InfraError::Store(crate::store::StoreError::Rejected(
+                        why.into(),
+                    )))
+                }
+            };
             return Ok(
                 match self
                     .store
-                    .transition(&key, message.version, &t, Vec::new())
+                    .transition(&key, message.version, &t, effects)
                     .await?
                 {
                     Applied::Done => Outcome::Ignored,
@@ -256,9 +281,19 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             last_error: None,
             entry,
         };
+        let mut effects = commit.effects;
+        match self
+            .outbox_effects(m, Status::Processed, effects.len(), a.now)
+            .await?
+        {
+            Extra::Effects(extra) => effects.extend(extra),
+            Extra::NoRoom(why) => {
+                return self.fail(m, FailureKind::Permanent, why, a).await.map(Some)
+            }
+        }
         match self
             .store
-            .transition(&m.key(), m.version, &t, commit.effects)
+            .transition(&m.key(), m.version, &t, effects)
             .await?
         {
             Applied::Done => {

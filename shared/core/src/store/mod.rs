@@ -27,7 +27,7 @@ use std::future::Future;
 pub type Item = std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>;
 
 /// A write a handler wants committed atomically with the message's transition (one element of
-/// the same `TransactWriteItems`). Both stores apply the first three kinds with the same
+/// the same `TransactWriteItems`). Both stores apply the first four kinds with the same
 /// semantics; `Raw` is for handlers that need a DynamoDB feature the others do not cover.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -48,6 +48,12 @@ pub enum Effect {
         add: Vec<(String, i64)>,
         set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
     },
+    /// Creates the item (it carries `pk` and `sk`) unless one with that key exists, in which case
+    /// the existing item is left exactly as it is: never a conflict. For writes that a re-run or a
+    /// replay repeats and that must happen at most once (the outbox's deliveries). On DynamoDB an
+    /// `UpdateItem` setting each attribute with `if_not_exists`: a new item is a stream `INSERT`,
+    /// an existing one is unchanged (no stream record).
+    Ensure(Item),
     /// Any DynamoDB transaction element (only the DynamoDB adapter applies it; the in-memory
     /// store records it).
     Raw(Box<aws_sdk_dynamodb::types::TransactWriteItem>),
