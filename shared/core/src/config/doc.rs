@@ -48,6 +48,7 @@ pub mod readers {
     pub const INGEST: &str = "ingest";
     pub const PROCESS: &str = "process";
     pub const REAPER: &str = "reaper";
+    pub const DELIVER: &str = "deliver";
     pub const INBOXCTL: &str = "inboxctl";
 }
 

@@ -24,6 +24,7 @@ pub mod cache;
 pub mod delivery;
 pub mod destination;
 pub mod fanout;
+pub mod ops;
 pub mod pattern;
 pub mod policy;
 pub mod queue;
