@@ -6,6 +6,8 @@
 //! - [`provider_libs`]: signatures made and checked by the providers' own libraries.
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
 //! - [`wallet`]: the wallet ledger through the real pipeline.
+//! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
+//!   rate limit, SSRF guard, a poison destination).
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
 //! - [`config_docs`]: the README's configuration tables match the variables documented in code.
 
@@ -14,6 +16,8 @@
 mod bad_input;
 mod config_docs;
 mod ingest_dynamo;
+mod outbox;
+mod outbox_faults;
 mod pipeline;
 mod provider_libs;
 mod smoke;

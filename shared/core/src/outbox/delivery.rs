@@ -221,13 +221,17 @@ impl OutboundDelivery {
     pub fn to_item(&self) -> Result<Item, serde_dynamo::Error> {
         let mut item: Item = serde_dynamo::to_item(self)?;
         let pk = delivery_pk(&self.destination, &self.key());
-        item.insert(OPEN_SHARD.into(), s(outbox_shard(&pk)));
         match self.due_at() {
             Some(due) => {
+                item.insert(OPEN_SHARD.into(), s(outbox_shard(&pk)));
                 item.insert(OPEN_DUE.into(), n(due));
             }
             None => {
-                item.remove(OPEN_SHARD);
+                item.insert(OPEN_SHARD.into(), s(DONE_SHARD));
+                item.insert(
+                    OPEN_DUE.into(),
+                    n(self.delivered_at.unwrap_or(self.created_at)),
+                );
             }
         }
         if self.expires_at.is_none() {
@@ -271,9 +275,15 @@ impl FanoutItem {
     pub fn to_item(&self) -> Result<Item, serde_dynamo::Error> {
         let mut item: Item = serde_dynamo::to_item(self)?;
         let pk = fanout_pk(&self.key());
-        if self.expanded_at.is_none() {
-            item.insert(OPEN_SHARD.into(), s(outbox_shard(&pk)));
-            item.insert(OPEN_DUE.into(), n(self.created_at + 60_000));
+        match self.expanded_at {
+            None => {
+                item.insert(OPEN_SHARD.into(), s(outbox_shard(&pk)));
+                item.insert(OPEN_DUE.into(), n(self.created_at + 60_000));
+            }
+            Some(at) => {
+                item.insert(OPEN_SHARD.into(), s(DONE_SHARD));
+                item.insert(OPEN_DUE.into(), n(at));
+            }
         }
         item.insert(PK.into(), s(pk));
         item.insert(SK.into(), s(FANOUT_SK));
@@ -317,8 +327,27 @@ mod tests {
         assert_eq!(get_n(&d.to_item().unwrap(), "open_due"), Some(7_000));
         d.status = DeliveryStatus::Delivered;
         d.expires_at = Some(42);
+        d.delivered_at = Some(8_000);
         let done = d.to_item().unwrap();
-        assert_eq!((done.get("open_due"), done.get("open_shard")), (None, None));
+        assert_eq!(
+            get_s(&done, "open_shard"),
+            Some(DONE_SHARD),
+            "finished: out of the swept shards"
+        );
+        assert_eq!(get_n(&done, "open_due"), Some(8_000));
+        // Every attribute of a new delivery is still there once it is done: an `Ensure` of the
+        // new one would change nothing.
+        let fresh = OutboundDelivery::new("crm", &key(), None, 1_000)
+            .to_item()
+            .unwrap();
+        assert!(
+            fresh.keys().all(|k| done.contains_key(k)),
+            "{:?}",
+            fresh
+                .keys()
+                .filter(|k| !done.contains_key(*k))
+                .collect::<Vec<_>>()
+        );
         assert_eq!(get_n(&done, "expires_at"), Some(42));
         assert_eq!(
             DeliveryStatus::parse("delivered"),

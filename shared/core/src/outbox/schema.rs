@@ -12,7 +12,9 @@
 //! Deliveries and fan-outs that still have work to do carry `open_shard` (`OUTBOX#0`..`OUTBOX#15`)
 //! and `open_due` (ms): the same sparse `open-index` as the inbox's open messages, in shards of
 //! their own (the reaper only reads `OPEN#…`), so the deliver function's sweep finds what is due
-//! without scanning. Terminal deliveries leave the index.
+//! without scanning. Outbox items never lose an attribute (a repeated `Ensure` must find every
+//! attribute it would set already there, see [`crate::store::Effect::Ensure`]): finished ones
+//! move to the shard [`DONE_SHARD`], which nothing queries, and leave the table by TTL.
 
 use crate::domain::MessageKey;
 use sha2::{Digest, Sha256};
@@ -29,6 +31,10 @@ pub const LOG_PREFIX: &str = "LOG#";
 pub const DELIVERY_SK: &str = "OUT";
 /// The sort key of a fan-out item.
 pub const FANOUT_SK: &str = "FAN";
+/// The open-index partition of finished outbox items: they never lose an attribute (so that an
+/// `Ensure` repeated on them is a no-op, see [`crate::store::Effect::Ensure`]); the sweep never
+/// reads this partition.
+pub const DONE_SHARD: &str = "OUTBOX#DONE";
 /// How many open-index shards the outbox spreads over.
 pub const OUTBOX_SHARDS: u8 = 16;
 

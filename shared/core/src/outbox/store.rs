@@ -104,13 +104,22 @@ pub trait OutboxStore: Send + Sync {
         take: Take,
     ) -> impl Future<Output = Result<TokenAnswer, StoreError>> + Send;
 
-    /// Applies a circuit change at `now` (unconditional: counts commute).
+    /// Applies a circuit change at `now` (unconditional: counts commute); the circuit after it
+    /// (`None` for [`Change::None`], which writes nothing).
     fn change_circuit(
         &self,
         destination: &str,
         change: Change,
         now: i64,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    ) -> impl Future<Output = Result<Option<Circuit>, StoreError>> + Send;
+
+    /// Opens a closed circuit at `now` (conditional on it being closed: of workers that counted
+    /// the threshold's failure at once, one opens it).
+    fn open_circuit(
+        &self,
+        destination: &str,
+        now: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Takes the half-open circuit's probe lease until `until`, if the circuit is still the one
     /// opened at `opened_at` and nobody holds the lease at `now`.

@@ -423,12 +423,34 @@ where
             tracing::warn!(delivery = %d.reference(), "the attempt's result was not recorded: the delivery changed meanwhile (its lease lapsed?)");
         }
         let change = breaker::after(&self.config.breaker, &state.circuit, decision.breaker, now);
-        self.store.change_circuit(&dest.id, change, now).await?;
-        if let Change::Fail { disable: true, .. } = change {
-            let since = state.circuit.failing_since.unwrap_or(now);
+        let after = self.store.change_circuit(&dest.id, change, now).await?;
+        if let (Change::Fail { open: false, .. }, Some(c)) = (change, after) {
+            // Workers that failed at once each counted on the state they read: the one whose
+            // count reached the threshold opens the circuit (once: the write is conditional).
+            if c.opened_at.is_none()
+                && c.failures >= self.config.breaker.failures.max(1)
+                && self.store.open_circuit(&dest.id, now).await?
+            {
+                tracing::warn!(destination = %dest.id, failures = c.failures, "circuit opened");
+            }
+        }
+        let disable = match (change, after) {
+            (Change::Fail { disable: true, .. }, _) => true,
+            (Change::Fail { .. }, Some(c)) => {
+                c.opened_at.is_some()
+                    && now.saturating_sub(c.failing_since.unwrap_or(now))
+                        >= ms(self.config.breaker.disable_after)
+            }
+            _ => false,
+        };
+        if disable {
+            let since = after
+                .and_then(|c| c.failing_since)
+                .or(state.circuit.failing_since)
+                .unwrap_or(now);
             let why = format!(
-                "failing since {} ms ago without a success (circuit breaker)",
-                now - since
+                "failing for {} s without a success (circuit breaker)",
+                (now - since) / 1000
             );
             self.disable(&dest.id, &why, now).await;
         }
@@ -585,7 +607,9 @@ where
     async fn token(&self, id: &str, rate: Rate) -> Result<Result<WorkerState, i64>, InfraError> {
         let started = self.clock.now_millis();
         let mut guess = self.guesses.lock().ok().and_then(|g| g.get(id).copied());
-        for _ in 0..20 {
+        // Bounded by `max_wait` (every round either sleeps towards it or learns the stored value);
+        // the count only guards against a store that keeps answering inconsistently.
+        for _ in 0..1_000 {
             let now = self.clock.now_millis();
             match bucket::decide(rate, guess, now.saturating_mul(1000)) {
                 Take::Wait(w) => {

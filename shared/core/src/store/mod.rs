@@ -48,11 +48,13 @@ pub enum Effect {
         add: Vec<(String, i64)>,
         set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
     },
-    /// Creates the item (it carries `pk` and `sk`) unless one with that key exists, in which case
-    /// the existing item is left exactly as it is: never a conflict. For writes that a re-run or a
-    /// replay repeats and that must happen at most once (the outbox's deliveries). On DynamoDB an
-    /// `UpdateItem` setting each attribute with `if_not_exists`: a new item is a stream `INSERT`,
-    /// an existing one is unchanged (no stream record).
+    /// Creates the item (it carries `pk` and `sk`) unless one with that key exists: never a
+    /// conflict. For writes that a re-run or a replay repeats and that must happen at most once
+    /// (the outbox's deliveries). On DynamoDB an `UpdateItem` setting each attribute with
+    /// `if_not_exists`: a new item is a stream `INSERT`; an existing one keeps every value it has,
+    /// so it is unchanged (no stream record) PROVIDED it still has every attribute the ensured
+    /// item sets (one it lacks would be added): items written this way must never lose an
+    /// attribute (the outbox moves finished items to a done shard instead of removing keys).
     Ensure(Item),
     /// Any DynamoDB transaction element (only the DynamoDB adapter applies it; the in-memory
     /// store records it).

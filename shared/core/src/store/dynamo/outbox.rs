@@ -145,7 +145,8 @@ impl OutboxStore for DynamoInbox {
             .table_name(&self.table)
             .key(PK, s(fanout_pk(&f.key())))
             .key(SK, s(FANOUT_SK))
-            .update_expression("SET #x = :at, #exp = :exp REMOVE #shard, #due")
+            .update_expression("SET #x = :at, #exp = :exp, #shard = :done, #due = :at")
+            .expression_attribute_values(":done", s(DONE_SHARD))
             .expression_attribute_names("#x", "expanded_at")
             .expression_attribute_names("#exp", EXPIRES_AT)
             .expression_attribute_names("#shard", OPEN_SHARD)
@@ -280,13 +281,14 @@ impl OutboxStore for DynamoInbox {
         destination: &str,
         change: Change,
         now: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<Circuit>, StoreError> {
         let update = self
             .state_update(destination)
             .expression_attribute_names("#kind", KIND)
-            .expression_attribute_values(":kind", s(KIND_DESTINATION_STATE));
+            .expression_attribute_values(":kind", s(KIND_DESTINATION_STATE))
+            .return_values(ReturnValue::AllNew);
         let update = match change {
-            Change::None => return Ok(()),
+            Change::None => return Ok(None),
             Change::Reset => update
                 .update_expression("SET #kind = :kind, #f = :zero REMOVE #since, #opened, #probe")
                 .expression_attribute_names("#f", FAILURES)
@@ -311,8 +313,37 @@ impl OutboxStore for DynamoInbox {
                 }
             }
         };
-        update.send().await.map_err(classify)?;
-        Ok(())
+        let out = update.send().await.map_err(classify)?;
+        Ok(Some(
+            out.attributes
+                .as_ref()
+                .map(worker_state)
+                .unwrap_or_default()
+                .circuit,
+        ))
+    }
+
+    async fn open_circuit(&self, destination: &str, now: i64) -> Result<bool, StoreError> {
+        let result = self
+            .state_update(destination)
+            .update_expression("SET #opened = :now")
+            .condition_expression("attribute_not_exists(#opened)")
+            .expression_attribute_names("#opened", OPENED_AT)
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(se))
+                if matches!(
+                    se.err(),
+                    UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(classify(e)),
+        }
     }
 
     async fn claim_probe(

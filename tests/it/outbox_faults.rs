@@ -1,0 +1,338 @@
+//! The outbox under adverse conditions, against the emulator and local receivers: ten concurrent
+//! workers against a destination limited to 5 requests/second, the SSRF guard, and a poison
+//! destination that must not delay the others (the circuit breaker stops it).
+
+use deliver_function::http::{GuardedConnector, HttpTransport, Resolve};
+use deliver_function::ssrf::AddressPolicy;
+use inbox_core::clock::SystemClock;
+use inbox_core::domain::{BodyDigest, EventType};
+use inbox_core::outbox::breaker::{BreakerConfig, CircuitState};
+use inbox_core::outbox::delivery::{DeliveryStatus, OutboundDelivery};
+use inbox_core::outbox::policy::AttemptResult;
+use inbox_core::outbox::store::OutboxStore as _;
+use inbox_core::outbox::transport::{Outgoing, Transport};
+use inbox_core::outbox::worker::{DeliverConfig, DeliveryOutcome};
+use inbox_core::store::{Inbox as _, NewMessage};
+use integration_tests::outbox::{key, reference, OutboxRig};
+use integration_tests::receiver::{Answer, Receiver};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Stores `n` events and a pending delivery of each to `destination` directly (the fan-out is
+/// tested elsewhere; through moto's transactions 60 events would take a minute).
+async fn pending_deliveries(
+    rig: &OutboxRig,
+    destination: &str,
+    prefix: &str,
+    n: usize,
+) -> Vec<String> {
+    let store = rig.store();
+    let now = inbox_core::clock::Clock::now_millis(&SystemClock);
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let id = format!("{prefix}_{i:03}");
+        let body = format!(r#"{{"id":"{id}","type":"test.rate"}}"#).into_bytes();
+        store
+            .put_if_absent(&NewMessage {
+                key: key(&id),
+                event_type: Some(EventType::parse("test.rate").unwrap()),
+                received_at_ms: now,
+                body_digest: BodyDigest::of(&body),
+                body,
+                headers: Vec::new(),
+            })
+            .await
+            .unwrap();
+        let d = OutboundDelivery::new(destination, &key(&id), None, now);
+        store.save_delivery(&d, None).await.unwrap();
+        ids.push(id);
+    }
+    ids
+}
+
+#[tokio::test]
+async fn ten_workers_hold_a_destination_to_five_requests_per_second() {
+    let rig = OutboxRig::new().await;
+    let receiver = Receiver::always(200);
+    rig.destination("limited", &receiver.url, &["*"], |d| {
+        d.rate_per_sec = 5.0;
+        d.burst = 1;
+    })
+    .await;
+    let ids = pending_deliveries(&rig, "limited", "evt_rate", 60).await;
+    // Ten workers (ten Lambda instances: each its own process state), six deliveries each, all at
+    // once; each waits for its tokens (up to 30 s) instead of deferring.
+    let config = DeliverConfig {
+        max_wait: Duration::from_secs(30),
+        ..DeliverConfig::default()
+    };
+    let mut workers = Vec::new();
+    for w in 0..10 {
+        let worker = rig.deliverer(SystemClock, config).await;
+        let mine: Vec<String> = ids.iter().skip(w).step_by(10).cloned().collect();
+        workers.push(tokio::spawn(async move {
+            let mut outcomes = Vec::new();
+            for id in mine {
+                outcomes.push(worker.deliver(&reference("limited", &id)).await.unwrap());
+            }
+            outcomes
+        }));
+    }
+    let started = Instant::now();
+    for w in workers {
+        assert!(w
+            .await
+            .unwrap()
+            .iter()
+            .all(|o| *o == DeliveryOutcome::Delivered));
+    }
+    let hits = receiver.hits();
+    assert_eq!(hits.len(), 60, "every delivery arrived");
+    // The receiver's measure: the most requests in any 10 s window, and in any 1 s window.
+    let most_within = |window: Duration| {
+        (0..hits.len())
+            .map(|i| {
+                hits[i..]
+                    .iter()
+                    .take_while(|h| h.at.duration_since(hits[i].at) < window)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let per_10s = most_within(Duration::from_secs(10));
+    let per_1s = most_within(Duration::from_secs(1));
+    let span = hits[hits.len() - 1]
+        .at
+        .duration_since(hits[0].at)
+        .as_secs_f64();
+    let rate = (hits.len() - 1) as f64 / span;
+    eprintln!("60 deliveries by 10 workers at 5/s: {per_10s} in the busiest 10 s ({:.2}/s), {per_1s} in the busiest second, {rate:.2}/s overall, {:.1} s in all", per_10s as f64 / 10.0, started.elapsed().as_secs_f64());
+    assert!(per_10s <= 55, "at most 5.5 requests/s over 10 s: {per_10s}");
+    assert!(per_1s <= 6, "{per_1s} in one second");
+    assert!(rate >= 4.0, "the bucket is kept busy: {rate:.2}/s");
+}
+
+/// A resolver mapping test names to fixed addresses, counting its calls (no DNS, no traffic).
+fn fake_resolver(calls: Arc<AtomicUsize>) -> Resolve {
+    Arc::new(move |host: String, port: u16| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        let ip = match host.as_str() {
+            "metadata.test" => "169.254.169.254",
+            "internal.test" => "10.0.0.7",
+            "rebind.test" => "127.0.0.1",
+            "mixed.test" => "192.168.1.1",
+            _ => "203.0.113.9",
+        };
+        let mut addrs = vec![SocketAddr::new(ip.parse().unwrap(), port)];
+        if host == "mixed.test" {
+            addrs.insert(0, SocketAddr::new("8.8.8.8".parse().unwrap(), port));
+        }
+        Box::pin(async move { Ok(addrs) })
+    })
+}
+
+#[tokio::test]
+async fn ssrf_targets_are_refused_at_connect_time_on_the_resolved_address() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let strict = GuardedConnector::new(
+        AddressPolicy {
+            allow_loopback: false,
+        },
+        fake_resolver(calls.clone()),
+        Duration::from_secs(1),
+    );
+    let refused = |url: &'static str| {
+        let strict = strict.clone();
+        async move {
+            let uri: http::Uri = url.parse().unwrap();
+            strict.addresses(&uri).await.expect_err(url).to_string()
+        }
+    };
+    for (url, why) in [
+        (
+            "https://metadata.test/latest",
+            "169.254.169.254 is the cloud metadata address",
+        ),
+        ("https://internal.test/", "10.0.0.7 is private"),
+        ("https://rebind.test/", "127.0.0.1 is loopback"),
+        ("https://mixed.test/", "192.168.1.1 is private"),
+        (
+            "https://169.254.169.254/latest/meta-data",
+            "169.254.169.254 is the cloud metadata address",
+        ),
+        ("https://[::ffff:10.0.0.1]/", "10.0.0.1 is private"),
+        ("https://[fd00:ec2::254]/", "the cloud metadata address"),
+        ("http://example.test/", "plain http:// is refused"),
+        ("ftp://example.test/", "only https://"),
+    ] {
+        let e = refused(url).await;
+        assert!(e.contains(why), "{url}: {e}");
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        4,
+        "names are resolved, IP literals are not"
+    );
+    // Through the whole client: a refusal is an attempt result, and no request reaches a local
+    // receiver that a public-looking name resolves to.
+    let receiver = Receiver::always(200);
+    let client = HttpTransport::with_resolver(
+        AddressPolicy {
+            allow_loopback: false,
+        },
+        fake_resolver(calls.clone()),
+    )
+    .unwrap();
+    let send = |url: String| {
+        let client = client.clone();
+        async move {
+            client
+                .post(Outgoing {
+                    url: &url,
+                    headers: &[],
+                    body: b"{}",
+                    timeout: Duration::from_secs(2),
+                })
+                .await
+        }
+    };
+    for url in [
+        format!("https://rebind.test:{}/hooks", receiver.port),
+        format!("https://127.0.0.1:{}/hooks", receiver.port),
+        format!("https://localhost:{}/hooks", receiver.port),
+        receiver.url.clone(),
+        "https://metadata.test/latest/meta-data".to_owned(),
+    ] {
+        assert!(
+            matches!(send(url.clone()).await, AttemptResult::Refused(_)),
+            "{url}"
+        );
+    }
+    assert_eq!(receiver.count(), 0, "nothing was sent");
+    // The local setting allows loopback (http:// too), and nothing else.
+    let local = HttpTransport::with_resolver(
+        AddressPolicy {
+            allow_loopback: true,
+        },
+        fake_resolver(calls.clone()),
+    )
+    .unwrap();
+    let ok = local
+        .post(Outgoing {
+            url: &receiver.url,
+            headers: &[],
+            body: b"{}",
+            timeout: Duration::from_secs(2),
+        })
+        .await;
+    assert!(
+        matches!(ok, AttemptResult::Answered { status: 200, .. }),
+        "{ok:?}"
+    );
+    let meta = local
+        .post(Outgoing {
+            url: "https://metadata.test/",
+            headers: &[],
+            body: b"{}",
+            timeout: Duration::from_secs(2),
+        })
+        .await;
+    assert!(matches!(meta, AttemptResult::Refused(_)), "{meta:?}");
+    // A delivery to a refused target fails at once, without an attempt reaching anything.
+    let rig = OutboxRig::new().await;
+    rig.destination(
+        "sneaky",
+        &format!("https://rebind.test:{}/hooks", receiver.port),
+        &["*"],
+        |_| {},
+    )
+    .await;
+    pending_deliveries(&rig, "sneaky", "evt_ssrf", 1).await;
+    let worker = rig
+        .deliverer_with(client, SystemClock, DeliverConfig::default())
+        .await;
+    assert_eq!(
+        worker
+            .deliver(&reference("sneaky", "evt_ssrf_000"))
+            .await
+            .unwrap(),
+        DeliveryOutcome::Failed { attempts: 1 }
+    );
+    let d = rig.delivery("sneaky", "evt_ssrf_000").await.unwrap();
+    assert!(d.last_error.unwrap().contains("127.0.0.1 is loopback"));
+    assert_eq!(receiver.count(), 1, "only the allowed local request above");
+}
+
+#[tokio::test]
+async fn a_poison_destination_does_not_delay_the_others_and_its_circuit_opens() {
+    let rig = OutboxRig::new().await;
+    let healthy = Receiver::always(200);
+    let poison = Receiver::start(|_, _| Answer::status(500).after(Duration::from_secs(3)));
+    rig.destination("healthy", &healthy.url, &["*"], |_| {})
+        .await;
+    rig.destination("poison", &poison.url, &["*"], |d| d.timeout_ms = 800)
+        .await;
+    pending_deliveries(&rig, "healthy", "evt_h", 10).await;
+    pending_deliveries(&rig, "poison", "evt_p", 10).await;
+    let config = DeliverConfig {
+        breaker: BreakerConfig {
+            failures: 3,
+            ..BreakerConfig::default()
+        },
+        concurrency: 20,
+        max_wait: Duration::from_secs(5),
+        ..DeliverConfig::default()
+    };
+    let worker = rig.deliverer(SystemClock, config).await;
+    let started = Instant::now();
+    let outcomes = worker.deliver_due(100).await.unwrap();
+    let took = started.elapsed();
+    let delivered = outcomes
+        .iter()
+        .filter(|o| **o == DeliveryOutcome::Delivered)
+        .count();
+    assert_eq!(delivered, 10, "{outcomes:?}");
+    assert_eq!(healthy.count(), 10);
+    for i in 0..10 {
+        let d = rig
+            .delivery("healthy", &format!("evt_h_{i:03}"))
+            .await
+            .unwrap();
+        assert_eq!(d.status, DeliveryStatus::Delivered);
+    }
+    // Ten poison requests ran at once, each cut at 0.8 s: the pass took about one timeout, not ten.
+    assert!(took < Duration::from_secs(6), "{took:?}");
+    let state = rig.store().worker_state("poison").await.unwrap();
+    assert!(state.circuit.failures >= 3, "{state:?}");
+    let now = inbox_core::clock::Clock::now_millis(&SystemClock);
+    assert_eq!(
+        state.circuit.state(&config.breaker, now),
+        CircuitState::Open
+    );
+    // With the circuit open, the poison destination's retries are deferred without a request.
+    let before = poison.count();
+    let again = pending_deliveries(&rig, "poison", "evt_q", 3).await;
+    for id in &again {
+        let o = worker.deliver(&reference("poison", id)).await.unwrap();
+        assert!(
+            matches!(
+                o,
+                DeliveryOutcome::Deferred {
+                    why: "circuit open",
+                    ..
+                }
+            ),
+            "{o:?}"
+        );
+    }
+    assert_eq!(poison.count(), before, "nothing sent while open");
+    let d = rig.delivery("poison", &again[0]).await.unwrap();
+    assert_eq!(
+        (d.status, d.attempts),
+        (DeliveryStatus::Pending, 0),
+        "deferred without an attempt"
+    );
+}
