@@ -28,11 +28,13 @@ pub mod ops;
 pub mod pattern;
 pub mod policy;
 pub mod queue;
+mod record;
 pub mod schedule;
 pub mod schema;
 pub mod sign;
 pub mod store;
 mod sweep;
+mod throttle;
 pub mod transport;
 pub mod worker;
 

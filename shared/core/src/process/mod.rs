@@ -27,7 +27,6 @@ use crate::outbox::fanout::Fanout;
 use crate::policy::{self, AfterFailure, FailureKind};
 use crate::queue::{Quarantine, RetryQueue};
 use crate::store::{Applied, MessageStore, Transition, MAX_EFFECTS};
-use outbox_hook::Extra;
 use registry::{Commit, HandlerOutcome, Registry};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,7 +45,6 @@ pub struct Processor<S, R, Q, C> {
     config: ProcessorConfig,
     jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
     metrics: Arc<dyn MetricSink>,
-    /// The outbox's hook at the terminal transitions (none: no fan-out).
     fanout: Option<Arc<dyn Fanout>>,
 }
 
@@ -83,13 +81,6 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             metrics: Arc::new(EmfWriter::stdout()),
             fanout: None,
         }
-    }
-
-    /// Fans every event that becomes `processed` or `ignored` out to the outbox's destinations,
-    /// in the transaction of that transition (see [`crate::outbox::fanout`]).
-    pub fn with_fanout(mut self, fanout: Arc<dyn Fanout>) -> Self {
-        self.fanout = Some(fanout);
-        self
     }
 
     /// Replaces the random draw behind the backoff's jitter (tests pin it).
@@ -152,18 +143,7 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                     "no handler for this source and event type",
                 ),
             };
-            let effects = match self
-                .outbox_effects(&message, Status::Ignored, 0, now)
-                .await?
-            {
-                Extra::Effects(effects) => effects,
-                // Cannot happen with no handler effects (99 slots are free); refuse loudly.
-                Extra::NoRoom(why) => {
-                    return Err(InfraError::Store(crate::store::StoreError::Rejected(
-                        why.into(),
-                    )))
-                }
-            };
+            let effects = self.ignored_effects(&message, now).await?;
             return Ok(
                 match self
                     .store
@@ -286,10 +266,8 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             .outbox_effects(m, Status::Processed, effects.len(), a.now)
             .await?
         {
-            Extra::Effects(extra) => effects.extend(extra),
-            Extra::NoRoom(why) => {
-                return self.fail(m, FailureKind::Permanent, why, a).await.map(Some)
-            }
+            Ok(extra) => effects.extend(extra),
+            Err(why) => return self.fail(m, FailureKind::Permanent, why, a).await.map(Some),
         }
         match self
             .store
