@@ -5,52 +5,18 @@
 use deliver_function::http::{GuardedConnector, HttpTransport, Resolve};
 use deliver_function::ssrf::AddressPolicy;
 use inbox_core::clock::SystemClock;
-use inbox_core::domain::{BodyDigest, EventType};
 use inbox_core::outbox::breaker::{BreakerConfig, CircuitState};
-use inbox_core::outbox::delivery::{DeliveryStatus, OutboundDelivery};
+use inbox_core::outbox::delivery::DeliveryStatus;
 use inbox_core::outbox::policy::AttemptResult;
 use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::outbox::transport::{Outgoing, Transport};
 use inbox_core::outbox::worker::{DeliverConfig, DeliveryOutcome};
-use inbox_core::store::{Inbox as _, NewMessage};
-use integration_tests::outbox::{key, reference, OutboxRig};
+use integration_tests::outbox::{reference, OutboxRig};
 use integration_tests::receiver::{Answer, Receiver};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Stores `n` events and a pending delivery of each to `destination` directly (the fan-out is
-/// tested elsewhere; through moto's transactions 60 events would take a minute).
-async fn pending_deliveries(
-    rig: &OutboxRig,
-    destination: &str,
-    prefix: &str,
-    n: usize,
-) -> Vec<String> {
-    let store = rig.store();
-    let now = inbox_core::clock::Clock::now_millis(&SystemClock);
-    let mut ids = Vec::new();
-    for i in 0..n {
-        let id = format!("{prefix}_{i:03}");
-        let body = format!(r#"{{"id":"{id}","type":"test.rate"}}"#).into_bytes();
-        store
-            .put_if_absent(&NewMessage {
-                key: key(&id),
-                event_type: Some(EventType::parse("test.rate").unwrap()),
-                received_at_ms: now,
-                body_digest: BodyDigest::of(&body),
-                body,
-                headers: Vec::new(),
-            })
-            .await
-            .unwrap();
-        let d = OutboundDelivery::new(destination, &key(&id), None, now);
-        store.save_delivery(&d, None).await.unwrap();
-        ids.push(id);
-    }
-    ids
-}
 
 #[tokio::test]
 async fn ten_workers_hold_a_destination_to_five_requests_per_second() {
@@ -61,7 +27,7 @@ async fn ten_workers_hold_a_destination_to_five_requests_per_second() {
         d.burst = 1;
     })
     .await;
-    let ids = pending_deliveries(&rig, "limited", "evt_rate", 60).await;
+    let ids = rig.pending_deliveries("limited", "evt_rate", 60).await;
     // Ten workers (ten Lambda instances: each its own process state), six deliveries each, all at
     // once; each waits for its tokens (up to 30 s) instead of deferring.
     let config = DeliverConfig {
@@ -250,7 +216,7 @@ async fn ssrf_targets_are_refused_at_connect_time_on_the_resolved_address() {
         |_| {},
     )
     .await;
-    pending_deliveries(&rig, "sneaky", "evt_ssrf", 1).await;
+    rig.pending_deliveries("sneaky", "evt_ssrf", 1).await;
     let worker = rig
         .deliverer_with(client, SystemClock, DeliverConfig::default())
         .await;
@@ -275,8 +241,8 @@ async fn a_poison_destination_does_not_delay_the_others_and_its_circuit_opens() 
         .await;
     rig.destination("poison", &poison.url, &["*"], |d| d.timeout_ms = 800)
         .await;
-    pending_deliveries(&rig, "healthy", "evt_h", 10).await;
-    pending_deliveries(&rig, "poison", "evt_p", 10).await;
+    rig.pending_deliveries("healthy", "evt_h", 10).await;
+    rig.pending_deliveries("poison", "evt_p", 10).await;
     let config = DeliverConfig {
         breaker: BreakerConfig {
             failures: 3,
@@ -314,7 +280,7 @@ async fn a_poison_destination_does_not_delay_the_others_and_its_circuit_opens() 
     );
     // With the circuit open, the poison destination's retries are deferred without a request.
     let before = poison.count();
-    let again = pending_deliveries(&rig, "poison", "evt_q", 3).await;
+    let again = rig.pending_deliveries("poison", "evt_q", 3).await;
     for id in &again {
         let o = worker.deliver(&reference("poison", id)).await.unwrap();
         assert!(
