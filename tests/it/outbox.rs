@@ -396,14 +396,9 @@ async fn replaying_a_processed_message_adds_no_delivery() {
 struct DiesAfterPost(deliver_function::http::HttpTransport);
 
 impl Transport for DiesAfterPost {
-    fn post<'a>(
-        &'a self,
-        request: Outgoing<'a>,
-    ) -> impl std::future::Future<Output = AttemptResult> + Send + 'a {
-        async move {
-            let _ = self.0.post(request).await;
-            std::future::pending().await
-        }
+    async fn post<'a>(&'a self, request: Outgoing<'a>) -> AttemptResult {
+        let _ = self.0.post(request).await;
+        std::future::pending().await
     }
 }
 

@@ -162,7 +162,12 @@ impl OutboxRig {
 
     /// Stores `n` events and a pending delivery of each to `destination` directly (the fan-out is
     /// tested on its own; through moto's transactions many events take long). Their ids.
-    pub async fn pending_deliveries(&self, destination: &str, prefix: &str, n: usize) -> Vec<String> {
+    pub async fn pending_deliveries(
+        &self,
+        destination: &str,
+        prefix: &str,
+        n: usize,
+    ) -> Vec<String> {
         use inbox_core::store::Inbox as _;
         let store = self.store();
         let now = inbox_core::clock::SystemClock.now_millis();
@@ -172,15 +177,23 @@ impl OutboxRig {
             let body = format!(r#"{{"id":"{id}","type":"test.outbox"}}"#).into_bytes();
             let message = inbox_core::store::NewMessage {
                 key: key(&id),
-                event_type: Some(inbox_core::domain::EventType::parse("test.outbox").expect("type")),
+                event_type: Some(
+                    inbox_core::domain::EventType::parse("test.outbox").expect("type"),
+                ),
                 received_at_ms: now,
                 body_digest: inbox_core::domain::BodyDigest::of(&body),
                 body,
                 headers: Vec::new(),
             };
-            store.put_if_absent(&message).await.expect("store the event");
+            store
+                .put_if_absent(&message)
+                .await
+                .expect("store the event");
             let d = OutboundDelivery::new(destination, &key(&id), None, now);
-            store.save_delivery(&d, None).await.expect("store the delivery");
+            store
+                .save_delivery(&d, None)
+                .await
+                .expect("store the delivery");
             ids.push(id);
         }
         ids

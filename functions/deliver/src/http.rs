@@ -245,19 +245,14 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 impl Transport for HttpTransport {
-    fn post<'a>(
-        &'a self,
-        request: Outgoing<'a>,
-    ) -> impl Future<Output = AttemptResult> + Send + 'a {
-        async move {
-            match tokio::time::timeout(request.timeout, self.send(request)).await {
-                Err(_) => AttemptResult::Timeout,
-                Ok(Ok(result)) => result,
-                Ok(Err(e)) => match blocked(e.as_ref()) {
-                    Some(why) => AttemptResult::Refused(why),
-                    None => AttemptResult::Connect(chain(e.as_ref())),
-                },
-            }
+    async fn post<'a>(&'a self, request: Outgoing<'a>) -> AttemptResult {
+        match tokio::time::timeout(request.timeout, self.send(request)).await {
+            Err(_) => AttemptResult::Timeout,
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => match blocked(e.as_ref()) {
+                Some(why) => AttemptResult::Refused(why),
+                None => AttemptResult::Connect(chain(e.as_ref())),
+            },
         }
     }
 }

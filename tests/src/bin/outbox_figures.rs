@@ -33,16 +33,34 @@ async fn main() {
         d.max_in_flight = 100;
     })
     .await;
-    let config = DeliverConfig { concurrency: 10, ..DeliverConfig::default() };
-    let store = inbox_core::store::dynamo::DynamoInbox::new(rig.pipeline.counted_dynamodb().await, rig.pipeline.harness.table.clone());
-    let worker = inbox_core::outbox::worker::Deliverer::new(store, local_transport(), rig.queues(), SystemClock, config, Duration::from_secs(5))
-        .with_metrics(std::sync::Arc::new(inbox_core::metrics::RecordingSink::default()));
+    let config = DeliverConfig {
+        concurrency: 10,
+        ..DeliverConfig::default()
+    };
+    let store = inbox_core::store::dynamo::DynamoInbox::new(
+        rig.pipeline.counted_dynamodb().await,
+        rig.pipeline.harness.table.clone(),
+    );
+    let worker = inbox_core::outbox::worker::Deliverer::new(
+        store,
+        local_transport(),
+        rig.queues(),
+        SystemClock,
+        config,
+        Duration::from_secs(5),
+    )
+    .with_metrics(std::sync::Arc::new(
+        inbox_core::metrics::RecordingSink::default(),
+    ));
 
     let one = rig.pending_deliveries("bench", "evt_seq", N).await;
     rig.pipeline.counter.reset();
     let started = Instant::now();
     for id in &one {
-        assert_eq!(worker.deliver(&reference("bench", id)).await.unwrap(), DeliveryOutcome::Delivered);
+        assert_eq!(
+            worker.deliver(&reference("bench", id)).await.unwrap(),
+            DeliveryOutcome::Delivered
+        );
     }
     let sequential = N as f64 / started.elapsed().as_secs_f64();
     let counts = rig.pipeline.counter.counts();
@@ -53,12 +71,17 @@ async fn main() {
     let mut delivered = 0;
     while delivered < N {
         let outcomes = worker.deliver_due(N).await.unwrap();
-        delivered += outcomes.iter().filter(|o| **o == DeliveryOutcome::Delivered).count();
+        delivered += outcomes
+            .iter()
+            .filter(|o| **o == DeliveryOutcome::Delivered)
+            .count();
     }
     let batched = N as f64 / started.elapsed().as_secs_f64();
     assert_eq!(receiver.count(), 2 * N);
 
-    println!("outbox figures ({N} deliveries each, moto on 127.0.0.1, local receiver answering 200):");
+    println!(
+        "outbox figures ({N} deliveries each, moto on 127.0.0.1, local receiver answering 200):"
+    );
     println!("  deliveries/s, one worker, one at a time:     {sequential:.0}");
     println!("  deliveries/s, one worker, 10 at once:        {batched:.0}");
     println!("  DynamoDB requests per delivery:              {per_delivery:.2} {counts:?}");

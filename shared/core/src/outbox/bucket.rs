@@ -341,7 +341,7 @@ mod tests {
         assert_eq!(take(rate, &mut tat, &mut guess, 0), None);
         let wait = take(rate, &mut tat, &mut guess, 100_000).expect("over the rate");
         assert_eq!(wait, Duration::from_millis(400));
-        assert_eq!(take(rate, &mut tat, &mut guess, 499_999).is_some(), true);
+        assert!(take(rate, &mut tat, &mut guess, 499_999).is_some());
         assert_eq!(take(rate, &mut tat, &mut guess, 500_000), None);
     }
 }

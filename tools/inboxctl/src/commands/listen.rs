@@ -23,7 +23,7 @@ pub fn answer(args: &ListenArgs, n: u64, verified: bool) -> (u16, Option<u64>) {
         return (401, None);
     }
     let status = match args.fail_every {
-        Some(k) if n % k == 0 => 500,
+        Some(k) if n.is_multiple_of(k) => 500,
         _ => args.status,
     };
     let retry_after = args.retry_after.filter(|_| status == 429 || status == 503);

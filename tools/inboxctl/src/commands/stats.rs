@@ -131,7 +131,7 @@ pub async fn run(ctx: &Context) -> Result<()> {
         use inbox_core::outbox::store::OutboxStore as _;
         let destinations = inbox_core::outbox::admin::list(&store)
             .await
-            .map_err(|e| crate::error::failed(e))?;
+            .map_err(crate::error::failed)?;
         let deliveries = store.all_deliveries().await?;
         let now = SystemClock.now_millis();
         let mut circuits = BTreeMap::new();

@@ -24,12 +24,17 @@ struct Run {
 impl Run {
     #[track_caller]
     fn ok(self) -> Self {
-        assert_eq!(self.code, 0, "stdout: {}\nstderr: {}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code, 0,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
         self
     }
 
     fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.stdout, self.stderr))
     }
 }
 
@@ -71,7 +76,10 @@ impl Env {
     async fn ingest(&self, id: &str) {
         let body = integration_tests::stripe_event(id, "invoice.paid", 0);
         let headers = self.h.sign("stripe", body.as_bytes(), id);
-        let reply = self.h.send(&api_event("POST", "stripe", &headers, Some(&body), false)).await;
+        let reply = self
+            .h
+            .send(&api_event("POST", "stripe", &headers, Some(&body), false))
+            .await;
         assert_eq!(reply.status, 200, "{:?}", reply.json);
     }
 }
@@ -79,28 +87,91 @@ impl Env {
 #[tokio::test]
 async fn destinations_are_managed_and_every_change_is_journaled() {
     let env = Env::new().await;
-    let refused = env.run(&["dest", "add", "crm", "--url", "http://crm.example/h", "--pattern", "stripe:*"]);
+    let refused = env.run(&[
+        "dest",
+        "add",
+        "crm",
+        "--url",
+        "http://crm.example/h",
+        "--pattern",
+        "stripe:*",
+    ]);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(refused.stderr.contains("https"), "{}", refused.stderr);
-    let bad = env.run(&["dest", "add", "crm", "--url", "https://crm.example/h", "--pattern", "stripe"]);
+    let bad = env.run(&[
+        "dest",
+        "add",
+        "crm",
+        "--url",
+        "https://crm.example/h",
+        "--pattern",
+        "stripe",
+    ]);
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("source:type"), "{}", bad.stderr);
     let added = env
-        .run(&["--json", "dest", "add", "crm", "--url", "https://crm.example/h", "--pattern", "stripe:invoice.*", "--pattern", "mailer:*", "--rate", "5", "--burst", "2"])
+        .run(&[
+            "--json",
+            "dest",
+            "add",
+            "crm",
+            "--url",
+            "https://crm.example/h",
+            "--pattern",
+            "stripe:invoice.*",
+            "--pattern",
+            "mailer:*",
+            "--rate",
+            "5",
+            "--burst",
+            "2",
+        ])
         .ok()
         .json();
-    let secret = added["secret"].as_str().expect("a generated secret, shown once");
+    let secret = added["secret"]
+        .as_str()
+        .expect("a generated secret, shown once");
     assert!(SecretText::parse(secret).is_ok());
-    assert_eq!(env.run(&["dest", "add", "crm", "--url", "https://crm.example/h", "--pattern", "*"]).code, 2, "never overwritten");
+    assert_eq!(
+        env.run(&[
+            "dest",
+            "add",
+            "crm",
+            "--url",
+            "https://crm.example/h",
+            "--pattern",
+            "*"
+        ])
+        .code,
+        2,
+        "never overwritten"
+    );
     let list = env.run(&["--json", "dest", "list"]).ok().json();
     assert_eq!(list[0]["id"], "crm");
     assert_eq!(list[0]["circuit"], "closed");
-    assert_eq!(list[0]["patterns"], serde_json::json!(["stripe:invoice.*", "mailer:*"]));
-    env.run(&["dest", "pause", "crm", "--reason", "maintenance window"]).ok();
+    assert_eq!(
+        list[0]["patterns"],
+        serde_json::json!(["stripe:invoice.*", "mailer:*"])
+    );
+    env.run(&["dest", "pause", "crm", "--reason", "maintenance window"])
+        .ok();
     let shown = env.run(&["--json", "dest", "show", "crm"]).ok().json();
-    assert_eq!((shown["state"].as_str(), shown["reason"].as_str()), (Some("paused"), Some("maintenance window")));
+    assert_eq!(
+        (shown["state"].as_str(), shown["reason"].as_str()),
+        (Some("paused"), Some("maintenance window"))
+    );
     env.run(&["dest", "resume", "crm"]).ok();
-    let rotated = env.run(&["--json", "dest", "rotate-secret", "crm", "--keep-old-for", "1h"]).ok().json();
+    let rotated = env
+        .run(&[
+            "--json",
+            "dest",
+            "rotate-secret",
+            "crm",
+            "--keep-old-for",
+            "1h",
+        ])
+        .ok()
+        .json();
     assert_eq!(rotated["active_secrets"], 2);
     assert_ne!(rotated["secret"].as_str(), Some(secret));
     let shown = env.run(&["--json", "dest", "show", "crm"]).ok().json();
@@ -109,12 +180,23 @@ async fn destinations_are_managed_and_every_change_is_journaled() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["actor"].as_str().unwrap().to_owned(), e["action"].as_str().unwrap().to_owned()))
+        .map(|e| {
+            (
+                e["actor"].as_str().unwrap().to_owned(),
+                e["action"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
     let actions: Vec<&str> = journal.iter().map(|(_, a)| a.as_str()).collect();
-    assert_eq!(actions, vec!["added", "paused", "resumed", "secret-rotated"]);
+    assert_eq!(
+        actions,
+        vec!["added", "paused", "resumed", "secret-rotated"]
+    );
     assert!(journal.iter().all(|(who, _)| who == "ana"), "{journal:?}");
-    assert!(!shown.to_string().contains("whsec_"), "show never prints a secret");
+    assert!(
+        !shown.to_string().contains("whsec_"),
+        "show never prints a secret"
+    );
     let human = env.run(&["dest", "show", "crm"]).ok();
     assert!(human.stdout.contains("secret-rotated") && !human.stdout.contains("whsec_"));
     env.run(&["dest", "rm", "crm"]).ok();
@@ -146,48 +228,171 @@ async fn failed_delivery(env: &Env, id: &str) {
 #[tokio::test]
 async fn deliveries_are_listed_shown_retried_in_bulk_and_replayed() {
     let env = Env::new().await;
-    env.run(&["dest", "add", "crm", "--url", "https://crm.example/h", "--pattern", "stripe:*"]).ok();
+    env.run(&[
+        "dest",
+        "add",
+        "crm",
+        "--url",
+        "https://crm.example/h",
+        "--pattern",
+        "stripe:*",
+    ])
+    .ok();
     for id in ["evt_d1", "evt_d2"] {
         env.ingest(id).await;
         failed_delivery(&env, id).await;
     }
-    let listed = env.run(&["--json", "deliveries", "list", "--status", "failed", "--dest", "crm"]).ok().json();
+    let listed = env
+        .run(&[
+            "--json",
+            "deliveries",
+            "list",
+            "--status",
+            "failed",
+            "--dest",
+            "crm",
+        ])
+        .ok()
+        .json();
     assert_eq!(listed.as_array().unwrap().len(), 2);
-    assert!(env.run(&["--json", "deliveries", "list", "--status", "delivered"]).ok().json().as_array().unwrap().is_empty());
-    let shown = env.run(&["--json", "deliveries", "show", "crm", "stripe", "evt_d1"]).ok().json();
+    assert!(env
+        .run(&["--json", "deliveries", "list", "--status", "delivered"])
+        .ok()
+        .json()
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let shown = env
+        .run(&["--json", "deliveries", "show", "crm", "stripe", "evt_d1"])
+        .ok()
+        .json();
     assert_eq!(shown["journal"].as_array().unwrap().len(), 2);
     assert_eq!(shown["journal"][1]["status"], 503);
     assert_eq!(shown["journal"][0]["body"], "upstream down");
-    let human = env.run(&["deliveries", "show", "crm", "stripe", "evt_d1"]).ok();
-    assert!(human.stdout.contains("upstream down") && human.stdout.contains("503"), "{}", human.stdout);
-    let dry = env.run(&["--json", "deliveries", "retry", "--status", "failed", "--dest", "crm"]).ok().json();
+    let human = env
+        .run(&["deliveries", "show", "crm", "stripe", "evt_d1"])
+        .ok();
+    assert!(
+        human.stdout.contains("upstream down") && human.stdout.contains("503"),
+        "{}",
+        human.stdout
+    );
+    let dry = env
+        .run(&[
+            "--json",
+            "deliveries",
+            "retry",
+            "--status",
+            "failed",
+            "--dest",
+            "crm",
+        ])
+        .ok()
+        .json();
     assert_eq!(dry["dry_run"], true);
-    assert_eq!(env.store.delivery(&reference("crm", "evt_d1")).await.unwrap().unwrap().status, DeliveryStatus::Failed);
-    let done = env.run(&["--json", "deliveries", "retry", "--status", "failed", "--dest", "crm", "--yes"]).ok().json();
+    assert_eq!(
+        env.store
+            .delivery(&reference("crm", "evt_d1"))
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        DeliveryStatus::Failed
+    );
+    let done = env
+        .run(&[
+            "--json",
+            "deliveries",
+            "retry",
+            "--status",
+            "failed",
+            "--dest",
+            "crm",
+            "--yes",
+        ])
+        .ok()
+        .json();
     assert_eq!(done.as_array().unwrap().len(), 2);
-    assert!(done.as_array().unwrap().iter().all(|r| r["outcome"] == "retried"), "{done}");
-    let d = env.store.delivery(&reference("crm", "evt_d1")).await.unwrap().unwrap();
-    assert_eq!((d.status, d.attempts, d.journal.len()), (DeliveryStatus::Pending, 0, 2), "a new round, the journal kept");
+    assert!(
+        done.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["outcome"] == "retried"),
+        "{done}"
+    );
+    let d = env
+        .store
+        .delivery(&reference("crm", "evt_d1"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (d.status, d.attempts, d.journal.len()),
+        (DeliveryStatus::Pending, 0, 2),
+        "a new round, the journal kept"
+    );
     assert!(d.notes.last().unwrap().note.contains("retried by ana"));
     // Replay to every destination that wants it: the existing delivery again (same webhook-id),
     // and a new destination added since gets one.
-    env.run(&["dest", "add", "analytics", "--url", "https://analytics.example/h", "--pattern", "*"]).ok();
-    let replayed = env.run(&["--json", "deliveries", "replay", "stripe", "evt_d2"]).ok().json();
+    env.run(&[
+        "dest",
+        "add",
+        "analytics",
+        "--url",
+        "https://analytics.example/h",
+        "--pattern",
+        "*",
+    ])
+    .ok();
+    let replayed = env
+        .run(&["--json", "deliveries", "replay", "stripe", "evt_d2"])
+        .ok()
+        .json();
     let mut outcomes: Vec<(String, String)> = replayed
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["destination"].as_str().unwrap().to_owned(), r["outcome"].as_str().unwrap().to_owned()))
+        .map(|r| {
+            (
+                r["destination"].as_str().unwrap().to_owned(),
+                r["outcome"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
     outcomes.sort();
-    assert_eq!(outcomes, vec![("analytics".into(), "created".into()), ("crm".into(), "retried".into())]);
-    let again = env.store.delivery(&reference("crm", "evt_d2")).await.unwrap().unwrap();
+    assert_eq!(
+        outcomes,
+        vec![
+            ("analytics".into(), "created".into()),
+            ("crm".into(), "retried".into())
+        ]
+    );
+    let again = env
+        .store
+        .delivery(&reference("crm", "evt_d2"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(again.status, DeliveryStatus::Pending);
-    assert_eq!(again.webhook_id, inbox_core::outbox::schema::webhook_id("crm", &key("evt_d2")), "the same webhook-id");
-    assert_eq!(env.run(&["deliveries", "show", "crm", "stripe", "evt_nope"]).code, 1);
+    assert_eq!(
+        again.webhook_id,
+        inbox_core::outbox::schema::webhook_id("crm", &key("evt_d2")),
+        "the same webhook-id"
+    );
+    assert_eq!(
+        env.run(&["deliveries", "show", "crm", "stripe", "evt_nope"])
+            .code,
+        1
+    );
     // stats: per destination.
     let stats = env.run(&["--json", "stats"]).ok().json();
-    let crm = stats["destinations"].as_array().unwrap().iter().find(|d| d["id"] == "crm").unwrap().clone();
+    let crm = stats["destinations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["id"] == "crm")
+        .unwrap()
+        .clone();
     assert_eq!(crm["deliveries"], 2);
     assert_eq!(crm["attempts"], 4);
     assert_eq!(crm["success_rate"], 0.0);
@@ -200,7 +405,10 @@ async fn deliveries_are_listed_shown_retried_in_bulk_and_replayed() {
 fn post(port: u16, headers: &[(String, String)], body: &[u8]) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the listener");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut req = format!("POST /hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+    let mut req = format!(
+        "POST /hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -209,7 +417,11 @@ fn post(port: u16, headers: &[(String, String)], body: &[u8]) -> (u16, String) {
     s.write_all(body).unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
-    let status = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
     (status, out)
 }
 
@@ -217,33 +429,75 @@ fn post(port: u16, headers: &[(String, String)], body: &[u8]) -> (u16, String) {
 async fn listen_verifies_prints_and_answers_as_told() {
     let env = Env::new().await;
     let secret = SecretText::generate();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut child = env
         .command()
-        .args(["--json", "listen", "--port", &port.to_string(), "--secret", secret.expose(), "--status", "429", "--retry-after", "7", "--fail-every", "3", "--max", "3"])
+        .args([
+            "--json",
+            "listen",
+            "--port",
+            &port.to_string(),
+            "--secret",
+            secret.expose(),
+            "--status",
+            "429",
+            "--retry-after",
+            "7",
+            "--fail-every",
+            "3",
+            "--max",
+            "3",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "the listener did not start");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the listener did not start"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let body = br#"{"id":"evt_1","type":"invoice.paid"}"#;
-    let mut signed = Signer::new([&secret]).unwrap().sign("msg_abc", SystemClock.now_secs(), body).unwrap();
+    let mut signed = Signer::new([&secret])
+        .unwrap()
+        .sign("msg_abc", SystemClock.now_secs(), body)
+        .unwrap();
     signed.push(("webhook-source".into(), "stripe".into()));
     let (status, raw) = post(port, &signed, body);
     assert_eq!(status, 429);
     assert!(raw.to_ascii_lowercase().contains("retry-after: 7"), "{raw}");
-    let forged = Signer::new([&SecretText::generate()]).unwrap().sign("msg_abc", SystemClock.now_secs(), body).unwrap();
-    assert_eq!(post(port, &forged, body).0, 401, "a bad signature is refused");
+    let forged = Signer::new([&SecretText::generate()])
+        .unwrap()
+        .sign("msg_abc", SystemClock.now_secs(), body)
+        .unwrap();
+    assert_eq!(
+        post(port, &forged, body).0,
+        401,
+        "a bad signature is refused"
+    );
     assert_eq!(post(port, &signed, body).0, 500, "every third fails");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-    assert_eq!((first["verified"].as_bool(), first["answered"].as_u64(), first["webhook_id"].as_str()), (Some(true), Some(429), Some("msg_abc")));
+    assert_eq!(
+        (
+            first["verified"].as_bool(),
+            first["answered"].as_u64(),
+            first["webhook_id"].as_str()
+        ),
+        (Some(true), Some(429), Some("msg_abc"))
+    );
     assert_eq!(first["source"], "stripe");
     let second: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-    assert_eq!((second["verified"].as_bool(), second["answered"].as_u64()), (Some(false), Some(401)));
+    assert_eq!(
+        (second["verified"].as_bool(), second["answered"].as_u64()),
+        (Some(false), Some(401))
+    );
     assert!(child.wait().unwrap().success(), "stops after --max");
 }
