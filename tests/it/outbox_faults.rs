@@ -302,3 +302,77 @@ async fn a_poison_destination_does_not_delay_the_others_and_its_circuit_opens() 
         "deferred without an attempt"
     );
 }
+
+#[tokio::test]
+async fn failing_longer_than_the_setting_disables_the_destination_with_a_metric() {
+    use inbox_core::clock::{Clock as _, ManualClock};
+    use inbox_core::metrics::RecordingSink;
+    let rig = OutboxRig::new().await;
+    let down = Receiver::always(500);
+    rig.destination("down", &down.url, &["*"], |_| {}).await;
+    let ids = rig.pending_deliveries("down", "evt_down", 2).await;
+    let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis()));
+    let sink = Arc::new(RecordingSink::new());
+    let config = DeliverConfig {
+        breaker: BreakerConfig {
+            failures: 1,
+            cooldown: Duration::ZERO,
+            disable_after: Duration::from_secs(60),
+        },
+        max_wait: Duration::ZERO,
+        ..DeliverConfig::default()
+    };
+    let worker = rig
+        .deliverer(clock.clone(), config)
+        .await
+        .with_metrics(sink.clone());
+    let first = worker.deliver(&reference("down", &ids[0])).await.unwrap();
+    assert!(
+        matches!(first, DeliveryOutcome::Retrying { attempt: 1, .. }),
+        "{first:?}"
+    );
+    assert!(
+        rig.store()
+            .worker_state("down")
+            .await
+            .unwrap()
+            .circuit
+            .opened_at
+            .is_some(),
+        "one failure opens it here"
+    );
+    // 61 s later (cool-down 0): the next delivery probes, fails, and the destination has been
+    // failing without a success for longer than a minute: disabled.
+    clock.advance_millis(61_000);
+    let probe = worker.deliver(&reference("down", &ids[1])).await.unwrap();
+    assert!(
+        matches!(probe, DeliveryOutcome::Retrying { attempt: 1, .. }),
+        "{probe:?}"
+    );
+    let d = inbox_core::outbox::admin::get(&rig.store(), "down")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        d.state,
+        inbox_core::outbox::destination::DestinationState::Disabled
+    );
+    assert!(
+        d.reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("circuit breaker"),
+        "{:?}",
+        d.reason
+    );
+    assert_eq!(sink.count("DestinationDisabled"), 1);
+    // Its deliveries now fail without a request.
+    let sent = down.count();
+    let after = worker.deliver(&reference("down", &ids[0])).await.unwrap();
+    assert!(
+        matches!(after, DeliveryOutcome::Failed { attempts: 1 }),
+        "{after:?}"
+    );
+    assert_eq!(down.count(), sent);
+    assert_eq!(sink.count("DeliveriesFailed"), 1);
+}
