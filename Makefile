@@ -57,7 +57,9 @@ build-lambda: venv
 
 # (a) ingest vs raw HMAC (criterion, then `figures`: the ratios and targets from criterion's
 # estimates), (b, c) cold start vs hello-world and size, and the pipeline figures (writes per
-# webhook, 100-record batch throughput) against its own moto.
+# webhook, 100-record batch throughput) and the outbox figures (deliveries/s per worker, DynamoDB
+# requests per delivery) against its own moto. Processed→delivered latency: scripts/outbox_latency.sh
+# with `make dev` running.
 bench: venv
 	cargo bench -p ingest-function --bench ingest
 	cargo run --release -p bench-tools --bin figures
@@ -66,7 +68,8 @@ bench: venv
 	scripts/moto.sh start 5066
 	AWS_ENDPOINT_URL=http://127.0.0.1:5066 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing \
 	  AWS_SECRET_ACCESS_KEY=testing INBOX_VENV=$(CURDIR)/$(VENV) \
-	  cargo run --release -p integration-tests --bin pipeline_figures; rc=$$?; scripts/moto.sh stop 5066; exit $$rc
+	  bash -c 'cargo run --release -p integration-tests --bin pipeline_figures && cargo run --release -p integration-tests --bin outbox_figures'; \
+	  rc=$$?; scripts/moto.sh stop 5066; exit $$rc
 
 # The README's configuration sections are rendered from the variables' docs in code
 # (shared/core/src/config/catalog.rs, shared/wallet/src/config.rs); `make test` checks them.

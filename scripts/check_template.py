@@ -46,6 +46,7 @@ ALLOWED_WILDCARDS: dict[tuple[str, str], str] = {
     ("IngestRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     ("ProcessRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     ("ReaperRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
+    ("DeliverRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     ("ReconcileRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     # CloudWatch metrics come from EMF log lines, not PutMetricData: nothing else needs "*".
 }

@@ -14,8 +14,12 @@
 #     change: ingest answers at http://127.0.0.1:9000/lambda-url/ingest/webhooks/<source>,
 #     any function at http://127.0.0.1:9000/2015-03-31/functions/<name>/invocations;
 #  5. starts scripts/local_pipeline.py, which plays the template's event sources: the table's
-#     stream (FilterCriteria INSERT sk=MSG) and the retry queue feed `process`; the scheduled
-#     functions (reaper every minute, reconcile hourly) run at start and then on schedule.
+#     stream (FilterCriteria INSERT sk=MSG) and the retry queue feed `process`; the stream
+#     (INSERT sk=OUT|FAN) and the delivery queue feed `deliver`; the scheduled functions (reaper
+#     and the delivery sweep every minute, reconcile hourly) run at start and then on schedule;
+#  6. starts `inboxctl listen` on 127.0.0.1:9100 (DEV_LISTEN_PORT to change) and adds the
+#     destination `dev-listener` (every event, `http://127.0.0.1:9100/webhooks`, a fresh secret):
+#     every processed or ignored event is delivered to it, signed, and printed by the listener.
 #
 # Ctrl-C stops everything this script started (moto, cargo lambda watch and its children, the
 # pipeline). The functions get their configuration from this script's environment (cargo lambda
@@ -26,6 +30,8 @@
 #   RETRY_QUEUE_URL, QUARANTINE_QUEUE_URL (the moto queue URLs) MAX_ATTEMPTS=5 LEASE_MS=60000
 #   BACKOFF_BASE_MS=1000 BACKOFF_CAP_MS=60000 (short local retries; deployed: 2 s .. 15 min)
 #   PROCESS_CONCURRENCY=1 (moto's transactions are not isolated from concurrent requests)
+#   DELIVERY_QUEUE_URL, DELIVERY_QUARANTINE_QUEUE_URL (the moto queue URLs)
+#   DELIVERY_ALLOW_LOOPBACK=true (deliveries to the local listener: loopback, plain http)
 # and RUST_LOG (default info; your RUST_LOG if set) through --env-file .local/dev.env.
 # The same settings, for inboxctl or the AWS CLI in another shell, go to .local/dev-env-<moto port>.sh.
 set -euo pipefail
@@ -37,9 +43,12 @@ VENV="$ROOT/.venv"
 REQS="$ROOT/scripts/requirements-dev.txt"
 MOTO_PORT="${DEV_MOTO_PORT:-5000}"
 LAMBDA_PORT="${DEV_LAMBDA_PORT:-9000}"
+LISTEN_PORT="${DEV_LISTEN_PORT:-9100}"
 TABLE="webhook-inbox-local"
 RETRY_QUEUE="webhook-retry-local"
 QUARANTINE_QUEUE="webhook-quarantine-local"
+DELIVERY_QUEUE="webhook-delivery-local"
+DELIVERY_QUARANTINE_QUEUE="webhook-delivery-quarantine-local"
 STATE_DIR="$ROOT/.local"
 
 log() { printf '\033[1;34m[dev]\033[0m %s\n' "$*" >&2; }
@@ -78,10 +87,13 @@ port_in_use "$MOTO_PORT" &&
     die "something already listens on 127.0.0.1:$MOTO_PORT (moto's port). Stop it (a previous 'make dev'? try 'scripts/moto.sh stop $MOTO_PORT') or run with DEV_MOTO_PORT=<port>"
 port_in_use "$LAMBDA_PORT" &&
     die "something already listens on 127.0.0.1:$LAMBDA_PORT (cargo lambda watch's port). Stop it or run with DEV_LAMBDA_PORT=<port>"
+port_in_use "$LISTEN_PORT" &&
+    die "something already listens on 127.0.0.1:$LISTEN_PORT (inboxctl listen's port). Stop it or run with DEV_LISTEN_PORT=<port>"
 
 # ------------------------------------------------------------------ cleanup
 WATCH_PID=""
 PIPELINE_PID=""
+LISTEN_PID=""
 MOTO_STARTED=0
 stop_group() { # stop_group PID NAME: TERM the process group led by PID (setsid), KILL after 5 s
     local pid=$1 name=$2
@@ -94,6 +106,7 @@ stop_group() { # stop_group PID NAME: TERM the process group led by PID (setsid)
 cleanup() {
     local rc=$?
     trap - INT TERM EXIT
+    stop_group "$LISTEN_PID" "inboxctl listen"
     stop_group "$PIPELINE_PID" "the local pipeline"
     stop_group "$WATCH_PID" "cargo lambda watch"
     if ((MOTO_STARTED)); then
@@ -126,13 +139,19 @@ unset RUST_LOG
 # ------------------------------------------------------------------ 3. table and queues
 python scripts/table_from_template.py create --table-name "$TABLE" --endpoint-url "$AWS_ENDPOINT_URL"
 queues="$(python scripts/queues_from_template.py create --endpoint-url "$AWS_ENDPOINT_URL" \
-    --queue "RetryQueue=$RETRY_QUEUE" --queue "QuarantineQueue=$QUARANTINE_QUEUE")" ||
+    --queue "RetryQueue=$RETRY_QUEUE" --queue "QuarantineQueue=$QUARANTINE_QUEUE" \
+    --queue "DeliveryQueue=$DELIVERY_QUEUE" --queue "DeliveryQuarantineQueue=$DELIVERY_QUARANTINE_QUEUE")" ||
     die "could not create the queues from template.yaml"
 queue_url() { awk -v id="$1" '$1 == id { print $2 }' <<<"$queues"; }
 RETRY_QUEUE_URL="$(queue_url RetryQueue)"
 QUARANTINE_QUEUE_URL="$(queue_url QuarantineQueue)"
-[[ -n "$RETRY_QUEUE_URL" && -n "$QUARANTINE_QUEUE_URL" ]] || die "queue URLs missing from: $queues"
-export RETRY_QUEUE_URL QUARANTINE_QUEUE_URL
+DELIVERY_QUEUE_URL="$(queue_url DeliveryQueue)"
+DELIVERY_QUARANTINE_QUEUE_URL="$(queue_url DeliveryQuarantineQueue)"
+[[ -n "$RETRY_QUEUE_URL" && -n "$QUARANTINE_QUEUE_URL" && -n "$DELIVERY_QUEUE_URL" && -n "$DELIVERY_QUARANTINE_QUEUE_URL" ]] ||
+    die "queue URLs missing from: $queues"
+export RETRY_QUEUE_URL QUARANTINE_QUEUE_URL DELIVERY_QUEUE_URL DELIVERY_QUARANTINE_QUEUE_URL
+# Deliveries go to the local listener: loopback and plain http:// allowed (never in the template).
+export DELIVERY_ALLOW_LOOPBACK=true
 log "queues $RETRY_QUEUE and $QUARANTINE_QUEUE (its dead-letter queue) created from template.yaml"
 # Processing settings: the template's attempts and lease, but short retries so a retry shows
 # within seconds (deployed defaults: BackoffBaseMs 2000, BackoffCapMs 900000).
@@ -147,7 +166,7 @@ DEV_ENV_SH="$STATE_DIR/dev-env-$MOTO_PORT.sh"
 {
     echo "# written by scripts/dev.sh: the local stack's settings, for inboxctl / the AWS CLI"
     for v in AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY TABLE_NAME \
-        RETRY_QUEUE_URL QUARANTINE_QUEUE_URL; do
+        RETRY_QUEUE_URL QUARANTINE_QUEUE_URL DELIVERY_QUEUE_URL; do
         printf 'export %s=%q\n' "$v" "${!v}"
     done
     printf 'export AWS_DEFAULT_REGION=%q\n' "$AWS_REGION" # boto3 and the AWS CLI read this one
@@ -173,7 +192,7 @@ PY
 )" || die "could not read the functions from template.yaml"
 [[ -n "$functions" ]] || die "template.yaml names no function binary (Metadata.BuildProperties.Binary)"
 log "building the functions: $functions (a few minutes on a cold cache)"
-for bin in $functions; do
+for bin in $functions inboxctl; do
     cargo build --bin "$bin" ||
         log "warning: the $bin function does not build yet; cargo lambda watch rebuilds it when you save a fix"
 done
@@ -194,8 +213,19 @@ done
 lambda_url="http://127.0.0.1:$LAMBDA_PORT"
 # own process group too; it also exits by itself if this script disappears
 setsid python scripts/local_pipeline.py --lambda-url "$lambda_url" --table "InboxTable=$TABLE" \
-    --queue "RetryQueue=$RETRY_QUEUE_URL" --queue "QuarantineQueue=$QUARANTINE_QUEUE_URL" </dev/null &
+    --queue "RetryQueue=$RETRY_QUEUE_URL" --queue "QuarantineQueue=$QUARANTINE_QUEUE_URL" \
+    --queue "DeliveryQueue=$DELIVERY_QUEUE_URL" --queue "DeliveryQuarantineQueue=$DELIVERY_QUARANTINE_QUEUE_URL" </dev/null &
 PIPELINE_PID=$!
+
+# ------------------------------------------------------------------ 6. a local receiver
+INBOXCTL="$ROOT/target/debug/inboxctl"
+LISTEN_SECRET="$(python -c 'import base64, os; print("whsec_" + base64.b64encode(os.urandom(32)).decode())')"
+setsid "$INBOXCTL" listen --port "$LISTEN_PORT" --secret "$LISTEN_SECRET" </dev/null &
+LISTEN_PID=$!
+"$INBOXCTL" dest add dev-listener --url "http://127.0.0.1:$LISTEN_PORT/webhooks" --pattern '*' \
+    --secret "$LISTEN_SECRET" --allow-http --operator dev.sh >/dev/null ||
+    die "could not add the destination dev-listener"
+log "destination dev-listener: every event, delivered to inboxctl listen on 127.0.0.1:$LISTEN_PORT"
 
 base="$lambda_url/lambda-url/ingest/webhooks"
 sources="$(python -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])))' "$SOURCES_JSON")"
@@ -219,6 +249,11 @@ cat >&2 <<EOF
     .venv/bin/python scripts/send_stripe_example.py $base/stripe
     .venv/bin/python scripts/send_stripe_example.py $base/stripe --repeat 3   # duplicates
 
+  every processed or ignored event is delivered, signed, to the listener (its lines: #1 … → 200);
+  the deliveries and their attempts:
+    cargo run -q -p inboxctl -- deliveries list
+    cargo run -q -p inboxctl -- stats      # per destination: success rate, p50/p99 latency
+
   see the result within a second: processed, ignored (no handler for the type) or failed
   (quarantined; e.g. the example's tenant "acme" has no wallet until you create it, see README):
     . ${DEV_ENV_SH#"$ROOT"/}   # the local stack's AWS_ENDPOINT_URL, TABLE_NAME, queue URLs
@@ -231,6 +266,7 @@ cat >&2 <<EOF
 EOF
 
 # Returns when either exits, or early when INT/TERM arrives (then the traps run cleanup).
-wait -n "$WATCH_PID" "$PIPELINE_PID" || true
+wait -n "$WATCH_PID" "$PIPELINE_PID" "$LISTEN_PID" || true
+kill -0 "$LISTEN_PID" 2>/dev/null || die "inboxctl listen exited"
 kill -0 "$PIPELINE_PID" 2>/dev/null || die "the local pipeline (scripts/local_pipeline.py) exited"
 die "cargo lambda watch exited"

@@ -8,6 +8,8 @@
 //! - [`secrets`]: secrets re-read from Secrets Manager by a warm function (TTL, after a mismatch).
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
 //! - [`wallet`]: the wallet ledger through the real pipeline.
+//! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
+//!   rate limit, SSRF guard, a poison destination).
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
 //! - [`template`]: least privilege, secrets, routes and timeouts of `template.yaml`.
 //! - [`config_docs`]: the README's configuration tables match the variables documented in code.
@@ -17,6 +19,8 @@
 mod bad_input;
 mod config_docs;
 mod ingest_dynamo;
+mod outbox;
+mod outbox_faults;
 mod pipeline;
 mod provider_libs;
 mod replays;

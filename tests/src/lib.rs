@@ -1,5 +1,6 @@
 //! Integration-test support: the local AWS emulator (moto), tables created from `template.yaml`,
-//! real-shaped API Gateway HTTP API (payload 2.0) events, and signing with the local secrets.
+//! real-shaped API Gateway HTTP API (payload 2.0) events, and signing with the local secrets;
+//! the outbox's rig ([`outbox`]) and a programmable local receiver ([`receiver`]).
 //! Here: the workspace's paths, the local configuration and the venv's Python; the emulator
 //! ([`emulator`]), the ingest harness ([`harness`]) and the events ([`events`]) have their own
 //! modules, re-exported at the root.
@@ -13,7 +14,9 @@ pub mod config_docs;
 pub mod emulator;
 pub mod events;
 pub mod harness;
+pub mod outbox;
 pub mod pipeline;
+pub mod receiver;
 
 #[cfg(test)]
 mod code_size;

@@ -8,7 +8,10 @@
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_lambda_events::event::sqs::SqsEvent;
 use inbox_core::clock::{Clock, SystemClock};
+use inbox_core::config::deliver::destination_cache;
 use inbox_core::config::{ConfigError, Env, ProcessConfig};
+use inbox_core::outbox::cache::DestinationCache;
+use inbox_core::outbox::fanout::Outbox;
 use inbox_core::process::registry::Registry;
 use inbox_core::process::Processor;
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
@@ -17,6 +20,7 @@ use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
 use inbox_core::store::{ItemStore, MessageStore};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
+use std::sync::Arc;
 use wallet_ledger::{WalletConfig, WalletHandler};
 
 /// The processor as deployed.
@@ -32,7 +36,8 @@ pub fn registry<S: ItemStore + 'static>(store: S, wallet: impl Into<WalletConfig
     WalletHandler::new(store, wallet).register(Registry::new())
 }
 
-/// Builds the service once per cold start.
+/// Builds the service once per cold start: the handlers, and the outbox's fan-out at the
+/// terminal transitions.
 pub async fn build() -> Result<Service, ConfigError> {
     let env = Env::process();
     let config = ProcessConfig::read(&env)?;
@@ -43,6 +48,10 @@ pub async fn build() -> Result<Service, ConfigError> {
     let retry = SqsRetryQueue::new(sqs.clone(), config.retry_queue_url);
     let quarantine = SqsQuarantine::new(sqs, config.quarantine_queue_url);
     let registry = registry(store.clone(), wallet);
+    // The outbox: every event that becomes processed or ignored is fanned out to the matching
+    // destinations in the transaction of that transition (destinations cached briefly).
+    let destinations = DestinationCache::new(store.clone(), destination_cache(&env)?);
+    let outbox = Arc::new(Outbox::new(destinations));
     Ok(Processor::new(
         store,
         retry,
@@ -50,7 +59,8 @@ pub async fn build() -> Result<Service, ConfigError> {
         SystemClock,
         registry,
         config.processor,
-    ))
+    )
+    .with_fanout(outbox))
 }
 
 /// Which source a batch came from.

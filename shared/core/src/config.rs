@@ -12,9 +12,11 @@
 //!   counts as unset, the documented default, errors naming the variable);
 //! - [`doc`]: how a variable is documented ([`Var`]) and the README tables rendered from that;
 //! - [`catalog`]: the inbox's variables, each documented once ([`vars`]: their bare names);
-//! - here: [`IngestConfig`], [`ProcessConfig`], [`ReaperConfig`], read through [`Env`].
+//! - here: [`IngestConfig`], [`ProcessConfig`], [`ReaperConfig`], read through [`Env`];
+//!   [`deliver`]: the deliver function's.
 
 pub mod catalog;
+pub mod deliver;
 pub mod doc;
 pub mod env;
 

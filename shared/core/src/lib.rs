@@ -28,6 +28,8 @@
 //! - [`reaper`]: one pass over the sparse index of open messages, re-driving what is due.
 //! - [`ops`]: operator actions shared by the CLI and the tests (replay).
 //! - [`metrics`]: the metric type and the one CloudWatch EMF writer every function emits through.
+//! - [`outbox`]: outbound delivery: destinations, fan-out in the terminal transition's transaction,
+//!   the delivery worker and its pure policies (schedule, token bucket, circuit breaker).
 //! - [`store`]: the storage boundary: small capability traits, the table's schema, attribute
 //!   helpers, the DynamoDB adapter and an in-memory fake for unit tests.
 //!
@@ -41,6 +43,7 @@ pub mod ingest;
 pub mod message;
 pub mod metrics;
 pub mod ops;
+pub mod outbox;
 pub mod policy;
 pub mod process;
 pub mod queue;

@@ -51,6 +51,12 @@ impl Pipeline {
     /// Every stream record written since the last read, as Lambda would deliver it, filtered like
     /// the event source mapping (`eventName` INSERT, `dynamodb.Keys.sk.S` = `MSG`).
     pub async fn read_stream(&self) -> StreamEvent {
+        self.read_stream_where(|sk| sk == "MSG").await
+    }
+
+    /// Every INSERT since the last read whose sort key passes `wanted` (the deliver function's
+    /// mapping: `OUT` and `FAN`). Records not wanted are consumed all the same.
+    pub async fn read_stream_where(&self, wanted: impl Fn(&str) -> bool) -> StreamEvent {
         let iterators = std::mem::take(&mut *self.iterators.lock().expect("lock"));
         let mut next = Vec::new();
         let mut records = Vec::new();
@@ -70,8 +76,12 @@ impl Pipeline {
                     .unwrap_or_default();
                 let Some(change) = r.dynamodb else { continue };
                 let keys = serde_dynamo::Item::from(change.keys.clone().unwrap_or_default());
-                let sk_is_message = matches!(keys.get("sk"), Some(serde_dynamo::AttributeValue::S(s)) if s == "MSG");
-                if name != "INSERT" || !sk_is_message {
+                let sk_is_message =
+                    matches!(keys.get("sk"), Some(serde_dynamo::AttributeValue::S(s)) if wanted(s));
+                // moto emits an extra key-only INSERT for an item an UpdateItem creates
+                // (DynamoDB does not): skip it, as the deliver function does.
+                let key_only = change.new_image.as_ref().is_some_and(|i| i.len() <= 2);
+                if name != "INSERT" || !sk_is_message || key_only {
                     continue;
                 }
                 let mut stream_record = StreamRecord::default();

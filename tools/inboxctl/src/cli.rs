@@ -5,6 +5,10 @@
 //! `INBOXCTL_JSON`. The environment is read by [`crate::context::Context::new`] through the core's
 //! `Env`, by the same rules as the functions (trimmed, empty counts as unset), not by clap.
 
+mod outbox;
+
+pub use outbox::*;
+
 use crate::when::When;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use inbox_core::config::{catalog, Env};
@@ -38,6 +42,10 @@ pub struct Global {
     /// The SQS quarantine (dead-letter) queue [env: QUARANTINE_QUEUE_URL].
     #[arg(long, global = true, value_name = "URL")]
     pub quarantine_queue_url: Option<String>,
+    /// The SQS delivery queue (delivery retries go through it; without it, the deliver function's
+    /// sweep picks them up within a minute) [env: DELIVERY_QUEUE_URL].
+    #[arg(long, global = true, value_name = "URL")]
+    pub delivery_queue_url: Option<String>,
     /// Print JSON for scripts instead of tables (no progress bar) [env: INBOXCTL_JSON=true].
     #[arg(long, global = true)]
     pub json: bool,
@@ -60,6 +68,14 @@ pub enum Command {
     /// Prepaid wallets: create one, show its balance and ledger, reconcile every wallet.
     #[command(subcommand)]
     Wallet(WalletCommand),
+    /// Outbound destinations: add, list, show, pause, resume, rotate-secret, rm.
+    #[command(subcommand)]
+    Dest(DestCommand),
+    /// Outbound deliveries: list, show (with the attempt journal), retry, replay.
+    #[command(subcommand)]
+    Deliveries(DeliveriesCommand),
+    /// A local receiver for deliveries: verifies each signature, prints it, answers as told.
+    Listen(ListenArgs),
 }
 
 /// A message status, as typed on the command line.
@@ -323,7 +339,7 @@ pub struct WalletReconcileArgs {
 
 /// Who replays when `--operator` is not given: `USER`, read like every variable (documented in
 /// the core's catalog with its default).
-fn default_operator() -> String {
+pub(crate) fn default_operator() -> String {
     Env::process()
         .parse(&catalog::USER)
         .unwrap_or_else(|_| "operator".to_owned())

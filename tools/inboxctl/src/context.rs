@@ -36,6 +36,11 @@ impl Context {
             &env,
             &catalog::QUARANTINE_QUEUE_URL,
         );
+        global.delivery_queue_url = flag_or(
+            global.delivery_queue_url,
+            &env,
+            &catalog::DELIVERY_QUEUE_URL,
+        );
         if !global.json {
             global.json = env
                 .parse(&catalog::INBOXCTL_JSON)
@@ -118,6 +123,14 @@ impl Context {
             .filter(|u| !u.is_empty())
     }
 
+    /// The delivery queue URL, if configured.
+    pub fn delivery_queue_url(&self) -> Option<&str> {
+        self.global
+            .delivery_queue_url
+            .as_deref()
+            .filter(|u| !u.is_empty())
+    }
+
     /// The retry queue replays re-drive through (the only queue a replay writes to).
     pub async fn retry_queue(&self) -> Result<SqsRetryQueue> {
         let url = self.retry_url()?.to_owned();
@@ -135,6 +148,7 @@ mod tests {
             table: table.map(Into::into),
             retry_queue_url: None,
             quarantine_queue_url: None,
+            delivery_queue_url: None,
             json,
         }
     }

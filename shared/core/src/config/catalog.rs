@@ -3,7 +3,7 @@
 //! README's configuration tables are rendered from [`ALL`] (with the applications' own variables,
 //! declared in their crates) and [`LIBRARY`]. The bare names are in [`super::vars`].
 
-use super::doc::readers::{INBOXCTL, INGEST, PROCESS, REAPER, RECONCILE};
+use super::doc::readers::{DELIVER, INBOXCTL, INGEST, PROCESS, REAPER, RECONCILE};
 use super::doc::{ReadBy, Unset, Var};
 
 pub const TABLE_NAME: Var = Var {
@@ -52,7 +52,7 @@ pub const WEBHOOK_SECRETS_TTL_SECS: Var = Var {
 
 pub const STAGE: Var = Var {
     name: "STAGE",
-    read_by: ReadBy::Only(&[INGEST, PROCESS, RECONCILE]),
+    read_by: ReadBy::Only(&[INGEST, PROCESS, RECONCILE, DELIVER]),
     unset: Unset::Default("local"),
     meaning: "the deployment stage (`template.yaml` sets it): the `Stage` dimension of every \
               CloudWatch metric the functions emit, which the alarms filter on, so stacks of \
@@ -69,11 +69,12 @@ pub const MAX_BODY_BYTES: Var = Var {
 
 pub const DELIVERY_RETENTION_DAYS: Var = Var {
     name: "DELIVERY_RETENTION_DAYS",
-    read_by: ReadBy::Only(&[INGEST, PROCESS, RECONCILE, INBOXCTL]),
+    read_by: ReadBy::Only(&[INGEST, PROCESS, DELIVER, RECONCILE, INBOXCTL]),
     unset: Unset::Default("30"),
     meaning: "days a record is kept (TTL): a duplicate-delivery journal record (ingest), a \
-              processed or ignored message (process); reconciliation (reconcile, inboxctl) expects \
-              the message of every entry younger than this to be still in the inbox",
+              processed or ignored message (process), a delivered outbound delivery (deliver); \
+              reconciliation (reconcile, inboxctl) expects the message of every entry younger \
+              than this to be still in the inbox",
 };
 
 pub const RETRY_QUEUE_URL: Var = Var {
@@ -149,6 +150,86 @@ pub const USER: Var = Var {
     meaning: "who replays, written to the message's history (`--operator` overrides it)",
 };
 
+pub const DELIVERY_QUEUE_URL: Var = Var {
+    name: "DELIVERY_QUEUE_URL",
+    read_by: ReadBy::Only(&[DELIVER, INBOXCTL]),
+    unset: Unset::Required,
+    meaning: "the SQS delivery queue: outbound retries (up to 15 min ahead), the sweep's re-drives, \
+              operator retries (inboxctl: or `--delivery-queue-url`, optional: without it a retried \
+              delivery waits for the sweep, within a minute)",
+};
+
+pub const DELIVERY_QUARANTINE_QUEUE_URL: Var = Var {
+    name: "DELIVERY_QUARANTINE_QUEUE_URL",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Required,
+    meaning:
+        "the SQS queue of failed-delivery notices (also the delivery queue's dead-letter queue)",
+};
+
+pub const DELIVERY_ALLOW_LOOPBACK: Var = Var {
+    name: "DELIVERY_ALLOW_LOOPBACK",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Default("false"),
+    meaning:
+        "`true`: deliveries may go to loopback addresses and over plain `http://` (`make dev` \
+              and the tests only; never set in the template). Private, link-local and metadata \
+              addresses stay refused",
+};
+
+pub const DESTINATION_CACHE_MS: Var = Var {
+    name: "DESTINATION_CACHE_MS",
+    read_by: ReadBy::Only(&[PROCESS, DELIVER]),
+    unset: Unset::Default("5000"),
+    meaning: "how long the destinations read from the table are kept, ms: a change by `inboxctl \
+              dest` reaches the functions within this time",
+};
+
+pub const DELIVERY_CONCURRENCY: Var = Var {
+    name: "DELIVERY_CONCURRENCY",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Default("10"),
+    meaning: "deliveries of a batch sent at once (0 counts as 1)",
+};
+
+pub const DELIVERY_MAX_WAIT_MS: Var = Var {
+    name: "DELIVERY_MAX_WAIT_MS",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Default("2000"),
+    meaning: "the longest a delivery waits in the function for its destination's rate limit, ms; \
+              longer waits defer it (no attempt counted)",
+};
+
+pub const BREAKER_FAILURES: Var = Var {
+    name: "BREAKER_FAILURES",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Default("5"),
+    meaning: "consecutive failures (5xx, 408, timeouts, connection errors) that open a \
+              destination's circuit",
+};
+
+pub const BREAKER_COOLDOWN_MS: Var = Var {
+    name: "BREAKER_COOLDOWN_MS",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Default("30000"),
+    meaning: "how long an open circuit sends nothing before one probe, ms",
+};
+
+pub const BREAKER_DISABLE_AFTER_MS: Var = Var {
+    name: "BREAKER_DISABLE_AFTER_MS",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Default("86400000"),
+    meaning: "a destination failing this long without a success (its circuit open) is disabled, \
+              ms (24 h by default); the metric `DestinationDisabled` and an error log line say so",
+};
+
+pub const DELIVERY_SWEEP_MAX_PER_RUN: Var = Var {
+    name: "DELIVERY_SWEEP_MAX_PER_RUN",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Default("1000"),
+    meaning: "most due deliveries the scheduled sweep re-drives per run",
+};
+
 /// The inbox's own variables, in the order the README lists them.
 pub const ALL: &[&Var] = &[
     &TABLE_NAME,
@@ -167,6 +248,16 @@ pub const ALL: &[&Var] = &[
     &PROCESS_CONCURRENCY,
     &REAPER_MAX_PER_RUN,
     &STAGE,
+    &DELIVERY_QUEUE_URL,
+    &DELIVERY_QUARANTINE_QUEUE_URL,
+    &DELIVERY_ALLOW_LOOPBACK,
+    &DESTINATION_CACHE_MS,
+    &DELIVERY_CONCURRENCY,
+    &DELIVERY_MAX_WAIT_MS,
+    &BREAKER_FAILURES,
+    &BREAKER_COOLDOWN_MS,
+    &BREAKER_DISABLE_AFTER_MS,
+    &DELIVERY_SWEEP_MAX_PER_RUN,
     &INBOXCTL_JSON,
     &USER,
 ];

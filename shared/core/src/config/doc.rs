@@ -49,6 +49,7 @@ pub mod readers {
     pub const PROCESS: &str = "process";
     pub const REAPER: &str = "reaper";
     pub const RECONCILE: &str = "reconcile";
+    pub const DELIVER: &str = "deliver";
     pub const INBOXCTL: &str = "inboxctl";
 }
 

@@ -14,6 +14,8 @@
 //! handlers; `outcome` the configuration and what processing one message did.
 
 pub mod batch;
+mod ignore;
+mod outbox_hook;
 mod outcome;
 pub mod registry;
 
@@ -23,6 +25,7 @@ use crate::clock::Clock;
 use crate::domain::{MessageKey, Status};
 use crate::message::{HistoryEntry, QuarantineNotice, StoredMessage};
 use crate::metrics::{EmfWriter, MetricSink};
+use crate::outbox::fanout::Fanout;
 use crate::policy::{self, AfterFailure, FailureKind};
 use crate::queue::{Quarantine, RetryQueue};
 use crate::store::{Applied, MessageStore, Transition, MAX_EFFECTS};
@@ -44,6 +47,7 @@ pub struct Processor<S, R, Q, C> {
     config: ProcessorConfig,
     jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
     metrics: Arc<dyn MetricSink>,
+    fanout: Option<Arc<dyn Fanout>>,
 }
 
 impl<S, R, Q, C> std::fmt::Debug for Processor<S, R, Q, C> {
@@ -77,6 +81,7 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             config,
             jitter: Arc::new(fastrand::f64),
             metrics: Arc::new(EmfWriter::stdout()),
+            fanout: None,
         }
     }
 
@@ -210,37 +215,6 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
         }
     }
 
-    /// Moves the message to `ignored` (kept for the retention, no alarm) with `note` in its
-    /// history; `a`: the attempt whose handler declined it (`None`: there is no handler).
-    async fn ignore(
-        &self,
-        m: &StoredMessage,
-        now: i64,
-        note: String,
-        a: Option<AttemptInfo<'_>>,
-    ) -> Result<Outcome, InfraError> {
-        let mut entry = HistoryEntry::new(now, Status::Ignored, note);
-        entry.attempt = a.map(|a| a.attempt);
-        entry.duration_ms = a.map(|a| a.duration_ms);
-        let t = Transition {
-            to: Status::Ignored,
-            attempts: a.map_or(m.attempts, |a| a.attempt),
-            lease_until: None,
-            next_attempt_at: None,
-            open_due: None,
-            expires_at: Some(self.expiry(now)),
-            last_error: None,
-            entry,
-        };
-        let key = m.key();
-        Ok(
-            match self.store.transition(&key, m.version, &t, vec![]).await? {
-                Applied::Done => Outcome::Ignored,
-                _ => Outcome::Skipped(Skip::Conflict),
-            },
-        )
-    }
-
     fn expiry(&self, now_ms: i64) -> i64 {
         now_ms.div_euclid(1000)
             + i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX / 2)
@@ -271,9 +245,17 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             last_error: None,
             entry,
         };
+        let mut effects = commit.effects;
+        match self
+            .outbox_effects(m, Status::Processed, effects.len(), a.now)
+            .await?
+        {
+            Ok(extra) => effects.extend(extra),
+            Err(why) => return self.fail(m, FailureKind::Permanent, why, a).await.map(Some),
+        }
         match self
             .store
-            .transition(&m.key(), m.version, &t, commit.effects)
+            .transition(&m.key(), m.version, &t, effects)
             .await?
         {
             Applied::Done => {

@@ -4,11 +4,13 @@
 //! the same response (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so a duplicate costs no read.
 //! Here: the client, the ingest path ([`super::Inbox`]) and error classification; `messages`: the
 //! processing side ([`super::MessageStore`]); `items`: applications' item reads
-//! ([`super::ItemStore`]); `effects`: effects as conditional writes ([`super::ItemWriter`]).
+//! ([`super::ItemStore`]); `effects`: effects as conditional writes ([`super::ItemWriter`]);
+//! `outbox`: the outbox's deliveries and destination state ([`crate::outbox::store::OutboxStore`]).
 
 mod effects;
 mod items;
 mod messages;
+mod outbox;
 
 use super::attr::{get_n, get_s, n, s, string_map};
 use super::schema::*;

@@ -126,7 +126,7 @@ fn effect_applies(items: &BTreeMap<(String, String), Item>, e: &Effect) -> bool 
             (Some(existing), Some(v)) => version_of(existing) == Some(*v),
             _ => false,
         },
-        Effect::Adjust { .. } | Effect::Raw(_) => true,
+        Effect::Ensure(_) | Effect::Adjust { .. } | Effect::Raw(_) => true,
     }
 }
 
@@ -154,6 +154,9 @@ fn apply_effect(items: &mut BTreeMap<(String, String), Item>, e: Effect) {
             for (attr, value) in set {
                 item.insert(attr, value);
             }
+        }
+        Effect::Ensure(item) => {
+            items.entry(key_of(&item)).or_insert(item);
         }
         Effect::Raw(_) => {}
     }

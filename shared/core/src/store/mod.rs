@@ -15,11 +15,13 @@
 pub mod attr;
 pub mod dynamo;
 mod journal;
+mod listing;
 pub mod memory;
 pub mod schema;
 mod writer;
 
 pub use journal::{Delivery, DeliveryCount, DeliveryRecord, MAX_JOURNALED_DELIVERIES};
+pub use listing::{DueMessage, ListFilter};
 pub use writer::{ItemWriter, TooManyEffects, MAX_COMMIT_EFFECTS};
 
 use crate::domain::{BodyDigest, EventId, EventType, MessageKey, Status};
@@ -30,7 +32,7 @@ use std::future::Future;
 pub type Item = std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>;
 
 /// A write a handler wants committed atomically with the message's transition (one element of
-/// the same `TransactWriteItems`). Both stores apply the first three kinds with the same
+/// the same `TransactWriteItems`). Both stores apply the first four kinds with the same
 /// semantics; `Raw` is for handlers that need a DynamoDB feature the others do not cover.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -51,6 +53,14 @@ pub enum Effect {
         add: Vec<(String, i64)>,
         set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
     },
+    /// Creates the item (it carries `pk` and `sk`) unless one with that key exists: never a
+    /// conflict. For writes that a re-run or a replay repeats and that must happen at most once
+    /// (the outbox's deliveries). On DynamoDB an `UpdateItem` setting each attribute with
+    /// `if_not_exists`: a new item is a stream `INSERT`; an existing one keeps every value it has,
+    /// so it is unchanged (no stream record) PROVIDED it still has every attribute the ensured
+    /// item sets (one it lacks would be added): items written this way must never lose an
+    /// attribute (the outbox moves finished items to a done shard instead of removing keys).
+    Ensure(Item),
     /// Any DynamoDB transaction element (only the DynamoDB adapter applies it; the in-memory
     /// store records it).
     Raw(Box<aws_sdk_dynamodb::types::TransactWriteItem>),
@@ -197,43 +207,6 @@ pub enum Applied {
     MessageConflict,
     /// An effect's own condition failed (e.g. a handler's row changed meanwhile): nothing was written.
     EffectConflict,
-}
-
-/// A message the open index says is due (pending too long, retry due, or lease expired).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DueMessage {
-    pub key: MessageKey,
-    pub status: Status,
-    pub due: i64,
-}
-
-/// A filter for listing messages.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ListFilter {
-    pub status: Option<Status>,
-    pub source: Option<String>,
-    pub event_type: Option<String>,
-    /// Received at or after, ms.
-    pub since: Option<i64>,
-    /// Received before, ms.
-    pub until: Option<i64>,
-}
-
-impl ListFilter {
-    /// Whether `m` passes the filter.
-    pub fn matches(&self, m: &StoredMessage) -> bool {
-        self.status.is_none_or(|s| s == m.status)
-            && self
-                .source
-                .as_deref()
-                .is_none_or(|s| s == m.source.as_str())
-            && self
-                .event_type
-                .as_deref()
-                .is_none_or(|t| m.event_type.as_ref().is_some_and(|e| e.as_str() == t))
-            && self.since.is_none_or(|t| m.received_at >= t)
-            && self.until.is_none_or(|t| m.received_at < t)
-    }
 }
 
 /// Plain item access for applications that keep their own items in the table: reads here,

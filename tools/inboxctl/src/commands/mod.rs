@@ -1,7 +1,10 @@
 //! The commands, one module each, and what several of them share: parsing a message key from the
 //! command line and the one-line summary of a message (a table row, a JSON object).
 
+mod deliveries;
+mod dest;
 mod list;
+mod listen;
 mod purge;
 mod replay;
 mod send;
@@ -30,6 +33,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Purge(args) => purge::run(&ctx, args).await,
         Command::Send(args) => send::run(&ctx, args).await,
         Command::Wallet(command) => wallet::run(&ctx, command).await,
+        Command::Dest(command) => dest::run(&ctx, command).await,
+        Command::Deliveries(command) => deliveries::run(&ctx, command).await,
+        Command::Listen(args) => listen::run(&ctx, args).await,
     }
 }
 

@@ -1,6 +1,8 @@
 //! `inboxctl stats`: counts by status, by source and by both; the oldest pending and retrying
 //! messages (their age is how far behind processing is); the quarantine queue's depth.
 
+mod outbox;
+
 use crate::context::Context;
 use crate::error::{Context as _, Result};
 use crate::output::{print_json, say, table};
@@ -38,7 +40,7 @@ pub struct QueueDepth {
     pub in_flight: u64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Stats {
     pub total: usize,
     pub by_status: BTreeMap<String, usize>,
@@ -49,6 +51,8 @@ pub struct Stats {
     pub oldest_retrying: Option<Oldest>,
     /// `None` when no quarantine queue is configured.
     pub quarantine: Option<QueueDepth>,
+    /// The outbox, per destination.
+    pub destinations: Vec<outbox::DestinationStats>,
 }
 
 /// Counts `messages` (pure, for tests).
@@ -88,6 +92,7 @@ pub fn tally(messages: &[StoredMessage], now_ms: i64) -> Stats {
         oldest_pending: oldest(Status::Pending),
         oldest_retrying: oldest(Status::Retrying),
         quarantine: None,
+        destinations: Vec::new(),
     }
 }
 
@@ -121,6 +126,30 @@ pub async fn run(ctx: &Context) -> Result<()> {
     let mut stats = tally(&messages, SystemClock.now_millis());
     if let Some(url) = ctx.quarantine_url() {
         stats.quarantine = Some(queue_depth(ctx, url).await?);
+    }
+    {
+        use inbox_core::outbox::store::OutboxStore as _;
+        let destinations = inbox_core::outbox::admin::list(&store)
+            .await
+            .map_err(crate::error::failed)?;
+        let deliveries = store.all_deliveries().await?;
+        let now = SystemClock.now_millis();
+        let mut circuits = BTreeMap::new();
+        for d in &destinations {
+            let c = store.worker_state(&d.id).await?.circuit;
+            circuits.insert(d.id.clone(), c.state(&outbox::breaker(), now));
+        }
+        stats.destinations = outbox::tally(
+            &destinations,
+            &deliveries,
+            |id| {
+                circuits
+                    .get(id)
+                    .copied()
+                    .unwrap_or(inbox_core::outbox::breaker::CircuitState::Closed)
+            },
+            now,
+        );
     }
     if ctx.json() {
         return print_json(&stats);
@@ -169,9 +198,46 @@ fn print_human(stats: &Stats) -> Result<()> {
         Some(q) => say(format!(
             "quarantine queue: {} message(s) waiting, {} in flight",
             q.visible, q.in_flight
-        )),
-        None => say("quarantine queue: not configured (--quarantine-queue-url)"),
+        ))?,
+        None => say("quarantine queue: not configured (--quarantine-queue-url)")?,
     }
+    if stats.destinations.is_empty() {
+        return say("outbox: no destinations");
+    }
+    let mut t = table([
+        "destination",
+        "state",
+        "circuit",
+        "deliveries",
+        "delivered",
+        "failed",
+        "pending",
+        "success rate",
+        "oldest pending",
+        "p50 / p99 processed→delivered",
+    ]);
+    for d in &stats.destinations {
+        let count = |s: &str| d.by_status.get(s).copied().unwrap_or(0);
+        let pending = count("pending") + count("retrying") + count("delivering");
+        t.add_row(vec![
+            d.id.clone(),
+            d.state.clone(),
+            d.circuit.as_str().to_owned(),
+            d.deliveries.to_string(),
+            count("delivered").to_string(),
+            count("failed").to_string(),
+            pending.to_string(),
+            d.success_rate
+                .map_or_else(|| "-".to_owned(), |r| format!("{:.1}%", r * 100.0)),
+            d.oldest_pending_age_secs
+                .map_or_else(|| "-".to_owned(), |s| when::age(s.saturating_mul(1000))),
+            match (d.latency_p50_ms, d.latency_p99_ms) {
+                (Some(a), Some(b)) => format!("{a} ms / {b} ms"),
+                _ => "-".to_owned(),
+            },
+        ]);
+    }
+    say(t)
 }
 
 #[cfg(test)]

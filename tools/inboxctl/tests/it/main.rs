@@ -3,8 +3,10 @@
 //!
 //! - [`cli`]: list, show, replay, purge, stats, send.
 //! - [`wallet`]: the wallet commands.
+//! - [`outbox`]: dest, deliveries, listen, and the outbox part of stats.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers of tests: a failed setup is a failed test
 
 mod cli;
+mod outbox;
 mod wallet;

@@ -27,6 +27,9 @@ pub(super) fn effect_item(table: &str, effect: Effect) -> Result<TransactWriteIt
                     .map_err(corrupt)?,
             )
             .build(),
+        Effect::Ensure(item) => TransactWriteItem::builder()
+            .update(ensure_update(table, item)?)
+            .build(),
         Effect::Replace {
             mut item,
             expected_version,
@@ -86,6 +89,42 @@ pub(super) fn effect_item(table: &str, effect: Effect) -> Result<TransactWriteIt
         }
     };
     Ok(built)
+}
+
+/// `Effect::Ensure` as an unconditional `UpdateItem` that sets every non-key attribute with
+/// `if_not_exists`: it creates a missing item and leaves an existing one unchanged.
+pub(super) fn ensure_update(
+    table: &str,
+    mut item: crate::store::Item,
+) -> Result<Update, StoreError> {
+    let pk = item
+        .remove(PK)
+        .ok_or_else(|| corrupt("an ensured item has no pk"))?;
+    let sk = item
+        .remove(SK)
+        .ok_or_else(|| corrupt("an ensured item has no sk"))?;
+    let mut names = HashMap::new();
+    let mut values = HashMap::new();
+    let mut sets = Vec::new();
+    let mut attrs: Vec<_> = item.into_iter().collect();
+    attrs.sort_by(|a, b| a.0.cmp(&b.0));
+    for (i, (attr, value)) in attrs.into_iter().enumerate() {
+        names.insert(format!("#e{i}"), attr);
+        values.insert(format!(":e{i}"), value);
+        sets.push(format!("#e{i} = if_not_exists(#e{i}, :e{i})"));
+    }
+    if sets.is_empty() {
+        return Err(corrupt("an ensured item has no attributes besides its key"));
+    }
+    Update::builder()
+        .table_name(table)
+        .key(PK, pk)
+        .key(SK, sk)
+        .update_expression(format!("SET {}", sets.join(", ")))
+        .set_expression_attribute_names(Some(names))
+        .set_expression_attribute_values(Some(values))
+        .build()
+        .map_err(corrupt)
 }
 
 pub(super) fn is_condition_failure(code: Option<&str>) -> bool {

@@ -1,0 +1,118 @@
+//! The deliver Lambda's handler and composition root.
+//!
+//! Three event sources, one function: the table's stream (new delivery and fan-out items: the
+//! event source mapping's FilterCriteria pass only INSERTs of `sk` `OUT` and `FAN`), the delivery
+//! queue (retries up to 15 minutes ahead, the sweep's re-drives, operator retries), and a schedule
+//! (every minute: the sweep). Batches answer with per-record failures
+//! (`ReportBatchItemFailures`), reported only for infrastructure errors.
+//!
+//! [`http`] is the HTTP client with the SSRF guard ([`ssrf`]).
+
+pub mod http;
+pub mod ssrf;
+
+use aws_lambda_events::event::dynamodb::Event as StreamEvent;
+use aws_lambda_events::event::sqs::SqsEvent;
+use inbox_core::clock::{Clock, SystemClock};
+use inbox_core::config::deliver::DeliverFunctionConfig;
+use inbox_core::outbox::queue::{OutboxQueues, SqsOutboxQueues};
+use inbox_core::outbox::store::OutboxStore;
+use inbox_core::outbox::transport::Transport;
+use inbox_core::outbox::worker::Deliverer;
+use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
+use inbox_core::store::{ItemStore, ItemWriter, MessageStore};
+use lambda_runtime::{Error, LambdaEvent};
+use serde_json::Value;
+
+/// The deliver function as deployed.
+pub struct Service {
+    pub deliverer: Deliverer<DynamoInbox, http::HttpTransport, SqsOutboxQueues, SystemClock>,
+    pub sweep_max_per_run: usize,
+}
+
+/// Builds the service once per cold start.
+pub async fn build() -> Result<Service, Error> {
+    let config = DeliverFunctionConfig::from_env()?;
+    let sdk = aws_config::load_from_env().await;
+    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name.clone());
+    let queues = SqsOutboxQueues::new(
+        aws_sdk_sqs::Client::new(&sdk),
+        config.delivery_queue_url.clone(),
+        config.delivery_quarantine_queue_url.clone(),
+    );
+    let transport = http::HttpTransport::new(ssrf::AddressPolicy {
+        allow_loopback: config.allow_loopback,
+    })?;
+    if config.allow_loopback {
+        tracing::warn!("DELIVERY_ALLOW_LOOPBACK is set: loopback and plain http:// destinations are allowed (local use only)");
+    }
+    Ok(Service {
+        deliverer: Deliverer::new(
+            store,
+            transport,
+            queues,
+            SystemClock,
+            config.worker,
+            config.destination_cache,
+        ),
+        sweep_max_per_run: config.sweep_max_per_run,
+    })
+}
+
+/// Which source a batch came from.
+fn event_source(payload: &Value) -> Option<&str> {
+    payload
+        .get("Records")?
+        .as_array()?
+        .first()?
+        .get("eventSource")?
+        .as_str()
+}
+
+/// The Lambda entry point: a stream or queue batch (answered with its batch item failures), or a
+/// scheduled event (the sweep; answered with its report).
+pub async fn handle<S, T, Q, C>(
+    deliverer: &Deliverer<S, T, Q, C>,
+    sweep_max_per_run: usize,
+    event: LambdaEvent<Value>,
+) -> Result<Value, Error>
+where
+    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
+    T: Transport,
+    Q: OutboxQueues,
+    C: Clock,
+{
+    let payload = event.payload;
+    match event_source(&payload) {
+        Some("aws:dynamodb") => {
+            let batch: StreamEvent = serde_json::from_value(payload)?;
+            let (response, summary) = deliverer.handle_stream_batch(batch).await;
+            tracing::info!(origin = "stream", records = summary.records, failures = summary.failures, outcomes = ?summary.outcomes, "batch done");
+            Ok(serde_json::to_value(response)?)
+        }
+        Some("aws:sqs") => {
+            let batch: SqsEvent = serde_json::from_value(payload)?;
+            let (response, summary) = deliverer.handle_sqs_batch(batch).await;
+            tracing::info!(origin = "delivery_queue", records = summary.records, failures = summary.failures, outcomes = ?summary.outcomes, "batch done");
+            Ok(serde_json::to_value(response)?)
+        }
+        None if payload.get("Records").and_then(Value::as_array).is_some_and(Vec::is_empty) => {
+            Ok(serde_json::json!({"batchItemFailures": []}))
+        }
+        None if payload.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event") => {
+            let report = deliverer.sweep(sweep_max_per_run).await?;
+            if report.due > 0 {
+                tracing::warn!(due = report.due, redriven = report.redriven, oldest_due_secs = report.oldest_due_secs, "re-drove due deliveries");
+            } else {
+                tracing::info!(due = 0, disabled_destinations = report.disabled_destinations, "nothing due");
+            }
+            Ok(serde_json::to_value(report)?)
+        }
+        other => Err(format!("unsupported event {other:?}: expected a DynamoDB stream or SQS batch, or a scheduled event").into()),
+    }
+}
+
+/// The entry point of the deployed service.
+pub async fn handle_service(service: &Service, event: LambdaEvent<Value>) -> Result<Value, Error> {
+    handle(&service.deliverer, service.sweep_max_per_run, event).await
+}

@@ -1,0 +1,313 @@
+//! The per-destination circuit breaker, pure: the shared state ([`Circuit`], kept on the
+//! destination's state item), whether to send now ([`admit`]) and what an attempt's result does to
+//! it ([`after`]).
+//!
+//! Closed: every delivery is sent. After `failures` consecutive failures (5xx, 408, timeouts,
+//! connection errors; not 429 nor other 4xx, which say the destination is up) it opens: nothing is
+//! sent for `cooldown`, then ONE probe is let through (a lease on the state item, so one worker
+//! probes while the others wait). A success closes it; a failure re-opens it for another
+//! cooldown. A destination failing without a single success for `disable_after` is disabled (an
+//! operator resumes it).
+
+use std::time::Duration;
+
+/// Breaker settings (the same for every destination).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakerConfig {
+    /// Consecutive failures that open the circuit.
+    pub failures: u32,
+    /// How long an open circuit sends nothing before a probe.
+    pub cooldown: Duration,
+    /// How long a destination may fail without a success before it is disabled.
+    pub disable_after: Duration,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        Self {
+            failures: 5,
+            cooldown: Duration::from_secs(30),
+            disable_after: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+/// The shared state of a destination's circuit (ms since the epoch).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Circuit {
+    /// Consecutive failures.
+    pub failures: u32,
+    /// When the current run of failures began.
+    pub failing_since: Option<i64>,
+    /// When the circuit opened; `None`: closed.
+    pub opened_at: Option<i64>,
+    /// A probe in flight holds the circuit until then.
+    pub probe_until: Option<i64>,
+}
+
+/// The circuit's state, for operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CircuitState {
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+impl CircuitState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::Open => "open",
+            Self::HalfOpen => "half-open",
+        }
+    }
+}
+
+impl Circuit {
+    /// Closed, open (cooling down) or half-open (cooled down: the next delivery probes).
+    pub fn state(&self, cfg: &BreakerConfig, now: i64) -> CircuitState {
+        match self.opened_at {
+            None => CircuitState::Closed,
+            Some(at) if now < at.saturating_add(millis(cfg.cooldown)) => CircuitState::Open,
+            Some(_) => CircuitState::HalfOpen,
+        }
+    }
+}
+
+/// Whether a delivery may be sent now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admit {
+    /// Closed: send.
+    Send,
+    /// Cooled down and nobody probes: take the probe lease (conditional on `opened_at`), then send.
+    Probe { opened_at: i64, until: i64 },
+    /// Open (or another worker probes): try again at this time, without counting an attempt.
+    Hold { until: i64 },
+}
+
+/// What the result of an attempt means for the circuit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The destination answered (2xx, or a 4xx that is about this delivery).
+    Up,
+    /// It failed (5xx, 408, timeout, connection error).
+    Down,
+    /// Says nothing about the destination (429, refused by the SSRF guard).
+    Neutral,
+}
+
+/// The write an attempt's result asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Nothing to write (a success on a closed circuit: the common case costs no request).
+    None,
+    /// Close and forget the failures.
+    Reset,
+    /// Count a failure (`failing_since` set if unset); `open`: (re)open the circuit now;
+    /// `disable`: the destination has failed for longer than `disable_after`.
+    Fail { open: bool, disable: bool },
+}
+
+/// Whether to send now; `probe_lease` is how long a probe holds the half-open circuit (the
+/// request's timeout plus a margin).
+pub fn admit(cfg: &BreakerConfig, c: &Circuit, now: i64, probe_lease: Duration) -> Admit {
+    let Some(opened_at) = c.opened_at else {
+        return Admit::Send;
+    };
+    let cooled = opened_at.saturating_add(millis(cfg.cooldown));
+    if now < cooled {
+        return Admit::Hold { until: cooled };
+    }
+    match c.probe_until {
+        Some(until) if until > now => Admit::Hold { until },
+        _ => Admit::Probe {
+            opened_at,
+            until: now.saturating_add(millis(probe_lease)),
+        },
+    }
+}
+
+/// What an attempt's result at `now` does to the circuit as last read.
+pub fn after(cfg: &BreakerConfig, c: &Circuit, verdict: Verdict, now: i64) -> Change {
+    match verdict {
+        Verdict::Neutral => Change::None,
+        Verdict::Up if c.failures == 0 && c.opened_at.is_none() && c.failing_since.is_none() => {
+            Change::None
+        }
+        Verdict::Up => Change::Reset,
+        Verdict::Down => {
+            let failures = c.failures.saturating_add(1);
+            let since = c.failing_since.unwrap_or(now);
+            // Reaching the threshold opens it; a failed probe (open, cooled down) re-opens it.
+            let open = match c.opened_at {
+                None => failures >= cfg.failures.max(1),
+                Some(_) => c.state(cfg, now) != CircuitState::Open,
+            };
+            let disable = now.saturating_sub(since) >= millis(cfg.disable_after)
+                && (open || c.opened_at.is_some());
+            Change::Fail { open, disable }
+        }
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> BreakerConfig {
+        BreakerConfig {
+            failures: 3,
+            cooldown: Duration::from_secs(30),
+            disable_after: Duration::from_secs(3600),
+        }
+    }
+
+    /// Applies a change the way the store does.
+    fn apply(c: &mut Circuit, change: Change, now: i64) {
+        match change {
+            Change::None => {}
+            Change::Reset => *c = Circuit::default(),
+            Change::Fail { open, .. } => {
+                c.failures += 1;
+                c.failing_since.get_or_insert(now);
+                if open {
+                    c.opened_at = Some(now);
+                    c.probe_until = None;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn closed_sends_and_a_success_costs_no_write() {
+        let c = Circuit::default();
+        assert_eq!(admit(&cfg(), &c, 0, Duration::from_secs(10)), Admit::Send);
+        assert_eq!(after(&cfg(), &c, Verdict::Up, 0), Change::None);
+        assert_eq!(after(&cfg(), &c, Verdict::Neutral, 0), Change::None);
+        assert_eq!(c.state(&cfg(), 0), CircuitState::Closed);
+    }
+
+    #[test]
+    fn opens_after_n_failures_holds_probes_once_and_closes_on_success() {
+        let cfg = cfg();
+        let lease = Duration::from_secs(10);
+        let mut c = Circuit::default();
+        for (i, now) in [1_000, 2_000].into_iter().enumerate() {
+            let change = after(&cfg, &c, Verdict::Down, now);
+            assert_eq!(
+                change,
+                Change::Fail {
+                    open: false,
+                    disable: false
+                },
+                "failure {}",
+                i + 1
+            );
+            apply(&mut c, change, now);
+        }
+        let change = after(&cfg, &c, Verdict::Down, 3_000);
+        assert_eq!(
+            change,
+            Change::Fail {
+                open: true,
+                disable: false
+            }
+        );
+        apply(&mut c, change, 3_000);
+        assert_eq!(
+            (c.failures, c.failing_since, c.opened_at),
+            (3, Some(1_000), Some(3_000))
+        );
+        assert_eq!(c.state(&cfg, 3_000), CircuitState::Open);
+        assert_eq!(admit(&cfg, &c, 4_000, lease), Admit::Hold { until: 33_000 });
+        assert_eq!(
+            admit(&cfg, &c, 32_999, lease),
+            Admit::Hold { until: 33_000 }
+        );
+        assert_eq!(c.state(&cfg, 33_000), CircuitState::HalfOpen);
+        assert_eq!(
+            admit(&cfg, &c, 33_000, lease),
+            Admit::Probe {
+                opened_at: 3_000,
+                until: 43_000
+            }
+        );
+        // Another worker meanwhile sees the probe's lease.
+        c.probe_until = Some(43_000);
+        assert_eq!(
+            admit(&cfg, &c, 35_000, lease),
+            Admit::Hold { until: 43_000 }
+        );
+        // A late result from before the circuit opened does not re-open it while cooling down.
+        c.probe_until = None;
+        let mut cooling = c;
+        cooling.opened_at = Some(34_000);
+        assert_eq!(
+            after(&cfg, &cooling, Verdict::Down, 35_000),
+            Change::Fail {
+                open: false,
+                disable: false
+            }
+        );
+        // The probe succeeds: closed, failures forgotten.
+        assert_eq!(after(&cfg, &c, Verdict::Up, 36_000), Change::Reset);
+        apply(&mut c, Change::Reset, 36_000);
+        assert_eq!(c, Circuit::default());
+    }
+
+    #[test]
+    fn a_failed_probe_reopens_and_long_failure_disables() {
+        let cfg = cfg();
+        let mut c = Circuit {
+            failures: 3,
+            failing_since: Some(0),
+            opened_at: Some(0),
+            probe_until: Some(40_000),
+        };
+        let change = after(&cfg, &c, Verdict::Down, 40_000);
+        assert_eq!(
+            change,
+            Change::Fail {
+                open: true,
+                disable: false
+            }
+        );
+        apply(&mut c, change, 40_000);
+        assert_eq!((c.opened_at, c.probe_until), (Some(40_000), None));
+        assert_eq!(
+            admit(&cfg, &c, 41_000, Duration::from_secs(1)),
+            Admit::Hold { until: 70_000 }
+        );
+        // An hour after the first failure, still failing: disable.
+        assert_eq!(
+            after(&cfg, &c, Verdict::Down, 3_600_000),
+            Change::Fail {
+                open: true,
+                disable: true
+            }
+        );
+        // Failing for long but the circuit never opened (sparse failures below the threshold):
+        // not disabled.
+        let sparse = Circuit {
+            failures: 1,
+            failing_since: Some(0),
+            opened_at: None,
+            probe_until: None,
+        };
+        assert_eq!(
+            after(&cfg, &sparse, Verdict::Down, 7_200_000),
+            Change::Fail {
+                open: false,
+                disable: false
+            }
+        );
+        // 429s and SSRF refusals change nothing.
+        assert_eq!(after(&cfg, &c, Verdict::Neutral, 3_600_000), Change::None);
+        assert_eq!(CircuitState::HalfOpen.as_str(), "half-open");
+    }
+}

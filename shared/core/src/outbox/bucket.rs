@@ -1,0 +1,347 @@
+//! The per-destination token bucket, kept as its GCRA equivalent (generic cell rate algorithm):
+//! ONE number per destination, the theoretical arrival time `tat` (µs), shared by every delivery
+//! worker through conditional writes on the destination's state item. Pure: the observed `tat`
+//! and the time come in, the write to attempt (or how long to wait) comes out.
+//!
+//! With rate `r` per second and burst `b`: the emission interval is `T = 1/r`, the tolerance
+//! `τ = (b − 1)·T`. A request at `now` conforms iff `tat ≤ now + τ`; it then moves `tat` to
+//! `max(tat, now) + T`. Two conditional writes express it without reading first:
+//! - [`Take::Reset`]: `tat` absent or `≤ now` (the bucket is full): `SET tat = now + T`;
+//! - [`Take::Advance`]: `now < tat ≤ now + τ`: `ADD tat T`.
+//!
+//! A write whose condition fails returns the stored `tat` (`ALL_OLD`), from which [`decide`]
+//! picks the next write or the wait. Both conditions are checked atomically by the store, so
+//! however many workers race, no more than `b + r·t` requests pass in any `t` seconds.
+
+use std::time::Duration;
+
+/// Requests per second and burst.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub per_sec: f64,
+    pub burst: u32,
+}
+
+impl Rate {
+    /// The emission interval `T` in µs (rounded up: never faster than the rate).
+    pub fn interval_us(&self) -> i64 {
+        let per_sec = if self.per_sec.is_finite() && self.per_sec > 0.0 {
+            self.per_sec
+        } else {
+            f64::MIN_POSITIVE
+        };
+        let us = (1_000_000.0 / per_sec).ceil();
+        if us >= i64::MAX as f64 {
+            i64::MAX / 4
+        } else {
+            us as i64
+        }
+    }
+
+    /// The tolerance `τ = (burst − 1)·T` in µs.
+    pub fn tolerance_us(&self) -> i64 {
+        self.interval_us()
+            .saturating_mul(i64::from(self.burst.max(1) - 1))
+    }
+}
+
+/// The conditional write to attempt, or the wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    /// Condition: `tat` absent or `tat ≤ now`; then `tat = new_tat`.
+    Reset { now: i64, new_tat: i64 },
+    /// Condition: `now < tat ≤ at_most`; then `tat += by`.
+    Advance { now: i64, at_most: i64, by: i64 },
+    /// Over the rate: a token frees up after this long.
+    Wait(Duration),
+}
+
+/// The write for a request at `now_us`, given the `tat` last seen (`None`: none stored or not
+/// known yet; the guess is then an idle bucket).
+pub fn decide(rate: Rate, observed: Option<i64>, now_us: i64) -> Take {
+    let t = rate.interval_us();
+    let tau = rate.tolerance_us();
+    match observed {
+        None => Take::Reset {
+            now: now_us,
+            new_tat: now_us.saturating_add(t),
+        },
+        Some(tat) if tat <= now_us => Take::Reset {
+            now: now_us,
+            new_tat: now_us.saturating_add(t),
+        },
+        Some(tat) if tat <= now_us.saturating_add(tau) => Take::Advance {
+            now: now_us,
+            at_most: now_us.saturating_add(tau),
+            by: t,
+        },
+        Some(tat) => {
+            let wait_us = tat.saturating_sub(tau).saturating_sub(now_us);
+            Take::Wait(Duration::from_micros(u64::try_from(wait_us).unwrap_or(0)))
+        }
+    }
+}
+
+/// Applies a write to a stored `tat` the way the store does (for tests and the in-memory model):
+/// the new `tat`, or `Err(observed)` when the condition fails.
+pub fn apply(stored: Option<i64>, take: Take) -> Result<i64, Option<i64>> {
+    match take {
+        Take::Reset { now, new_tat } if stored.is_none_or(|tat| tat <= now) => Ok(new_tat),
+        Take::Advance { now, at_most, by } => match stored {
+            Some(tat) if tat > now && tat <= at_most => Ok(tat.saturating_add(by)),
+            _ => Err(stored),
+        },
+        _ => Err(stored),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Takes a token at `now` through the decide/apply loop, as a worker does.
+    fn take(
+        rate: Rate,
+        tat: &mut Option<i64>,
+        guess: &mut Option<i64>,
+        now: i64,
+    ) -> Option<Duration> {
+        for _ in 0..4 {
+            match decide(rate, *guess, now) {
+                Take::Wait(w) => return Some(w),
+                write => match apply(*tat, write) {
+                    Ok(new) => {
+                        *tat = Some(new);
+                        *guess = Some(new);
+                        return None;
+                    }
+                    Err(seen) => *guess = seen,
+                },
+            }
+        }
+        panic!("no decision after 4 rounds")
+    }
+
+    #[test]
+    fn intervals() {
+        assert_eq!(
+            Rate {
+                per_sec: 5.0,
+                burst: 1
+            }
+            .interval_us(),
+            200_000
+        );
+        assert_eq!(
+            Rate {
+                per_sec: 3.0,
+                burst: 1
+            }
+            .interval_us(),
+            333_334,
+            "rounded up"
+        );
+        assert_eq!(
+            Rate {
+                per_sec: 5.0,
+                burst: 3
+            }
+            .tolerance_us(),
+            400_000
+        );
+        assert_eq!(
+            Rate {
+                per_sec: 5.0,
+                burst: 0
+            }
+            .tolerance_us(),
+            0,
+            "burst 0 counts as 1"
+        );
+        assert!(
+            Rate {
+                per_sec: 0.0,
+                burst: 1
+            }
+            .interval_us()
+                > 1_000_000_000
+        );
+        assert!(
+            Rate {
+                per_sec: f64::NAN,
+                burst: 1
+            }
+            .interval_us()
+                > 0
+        );
+    }
+
+    #[test]
+    fn decisions() {
+        let r = Rate {
+            per_sec: 5.0,
+            burst: 3,
+        };
+        assert_eq!(
+            decide(r, None, 1_000),
+            Take::Reset {
+                now: 1_000,
+                new_tat: 201_000
+            }
+        );
+        assert_eq!(
+            decide(r, Some(500), 1_000),
+            Take::Reset {
+                now: 1_000,
+                new_tat: 201_000
+            }
+        );
+        assert_eq!(
+            decide(r, Some(300_000), 1_000),
+            Take::Advance {
+                now: 1_000,
+                at_most: 401_000,
+                by: 200_000
+            }
+        );
+        assert_eq!(
+            decide(r, Some(401_000), 1_000),
+            Take::Advance {
+                now: 1_000,
+                at_most: 401_000,
+                by: 200_000
+            }
+        );
+        assert_eq!(
+            decide(r, Some(401_001), 1_000),
+            Take::Wait(Duration::from_micros(1))
+        );
+        assert_eq!(
+            decide(r, Some(601_000), 1_000),
+            Take::Wait(Duration::from_millis(200))
+        );
+    }
+
+    #[test]
+    fn conditions_hold_like_the_store() {
+        assert_eq!(
+            apply(
+                None,
+                Take::Reset {
+                    now: 5,
+                    new_tat: 10
+                }
+            ),
+            Ok(10)
+        );
+        assert_eq!(
+            apply(
+                Some(5),
+                Take::Reset {
+                    now: 5,
+                    new_tat: 10
+                }
+            ),
+            Ok(10)
+        );
+        assert_eq!(
+            apply(
+                Some(6),
+                Take::Reset {
+                    now: 5,
+                    new_tat: 10
+                }
+            ),
+            Err(Some(6))
+        );
+        assert_eq!(
+            apply(
+                None,
+                Take::Advance {
+                    now: 5,
+                    at_most: 9,
+                    by: 2
+                }
+            ),
+            Err(None)
+        );
+        assert_eq!(
+            apply(
+                Some(5),
+                Take::Advance {
+                    now: 5,
+                    at_most: 9,
+                    by: 2
+                }
+            ),
+            Err(Some(5))
+        );
+        assert_eq!(
+            apply(
+                Some(9),
+                Take::Advance {
+                    now: 5,
+                    at_most: 9,
+                    by: 2
+                }
+            ),
+            Ok(11)
+        );
+        assert_eq!(
+            apply(
+                Some(10),
+                Take::Advance {
+                    now: 5,
+                    at_most: 9,
+                    by: 2
+                }
+            ),
+            Err(Some(10))
+        );
+        assert_eq!(apply(Some(1), Take::Wait(Duration::ZERO)), Err(Some(1)));
+    }
+
+    #[test]
+    fn never_more_than_burst_plus_rate_times_time_with_racing_workers() {
+        // 10 workers with stale guesses hammer a 5/s bucket, burst 2, for 10 s of simulated time
+        // in 1 ms steps: at most 2 + 5·10 requests pass, and the bucket is kept busy.
+        let rate = Rate {
+            per_sec: 5.0,
+            burst: 2,
+        };
+        let mut tat = None;
+        let mut guesses = [None; 10];
+        let mut granted = Vec::new();
+        for now in (0..10_000_000i64).step_by(1_000) {
+            for g in &mut guesses {
+                if take(rate, &mut tat, g, now).is_none() {
+                    granted.push(now);
+                }
+            }
+        }
+        assert!(granted.len() <= 52, "{}", granted.len());
+        assert!(granted.len() >= 50, "{}", granted.len());
+        // Any window of 1 s holds at most burst + rate requests.
+        for (i, start) in granted.iter().enumerate() {
+            let n = granted[i..]
+                .iter()
+                .take_while(|t| **t < start + 1_000_000)
+                .count();
+            assert!(n <= 2 + 5, "{n} in the second from {start}");
+        }
+    }
+
+    #[test]
+    fn a_waiting_request_passes_exactly_when_told() {
+        let rate = Rate {
+            per_sec: 2.0,
+            burst: 1,
+        };
+        let (mut tat, mut guess) = (None, None);
+        assert_eq!(take(rate, &mut tat, &mut guess, 0), None);
+        let wait = take(rate, &mut tat, &mut guess, 100_000).expect("over the rate");
+        assert_eq!(wait, Duration::from_millis(400));
+        assert!(take(rate, &mut tat, &mut guess, 499_999).is_some());
+        assert_eq!(take(rate, &mut tat, &mut guess, 500_000), None);
+    }
+}

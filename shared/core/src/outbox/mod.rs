@@ -1,0 +1,41 @@
+//! The transactional outbox: every event that becomes terminal (`processed`, `ignored`) is
+//! delivered to the HTTP destinations subscribed to it, signed (Standard Webhooks), rate-limited,
+//! retried, each delivery visible with its attempt journal.
+//!
+//! - [`destination`], [`pattern`], [`admin`]: destinations (data in the table), the events they
+//!   want, and their journaled management.
+//! - [`fanout`]: the processor's hook: one delivery item per matching active destination in the
+//!   SAME transaction as the terminal transition (or one fan-out item when they do not fit).
+//! - [`delivery`], [`schema`], [`store`]: delivery items, the table layout, the storage capability.
+//! - Pure policies, each with an injectable time and random draw: [`schedule`] (retry schedule,
+//!   jitter, `Retry-After`), [`bucket`] (the shared token bucket), [`breaker`] (the circuit
+//!   breaker), [`policy`] (what an attempt's result means).
+//! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `sweep` (the scheduled sweep,
+//!   fan-out expansion), [`batch`] (stream and queue batches), [`queue`], [`sign`], [`transport`]
+//!   (the capability the deliver function's SSRF-guarded HTTP client implements), [`cache`].
+//!
+//! The contract a receiver relies on is in the README ("Outbound delivery").
+
+pub mod admin;
+pub mod batch;
+pub mod breaker;
+pub mod bucket;
+pub mod cache;
+pub mod delivery;
+pub mod destination;
+pub mod fanout;
+pub mod ops;
+pub mod pattern;
+pub mod policy;
+pub mod queue;
+mod record;
+pub mod schedule;
+pub mod schema;
+pub mod sign;
+pub mod store;
+mod sweep;
+mod throttle;
+pub mod transport;
+pub mod worker;
+
+pub use sweep::{work_of, SweepReport};

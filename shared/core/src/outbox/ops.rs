@@ -1,0 +1,135 @@
+//! Operator actions on deliveries, shared by `inboxctl` and the tests: retry a delivery (a new
+//! round of the schedule, same `webhook-id`), and replay an event to one destination or all.
+
+use super::admin;
+use super::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery};
+use super::destination::DestinationState;
+use super::queue::{OutboxQueues, Work};
+use super::store::OutboxStore;
+use crate::domain::MessageKey;
+use crate::process::InfraError;
+use crate::store::{Applied, ItemStore, MessageStore};
+use serde::Serialize;
+
+/// What a retry did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryOutcome {
+    /// Back to `pending`, a new round of attempts; re-driven if a queue was given.
+    Retried,
+    /// Created (a replay to a destination that had no delivery of the event).
+    Created,
+    Missing,
+    /// Being delivered right now, or (without `force`) not failed.
+    NotRetryable(DeliveryStatus),
+    /// It changed meanwhile; try again.
+    Conflict,
+}
+
+/// Puts a delivery back to `pending` (attempts of the new round at 0, the journal kept, a note
+/// naming the operator) and re-drives it through `queue` when given (else the sweep finds it
+/// within a minute). Without `force`, only failed deliveries.
+pub async fn retry<S: OutboxStore, Q: OutboxQueues>(
+    store: &S,
+    queue: Option<&Q>,
+    r: &DeliveryRef,
+    operator: &str,
+    force: bool,
+    now: i64,
+) -> Result<RetryOutcome, InfraError> {
+    let Some(d) = store.delivery(r).await? else {
+        return Ok(RetryOutcome::Missing);
+    };
+    let allowed = match d.status {
+        DeliveryStatus::Failed => true,
+        DeliveryStatus::Delivering => d.lease_until.is_some_and(|l| l <= now) && force,
+        _ => force,
+    };
+    if !allowed {
+        return Ok(RetryOutcome::NotRetryable(d.status));
+    }
+    let mut x = d.clone();
+    x.note(
+        now,
+        format!(
+            "retried by {operator} (was {}, {} attempts)",
+            d.status.as_str(),
+            d.attempts
+        ),
+    );
+    x.status = DeliveryStatus::Pending;
+    x.attempts = 0;
+    x.next_attempt_at = Some(now);
+    x.lease_until = None;
+    x.expires_at = None;
+    if store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
+        return Ok(RetryOutcome::Conflict);
+    }
+    if let Some(q) = queue {
+        q.redrive(&[Work::Delivery(r.clone())]).await?;
+    }
+    Ok(RetryOutcome::Retried)
+}
+
+/// Delivers `key` again: to `only` if given, else to every destination that has a delivery of it
+/// and every active destination that wants it now (created for those without one). Existing
+/// deliveries keep their `webhook-id`.
+pub async fn replay<S: OutboxStore + ItemStore + MessageStore, Q: OutboxQueues>(
+    store: &S,
+    queue: Option<&Q>,
+    key: &MessageKey,
+    only: Option<&str>,
+    operator: &str,
+    now: i64,
+) -> Result<Vec<(String, RetryOutcome)>, InfraError> {
+    let Some(message) = store.get(key).await? else {
+        return Ok(Vec::new());
+    };
+    let destinations = admin::list(store).await.map_err(|e| match e {
+        admin::AdminError::Store(s) => InfraError::Store(s),
+        other => InfraError::Store(crate::store::StoreError::Rejected(other.to_string().into())),
+    })?;
+    let event_type = message.event_type.as_ref().map(|t| t.as_str());
+    let mut targets: Vec<String> = destinations
+        .iter()
+        .filter(|d| only.is_none_or(|o| o == d.id))
+        .filter(|d| {
+            only.is_some()
+                || (d.state == DestinationState::Active && d.wants(key.source.as_str(), event_type))
+        })
+        .map(|d| d.id.clone())
+        .collect();
+    if only.is_none() {
+        for d in store.all_deliveries().await? {
+            if d.key() == *key && !targets.contains(&d.destination) {
+                targets.push(d.destination);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for id in targets {
+        let r = DeliveryRef {
+            destination: id.clone(),
+            source: key.source.clone(),
+            event_id: key.event_id.clone(),
+        };
+        let outcome = match store.delivery(&r).await? {
+            Some(_) => retry(store, queue, &r, operator, true, now).await?,
+            None => {
+                let mut d = OutboundDelivery::new(&id, key, message.event_type.clone(), now);
+                d.note(now, format!("replayed by {operator}"));
+                match store.save_delivery(&d, None).await? {
+                    Applied::Done => {
+                        if let Some(q) = queue {
+                            q.redrive(&[Work::Delivery(r.clone())]).await?;
+                        }
+                        RetryOutcome::Created
+                    }
+                    _ => RetryOutcome::Conflict,
+                }
+            }
+        };
+        out.push((id, outcome));
+    }
+    Ok(out)
+}

@@ -1,0 +1,255 @@
+//! Recording what happened to a delivery (the worker's steps 7 and the no-attempt exits): the
+//! attempt's result with its consequences (circuit, disabling the destination, the retry or the
+//! failure notice), a deferral without an attempt, a failure without an attempt.
+
+use super::admin;
+use super::breaker::{self, Change};
+use super::cache::Loaded;
+use super::delivery::{
+    AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery, BODY_HEAD_BYTES,
+};
+use super::destination::{DestinationError, DestinationState};
+use super::policy::{self, AttemptResult};
+use super::queue::{DeliveryNotice, OutboxQueues, Work};
+use super::store::{OutboxStore, WorkerState};
+use super::transport::Transport;
+use super::worker::{ms, Deliverer, DeliveryOutcome, MAX_QUEUE_DELAY_MS, NAMESPACE};
+use crate::clock::Clock;
+use crate::metrics::Metric;
+use crate::process::InfraError;
+use crate::store::{Applied, ItemStore, ItemWriter, MessageStore};
+use std::time::Duration;
+
+impl<S, T, Q, C> Deliverer<S, T, Q, C>
+where
+    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
+    T: Transport,
+    Q: OutboxQueues,
+    C: Clock,
+{
+    /// Records an attempt's result on the claimed delivery and acts on it.
+    pub(super) async fn record(
+        &self,
+        mut d: OutboundDelivery,
+        loaded: &Loaded,
+        state: WorkerState,
+        result: AttemptResult,
+        duration_ms: u64,
+        started_at: i64,
+    ) -> Result<DeliveryOutcome, InfraError> {
+        let dest = &loaded.destination;
+        let now = self.clock.now_millis();
+        let decision = policy::decide(&dest.schedule, d.attempts, &result, now, (self.jitter)());
+        let (status, body) = match &result {
+            AttemptResult::Answered { status, body, .. } => {
+                let head = &body[..body.len().min(BODY_HEAD_BYTES)];
+                (Some(*status), String::from_utf8_lossy(head).into_owned())
+            }
+            _ => (None, String::new()),
+        };
+        let outcome = match (decision.status, decision.retry_in) {
+            (DeliveryStatus::Retrying, Some(delay)) => {
+                format!("retry in {}", super::schedule::format_duration(delay))
+            }
+            (s, _) => s.as_str().to_owned(),
+        };
+        d.journal_attempt(AttemptRecord {
+            at: started_at,
+            attempt: d.attempts,
+            status,
+            duration_ms,
+            error: decision.error.clone(),
+            body,
+            outcome,
+        });
+        let claimed_version = d.version;
+        d.status = decision.status;
+        d.lease_until = None;
+        d.last_status = status;
+        d.last_error = decision.error.clone();
+        d.next_attempt_at = decision.retry_in.map(|r| now + ms(r));
+        if decision.status == DeliveryStatus::Delivered {
+            d.delivered_at = Some(now);
+            d.expires_at = Some(
+                now.div_euclid(1000)
+                    + i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX / 4),
+            );
+        }
+        let recorded = self.store.save_delivery(&d, Some(claimed_version)).await? == Applied::Done;
+        if !recorded {
+            tracing::warn!(delivery = %d.reference(), "the attempt's result was not recorded: the delivery changed meanwhile (its lease lapsed?)");
+        }
+        let change = breaker::after(&self.config.breaker, &state.circuit, decision.breaker, now);
+        let after = self.store.change_circuit(&dest.id, change, now).await?;
+        if let (Change::Fail { open: false, .. }, Some(c)) = (change, after) {
+            // Workers that failed at once each counted on the state they read: the one whose
+            // count reached the threshold opens the circuit (once: the write is conditional).
+            if c.opened_at.is_none()
+                && c.failures >= self.config.breaker.failures.max(1)
+                && self.store.open_circuit(&dest.id, now).await?
+            {
+                tracing::warn!(destination = %dest.id, failures = c.failures, "circuit opened");
+            }
+        }
+        let disable = match (change, after) {
+            (Change::Fail { disable: true, .. }, _) => true,
+            (Change::Fail { .. }, Some(c)) => {
+                c.opened_at.is_some()
+                    && now.saturating_sub(c.failing_since.unwrap_or(now))
+                        >= ms(self.config.breaker.disable_after)
+            }
+            _ => false,
+        };
+        if disable {
+            let since = after
+                .and_then(|c| c.failing_since)
+                .or(state.circuit.failing_since)
+                .unwrap_or(now);
+            let why = format!(
+                "failing for {} s without a success (circuit breaker)",
+                (now - since) / 1000
+            );
+            self.disable(&dest.id, &why, now).await;
+        }
+        if let Some(why) = &decision.disable {
+            self.disable(&dest.id, why, now).await;
+        }
+        if !recorded {
+            return Ok(DeliveryOutcome::Skipped("skipped_conflict"));
+        }
+        match decision.status {
+            DeliveryStatus::Delivered => {
+                self.metrics
+                    .emit(now, &[Metric::count(NAMESPACE, "DeliveriesDelivered", 1)]);
+                Ok(DeliveryOutcome::Delivered)
+            }
+            DeliveryStatus::Retrying => {
+                let delay = decision.retry_in.unwrap_or_default();
+                self.schedule(&d.reference(), delay).await;
+                Ok(DeliveryOutcome::Retrying {
+                    attempt: d.attempts,
+                    delay,
+                })
+            }
+            _ => {
+                self.announce_failure(&d, now).await?;
+                Ok(DeliveryOutcome::Failed {
+                    attempts: d.attempts,
+                })
+            }
+        }
+    }
+
+    /// Puts a delivery off until `until` without counting an attempt.
+    pub(super) async fn defer(
+        &self,
+        d: OutboundDelivery,
+        until: i64,
+        why: &'static str,
+        now: i64,
+    ) -> Result<DeliveryOutcome, InfraError> {
+        let mut x = d.clone();
+        if x.status == DeliveryStatus::Delivering {
+            x.status = if x.attempts == 0 {
+                DeliveryStatus::Pending
+            } else {
+                DeliveryStatus::Retrying
+            };
+        }
+        x.lease_until = None;
+        x.next_attempt_at = Some(until);
+        if x.notes.last().is_none_or(|n| !n.note.starts_with(why)) {
+            x.note(now, format!("{why}: deferred"));
+        }
+        if self.store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
+            return Ok(DeliveryOutcome::Skipped("skipped_conflict"));
+        }
+        self.schedule(
+            &x.reference(),
+            Duration::from_millis(u64::try_from(until - now).unwrap_or(0)),
+        )
+        .await;
+        Ok(DeliveryOutcome::Deferred { until, why })
+    }
+
+    /// Fails a delivery that cannot be sent at all (no attempt).
+    pub(super) async fn fail_unsent(
+        &self,
+        d: OutboundDelivery,
+        why: String,
+        now: i64,
+    ) -> Result<DeliveryOutcome, InfraError> {
+        let mut x = d.clone();
+        x.status = DeliveryStatus::Failed;
+        x.lease_until = None;
+        x.next_attempt_at = None;
+        x.last_error = Some(why.clone());
+        x.note(now, format!("failed without an attempt: {why}"));
+        if self.store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
+            return Ok(DeliveryOutcome::Skipped("skipped_conflict"));
+        }
+        self.announce_failure(&x, now).await?;
+        Ok(DeliveryOutcome::Failed {
+            attempts: x.attempts,
+        })
+    }
+
+    async fn announce_failure(&self, d: &OutboundDelivery, now: i64) -> Result<(), InfraError> {
+        let notice = DeliveryNotice {
+            destination: d.destination.clone(),
+            source: d.source.clone(),
+            event_id: d.event_id.clone(),
+            event_type: d.event_type.clone(),
+            webhook_id: d.webhook_id.clone(),
+            attempts: d.attempts,
+            last_error: d.last_error.clone().unwrap_or_default(),
+            failed_at: now,
+        };
+        self.queues.failed(&notice).await?;
+        let metric = Metric::count(NAMESPACE, "DeliveriesFailed", 1)
+            .with_property("Destination", d.destination.clone());
+        self.metrics.emit(now, &[metric]);
+        Ok(())
+    }
+
+    /// Schedules work through the queue when the delay fits SQS (else the sweep finds it).
+    pub(super) async fn schedule(&self, r: &DeliveryRef, delay: Duration) {
+        if ms(delay) > MAX_QUEUE_DELAY_MS {
+            return;
+        }
+        if let Err(e) = self
+            .queues
+            .schedule(&Work::Delivery(r.clone()), delay)
+            .await
+        {
+            // Durable in the open index: the sweep re-drives it.
+            tracing::warn!(delivery = %r, error = %e, "retry not queued; the sweep will find it");
+        }
+    }
+
+    /// Disables a destination (journaled), emitting the operational metric and log line.
+    async fn disable(&self, id: &str, why: &str, now: i64) {
+        let result = admin::update(&self.store, id, &self.actor, "disabled", now, |d| {
+            if d.state == DestinationState::Disabled {
+                return Err(DestinationError::Invalid("already disabled".into()));
+            }
+            d.state = DestinationState::Disabled;
+            d.reason = Some(why.to_owned());
+            Ok(why.to_owned())
+        })
+        .await;
+        match result {
+            Ok(_) => {
+                self.destinations.invalidate();
+                let metric = Metric::count(NAMESPACE, "DestinationDisabled", 1)
+                    .with_property("Destination", id)
+                    .with_note(format!("destination {id} disabled: {why}"));
+                self.metrics.emit(now, &[metric]);
+            }
+            Err(admin::AdminError::Destination(_)) => {}
+            Err(e) => {
+                tracing::error!(destination = id, error = %e, "could not disable the destination")
+            }
+        }
+    }
+}

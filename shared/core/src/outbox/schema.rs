@@ -1,0 +1,146 @@
+//! The outbox's table layout: key formats and attribute names, beside the inbox's
+//! ([`crate::store::schema`]) in the same table.
+//!
+//! | item | `pk` | `sk` | notes |
+//! |---|---|---|---|
+//! | destination | `DESTINATIONS` | `DEST#{id}` | its configuration; all of them are one `Query` |
+//! | destination journal | `DEST#{id}` | `LOG#{ms, 13 digits}#{uuid}` | every change, who made it |
+//! | destination state | `DEST#{id}` | `STATE` | token bucket (`tat_us`) and circuit breaker, written by the workers |
+//! | delivery | `OUT#{destination}#{source}#{event id}` | `OUT` | one per (destination, event): status, attempts, journal; in the stream filter |
+//! | fan-out | `FAN#{source}#{event id}` | `FAN` | the destinations of an event that did not fit its transaction; expanded by the deliver function |
+//!
+//! Deliveries and fan-outs that still have work to do carry `open_shard` (`OUTBOX#0`..`OUTBOX#15`)
+//! and `open_due` (ms): the same sparse `open-index` as the inbox's open messages, in shards of
+//! their own (the reaper only reads `OPEN#…`), so the deliver function's sweep finds what is due
+//! without scanning. Outbox items never lose an attribute (a repeated `Ensure` must find every
+//! attribute it would set already there, see [`crate::store::Effect::Ensure`]): finished ones
+//! move to the shard [`DONE_SHARD`], which nothing queries, and leave the table by TTL.
+
+use crate::domain::MessageKey;
+use sha2::{Digest, Sha256};
+
+/// The partition of every destination's configuration.
+pub const DESTINATIONS_PK: &str = "DESTINATIONS";
+/// The sort-key prefix of a destination's configuration.
+pub const DESTINATION_PREFIX: &str = "DEST#";
+/// The sort key of a destination's shared worker state (token bucket, circuit).
+pub const STATE_SK: &str = "STATE";
+/// The sort-key prefix of a destination's journal.
+pub const LOG_PREFIX: &str = "LOG#";
+/// The sort key of a delivery item.
+pub const DELIVERY_SK: &str = "OUT";
+/// The sort key of a fan-out item.
+pub const FANOUT_SK: &str = "FAN";
+/// The open-index partition of finished outbox items: they never lose an attribute (so that an
+/// `Ensure` repeated on them is a no-op, see [`crate::store::Effect::Ensure`]); the sweep never
+/// reads this partition.
+pub const DONE_SHARD: &str = "OUTBOX#DONE";
+/// How many open-index shards the outbox spreads over.
+pub const OUTBOX_SHARDS: u8 = 16;
+
+/// `kind` values.
+pub const KIND_DESTINATION: &str = "destination";
+pub const KIND_DESTINATION_LOG: &str = "destination_log";
+pub const KIND_DESTINATION_STATE: &str = "destination_state";
+pub const KIND_OUTBOUND: &str = "outbound";
+pub const KIND_FANOUT: &str = "fanout";
+
+// Attributes of the state item.
+pub const TAT_US: &str = "tat_us";
+pub const FAILURES: &str = "failures";
+pub const FAILING_SINCE: &str = "failing_since";
+pub const OPENED_AT: &str = "opened_at";
+pub const PROBE_UNTIL: &str = "probe_until";
+// Attributes of delivery items beyond the inbox's names.
+pub const DESTINATION: &str = "destination";
+pub const WEBHOOK_ID: &str = "webhook_id";
+pub const CREATED_AT: &str = "created_at";
+pub const DESTINATIONS_ATTR: &str = "destinations";
+
+/// The sort key of a destination's configuration.
+pub fn destination_sk(id: &str) -> String {
+    format!("{DESTINATION_PREFIX}{id}")
+}
+
+/// The partition of a destination's journal and state.
+pub fn destination_pk(id: &str) -> String {
+    format!("{DESTINATION_PREFIX}{id}")
+}
+
+/// The sort key of a journal entry.
+pub fn log_sk(at_ms: i64, unique: &uuid::Uuid) -> String {
+    format!("{LOG_PREFIX}{:013}#{}", at_ms.max(0), unique.as_simple())
+}
+
+/// The partition key of the delivery of `key` to `destination`: the dedupe key of the outbox.
+pub fn delivery_pk(destination: &str, key: &MessageKey) -> String {
+    format!("OUT#{destination}#{}#{}", key.source, key.event_id)
+}
+
+/// The partition key of an event's fan-out item.
+pub fn fanout_pk(key: &MessageKey) -> String {
+    format!("FAN#{}#{}", key.source, key.event_id)
+}
+
+/// The open-index shard of a delivery or fan-out item (by its partition key): stable for its life.
+pub fn outbox_shard(pk: &str) -> String {
+    let h = Sha256::digest(pk.as_bytes());
+    format!("OUTBOX#{}", h[0] % OUTBOX_SHARDS)
+}
+
+/// Every outbox open-index shard.
+pub fn outbox_shards() -> impl Iterator<Item = String> {
+    (0..OUTBOX_SHARDS).map(|i| format!("OUTBOX#{i}"))
+}
+
+/// The `webhook-id` of the delivery of `key` to `destination`: the same for every attempt, retry
+/// and replay of that pair, different for every other pair (the receiver's idempotency key).
+pub fn webhook_id(destination: &str, key: &MessageKey) -> String {
+    let h = Sha256::new()
+        .chain_update(destination.as_bytes())
+        .chain_update(b"\n")
+        .chain_update(key.source.as_str().as_bytes())
+        .chain_update(b"\n")
+        .chain_update(key.event_id.as_str().as_bytes())
+        .finalize();
+    format!("msg_{}", &hex::encode(h)[..32])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{EventId, SourceName};
+
+    fn key(source: &str, id: &str) -> MessageKey {
+        MessageKey::new(
+            SourceName::parse(source).unwrap(),
+            EventId::parse(id).unwrap(),
+        )
+    }
+
+    #[test]
+    fn keys_and_ids_are_stable_and_distinct() {
+        let k = key("stripe", "evt_1");
+        assert_eq!(delivery_pk("crm", &k), "OUT#crm#stripe#evt_1");
+        assert_eq!(fanout_pk(&k), "FAN#stripe#evt_1");
+        assert_eq!(destination_sk("crm"), "DEST#crm");
+        assert_eq!(webhook_id("crm", &k), webhook_id("crm", &k));
+        assert!(webhook_id("crm", &k).starts_with("msg_"));
+        assert_eq!(webhook_id("crm", &k).len(), 36);
+        assert_ne!(webhook_id("crm", &k), webhook_id("analytics", &k));
+        assert_ne!(
+            webhook_id("crm", &k),
+            webhook_id("crm", &key("stripe", "evt_2"))
+        );
+        assert_ne!(
+            webhook_id("crm", &k),
+            webhook_id("crm", &key("mailer", "evt_1"))
+        );
+        assert!(log_sk(5, &uuid::Uuid::nil()).starts_with("LOG#0000000000005#"));
+        let shards: std::collections::HashSet<_> = (0..300)
+            .map(|i| outbox_shard(&format!("OUT#d#s#{i}")))
+            .collect();
+        assert_eq!(shards.len(), usize::from(OUTBOX_SHARDS));
+        assert!(outbox_shards().all(|s| shards.contains(&s)));
+    }
+}

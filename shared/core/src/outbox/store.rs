@@ -1,0 +1,133 @@
+//! The outbox's storage capability ([`OutboxStore`]): delivery items (read, conditional write,
+//! create-if-absent), fan-out items, the open index's outbox shards, and each destination's shared
+//! worker state (token bucket and circuit). Destinations themselves are plain items
+//! ([`crate::store::ItemStore`] / [`crate::store::ItemWriter`], see [`super::admin`]).
+//!
+//! Implemented on DynamoDB in `store/dynamo/outbox.rs`.
+
+use super::breaker::{Change, Circuit};
+use super::bucket::Take;
+use super::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
+use crate::domain::MessageKey;
+use crate::store::{Applied, StoreError};
+use std::future::Future;
+
+/// An item the open index says is due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueItem {
+    pub pk: String,
+    pub sk: String,
+    pub due: i64,
+    /// `source` and `event_id` (and `destination` for a delivery) as projected.
+    pub source: String,
+    pub event_id: String,
+}
+
+/// A destination's shared worker state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerState {
+    /// The token bucket's theoretical arrival time, µs.
+    pub tat_us: Option<i64>,
+    pub circuit: Circuit,
+}
+
+/// The answer to a token request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenAnswer {
+    /// Taken; the state after the write (the circuit comes along for free).
+    Granted(WorkerState),
+    /// The condition failed; the `tat` stored (`None`: none).
+    Refused(Option<i64>),
+}
+
+/// Storage of deliveries and destination state.
+pub trait OutboxStore: Send + Sync {
+    /// One delivery (strongly consistent).
+    fn delivery(
+        &self,
+        r: &DeliveryRef,
+    ) -> impl Future<Output = Result<Option<OutboundDelivery>, StoreError>> + Send;
+
+    /// Writes `d` if the stored delivery is still at `expected_version` (`None`: there is none),
+    /// with `version` set to `expected_version + 1` (0 for a new one). A failed condition is
+    /// [`Applied::MessageConflict`].
+    fn save_delivery(
+        &self,
+        d: &OutboundDelivery,
+        expected_version: Option<u64>,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// Creates `d` unless a delivery of that (destination, event) exists (then nothing changes).
+    fn ensure_delivery(
+        &self,
+        d: &OutboundDelivery,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// An event's fan-out item.
+    fn fanout(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<Option<FanoutItem>, StoreError>> + Send;
+
+    /// Marks a fan-out item expanded (it leaves the open index and expires at `expires_at`, s).
+    fn close_fanout(
+        &self,
+        f: &FanoutItem,
+        at: i64,
+        expires_at: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Items of one outbox shard of the open index due at or before `now`, oldest first.
+    fn due_work_items(
+        &self,
+        shard: &str,
+        now: i64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DueItem>, StoreError>> + Send;
+
+    /// Every delivery item (a scan: for operators).
+    fn all_deliveries(
+        &self,
+    ) -> impl Future<Output = Result<Vec<OutboundDelivery>, StoreError>> + Send;
+
+    /// A destination's worker state (absent: the default).
+    fn worker_state(
+        &self,
+        destination: &str,
+    ) -> impl Future<Output = Result<WorkerState, StoreError>> + Send;
+
+    /// Attempts a token write ([`Take::Reset`] or [`Take::Advance`]; a [`Take::Wait`] is refused
+    /// without a request).
+    fn take_token(
+        &self,
+        destination: &str,
+        take: Take,
+    ) -> impl Future<Output = Result<TokenAnswer, StoreError>> + Send;
+
+    /// Applies a circuit change at `now` (unconditional: counts commute); the circuit after it
+    /// (`None` for [`Change::None`], which writes nothing).
+    fn change_circuit(
+        &self,
+        destination: &str,
+        change: Change,
+        now: i64,
+    ) -> impl Future<Output = Result<Option<Circuit>, StoreError>> + Send;
+
+    /// Opens a closed circuit at `now` (conditional on it being closed: of workers that counted
+    /// the threshold's failure at once, one opens it).
+    fn open_circuit(
+        &self,
+        destination: &str,
+        now: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Takes the half-open circuit's probe lease until `until`, if the circuit is still the one
+    /// opened at `opened_at` and nobody holds the lease at `now`.
+    fn claim_probe(
+        &self,
+        destination: &str,
+        opened_at: i64,
+        until: i64,
+        now: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}

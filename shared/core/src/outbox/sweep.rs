@@ -1,0 +1,204 @@
+//! What the deliver function does besides sending: the sweep (every minute: re-drive the due
+//! deliveries and fan-outs the open index knows, emit the outbox's gauges), the expansion of a
+//! fan-out item, and delivering what is due directly (the local stack and the tests).
+
+use super::delivery::{DeliveryRef, OutboundDelivery};
+use super::destination::DestinationState;
+use super::queue::{OutboxQueues, Work};
+use super::schema::{outbox_shards, DELIVERY_SK, FANOUT_SK};
+use super::store::{DueItem, OutboxStore};
+use super::transport::Transport;
+use super::worker::{Deliverer, DeliveryOutcome, NAMESPACE};
+use crate::clock::Clock;
+use crate::domain::{EventId, MessageKey, SourceName};
+use crate::metrics::Metric;
+use crate::process::InfraError;
+use crate::store::{ItemStore, ItemWriter, MessageStore};
+use serde::Serialize;
+
+/// What a sweep found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SweepReport {
+    /// Due deliveries and fan-outs found.
+    pub due: usize,
+    /// Re-driven through the delivery queue.
+    pub redriven: usize,
+    /// How late the most overdue one is, s (0 when none).
+    pub oldest_due_secs: i64,
+    /// Destinations disabled right now.
+    pub disabled_destinations: usize,
+}
+
+/// The work an open-index item stands for (parsed from its key: the index projects no
+/// destination).
+pub fn work_of(item: &DueItem) -> Option<Work> {
+    match item.sk.as_str() {
+        DELIVERY_SK => {
+            let mut parts = item.pk.splitn(4, '#');
+            let (Some("OUT"), Some(destination), Some(source), Some(event_id)) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
+                return None;
+            };
+            Some(Work::Delivery(DeliveryRef {
+                destination: destination.to_owned(),
+                source: SourceName::parse(source).ok()?,
+                event_id: EventId::parse(event_id).ok()?,
+            }))
+        }
+        FANOUT_SK => Some(Work::Fanout {
+            source: SourceName::parse(&item.source).ok()?,
+            event_id: EventId::parse(&item.event_id).ok()?,
+        }),
+        _ => None,
+    }
+}
+
+impl<S, T, Q, C> Deliverer<S, T, Q, C>
+where
+    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
+    T: Transport,
+    Q: OutboxQueues,
+    C: Clock,
+{
+    /// Everything due now, at most `limit` (oldest first within each shard).
+    pub async fn due_work(&self, limit: usize) -> Result<(Vec<Work>, i64), InfraError> {
+        let now = self.clock.now_millis();
+        let mut work = Vec::new();
+        let mut oldest = now;
+        for shard in outbox_shards() {
+            if work.len() >= limit {
+                break;
+            }
+            for item in self
+                .store
+                .due_work_items(&shard, now, limit - work.len())
+                .await?
+            {
+                oldest = oldest.min(item.due);
+                match work_of(&item) {
+                    Some(w) => work.push(w),
+                    None => {
+                        tracing::warn!(pk = %item.pk, "an open-index item of the outbox is unreadable; skipped")
+                    }
+                }
+            }
+        }
+        Ok((work, (now - oldest).div_euclid(1000)))
+    }
+
+    /// The scheduled sweep: re-drives what is due through the delivery queue and emits the
+    /// gauges the alarms watch (`OldestDueDeliverySeconds`, `DisabledDestinations`).
+    pub async fn sweep(&self, limit: usize) -> Result<SweepReport, InfraError> {
+        let (work, oldest_due_secs) = self.due_work(limit).await?;
+        let redriven = if work.is_empty() {
+            0
+        } else {
+            self.queues.redrive(&work).await?
+        };
+        let now = self.clock.now_millis();
+        let snapshot = self.destinations.snapshot(now).await?;
+        let disabled = snapshot
+            .destinations
+            .iter()
+            .filter(|l| l.destination.state == DestinationState::Disabled)
+            .count();
+        self.metrics.emit(
+            now,
+            &[
+                Metric::count(NAMESPACE, "OldestDueDeliverySeconds", oldest_due_secs),
+                Metric::count(
+                    NAMESPACE,
+                    "DisabledDestinations",
+                    i64::try_from(disabled).unwrap_or(i64::MAX),
+                ),
+            ],
+        );
+        Ok(SweepReport {
+            due: work.len(),
+            redriven,
+            oldest_due_secs,
+            disabled_destinations: disabled,
+        })
+    }
+
+    /// Does one piece of work.
+    pub async fn work(&self, w: &Work) -> Result<DeliveryOutcome, InfraError> {
+        match w {
+            Work::Delivery(r) => self.deliver(r).await,
+            Work::Fanout { source, event_id } => {
+                self.expand(&MessageKey::new(source.clone(), event_id.clone()))
+                    .await
+            }
+        }
+    }
+
+    /// Delivers (and expands) everything due now, `concurrency` at a time, in this process:
+    /// what the sweep re-drives, without the queue. For the local stack and tests.
+    pub async fn deliver_due(&self, limit: usize) -> Result<Vec<DeliveryOutcome>, InfraError> {
+        use futures_util::StreamExt;
+        let (work, _) = self.due_work(limit).await?;
+        futures_util::stream::iter(work.iter().map(|w| self.work(w)))
+            .buffer_unordered(self.config.concurrency.max(1))
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// Expands an event's fan-out item into its deliveries (each created only if absent, so an
+    /// expansion repeated after a crash adds nothing), then closes it.
+    pub async fn expand(&self, key: &MessageKey) -> Result<DeliveryOutcome, InfraError> {
+        let Some(f) = self.store.fanout(key).await? else {
+            return Ok(DeliveryOutcome::Missing);
+        };
+        if f.expanded_at.is_some() {
+            return Ok(DeliveryOutcome::Skipped("skipped_terminal"));
+        }
+        for id in &f.destinations {
+            let d = OutboundDelivery::new(id, key, f.event_type.clone(), f.created_at);
+            self.store.ensure_delivery(&d).await?;
+        }
+        let now = self.clock.now_millis();
+        let expires = now.div_euclid(1000)
+            + i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX / 4);
+        self.store.close_fanout(&f, now, expires).await?;
+        tracing::info!(source = %key.source, event_id = %key.event_id, deliveries = f.destinations.len(), "fan-out expanded");
+        Ok(DeliveryOutcome::Expanded(f.destinations.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn due(pk: &str, sk: &str) -> DueItem {
+        DueItem {
+            pk: pk.into(),
+            sk: sk.into(),
+            due: 0,
+            source: "stripe".into(),
+            event_id: "evt_1".into(),
+        }
+    }
+
+    #[test]
+    fn open_index_items_name_their_work() {
+        let w = work_of(&due("OUT#crm#stripe#evt#with#hashes", "OUT")).unwrap();
+        assert_eq!(
+            w,
+            Work::Delivery(DeliveryRef {
+                destination: "crm".into(),
+                source: SourceName::parse("stripe").unwrap(),
+                event_id: EventId::parse("evt#with#hashes").unwrap(),
+            })
+        );
+        assert!(matches!(
+            work_of(&due("FAN#stripe#evt_1", "FAN")),
+            Some(Work::Fanout { .. })
+        ));
+        assert_eq!(work_of(&due("OUT#crm", "OUT")), None);
+        assert_eq!(work_of(&due("MSG#a#b", "MSG")), None);
+        assert_eq!(work_of(&due("OUT#crm#Bad Source#e", "OUT")), None);
+    }
+}

@@ -1,0 +1,382 @@
+//! The outbox's storage on DynamoDB ([`OutboxStore`]): delivery items as whole-item conditional
+//! `PutItem`s (conditioned on `version`), `Ensure`d creations, the outbox shards of the open index,
+//! and each destination's state item: the token bucket's `tat_us` by conditional `UpdateItem`s that
+//! return the old value on failure (no read first), the circuit by unconditional counts.
+
+use super::effects::ensure_update;
+use super::{classify, corrupt, DynamoInbox};
+use crate::domain::MessageKey;
+use crate::outbox::breaker::{Change, Circuit};
+use crate::outbox::bucket::Take;
+use crate::outbox::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
+use crate::outbox::schema::*;
+use crate::outbox::store::{DueItem, OutboxStore, TokenAnswer, WorkerState};
+use crate::store::attr::{get_n, get_s, n, s};
+use crate::store::schema::{
+    EVENT_ID, EXPIRES_AT, KIND, OPEN_DUE, OPEN_INDEX, OPEN_SHARD, PK, SK, SOURCE, VERSION,
+};
+use crate::store::{Applied, Item, StoreError};
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
+
+fn worker_state(item: &Item) -> WorkerState {
+    let u32_of = |k: &str| {
+        get_n(item, k)
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0)
+    };
+    WorkerState {
+        tat_us: get_n(item, TAT_US),
+        circuit: Circuit {
+            failures: u32_of(FAILURES),
+            failing_since: get_n(item, FAILING_SINCE),
+            opened_at: get_n(item, OPENED_AT),
+            probe_until: get_n(item, PROBE_UNTIL),
+        },
+    }
+}
+
+impl DynamoInbox {
+    fn state_update(
+        &self,
+        destination: &str,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(destination_pk(destination)))
+            .key(SK, s(STATE_SK))
+    }
+}
+
+impl OutboxStore for DynamoInbox {
+    async fn delivery(&self, r: &DeliveryRef) -> Result<Option<OutboundDelivery>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PK, s(r.pk()))
+            .key(SK, s(DELIVERY_SK))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        out.item
+            .map(|i| OutboundDelivery::from_item(i).map_err(corrupt))
+            .transpose()
+    }
+
+    async fn save_delivery(
+        &self,
+        d: &OutboundDelivery,
+        expected_version: Option<u64>,
+    ) -> Result<Applied, StoreError> {
+        let mut item = d.to_item().map_err(corrupt)?;
+        item.insert(
+            VERSION.into(),
+            n(expected_version.map_or(0, |v| v as i64 + 1)),
+        );
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item));
+        let put = match expected_version {
+            None => put
+                .condition_expression("attribute_not_exists(#pk)")
+                .expression_attribute_names("#pk", PK),
+            Some(v) => put
+                .condition_expression("#version = :v")
+                .expression_attribute_names("#version", VERSION)
+                .expression_attribute_values(":v", n(v as i64)),
+        };
+        match put.send().await {
+            Ok(_) => Ok(Applied::Done),
+            Err(SdkError::ServiceError(se))
+                if matches!(se.err(), PutItemError::ConditionalCheckFailedException(_)) =>
+            {
+                Ok(Applied::MessageConflict)
+            }
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn ensure_delivery(&self, d: &OutboundDelivery) -> Result<(), StoreError> {
+        let u = ensure_update(&self.table, d.to_item().map_err(corrupt)?)?;
+        self.client
+            .update_item()
+            .table_name(u.table_name)
+            .set_key(Some(u.key))
+            .update_expression(u.update_expression)
+            .set_expression_attribute_names(u.expression_attribute_names)
+            .set_expression_attribute_values(u.expression_attribute_values)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
+    async fn fanout(&self, key: &MessageKey) -> Result<Option<FanoutItem>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PK, s(fanout_pk(key)))
+            .key(SK, s(FANOUT_SK))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        out.item
+            .map(|i| FanoutItem::from_item(i).map_err(corrupt))
+            .transpose()
+    }
+
+    async fn close_fanout(
+        &self,
+        f: &FanoutItem,
+        at: i64,
+        expires_at: i64,
+    ) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(fanout_pk(&f.key())))
+            .key(SK, s(FANOUT_SK))
+            .update_expression("SET #x = :at, #exp = :exp, #shard = :done, #due = :at")
+            .expression_attribute_values(":done", s(DONE_SHARD))
+            .expression_attribute_names("#x", "expanded_at")
+            .expression_attribute_names("#exp", EXPIRES_AT)
+            .expression_attribute_names("#shard", OPEN_SHARD)
+            .expression_attribute_names("#due", OPEN_DUE)
+            .expression_attribute_values(":at", n(at))
+            .expression_attribute_values(":exp", n(expires_at))
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
+    async fn due_work_items(
+        &self,
+        shard: &str,
+        now: i64,
+        limit: usize,
+    ) -> Result<Vec<DueItem>, StoreError> {
+        let mut found = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(OPEN_INDEX)
+                .key_condition_expression("#shard = :shard AND #due <= :now")
+                .expression_attribute_names("#shard", OPEN_SHARD)
+                .expression_attribute_names("#due", OPEN_DUE)
+                .expression_attribute_values(":shard", s(shard))
+                .expression_attribute_values(":now", n(now))
+                .limit(
+                    i32::try_from(limit.saturating_sub(found.len()).clamp(1, 1000)).unwrap_or(1000),
+                )
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(classify)?;
+            for item in page.items.unwrap_or_default() {
+                let text = |k: &str| get_s(&item, k).unwrap_or_default().to_owned();
+                found.push(DueItem {
+                    pk: text(PK),
+                    sk: text(SK),
+                    due: get_n(&item, OPEN_DUE).unwrap_or(now),
+                    source: text(SOURCE),
+                    event_id: text(EVENT_ID),
+                });
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() || found.len() >= limit {
+                found.truncate(limit);
+                return Ok(found);
+            }
+        }
+    }
+
+    async fn all_deliveries(&self) -> Result<Vec<OutboundDelivery>, StoreError> {
+        let mut found = Vec::new();
+        self.scan_kind(KIND_OUTBOUND, |page| {
+            for item in page {
+                found.push(OutboundDelivery::from_item(item).map_err(corrupt)?);
+            }
+            Ok(true)
+        })
+        .await?;
+        Ok(found)
+    }
+
+    async fn worker_state(&self, destination: &str) -> Result<WorkerState, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PK, s(destination_pk(destination)))
+            .key(SK, s(STATE_SK))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(out.item.as_ref().map(worker_state).unwrap_or_default())
+    }
+
+    async fn take_token(&self, destination: &str, take: Take) -> Result<TokenAnswer, StoreError> {
+        let update = self
+            .state_update(destination)
+            .expression_attribute_names("#tat", TAT_US)
+            .expression_attribute_names("#kind", KIND)
+            .expression_attribute_values(":kind", s(KIND_DESTINATION_STATE))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let update = match take {
+            Take::Wait(_) => return Ok(TokenAnswer::Refused(None)),
+            Take::Reset { now, new_tat } => update
+                .update_expression("SET #tat = :new, #kind = :kind")
+                .condition_expression("attribute_not_exists(#tat) OR #tat <= :now")
+                .expression_attribute_values(":new", n(new_tat))
+                .expression_attribute_values(":now", n(now)),
+            Take::Advance { now, at_most, by } => update
+                .update_expression("SET #kind = :kind ADD #tat :by")
+                .condition_expression("#tat > :now AND #tat <= :most")
+                .expression_attribute_values(":by", n(by))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":most", n(at_most)),
+        };
+        match update.send().await {
+            Ok(out) => Ok(TokenAnswer::Granted(
+                out.attributes
+                    .as_ref()
+                    .map(worker_state)
+                    .unwrap_or_default(),
+            )),
+            Err(SdkError::ServiceError(se))
+                if matches!(
+                    se.err(),
+                    UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                let old = match se.err() {
+                    UpdateItemError::ConditionalCheckFailedException(c) => {
+                        c.item().and_then(|i| get_n(i, TAT_US))
+                    }
+                    _ => None,
+                };
+                Ok(TokenAnswer::Refused(old))
+            }
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn change_circuit(
+        &self,
+        destination: &str,
+        change: Change,
+        now: i64,
+    ) -> Result<Option<Circuit>, StoreError> {
+        let update = self
+            .state_update(destination)
+            .expression_attribute_names("#kind", KIND)
+            .expression_attribute_values(":kind", s(KIND_DESTINATION_STATE))
+            .return_values(ReturnValue::AllNew);
+        let update = match change {
+            Change::None => return Ok(None),
+            Change::Reset => update
+                .update_expression("SET #kind = :kind, #f = :zero REMOVE #since, #opened, #probe")
+                .expression_attribute_names("#f", FAILURES)
+                .expression_attribute_names("#since", FAILING_SINCE)
+                .expression_attribute_names("#opened", OPENED_AT)
+                .expression_attribute_names("#probe", PROBE_UNTIL)
+                .expression_attribute_values(":zero", n(0)),
+            Change::Fail { open, .. } => {
+                let u = update
+                    .expression_attribute_names("#f", FAILURES)
+                    .expression_attribute_names("#since", FAILING_SINCE)
+                    .expression_attribute_values(":one", n(1))
+                    .expression_attribute_values(":now", n(now));
+                if open {
+                    u.update_expression("SET #kind = :kind, #since = if_not_exists(#since, :now), #opened = :now ADD #f :one REMOVE #probe")
+                        .expression_attribute_names("#opened", OPENED_AT)
+                        .expression_attribute_names("#probe", PROBE_UNTIL)
+                } else {
+                    u.update_expression(
+                        "SET #kind = :kind, #since = if_not_exists(#since, :now) ADD #f :one",
+                    )
+                }
+            }
+        };
+        let out = update.send().await.map_err(classify)?;
+        Ok(Some(
+            out.attributes
+                .as_ref()
+                .map(worker_state)
+                .unwrap_or_default()
+                .circuit,
+        ))
+    }
+
+    async fn open_circuit(&self, destination: &str, now: i64) -> Result<bool, StoreError> {
+        let result = self
+            .state_update(destination)
+            .update_expression("SET #opened = :now")
+            .condition_expression("attribute_not_exists(#opened)")
+            .expression_attribute_names("#opened", OPENED_AT)
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(se))
+                if matches!(
+                    se.err(),
+                    UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn claim_probe(
+        &self,
+        destination: &str,
+        opened_at: i64,
+        until: i64,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .state_update(destination)
+            .update_expression("SET #probe = :until")
+            .condition_expression(
+                "#opened = :opened AND (attribute_not_exists(#probe) OR #probe <= :now)",
+            )
+            .expression_attribute_names("#probe", PROBE_UNTIL)
+            .expression_attribute_names("#opened", OPENED_AT)
+            .expression_attribute_values(":until", n(until))
+            .expression_attribute_values(":opened", n(opened_at))
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(se))
+                if matches!(
+                    se.err(),
+                    UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(classify(e)),
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! `inboxctl dest …`: the outbox's destinations, through the core's journaled management
+//! ([`inbox_core::outbox::admin`]): every change is one transaction with its journal entry, naming
+//! the operator. Secrets are printed once, when generated; afterwards only their ages show.
+
+use crate::cli::{DestAddArgs, DestCommand, DestIdArgs, DestReasonArgs, DestRotateArgs};
+use crate::context::Context;
+use crate::error::{failed, usage, Error, Result};
+use crate::output::{fields, or_dash, print_json, say, table};
+use crate::when;
+use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::outbox::admin::{self, AdminError};
+use inbox_core::outbox::breaker::BreakerConfig;
+use inbox_core::outbox::destination::{
+    Destination, DestinationError, DestinationState, SecretText,
+};
+use inbox_core::outbox::pattern::Pattern;
+use inbox_core::outbox::schedule::{parse_duration, RetrySchedule};
+use inbox_core::outbox::store::OutboxStore as _;
+use serde_json::json;
+
+pub async fn run(ctx: &Context, command: DestCommand) -> Result<()> {
+    match command {
+        DestCommand::Add(args) => add(ctx, args).await,
+        DestCommand::List => list(ctx).await,
+        DestCommand::Show(args) => show(ctx, args).await,
+        DestCommand::Pause(args) => pause(ctx, args).await,
+        DestCommand::Resume(args) => resume(ctx, args).await,
+        DestCommand::RotateSecret(args) => rotate(ctx, args).await,
+        DestCommand::Rm(args) => remove(ctx, args).await,
+    }
+}
+
+/// Admin errors: bad input and a missing or existing destination are usage errors.
+fn admin_error(e: AdminError) -> Error {
+    match e {
+        AdminError::Destination(DestinationError::Invalid(m)) => usage(m),
+        e @ (AdminError::Missing(_) | AdminError::Exists(_)) => usage(e.to_string()),
+        AdminError::Store(e) => Error::from(e),
+        other => failed(other),
+    }
+}
+
+async fn add(ctx: &Context, args: DestAddArgs) -> Result<()> {
+    let store = ctx.store().await?;
+    let patterns = args
+        .patterns
+        .iter()
+        .map(|p| Pattern::parse(p).map_err(|e| usage(e.to_string())))
+        .collect::<Result<Vec<_>>>()?;
+    let secret = args
+        .secret
+        .as_deref()
+        .map(SecretText::parse)
+        .transpose()
+        .map_err(|e| usage(e.to_string()))?;
+    let generated = secret.is_none();
+    let now = SystemClock.now_millis();
+    let mut d = Destination::new(&args.id, &args.url, patterns, secret, now);
+    d.rate_per_sec = args.rate;
+    d.burst = args.burst;
+    d.max_in_flight = args.max_in_flight;
+    d.timeout_ms = args.timeout_ms;
+    if let Some(s) = &args.schedule {
+        d.schedule = RetrySchedule::parse(s).map_err(|e| usage(e.to_string()))?;
+    }
+    admin::add(&store, &d, &args.operator, args.allow_http)
+        .await
+        .map_err(admin_error)?;
+    let secret = d.secrets[0].secret.expose();
+    if ctx.json() {
+        return print_json(&json!({
+            "id": d.id, "url": d.url, "state": "active",
+            "secret": if generated { Some(secret) } else { None },
+        }));
+    }
+    say(format!(
+        "destination {} added: {} for {}",
+        d.id,
+        d.url,
+        patterns_text(&d)
+    ))?;
+    if generated {
+        say(format!(
+            "signing secret (shown once; give it to the receiver): {secret}"
+        ))?;
+    }
+    Ok(())
+}
+
+fn patterns_text(d: &Destination) -> String {
+    d.patterns
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn state_text(d: &Destination) -> String {
+    match &d.reason {
+        Some(r) if d.state != DestinationState::Active => format!("{} ({r})", d.state.as_str()),
+        _ => d.state.as_str().to_owned(),
+    }
+}
+
+async fn list(ctx: &Context) -> Result<()> {
+    let store = ctx.store().await?;
+    let destinations = admin::list(&store).await.map_err(admin_error)?;
+    let now = SystemClock.now_millis();
+    let cfg = BreakerConfig::default();
+    let mut rows = Vec::new();
+    for d in &destinations {
+        let circuit = store.worker_state(&d.id).await?.circuit.state(&cfg, now);
+        rows.push((d, circuit));
+    }
+    if ctx.json() {
+        let out: Vec<_> = rows
+            .iter()
+            .map(|(d, c)| {
+                json!({"id": d.id, "url": d.url, "state": d.state, "reason": d.reason,
+                       "patterns": d.patterns, "rate_per_sec": d.rate_per_sec, "burst": d.burst,
+                       "circuit": c, "version": d.version})
+            })
+            .collect();
+        return print_json(&out);
+    }
+    if rows.is_empty() {
+        return say(
+            "no destinations (add one: inboxctl dest add ID --url https://… --pattern '*')",
+        );
+    }
+    let mut t = table(["id", "state", "url", "patterns", "rate", "circuit"]);
+    for (d, c) in rows {
+        t.add_row(vec![
+            d.id.clone(),
+            state_text(d),
+            d.url.clone(),
+            patterns_text(d),
+            format!("{}/s burst {}", d.rate_per_sec, d.burst),
+            c.as_str().to_owned(),
+        ]);
+    }
+    say(t)
+}
+
+async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
+    let store = ctx.store().await?;
+    let d = admin::get(&store, &args.id)
+        .await
+        .map_err(admin_error)?
+        .ok_or_else(|| usage(format!("no destination {:?}", args.id)))?;
+    let journal = admin::journal(&store, &args.id)
+        .await
+        .map_err(admin_error)?;
+    let state = store.worker_state(&args.id).await?;
+    let now = SystemClock.now_millis();
+    let circuit = state.circuit.state(&BreakerConfig::default(), now);
+    let secrets: Vec<_> = d
+        .secrets
+        .iter()
+        .map(|s| json!({"created_at": when::rfc3339(s.created_at), "expires_at": s.expires_at.map(when::rfc3339),
+                        "active": s.expires_at.is_none_or(|e| e > now)}))
+        .collect();
+    if ctx.json() {
+        return print_json(&json!({
+            "id": d.id, "url": d.url, "state": d.state, "reason": d.reason, "patterns": d.patterns,
+            "rate_per_sec": d.rate_per_sec, "burst": d.burst, "max_in_flight": d.max_in_flight,
+            "timeout_ms": d.timeout_ms, "schedule": d.schedule.to_string(), "secrets": secrets,
+            "circuit": circuit, "consecutive_failures": state.circuit.failures,
+            "failing_since": state.circuit.failing_since.map(when::rfc3339),
+            "version": d.version, "journal": journal,
+        }));
+    }
+    say(fields([
+        ("id", d.id.clone()),
+        ("url", d.url.clone()),
+        ("state", state_text(&d)),
+        ("patterns", patterns_text(&d)),
+        (
+            "rate",
+            format!(
+                "{}/s, burst {}, {} in flight per worker",
+                d.rate_per_sec, d.burst, d.max_in_flight
+            ),
+        ),
+        ("timeout", format!("{} ms", d.timeout_ms)),
+        ("schedule", d.schedule.to_string()),
+        (
+            "circuit",
+            format!(
+                "{} ({} consecutive failures)",
+                circuit.as_str(),
+                state.circuit.failures
+            ),
+        ),
+        (
+            "secrets",
+            format!(
+                "{} ({} active)",
+                d.secrets.len(),
+                d.active_secrets(now).count()
+            ),
+        ),
+        ("created", when::rfc3339(d.created_at)),
+        ("updated", when::rfc3339(d.updated_at)),
+    ]))?;
+    let mut t = table(["at (UTC)", "who", "action", "detail"]);
+    for e in &journal {
+        t.add_row(vec![
+            when::human(e.at),
+            e.actor.clone(),
+            e.action.clone(),
+            or_dash(Some(&e.detail).filter(|d| !d.is_empty())),
+        ]);
+    }
+    say(t)
+}
+
+async fn change(
+    ctx: &Context,
+    id: &str,
+    operator: &str,
+    action: &str,
+    edit: impl FnOnce(&mut Destination) -> std::result::Result<String, DestinationError>,
+) -> Result<Destination> {
+    let store = ctx.store().await?;
+    admin::update(&store, id, operator, action, SystemClock.now_millis(), edit)
+        .await
+        .map_err(admin_error)
+}
+
+fn report(ctx: &Context, d: &Destination, what: &str) -> Result<()> {
+    if ctx.json() {
+        return print_json(
+            &json!({"id": d.id, "state": d.state, "reason": d.reason, "version": d.version}),
+        );
+    }
+    say(format!(
+        "destination {} {what} (now {})",
+        d.id,
+        state_text(d)
+    ))
+}
+
+async fn pause(ctx: &Context, args: DestReasonArgs) -> Result<()> {
+    let reason = args
+        .reason
+        .clone()
+        .unwrap_or_else(|| format!("paused by {}", args.operator));
+    let d = change(ctx, &args.id, &args.operator, "paused", |d| {
+        d.state = DestinationState::Paused;
+        d.reason = Some(reason.clone());
+        Ok(reason.clone())
+    })
+    .await?;
+    report(ctx, &d, "paused: its deliveries wait")
+}
+
+async fn resume(ctx: &Context, args: DestIdArgs) -> Result<()> {
+    let d = change(ctx, &args.id, &args.operator, "resumed", |d| {
+        let was = format!("was {}", d.state.as_str());
+        d.state = DestinationState::Active;
+        d.reason = None;
+        Ok(was)
+    })
+    .await?;
+    report(ctx, &d, "resumed")
+}
+
+async fn rotate(ctx: &Context, args: DestRotateArgs) -> Result<()> {
+    let keep = parse_duration(&args.keep_old_for).ok_or_else(|| {
+        usage(format!(
+            "--keep-old-for {:?}: a duration such as 30m, 24h, 7d",
+            args.keep_old_for
+        ))
+    })?;
+    let secret = match &args.secret {
+        Some(s) => SecretText::parse(s).map_err(|e| usage(e.to_string()))?,
+        None => SecretText::generate(),
+    };
+    let shown = secret.expose().to_owned();
+    let now = SystemClock.now_millis();
+    let d = change(ctx, &args.id, &args.operator, "secret-rotated", |d| {
+        d.rotate(secret, keep, now);
+        Ok(format!(
+            "new secret; the previous ones sign until {}",
+            when::rfc3339(now + keep.as_millis() as i64)
+        ))
+    })
+    .await?;
+    if ctx.json() {
+        return print_json(
+            &json!({"id": d.id, "secret": args.secret.is_none().then_some(shown), "active_secrets": d.active_secrets(now).count()}),
+        );
+    }
+    say(format!("destination {}: new signing secret; every delivery is signed with each of its {} active secrets", d.id, d.active_secrets(now).count()))?;
+    if args.secret.is_none() {
+        say(format!("new secret (shown once): {shown}"))?;
+    }
+    Ok(())
+}
+
+async fn remove(ctx: &Context, args: DestIdArgs) -> Result<()> {
+    let store = ctx.store().await?;
+    admin::remove(
+        &store,
+        store.table(),
+        &args.id,
+        &args.operator,
+        SystemClock.now_millis(),
+    )
+    .await
+    .map_err(admin_error)?;
+    if ctx.json() {
+        return print_json(&json!({"id": args.id, "removed": true}));
+    }
+    say(format!(
+        "destination {} removed (its journal stays; pending deliveries to it fail)",
+        args.id
+    ))
+}
