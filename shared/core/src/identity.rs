@@ -7,7 +7,9 @@
 //! configuration may override them (`event_id` / `event_type` in `WEBHOOK_SOURCES`).
 //!
 //! The body is parsed at most once, and only when a rule needs it: its top-level members are
-//! validated and kept raw; a pointer descends into nested values lazily.
+//! validated and kept raw; a pointer descends into nested values lazily, and into a JSON document
+//! embedded in a string (SNS's `Message`: `/Message/eventType`). A rule may also be the first of
+//! several that finds a value (`{"first_of": [...]}`).
 
 use crate::domain::{BodyDigest, EventId, EventType, InvalidValue};
 use http::HeaderMap;
@@ -17,7 +19,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Where a value (event id or type) is taken from. In `WEBHOOK_SOURCES`:
-/// `{"json_pointer": "/a/b"}`, `{"header": "X-Name"}` or `"body_sha256"`.
+/// `{"json_pointer": "/a/b"}`, `{"header": "X-Name"}`, `"body_sha256"` or
+/// `{"first_of": [rule, …]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FieldRule {
@@ -27,6 +30,9 @@ pub enum FieldRule {
     Header(String),
     /// The lower-case hex SHA-256 of the raw body (for providers that give no id).
     BodySha256,
+    /// The first of these rules that finds a value (a value that is present but invalid stops
+    /// the search: it is the error).
+    FirstOf(Vec<FieldRule>),
 }
 
 impl FieldRule {
@@ -46,6 +52,32 @@ impl FieldRule {
             Self::JsonPointer(p) => format!("JSON pointer {p}"),
             Self::Header(h) => format!("header {h}"),
             Self::BodySha256 => "the body hash".into(),
+            Self::FirstOf(rules) => format!(
+                "the first of {}",
+                rules
+                    .iter()
+                    .map(Self::describe)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    /// Whether the rule reads the body as JSON.
+    pub fn reads_json(&self) -> bool {
+        match self {
+            Self::JsonPointer(_) => true,
+            Self::FirstOf(rules) => rules.iter().any(Self::reads_json),
+            Self::Header(_) | Self::BodySha256 => false,
+        }
+    }
+
+    /// The header names the rule reads.
+    pub fn headers(&self) -> Vec<&str> {
+        match self {
+            Self::Header(h) => vec![h.as_str()],
+            Self::FirstOf(rules) => rules.iter().flat_map(Self::headers).collect(),
+            Self::JsonPointer(_) | Self::BodySha256 => Vec::new(),
         }
     }
 }
@@ -83,8 +115,7 @@ impl IdentityError {
 
 /// Whether these rules need the body parsed as a JSON object.
 pub fn needs_json(event_id: &FieldRule, event_type: Option<&FieldRule>) -> bool {
-    matches!(event_id, FieldRule::JsonPointer(_))
-        || matches!(event_type, Some(FieldRule::JsonPointer(_)))
+    event_id.reads_json() || event_type.is_some_and(FieldRule::reads_json)
 }
 
 /// The identity of a verified delivery: its id by `event_id`, its type by `event_type` (`None`:
@@ -158,43 +189,63 @@ impl<'a> JsonObject<'a> {
     fn lookup(&self, pointer: &str) -> Result<Option<String>, &'static str> {
         let mut tokens = pointer
             .strip_prefix('/')
-            .map(|p| p.split('/'))
+            .map(|p| p.split('/').map(unescape))
             .ok_or("is not a valid JSON pointer")?;
-        let first = unescape(tokens.next().unwrap_or_default());
-        let Some(mut current) = self.0.get(first.as_ref()).copied() else {
+        let first = tokens.next().unwrap_or_default();
+        let Some(current) = self.0.get(first.as_ref()).copied() else {
             return Ok(None);
         };
-        for token in tokens {
-            let token = unescape(token);
-            let next = if current.get().starts_with('{') {
-                serde_json::from_str::<HashMap<Cow<str>, &RawValue>>(current.get())
-                    .ok()
-                    .and_then(|m| m.get(token.as_ref()).copied())
-            } else if current.get().starts_with('[') {
-                let items: Vec<&RawValue> = serde_json::from_str(current.get()).unwrap_or_default();
-                token
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|i| items.get(i).copied())
-            } else {
-                None
+        let rest: Vec<Cow<'_, str>> = tokens.collect();
+        descend(current.get(), &rest)
+    }
+}
+
+/// Follows `tokens` from the JSON value `text`. A string met before the last token is parsed as
+/// the JSON document it may hold (SNS's `Message`), and the pointer continues inside it.
+fn descend(text: &str, tokens: &[Cow<'_, str>]) -> Result<Option<String>, &'static str> {
+    let Some((token, rest)) = tokens.split_first() else {
+        return leaf(text);
+    };
+    let next = match text.as_bytes().first() {
+        Some(b'{') => serde_json::from_str::<HashMap<Cow<str>, &RawValue>>(text)
+            .ok()
+            .and_then(|m| m.get(token.as_ref()).copied()),
+        Some(b'[') => {
+            let items: Vec<&RawValue> = serde_json::from_str(text).unwrap_or_default();
+            token
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| items.get(i).copied())
+        }
+        Some(b'"') => {
+            let Ok(embedded) = serde_json::from_str::<String>(text) else {
+                return Ok(None);
             };
-            match next {
-                Some(v) => current = v,
-                None => return Ok(None),
+            let embedded = embedded.trim();
+            if !embedded.starts_with(['{', '[']) || serde_json::from_str::<&RawValue>(embedded).is_err() {
+                return Ok(None);
             }
+            return descend(embedded, tokens);
         }
-        let text = current.get();
-        match text.as_bytes().first() {
-            Some(b'"') => serde_json::from_str::<String>(text)
-                .map(Some)
-                .map_err(|_| "is not a valid string"),
-            Some(b'n') => Ok(None),
-            Some(b'-' | b'0'..=b'9') if text.bytes().all(|b| b == b'-' || b.is_ascii_digit()) => {
-                Ok(Some(text.into()))
-            }
-            _ => Err("must be a string or an integer"),
+        _ => None,
+    };
+    match next {
+        Some(v) => descend(v.get(), rest),
+        None => Ok(None),
+    }
+}
+
+/// The value at the end of a pointer: a string, an integer (its digits), or nothing (null).
+fn leaf(text: &str) -> Result<Option<String>, &'static str> {
+    match text.as_bytes().first() {
+        Some(b'"') => serde_json::from_str::<String>(text)
+            .map(Some)
+            .map_err(|_| "is not a valid string"),
+        Some(b'n') => Ok(None),
+        Some(b'-' | b'0'..=b'9') if text.bytes().all(|b| b == b'-' || b.is_ascii_digit()) => {
+            Ok(Some(text.into()))
         }
+        _ => Err("must be a string or an integer"),
     }
 }
 
@@ -247,6 +298,11 @@ fn extract(
             Some(Ok(None)) | None => Lookup::Absent,
             Some(Err(reason)) => Lookup::Invalid(reason),
         },
+        FieldRule::FirstOf(rules) => rules
+            .iter()
+            .map(|rule| extract(rule, headers, json, digest))
+            .find(|found| !matches!(found, Lookup::Absent))
+            .unwrap_or(Lookup::Absent),
     }
 }
 
@@ -267,6 +323,41 @@ mod tests {
         assert_eq!(doc.lookup("/s"), Ok(Some("str".into())));
         assert!(doc.lookup("/a").is_err());
         assert!(doc.lookup("no-slash").is_err());
+    }
+
+    #[test]
+    fn pointers_descend_into_json_embedded_in_strings() {
+        // An SNS notification: the SES event is a JSON document inside the `Message` string.
+        let body = br#"{"Type":"Notification","Message":"{\"eventType\":\"Delivery\",\"mail\":{\"tags\":{\"t\":[\"acme\"]}}}","Text":"plain words","Arr":"[1,\"x\"]"}"#;
+        let doc = JsonObject::parse(body).unwrap();
+        assert_eq!(doc.lookup("/Message/eventType"), Ok(Some("Delivery".into())));
+        assert_eq!(doc.lookup("/Message/mail/tags/t/0"), Ok(Some("acme".into())));
+        assert_eq!(doc.lookup("/Arr/1"), Ok(Some("x".into())));
+        assert_eq!(doc.lookup("/Message/missing"), Ok(None));
+        assert_eq!(doc.lookup("/Text/eventType"), Ok(None), "not JSON inside");
+        assert!(doc.lookup("/Message").unwrap().unwrap().starts_with('{'), "the string itself");
+        assert!(doc.lookup("/Message/mail").is_err(), "an object is not a value");
+    }
+
+    #[test]
+    fn first_of_takes_the_first_rule_that_finds_a_value() {
+        let rule: FieldRule = serde_json::from_str(
+            r#"{"first_of":[{"json_pointer":"/Message/eventType"},{"json_pointer":"/Message/notificationType"},{"header":"X-Type"},{"json_pointer":"/Type"}]}"#,
+        )
+        .unwrap();
+        assert!(rule.reads_json());
+        assert_eq!(rule.headers(), ["X-Type"]);
+        assert!(rule.describe().starts_with("the first of JSON pointer /Message/eventType, "));
+        let kind = |body: &[u8]| {
+            identify(&FieldRule::BodySha256, Some(&rule), &HeaderMap::new(), body, &BodyDigest::of(body))
+                .map(|(_, t)| t.map(|t| t.as_str().to_owned()))
+        };
+        assert_eq!(kind(br#"{"Type":"Notification","Message":"{\"eventType\":\"Bounce\"}"}"#).unwrap().unwrap(), "Bounce");
+        assert_eq!(kind(br#"{"Type":"Notification","Message":"{\"notificationType\":\"Delivery\"}"}"#).unwrap().unwrap(), "Delivery");
+        assert_eq!(kind(br#"{"Type":"SubscriptionConfirmation","Message":"You have chosen to subscribe"}"#).unwrap().unwrap(), "SubscriptionConfirmation");
+        assert_eq!(kind(br#"{"Message":"x"}"#).unwrap_err().code(), "missing_event_type");
+        assert_eq!(kind(br#"{"Type":"N","Message":"{\"eventType\":true}"}"#).unwrap_err().code(), "invalid_event_type");
+        assert!(!FieldRule::FirstOf(vec![FieldRule::BodySha256]).reads_json());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use http::{HeaderName, HeaderValue};
 use inbox_core::domain::BodyDigest;
-use inbox_core::identity::FieldRule;
+use inbox_core::identity::{self, FieldRule};
 use inbox_core::signature::{SignError, Unsigned};
 use inbox_core::sources::Source;
 use serde_json::{json, Value};
@@ -161,22 +161,11 @@ pub fn event_id(
     body: &[u8],
     headers: &[(HeaderName, HeaderValue)],
 ) -> Option<String> {
-    match &source.event_id {
-        FieldRule::BodySha256 => Some(BodyDigest::of(body).to_hex()),
-        FieldRule::Header(h) => headers
-            .iter()
-            .find(|(k, _)| k.as_str().eq_ignore_ascii_case(h))
-            .and_then(|(_, v)| v.to_str().ok())
-            .map(str::to_owned),
-        FieldRule::JsonPointer(p) => {
-            let v: Value = serde_json::from_slice(body).ok()?;
-            match v.pointer(p)? {
-                Value::String(s) => Some(s.clone()),
-                Value::Number(n) => Some(n.to_string()),
-                _ => None,
-            }
-        }
-    }
+    // The same rules as the ingest endpoint (`identity::identify`).
+    let map: http::HeaderMap = headers.iter().cloned().collect();
+    identity::identify(&source.event_id, None, &map, body, &BodyDigest::of(body))
+        .ok()
+        .map(|(id, _)| id.as_str().to_owned())
 }
 
 /// The event type the ingest endpoint will derive, for display.
@@ -185,18 +174,12 @@ pub fn event_type(
     body: &[u8],
     headers: &[(HeaderName, HeaderValue)],
 ) -> Option<String> {
-    match source.event_type.as_ref()? {
-        FieldRule::BodySha256 => None,
-        FieldRule::Header(h) => headers
-            .iter()
-            .find(|(k, _)| k.as_str().eq_ignore_ascii_case(h))
-            .and_then(|(_, v)| v.to_str().ok())
-            .map(str::to_owned),
-        FieldRule::JsonPointer(p) => {
-            let v: Value = serde_json::from_slice(body).ok()?;
-            v.pointer(p)?.as_str().map(str::to_owned)
-        }
-    }
+    let map: http::HeaderMap = headers.iter().cloned().collect();
+    let rule = source.event_type.as_ref()?;
+    identity::identify(&FieldRule::BodySha256, Some(rule), &map, body, &BodyDigest::of(body))
+        .ok()
+        .and_then(|(_, t)| t)
+        .map(|t| t.as_str().to_owned())
 }
 
 #[cfg(test)]

@@ -36,6 +36,9 @@ pub struct IngestRequest<'a> {
     /// The body as the transport carries it (API Gateway: text, or base64 when `body_is_base64`).
     pub body: Option<&'a str>,
     pub body_is_base64: bool,
+    /// The client's address as the transport reports it (API Gateway's `sourceIp`), for schemes
+    /// with an address allow-list.
+    pub source_ip: Option<std::net::IpAddr>,
 }
 
 /// What happened to an accepted delivery.
@@ -151,11 +154,12 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         })?;
         let body = decode_body(req.body, req.body_is_base64, self.max_body_bytes)?;
         let now_ms = self.clock.now_millis();
-        source
-            .scheme
-            .verify(Request::new(req.headers, &body, now_ms.div_euclid(1000)))
-            .resolve()
-            .await?;
+        let request = Request::new(req.headers, &body, now_ms.div_euclid(1000));
+        let request = match req.source_ip {
+            Some(ip) => request.with_source_ip(ip),
+            None => request,
+        };
+        source.scheme.verify(request).resolve().await?;
         let body_digest = BodyDigest::of(&body);
         let (event_id, event_type) = identity::identify(
             &source.event_id,

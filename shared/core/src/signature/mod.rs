@@ -44,8 +44,12 @@
 //!   exactly `tolerance` seconds away passes.
 //! - Neither secrets nor signature values ever appear in `Debug`/`Display` output or errors.
 
+mod asymmetric;
 mod error;
+mod fetch;
+mod fields;
 mod helpers;
+mod public_url;
 mod request;
 mod secret;
 #[cfg(test)]
@@ -63,16 +67,25 @@ use serde_json::{Map, Value};
 use crate::identity::FieldRule;
 
 pub use error::{SchemeError, SignError, SignatureError};
+pub use fetch::{FetchError, FetchFuture, Fetcher, HttpsFetcher};
 pub use request::{PendingVerification, Request, Sample, Signed, Unsigned, Verdict};
 pub use secret::Secret;
 
 // The schemes: one module each, and one line each in `SCHEMES`.
+mod discord;
 mod generic;
 mod github;
+mod mailgun;
+mod paddle;
+mod postmark;
+mod sendgrid;
 mod shopify;
 mod slack;
+mod sns;
+mod square;
 mod standard;
 mod stripe;
+mod twilio;
 
 /// The registration list: the name a source's `"scheme"` gives, and the scheme's type.
 const SCHEMES: &[(&str, Constructor)] = &[
@@ -82,6 +95,14 @@ const SCHEMES: &[(&str, Constructor)] = &[
     ("shopify", construct::<shopify::Shopify>),
     ("slack", construct::<slack::Slack>),
     ("hmac-sha256", construct::<generic::HmacSha256>),
+    ("sns", construct::<sns::Sns>),
+    ("sendgrid", construct::<sendgrid::Sendgrid>),
+    ("mailgun", construct::<mailgun::Mailgun>),
+    ("postmark", construct::<postmark::Postmark>),
+    ("paddle", construct::<paddle::Paddle>),
+    ("square", construct::<square::Square>),
+    ("twilio", construct::<twilio::Twilio>),
+    ("discord", construct::<discord::Discord>),
 ];
 
 /// A registered scheme's constructor.
@@ -163,8 +184,8 @@ pub trait Scheme: fmt::Debug + Send + Sync {
     fn sample(&self, event_id: &str, event_type: &str, now_secs: i64) -> Sample;
 }
 
-/// What a scheme is built from (once per source, at cold start). More may be added (e.g. an HTTP
-/// client for schemes that fetch keys) without changing [`Scheme`].
+/// What a scheme is built from (once per source, at cold start). More may be added without
+/// changing [`Scheme`].
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct Spec<'a> {
@@ -176,6 +197,9 @@ pub struct Spec<'a> {
     pub secrets: &'a [Secret],
     /// The timestamp tolerance (for schemes whose signature covers a timestamp).
     pub tolerance: Duration,
+    /// What fetches the keys a provider publishes (the SNS signing certificates); `None`: the
+    /// production [`HttpsFetcher`]. Tests inject their own ([`Spec::with_fetcher`]).
+    pub fetcher: Option<&'a Arc<dyn Fetcher>>,
 }
 
 impl<'a> Spec<'a> {
@@ -188,6 +212,15 @@ impl<'a> Spec<'a> {
             settings,
             secrets,
             tolerance,
+            fetcher: None,
+        }
+    }
+
+    /// The same, with this fetcher for published keys.
+    pub fn with_fetcher(self, fetcher: &'a Arc<dyn Fetcher>) -> Self {
+        Self {
+            fetcher: Some(fetcher),
+            ..self
         }
     }
 }
