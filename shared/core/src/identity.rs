@@ -222,7 +222,9 @@ fn descend(text: &str, tokens: &[Cow<'_, str>]) -> Result<Option<String>, &'stat
                 return Ok(None);
             };
             let embedded = embedded.trim();
-            if !embedded.starts_with(['{', '[']) || serde_json::from_str::<&RawValue>(embedded).is_err() {
+            if !embedded.starts_with(['{', '['])
+                || serde_json::from_str::<&RawValue>(embedded).is_err()
+            {
                 return Ok(None);
             }
             return descend(embedded, tokens);
@@ -330,13 +332,25 @@ mod tests {
         // An SNS notification: the SES event is a JSON document inside the `Message` string.
         let body = br#"{"Type":"Notification","Message":"{\"eventType\":\"Delivery\",\"mail\":{\"tags\":{\"t\":[\"acme\"]}}}","Text":"plain words","Arr":"[1,\"x\"]"}"#;
         let doc = JsonObject::parse(body).unwrap();
-        assert_eq!(doc.lookup("/Message/eventType"), Ok(Some("Delivery".into())));
-        assert_eq!(doc.lookup("/Message/mail/tags/t/0"), Ok(Some("acme".into())));
+        assert_eq!(
+            doc.lookup("/Message/eventType"),
+            Ok(Some("Delivery".into()))
+        );
+        assert_eq!(
+            doc.lookup("/Message/mail/tags/t/0"),
+            Ok(Some("acme".into()))
+        );
         assert_eq!(doc.lookup("/Arr/1"), Ok(Some("x".into())));
         assert_eq!(doc.lookup("/Message/missing"), Ok(None));
         assert_eq!(doc.lookup("/Text/eventType"), Ok(None), "not JSON inside");
-        assert!(doc.lookup("/Message").unwrap().unwrap().starts_with('{'), "the string itself");
-        assert!(doc.lookup("/Message/mail").is_err(), "an object is not a value");
+        assert!(
+            doc.lookup("/Message").unwrap().unwrap().starts_with('{'),
+            "the string itself"
+        );
+        assert!(
+            doc.lookup("/Message/mail").is_err(),
+            "an object is not a value"
+        );
     }
 
     #[test]
@@ -347,16 +361,49 @@ mod tests {
         .unwrap();
         assert!(rule.reads_json());
         assert_eq!(rule.headers(), ["X-Type"]);
-        assert!(rule.describe().starts_with("the first of JSON pointer /Message/eventType, "));
+        assert!(rule
+            .describe()
+            .starts_with("the first of JSON pointer /Message/eventType, "));
         let kind = |body: &[u8]| {
-            identify(&FieldRule::BodySha256, Some(&rule), &HeaderMap::new(), body, &BodyDigest::of(body))
-                .map(|(_, t)| t.map(|t| t.as_str().to_owned()))
+            identify(
+                &FieldRule::BodySha256,
+                Some(&rule),
+                &HeaderMap::new(),
+                body,
+                &BodyDigest::of(body),
+            )
+            .map(|(_, t)| t.map(|t| t.as_str().to_owned()))
         };
-        assert_eq!(kind(br#"{"Type":"Notification","Message":"{\"eventType\":\"Bounce\"}"}"#).unwrap().unwrap(), "Bounce");
-        assert_eq!(kind(br#"{"Type":"Notification","Message":"{\"notificationType\":\"Delivery\"}"}"#).unwrap().unwrap(), "Delivery");
-        assert_eq!(kind(br#"{"Type":"SubscriptionConfirmation","Message":"You have chosen to subscribe"}"#).unwrap().unwrap(), "SubscriptionConfirmation");
-        assert_eq!(kind(br#"{"Message":"x"}"#).unwrap_err().code(), "missing_event_type");
-        assert_eq!(kind(br#"{"Type":"N","Message":"{\"eventType\":true}"}"#).unwrap_err().code(), "invalid_event_type");
+        assert_eq!(
+            kind(br#"{"Type":"Notification","Message":"{\"eventType\":\"Bounce\"}"}"#)
+                .unwrap()
+                .unwrap(),
+            "Bounce"
+        );
+        assert_eq!(
+            kind(br#"{"Type":"Notification","Message":"{\"notificationType\":\"Delivery\"}"}"#)
+                .unwrap()
+                .unwrap(),
+            "Delivery"
+        );
+        assert_eq!(
+            kind(
+                br#"{"Type":"SubscriptionConfirmation","Message":"You have chosen to subscribe"}"#
+            )
+            .unwrap()
+            .unwrap(),
+            "SubscriptionConfirmation"
+        );
+        assert_eq!(
+            kind(br#"{"Message":"x"}"#).unwrap_err().code(),
+            "missing_event_type"
+        );
+        assert_eq!(
+            kind(br#"{"Type":"N","Message":"{\"eventType\":true}"}"#)
+                .unwrap_err()
+                .code(),
+            "invalid_event_type"
+        );
         assert!(!FieldRule::FirstOf(vec![FieldRule::BodySha256]).reads_json());
     }
 

@@ -61,15 +61,32 @@ async fn sendgrid_library_agrees() {
     let h = Harness::new().await;
     let body = json!([{"email": "customer@example.com", "event": "delivered", "sg_event_id": unique("sg_")}]).to_string();
     let ours = h.sign("sendgrid", body.as_bytes(), "");
-    let ts = ours.iter().find(|(k, _)| k.ends_with("-timestamp")).unwrap().1.clone();
-    let sig = ours.iter().find(|(k, _)| k.ends_with("-signature")).unwrap().1.clone();
+    let ts = ours
+        .iter()
+        .find(|(k, _)| k.ends_with("-timestamp"))
+        .unwrap()
+        .1
+        .clone();
+    let sig = ours
+        .iter()
+        .find(|(k, _)| k.ends_with("-signature"))
+        .unwrap()
+        .1
+        .clone();
     let out = run_python(
         SENDGRID,
         &json!({"private": local_secret("sendgrid"), "body": body, "signature": sig, "timestamp": ts}),
     );
-    assert_eq!((out["ours"].as_bool(), out["tampered"].as_bool()), (Some(true), Some(false)), "{out}");
+    assert_eq!(
+        (out["ours"].as_bool(), out["tampered"].as_bool()),
+        (Some(true), Some(false)),
+        "{out}"
+    );
     let theirs = vec![
-        ("X-Twilio-Email-Event-Webhook-Signature".to_owned(), out["theirs"].as_str().unwrap().to_owned()),
+        (
+            "X-Twilio-Email-Event-Webhook-Signature".to_owned(),
+            out["theirs"].as_str().unwrap().to_owned(),
+        ),
         ("X-Twilio-Email-Event-Webhook-Timestamp".to_owned(), ts),
     ];
     accepted(&h, "sendgrid", &theirs, &body).await;
@@ -109,7 +126,11 @@ async fn svix_library_agrees_for_resend() {
         SVIX,
         &json!({"secret": local_secret("resend"), "body": body, "headers": header_map(&ours), "msg_id": unique("msg_"), "timestamp": now()}),
     );
-    assert_eq!((out["ours"].as_bool(), out["tampered"].as_bool()), (Some(true), Some(false)), "{out}");
+    assert_eq!(
+        (out["ours"].as_bool(), out["tampered"].as_bool()),
+        (Some(true), Some(false)),
+        "{out}"
+    );
     accepted(&h, "resend", &pairs(&out["theirs"]), &body).await;
 }
 
@@ -137,7 +158,10 @@ print(json.dumps({
 fn ed25519(seed: &[u8], message: &str, signature: &[u8], theirs: &str) -> Value {
     let seed: Vec<u8> = seed.to_vec();
     // PyNaCl takes the 32-byte seed as raw bytes: handed over as a JSON list is awkward, so hex.
-    let script = ED25519.replace("SigningKey(req[\"seed\"])", "SigningKey(bytes.fromhex(req[\"seed\"]))");
+    let script = ED25519.replace(
+        "SigningKey(req[\"seed\"])",
+        "SigningKey(bytes.fromhex(req[\"seed\"]))",
+    );
     run_python(
         &script,
         &json!({"seed": hex::encode(seed), "message": message, "signature_hex": hex::encode(signature), "theirs": theirs}),
@@ -154,13 +178,32 @@ async fn pynacl_agrees_for_discord_and_v1a() {
     let seed = hex::decode(&local_secret("discord")[..64]).unwrap();
     let body = json!({"version": 1, "application_id": "1234567890", "type": 1, "event": {"type": "APPLICATION_AUTHORIZED", "id": unique("")}}).to_string();
     let ours = h.sign("discord", body.as_bytes(), "");
-    let ts = ours.iter().find(|(k, _)| k == "x-signature-timestamp").unwrap().1.clone();
-    let sig = hex::decode(&ours.iter().find(|(k, _)| k == "x-signature-ed25519").unwrap().1).unwrap();
+    let ts = ours
+        .iter()
+        .find(|(k, _)| k == "x-signature-timestamp")
+        .unwrap()
+        .1
+        .clone();
+    let sig = hex::decode(
+        &ours
+            .iter()
+            .find(|(k, _)| k == "x-signature-ed25519")
+            .unwrap()
+            .1,
+    )
+    .unwrap();
     let body2 = body.replace("APPLICATION_AUTHORIZED", "ENTITLEMENT_CREATE");
     let out = ed25519(&seed, &format!("{ts}{body}"), &sig, &format!("{ts}{body2}"));
-    assert_eq!((out["ours"].as_bool(), out["tampered"].as_bool()), (Some(true), Some(false)), "{out}");
+    assert_eq!(
+        (out["ours"].as_bool(), out["tampered"].as_bool()),
+        (Some(true), Some(false)),
+        "{out}"
+    );
     let theirs = vec![
-        ("X-Signature-Ed25519".to_owned(), out["theirs_hex"].as_str().unwrap().to_owned()),
+        (
+            "X-Signature-Ed25519".to_owned(),
+            out["theirs_hex"].as_str().unwrap().to_owned(),
+        ),
         ("X-Signature-Timestamp".to_owned(), ts),
     ];
     accepted(&h, "discord", &theirs, &body2).await;
@@ -170,12 +213,33 @@ async fn pynacl_agrees_for_discord_and_v1a() {
     let seed = b64.decode(secret.trim_start_matches("whsk_")).unwrap();
     let id = unique("msg_");
     let ours = h.sign("webhooks-v1a", body.as_bytes(), &id);
-    let ts = ours.iter().find(|(k, _)| k == "webhook-timestamp").unwrap().1.clone();
-    let entry = ours.iter().find(|(k, _)| k == "webhook-signature").unwrap().1.clone();
-    let sig = b64.decode(entry.strip_prefix("v1a,").expect("a v1a signature")).unwrap();
+    let ts = ours
+        .iter()
+        .find(|(k, _)| k == "webhook-timestamp")
+        .unwrap()
+        .1
+        .clone();
+    let entry = ours
+        .iter()
+        .find(|(k, _)| k == "webhook-signature")
+        .unwrap()
+        .1
+        .clone();
+    let sig = b64
+        .decode(entry.strip_prefix("v1a,").expect("a v1a signature"))
+        .unwrap();
     let id2 = unique("msg_");
-    let out = ed25519(&seed, &format!("{id}.{ts}.{body}"), &sig, &format!("{id2}.{ts}.{body}"));
-    assert_eq!((out["ours"].as_bool(), out["tampered"].as_bool()), (Some(true), Some(false)), "{out}");
+    let out = ed25519(
+        &seed,
+        &format!("{id}.{ts}.{body}"),
+        &sig,
+        &format!("{id2}.{ts}.{body}"),
+    );
+    assert_eq!(
+        (out["ours"].as_bool(), out["tampered"].as_bool()),
+        (Some(true), Some(false)),
+        "{out}"
+    );
     let theirs_sig = b64.encode(hex::decode(out["theirs_hex"].as_str().unwrap()).unwrap());
     let theirs = vec![
         ("webhook-id".to_owned(), id2),
@@ -239,23 +303,38 @@ async fn paddle_square_and_twilio_libraries_agree() {
         PADDLE,
         &json!({"secret": local_secret("paddle"), "body": body, "header": ours[0].1, "timestamp": now()}),
     );
-    assert_eq!((out["ours"].as_bool(), out["tampered"].as_bool()), (Some(true), Some(false)), "{out}");
-    let theirs = vec![("Paddle-Signature".to_owned(), out["theirs"].as_str().unwrap().to_owned())];
+    assert_eq!(
+        (out["ours"].as_bool(), out["tampered"].as_bool()),
+        (Some(true), Some(false)),
+        "{out}"
+    );
+    let theirs = vec![(
+        "Paddle-Signature".to_owned(),
+        out["theirs"].as_str().unwrap().to_owned(),
+    )];
     accepted(&h, "paddle", &theirs, &body).await;
 
-    let body = json!({"event_id": unique(""), "type": "payment.updated", "data": {"id": "p1"}}).to_string();
+    let body = json!({"event_id": unique(""), "type": "payment.updated", "data": {"id": "p1"}})
+        .to_string();
     let ours = h.sign("square", body.as_bytes(), "");
     let out = run_python(
         SQUARE,
         &json!({"secret": local_secret("square"), "url": url("square"), "body": body, "signature": ours[0].1}),
     );
-    assert_eq!((out["ours"].as_bool(), out["tampered"].as_bool()), (Some(true), Some(false)), "{out}");
+    assert_eq!(
+        (out["ours"].as_bool(), out["tampered"].as_bool()),
+        (Some(true), Some(false)),
+        "{out}"
+    );
     let other = json!({"event_id": unique(""), "type": "payment.created"}).to_string();
     let r = run_python(
         SQUARE,
         &json!({"secret": local_secret("square"), "url": url("square"), "body": other, "signature": "x"}),
     );
-    let theirs = vec![("x-square-hmacsha256-signature".to_owned(), r["theirs"].as_str().unwrap().to_owned())];
+    let theirs = vec![(
+        "x-square-hmacsha256-signature".to_owned(),
+        r["theirs"].as_str().unwrap().to_owned(),
+    )];
     accepted(&h, "square", &theirs, r["other"].as_str().unwrap()).await;
 
     let body = format!("AccountSid=AC1&MessageSid={}&MessageStatus=delivered&To=%2B15558675310&Body=Gr%C3%BC%C3%9Fe+%E2%9C%93", unique("SM"));
@@ -264,13 +343,29 @@ async fn paddle_square_and_twilio_libraries_agree() {
         TWILIO,
         &json!({"secret": local_secret("twilio"), "url": url("twilio"), "body": body, "signature": ours[0].1}),
     );
-    assert_eq!((out["ours"].as_bool(), out["tampered"].as_bool()), (Some(true), Some(false)), "{out}");
+    assert_eq!(
+        (out["ours"].as_bool(), out["tampered"].as_bool()),
+        (Some(true), Some(false)),
+        "{out}"
+    );
     let other: String = form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(out["other"].as_object().unwrap().iter().map(|(k, v)| (k.as_str(), v.as_str().unwrap())))
+        .extend_pairs(
+            out["other"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str().unwrap())),
+        )
         .finish();
     let theirs = vec![
-        ("X-Twilio-Signature".to_owned(), out["theirs"].as_str().unwrap().to_owned()),
-        ("content-type".to_owned(), "application/x-www-form-urlencoded".to_owned()),
+        (
+            "X-Twilio-Signature".to_owned(),
+            out["theirs"].as_str().unwrap().to_owned(),
+        ),
+        (
+            "content-type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        ),
     ];
     accepted(&h, "twilio", &theirs, &other).await;
 }
@@ -327,7 +422,8 @@ impl inbox_core::signature::Fetcher for ServeOne {
 async fn sns_messages_signed_by_cryptography_verify_in_both_versions() {
     use inbox_core::signature::{build, Fetcher, Request, Spec};
     let topic = "arn:aws:sns:eu-west-1:123456789012:ses-events";
-    let cert_url = "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-0123456789abcdef.pem";
+    let cert_url =
+        "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-0123456789abcdef.pem";
     let ts = sns_timestamp(now());
     let ses = json!({"notificationType": "Bounce", "bounce": {"bounceType": "Permanent"}, "mail": {"messageId": "m-1"}}).to_string();
     let messages = json!([
@@ -343,7 +439,9 @@ async fn sns_messages_signed_by_cryptography_verify_in_both_versions() {
         url: cert_url.to_owned(),
         pem: out["cert"].as_str().unwrap().as_bytes().to_vec(),
     });
-    let Value::Object(settings) = json!({"topic_arn": topic}) else { unreachable!() };
+    let Value::Object(settings) = json!({"topic_arn": topic}) else {
+        unreachable!()
+    };
     let scheme = build(
         "sns",
         &Spec::new(&settings, &[], std::time::Duration::from_secs(300)).with_fetcher(&fetcher),
@@ -354,12 +452,25 @@ async fn sns_messages_signed_by_cryptography_verify_in_both_versions() {
     assert_eq!(signed.len(), 6);
     for m in signed {
         let body = m.as_str().unwrap();
-        let verdict = scheme.verify(Request::new(&headers, body.as_bytes(), now())).resolve().await;
+        let verdict = scheme
+            .verify(Request::new(&headers, body.as_bytes(), now()))
+            .resolve()
+            .await;
         assert_eq!(verdict, Ok(()), "{body}");
-        let tampered = body.replace("You have chosen", "You chose").replace("Permanent", "Transient").replace("line one", "line 1");
+        let tampered = body
+            .replace("You have chosen", "You chose")
+            .replace("Permanent", "Transient")
+            .replace("line one", "line 1");
         assert_ne!(tampered, body);
-        let verdict = scheme.verify(Request::new(&headers, tampered.as_bytes(), now())).resolve().await;
-        assert_eq!(verdict.unwrap_err().code(), "signature_invalid", "{tampered}");
+        let verdict = scheme
+            .verify(Request::new(&headers, tampered.as_bytes(), now()))
+            .resolve()
+            .await;
+        assert_eq!(
+            verdict.unwrap_err().code(),
+            "signature_invalid",
+            "{tampered}"
+        );
     }
 }
 
@@ -385,10 +496,18 @@ async fn ses_mailgun_and_postmark_through_ingest() {
     let ses = json!({"eventType": "Bounce", "bounce": {"bounceType": "Permanent"}, "mail": {"tags": {"tenant": ["acme"]}}}).to_string();
     let id = unique("");
     let (_, body) = h.sign_message("ses", ses.as_bytes(), &id, now());
-    let text = vec![("content-type".to_owned(), "text/plain; charset=UTF-8".to_owned())];
+    let text = vec![(
+        "content-type".to_owned(),
+        "text/plain; charset=UTF-8".to_owned(),
+    )];
     accepted(&h, "ses", &text, &body).await;
-    let r = h.send(&api_event("POST", "ses", &text, Some(&body), false)).await;
-    assert_eq!((r.status, r.code(), r.json["id"].as_str()), (200, "duplicate", Some(id.as_str())));
+    let r = h
+        .send(&api_event("POST", "ses", &text, Some(&body), false))
+        .await;
+    assert_eq!(
+        (r.status, r.code(), r.json["id"].as_str()),
+        (200, "duplicate", Some(id.as_str()))
+    );
     let messages = h.items_of_kind("message").await;
     assert_eq!(messages[0]["event_type"].as_s().unwrap(), "Bounce");
 
@@ -399,9 +518,24 @@ async fn ses_mailgun_and_postmark_through_ingest() {
     accepted(&h, "mailgun", &[], &body).await;
     let mut replay: Value = serde_json::from_str(&body).unwrap();
     replay["event-data"] = json!({"event": "delivered", "id": "forged"});
-    let r = h.send(&api_event("POST", "mailgun", &[], Some(&replay.to_string()), false)).await;
-    assert_eq!((r.status, r.code(), r.json["id"].as_str()), (200, "duplicate", Some(token.as_str())));
-    assert_eq!(h.items_of_kind("message").await.len(), 2, "SES + Mailgun, the replay stored no message");
+    let r = h
+        .send(&api_event(
+            "POST",
+            "mailgun",
+            &[],
+            Some(&replay.to_string()),
+            false,
+        ))
+        .await;
+    assert_eq!(
+        (r.status, r.code(), r.json["id"].as_str()),
+        (200, "duplicate", Some(token.as_str()))
+    );
+    assert_eq!(
+        h.items_of_kind("message").await.len(),
+        2,
+        "SES + Mailgun, the replay stored no message"
+    );
 
     // Postmark with an allow-list: an allowed address passes, API Gateway's sourceIp is used.
     let body = json!({"RecordType": "Delivery", "MessageID": unique(""), "Recipient": "customer@example.com"}).to_string();
@@ -411,8 +545,14 @@ async fn ses_mailgun_and_postmark_through_ingest() {
     let r = h.send(&event).await;
     assert_eq!((r.status, r.code()), (200, "accepted"), "{r:?}");
     let stored = h.items_of_kind("message").await;
-    let postmark = stored.iter().find(|m| m["source"].as_s().unwrap() == "postmark-allowlist").unwrap();
+    let postmark = stored
+        .iter()
+        .find(|m| m["source"].as_s().unwrap() == "postmark-allowlist")
+        .unwrap();
     assert_eq!(postmark["event_type"].as_s().unwrap(), "Delivery");
     let kept = format!("{:?}", postmark.get("headers"));
-    assert!(!kept.to_ascii_lowercase().contains("authorization"), "credentials are never stored: {kept}");
+    assert!(
+        !kept.to_ascii_lowercase().contains("authorization"),
+        "credentials are never stored: {kept}"
+    );
 }

@@ -176,10 +176,16 @@ pub fn event_type(
 ) -> Option<String> {
     let map: http::HeaderMap = headers.iter().cloned().collect();
     let rule = source.event_type.as_ref()?;
-    identity::identify(&FieldRule::BodySha256, Some(rule), &map, body, &BodyDigest::of(body))
-        .ok()
-        .and_then(|(_, t)| t)
-        .map(|t| t.as_str().to_owned())
+    identity::identify(
+        &FieldRule::BodySha256,
+        Some(rule),
+        &map,
+        body,
+        &BodyDigest::of(body),
+    )
+    .ok()
+    .and_then(|(_, t)| t)
+    .map(|t| t.as_str().to_owned())
 }
 
 #[cfg(test)]
@@ -252,6 +258,50 @@ mod tests {
                 verify(source, &map, &tampered).is_err(),
                 "{name}: a changed body must not verify"
             );
+        }
+    }
+
+    /// What `inboxctl send <source>` sends for every source `make dev` serves (local/*.json): a
+    /// sample the source verifies (the body is the one the scheme signed, for schemes that sign
+    /// inside it) and identifies, with its id and type where the source reads them.
+    #[test]
+    fn every_local_source_sends_a_valid_signed_sample() {
+        let secrets = parse_secrets(
+            include_str!("../../../local/secrets.json"),
+            "WEBHOOK_SECRETS",
+        )
+        .expect("local secrets");
+        let sources = Sources::from_json(include_str!("../../../local/sources.json"), &secrets)
+            .expect("local sources");
+        assert!(sources.names().len() >= 17, "{:?}", sources.names());
+        for name in sources.names() {
+            let source = sources.get(name).expect("configured");
+            let event = sample(source, None, None, NOW);
+            let out = sign(source, &event, NOW).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let map = to_map(&out.headers);
+            // From one of Postmark's addresses (`postmark-allowlist` allows only those).
+            let from = std::net::IpAddr::from([50, 31, 156, 6]);
+            source
+                .scheme
+                .verify(Request::new(&map, &out.body, NOW).with_source_ip(from))
+                .ready()
+                .expect("decided without I/O")
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(
+                map["content-type"].to_str().unwrap(),
+                event.content_type,
+                "{name}"
+            );
+            let id = event_id(source, &out.body, &out.headers)
+                .unwrap_or_else(|| panic!("{name}: no id"));
+            assert!(!id.is_empty(), "{name}");
+            if source.event_type.is_some() {
+                assert_eq!(
+                    event_type(source, &out.body, &out.headers).as_deref(),
+                    Some(event.event_type.as_str()),
+                    "{name}: the type is where the source reads it"
+                );
+            }
         }
     }
 

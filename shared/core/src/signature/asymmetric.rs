@@ -86,7 +86,9 @@ impl AsymmetricKeys {
                     }
                     ParsedPublicKey::new(&ED25519, &public)
                 }
-                Algorithm::EcdsaP256Sha256 => ParsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, &public),
+                Algorithm::EcdsaP256Sha256 => {
+                    ParsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, &public)
+                }
             };
             verifiers.push(verification.map_err(|_| invalid("not a valid public key"))?);
             if index == 0 {
@@ -142,14 +144,18 @@ fn private_key(algorithm: Algorithm, bytes: &[u8]) -> Result<Signer, &'static st
                     let (seed, public) = bytes.split_at(ED25519_KEY_LEN);
                     Ed25519KeyPair::from_seed_and_public_key(seed, public)
                 }
-                _ => return Err("an Ed25519 private key is a 32-byte seed or 64 bytes (seed and public key)"),
+                _ => return Err(
+                    "an Ed25519 private key is a 32-byte seed or 64 bytes (seed and public key)",
+                ),
             };
             pair.map(Signer::Ed25519)
                 .map_err(|_| "not a valid Ed25519 private key")
         }
-        Algorithm::EcdsaP256Sha256 => EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, bytes)
-            .map(Signer::Ecdsa)
-            .map_err(|_| "not a valid P-256 private key (PKCS#8 DER)"),
+        Algorithm::EcdsaP256Sha256 => {
+            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, bytes)
+                .map(Signer::Ecdsa)
+                .map_err(|_| "not a valid P-256 private key (PKCS#8 DER)")
+        }
     }
 }
 
@@ -160,7 +166,11 @@ impl fmt::Debug for AsymmetricKeys {
             "{:?} {} x <redacted>{}",
             self.algorithm,
             self.count(),
-            if self.signer.is_some() { " (signs)" } else { "" }
+            if self.signer.is_some() {
+                " (signs)"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -170,7 +180,9 @@ mod tests {
     use super::*;
 
     fn secrets(keys: &[&[u8]]) -> Vec<Secret> {
-        keys.iter().map(|k| Secret::from_bytes(k.to_vec())).collect()
+        keys.iter()
+            .map(|k| Secret::from_bytes(k.to_vec()))
+            .collect()
     }
 
     fn raw(bytes: &[u8]) -> Result<KeyBytes, &'static str> {
@@ -212,8 +224,9 @@ mod tests {
         assert_eq!(signing.sign(&[0x72]).unwrap(), sig);
         // seed ‖ public (libsodium's secret key) is checked for consistency.
         let full = [seed.clone(), public.clone()].concat();
-        assert!(AsymmetricKeys::new(Algorithm::Ed25519, &secrets(&[&marked(b'S', &full)]), raw)
-            .is_ok());
+        assert!(
+            AsymmetricKeys::new(Algorithm::Ed25519, &secrets(&[&marked(b'S', &full)]), raw).is_ok()
+        );
         let mut wrong = full.clone();
         wrong[40] ^= 1;
         assert!(matches!(
@@ -268,7 +281,8 @@ mod tests {
         let pkcs8 =
             EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &SystemRandom::new())
                 .unwrap();
-        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref()).unwrap();
+        let pair =
+            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref()).unwrap();
         let keys = AsymmetricKeys::new(
             Algorithm::EcdsaP256Sha256,
             &secrets(&[&marked(b'S', pkcs8.as_ref())]),

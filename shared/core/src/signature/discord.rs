@@ -16,7 +16,9 @@ use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
 use super::asymmetric::{Algorithm, AsymmetricKeys, KeyBytes, ED25519_KEY_LEN, ED25519_SIG_LEN};
-use super::helpers::{parse_timestamp, push_header, random_alnum, rfc3339, single_header, Tolerance};
+use super::helpers::{
+    parse_timestamp, push_header, random_alnum, rfc3339, single_header, Tolerance,
+};
 use super::{
     Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
     Verdict,
@@ -109,7 +111,9 @@ impl Scheme for Discord {
 
     fn sample_id(&self) -> String {
         // Discord ids are snowflakes: decimal digits.
-        (0..19).map(|_| char::from(b'0' + fastrand::u8(0..10))).collect()
+        (0..19)
+            .map(|_| char::from(b'0' + fastrand::u8(0..10)))
+            .collect()
     }
 
     fn sample_type(&self) -> &'static str {
@@ -147,7 +151,11 @@ mod tests {
     fn pair() -> (Ed25519KeyPair, String) {
         let seed: [u8; 32] = std::array::from_fn(|_| fastrand::u8(..));
         let pair = Ed25519KeyPair::from_seed_unchecked(&seed).unwrap();
-        let private = format!("{}{}", hex::encode(seed), hex::encode(pair.public_key().as_ref()));
+        let private = format!(
+            "{}{}",
+            hex::encode(seed),
+            hex::encode(pair.public_key().as_ref())
+        );
         (pair, private)
     }
 
@@ -178,16 +186,32 @@ mod tests {
                 request(&good, "1700000000"),
                 BODY,
                 T + 301,
-                Err(SignatureError::TimestampTooOld { age_secs: 301, tolerance_secs: 300 }),
+                Err(SignatureError::TimestampTooOld {
+                    age_secs: 301,
+                    tolerance_secs: 300,
+                }),
             ),
             (
                 request(&good, "1700000000"),
                 BODY,
                 T - 301,
-                Err(SignatureError::TimestampInFuture { ahead_secs: 301, tolerance_secs: 300 }),
+                Err(SignatureError::TimestampInFuture {
+                    ahead_secs: 301,
+                    tolerance_secs: 300,
+                }),
             ),
-            (request(&good, "1700000001"), BODY, T, Err(SignatureError::Mismatch)),
-            (request(&good, "1700000000"), b"{}", T, Err(SignatureError::Mismatch)),
+            (
+                request(&good, "1700000001"),
+                BODY,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                request(&good, "1700000000"),
+                b"{}",
+                T,
+                Err(SignatureError::Mismatch),
+            ),
             (
                 request(&sig(&other, "1700000000", BODY), "1700000000"),
                 BODY,
@@ -210,31 +234,50 @@ mod tests {
                 request(&good, "17e8"),
                 BODY,
                 T,
-                bad(TIMESTAMP_LABEL, "the timestamp is not a whole number of seconds"),
+                bad(
+                    TIMESTAMP_LABEL,
+                    "the timestamp is not a whole number of seconds",
+                ),
             ),
             (
                 headers(&[(TIMESTAMP_LABEL, "1700000000")]),
                 BODY,
                 T,
-                Err(SignatureError::Missing { header: SIGNATURE_LABEL }),
+                Err(SignatureError::Missing {
+                    header: SIGNATURE_LABEL,
+                }),
             ),
             (
                 headers(&[(SIGNATURE_LABEL, &good)]),
                 BODY,
                 T,
-                Err(SignatureError::Missing { header: TIMESTAMP_LABEL }),
+                Err(SignatureError::Missing {
+                    header: TIMESTAMP_LABEL,
+                }),
             ),
             (
-                headers(&[(SIGNATURE_LABEL, &good), (SIGNATURE_LABEL, &good), (TIMESTAMP_LABEL, "1700000000")]),
+                headers(&[
+                    (SIGNATURE_LABEL, &good),
+                    (SIGNATURE_LABEL, &good),
+                    (TIMESTAMP_LABEL, "1700000000"),
+                ]),
                 BODY,
                 T,
-                Err(SignatureError::Duplicated { header: SIGNATURE_LABEL }),
+                Err(SignatureError::Duplicated {
+                    header: SIGNATURE_LABEL,
+                }),
             ),
             (
-                headers(&[(SIGNATURE_LABEL, &good), (TIMESTAMP_LABEL, "1700000000"), (TIMESTAMP_LABEL, "1700000000")]),
+                headers(&[
+                    (SIGNATURE_LABEL, &good),
+                    (TIMESTAMP_LABEL, "1700000000"),
+                    (TIMESTAMP_LABEL, "1700000000"),
+                ]),
                 BODY,
                 T,
-                Err(SignatureError::Duplicated { header: TIMESTAMP_LABEL }),
+                Err(SignatureError::Duplicated {
+                    header: TIMESTAMP_LABEL,
+                }),
             ),
         ];
         for (h, body, now, expected) in cases {
@@ -248,7 +291,10 @@ mod tests {
         let public = public_of(&private);
         let signing = verifier("discord", &[&private]);
         let map = signed(signing.sign_at(BODY, T, ""));
-        assert_eq!(verifier("discord", &[public]).verify_at(&map, BODY, T), Ok(()));
+        assert_eq!(
+            verifier("discord", &[public]).verify_at(&map, BODY, T),
+            Ok(())
+        );
         assert!(verifier("discord", &[public])
             .sign(&Unsigned::new(BODY, T, ""))
             .is_err());

@@ -123,7 +123,11 @@ mod tests {
     #[tokio::test]
     async fn only_https_urls_are_fetched() {
         let f = HttpsFetcher::default();
-        for url in ["http://127.0.0.1:1/x.pem", "not a url", "ftp://example.com/x"] {
+        for url in [
+            "http://127.0.0.1:1/x.pem",
+            "not a url",
+            "ftp://example.com/x",
+        ] {
             assert!(f.fetch(url).await.is_err(), "{url}");
         }
         assert_eq!(format!("{f:?}"), "HttpsFetcher");
@@ -133,7 +137,9 @@ mod tests {
     async fn an_unreachable_host_fails_within_the_deadline() {
         // Port 1 on loopback refuses at once: an error, not a hang.
         let started = std::time::Instant::now();
-        let result = HttpsFetcher::default().fetch("https://127.0.0.1:1/cert.pem").await;
+        let result = HttpsFetcher::default()
+            .fetch("https://127.0.0.1:1/cert.pem")
+            .await;
         assert!(result.is_err());
         assert!(started.elapsed() < FETCH_TIMEOUT + Duration::from_secs(1));
     }

@@ -86,8 +86,8 @@ mod tests {
 
     #[test]
     fn members_strings_and_duplicates() {
-        let f = Fields::parse(br#" {"a":"x","n":null,"i":1,"o":{"k":"v"},"d":"1","d":"2"} "#)
-            .unwrap();
+        let f =
+            Fields::parse(br#" {"a":"x","n":null,"i":1,"o":{"k":"v"},"d":"1","d":"2"} "#).unwrap();
         assert_eq!(f.string("a"), Ok(Some("x".into())));
         assert_eq!(f.string("n"), Ok(None));
         assert_eq!(f.string("missing"), Ok(None));

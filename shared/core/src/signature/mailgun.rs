@@ -93,8 +93,10 @@ impl Mailgun {
         if let Some(parent) = renamed(fields.string("parent-signature"), PARENT)? {
             candidates.push(decode_hex_tag(&parent).map_err(|r| malformed(PARENT, r))?);
         }
-        self.keys
-            .check(&[ts_text.as_bytes(), token.as_bytes()], candidates.into_iter())?;
+        self.keys.check(
+            &[ts_text.as_bytes(), token.as_bytes()],
+            candidates.into_iter(),
+        )?;
         self.tolerance.check(ts, now_unix)
     }
 }

@@ -4,11 +4,17 @@
 //!
 //! One file per scheme holds everything about it (settings, key material, header parsing, signed
 //! content, signing, default id/type rules, sample event, tests): `stripe.rs`, `standard.rs`
-//! (Standard Webhooks), `github.rs`, `shopify.rs`, `slack.rs` and `generic.rs` (HMAC-SHA256 with
-//! a configured header, encoding and prefix). What several schemes share (header extraction,
-//! signature decoding, timestamp tolerance, pre-keyed HMACs and constant-time matching, header
-//! name interning, sample helpers) is in `helpers.rs`; the request, verdict and signing types in
-//! `request.rs`; the errors in `error.rs`; [`Secret`] in `secret.rs`.
+//! (Standard Webhooks, `v1` and `v1a`, configurable header names: Resend/Svix), `github.rs`,
+//! `shopify.rs`, `slack.rs`, `generic.rs` (HMAC-SHA256 with a configured header, encoding and
+//! prefix), `sns.rs` (Amazon SNS, i.e. SES events; with `sns/cert.rs` and `sns/message.rs`),
+//! `sendgrid.rs`, `mailgun.rs`, `postmark.rs`, `paddle.rs`, `square.rs`, `twilio.rs` and
+//! `discord.rs`. What several schemes share (header extraction, signature decoding, timestamp
+//! tolerance, pre-keyed HMACs and constant-time matching, header name interning, sample helpers)
+//! is in `helpers.rs`; asymmetric key material (Ed25519, ECDSA P-256) in `asymmetric.rs`; the
+//! members of a JSON body that carries its signature in `fields.rs`; the configured public URL
+//! (Square, Twilio) in `public_url.rs`; fetching published keys ([`Fetcher`]) in `fetch.rs`; the
+//! request, verdict and signing types in `request.rs`; the errors in `error.rs`; [`Secret`] in
+//! `secret.rs`.
 //!
 //! # Adding a scheme
 //!

@@ -159,7 +159,8 @@ mod tests {
     use super::*;
 
     const SECRET: &str = "pdl_ntfset_01gkpjp8bkm3tm53kdgkx6sms7_6h3qd3uFSi9YCD3OLYAShQI90XTI5vEI";
-    const BODY: &[u8] = br#"{"event_id":"evt_01gks14ge726w50ce2rdsnn8sn","event_type":"subscription.created"}"#;
+    const BODY: &[u8] =
+        br#"{"event_id":"evt_01gks14ge726w50ce2rdsnn8sn","event_type":"subscription.created"}"#;
     const T: i64 = 1_671_552_777;
 
     /// Independent MAC: `{ts}:{body}` concatenated, key = the secret's bytes.
@@ -170,7 +171,11 @@ mod tests {
     }
 
     fn check(header: &str, body: &[u8], now: i64) -> Outcome {
-        verifier("paddle", &[SECRET]).verify_at(&headers(&[("Paddle-Signature", header)]), body, now)
+        verifier("paddle", &[SECRET]).verify_at(
+            &headers(&[("Paddle-Signature", header)]),
+            body,
+            now,
+        )
     }
 
     #[test]
@@ -185,7 +190,12 @@ mod tests {
         let bad = |reason| Err(malformed(LABEL, reason));
         let cases: Vec<(String, &[u8], i64, Outcome)> = vec![
             (format!("ts=1671552777;h1={good}"), BODY, T, Ok(())),
-            (format!("h1={other};ts=1671552777;h1={good}"), BODY, T, Ok(())),
+            (
+                format!("h1={other};ts=1671552777;h1={good}"),
+                BODY,
+                T,
+                Ok(()),
+            ),
             (format!(" ts=1671552777 ; h1={good} ;"), BODY, T, Ok(())),
             (format!("ts=1671552777;h1={good};h2=xyz"), BODY, T, Ok(())),
             (format!("ts=1671552777;h1={good}"), BODY, T + 300, Ok(())),
@@ -193,25 +203,76 @@ mod tests {
                 format!("ts=1671552777;h1={good}"),
                 BODY,
                 T + 301,
-                Err(SignatureError::TimestampTooOld { age_secs: 301, tolerance_secs: 300 }),
+                Err(SignatureError::TimestampTooOld {
+                    age_secs: 301,
+                    tolerance_secs: 300,
+                }),
             ),
             (
                 format!("ts=1671552777;h1={good}"),
                 BODY,
                 T - 301,
-                Err(SignatureError::TimestampInFuture { ahead_secs: 301, tolerance_secs: 300 }),
+                Err(SignatureError::TimestampInFuture {
+                    ahead_secs: 301,
+                    tolerance_secs: 300,
+                }),
             ),
-            (format!("ts=1671552777;h1={other}"), BODY, T, Err(SignatureError::Mismatch)),
-            (format!("ts=1671552778;h1={good}"), BODY, T, Err(SignatureError::Mismatch)),
-            (format!("ts=1671552777;h1={good}"), b"{}", T, Err(SignatureError::Mismatch)),
+            (
+                format!("ts=1671552777;h1={other}"),
+                BODY,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                format!("ts=1671552778;h1={good}"),
+                BODY,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                format!("ts=1671552777;h1={good}"),
+                b"{}",
+                T,
+                Err(SignatureError::Mismatch),
+            ),
             (format!("h1={good}"), BODY, T, bad("no timestamp `ts`")),
             ("ts=1671552777".into(), BODY, T, bad("no `h1` signature")),
-            (format!("ts=1;ts=2;h1={good}"), BODY, T, bad("more than one timestamp `ts`")),
-            (format!("ts=abc;h1={good}"), BODY, T, bad("the timestamp is not a whole number of seconds")),
-            (format!("ts=1671552777;h1={}", &good[..62]), BODY, T, bad("the signature is not 32 bytes long")),
-            ("ts=1671552777;h1=".into(), BODY, T, bad("the signature is empty")),
-            (format!("ts=1671552777,h1={good}"), BODY, T, bad("the timestamp is not a whole number of seconds")),
-            ("garbage".into(), BODY, T, bad("an item is not of the form key=value")),
+            (
+                format!("ts=1;ts=2;h1={good}"),
+                BODY,
+                T,
+                bad("more than one timestamp `ts`"),
+            ),
+            (
+                format!("ts=abc;h1={good}"),
+                BODY,
+                T,
+                bad("the timestamp is not a whole number of seconds"),
+            ),
+            (
+                format!("ts=1671552777;h1={}", &good[..62]),
+                BODY,
+                T,
+                bad("the signature is not 32 bytes long"),
+            ),
+            (
+                "ts=1671552777;h1=".into(),
+                BODY,
+                T,
+                bad("the signature is empty"),
+            ),
+            (
+                format!("ts=1671552777,h1={good}"),
+                BODY,
+                T,
+                bad("the timestamp is not a whole number of seconds"),
+            ),
+            (
+                "garbage".into(),
+                BODY,
+                T,
+                bad("an item is not of the form key=value"),
+            ),
         ];
         for (header, body, now, expected) in cases {
             assert_eq!(check(&header, body, now), expected, "{header}");

@@ -60,11 +60,15 @@ impl IpRange {
         };
         match (self.network, ip) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u32::from(net) & mask == u32::from(ip) & mask
             }
             (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u128::from(net) & mask == u128::from(ip) & mask
             }
             _ => false,
@@ -90,7 +94,10 @@ pub(super) struct Postmark {
 impl std::fmt::Debug for Postmark {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Postmark")
-            .field("credentials", &format_args!("{} x <redacted>", self.digests.len()))
+            .field(
+                "credentials",
+                &format_args!("{} x <redacted>", self.digests.len()),
+            )
             .field("allowed_ips", &self.allowed)
             .finish()
     }
@@ -117,7 +124,9 @@ impl Postmark {
             .decode(encoded.trim())
             .map_err(|_| malformed("the credentials are not valid base64"))?;
         if !credentials.contains(&b':') {
-            return Err(malformed("the credentials are not of the form user:password"));
+            return Err(malformed(
+                "the credentials are not of the form user:password",
+            ));
         }
         let given = digest(&credentials);
         let mut found = Choice::from(0);
@@ -260,19 +269,37 @@ mod tests {
             (Some(basic(CREDS)), Ok(())),
             (Some(basic("old:pass")), Ok(())),
             (Some(format!("basic {}", STANDARD.encode(CREDS))), Ok(())),
-            (Some(basic("postmark:s3cret-pasS")), Err(SignatureError::Mismatch)),
-            (Some(basic("postmark:s3cret-pass ")), Err(SignatureError::Mismatch)),
+            (
+                Some(basic("postmark:s3cret-pasS")),
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                Some(basic("postmark:s3cret-pass ")),
+                Err(SignatureError::Mismatch),
+            ),
             (Some(basic("postmark:")), Err(SignatureError::Mismatch)),
             (None, Err(SignatureError::Missing { header: LABEL })),
-            (Some(format!("Bearer {}", STANDARD.encode(CREDS))), bad("expected `Basic <credentials>`")),
+            (
+                Some(format!("Bearer {}", STANDARD.encode(CREDS))),
+                bad("expected `Basic <credentials>`"),
+            ),
             (Some("Basic".into()), bad("expected `Basic <credentials>`")),
-            (Some("Basic !!!".into()), bad("the credentials are not valid base64")),
-            (Some(basic("no-colon")), bad("the credentials are not of the form user:password")),
+            (
+                Some("Basic !!!".into()),
+                bad("the credentials are not valid base64"),
+            ),
+            (
+                Some(basic("no-colon")),
+                bad("the credentials are not of the form user:password"),
+            ),
         ];
         for (auth, expected) in cases {
             assert_eq!(check(&v, auth.as_deref(), None), expected, "{auth:?}");
         }
-        let twice = headers(&[("Authorization", &basic(CREDS)), ("authorization", &basic(CREDS))]);
+        let twice = headers(&[
+            ("Authorization", &basic(CREDS)),
+            ("authorization", &basic(CREDS)),
+        ]);
         assert_eq!(
             v.verify_at(&twice, b"{}", 0),
             Err(SignatureError::Duplicated { header: LABEL })
@@ -282,7 +309,10 @@ mod tests {
         assert_eq!(value_of(&out, "authorization"), basic("old:pass"));
         assert!(v.signed_headers().is_empty());
         let debug = format!("{v:?}");
-        assert!(!debug.contains("pass") && debug.contains("2 x <redacted>"), "{debug}");
+        assert!(
+            !debug.contains("pass") && debug.contains("2 x <redacted>"),
+            "{debug}"
+        );
     }
 
     #[test]
@@ -317,11 +347,18 @@ mod tests {
 
     #[test]
     fn configuration_errors() {
-        for bad in [json!({"allowed_ips": ["300.1.1.1"]}), json!({"allowed_ips": ["1.2.3.4/33"]}), json!({"allowed_ips": "1.2.3.4"})] {
-            assert!(matches!(
-                try_scheme("postmark", bad.clone(), &[CREDS], TOLERANCE),
-                Err(SchemeError::InvalidConfig { .. })
-            ), "{bad}");
+        for bad in [
+            json!({"allowed_ips": ["300.1.1.1"]}),
+            json!({"allowed_ips": ["1.2.3.4/33"]}),
+            json!({"allowed_ips": "1.2.3.4"}),
+        ] {
+            assert!(
+                matches!(
+                    try_scheme("postmark", bad.clone(), &[CREDS], TOLERANCE),
+                    Err(SchemeError::InvalidConfig { .. })
+                ),
+                "{bad}"
+            );
         }
         for (secret, index) in [("nocolon", 0), (":pass", 0)] {
             assert!(matches!(
@@ -330,7 +367,11 @@ mod tests {
             ));
         }
         assert_eq!(IpRange::parse("10.0.0.0/8").map(|r| r.prefix), Some(8));
-        assert!(IpRange::parse("10.0.0.0/8").unwrap().contains("10.255.0.1".parse().unwrap()));
-        assert!(IpRange::parse("0.0.0.0/0").unwrap().contains("8.8.8.8".parse().unwrap()));
+        assert!(IpRange::parse("10.0.0.0/8")
+            .unwrap()
+            .contains("10.255.0.1".parse().unwrap()));
+        assert!(IpRange::parse("0.0.0.0/0")
+            .unwrap()
+            .contains("8.8.8.8".parse().unwrap()));
     }
 }

@@ -48,7 +48,9 @@ pub(super) fn port_variants(url: &str) -> [String; 2] {
     let split = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(split);
     let bare = authority.strip_suffix(port).unwrap_or(authority);
-    let has_port = bare.rsplit_once(':').is_some_and(|(_, p)| p.bytes().all(|b| b.is_ascii_digit()))
+    let has_port = bare
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.bytes().all(|b| b.is_ascii_digit()))
         && !bare.ends_with(']');
     if has_port {
         // A non-default port: only the URL as configured.
@@ -99,7 +101,10 @@ mod tests {
     fn default_ports() {
         assert_eq!(
             port_variants("https://a.example.com/x?y=1"),
-            ["https://a.example.com/x?y=1", "https://a.example.com:443/x?y=1"]
+            [
+                "https://a.example.com/x?y=1",
+                "https://a.example.com:443/x?y=1"
+            ]
         );
         assert_eq!(
             port_variants("https://a.example.com:443/x"),
@@ -109,9 +114,6 @@ mod tests {
             port_variants("http://127.0.0.1:9000/x"),
             ["http://127.0.0.1:9000/x", "http://127.0.0.1:9000/x"]
         );
-        assert_eq!(
-            port_variants("http://h?q"),
-            ["http://h?q", "http://h:80?q"]
-        );
+        assert_eq!(port_variants("http://h?q"), ["http://h?q", "http://h:80?q"]);
     }
 }

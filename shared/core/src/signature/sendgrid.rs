@@ -77,8 +77,12 @@ impl Sendgrid {
         let len = base64::engine::general_purpose::STANDARD
             .decode_slice(signature, &mut sig)
             .map_err(|_| malformed("the signature is not base64 of a DER ECDSA signature"))?;
-        let sig = sig.get(..len).filter(|s| s.len() <= MAX_SIG_LEN && s.first() == Some(&0x30));
-        let sig = sig.ok_or(malformed("the signature is not base64 of a DER ECDSA signature"))?;
+        let sig = sig
+            .get(..len)
+            .filter(|s| s.len() <= MAX_SIG_LEN && s.first() == Some(&0x30));
+        let sig = sig.ok_or(malformed(
+            "the signature is not base64 of a DER ECDSA signature",
+        ))?;
         let message = [timestamp.as_bytes(), body].concat();
         if !self.keys.verifies(&message, sig) {
             return Err(SignatureError::Mismatch);

@@ -31,8 +31,7 @@
 //! else its `notificationType`, else the SNS `Type`. Sample: an SES `Delivery` notification.
 
 mod cert;
-#[cfg(test)]
-pub(super) mod tests;
+mod message;
 
 use std::sync::Arc;
 
@@ -44,6 +43,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use self::cert::{allowed_cert_url, sns_host, Certificates, Identity};
+use self::message::{malformed, parse_timestamp, sns_timestamp, string_to_sign, Envelope, Kind};
 use super::fields::Fields;
 use super::helpers::{random_alnum, random_uuid, rfc3339, settings, Tolerance};
 use super::{
@@ -75,86 +75,13 @@ impl std::fmt::Debug for Sns {
         f.debug_struct("Sns")
             .field("topic_arn", &self.topic_arn)
             .field("certificates", &self.certificates)
-            .field("identities", &format_args!("{} x <redacted>", self.identities.len()))
+            .field(
+                "identities",
+                &format_args!("{} x <redacted>", self.identities.len()),
+            )
             .field("tolerance", &self.tolerance)
             .finish()
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Notification,
-    SubscriptionConfirmation,
-    UnsubscribeConfirmation,
-}
-
-/// A parsed SNS message: what its signature covers and how to check it.
-#[derive(Debug)]
-struct Envelope {
-    string_to_sign: String,
-    version: u8,
-    signature: Vec<u8>,
-    cert_url: String,
-    timestamp: i64,
-}
-
-fn malformed(field: &'static str, reason: &'static str) -> SignatureError {
-    SignatureError::MalformedField { field, reason }
-}
-
-/// `2012-04-26T20:45:04.751Z` (fraction optional, UTC only) → Unix seconds.
-fn parse_timestamp(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
-    let digits = |range: std::ops::Range<usize>| -> Option<i64> {
-        let part = text.get(range)?;
-        part.bytes().all(|c| c.is_ascii_digit()).then(|| part.parse().ok())?
-    };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let rest = &text[19..];
-    let fraction_ok = match rest.strip_suffix('Z')? {
-        "" => true,
-        f => f.strip_prefix('.').is_some_and(|d| !d.is_empty() && d.len() <= 9 && d.bytes().all(|c| c.is_ascii_digit())),
-    };
-    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
-    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
-    if !fraction_ok || !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    // Days from civil (Howard Hinnant's algorithm), the inverse of helpers::rfc3339.
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + hour * 3600 + minute * 60 + second)
-}
-
-/// `SNS Timestamp` of Unix seconds, with milliseconds as SNS writes it.
-fn sns_timestamp(secs: i64) -> String {
-    let text = rfc3339(secs);
-    format!("{}.000Z", text.trim_end_matches('Z'))
-}
-
-/// The documented string to sign, from the members' decoded values.
-fn string_to_sign(kind: Kind, get: &dyn Fn(&'static str) -> Option<String>) -> String {
-    let names: &[&'static str] = match kind {
-        Kind::Notification => &["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"],
-        _ => &["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"],
-    };
-    let mut out = String::new();
-    for name in names {
-        if let Some(value) = get(name) {
-            out.push_str(name);
-            out.push('\n');
-            out.push_str(&value);
-            out.push('\n');
-        }
-    }
-    out
 }
 
 impl Sns {
@@ -173,7 +100,14 @@ impl Sns {
         let mut values: Vec<(&'static str, String)> = Vec::with_capacity(7);
         let required: &[&'static str] = match kind {
             Kind::Notification => &["Message", "MessageId", "Timestamp", "TopicArn"],
-            _ => &["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn"],
+            _ => &[
+                "Message",
+                "MessageId",
+                "SubscribeURL",
+                "Timestamp",
+                "Token",
+                "TopicArn",
+            ],
         };
         for name in required {
             values.push((name, fields.required(name)?));
@@ -187,7 +121,12 @@ impl Sns {
         let version = match fields.required("SignatureVersion")?.as_str() {
             "1" => 1,
             "2" => 2,
-            _ => return Err(malformed("SignatureVersion", "neither 1 (SHA1withRSA) nor 2 (SHA256withRSA)")),
+            _ => {
+                return Err(malformed(
+                    "SignatureVersion",
+                    "neither 1 (SHA1withRSA) nor 2 (SHA256withRSA)",
+                ))
+            }
         };
         let signature = fields.required("Signature")?;
         let signature = base64::engine::general_purpose::STANDARD
@@ -206,7 +145,10 @@ impl Sns {
             .and_then(|t| parse_timestamp(&t))
             .ok_or(malformed("Timestamp", "not an ISO 8601 UTC time"))?;
         if !allowed_cert_url(&cert_url, &self.host) {
-            return Err(malformed("SigningCertURL", "not an HTTPS URL of SNS in the topic's region"));
+            return Err(malformed(
+                "SigningCertURL",
+                "not an HTTPS URL of SNS in the topic's region",
+            ));
         }
         if get("TopicArn").as_deref() != Some(self.topic_arn.as_str()) {
             return Err(malformed("TopicArn", "not the topic this source accepts"));
@@ -220,8 +162,17 @@ impl Sns {
         })
     }
 
-    fn finish(&self, envelope: &Envelope, key: &cert::CertKey, now_unix: i64) -> Result<(), SignatureError> {
-        if !key.verifies(envelope.version, envelope.string_to_sign.as_bytes(), &envelope.signature) {
+    fn finish(
+        &self,
+        envelope: &Envelope,
+        key: &cert::CertKey,
+        now_unix: i64,
+    ) -> Result<(), SignatureError> {
+        if !key.verifies(
+            envelope.version,
+            envelope.string_to_sign.as_bytes(),
+            &envelope.signature,
+        ) {
             return Err(SignatureError::Mismatch);
         }
         self.tolerance.check(envelope.timestamp, now_unix)
@@ -233,10 +184,15 @@ impl Sns {
         let mut envelope = match serde_json::from_slice::<Value>(message.body) {
             Ok(Value::Object(map)) if map.get("Type").is_some_and(Value::is_string) => map,
             _ => {
-                let text = std::str::from_utf8(message.body).map_err(|_| SignError::Unsupported {
-                    reason: "an SNS message is text",
-                })?;
-                let id = if message.msg_id.is_empty() { random_uuid() } else { message.msg_id.to_owned() };
+                let text =
+                    std::str::from_utf8(message.body).map_err(|_| SignError::Unsupported {
+                        reason: "an SNS message is text",
+                    })?;
+                let id = if message.msg_id.is_empty() {
+                    random_uuid()
+                } else {
+                    message.msg_id.to_owned()
+                };
                 let mut map = Map::new();
                 map.insert("Type".into(), json!("Notification"));
                 map.insert("MessageId".into(), json!(id));
@@ -266,19 +222,24 @@ impl Scheme for Sns {
             reason: format!("`topic_arn` {reason}"),
         };
         let Settings { topic_arn } = settings(spec)?;
-        let topic_arn = topic_arn.ok_or_else(|| invalid("is required: the ARN of the SNS topic this source accepts"))?;
+        let topic_arn = topic_arn
+            .ok_or_else(|| invalid("is required: the ARN of the SNS topic this source accepts"))?;
         let parts: Vec<&str> = topic_arn.split(':').collect();
         let valid = parts.len() == 6
             && parts[0] == "arn"
             && parts[1].starts_with("aws")
             && parts[2] == "sns"
             && !parts[3].is_empty()
-            && parts[3].bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && parts[3]
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             && parts[4].len() == 12
             && parts[4].bytes().all(|b| b.is_ascii_digit())
             && !parts[5].is_empty();
         if !valid {
-            return Err(invalid("is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)"));
+            return Err(invalid(
+                "is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)",
+            ));
         }
         let host = sns_host(parts[1], parts[3]);
         let mut identities = Vec::with_capacity(spec.secrets.len());
@@ -327,13 +288,23 @@ impl Scheme for Sns {
             _ => Kind::UnsubscribeConfirmation,
         };
         let text = {
-            let get = |name: &'static str| envelope.get(name).and_then(Value::as_str).map(str::to_owned);
+            let get = |name: &'static str| {
+                envelope
+                    .get(name)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
             string_to_sign(kind, &get)
         };
         let mut signature = vec![0u8; identity.key.public_modulus_len()];
         identity
             .key
-            .sign(&RSA_PKCS1_SHA256, &SystemRandom::new(), text.as_bytes(), &mut signature)
+            .sign(
+                &RSA_PKCS1_SHA256,
+                &SystemRandom::new(),
+                text.as_bytes(),
+                &mut signature,
+            )
             .map_err(|_| SignError::Unsupported {
                 reason: "the RSA signature could not be computed",
             })?;
@@ -403,3 +374,6 @@ impl Scheme for Sns {
         }
     }
 }
+
+#[cfg(test)]
+pub(super) mod tests;

@@ -14,8 +14,8 @@ use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
 use super::helpers::{
-    base64_tag, decode_base64_tag, push_header, random_alnum, random_uuid, rfc3339,
-    single_header, HmacKeys,
+    base64_tag, decode_base64_tag, push_header, random_alnum, random_uuid, rfc3339, single_header,
+    HmacKeys,
 };
 use super::public_url::configured_url;
 use super::{
@@ -146,7 +146,10 @@ mod tests {
         assert_eq!(value_of(&square().sign_at(BODY, 0, ""), LABEL), good);
         assert_eq!(check(&good, BODY), Ok(()));
         // Signed for another URL (what the function would see behind API Gateway): refused.
-        let other_url = expected("https://abc.execute-api.us-east-1.amazonaws.com/webhooks/square", BODY);
+        let other_url = expected(
+            "https://abc.execute-api.us-east-1.amazonaws.com/webhooks/square",
+            BODY,
+        );
         assert_eq!(check(&other_url, BODY), Err(SignatureError::Mismatch));
         assert_eq!(check(&good, b"{}"), Err(SignatureError::Mismatch));
         assert_eq!(

@@ -41,12 +41,6 @@ use super::{
 };
 use crate::identity::FieldRule;
 
-#[cfg(test)]
-const ID_LABEL: &str = "webhook-id";
-#[cfg(test)]
-const TIMESTAMP_LABEL: &str = "webhook-timestamp";
-#[cfg(test)]
-const SIGNATURE_LABEL: &str = "webhook-signature";
 const DEFAULT_PREFIX: &str = "webhook-";
 
 /// The three header names (lower case) and their labels for errors.
@@ -333,6 +327,14 @@ impl Scheme for StandardWebhooks {
         }))
     }
 }
+
+// The default header names, as tests name them.
+#[cfg(test)]
+const ID_LABEL: &str = "webhook-id";
+#[cfg(test)]
+const TIMESTAMP_LABEL: &str = "webhook-timestamp";
+#[cfg(test)]
+const SIGNATURE_LABEL: &str = "webhook-signature";
 
 #[cfg(test)]
 mod asymmetric_tests;

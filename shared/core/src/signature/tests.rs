@@ -64,7 +64,10 @@ fn fixture(name: &str) -> Fixture {
             ..plain("user:secret-text", "other:other-secret")
         },
         "discord" => plain(&test_keys::ed25519_hex(), &test_keys::ed25519_hex()),
-        "sendgrid" => plain(&test_keys::p256_pkcs8_base64(), &test_keys::p256_pkcs8_base64()),
+        "sendgrid" => plain(
+            &test_keys::p256_pkcs8_base64(),
+            &test_keys::p256_pkcs8_base64(),
+        ),
         "mailgun" => Fixture {
             signs_in_body: true,
             covers_body: false,
@@ -87,19 +90,27 @@ fn fixture(name: &str) -> Fixture {
 /// Keys the asymmetric schemes accept, generated per test run.
 mod test_keys {
     use aws_lc_rs::rand::SystemRandom;
-    use aws_lc_rs::signature::{EcdsaKeyPair, Ed25519KeyPair, KeyPair as _, ECDSA_P256_SHA256_ASN1_SIGNING};
+    use aws_lc_rs::signature::{
+        EcdsaKeyPair, Ed25519KeyPair, KeyPair as _, ECDSA_P256_SHA256_ASN1_SIGNING,
+    };
     use base64::Engine as _;
 
     /// An Ed25519 private key as seed ‖ public key, hex (Discord's local form).
     pub fn ed25519_hex() -> String {
         let seed: [u8; 32] = std::array::from_fn(|_| fastrand::u8(..));
         let pair = Ed25519KeyPair::from_seed_unchecked(&seed).unwrap();
-        format!("{}{}", hex::encode(seed), hex::encode(pair.public_key().as_ref()))
+        format!(
+            "{}{}",
+            hex::encode(seed),
+            hex::encode(pair.public_key().as_ref())
+        )
     }
 
     /// A P-256 private key, base64 PKCS#8 (SendGrid's local form).
     pub fn p256_pkcs8_base64() -> String {
-        let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &SystemRandom::new()).unwrap();
+        let doc =
+            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &SystemRandom::new())
+                .unwrap();
         base64::engine::general_purpose::STANDARD.encode(doc.as_ref())
     }
 }
@@ -121,7 +132,9 @@ fn shows(text: &str, secret: &str) -> bool {
         && bytes
             .windows(12)
             .filter_map(|w| std::str::from_utf8(w).ok())
-            .filter(|w| !w.starts_with("-----") && !w.contains("PRIVATE") && !w.contains("CERTIFICATE"))
+            .filter(|w| {
+                !w.starts_with("-----") && !w.contains("PRIVATE") && !w.contains("CERTIFICATE")
+            })
             .any(|w| text.contains(w))
 }
 
@@ -291,17 +304,23 @@ fn secret_errors() {
             assert!(matches!(none, Err(SchemeError::Empty)), "{name}");
         }
         let e = try_scheme(name, f.settings.clone(), &[&f.secret, ""], TOLERANCE).unwrap_err();
-        assert!(matches!(e, SchemeError::Invalid { index: 1, .. }), "{name}: {e:?}");
+        assert!(
+            matches!(e, SchemeError::Invalid { index: 1, .. }),
+            "{name}: {e:?}"
+        );
         assert!(e.is_about_secrets());
         assert!(!shows(&e.to_string(), &f.secret), "{name}: {e}");
         let secrets = [Secret::from_bytes(Vec::new())];
         let Value::Object(map) = &f.settings else {
             unreachable!()
         };
-        assert!(matches!(
-            super::build(name, &Spec::new(map, &secrets, TOLERANCE)),
-            Err(SchemeError::Invalid { index: 0, .. })
-        ), "{name}");
+        assert!(
+            matches!(
+                super::build(name, &Spec::new(map, &secrets, TOLERANCE)),
+                Err(SchemeError::Invalid { index: 0, .. })
+            ),
+            "{name}"
+        );
     }
     assert_eq!(
         SchemeError::Empty.to_string(),
@@ -410,10 +429,7 @@ fn every_scheme_round_trips_and_signed_headers_cover_sign() {
         let (map, body) = v.sign_full(body_for(&f), 1_700_000_000, "msg_1");
         let kept = v.signed_headers();
         for header in map.keys() {
-            assert!(
-                kept.contains(header) || !f.reverifiable,
-                "{name}: {header}"
-            );
+            assert!(kept.contains(header) || !f.reverifiable, "{name}: {header}");
         }
         assert_eq!(v.verify_at(&map, &body, 1_700_000_000), Ok(()), "{name}");
         // Re-verifying from only the kept headers works (what the store keeps).

@@ -78,7 +78,10 @@ impl std::fmt::Debug for Twilio {
 /// One form-encoded name or value, decoded (`+` is a space); `None` if it is not UTF-8 (Twilio
 /// sends UTF-8, and a lossy decoding would let different bodies sign alike).
 fn decode_form(part: &[u8]) -> Option<String> {
-    let spaced: Vec<u8> = part.iter().map(|&b| if b == b'+' { b' ' } else { b }).collect();
+    let spaced: Vec<u8> = part
+        .iter()
+        .map(|&b| if b == b'+' { b' ' } else { b })
+        .collect();
     percent_encoding::percent_decode(&spaced)
         .decode_utf8()
         .ok()
@@ -145,9 +148,13 @@ impl Twilio {
         let mut tag = [0u8; 48];
         let len = base64::engine::general_purpose::STANDARD
             .decode_slice(header, &mut tag)
-            .map_err(|_| malformed("the signature is not valid base64 of the algorithm's length"))?;
+            .map_err(|_| {
+                malformed("the signature is not valid base64 of the algorithm's length")
+            })?;
         if len != algorithm.tag_len() {
-            return Err(malformed("the signature is not valid base64 of the algorithm's length"));
+            return Err(malformed(
+                "the signature is not valid base64 of the algorithm's length",
+            ));
         }
         let candidate = &tag[..len];
         let params = sorted_params(body).ok_or(SignatureError::MalformedField {
@@ -239,7 +246,10 @@ impl Scheme for Twilio {
     /// A status callback: `MessageSid` is the id, `MessageStatus` the type.
     fn sample(&self, event_id: &str, event_type: &str, _now_secs: i64) -> Sample {
         let body = form_urlencoded::Serializer::new(String::new())
-            .append_pair("AccountSid", &format!("AC{}", random_alnum(32).to_ascii_lowercase()))
+            .append_pair(
+                "AccountSid",
+                &format!("AC{}", random_alnum(32).to_ascii_lowercase()),
+            )
             .append_pair("ApiVersion", "2010-04-01")
             .append_pair("From", "+15017122661")
             .append_pair("MessageSid", event_id)
@@ -278,17 +288,30 @@ mod tests {
     #[test]
     fn documented_vector() {
         assert_eq!(check(EXPECTED, BODY), Ok(()));
-        assert_eq!(value_of(&twilio(URL).sign_at(BODY, 0, ""), "x-twilio-signature"), EXPECTED);
+        assert_eq!(
+            value_of(&twilio(URL).sign_at(BODY, 0, ""), "x-twilio-signature"),
+            EXPECTED
+        );
         // Parameter order on the wire does not matter; values do.
         let shuffled = b"To=%2B18005551212&Digits=1234&From=%2B14158675310&CallSid=CA1234567890ABCDE&Caller=%2B14158675310";
         assert_eq!(check(EXPECTED, shuffled), Ok(()));
         assert_eq!(
-            check(EXPECTED, &BODY.to_vec().into_iter().map(|b| if b == b'4' { b'5' } else { b }).collect::<Vec<_>>()),
+            check(
+                EXPECTED,
+                &BODY
+                    .to_vec()
+                    .into_iter()
+                    .map(|b| if b == b'4' { b'5' } else { b })
+                    .collect::<Vec<_>>()
+            ),
             Err(SignatureError::Mismatch)
         );
         // The configured URL with the default port spelled out: the same signature passes.
         let with_port = twilio("https://mycompany.com:443/myapp.php?foo=1&bar=2");
-        assert_eq!(with_port.verify_at(&headers(&[(LABEL, EXPECTED)]), BODY, 0), Ok(()));
+        assert_eq!(
+            with_port.verify_at(&headers(&[(LABEL, EXPECTED)]), BODY, 0),
+            Ok(())
+        );
         // Another URL: refused.
         let other = twilio("https://mycompany.com/myapp.php?foo=1&bar=3");
         assert_eq!(
@@ -320,7 +343,10 @@ mod tests {
         );
         assert_eq!(
             v.verify_at(
-                &headers(&[(LABEL, EXPECTED), (SETTINGS_LABEL, "key=k,algorithm=HMAC_MD5")]),
+                &headers(&[
+                    (LABEL, EXPECTED),
+                    (SETTINGS_LABEL, "key=k,algorithm=HMAC_MD5")
+                ]),
                 BODY,
                 0
             ),
@@ -340,12 +366,19 @@ mod tests {
         let v = twilio(URL);
         let settings = "key=webhooks_sharedkey_1,algorithm=HMAC_SHA256";
         assert_eq!(
-            v.verify_at(&headers(&[(LABEL, &sig), (SETTINGS_LABEL, settings)]), BODY, 0),
+            v.verify_at(
+                &headers(&[(LABEL, &sig), (SETTINGS_LABEL, settings)]),
+                BODY,
+                0
+            ),
             Ok(())
         );
         assert_eq!(
             v.verify_at(&headers(&[(LABEL, &sig)]), BODY, 0),
-            Err(malformed(LABEL, "the signature is not valid base64 of the algorithm's length"))
+            Err(malformed(
+                LABEL,
+                "the signature is not valid base64 of the algorithm's length"
+            ))
         );
     }
 

@@ -36,17 +36,26 @@ fn documented_algorithm() {
     assert_eq!(check(&body(good()), TS), Ok(()));
     // An integer timestamp is the same text.
     assert_eq!(
-        check(&body(json!({"timestamp": TS, "token": TOKEN, "signature": SIG})), TS),
+        check(
+            &body(json!({"timestamp": TS, "token": TOKEN, "signature": SIG})),
+            TS
+        ),
         Ok(())
     );
     // A subaccount's parent signature matches the primary account's key.
     let parent = verifier("mailgun", &["other-key", "parent-key"]);
-    let b = body(json!({"timestamp": "1770920772", "token": TOKEN, "signature": "00".repeat(32), "parent-signature": PARENT_SIG}));
+    let b = body(
+        json!({"timestamp": "1770920772", "token": TOKEN, "signature": "00".repeat(32), "parent-signature": PARENT_SIG}),
+    );
     assert_eq!(parent.verify_at(&headers(&[]), &b, TS), Ok(()));
     // Signing puts the same object in the body; the rest of the body is kept.
     let v = verifier("mailgun", &[KEY]);
     let signed = v
-        .sign(&Unsigned::new(br#"{"event-data":{"event":"delivered"}}"#, TS, TOKEN))
+        .sign(&Unsigned::new(
+            br#"{"event-data":{"event":"delivered"}}"#,
+            TS,
+            TOKEN,
+        ))
         .unwrap();
     assert!(signed.headers.is_empty());
     let out: serde_json::Value = serde_json::from_slice(signed.body.as_ref().unwrap()).unwrap();
@@ -158,12 +167,16 @@ fn table() {
 fn the_token_is_the_event_id_so_a_replayed_token_is_a_duplicate() {
     use crate::domain::BodyDigest;
     let v = verifier("mailgun", &[KEY]);
-    assert_eq!(v.default_event_id(), FieldRule::json_pointer("/signature/token"));
+    assert_eq!(
+        v.default_event_id(),
+        FieldRule::json_pointer("/signature/token")
+    );
     // The same signature object with another event: authentic signature, same id.
     let first = body(good());
-    let replayed = json!({"signature": good(), "event-data": {"event": "delivered", "id": "forged"}})
-        .to_string()
-        .into_bytes();
+    let replayed =
+        json!({"signature": good(), "event-data": {"event": "delivered", "id": "forged"}})
+            .to_string()
+            .into_bytes();
     let id = |b: &[u8]| {
         crate::identity::identify(
             &v.default_event_id(),

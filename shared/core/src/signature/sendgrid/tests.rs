@@ -9,7 +9,8 @@ use aws_lc_rs::signature::{EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_ASN1_SI
 use base64::engine::general_purpose::STANDARD;
 
 const PUBLIC_KEY: &str = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEEDr2LjtURuePQzplybdC+u4CwrqDqBaWjcMMsTbhdbcwHBcepxo7yAQGhHPTnlvFYPAZFceEu/1FwCM/QmGUhA==";
-const PAYLOAD: &[u8] = br#"{"category":"example_payload","event":"test_event","message_id":"message_id"}"#;
+const PAYLOAD: &[u8] =
+    br#"{"category":"example_payload","event":"test_event","message_id":"message_id"}"#;
 const SIGNATURE_VALUE: &str = "MEUCIQCtIHJeH93Y+qpYeWrySphQgpNGNr/U+UyUlBkU6n7RAwIgJTz2C+8a8xonZGi6BpSzoQsbVRamr2nlxFDWYNH2j/0=";
 const TS: &str = "1588788367";
 const T: i64 = 1_588_788_367;
@@ -20,17 +21,23 @@ fn request(sig: &str, ts: &str) -> http::HeaderMap {
 
 /// A fresh private key (base64 PKCS#8) and its public key (base64 SPKI DER, as SendGrid shows it).
 fn generated() -> (String, String) {
-    let pkcs8 =
-        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &SystemRandom::new()).unwrap();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &SystemRandom::new())
+        .unwrap();
     let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref()).unwrap();
     let spki = pair.public_key().as_der().unwrap();
-    (STANDARD.encode(pkcs8.as_ref()), STANDARD.encode(spki.as_ref()))
+    (
+        STANDARD.encode(pkcs8.as_ref()),
+        STANDARD.encode(spki.as_ref()),
+    )
 }
 
 #[test]
 fn sendgrid_library_vector() {
     let v = verifier("sendgrid", &[PUBLIC_KEY]);
-    assert_eq!(v.verify_at(&request(SIGNATURE_VALUE, TS), PAYLOAD, T), Ok(()));
+    assert_eq!(
+        v.verify_at(&request(SIGNATURE_VALUE, TS), PAYLOAD, T),
+        Ok(())
+    );
     assert_eq!(
         v.verify_at(&request(SIGNATURE_VALUE, "1588788368"), PAYLOAD, T),
         Err(SignatureError::Mismatch)
@@ -49,14 +56,23 @@ fn sendgrid_library_vector() {
 fn generated_keys_sign_and_verify_whole_batches() {
     let (private, public) = generated();
     let signer = verifier("sendgrid", &[&private]);
-    let batch = br#"[{"event":"delivered","sg_event_id":"a"},{"event":"bounce","sg_event_id":"b"}]"#;
+    let batch =
+        br#"[{"event":"delivered","sg_event_id":"a"},{"event":"bounce","sg_event_id":"b"}]"#;
     let map = signed(signer.sign_at(batch, T, ""));
-    assert_eq!(map["x-twilio-email-event-webhook-timestamp"].to_str().unwrap(), TS);
+    assert_eq!(
+        map["x-twilio-email-event-webhook-timestamp"]
+            .to_str()
+            .unwrap(),
+        TS
+    );
     let verifier_only = verifier("sendgrid", &[&public]);
     assert_eq!(verifier_only.verify_at(&map, batch, T), Ok(()));
     // One event removed from the batch: refused.
     let cut = br#"[{"event":"delivered","sg_event_id":"a"}]"#;
-    assert_eq!(verifier_only.verify_at(&map, cut, T), Err(SignatureError::Mismatch));
+    assert_eq!(
+        verifier_only.verify_at(&map, cut, T),
+        Err(SignatureError::Mismatch)
+    );
     // Rotation: any configured key.
     let rotated = verifier("sendgrid", &[PUBLIC_KEY, &public]);
     assert_eq!(rotated.verify_at(&map, batch, T), Ok(()));
@@ -76,46 +92,86 @@ fn table() {
         (
             request(SIGNATURE_VALUE, TS),
             T + 301,
-            Err(SignatureError::TimestampTooOld { age_secs: 301, tolerance_secs: 300 }),
+            Err(SignatureError::TimestampTooOld {
+                age_secs: 301,
+                tolerance_secs: 300,
+            }),
         ),
         (
             request(SIGNATURE_VALUE, TS),
             T - 301,
-            Err(SignatureError::TimestampInFuture { ahead_secs: 301, tolerance_secs: 300 }),
+            Err(SignatureError::TimestampInFuture {
+                ahead_secs: 301,
+                tolerance_secs: 300,
+            }),
         ),
         (request("not base64!", TS), T, bad(SIGNATURE_LABEL, der)),
-        (request(&SIGNATURE_VALUE[..41], TS), T, bad(SIGNATURE_LABEL, der)),
-        (request(&STANDARD.encode([0x30; 80]), TS), T, bad(SIGNATURE_LABEL, der)),
-        (request(&STANDARD.encode([7u8; 64]), TS), T, bad(SIGNATURE_LABEL, der)),
         (
-            request(&STANDARD.encode([0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01]), TS),
+            request(&SIGNATURE_VALUE[..41], TS),
+            T,
+            bad(SIGNATURE_LABEL, der),
+        ),
+        (
+            request(&STANDARD.encode([0x30; 80]), TS),
+            T,
+            bad(SIGNATURE_LABEL, der),
+        ),
+        (
+            request(&STANDARD.encode([7u8; 64]), TS),
+            T,
+            bad(SIGNATURE_LABEL, der),
+        ),
+        (
+            request(
+                &STANDARD.encode([0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01]),
+                TS,
+            ),
             T,
             Err(SignatureError::Mismatch),
         ),
         (
             request(SIGNATURE_VALUE, "soon"),
             T,
-            bad(TIMESTAMP_LABEL, "the timestamp is not a whole number of seconds"),
+            bad(
+                TIMESTAMP_LABEL,
+                "the timestamp is not a whole number of seconds",
+            ),
         ),
         (
             headers(&[(TIMESTAMP_LABEL, TS)]),
             T,
-            Err(SignatureError::Missing { header: SIGNATURE_LABEL }),
+            Err(SignatureError::Missing {
+                header: SIGNATURE_LABEL,
+            }),
         ),
         (
             headers(&[(SIGNATURE_LABEL, SIGNATURE_VALUE)]),
             T,
-            Err(SignatureError::Missing { header: TIMESTAMP_LABEL }),
+            Err(SignatureError::Missing {
+                header: TIMESTAMP_LABEL,
+            }),
         ),
         (
-            headers(&[(SIGNATURE_LABEL, SIGNATURE_VALUE), (SIGNATURE_LABEL, SIGNATURE_VALUE), (TIMESTAMP_LABEL, TS)]),
+            headers(&[
+                (SIGNATURE_LABEL, SIGNATURE_VALUE),
+                (SIGNATURE_LABEL, SIGNATURE_VALUE),
+                (TIMESTAMP_LABEL, TS),
+            ]),
             T,
-            Err(SignatureError::Duplicated { header: SIGNATURE_LABEL }),
+            Err(SignatureError::Duplicated {
+                header: SIGNATURE_LABEL,
+            }),
         ),
         (
-            headers(&[(SIGNATURE_LABEL, SIGNATURE_VALUE), (TIMESTAMP_LABEL, TS), (TIMESTAMP_LABEL, TS)]),
+            headers(&[
+                (SIGNATURE_LABEL, SIGNATURE_VALUE),
+                (TIMESTAMP_LABEL, TS),
+                (TIMESTAMP_LABEL, TS),
+            ]),
             T,
-            Err(SignatureError::Duplicated { header: TIMESTAMP_LABEL }),
+            Err(SignatureError::Duplicated {
+                header: TIMESTAMP_LABEL,
+            }),
         ),
     ];
     for (h, now, expected) in cases {

@@ -72,7 +72,8 @@ impl CertKey {
             .to_der()
             .map_err(|_| "the certificate's public key cannot be read")?;
         let parse = |params| {
-            ParsedPublicKey::new(params, &spki).map_err(|_| "the certificate's key is not RSA (2048 bits or more)")
+            ParsedPublicKey::new(params, &spki)
+                .map_err(|_| "the certificate's key is not RSA (2048 bits or more)")
         };
         Ok(Self {
             sha1: parse(&RSA_PKCS1_2048_8192_SHA1_FOR_LEGACY_USE_ONLY)?,
@@ -82,7 +83,11 @@ impl CertKey {
 
     /// SignatureVersion 1: SHA1withRSA; 2: SHA256withRSA.
     pub(super) fn verifies(&self, version: u8, message: &[u8], signature: &[u8]) -> bool {
-        let key = if version == 1 { &self.sha1 } else { &self.sha256 };
+        let key = if version == 1 {
+            &self.sha1
+        } else {
+            &self.sha256
+        };
         key.verify_sig(message, signature).is_ok()
     }
 }
@@ -120,7 +125,8 @@ impl Identity {
                     .collect::<String>(),
             )
             .map_err(|_| "the private key is not valid PEM")?;
-        let key = RsaKeyPair::from_pkcs8(&der).map_err(|_| "the private key is not an RSA key (PKCS#8)")?;
+        let key = RsaKeyPair::from_pkcs8(&der)
+            .map_err(|_| "the private key is not an RSA key (PKCS#8)")?;
         let cert_block = pem_block(pem, "CERTIFICATE").ok_or("no PEM certificate")?;
         let cert = Certificate::from_pem(cert_block).map_err(|_| "not an X.509 certificate")?;
         let cert_public = cert

@@ -44,12 +44,21 @@ fn seq(parts: &[Vec<u8>]) -> Vec<u8> {
 /// A self-signed X.509 v3 certificate for `key` (SHA256withRSA).
 fn certificate(key: &RsaKeyPair) -> Vec<u8> {
     let null = vec![0x05, 0x00];
-    let rsa_encryption = der(0x06, &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01]);
-    let sha256_with_rsa = der(0x06, &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0b]);
+    let rsa_encryption = der(
+        0x06,
+        &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01],
+    );
+    let sha256_with_rsa = der(
+        0x06,
+        &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0b],
+    );
     let algorithm = seq(&[sha256_with_rsa, null.clone()]);
     let name = seq(&[der(
         0x31,
-        &seq(&[der(0x06, &[0x55, 0x04, 0x03]), der(0x0c, b"sns.amazonaws.com")]),
+        &seq(&[
+            der(0x06, &[0x55, 0x04, 0x03]),
+            der(0x0c, b"sns.amazonaws.com"),
+        ]),
     )]);
     let validity = seq(&[der(0x17, b"250101000000Z"), der(0x17, b"350101000000Z")]);
     let public = [&[0u8][..], key.public_key().as_ref()].concat();
@@ -64,9 +73,18 @@ fn certificate(key: &RsaKeyPair) -> Vec<u8> {
         spki,
     ]);
     let mut signature = vec![0u8; key.public_modulus_len()];
-    key.sign(&RSA_PKCS1_SHA256, &SystemRandom::new(), &tbs, &mut signature)
-        .unwrap();
-    seq(&[tbs, algorithm, der(0x03, &[&[0u8][..], &signature].concat())])
+    key.sign(
+        &RSA_PKCS1_SHA256,
+        &SystemRandom::new(),
+        &tbs,
+        &mut signature,
+    )
+    .unwrap();
+    seq(&[
+        tbs,
+        algorithm,
+        der(0x03, &[&[0u8][..], &signature].concat()),
+    ])
 }
 
 fn pem(label: &str, der: &[u8]) -> String {
@@ -76,7 +94,10 @@ fn pem(label: &str, der: &[u8]) -> String {
         .chunks(64)
         .map(|c| std::str::from_utf8(c).unwrap())
         .collect();
-    format!("-----BEGIN {label}-----\n{}\n-----END {label}-----\n", lines.join("\n"))
+    format!(
+        "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+        lines.join("\n")
+    )
 }
 
 /// A fresh 2048-bit key and its certificate (PEM), shared by the tests of this module.
@@ -92,14 +113,20 @@ fn generated() -> &'static (RsaKeyPair, String) {
 /// The local identity secret: private key and certificate in one PEM document.
 pub(in crate::signature) fn identity_pem() -> String {
     let (key, cert) = generated();
-    format!("{}{cert}", pem("PRIVATE KEY", key.as_der().unwrap().as_ref()))
+    format!(
+        "{}{cert}",
+        pem("PRIVATE KEY", key.as_der().unwrap().as_ref())
+    )
 }
 
 // ------------------------------------------------------------------ a fetcher that counts
 
+/// A URL and what fetching it gives.
+type Served = (String, Result<Vec<u8>, FetchError>);
+
 #[derive(Debug, Default)]
 struct FakeFetcher {
-    documents: Mutex<Vec<(String, Result<Vec<u8>, FetchError>)>>,
+    documents: Mutex<Vec<Served>>,
     calls: AtomicUsize,
 }
 
@@ -138,7 +165,8 @@ fn scheme_with(fetcher: Arc<FakeFetcher>, secrets: &[Secret]) -> Sns {
 // ------------------------------------------------------------------ messages
 
 fn ses_event() -> String {
-    json!({"eventType": "Delivery", "mail": {"messageId": "m-1", "tags": {"tenant": ["acme"]}}}).to_string()
+    json!({"eventType": "Delivery", "mail": {"messageId": "m-1", "tags": {"tenant": ["acme"]}}})
+        .to_string()
 }
 
 fn notification() -> Value {
@@ -171,7 +199,10 @@ fn confirmation() -> Value {
 
 /// The documented string to sign, written out independently of the code under test.
 fn documented_string(m: &Value) -> String {
-    let s = |k: &str| m[k].as_str().map_or_else(|| m[k].to_string(), str::to_owned);
+    let s = |k: &str| {
+        m[k].as_str()
+            .map_or_else(|| m[k].to_string(), str::to_owned)
+    };
     if m["Type"] == "Notification" {
         let subject = m
             .get("Subject")
@@ -179,7 +210,11 @@ fn documented_string(m: &Value) -> String {
             .unwrap_or_default();
         format!(
             "Message\n{}\nMessageId\n{}\n{subject}Timestamp\n{}\nTopicArn\n{}\nType\n{}\n",
-            s("Message"), s("MessageId"), s("Timestamp"), s("TopicArn"), s("Type")
+            s("Message"),
+            s("MessageId"),
+            s("Timestamp"),
+            s("TopicArn"),
+            s("Type")
         )
     } else {
         format!(
@@ -193,8 +228,13 @@ fn documented_string(m: &Value) -> String {
 fn signed(mut m: Value) -> Vec<u8> {
     let (key, _) = generated();
     let mut sig = vec![0u8; key.public_modulus_len()];
-    key.sign(&RSA_PKCS1_SHA256, &SystemRandom::new(), documented_string(&m).as_bytes(), &mut sig)
-        .unwrap();
+    key.sign(
+        &RSA_PKCS1_SHA256,
+        &SystemRandom::new(),
+        documented_string(&m).as_bytes(),
+        &mut sig,
+    )
+    .unwrap();
     m["Signature"] = json!(STANDARD.encode(sig));
     m.to_string().into_bytes()
 }
@@ -242,7 +282,11 @@ async fn a_failed_fetch_decides_nothing_and_is_not_cached() {
         assert!(e.is_transient(), "{e:?}");
         assert_eq!(e.code(), "signing_key_unavailable");
     }
-    assert_eq!(fetcher.calls.load(Ordering::SeqCst), 2, "retried, not cached");
+    assert_eq!(
+        fetcher.calls.load(Ordering::SeqCst),
+        2,
+        "retried, not cached"
+    );
     // A document that is not a certificate: the same.
     let garbage = FakeFetcher::serving(CERT_URL, Ok(b"<html>not a cert</html>".to_vec()));
     let s = scheme_with(garbage, &[]);
@@ -268,8 +312,13 @@ async fn table() {
         let key = RsaKeyPair::generate(KeySize::Rsa2048).unwrap();
         let m = notification();
         let mut sig = vec![0u8; key.public_modulus_len()];
-        key.sign(&RSA_PKCS1_SHA256, &SystemRandom::new(), documented_string(&m).as_bytes(), &mut sig)
-            .unwrap();
+        key.sign(
+            &RSA_PKCS1_SHA256,
+            &SystemRandom::new(),
+            documented_string(&m).as_bytes(),
+            &mut sig,
+        )
+        .unwrap();
         let mut m = m;
         m["Signature"] = json!(STANDARD.encode(sig));
         m.to_string().into_bytes()
@@ -281,18 +330,27 @@ async fn table() {
     };
     let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
     let good = text(signed(notification()));
-    let sig_value = serde_json::from_str::<Value>(&good).unwrap()["Signature"].as_str().unwrap().to_owned();
+    let sig_value = serde_json::from_str::<Value>(&good).unwrap()["Signature"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let cases: Vec<(Vec<u8>, i64, Outcome)> = vec![
         (signed(notification()), T + 300, Ok(())),
         (
             signed(notification()),
             T + 301,
-            Err(SignatureError::TimestampTooOld { age_secs: 301, tolerance_secs: 300 }),
+            Err(SignatureError::TimestampTooOld {
+                age_secs: 301,
+                tolerance_secs: 300,
+            }),
         ),
         (
             signed(notification()),
             T - 301,
-            Err(SignatureError::TimestampInFuture { ahead_secs: 301, tolerance_secs: 300 }),
+            Err(SignatureError::TimestampInFuture {
+                ahead_secs: 301,
+                tolerance_secs: 300,
+            }),
         ),
         (other_key, T, Err(SignatureError::Mismatch)),
         (tampered, T, Err(SignatureError::Mismatch)),
@@ -305,22 +363,140 @@ async fn table() {
             T,
             Err(SignatureError::Mismatch),
         ),
-        (with("TopicArn", json!("arn:aws:sns:us-east-1:123456789012:other")), T, field("TopicArn", "not the topic this source accepts")),
-        (with("SigningCertURL", json!("http://sns.us-east-1.amazonaws.com/x.pem")), T, field("SigningCertURL", "not an HTTPS URL of SNS in the topic's region")),
-        (with("SigningCertURL", json!("https://sns.eu-west-1.amazonaws.com/x.pem")), T, field("SigningCertURL", "not an HTTPS URL of SNS in the topic's region")),
-        (with("SigningCertURL", json!("https://sns.us-east-1.amazonaws.com.evil.com/x.pem")), T, field("SigningCertURL", "not an HTTPS URL of SNS in the topic's region")),
-        (with("SigningCertURL", json!("https://evil.com/sns.us-east-1.amazonaws.com/x.pem")), T, field("SigningCertURL", "not an HTTPS URL of SNS in the topic's region")),
-        (with("SigningCertURL", json!("https://sns.us-east-1.amazonaws.com@evil.com/x.pem")), T, field("SigningCertURL", "not an HTTPS URL of SNS in the topic's region")),
-        (with("SigningCertURL", json!("https://sns.us-east-1.amazonaws.com:8443/x.pem")), T, field("SigningCertURL", "not an HTTPS URL of SNS in the topic's region")),
-        (with("SigningCertURL", json!("https://sns.us-east-1.amazonaws.com/x.pem?y=.pem")), T, field("SigningCertURL", "not an HTTPS URL of SNS in the topic's region")),
-        (with("SigningCertURL", json!("https://sns.us-east-1.amazonaws.com/../x.pem")), T, field("SigningCertURL", "not an HTTPS URL of SNS in the topic's region")),
-        (with("SignatureVersion", json!("3")), T, field("SignatureVersion", "neither 1 (SHA1withRSA) nor 2 (SHA256withRSA)")),
-        (after("Signature", json!("not base64!")), T, field("Signature", "not base64 of an RSA signature")),
-        (after("Signature", json!("")), T, field("Signature", "not base64 of an RSA signature")),
-        (with("Type", json!("Spam")), T, field("Type", "not a message type SNS sends")),
-        (with("Timestamp", json!("yesterday")), T, field("Timestamp", "not an ISO 8601 UTC time")),
-        (with("Timestamp", json!("2026-11-30T10:00:00+01:00")), T, field("Timestamp", "not an ISO 8601 UTC time")),
-        (with("MessageId", json!(42)), T, field("MessageId", "it is not a string")),
+        (
+            with(
+                "TopicArn",
+                json!("arn:aws:sns:us-east-1:123456789012:other"),
+            ),
+            T,
+            field("TopicArn", "not the topic this source accepts"),
+        ),
+        (
+            with(
+                "SigningCertURL",
+                json!("http://sns.us-east-1.amazonaws.com/x.pem"),
+            ),
+            T,
+            field(
+                "SigningCertURL",
+                "not an HTTPS URL of SNS in the topic's region",
+            ),
+        ),
+        (
+            with(
+                "SigningCertURL",
+                json!("https://sns.eu-west-1.amazonaws.com/x.pem"),
+            ),
+            T,
+            field(
+                "SigningCertURL",
+                "not an HTTPS URL of SNS in the topic's region",
+            ),
+        ),
+        (
+            with(
+                "SigningCertURL",
+                json!("https://sns.us-east-1.amazonaws.com.evil.com/x.pem"),
+            ),
+            T,
+            field(
+                "SigningCertURL",
+                "not an HTTPS URL of SNS in the topic's region",
+            ),
+        ),
+        (
+            with(
+                "SigningCertURL",
+                json!("https://evil.com/sns.us-east-1.amazonaws.com/x.pem"),
+            ),
+            T,
+            field(
+                "SigningCertURL",
+                "not an HTTPS URL of SNS in the topic's region",
+            ),
+        ),
+        (
+            with(
+                "SigningCertURL",
+                json!("https://sns.us-east-1.amazonaws.com@evil.com/x.pem"),
+            ),
+            T,
+            field(
+                "SigningCertURL",
+                "not an HTTPS URL of SNS in the topic's region",
+            ),
+        ),
+        (
+            with(
+                "SigningCertURL",
+                json!("https://sns.us-east-1.amazonaws.com:8443/x.pem"),
+            ),
+            T,
+            field(
+                "SigningCertURL",
+                "not an HTTPS URL of SNS in the topic's region",
+            ),
+        ),
+        (
+            with(
+                "SigningCertURL",
+                json!("https://sns.us-east-1.amazonaws.com/x.pem?y=.pem"),
+            ),
+            T,
+            field(
+                "SigningCertURL",
+                "not an HTTPS URL of SNS in the topic's region",
+            ),
+        ),
+        (
+            with(
+                "SigningCertURL",
+                json!("https://sns.us-east-1.amazonaws.com/../x.pem"),
+            ),
+            T,
+            field(
+                "SigningCertURL",
+                "not an HTTPS URL of SNS in the topic's region",
+            ),
+        ),
+        (
+            with("SignatureVersion", json!("3")),
+            T,
+            field(
+                "SignatureVersion",
+                "neither 1 (SHA1withRSA) nor 2 (SHA256withRSA)",
+            ),
+        ),
+        (
+            after("Signature", json!("not base64!")),
+            T,
+            field("Signature", "not base64 of an RSA signature"),
+        ),
+        (
+            after("Signature", json!("")),
+            T,
+            field("Signature", "not base64 of an RSA signature"),
+        ),
+        (
+            with("Type", json!("Spam")),
+            T,
+            field("Type", "not a message type SNS sends"),
+        ),
+        (
+            with("Timestamp", json!("yesterday")),
+            T,
+            field("Timestamp", "not an ISO 8601 UTC time"),
+        ),
+        (
+            with("Timestamp", json!("2026-11-30T10:00:00+01:00")),
+            T,
+            field("Timestamp", "not an ISO 8601 UTC time"),
+        ),
+        (
+            with("MessageId", json!(42)),
+            T,
+            field("MessageId", "it is not a string"),
+        ),
         (
             {
                 let mut m = notification();
@@ -341,19 +517,41 @@ async fn table() {
         ),
         // A duplicated member: refused, whichever copy was signed.
         (
-            good.replacen(r#""Type":"Notification""#, r#""Type":"Notification","Message":"{}""#, 1).into_bytes(),
+            good.replacen(
+                r#""Type":"Notification""#,
+                r#""Type":"Notification","Message":"{}""#,
+                1,
+            )
+            .into_bytes(),
             T,
             field("Message", "it appears more than once"),
         ),
         (
-            good.replacen(&sig_value, &format!("{sig_value}\",\"Signature\":\"{sig_value}"), 1).into_bytes(),
+            good.replacen(
+                &sig_value,
+                &format!("{sig_value}\",\"Signature\":\"{sig_value}"),
+                1,
+            )
+            .into_bytes(),
             T,
             field("Signature", "it appears more than once"),
         ),
-        (b"not json".to_vec(), T, field("Signature", "the body is not a JSON object, so it carries no signature")),
+        (
+            b"not json".to_vec(),
+            T,
+            field(
+                "Signature",
+                "the body is not a JSON object, so it carries no signature",
+            ),
+        ),
     ];
     for (body, now, expected) in cases {
-        assert_eq!(verify(&s, &body, now).await, expected, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(
+            verify(&s, &body, now).await,
+            expected,
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
     }
     // Nothing but the one real certificate URL was ever fetched.
     assert_eq!(fetcher.calls.load(Ordering::SeqCst), 1);
@@ -364,16 +562,34 @@ async fn a_local_identity_signs_and_its_certificate_is_never_fetched() {
     let fetcher = FakeFetcher::serving(CERT_URL, Err(FetchError::new("no network")));
     let s = scheme_with(Arc::clone(&fetcher), &[Secret::from(identity_pem())]);
     // A bare SES event becomes the Message of a signed notification.
-    let out = s.sign(&Unsigned::new(ses_event().as_bytes(), T, "msg-1")).unwrap();
+    let out = s
+        .sign(&Unsigned::new(ses_event().as_bytes(), T, "msg-1"))
+        .unwrap();
     let body = out.body.unwrap();
     let v: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!((v["Type"].as_str(), v["MessageId"].as_str(), v["TopicArn"].as_str()), (Some("Notification"), Some("msg-1"), Some(TOPIC)));
+    assert_eq!(
+        (
+            v["Type"].as_str(),
+            v["MessageId"].as_str(),
+            v["TopicArn"].as_str()
+        ),
+        (Some("Notification"), Some("msg-1"), Some(TOPIC))
+    );
     assert_eq!(v["Message"].as_str(), Some(ses_event().as_str()));
-    assert!(v["SigningCertURL"].as_str().unwrap().starts_with("https://sns.us-east-1.amazonaws.com/SimpleNotificationService-local-"));
+    assert!(v["SigningCertURL"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://sns.us-east-1.amazonaws.com/SimpleNotificationService-local-"));
     let h = headers(&[]);
     assert_eq!(s.verify(Request::new(&h, &body, T)).ready(), Some(Ok(())));
     // An SNS message is signed as it is (its Timestamp set to the signing time).
-    let out = s.sign(&Unsigned::new(&serde_json::to_vec(&confirmation()).unwrap(), T + 5, "")).unwrap();
+    let out = s
+        .sign(&Unsigned::new(
+            &serde_json::to_vec(&confirmation()).unwrap(),
+            T + 5,
+            "",
+        ))
+        .unwrap();
     let v: Value = serde_json::from_slice(out.body.as_ref().unwrap()).unwrap();
     assert_eq!(v["Type"], "SubscriptionConfirmation");
     assert_eq!(v["Timestamp"], "2026-11-30T10:00:05.000Z");
@@ -394,13 +610,18 @@ async fn a_local_identity_signs_and_its_certificate_is_never_fetched() {
     .unwrap();
     assert_eq!((id.as_str(), kind.unwrap().as_str()), ("id-1", "Bounce"));
     // Without an identity, nothing signs.
-    assert!(scheme_with(serving_cert(), &[]).sign(&Unsigned::new(b"{}", T, "")).is_err());
+    assert!(scheme_with(serving_cert(), &[])
+        .sign(&Unsigned::new(b"{}", T, ""))
+        .is_err());
 }
 
 #[test]
 fn configuration() {
     let build = |settings: Value, secrets: &[&str]| try_scheme("sns", settings, secrets, TOLERANCE);
-    assert!(build(json!({"topic_arn": TOPIC}), &[]).is_ok(), "no secret needed");
+    assert!(
+        build(json!({"topic_arn": TOPIC}), &[]).is_ok(),
+        "no secret needed"
+    );
     for bad in [
         json!({}),
         json!({"topic_arn": "ses-events"}),
@@ -408,32 +629,60 @@ fn configuration() {
         json!({"topic_arn": "arn:aws:sns:us-east-1:1234:t"}),
         json!({"topic_arn": "arn:aws:sns::123456789012:t"}),
     ] {
-        assert!(matches!(build(bad.clone(), &[]), Err(SchemeError::InvalidConfig { .. })), "{bad}");
+        assert!(
+            matches!(
+                build(bad.clone(), &[]),
+                Err(SchemeError::InvalidConfig { .. })
+            ),
+            "{bad}"
+        );
     }
     let e = build(json!({"topic_arn": TOPIC}), &["whsec_abc"]).unwrap_err();
     assert!(matches!(e, SchemeError::Invalid { index: 0, .. }), "{e:?}");
     // A certificate that is not the private key's.
     let (_, cert) = generated();
     let other = RsaKeyPair::generate(KeySize::Rsa2048).unwrap();
-    let mismatched = format!("{}{cert}", pem("PRIVATE KEY", other.as_der().unwrap().as_ref()));
+    let mismatched = format!(
+        "{}{cert}",
+        pem("PRIVATE KEY", other.as_der().unwrap().as_ref())
+    );
     let e = build(json!({"topic_arn": TOPIC}), &[&mismatched]).unwrap_err();
     assert!(e.to_string().contains("not the private key's"), "{e}");
-    assert!(!format!("{:?}", build(json!({"topic_arn": TOPIC}), &[&identity_pem()]).unwrap()).contains("PRIVATE"));
+    assert!(!format!(
+        "{:?}",
+        build(json!({"topic_arn": TOPIC}), &[&identity_pem()]).unwrap()
+    )
+    .contains("PRIVATE"));
 }
 
 #[test]
 fn certificate_urls_and_timestamps() {
     let host = sns_host("aws", "us-east-1");
     assert!(allowed_cert_url(CERT_URL, &host));
-    assert_eq!(sns_host("aws-cn", "cn-north-1"), "sns.cn-north-1.amazonaws.com.cn");
-    for bad in ["https://sns.us-east-1.amazonaws.com/", "https://sns.us-east-1.amazonaws.com/.pem", "https://sns.us-east-1.amazonaws.com/a.pem#x", "https://SNS.us-east-1.amazonaws.com/a.pem", "https://sns.us-east-1.amazonaws.com/a%2e.pem"] {
+    assert_eq!(
+        sns_host("aws-cn", "cn-north-1"),
+        "sns.cn-north-1.amazonaws.com.cn"
+    );
+    for bad in [
+        "https://sns.us-east-1.amazonaws.com/",
+        "https://sns.us-east-1.amazonaws.com/.pem",
+        "https://sns.us-east-1.amazonaws.com/a.pem#x",
+        "https://SNS.us-east-1.amazonaws.com/a.pem",
+        "https://sns.us-east-1.amazonaws.com/a%2e.pem",
+    ] {
         assert!(!allowed_cert_url(bad, &host), "{bad}");
     }
     assert_eq!(parse_timestamp("1970-01-01T00:00:00Z"), Some(0));
     assert_eq!(parse_timestamp("2026-11-30T10:00:00.751Z"), Some(T));
     assert_eq!(parse_timestamp("2024-02-29T23:59:59Z"), Some(1_709_251_199));
     assert_eq!(sns_timestamp(T), "2026-11-30T10:00:00.000Z");
-    for bad in ["2026-11-30 10:00:00Z", "2026-13-01T00:00:00Z", "2026-11-30T10:00:00.Z", "2026-11-30T10:00:00", "+026-11-30T10:00:00Z"] {
+    for bad in [
+        "2026-11-30 10:00:00Z",
+        "2026-13-01T00:00:00Z",
+        "2026-11-30T10:00:00.Z",
+        "2026-11-30T10:00:00",
+        "+026-11-30T10:00:00Z",
+    ] {
         assert_eq!(parse_timestamp(bad), None, "{bad}");
     }
 }

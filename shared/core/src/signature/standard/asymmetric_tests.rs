@@ -31,7 +31,11 @@ fn v1a(pair: &Ed25519KeyPair, id: &str, ts: &str, body: &[u8]) -> String {
 }
 
 fn request(sig: &str) -> http::HeaderMap {
-    headers(&[("webhook-id", ID), ("webhook-timestamp", TS), ("webhook-signature", sig)])
+    headers(&[
+        ("webhook-id", ID),
+        ("webhook-timestamp", TS),
+        ("webhook-signature", sig),
+    ])
 }
 
 #[test]
@@ -45,21 +49,44 @@ fn v1a_signatures_verify_with_public_keys() {
     let cases: Vec<(String, &[u8], i64, Outcome)> = vec![
         (good.clone(), BODY, T, Ok(())),
         (format!("{V1} {good}"), BODY, T, Ok(())),
-        (format!("{} {good}", v1a(&other_pair, ID, TS, BODY)), BODY, T, Ok(())),
+        (
+            format!("{} {good}", v1a(&other_pair, ID, TS, BODY)),
+            BODY,
+            T,
+            Ok(()),
+        ),
         (good.clone(), BODY, T + 300, Ok(())),
         (
             good.clone(),
             BODY,
             T + 301,
-            Err(SignatureError::TimestampTooOld { age_secs: 301, tolerance_secs: 300 }),
+            Err(SignatureError::TimestampTooOld {
+                age_secs: 301,
+                tolerance_secs: 300,
+            }),
         ),
         (good.clone(), b"{}", T, Err(SignatureError::Mismatch)),
-        (v1a(&other_pair, ID, TS, BODY), BODY, T, Err(SignatureError::Mismatch)),
-        (v1a(&pair, "msg_other", TS, BODY), BODY, T, Err(SignatureError::Mismatch)),
+        (
+            v1a(&other_pair, ID, TS, BODY),
+            BODY,
+            T,
+            Err(SignatureError::Mismatch),
+        ),
+        (
+            v1a(&pair, "msg_other", TS, BODY),
+            BODY,
+            T,
+            Err(SignatureError::Mismatch),
+        ),
         // A v1 entry is checked for form (no symmetric key to verify it with).
         (V1.to_owned(), BODY, T, bad("no `v1a` signature")),
         ("v1a,".to_owned(), BODY, T, bad(sig64)),
-        (format!("v1a,{}", STANDARD.encode([1u8; 32])), BODY, T, bad(sig64)),
+        (
+            format!("v1a,{}", STANDARD.encode([1u8; 32])),
+            BODY,
+            T,
+            bad(sig64),
+        ),
         (format!("{good} v1a,!!!!"), BODY, T, bad(sig64)),
     ];
     for (sig, body, now, expected) in cases {
@@ -85,19 +112,30 @@ fn whsk_signs_v1a_and_whpk_only_verifies() {
     let (private, public, pair) = keys();
     let signer = verifier("standard-webhooks", &[&private]);
     let out = signer.sign_at(BODY, T, ID);
-    assert_eq!(value_of(&out, "webhook-signature"), v1a(&pair, ID, TS, BODY));
+    assert_eq!(
+        value_of(&out, "webhook-signature"),
+        v1a(&pair, ID, TS, BODY)
+    );
     assert_eq!(
         verifier("standard-webhooks", &[&public]).verify_at(&signed(out), BODY, T),
         Ok(())
     );
-    assert!(verifier("standard-webhooks", &[&public]).sign(&Unsigned::new(BODY, T, ID)).is_err());
+    assert!(verifier("standard-webhooks", &[&public])
+        .sign(&Unsigned::new(BODY, T, ID))
+        .is_err());
     // The first secret decides: a symmetric first secret signs v1.
     let out = verifier("standard-webhooks", &[SECRET, &private]).sign_at(BODY, T, ID);
     assert_eq!(value_of(&out, "webhook-signature"), V1);
     // 64-byte private keys (seed and public key) are accepted and checked.
     let full = format!(
         "whsk_{}",
-        STANDARD.encode([&STANDARD.decode(&private[5..]).unwrap()[..], pair.public_key().as_ref()].concat())
+        STANDARD.encode(
+            [
+                &STANDARD.decode(&private[5..]).unwrap()[..],
+                pair.public_key().as_ref()
+            ]
+            .concat()
+        )
     );
     assert!(try_scheme("standard-webhooks", json!({}), &[&full], TOLERANCE).is_ok());
     for (secrets, index) in [
@@ -106,24 +144,46 @@ fn whsk_signs_v1a_and_whpk_only_verifies() {
         (vec![SECRET, SECRET, "whsk_AAAA"], 2),
     ] {
         let e = try_scheme("standard-webhooks", json!({}), &secrets, TOLERANCE).unwrap_err();
-        assert!(matches!(e, SchemeError::Invalid { index: i, .. } if i == index), "{secrets:?}: {e:?}");
+        assert!(
+            matches!(e, SchemeError::Invalid { index: i, .. } if i == index),
+            "{secrets:?}: {e:?}"
+        );
     }
 }
 
 #[test]
 fn header_names_are_configuration() {
     // Resend (through Svix): the same scheme, `svix-*` headers.
-    let svix = try_scheme("standard-webhooks", json!({"header_prefix": "svix-"}), &[SECRET], TOLERANCE).unwrap();
-    let map = headers(&[("svix-id", ID), ("svix-timestamp", TS), ("svix-signature", V1)]);
+    let svix = try_scheme(
+        "standard-webhooks",
+        json!({"header_prefix": "svix-"}),
+        &[SECRET],
+        TOLERANCE,
+    )
+    .unwrap();
+    let map = headers(&[
+        ("svix-id", ID),
+        ("svix-timestamp", TS),
+        ("svix-signature", V1),
+    ]);
     assert_eq!(svix.verify_at(&map, BODY, T), Ok(()));
     assert_eq!(
         svix.verify_at(&request(V1), BODY, T),
-        Err(SignatureError::Missing { header: "svix-signature" })
+        Err(SignatureError::Missing {
+            header: "svix-signature"
+        })
     );
-    let twice = headers(&[("svix-id", ID), ("svix-timestamp", TS), ("svix-signature", V1), ("Svix-Signature", V1)]);
+    let twice = headers(&[
+        ("svix-id", ID),
+        ("svix-timestamp", TS),
+        ("svix-signature", V1),
+        ("Svix-Signature", V1),
+    ]);
     assert_eq!(
         svix.verify_at(&twice, BODY, T),
-        Err(SignatureError::Duplicated { header: "svix-signature" })
+        Err(SignatureError::Duplicated {
+            header: "svix-signature"
+        })
     );
     assert_eq!(
         svix.signed_headers(),
@@ -134,9 +194,20 @@ fn header_names_are_configuration() {
     assert_eq!(value_of(&out, "svix-signature"), V1);
     assert_eq!(value_of(&out, "svix-id"), ID);
     // Upper case is fine; a prefix that makes no header name is not.
-    assert!(try_scheme("standard-webhooks", json!({"header_prefix": "Svix-"}), &[SECRET], TOLERANCE).is_ok());
+    assert!(try_scheme(
+        "standard-webhooks",
+        json!({"header_prefix": "Svix-"}),
+        &[SECRET],
+        TOLERANCE
+    )
+    .is_ok());
     assert!(matches!(
-        try_scheme("standard-webhooks", json!({"header_prefix": "bad prefix "}), &[SECRET], TOLERANCE),
+        try_scheme(
+            "standard-webhooks",
+            json!({"header_prefix": "bad prefix "}),
+            &[SECRET],
+            TOLERANCE
+        ),
         Err(SchemeError::InvalidConfig { .. })
     ));
 }
