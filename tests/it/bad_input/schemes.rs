@@ -446,11 +446,7 @@ pub(super) fn cases(hs: &Harness, now: i64) -> Vec<Case> {
     cases.extend([
         v1a_case(
             "v1a: only a v1 signature",
-            replace(
-                &v1a,
-                "webhook-signature",
-                value(&ok, "svix-signature"),
-            ),
+            replace(&v1a, "webhook-signature", value(&ok, "svix-signature")),
             rs_body,
             "signature_malformed",
         ),
