@@ -10,6 +10,8 @@
 //! Data goes to Python as JSON on stdin (never through a shell or the script text) and comes back
 //! as JSON on stdout.
 
+mod schemes;
+
 use integration_tests::{api_event, local_secret, run_python, stripe_event, Harness};
 use serde_json::{json, Value};
 

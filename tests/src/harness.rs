@@ -67,7 +67,7 @@ impl Harness {
             .expect("configured source")
             .scheme
             .sign(&Unsigned::new(body, timestamp, msg_id))
-            .expect("HMAC schemes sign")
+            .expect("the local secret signs")
             .headers
             .into_iter()
             .map(|(k, v)| {
@@ -77,6 +77,36 @@ impl Harness {
                 )
             })
             .collect()
+    }
+
+    /// Headers and body signed at `timestamp` with `source`'s first local secret: the body is the
+    /// one given, or the one the scheme signed instead (SNS, Mailgun sign inside the body).
+    pub fn sign_message(
+        &self,
+        source: &str,
+        body: &[u8],
+        msg_id: &str,
+        timestamp: i64,
+    ) -> (Vec<(String, String)>, String) {
+        let signed = self
+            .sources
+            .get(source)
+            .expect("configured source")
+            .scheme
+            .sign(&Unsigned::new(body, timestamp, msg_id))
+            .expect("the local secret signs");
+        let headers = signed
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    v.to_str().expect("ascii header").to_owned(),
+                )
+            })
+            .collect();
+        let body = signed.body.unwrap_or_else(|| body.to_vec());
+        (headers, String::from_utf8(body).expect("a text body"))
     }
 
     /// Sends one event through the ingest function's handler.

@@ -79,6 +79,12 @@ pub async fn respond<S: Inbox, C: Clock>(
         headers: &req.headers,
         body: req.body.as_deref(),
         body_is_base64: req.is_base64_encoded,
+        source_ip: req
+            .request_context
+            .http
+            .source_ip
+            .as_deref()
+            .and_then(|ip| ip.parse().ok()),
     };
     let result = service.ingest(request).await;
     let latency_ms = started.elapsed().as_secs_f64() * 1e3;

@@ -20,7 +20,9 @@
 //!   retry until it disables the endpoint.
 //!
 //! The body is parsed at most once, and only when a rule needs it: its top-level members are
-//! validated and kept raw; a pointer descends into nested values lazily.
+//! validated and kept raw; a pointer descends into nested values lazily, and into a JSON document
+//! embedded in a string (SNS's `Message`: `/Message/eventType`). A rule may also be the first of
+//! several that finds a value (`{"first_of": [...]}`).
 
 use crate::domain::{BodyDigest, EventId, EventType, InvalidValue};
 use http::{HeaderMap, HeaderName};
@@ -30,7 +32,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Where a value (event id or type) is taken from. In `WEBHOOK_SOURCES`:
-/// `{"json_pointer": "/a/b"}`, `{"header": "X-Name"}` or `"body_sha256"`.
+/// `{"json_pointer": "/a/b"}`, `{"header": "X-Name"}`, `"body_sha256"` or
+/// `{"first_of": [rule, …]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FieldRule {
@@ -40,6 +43,9 @@ pub enum FieldRule {
     Header(String),
     /// The lower-case hex SHA-256 of the raw body (for providers that give no id).
     BodySha256,
+    /// The first of these rules that finds a value (a value that is present but invalid stops
+    /// the search: it is the error).
+    FirstOf(Vec<FieldRule>),
 }
 
 impl FieldRule {
@@ -59,6 +65,32 @@ impl FieldRule {
             Self::JsonPointer(p) => format!("JSON pointer {p}"),
             Self::Header(h) => format!("header {h}"),
             Self::BodySha256 => "the body hash".into(),
+            Self::FirstOf(rules) => format!(
+                "the first of {}",
+                rules
+                    .iter()
+                    .map(Self::describe)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    /// Whether the rule reads the body as JSON.
+    pub fn reads_json(&self) -> bool {
+        match self {
+            Self::JsonPointer(_) => true,
+            Self::FirstOf(rules) => rules.iter().any(Self::reads_json),
+            Self::Header(_) | Self::BodySha256 => false,
+        }
+    }
+
+    /// The header names the rule reads.
+    pub fn headers(&self) -> Vec<&str> {
+        match self {
+            Self::Header(h) => vec![h.as_str()],
+            Self::FirstOf(rules) => rules.iter().flat_map(Self::headers).collect(),
+            Self::JsonPointer(_) | Self::BodySha256 => Vec::new(),
         }
     }
 
@@ -76,6 +108,7 @@ impl FieldRule {
                 shown(p)
             )),
             Self::JsonPointer(_) | Self::BodySha256 => Ok(()),
+            Self::FirstOf(rules) => rules.iter().try_for_each(Self::check),
         }
     }
 }
@@ -113,8 +146,7 @@ impl IdentityError {
 
 /// Whether these rules need the body parsed as a JSON object.
 pub fn needs_json(event_id: &FieldRule, event_type: Option<&FieldRule>) -> bool {
-    matches!(event_id, FieldRule::JsonPointer(_))
-        || matches!(event_type, Some(FieldRule::JsonPointer(_)))
+    event_id.reads_json() || event_type.is_some_and(FieldRule::reads_json)
 }
 
 /// The identity of a verified delivery.
@@ -232,43 +264,65 @@ impl<'a> JsonObject<'a> {
     fn lookup(&self, pointer: &str) -> Result<Option<String>, &'static str> {
         let mut tokens = pointer
             .strip_prefix('/')
-            .map(|p| p.split('/'))
+            .map(|p| p.split('/').map(unescape))
             .ok_or("is not a valid JSON pointer")?;
-        let first = unescape(tokens.next().unwrap_or_default());
-        let Some(mut current) = self.0.get(first.as_ref()).copied() else {
+        let first = tokens.next().unwrap_or_default();
+        let Some(current) = self.0.get(first.as_ref()).copied() else {
             return Ok(None);
         };
-        for token in tokens {
-            let token = unescape(token);
-            let next = if current.get().starts_with('{') {
-                serde_json::from_str::<HashMap<Cow<str>, &RawValue>>(current.get())
-                    .ok()
-                    .and_then(|m| m.get(token.as_ref()).copied())
-            } else if current.get().starts_with('[') {
-                let items: Vec<&RawValue> = serde_json::from_str(current.get()).unwrap_or_default();
-                token
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|i| items.get(i).copied())
-            } else {
-                None
+        let rest: Vec<Cow<'_, str>> = tokens.collect();
+        descend(current.get(), &rest)
+    }
+}
+
+/// Follows `tokens` from the JSON value `text`. A string met before the last token is parsed as
+/// the JSON document it may hold (SNS's `Message`), and the pointer continues inside it.
+fn descend(text: &str, tokens: &[Cow<'_, str>]) -> Result<Option<String>, &'static str> {
+    let Some((token, rest)) = tokens.split_first() else {
+        return leaf(text);
+    };
+    let next = match text.as_bytes().first() {
+        Some(b'{') => serde_json::from_str::<HashMap<Cow<str>, &RawValue>>(text)
+            .ok()
+            .and_then(|m| m.get(token.as_ref()).copied()),
+        Some(b'[') => {
+            let items: Vec<&RawValue> = serde_json::from_str(text).unwrap_or_default();
+            token
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| items.get(i).copied())
+        }
+        Some(b'"') => {
+            let Ok(embedded) = serde_json::from_str::<String>(text) else {
+                return Ok(None);
             };
-            match next {
-                Some(v) => current = v,
-                None => return Ok(None),
+            let embedded = embedded.trim();
+            if !embedded.starts_with(['{', '['])
+                || serde_json::from_str::<&RawValue>(embedded).is_err()
+            {
+                return Ok(None);
             }
+            return descend(embedded, tokens);
         }
-        let text = current.get();
-        match text.as_bytes().first() {
-            Some(b'"') => serde_json::from_str::<String>(text)
-                .map(Some)
-                .map_err(|_| "is not a valid string"),
-            Some(b'n') => Ok(None),
-            Some(b'-' | b'0'..=b'9') if text.bytes().all(|b| b == b'-' || b.is_ascii_digit()) => {
-                Ok(Some(text.into()))
-            }
-            _ => Err("must be a string or an integer"),
+        _ => None,
+    };
+    match next {
+        Some(v) => descend(v.get(), rest),
+        None => Ok(None),
+    }
+}
+
+/// The value at the end of a pointer: a string, an integer (its digits), or nothing (null).
+fn leaf(text: &str) -> Result<Option<String>, &'static str> {
+    match text.as_bytes().first() {
+        Some(b'"') => serde_json::from_str::<String>(text)
+            .map(Some)
+            .map_err(|_| "is not a valid string"),
+        Some(b'n') => Ok(None),
+        Some(b'-' | b'0'..=b'9') if text.bytes().all(|b| b == b'-' || b.is_ascii_digit()) => {
+            Ok(Some(text.into()))
         }
+        _ => Err("must be a string or an integer"),
     }
 }
 
@@ -327,6 +381,17 @@ fn extract(
             },
             None => Lookup::Absent,
         },
+        FieldRule::FirstOf(rules) => {
+            let mut found = Lookup::Absent;
+            for rule in rules {
+                let lookup = extract(rule, headers, json, digest)?;
+                if !matches!(lookup, Lookup::Absent) {
+                    found = lookup;
+                    break;
+                }
+            }
+            found
+        }
     })
 }
 

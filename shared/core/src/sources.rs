@@ -104,9 +104,9 @@ fn kept_headers(
 ) -> Vec<HeaderName> {
     let mut names = scheme.signed_headers().to_vec();
     for rule in [Some(event_id), event_type].into_iter().flatten() {
-        if let FieldRule::Header(h) = rule {
-            // Names were checked when the source was built ([`FieldRule::check`]).
-            if let Ok(name) = HeaderName::from_bytes(h.trim().to_ascii_lowercase().as_bytes()) {
+        for h in rule.headers() {
+            // A name that is not a valid header name can never be present: nothing to keep.
+            if let Ok(name) = HeaderName::from_bytes(h.to_ascii_lowercase().as_bytes()) {
                 names.push(name);
             }
         }

@@ -5,7 +5,7 @@
 
 use http::{HeaderName, HeaderValue};
 use inbox_core::domain::BodyDigest;
-use inbox_core::identity::FieldRule;
+use inbox_core::identity::{self, FieldRule};
 use inbox_core::signature::{SignError, Unsigned};
 use inbox_core::sources::Source;
 use serde_json::{json, Value};
@@ -162,25 +162,17 @@ pub fn event_id(
     body: &[u8],
     headers: &[(HeaderName, HeaderValue)],
 ) -> Option<String> {
-    if !source.id_signed {
-        return Some(BodyDigest::of(body).to_hex());
-    }
-    match &source.event_id {
-        FieldRule::BodySha256 => Some(BodyDigest::of(body).to_hex()),
-        FieldRule::Header(h) => headers
-            .iter()
-            .find(|(k, _)| k.as_str().eq_ignore_ascii_case(h))
-            .and_then(|(_, v)| v.to_str().ok())
-            .map(str::to_owned),
-        FieldRule::JsonPointer(p) => {
-            let v: Value = serde_json::from_slice(body).ok()?;
-            match v.pointer(p)? {
-                Value::String(s) => Some(s.clone()),
-                Value::Number(n) => Some(n.to_string()),
-                _ => None,
-            }
-        }
-    }
+    // The same rules as the ingest endpoint (`identity::identify`): the dedupe key.
+    let map: http::HeaderMap = headers.iter().cloned().collect();
+    let identity = identity::identify(
+        &source.event_id,
+        source.id_signed,
+        None,
+        &map,
+        body,
+        &BodyDigest::of(body),
+    );
+    Some(identity.event_id.as_str().to_owned())
 }
 
 /// The event type the ingest endpoint will derive, for display.
@@ -189,18 +181,18 @@ pub fn event_type(
     body: &[u8],
     headers: &[(HeaderName, HeaderValue)],
 ) -> Option<String> {
-    match source.event_type.as_ref()? {
-        FieldRule::BodySha256 => None,
-        FieldRule::Header(h) => headers
-            .iter()
-            .find(|(k, _)| k.as_str().eq_ignore_ascii_case(h))
-            .and_then(|(_, v)| v.to_str().ok())
-            .map(str::to_owned),
-        FieldRule::JsonPointer(p) => {
-            let v: Value = serde_json::from_slice(body).ok()?;
-            v.pointer(p)?.as_str().map(str::to_owned)
-        }
-    }
+    let map: http::HeaderMap = headers.iter().cloned().collect();
+    let rule = source.event_type.as_ref()?;
+    identity::identify(
+        &FieldRule::BodySha256,
+        true,
+        Some(rule),
+        &map,
+        body,
+        &BodyDigest::of(body),
+    )
+    .event_type
+    .map(|t| t.as_str().to_owned())
 }
 
 #[cfg(test)]
@@ -273,6 +265,50 @@ mod tests {
                 verify(source, &map, &tampered).is_err(),
                 "{name}: a changed body must not verify"
             );
+        }
+    }
+
+    /// What `inboxctl send <source>` sends for every source `make dev` serves (local/*.json): a
+    /// sample the source verifies (the body is the one the scheme signed, for schemes that sign
+    /// inside it) and identifies, with its id and type where the source reads them.
+    #[test]
+    fn every_local_source_sends_a_valid_signed_sample() {
+        let secrets = parse_secrets(
+            include_str!("../../../local/secrets.json"),
+            "WEBHOOK_SECRETS",
+        )
+        .expect("local secrets");
+        let sources = Sources::from_json(include_str!("../../../local/sources.json"), &secrets)
+            .expect("local sources");
+        assert!(sources.names().len() >= 17, "{:?}", sources.names());
+        for name in sources.names() {
+            let source = sources.get(name).expect("configured");
+            let event = sample(source, None, None, NOW);
+            let out = sign(source, &event, NOW).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let map = to_map(&out.headers);
+            // From one of Postmark's addresses (`postmark-allowlist` allows only those).
+            let from = std::net::IpAddr::from([50, 31, 156, 6]);
+            source
+                .scheme
+                .verify(Request::new(&map, &out.body, NOW).with_source_ip(from))
+                .ready()
+                .expect("decided without I/O")
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(
+                map["content-type"].to_str().unwrap(),
+                event.content_type,
+                "{name}"
+            );
+            let id = event_id(source, &out.body, &out.headers)
+                .unwrap_or_else(|| panic!("{name}: no id"));
+            assert!(!id.is_empty(), "{name}");
+            if source.event_type.is_some() {
+                assert_eq!(
+                    event_type(source, &out.body, &out.headers).as_deref(),
+                    Some(event.event_type.as_str()),
+                    "{name}: the type is where the source reads it"
+                );
+            }
         }
     }
 

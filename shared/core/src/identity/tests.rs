@@ -227,3 +227,85 @@ fn what_cannot_be_read_makes_the_type_unknown_and_is_said() {
     let got = identify(&id, true, Some(&ty), &none, body, &BodyDigest::of(body));
     assert_eq!(got.event_id.as_str(), "evt_1");
 }
+
+#[test]
+fn pointers_descend_into_json_embedded_in_strings() {
+    // An SNS notification: the SES event is a JSON document inside the `Message` string.
+    let body = br#"{"Type":"Notification","Message":"{\"eventType\":\"Delivery\",\"mail\":{\"tags\":{\"t\":[\"acme\"]}}}","Text":"plain words","Arr":"[1,\"x\"]"}"#;
+    let doc = JsonObject::parse(body).unwrap();
+    assert_eq!(
+        doc.lookup("/Message/eventType"),
+        Ok(Some("Delivery".into()))
+    );
+    assert_eq!(
+        doc.lookup("/Message/mail/tags/t/0"),
+        Ok(Some("acme".into()))
+    );
+    assert_eq!(doc.lookup("/Arr/1"), Ok(Some("x".into())));
+    assert_eq!(doc.lookup("/Message/missing"), Ok(None));
+    assert_eq!(doc.lookup("/Text/eventType"), Ok(None), "not JSON inside");
+    assert!(
+        doc.lookup("/Message").unwrap().unwrap().starts_with('{'),
+        "the string itself"
+    );
+    assert!(
+        doc.lookup("/Message/mail").is_err(),
+        "an object is not a value"
+    );
+}
+
+#[test]
+fn first_of_takes_the_first_rule_that_finds_a_value() {
+    let rule: FieldRule = serde_json::from_str(
+        r#"{"first_of":[{"json_pointer":"/Message/eventType"},{"json_pointer":"/Message/notificationType"},{"header":"X-Type"},{"json_pointer":"/Type"}]}"#,
+    )
+    .unwrap();
+    assert!(rule.reads_json());
+    assert_eq!(rule.headers(), ["X-Type"]);
+    assert!(rule
+        .describe()
+        .starts_with("the first of JSON pointer /Message/eventType, "));
+    let kind = |body: &[u8]| {
+        let identity = identify(
+            &FieldRule::BodySha256,
+            true,
+            Some(&rule),
+            &HeaderMap::new(),
+            body,
+            &BodyDigest::of(body),
+        );
+        match identity.unidentified {
+            Some(e) => Err(e),
+            None => Ok(identity.event_type.map(|t| t.as_str().to_owned())),
+        }
+    };
+    assert_eq!(
+        kind(br#"{"Type":"Notification","Message":"{\"eventType\":\"Bounce\"}"}"#)
+            .unwrap()
+            .unwrap(),
+        "Bounce"
+    );
+    assert_eq!(
+        kind(br#"{"Type":"Notification","Message":"{\"notificationType\":\"Delivery\"}"}"#)
+            .unwrap()
+            .unwrap(),
+        "Delivery"
+    );
+    assert_eq!(
+        kind(br#"{"Type":"SubscriptionConfirmation","Message":"You have chosen to subscribe"}"#)
+            .unwrap()
+            .unwrap(),
+        "SubscriptionConfirmation"
+    );
+    assert_eq!(
+        kind(br#"{"Message":"x"}"#).unwrap_err().code(),
+        "missing_event_type"
+    );
+    assert_eq!(
+        kind(br#"{"Type":"N","Message":"{\"eventType\":true}"}"#)
+            .unwrap_err()
+            .code(),
+        "invalid_event_type"
+    );
+    assert!(!FieldRule::FirstOf(vec![FieldRule::BodySha256]).reads_json());
+}

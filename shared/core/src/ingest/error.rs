@@ -59,6 +59,7 @@ impl IngestError {
             Self::MethodNotAllowed(_) => 405,
             Self::UnknownSource(_) | Self::NoSource => 404,
             Self::TooLarge { .. } => 413,
+            Self::Signature(e) if e.is_transient() => 503,
             Self::Signature(_) => 401,
             Self::Store(_) => 503,
             Self::BadBodyEncoding => 400,
@@ -82,6 +83,9 @@ impl IngestError {
         match self {
             Self::MethodNotAllowed(_) => vec![("allow", "POST".into())],
             Self::Store(_) => vec![("retry-after", RETRY_AFTER_SECS.to_string())],
+            Self::Signature(e) if e.is_transient() => {
+                vec![("retry-after", RETRY_AFTER_SECS.to_string())]
+            }
             _ => Vec::new(),
         }
     }

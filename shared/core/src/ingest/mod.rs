@@ -71,6 +71,9 @@ pub struct IngestRequest<'a> {
     /// The body as the transport carries it (API Gateway: text, or base64 when `body_is_base64`).
     pub body: Option<&'a str>,
     pub body_is_base64: bool,
+    /// The client's address as the transport reports it (API Gateway's `sourceIp`), for schemes
+    /// with an address allow-list.
+    pub source_ip: Option<std::net::IpAddr>,
 }
 
 /// What happened to an accepted delivery.
@@ -346,11 +349,12 @@ async fn verify(
     now_secs: i64,
 ) -> Result<(), IngestError> {
     let source = source_of(sources, req.source)?;
-    source
-        .scheme
-        .verify(Request::new(req.headers, body, now_secs))
-        .resolve()
-        .await?;
+    let request = Request::new(req.headers, body, now_secs);
+    let request = match req.source_ip {
+        Some(ip) => request.with_source_ip(ip),
+        None => request,
+    };
+    source.scheme.verify(request).resolve().await?;
     Ok(())
 }
 

@@ -65,6 +65,7 @@ async fn post(
         headers,
         body: Some(body),
         body_is_base64: false,
+        source_ip: None,
     })
     .await
 }
@@ -172,6 +173,7 @@ async fn base64_bodies_are_decoded_before_verification() {
         headers: &headers,
         body: Some(&encoded),
         body_is_base64: true,
+        source_ip: None,
     };
     assert_eq!(ing.ingest(req).await.unwrap().outcome, Outcome::Accepted);
     let bad = IngestRequest {
@@ -194,6 +196,7 @@ async fn refusals_write_nothing() {
         headers: &h,
         body: None,
         body_is_base64: false,
+        source_ip: None,
     };
     let cases: Vec<(Result<Acknowledgement, IngestError>, u16, &str)> = vec![
         (ing.ingest(get).await, 405, "method_not_allowed"),

@@ -68,6 +68,24 @@ pub enum SignatureError {
     /// The signatures are well-formed but none matches any configured secret.
     #[error("no signature matches any configured secret")]
     Mismatch,
+    /// A field the signature needs is absent from the body (schemes that sign inside it: SNS,
+    /// Mailgun).
+    #[error("missing required field `{field}` in the body")]
+    MissingField { field: &'static str },
+    /// A field the signature needs cannot be used: not a string, not decodable, present more than
+    /// once, or not the value this source is pinned to (SNS `TopicArn`, `SigningCertURL`).
+    #[error("field `{field}` of the body: {reason}")]
+    MalformedField {
+        field: &'static str,
+        reason: &'static str,
+    },
+    /// The request's source address is not in the source's allow-list (or unknown).
+    #[error("the request does not come from an address this source allows")]
+    SourceNotAllowed,
+    /// The key that verifies the request could not be obtained now (the SNS signing certificate
+    /// could not be fetched): nothing was decided, the provider should retry (503).
+    #[error("the signing key could not be obtained ({reason}); retry later")]
+    KeyUnavailable { reason: &'static str },
 }
 
 impl SignatureError {
@@ -81,6 +99,16 @@ impl SignatureError {
                 "timestamp_out_of_tolerance"
             }
             Self::Mismatch => "signature_invalid",
+            Self::MissingField { .. } => "signature_missing",
+            Self::MalformedField { .. } => "signature_malformed",
+            Self::SourceNotAllowed => "source_not_allowed",
+            Self::KeyUnavailable { .. } => "signing_key_unavailable",
         }
+    }
+
+    /// Whether nothing was decided about the request's authenticity (the key could not be
+    /// obtained): answered 503, so that the provider retries, rather than 401.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::KeyUnavailable { .. })
     }
 }

@@ -273,6 +273,7 @@ pub(super) fn covers(rule: &FieldRule, signed_headers: &[&HeaderName]) -> bool {
         FieldRule::Header(name) => signed_headers
             .iter()
             .any(|h| h.as_str().eq_ignore_ascii_case(name.trim())),
+        FieldRule::FirstOf(rules) => rules.iter().all(|r| covers(r, signed_headers)),
     }
 }
 

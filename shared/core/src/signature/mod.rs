@@ -4,11 +4,17 @@
 //!
 //! One file per scheme holds everything about it (settings, key material, header parsing, signed
 //! content, signing, default id/type rules, sample event, tests): `stripe.rs`, `standard.rs`
-//! (Standard Webhooks), `github.rs`, `shopify.rs`, `slack.rs` and `generic.rs` (HMAC-SHA256 with
-//! a configured header, encoding and prefix). What several schemes share (header extraction,
-//! signature decoding, timestamp tolerance, pre-keyed HMACs and constant-time matching, header
-//! name interning, sample helpers) is in `helpers.rs`; the request, verdict and signing types in
-//! `request.rs`; the errors in `error.rs`; [`Secret`] in `secret.rs`.
+//! (Standard Webhooks, `v1` and `v1a`, configurable header names: Resend/Svix), `github.rs`,
+//! `shopify.rs`, `slack.rs`, `generic.rs` (HMAC-SHA256 with a configured header, encoding and
+//! prefix), `sns.rs` (Amazon SNS, i.e. SES events; with `sns/cert.rs` and `sns/message.rs`),
+//! `sendgrid.rs`, `mailgun.rs`, `postmark.rs`, `paddle.rs`, `square.rs`, `twilio.rs` and
+//! `discord.rs`. What several schemes share (header extraction, signature decoding, timestamp
+//! tolerance, pre-keyed HMACs and constant-time matching, header name interning, sample helpers)
+//! is in `helpers.rs`; asymmetric key material (Ed25519, ECDSA P-256) in `asymmetric.rs`; the
+//! members of a JSON body that carries its signature in `fields.rs`; the configured public URL
+//! (Square, Twilio) in `public_url.rs`; fetching published keys ([`Fetcher`]) in `fetch.rs`; the
+//! request, verdict and signing types in `request.rs`; the errors in `error.rs`; [`Secret`] in
+//! `secret.rs`.
 //!
 //! # Adding a scheme
 //!
@@ -47,8 +53,12 @@
 //!   exactly `tolerance` seconds away passes.
 //! - Neither secrets nor signature values ever appear in `Debug`/`Display` output or errors.
 
+mod asymmetric;
 mod error;
+mod fetch;
+mod fields;
 mod helpers;
+mod public_url;
 mod request;
 mod secret;
 #[cfg(test)]
@@ -66,16 +76,25 @@ use serde_json::{Map, Value};
 use crate::identity::FieldRule;
 
 pub use error::{SchemeError, SignError, SignatureError};
+pub use fetch::{FetchError, FetchFuture, Fetcher, HttpsFetcher};
 pub use request::{PendingVerification, Request, Sample, Signed, Unsigned, Verdict};
 pub use secret::Secret;
 
 // The schemes: one module each, and one line each in `SCHEMES`.
+mod discord;
 mod generic;
 mod github;
+mod mailgun;
+mod paddle;
+mod postmark;
+mod sendgrid;
 mod shopify;
 mod slack;
+mod sns;
+mod square;
 mod standard;
 mod stripe;
+mod twilio;
 
 /// The registration list: the name a source's `"scheme"` gives, and the scheme's type.
 const SCHEMES: &[(&str, Constructor)] = &[
@@ -85,6 +104,14 @@ const SCHEMES: &[(&str, Constructor)] = &[
     ("shopify", construct::<shopify::Shopify>),
     ("slack", construct::<slack::Slack>),
     ("hmac-sha256", construct::<generic::HmacSha256>),
+    ("sns", construct::<sns::Sns>),
+    ("sendgrid", construct::<sendgrid::Sendgrid>),
+    ("mailgun", construct::<mailgun::Mailgun>),
+    ("postmark", construct::<postmark::Postmark>),
+    ("paddle", construct::<paddle::Paddle>),
+    ("square", construct::<square::Square>),
+    ("twilio", construct::<twilio::Twilio>),
+    ("discord", construct::<discord::Discord>),
 ];
 
 /// A registered scheme's constructor.
@@ -173,8 +200,8 @@ pub trait Scheme: fmt::Debug + Send + Sync {
     fn sample(&self, event_id: &str, event_type: &str, now_secs: i64) -> Sample;
 }
 
-/// What a scheme is built from (once per source, at cold start). More may be added (e.g. an HTTP
-/// client for schemes that fetch keys) without changing [`Scheme`].
+/// What a scheme is built from (once per source, at cold start). More may be added without
+/// changing [`Scheme`].
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct Spec<'a> {
@@ -186,6 +213,9 @@ pub struct Spec<'a> {
     pub secrets: &'a [Secret],
     /// The timestamp tolerance (for schemes whose signature covers a timestamp).
     pub tolerance: Duration,
+    /// What fetches the keys a provider publishes (the SNS signing certificates); `None`: the
+    /// production [`HttpsFetcher`]. Tests inject their own ([`Spec::with_fetcher`]).
+    pub fetcher: Option<&'a Arc<dyn Fetcher>>,
 }
 
 impl<'a> Spec<'a> {
@@ -198,6 +228,15 @@ impl<'a> Spec<'a> {
             settings,
             secrets,
             tolerance,
+            fetcher: None,
+        }
+    }
+
+    /// The same, with this fetcher for published keys.
+    pub fn with_fetcher(self, fetcher: &'a Arc<dyn Fetcher>) -> Self {
+        Self {
+            fetcher: Some(fetcher),
+            ..self
         }
     }
 }

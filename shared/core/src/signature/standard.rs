@@ -9,18 +9,31 @@
 //! do: such a candidate cannot match), and at least one usable `v1` entry is required. Any `v1`
 //! matching any secret passes, then the timestamp must be within the tolerance on both sides.
 //!
-//! Event id: the `webhook-id` header; type: the body's `/type`. Sample: a `message.sent` event of
+//! **Asymmetric signatures** (`v1a`): a secret `whpk_` + base64 is an Ed25519 public key (32
+//! bytes) that verifies `v1a,<base64 of the 64-byte signature>` entries over the same content;
+//! `whsk_` + base64 is a private key (the 32-byte seed, or seed and public key) for local use and
+//! tests: its public half verifies and, as the first secret, it signs `v1a`. A source may mix
+//! symmetric and asymmetric secrets; `v1a` entries are checked (and must decode to 64 bytes) only
+//! when an asymmetric key is configured, and at least one entry of a checked version is required.
+//!
+//! **Header names** are configuration: `header_prefix` (default `webhook-`) names the three
+//! headers `{prefix}id`, `{prefix}timestamp`, `{prefix}signature`. Svix and the providers that
+//! send through it (Resend, Clerk, …) use `"header_prefix": "svix-"`, with their `whsec_` secrets.
+//!
+//! Event id: the `{prefix}id` header; type: the body's `/type`. Sample: a `message.sent` event of
 //! an email provider (`msg_…` id).
 
 use std::borrow::Cow;
 
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName};
+use serde::Deserialize;
 use serde_json::json;
 
+use super::asymmetric::{Algorithm, AsymmetricKeys, KeyBytes, ED25519_SIG_LEN};
 use super::helpers::{
-    base64_tag, covers, decode_base64_tag, parse_timestamp, push_header, random_alnum, rfc3339,
-    single_header, HmacKeys, Tag, Tolerance,
+    base64_tag, covers, decode_base64_tag, intern, parse_timestamp, push_header, random_alnum,
+    rfc3339, settings, single_header, HmacKeys, Tag, Tolerance,
 };
 use super::{
     Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
@@ -28,22 +41,53 @@ use super::{
 };
 use crate::identity::FieldRule;
 
-const ID_LABEL: &str = "webhook-id";
-const TIMESTAMP_LABEL: &str = "webhook-timestamp";
-const SIGNATURE_LABEL: &str = "webhook-signature";
-static ID: HeaderName = HeaderName::from_static("webhook-id");
-static TIMESTAMP: HeaderName = HeaderName::from_static("webhook-timestamp");
-static SIGNATURE: HeaderName = HeaderName::from_static("webhook-signature");
-static SIGNED_HEADERS: [HeaderName; 3] = [
-    HeaderName::from_static("webhook-id"),
-    HeaderName::from_static("webhook-timestamp"),
-    HeaderName::from_static("webhook-signature"),
-];
+const DEFAULT_PREFIX: &str = "webhook-";
+
+/// The three header names (lower case) and their labels for errors.
+#[derive(Debug, Clone)]
+struct Names {
+    /// `[id, timestamp, signature]`.
+    headers: [HeaderName; 3],
+    id: &'static str,
+    timestamp: &'static str,
+    signature: &'static str,
+}
+
+impl Names {
+    fn new(prefix: &str) -> Result<Self, SchemeError> {
+        let prefix = prefix.to_ascii_lowercase();
+        let name = |suffix: &str| {
+            HeaderName::from_bytes(format!("{prefix}{suffix}").as_bytes()).map_err(|_| {
+                SchemeError::InvalidConfig {
+                    reason: "`header_prefix` does not make valid header names".into(),
+                }
+            })
+        };
+        let headers = [name("id")?, name("timestamp")?, name("signature")?];
+        Ok(Self {
+            id: intern(headers[0].as_str()),
+            timestamp: intern(headers[1].as_str()),
+            signature: intern(headers[2].as_str()),
+            headers,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct Settings {
+    header_prefix: Option<String>,
+}
 
 /// The Standard Webhooks scheme of one source.
 #[derive(Debug, Clone)]
 pub(super) struct StandardWebhooks {
-    keys: HmacKeys,
+    /// The symmetric (`whsec_`) secrets, if any.
+    keys: Option<HmacKeys>,
+    /// The asymmetric (`whpk_`/`whsk_`) keys, if any.
+    public: Option<std::sync::Arc<AsymmetricKeys>>,
+    /// Whether the first secret is asymmetric (then it signs `v1a`).
+    signs_v1a: bool,
+    names: Names,
     tolerance: Tolerance,
 }
 
@@ -85,55 +129,148 @@ fn v1_tags(header: &str) -> impl Iterator<Item = Tag> + Clone + '_ {
         .filter_map(|(_, s)| decode_base64_tag(s).ok())
 }
 
-/// Checks the whole header. As in the reference libraries, a `v1` entry that cannot be a
-/// signature (not base64, not 32 bytes) is only a candidate that cannot match: it is skipped, and
-/// the header is malformed only when no `v1` entry is usable (the first unusable one's reason is
-/// given).
-fn validate(header: &str) -> Result<(), &'static str> {
-    let mut usable = 0usize;
+/// Decodes a `v1a` signature: standard base64 (padded) of exactly 64 bytes.
+fn decode_v1a(text: &str) -> Result<[u8; ED25519_SIG_LEN], &'static str> {
+    let mut buf = [0u8; ED25519_SIG_LEN + 3];
+    let len = base64::engine::general_purpose::STANDARD
+        .decode_slice(text, &mut buf)
+        .map_err(|_| "a `v1a` signature is not base64 of 64 bytes")?;
+    buf.get(..len)
+        .and_then(|s| <[u8; ED25519_SIG_LEN]>::try_from(s).ok())
+        .ok_or("a `v1a` signature is not base64 of 64 bytes")
+}
+
+/// The decoded `v1a` signatures (only call after [`validate`] succeeded with `v1a` checked).
+fn v1a_signatures(header: &str) -> impl Iterator<Item = [u8; ED25519_SIG_LEN]> + '_ {
+    entries(header)
+        .flatten()
+        .filter(|(version, _)| *version == "v1a")
+        .filter_map(|(_, s)| decode_v1a(s).ok())
+}
+
+/// Checks the header: `v1` entries always, `v1a` entries when `asymmetric`. As in the reference
+/// libraries, an entry that cannot be a signature (not base64, wrong length) is only a candidate
+/// that cannot match: it is skipped, and the header is malformed only when no entry of a version a
+/// configured key checks is usable (the first unusable one's reason is given).
+fn validate(header: &str, symmetric: bool, asymmetric: bool) -> Result<(), &'static str> {
+    let (mut v1_count, mut v1a_count) = (0usize, 0usize);
     let mut first_unusable = None;
     for entry in entries(header) {
         let (version, signature) = entry.ok_or("an entry is not of the form version,signature")?;
-        if version == "v1" {
-            match decode_base64_tag(signature) {
-                Ok(_) => usable += 1,
-                Err(reason) => {
-                    first_unusable.get_or_insert(reason);
-                }
-            }
+        let decoded = if version == "v1" {
+            decode_base64_tag(signature).map(|_| v1_count += 1)
+        } else if version == "v1a" && asymmetric {
+            decode_v1a(signature).map(|_| v1a_count += 1)
+        } else {
+            Ok(())
+        };
+        if let Err(reason) = decoded {
+            first_unusable.get_or_insert(reason);
         }
     }
-    if usable == 0 {
-        return Err(first_unusable.unwrap_or("no `v1` signature"));
+    match (symmetric && v1_count > 0, asymmetric && v1a_count > 0) {
+        (false, false) => Err(first_unusable.unwrap_or(if !asymmetric {
+            "no `v1` signature"
+        } else if !symmetric {
+            "no `v1a` signature"
+        } else {
+            "no `v1` or `v1a` signature"
+        })),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 impl StandardWebhooks {
     fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
-        let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
-        let id = single_header(headers, &ID, ID_LABEL)?;
-        let timestamp = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
+        let [id_name, ts_name, sig_name] = &self.names.headers;
+        let signature = single_header(headers, sig_name, self.names.signature)?;
+        let id = single_header(headers, id_name, self.names.id)?;
+        let timestamp = single_header(headers, ts_name, self.names.timestamp)?;
         let (timestamp, canonical) =
             parse_timestamp(timestamp).map_err(|reason| SignatureError::Malformed {
-                header: TIMESTAMP_LABEL,
+                header: self.names.timestamp,
                 reason,
             })?;
-        validate(signature).map_err(|reason| SignatureError::Malformed {
-            header: SIGNATURE_LABEL,
-            reason,
+        validate(signature, self.keys.is_some(), self.public.is_some()).map_err(|reason| {
+            SignatureError::Malformed {
+                header: self.names.signature,
+                reason,
+            }
         })?;
         let parts: &[&[u8]] = &[id.as_bytes(), b".", canonical.as_bytes(), b".", body];
-        self.keys.check(parts, v1_tags(signature))?;
+        let symmetric = self
+            .keys
+            .as_ref()
+            .is_some_and(|keys| keys.matches(parts, v1_tags(signature)));
+        let asymmetric = !symmetric
+            && self.public.as_ref().is_some_and(|keys| {
+                let message = parts.concat();
+                v1a_signatures(signature).any(|sig| keys.verifies(&message, &sig))
+            });
+        if !(symmetric || asymmetric) {
+            return Err(SignatureError::Mismatch);
+        }
         self.tolerance.check(timestamp, now_unix)
     }
 }
 
+/// `whpk_` + base64: a public key; `whsk_` + base64: a private key.
+fn decode_asymmetric(secret: &[u8]) -> Result<KeyBytes, &'static str> {
+    const NOT_BASE64: &str = "the key is not valid base64 after its `whpk_`/`whsk_` prefix";
+    let text = std::str::from_utf8(secret).map_err(|_| NOT_BASE64)?;
+    let decode = |encoded: &str| SECRET_ENGINE.decode(encoded).map_err(|_| NOT_BASE64);
+    match (text.strip_prefix("whpk_"), text.strip_prefix("whsk_")) {
+        (Some(public), _) => decode(public).map(KeyBytes::Public),
+        (_, Some(private)) => decode(private).map(KeyBytes::Private),
+        _ => Err(NOT_BASE64),
+    }
+}
+
+fn is_asymmetric(secret: &super::Secret) -> bool {
+    secret.expose().starts_with(b"whpk_") || secret.expose().starts_with(b"whsk_")
+}
+
+/// Builds from the secrets at `indices` of `secrets`; errors name the original index.
+fn subset<T>(
+    secrets: &[super::Secret],
+    indices: &[usize],
+    build: impl FnOnce(&[super::Secret]) -> Result<T, SchemeError>,
+) -> Result<Option<T>, SchemeError> {
+    if indices.is_empty() {
+        return Ok(None);
+    }
+    let chosen: Vec<super::Secret> = indices.iter().map(|&i| secrets[i].clone()).collect();
+    build(&chosen).map(Some).map_err(|e| match e {
+        SchemeError::Invalid { index, reason } => SchemeError::Invalid {
+            index: indices.get(index).copied().unwrap_or(index),
+            reason,
+        },
+        other => other,
+    })
+}
+
 impl Scheme for StandardWebhooks {
-    /// Secrets are `whsec_` + base64 (prefix optional, padding optional); no settings.
+    /// Secrets are `whsec_` + base64 (prefix optional, padding optional), or `whpk_`/`whsk_`
+    /// Ed25519 keys; setting `header_prefix` (optional, default `webhook-`).
     fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
+        let Settings { header_prefix } = settings(spec)?;
+        let names = Names::new(header_prefix.as_deref().unwrap_or(DEFAULT_PREFIX))?;
+        if spec.secrets.is_empty() {
+            return Err(SchemeError::Empty);
+        }
+        let (asym, sym): (Vec<usize>, Vec<usize>) =
+            (0..spec.secrets.len()).partition(|&i| is_asymmetric(&spec.secrets[i]));
+        let keys = subset(spec.secrets, &sym, |s| {
+            HmacKeys::decoded(s, |s| decode_secret(s).map(Cow::Owned))
+        })?;
+        let public = subset(spec.secrets, &asym, |s| {
+            AsymmetricKeys::new(Algorithm::Ed25519, s, decode_asymmetric)
+        })?;
         Ok(Self {
-            keys: HmacKeys::decoded(spec.secrets, |s| decode_secret(s).map(Cow::Owned))?,
+            keys,
+            public: public.map(std::sync::Arc::new),
+            signs_v1a: asym.first() == Some(&0),
+            names,
             tolerance: Tolerance::new(spec.tolerance),
         })
     }
@@ -143,25 +280,37 @@ impl Scheme for StandardWebhooks {
             .into()
     }
 
+    /// `v1` with the first secret, or `v1a` when it is a `whsk_` private key.
     fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
         let t = message.timestamp.to_string();
         let id = message.msg_id.as_bytes();
-        let tag = self
-            .keys
-            .sign(&[id, b".", t.as_bytes(), b".", message.body]);
+        let parts: &[&[u8]] = &[id, b".", t.as_bytes(), b".", message.body];
+        let signature = match (&self.public, &self.keys) {
+            (Some(public), _) if self.signs_v1a => format!(
+                "v1a,{}",
+                base64::engine::general_purpose::STANDARD.encode(public.sign(&parts.concat())?)
+            ),
+            (_, Some(keys)) => format!("v1,{}", base64_tag(&keys.sign(parts))),
+            (_, None) => {
+                return Err(SignError::Unsupported {
+                    reason: "no symmetric secret is configured",
+                })
+            }
+        };
+        let [id_name, ts_name, sig_name] = &self.names.headers;
         let mut out = Vec::with_capacity(3);
-        push_header(&mut out, &ID, message.msg_id);
-        push_header(&mut out, &TIMESTAMP, &t);
-        push_header(&mut out, &SIGNATURE, &format!("v1,{}", base64_tag(&tag)));
+        push_header(&mut out, id_name, message.msg_id);
+        push_header(&mut out, ts_name, &t);
+        push_header(&mut out, sig_name, &signature);
         Ok(Signed::headers(out))
     }
 
     fn signed_headers(&self) -> &[HeaderName] {
-        &SIGNED_HEADERS
+        &self.names.headers
     }
 
     fn default_event_id(&self) -> FieldRule {
-        FieldRule::header(ID_LABEL)
+        FieldRule::header(self.names.id)
     }
 
     fn default_event_type(&self) -> Option<FieldRule> {
@@ -170,7 +319,7 @@ impl Scheme for StandardWebhooks {
 
     /// The body, `webhook-id` and `webhook-timestamp`.
     fn signs(&self, rule: &FieldRule) -> bool {
-        covers(rule, &[&ID, &TIMESTAMP])
+        covers(rule, &[&self.names.headers[0], &self.names.headers[1]])
     }
 
     fn sample_id(&self) -> String {
@@ -194,6 +343,17 @@ impl Scheme for StandardWebhooks {
         }))
     }
 }
+
+// The default header names, as tests name them.
+#[cfg(test)]
+const ID_LABEL: &str = "webhook-id";
+#[cfg(test)]
+const TIMESTAMP_LABEL: &str = "webhook-timestamp";
+#[cfg(test)]
+const SIGNATURE_LABEL: &str = "webhook-signature";
+
+#[cfg(test)]
+mod asymmetric_tests;
 
 #[cfg(test)]
 mod tests {

@@ -73,21 +73,30 @@ pub fn verifier(name: &str, secrets: &[&str]) -> Arc<dyn Scheme> {
 pub trait TestExt {
     /// Verifies synchronously (every HMAC scheme decides without I/O).
     fn verify_at(&self, headers: &HeaderMap, body: &[u8], now: i64) -> Outcome;
-    /// Signs; the headers only.
+    /// Signs; the headers only (for schemes that sign in headers).
     fn sign_at(&self, body: &[u8], timestamp: i64, msg_id: &str) -> Vec<(HeaderName, HeaderValue)>;
+    /// Signs; the headers and the body to send (the given one, or the one the scheme signed
+    /// instead).
+    fn sign_full(&self, body: &[u8], timestamp: i64, msg_id: &str) -> (HeaderMap, Vec<u8>);
 }
 
 impl<T: Scheme + ?Sized> TestExt for T {
     fn verify_at(&self, headers: &HeaderMap, body: &[u8], now: i64) -> Outcome {
         self.verify(Request::new(headers, body, now))
             .ready()
-            .expect("HMAC schemes decide without I/O")
+            .expect("decided without I/O (every scheme but SNS before its certificate is cached)")
     }
 
     fn sign_at(&self, body: &[u8], timestamp: i64, msg_id: &str) -> Vec<(HeaderName, HeaderValue)> {
         let signed = self.sign(&Unsigned::new(body, timestamp, msg_id)).unwrap();
         assert!(signed.body.is_none(), "HMAC schemes sign in headers");
         signed.headers
+    }
+
+    fn sign_full(&self, body: &[u8], timestamp: i64, msg_id: &str) -> (HeaderMap, Vec<u8>) {
+        let out = self.sign(&Unsigned::new(body, timestamp, msg_id)).unwrap();
+        let map = out.header_map();
+        (map, out.body.unwrap_or_else(|| body.to_vec()))
     }
 }
 

@@ -144,6 +144,7 @@ async fn a_slow_store_ends_the_bookkeeping_not_the_answer() {
 
 fn request(headers: &HeaderMap) -> IngestRequest<'_> {
     IngestRequest {
+        source_ip: None,
         method: "POST",
         source: "stripe",
         headers,

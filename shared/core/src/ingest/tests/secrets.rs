@@ -71,6 +71,7 @@ async fn send(
     let t = ing.clock.now_secs();
     let (headers, body) = event(id, secret, t);
     ing.ingest(IngestRequest {
+        source_ip: None,
         method: "POST",
         source: "stripe",
         headers: &headers,

@@ -1,0 +1,313 @@
+//! Discord (interactions and webhook events): `X-Signature-Ed25519: <hex>` and
+//! `X-Signature-Timestamp: <unix>`.
+//!
+//! The signature is Ed25519 over the timestamp header's text followed by the raw body, hex-encoded
+//! (64 bytes). The configured key is the application's public key as Discord shows it (64 hex
+//! digits); for local use and tests, a private key (128 hex digits: seed and public key) verifies
+//! with its public half and signs. After the signature, the timestamp must be within the
+//! tolerance on both sides (Discord's libraries do not check it; a replay would still be a
+//! duplicate).
+//!
+//! Event id: the body's SHA-256 (webhook events carry no id); no type (set `event_type` to
+//! `{"json_pointer": "/event/type"}` for webhook events; a PING has none). Answering PINGs is the
+//! ingest's business, not the scheme's. Sample: an `APPLICATION_AUTHORIZED` webhook event.
+
+use http::{HeaderMap, HeaderName};
+use serde_json::json;
+
+use super::asymmetric::{Algorithm, AsymmetricKeys, KeyBytes, ED25519_KEY_LEN, ED25519_SIG_LEN};
+use super::helpers::{
+    covers, parse_timestamp, push_header, random_alnum, rfc3339, single_header, Tolerance,
+};
+use super::{
+    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
+use crate::identity::FieldRule;
+
+const SIGNATURE_LABEL: &str = "X-Signature-Ed25519";
+const TIMESTAMP_LABEL: &str = "X-Signature-Timestamp";
+static SIGNATURE: HeaderName = HeaderName::from_static("x-signature-ed25519");
+static TIMESTAMP: HeaderName = HeaderName::from_static("x-signature-timestamp");
+static SIGNED_HEADERS: [HeaderName; 2] = [
+    HeaderName::from_static("x-signature-ed25519"),
+    HeaderName::from_static("x-signature-timestamp"),
+];
+
+/// The Discord scheme of one source.
+#[derive(Debug)]
+pub(super) struct Discord {
+    keys: AsymmetricKeys,
+    tolerance: Tolerance,
+}
+
+/// 64 hex digits: a public key; 128: a private key (seed ‖ public key).
+fn decode_key(secret: &[u8]) -> Result<KeyBytes, &'static str> {
+    const NOT_HEX: &str = "the key is not hexadecimal";
+    let text = std::str::from_utf8(secret).map_err(|_| NOT_HEX)?.trim();
+    let bytes = hex::decode(text).map_err(|_| NOT_HEX)?;
+    match bytes.len() {
+        ED25519_KEY_LEN => Ok(KeyBytes::Public(bytes)),
+        64 => Ok(KeyBytes::Private(bytes)),
+        _ => Err("the key is neither a public key (64 hex digits) nor a private key (128)"),
+    }
+}
+
+impl Discord {
+    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
+        let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
+        let timestamp = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
+        let (ts, _) = parse_timestamp(timestamp).map_err(|reason| SignatureError::Malformed {
+            header: TIMESTAMP_LABEL,
+            reason,
+        })?;
+        let mut sig = [0u8; ED25519_SIG_LEN];
+        hex::decode_to_slice(signature, &mut sig).map_err(|_| SignatureError::Malformed {
+            header: SIGNATURE_LABEL,
+            reason: "the signature is not 128 hex digits",
+        })?;
+        let message = [timestamp.as_bytes(), body].concat();
+        if !self.keys.verifies(&message, &sig) {
+            return Err(SignatureError::Mismatch);
+        }
+        self.tolerance.check(ts, now_unix)
+    }
+}
+
+impl Scheme for Discord {
+    /// Secrets are application public keys (hex), or for local use a private key; no settings.
+    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
+        Ok(Self {
+            keys: AsymmetricKeys::new(Algorithm::Ed25519, spec.secrets, decode_key)?,
+            tolerance: Tolerance::new(spec.tolerance),
+        })
+    }
+
+    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
+        self.check(request.headers, request.body, request.now_unix)
+            .into()
+    }
+
+    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
+        let ts = message.timestamp.to_string();
+        let sig = self.keys.sign(&[ts.as_bytes(), message.body].concat())?;
+        let mut out = Vec::with_capacity(2);
+        push_header(&mut out, &SIGNATURE, &hex::encode(sig));
+        push_header(&mut out, &TIMESTAMP, &ts);
+        Ok(Signed::headers(out))
+    }
+
+    fn signed_headers(&self) -> &[HeaderName] {
+        &SIGNED_HEADERS
+    }
+
+    fn default_event_id(&self) -> FieldRule {
+        FieldRule::BodySha256
+    }
+
+    fn default_event_type(&self) -> Option<FieldRule> {
+        None
+    }
+
+    /// Signed: the timestamp header and the body.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[&TIMESTAMP])
+    }
+
+    fn sample_id(&self) -> String {
+        // Discord ids are snowflakes: decimal digits.
+        (0..19)
+            .map(|_| char::from(b'0' + fastrand::u8(0..10)))
+            .collect()
+    }
+
+    fn sample_type(&self) -> &'static str {
+        "APPLICATION_AUTHORIZED"
+    }
+
+    fn sample(&self, event_id: &str, event_type: &str, now_secs: i64) -> Sample {
+        Sample::json(&json!({
+            "version": 1,
+            "application_id": event_id,
+            "type": 1,
+            "event": {
+                "type": event_type,
+                "timestamp": rfc3339(now_secs),
+                "data": {
+                    "integration_type": 0,
+                    "scopes": ["applications.commands"],
+                    "user": {"id": event_id, "username": format!("user_{}", random_alnum(6))}
+                }
+            }
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+    use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
+
+    const T: i64 = 1_700_000_000;
+    const BODY: &[u8] = br#"{"version":1,"type":0}"#;
+
+    /// A fresh key pair and its private key as configured (seed ‖ public key, hex).
+    fn pair() -> (Ed25519KeyPair, String) {
+        let seed: [u8; 32] = std::array::from_fn(|_| fastrand::u8(..));
+        let pair = Ed25519KeyPair::from_seed_unchecked(&seed).unwrap();
+        let private = format!(
+            "{}{}",
+            hex::encode(seed),
+            hex::encode(pair.public_key().as_ref())
+        );
+        (pair, private)
+    }
+
+    fn public_of(private: &str) -> &str {
+        &private[64..]
+    }
+
+    fn sig(pair: &Ed25519KeyPair, ts: &str, body: &[u8]) -> String {
+        hex::encode(pair.sign(&[ts.as_bytes(), body].concat()).as_ref())
+    }
+
+    fn request(sig: &str, ts: &str) -> http::HeaderMap {
+        headers(&[(SIGNATURE_LABEL, sig), (TIMESTAMP_LABEL, ts)])
+    }
+
+    #[test]
+    fn table() {
+        let (other, _) = pair();
+        let (pair, private) = pair();
+        let v = verifier("discord", &[public_of(&private)]);
+        let good = sig(&pair, "1700000000", BODY);
+        let bad = |header, reason| Err(malformed(header, reason));
+        let cases: Vec<(http::HeaderMap, &[u8], i64, Outcome)> = vec![
+            (request(&good, "1700000000"), BODY, T, Ok(())),
+            (request(&good.to_uppercase(), "1700000000"), BODY, T, Ok(())),
+            (request(&good, "1700000000"), BODY, T + 300, Ok(())),
+            (
+                request(&good, "1700000000"),
+                BODY,
+                T + 301,
+                Err(SignatureError::TimestampTooOld {
+                    age_secs: 301,
+                    tolerance_secs: 300,
+                }),
+            ),
+            (
+                request(&good, "1700000000"),
+                BODY,
+                T - 301,
+                Err(SignatureError::TimestampInFuture {
+                    ahead_secs: 301,
+                    tolerance_secs: 300,
+                }),
+            ),
+            (
+                request(&good, "1700000001"),
+                BODY,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                request(&good, "1700000000"),
+                b"{}",
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                request(&sig(&other, "1700000000", BODY), "1700000000"),
+                BODY,
+                T,
+                Err(SignatureError::Mismatch),
+            ),
+            (
+                request(&good[..126], "1700000000"),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is not 128 hex digits"),
+            ),
+            (
+                request(&format!("{}zz", &good[..126]), "1700000000"),
+                BODY,
+                T,
+                bad(SIGNATURE_LABEL, "the signature is not 128 hex digits"),
+            ),
+            (
+                request(&good, "17e8"),
+                BODY,
+                T,
+                bad(
+                    TIMESTAMP_LABEL,
+                    "the timestamp is not a whole number of seconds",
+                ),
+            ),
+            (
+                headers(&[(TIMESTAMP_LABEL, "1700000000")]),
+                BODY,
+                T,
+                Err(SignatureError::Missing {
+                    header: SIGNATURE_LABEL,
+                }),
+            ),
+            (
+                headers(&[(SIGNATURE_LABEL, &good)]),
+                BODY,
+                T,
+                Err(SignatureError::Missing {
+                    header: TIMESTAMP_LABEL,
+                }),
+            ),
+            (
+                headers(&[
+                    (SIGNATURE_LABEL, &good),
+                    (SIGNATURE_LABEL, &good),
+                    (TIMESTAMP_LABEL, "1700000000"),
+                ]),
+                BODY,
+                T,
+                Err(SignatureError::Duplicated {
+                    header: SIGNATURE_LABEL,
+                }),
+            ),
+            (
+                headers(&[
+                    (SIGNATURE_LABEL, &good),
+                    (TIMESTAMP_LABEL, "1700000000"),
+                    (TIMESTAMP_LABEL, "1700000000"),
+                ]),
+                BODY,
+                T,
+                Err(SignatureError::Duplicated {
+                    header: TIMESTAMP_LABEL,
+                }),
+            ),
+        ];
+        for (h, body, now, expected) in cases {
+            assert_eq!(v.verify_at(&h, body, now), expected, "{h:?}");
+        }
+    }
+
+    #[test]
+    fn keys_public_verify_private_sign() {
+        let (_, private) = pair();
+        let public = public_of(&private);
+        let signing = verifier("discord", &[&private]);
+        let map = signed(signing.sign_at(BODY, T, ""));
+        assert_eq!(
+            verifier("discord", &[public]).verify_at(&map, BODY, T),
+            Ok(())
+        );
+        assert!(verifier("discord", &[public])
+            .sign(&Unsigned::new(BODY, T, ""))
+            .is_err());
+        for bad in ["zz", &public[..62], "00"] {
+            assert!(matches!(
+                try_scheme("discord", serde_json::json!({}), &[bad], TOLERANCE),
+                Err(SchemeError::Invalid { index: 0, .. })
+            ));
+        }
+    }
+}
