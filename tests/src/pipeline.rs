@@ -18,6 +18,7 @@ use inbox_core::message::StoredMessage;
 use inbox_core::process::registry::{Handler, Registry};
 use inbox_core::process::{Processor, ProcessorConfig};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
+use inbox_core::reaper::{Reaper, ReaperSettings};
 use inbox_core::store::dynamo::DynamoInbox;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,6 +39,7 @@ pub struct Pipeline {
 }
 
 pub type TestProcessor<C> = Processor<DynamoInbox, SqsRetryQueue, SqsQuarantine, C>;
+pub type TestReaper<C> = Reaper<DynamoInbox, SqsRetryQueue, SqsQuarantine, C>;
 
 impl Pipeline {
     pub async fn new() -> Self {
@@ -114,16 +116,29 @@ impl Pipeline {
         let store = DynamoInbox::new(self.counted_dynamodb().await, self.harness.table.clone());
         let retry = SqsRetryQueue::new(self.sqs.clone(), self.retry_url.clone());
         let quarantine = SqsQuarantine::new(self.sqs.clone(), self.quarantine_url.clone());
-        // One record at a time: moto rolls a failed TransactWriteItems back by restoring a copy of
-        // the whole table taken when the transaction started, which erases writes that other
-        // requests committed to that table meanwhile. DynamoDB transactions are serializable;
-        // moto's are not, so tests must not run conflicting transactions on one table at once.
+        // The deployed concurrency (10 records of a batch at once): the emulator runs DynamoDB
+        // requests one at a time (scripts/moto_server.py), so moto's non-isolated transaction
+        // rollback cannot erase what concurrent requests wrote.
         let config = ProcessorConfig {
             lease: Duration::from_secs(60),
-            concurrency: 1,
             ..ProcessorConfig::default()
         };
         Processor::new(store, retry, quarantine, clock, registry, config).with_jitter(|| 0.0)
+    }
+
+    /// A reaper like the deployed one (the processor's default policy and lease, real queues) with
+    /// `clock`, jitter pinned to 0 (a re-drive is due at once).
+    pub async fn reaper<C: Clock>(&self, clock: C, max_per_run: usize) -> TestReaper<C> {
+        let store = DynamoInbox::new(self.harness.client.clone(), self.harness.table.clone());
+        let retry = SqsRetryQueue::new(self.sqs.clone(), self.retry_url.clone());
+        let quarantine = SqsQuarantine::new(self.sqs.clone(), self.quarantine_url.clone());
+        let defaults = ProcessorConfig::default();
+        let settings = ReaperSettings {
+            max_per_run,
+            policy: defaults.policy,
+            lease: Duration::from_secs(60),
+        };
+        Reaper::new(store, retry, quarantine, clock, settings).with_jitter(|| 0.0)
     }
 
     /// The test registry: the counter handler for `stripe`/`test.counter`.

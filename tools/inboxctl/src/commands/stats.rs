@@ -195,7 +195,10 @@ mod tests {
             next_attempt_at: None,
             last_error: None,
             history: Vec::new(),
+            history_total: 0,
             expires_at: None,
+            open_due: None,
+            notice_pending: None,
         }
     }
 
