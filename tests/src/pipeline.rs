@@ -11,7 +11,7 @@ mod sources;
 pub use counter::RequestCounter;
 pub use handlers::{CounterHandler, Hangs};
 
-use crate::{sdk_config, Harness};
+use crate::{sdk_config_for, Harness};
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::Clock;
 use inbox_core::message::StoredMessage;
@@ -35,7 +35,8 @@ pub struct Pipeline {
     pub retry_url: String,
     pub quarantine_url: String,
     pub counter: RequestCounter,
-    iterators: Mutex<Vec<String>>,
+    cursors: Mutex<Vec<sources::Cursor>>,
+    stream_arn: Mutex<String>,
 }
 
 pub type TestProcessor<C> = Processor<DynamoInbox, SqsRetryQueue, SqsQuarantine, C>;
@@ -43,8 +44,17 @@ pub type TestReaper<C> = Reaper<DynamoInbox, SqsRetryQueue, SqsQuarantine, C>;
 
 impl Pipeline {
     pub async fn new() -> Self {
-        let harness = Harness::new().await;
-        let sdk = sdk_config().await;
+        Self::on_harness(Harness::new().await).await
+    }
+
+    /// A pipeline on a new table in the emulator at `endpoint` (a fault test's own emulator).
+    pub async fn on(endpoint: &str) -> Self {
+        let harness = Harness::on(endpoint, inbox_core::config::DEFAULT_MAX_BODY_BYTES).await;
+        Self::on_harness(harness).await
+    }
+
+    async fn on_harness(harness: Harness) -> Self {
+        let sdk = sdk_config_for(&harness.endpoint).await;
         let sqs = aws_sdk_sqs::Client::new(&sdk);
         let suffix = &harness.table["inbox-test-".len()..];
         let quarantine_url = sqs
@@ -95,7 +105,8 @@ impl Pipeline {
             retry_url,
             quarantine_url,
             counter: RequestCounter::default(),
-            iterators: Mutex::new(Vec::new()),
+            cursors: Mutex::new(Vec::new()),
+            stream_arn: Mutex::new(String::new()),
         };
         pipeline.open_stream().await;
         pipeline
@@ -103,7 +114,7 @@ impl Pipeline {
 
     /// A DynamoDB client that counts its requests in `self.counter`.
     pub async fn counted_dynamodb(&self) -> aws_sdk_dynamodb::Client {
-        let sdk = sdk_config().await;
+        let sdk = sdk_config_for(&self.harness.endpoint).await;
         let conf = aws_sdk_dynamodb::config::Builder::from(&sdk)
             .interceptor(self.counter.clone())
             .build();
