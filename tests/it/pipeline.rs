@@ -264,8 +264,8 @@ async fn the_same_record_twice_and_racing_processors_apply_the_effect_once() {
 
     // The stream delivers the batch twice (a retried invocation) to two processors. The
     // interleaving is the worst case, made deterministic: both hold the same image (version 0);
-    // A commits, then B commits on its stale read. (Not with tokio::join: moto's transactions are
-    // not isolated from concurrent requests, see tests/src/pipeline.rs; DynamoDB's are.)
+    // A commits, then B commits on its stale read. (Concurrent racers are in
+    // tests/it/faults/serializable.rs.)
     let (r1, s1) = a.handle_stream_batch(batch.clone()).await;
     let (r2, s2) = b.handle_stream_batch(batch.clone()).await;
     assert!(r1.batch_item_failures.is_empty() && r2.batch_item_failures.is_empty());

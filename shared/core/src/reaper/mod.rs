@@ -188,6 +188,8 @@ impl ReaperReport {
             Ok(Reaped::Failed { notice_sent }) => {
                 self.failed += 1;
                 self.notices_sent += usize::from(notice_sent);
+                // Failed all the same; the notice is pending and found again next run.
+                self.errors += usize::from(!notice_sent);
             }
             Ok(Reaped::NoticeSent) => self.notices_sent += 1,
             Ok(Reaped::NoticePending) => self.errors += 1,
