@@ -7,6 +7,7 @@
 #   make build-lambda  release artifact target/lambda/ingest/bootstrap (cargo lambda, x86_64)
 #   make bench         benchmarks and figures (docs/benchmarks.md)
 #   make config-docs   rewrite README.md's configuration tables from the variables documented in code
+#   make fault-table   run the fault-injection tests and write their counts to docs/faults.md
 #   make clean-local   stop emulators started by the scripts, remove .local/ and .aws-sam/
 
 SHELL := /bin/bash
@@ -24,7 +25,7 @@ STAMP  := $(VENV)/.stamp-$(REQS_HASH)
 SAM_ENV := AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 \
            AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 
-.PHONY: help dev test lint venv build-lambda bench config-docs clean-local
+.PHONY: help dev test lint venv build-lambda bench config-docs fault-table clean-local
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -75,6 +76,17 @@ bench: venv
 # (shared/core/src/config/catalog.rs, shared/wallet/src/config.rs); `make test` checks them.
 config-docs:
 	cargo run -q -p integration-tests --bin config_docs
+
+# The fault-injection suite (tests/it/faults/: each test starts an emulator of its own), its
+# observed counts collected as JSON lines and rendered into docs/faults.md. `make test` runs the
+# same tests; this also writes the table.
+FAULT_COUNTS := $(CURDIR)/target/fault-counts.jsonl
+fault-table: venv
+	rm -f $(FAULT_COUNTS)
+	AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
+	  INBOX_VENV=$(CURDIR)/$(VENV) FAULT_COUNTS=$(FAULT_COUNTS) \
+	  cargo test -p integration-tests --test it -- faults::
+	cargo run -q -p integration-tests --bin fault_table -- $(FAULT_COUNTS) docs/faults.md
 
 clean-local:
 	@for pidfile in .local/moto-*.pid; do \

@@ -29,7 +29,7 @@
 #   WEBHOOK_SOURCES=$(cat local/sources.json) WEBHOOK_SECRETS=$(cat local/secrets.json)
 #   RETRY_QUEUE_URL, QUARANTINE_QUEUE_URL (the moto queue URLs) MAX_ATTEMPTS=5 LEASE_MS=60000
 #   BACKOFF_BASE_MS=1000 BACKOFF_CAP_MS=60000 (short local retries; deployed: 2 s .. 15 min)
-#   PROCESS_CONCURRENCY=1 (moto's transactions are not isolated from concurrent requests)
+#   PROCESS_CONCURRENCY=10 (as deployed; the emulator serializes DynamoDB requests)
 #   DELIVERY_QUEUE_URL, DELIVERY_QUARANTINE_QUEUE_URL (the moto queue URLs)
 #   DELIVERY_ALLOW_LOOPBACK=true (deliveries to the local listener: loopback, plain http)
 # and RUST_LOG (default info; your RUST_LOG if set) through --env-file .local/dev.env.
@@ -156,10 +156,10 @@ log "queues $RETRY_QUEUE and $QUARANTINE_QUEUE (its dead-letter queue) created f
 # Processing settings: the template's attempts and lease, but short retries so a retry shows
 # within seconds (deployed defaults: BackoffBaseMs 2000, BackoffCapMs 900000).
 export MAX_ATTEMPTS=5 LEASE_MS=60000 BACKOFF_BASE_MS=1000 BACKOFF_CAP_MS=60000
-# One record at a time: moto rolls back a failed TransactWriteItems by restoring a copy of the whole
-# table taken when it started, erasing what concurrent requests committed meanwhile (DynamoDB's
-# transactions are serializable; moto's are not). Deployed, a batch runs 10 records at once.
-export PROCESS_CONCURRENCY=1
+# The template's concurrency: 10 records of a batch at once (the emulator runs DynamoDB requests one
+# at a time, scripts/moto_server.py, so moto's non-isolated transactions lose nothing), and the
+# template's ParallelizationFactor and MaximumConcurrency in scripts/local_pipeline.py.
+export PROCESS_CONCURRENCY=10
 
 mkdir -p "$STATE_DIR"
 DEV_ENV_SH="$STATE_DIR/dev-env-$MOTO_PORT.sh"

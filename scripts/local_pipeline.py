@@ -7,13 +7,21 @@ scheduler, so this daemon does their work against moto and `cargo lambda watch`:
   stream -> process   reads the table's stream (DescribeTable, DescribeStream, GetShardIterator,
                       GetRecords every ~250 ms when idle), keeps the records that pass the event's
                       FilterCriteria, and invokes the function with Lambda-shaped DynamoDB stream
-                      batches (at most BatchSize records). ReportBatchItemFailures is honoured: the
-                      shard resumes at the lowest reported sequence number; a function error
-                      retries the batch (halved each time with BisectBatchOnFunctionError) with a
-                      short backoff; after MaximumRetryAttempts the batch is skipped and, with an
+                      batches (at most BatchSize records), ParallelizationFactor batches of a shard
+                      at once: records are split into that many lanes by partition key (one key
+                      stays in order in its lane), each lane with its own batch, retries and
+                      checkpoint, as Lambda does. ReportBatchItemFailures is honoured: the lane
+                      resumes at the lowest reported sequence number; a function error retries the
+                      batch (halved each time with BisectBatchOnFunctionError) with a short
+                      backoff; after MaximumRetryAttempts the batch is skipped and, with an
                       OnFailure destination, a Lambda-shaped failure record (shard and sequence
-                      numbers only) is sent to that queue.
-  queue -> process    long-polls the queue (ReceiveMessage, up to BatchSize <= 10), invokes the
+                      numbers only) is sent to that queue. When the emulator goes away (restarted,
+                      paused past a timeout), the poller asks for new shard iterators from where
+                      it got to (the first record not yet handled), as Lambda does from its
+                      checkpoint: records handled in other lanes may be delivered again, none is
+                      skipped.
+  queue -> process    long-polls the queue (ReceiveMessage, up to BatchSize <= 10) with
+                      ScalingConfig.MaximumConcurrency pollers (5 without one), invokes the
                       function with a Lambda-shaped SQS batch and deletes every message not listed
                       in batchItemFailures; failed ones come back after the queue's visibility
                       timeout and the queue's redrive policy (moto applies it) moves them to the
@@ -24,9 +32,9 @@ scheduler, so this daemon does their work against moto and `cargo lambda watch`:
 Everything is read from template.yaml: which function (its cargo binary, Metadata.BuildProperties
 .Binary) each event source feeds, StartingPosition, BatchSize, FilterCriteria, FunctionResponse
 Types, BisectBatchOnFunctionError, MaximumRetryAttempts, DestinationConfig.OnFailure, the schedule.
-Not emulated: MaximumBatchingWindowInSeconds (batches go out as soon as they are read),
-ParallelizationFactor and concurrency (one poller per source, batches in order),
-MaximumRecordAgeInSeconds (moto keeps stream records forever).
+Not emulated: MaximumBatchingWindowInSeconds (batches go out as soon as they are read), the
+scaling of SQS pollers (MaximumConcurrency pollers from the start), MaximumRecordAgeInSeconds (moto
+keeps stream records forever).
 
 Functions are invoked through cargo lambda watch's Invoke API:
     POST {lambda_url}/2015-03-31/functions/<binary>/invocations
@@ -34,7 +42,7 @@ Functions are invoked through cargo lambda watch's Invoke API:
 Usage (scripts/dev.sh starts it; Ctrl-C / SIGTERM stops it):
     local_pipeline.py --lambda-url http://127.0.0.1:9000 \\
         --table InboxTable=webhook-inbox-local \\
-        --queue RetryQueue=<url> --queue QuarantineQueue=<url> \\
+        --queue RetryQueue=<url> --queue QuarantineQueue=<url> [--function BINARY …] \\
         [--endpoint-url http://127.0.0.1:5000] [--region us-east-1] [--template template.yaml]
 
 Each resource the template's event sources name must be mapped with --table/--queue. Logs one
@@ -47,6 +55,7 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime as dt
+import hashlib
 import json
 import os
 import re
@@ -57,6 +66,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +115,7 @@ class StreamSource:
     bisect: bool
     max_retries: int          # -1: until the record expires (here: forever)
     on_failure_url: str | None
+    parallelization: int = 1  # concurrent batches per shard (ParallelizationFactor)
 
 
 @dataclass
@@ -115,6 +126,7 @@ class QueueSource:
     queue_url: str
     batch_size: int
     report_failures: bool
+    concurrency: int = 5      # pollers (ScalingConfig.MaximumConcurrency; Lambda starts with 5)
 
 
 @dataclass
@@ -201,7 +213,8 @@ def _period(expr: str) -> float:
     return n * {"minute": 60, "hour": 3600, "day": 86400}[unit]
 
 
-def read_sources(template: Path, tables: dict[str, str], queues: dict[str, str]) -> Sources:
+def read_sources(template: Path, tables: dict[str, str], queues: dict[str, str],
+                 only: set[str] | None = None) -> Sources:
     doc = load_template(template)
     resolve = Resolver(doc)
     out = Sources()
@@ -210,6 +223,8 @@ def read_sources(template: Path, tables: dict[str, str], queues: dict[str, str])
         if not isinstance(res, dict) or res.get("Type") != "AWS::Serverless::Function":
             continue
         binary = (((res.get("Metadata") or {}).get("BuildProperties") or {}).get("Binary"))
+        if only and binary not in only:
+            continue
         timeout = float(resolve((res.get("Properties") or {}).get("Timeout", global_timeout), f"{fid}.Timeout"))
         events = (res.get("Properties") or {}).get("Events") or {}
         for eid, ev in events.items():
@@ -253,6 +268,7 @@ def read_sources(template: Path, tables: dict[str, str], queues: dict[str, str])
                     bisect=resolve(props.get("BisectBatchOnFunctionError", False), where) in (True, "true"),
                     max_retries=int(resolve(props.get("MaximumRetryAttempts", -1), where)),
                     on_failure_url=on_failure,
+                    parallelization=max(1, int(resolve(props.get("ParallelizationFactor", 1), where))),
                 ))
             elif etype == "SQS":
                 q = _target(props.get("Queue"), "Arn", f"{where}.Queue")
@@ -265,6 +281,8 @@ def read_sources(template: Path, tables: dict[str, str], queues: dict[str, str])
                     queue_url=queues[q],
                     batch_size=min(10, int(resolve(props.get("BatchSize", 10), where))),
                     report_failures="ReportBatchItemFailures" in rtypes,
+                    concurrency=max(1, int(resolve(
+                        (props.get("ScalingConfig") or {}).get("MaximumConcurrency", 5), where))),
                 ))
             else:
                 expr = resolve(props.get("Schedule") or props.get("ScheduleExpression"), where)
@@ -403,15 +421,40 @@ def lambda_stream_record(rec: dict[str, Any], stream_arn: str, region: str) -> d
 
 
 @dataclass
-class Shard:
-    shard_id: str
-    iterator: str | None
+class Lane:
+    """One of a shard's ParallelizationFactor lanes: its records in order, its own batch retries."""
     pending: list[dict[str, Any]] = field(default_factory=list)  # matching, not yet delivered
-    checkpoint: str | None = None   # last sequence number fully handled
     attempts: int = 0               # failed attempts of the batch at the head of `pending`
     limit: int = 0                  # current batch size (halved by bisect)
     retry_at: float = 0.0
+
+
+@dataclass
+class Shard:
+    shard_id: str
+    iterator: str | None
+    lanes: list[Lane]
+    last_read: str | None = None    # sequence number of the last record read (delivered or not)
     closed: bool = False
+
+    def pending(self) -> int:
+        return sum(len(lane.pending) for lane in self.lanes)
+
+    def resume(self) -> tuple[str, dict[str, str]] | None:
+        """Where to ask for a new iterator after an error: at the first record not yet handled in
+        any lane, else after the last record read; None if nothing was read yet."""
+        first = [int(lane.pending[0]["dynamodb"]["SequenceNumber"]) for lane in self.lanes if lane.pending]
+        if first:
+            return "AT_SEQUENCE_NUMBER", {"SequenceNumber": str(min(first))}
+        if self.last_read is not None:
+            return "AFTER_SEQUENCE_NUMBER", {"SequenceNumber": self.last_read}
+        return None
+
+
+def lane_of(event: dict[str, Any], lanes: int) -> int:
+    """The lane of a record: a stable hash of its keys, so one item's records stay in order."""
+    keys = json.dumps(event["dynamodb"].get("Keys", {}), sort_keys=True).encode()
+    return int.from_bytes(hashlib.sha256(keys).digest()[:4], "big") % lanes
 
 
 class StreamPoller:
@@ -427,25 +470,30 @@ class StreamPoller:
         self.shards: dict[str, Shard] = {}
         self.described_at: float | None = None
         self.label = f"{src.name} (stream -> {src.function})"
+        self.pool = ThreadPoolExecutor(max_workers=src.parallelization, thread_name_prefix=src.name)
 
     def run(self) -> None:
         filt = " or ".join(json.dumps(f, separators=(",", ":")) for f in self.src.filters) or "none"
         log(f"{self.label}: table {self.src.table}, from {self.src.starting_position}, "
-            f"batches of {self.src.batch_size}, filter {filt}")
+            f"batches of {self.src.batch_size}, {self.src.parallelization} at once per shard, filter {filt}")
         while not STOP.is_set():
             try:
                 busy = self.step()
             except Exception as e:  # moto restarted, table recreated, network: start over
-                log(f"{self.label}: {type(e).__name__}: {e}; re-reading the stream in 2 s")
+                log(f"{self.label}: {type(e).__name__}: {e}; re-reading the stream from where it got to in 2 s")
                 self.stream_arn = None
                 sleep(2)
                 continue
             if not busy:
                 sleep(IDLE_POLL_S)
 
+    def new_shard(self, sid: str, iterator: str | None, last_read: str | None = None) -> Shard:
+        lanes = [Lane(limit=self.src.batch_size) for _ in range(self.src.parallelization)]
+        return Shard(sid, iterator, lanes, last_read=last_read)
+
     def describe(self) -> None:
         old: dict[str, Shard] = {}
-        if self.stream_arn is None:  # (re)start: find the stream, keep checkpoints of the same stream
+        if self.stream_arn is None:  # (re)start: find the stream, keep positions in the same stream
             table = self.ddb.describe_table(TableName=self.src.table)["Table"]
             arn = table.get("LatestStreamArn")
             if not arn:
@@ -461,9 +509,9 @@ class StreamPoller:
             if sid in self.shards:
                 continue
             prev = old.get(sid)
-            if prev is not None and prev.checkpoint is not None:
-                # re-read after an error: resume after the last handled record
-                kind, extra = "AFTER_SEQUENCE_NUMBER", {"SequenceNumber": prev.checkpoint}
+            resume = prev.resume() if prev is not None else None
+            if resume is not None:
+                kind, extra = resume  # after an error: from the first record not yet handled
             elif first:
                 kind, extra = self.src.starting_position, {}  # shards present at start
             else:
@@ -471,8 +519,9 @@ class StreamPoller:
             it = self.streams.get_shard_iterator(
                 StreamArn=self.stream_arn, ShardId=sid, ShardIteratorType=kind, **extra,
             )["ShardIterator"]
-            self.shards[sid] = Shard(sid, it, checkpoint=prev.checkpoint if prev else None,
-                                     limit=self.src.batch_size)
+            # Pending records are read again from the resume point (their lanes start empty).
+            last = prev.last_read if prev is not None and kind == "AFTER_SEQUENCE_NUMBER" else None
+            self.shards[sid] = self.new_shard(sid, it, last_read=last)
         self.described_at = time.monotonic()
 
     def step(self) -> bool:
@@ -483,10 +532,15 @@ class StreamPoller:
         for shard in list(self.shards.values()):
             if STOP.is_set():
                 break
-            if len(shard.pending) < self.src.batch_size and shard.iterator and not shard.closed:
+            if shard.pending() < self.src.batch_size * len(shard.lanes) and shard.iterator and not shard.closed:
                 busy |= self.read(shard)
-            if shard.pending and time.monotonic() >= shard.retry_at:
-                self.deliver(shard)
+            now = time.monotonic()
+            ready = [lane for lane in shard.lanes if lane.pending and now >= lane.retry_at]
+            if ready:
+                # The lanes' batches run at once (ParallelizationFactor); the shard goes on when
+                # all have answered.
+                for f in [self.pool.submit(self.deliver, shard, lane) for lane in ready]:
+                    f.result()
                 busy = True
         return busy
 
@@ -499,13 +553,12 @@ class StreamPoller:
         for rec in records:
             event = lambda_stream_record(rec, self.stream_arn, self.args.region)
             if not self.src.filters or any(matches(f, event) for f in self.src.filters):
-                shard.pending.append(event)
-            elif not shard.pending:
-                shard.checkpoint = event["dynamodb"]["SequenceNumber"]  # filtered out: handled
+                shard.lanes[lane_of(event, len(shard.lanes))].pending.append(event)
+            shard.last_read = event["dynamodb"]["SequenceNumber"]
         return bool(records)
 
-    def deliver(self, shard: Shard) -> None:
-        batch = shard.pending[: shard.limit]
+    def deliver(self, shard: Shard, lane: Lane) -> None:
+        batch = lane.pending[: lane.limit]
         seqs = [r["dynamodb"]["SequenceNumber"] for r in batch]
         started = time.monotonic()
         failed_at: int | None = None  # index in batch to resume from
@@ -527,40 +580,37 @@ class StreamPoller:
 
         if failed_at is None:
             log(f"{self.label}: {len(batch)} record(s), 0 failures, {ms:.0f} ms")
-            shard.pending = shard.pending[len(batch):]
-            shard.checkpoint = seqs[-1]
-            shard.attempts, shard.limit = 0, self.src.batch_size
+            lane.pending = lane.pending[len(batch):]
+            lane.attempts, lane.limit = 0, self.src.batch_size
             return
 
         if failed_at > 0:  # the records before the failure are done; the failed one heads the retry
-            shard.pending = shard.pending[failed_at:]
-            shard.checkpoint = seqs[failed_at - 1]
-            shard.attempts = 0
-        shard.attempts += 1
+            lane.pending = lane.pending[failed_at:]
+            lane.attempts = 0
+        lane.attempts += 1
         if self.src.bisect:
             # BisectBatchOnFunctionError: a batch split at a reported failure retries only its
             # remaining records; a batch failing from its first record is halved, so a poison
             # record ends up alone and is the only one skipped when retries run out.
             retry = len(batch) - failed_at
-            shard.limit = retry if failed_at > 0 else max(1, (retry + 1) // 2)
-        retried = shard.attempts - 1
+            lane.limit = retry if failed_at > 0 else max(1, (retry + 1) // 2)
+        retried = lane.attempts - 1
         if 0 <= self.src.max_retries <= retried:
             failed = batch[failed_at:]
             log(f"{self.label}: {len(batch)} record(s), FAILED ({error}), {ms:.0f} ms; retries exhausted "
                 f"({self.src.max_retries}): skipping {len(failed)} record(s) {seqs[failed_at]}..{seqs[-1]}"
                 + (" -> on-failure destination" if self.sqs else ""))
-            self.on_failure(shard, failed, function_error)
-            shard.pending = shard.pending[len(failed):]
-            shard.checkpoint = seqs[-1]
-            shard.attempts, shard.limit, shard.retry_at = 0, self.src.batch_size, 0.0
+            self.on_failure(shard, lane, failed, function_error)
+            lane.pending = lane.pending[len(failed):]
+            lane.attempts, lane.limit, lane.retry_at = 0, self.src.batch_size, 0.0
             return
-        delay = min(STREAM_RETRY_CAP_S, STREAM_RETRY_BASE_S * 2 ** (shard.attempts - 1))
-        shard.retry_at = time.monotonic() + delay
+        delay = min(STREAM_RETRY_CAP_S, STREAM_RETRY_BASE_S * 2 ** (lane.attempts - 1))
+        lane.retry_at = time.monotonic() + delay
         left = "" if self.src.max_retries < 0 else f", {self.src.max_retries - retried} retries left"
         log(f"{self.label}: {len(batch)} record(s), FAILED ({error}), {ms:.0f} ms; "
             f"retrying from sequence number {seqs[failed_at]} in {delay:.1f} s{left}")
 
-    def on_failure(self, shard: Shard, failed: list[dict[str, Any]], function_error: bool) -> None:
+    def on_failure(self, shard: Shard, lane: Lane, failed: list[dict[str, Any]], function_error: bool) -> None:
         """The record Lambda sends to a stream's on-failure destination: metadata, no payload."""
         if not self.sqs:
             return
@@ -576,7 +626,7 @@ class StreamPoller:
                 "requestId": str(uuid.uuid4()),
                 "functionArn": f"arn:aws:lambda:{self.args.region}:{ACCOUNT}:function:{self.src.function}",
                 "condition": "RetryAttemptsExhausted",
-                "approximateInvokeCount": shard.attempts,
+                "approximateInvokeCount": lane.attempts,
             },
             "responseContext": {
                 "statusCode": 200,
@@ -614,7 +664,15 @@ class QueuePoller:
         self.arn: str | None = None
 
     def run(self) -> None:
-        log(f"{self.label}: {self.src.queue_url}, batches of {self.src.batch_size}")
+        log(f"{self.label}: {self.src.queue_url}, batches of {self.src.batch_size}, "
+            f"{self.src.concurrency} pollers")
+        pollers = [threading.Thread(target=self.poll, name=f"{self.src.name}-{i}", daemon=True)
+                   for i in range(self.src.concurrency - 1)]
+        for t in pollers:
+            t.start()
+        self.poll()
+
+    def poll(self) -> None:
         while not STOP.is_set():
             try:
                 self.step()
@@ -754,6 +812,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="cargo lambda watch's Invoke API (default: http://127.0.0.1:9000)")
     p.add_argument("--table", action="append", default=[], metavar="LOGICAL_ID=NAME")
     p.add_argument("--queue", action="append", default=[], metavar="LOGICAL_ID=URL")
+    p.add_argument("--function", action="append", default=[], metavar="BINARY",
+                   help="play only the event sources of these functions (default: all)")
     p.add_argument("--endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL"),
                    help="AWS emulator (default: $AWS_ENDPOINT_URL)")
     p.add_argument("--region", default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
@@ -762,7 +822,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 
     try:
-        sources = read_sources(args.template, _pairs(args.table, "--table"), _pairs(args.queue, "--queue"))
+        sources = read_sources(args.template, _pairs(args.table, "--table"), _pairs(args.queue, "--queue"),
+                               set(args.function) or None)
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"local_pipeline: {e}", file=sys.stderr)
         return 2

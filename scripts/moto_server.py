@@ -7,7 +7,10 @@ started (the stream shard included), erasing what other requests wrote meanwhile
 concurrent ingest and processing lose acknowledged items and stream records, which real DynamoDB
 never does. This launcher runs every DynamoDB and DynamoDB Streams request alone (one lock,
 taken for requests whose `X-Amz-Target` starts with `DynamoDB`); SQS, Secrets Manager and the
-rest stay concurrent, so an SQS long poll never holds DynamoDB up.
+rest stay concurrent, so an SQS long poll never holds DynamoDB up. Serialized, a transaction
+is undone with an undo log of the items it names instead of moto's whole-table copy
+(`undo_log_transactions`): cheap, exact, and consumers' stream shard iterators survive a
+cancelled transaction (moto's restore orphans them: they read nothing ever again).
 
 With `--state-file PATH` it is also durable, as DynamoDB and SQS are: every request that changed
 state and succeeded is appended to PATH (a write-ahead log, flushed before the answer is sent)
@@ -76,6 +79,79 @@ class SerializedDynamoDB:
                 if close is not None:
                     close()
         return [body]
+
+
+def undo_log_transactions() -> None:
+    """moto backs a TransactWriteItems up with a deep copy of every table it touches and, when it
+    is cancelled, REPLACES the table object with that copy. Two consequences besides the lost
+    isolation: every transaction costs a copy of the whole table (quadratic in the table's size:
+    a few hundred items make each one take tens of milliseconds), and a cancelled one orphans
+    every stream shard iterator consumers hold (they point at the replaced shard and read
+    nothing, ever, without an error; DynamoDB's iterators survive any transaction).
+
+    Serialized, an undo log is exact and cheap: before the transaction, a copy of just the items
+    it names and the length of each stream shard; if it is cancelled, those items are put back
+    (or removed) and the stream records it added are dropped, in the same table and shard
+    objects. moto's own backup becomes a reference (its restore a no-op)."""
+    import copy as real_copy
+
+    import moto.dynamodb.models as ddb
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
+
+    class TablesByReference:
+        """The `copy` module as moto's DynamoDB backend sees it: tables are not copied."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real_copy, name)
+
+        @staticmethod
+        def deepcopy(x: Any, memo: Any = None) -> Any:
+            return x if isinstance(x, Table) else real_copy.deepcopy(x, memo)
+
+    ddb.copy = TablesByReference()  # type: ignore[attr-defined]
+    original = DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        undo: list[tuple[Any, Any, Any, Any]] = []  # (table, hash, range, item before or None)
+        shards: dict[int, tuple[Any, int]] = {}
+        for element in transact_items:
+            try:
+                _, op = next(iter(element.items()))
+                table = self.tables.get(op.get("TableName"))
+                if table is None:
+                    continue
+                attrs = op["Item"] if "Item" in op else op["Key"]
+                hash_value = DynamoType(attrs[table.hash_key_attr])
+                range_value = DynamoType(attrs[table.range_key_attr]) if table.range_key_attr else None
+                before = table.get_item(hash_value, range_value)
+            except Exception:  # malformed: moto refuses it before writing anything for it
+                continue
+            undo.append((table, hash_value, range_value, real_copy.deepcopy(before)))
+            if table.stream_shard is not None:
+                shards.setdefault(id(table), (table.stream_shard, len(table.stream_shard.items)))
+        try:
+            return original(self, transact_items)
+        except Exception:
+            for table, hash_value, range_value, before in reversed(undo):
+                if range_value is not None:
+                    rows = table.items[hash_value]
+                    if before is None:
+                        rows.pop(range_value, None)
+                        if not rows:
+                            table.items.pop(hash_value, None)
+                    else:
+                        rows[range_value] = before
+                elif before is None:
+                    table.items.pop(hash_value, None)
+                else:
+                    table.items[hash_value] = before
+            for shard, length in shards.values():
+                del shard.items[length:]
+            raise
+
+    DynamoDBBackend.transact_write_items = transact_write_items
 
 
 def call(app: App, environ: dict[str, Any]) -> tuple[int, bytes]:
@@ -283,6 +359,7 @@ def main(argv: list[str] | None = None) -> None:
         # Inside the lock: DynamoDB requests are logged in the order they committed.
         app = Durable(app, args.state_file)
     if not args.no_serialize:
+        undo_log_transactions()
         app = SerializedDynamoDB(app)
     mode = "plain (NOT serializable)" if args.no_serialize else "DynamoDB requests serialized"
     if args.state_file:

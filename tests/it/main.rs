@@ -13,11 +13,13 @@
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
 //! - [`template`]: least privilege, secrets, routes and timeouts of `template.yaml`.
 //! - [`config_docs`]: the README's configuration tables match the variables documented in code.
+//! - [`faults`]: the fault-injection suite, each test against an emulator of its own.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers of tests: a failed setup is a failed test
 
 mod bad_input;
 mod config_docs;
+mod faults;
 mod ingest_dynamo;
 mod outbox;
 mod outbox_faults;

@@ -264,8 +264,8 @@ async fn the_same_record_twice_and_racing_processors_apply_the_effect_once() {
 
     // The stream delivers the batch twice (a retried invocation) to two processors. The
     // interleaving is the worst case, made deterministic: both hold the same image (version 0);
-    // A commits, then B commits on its stale read. (Not with tokio::join: moto's transactions are
-    // not isolated from concurrent requests, see tests/src/pipeline.rs; DynamoDB's are.)
+    // A commits, then B commits on its stale read. (Concurrent racers are in
+    // tests/it/faults/serializable.rs.)
     let (r1, s1) = a.handle_stream_batch(batch.clone()).await;
     let (r2, s2) = b.handle_stream_batch(batch.clone()).await;
     assert!(r1.batch_item_failures.is_empty() && r2.batch_item_failures.is_empty());
@@ -329,12 +329,7 @@ async fn a_crash_after_the_claim_is_reaped_after_the_lease_and_processed_once() 
     let healthy = p
         .processor(Pipeline::registry(handler.clone()), clock.clone())
         .await;
-    let store = inbox_core::store::dynamo::DynamoInbox::new(
-        p.harness.client.clone(),
-        p.harness.table.clone(),
-    );
-    let retry = inbox_core::queue::sqs::SqsRetryQueue::new(p.sqs.clone(), p.retry_url.clone());
-    let reaper = inbox_core::reaper::Reaper::new(store, retry, clock.clone(), 100);
+    let reaper = p.reaper(clock.clone(), 100).await;
 
     assert_eq!(
         reaper.run().await.unwrap().due,
@@ -365,12 +360,7 @@ async fn the_reaper_redrives_messages_the_stream_never_delivered() {
         .await;
     p.ingest("evt_lost", TYPE, json!({})).await;
     // The stream record is never consumed (the mapping was down past the stream's retention).
-    let store = inbox_core::store::dynamo::DynamoInbox::new(
-        p.harness.client.clone(),
-        p.harness.table.clone(),
-    );
-    let retry = inbox_core::queue::sqs::SqsRetryQueue::new(p.sqs.clone(), p.retry_url.clone());
-    let reaper = inbox_core::reaper::Reaper::new(store, retry, clock.clone(), 100);
+    let reaper = p.reaper(clock.clone(), 100).await;
     assert_eq!(reaper.run().await.unwrap().due, 0);
     // (The clock was pinned before the ingest, which used the wall clock: give it a minute of slack.)
     clock.advance_millis(inbox_core::store::schema::PENDING_GRACE_MS + 60_000);

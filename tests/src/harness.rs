@@ -1,7 +1,7 @@
 //! The ingest harness: a fresh table in the emulator with an ingest service writing to it, signing
 //! with the local secrets, and the handler's responses with their JSON bodies parsed.
 
-use crate::{create_table, local_sources, scan_all, sdk_config};
+use crate::{create_table, endpoint, local_sources, scan_all, sdk_config_for};
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::SystemClock;
@@ -15,6 +15,8 @@ use std::collections::HashMap;
 
 /// A fresh table in the emulator and an ingest service writing to it.
 pub struct Harness {
+    /// The emulator this harness talks to.
+    pub endpoint: String,
     pub table: String,
     pub client: aws_sdk_dynamodb::Client,
     pub service: Ingestor<DynamoInbox, SystemClock>,
@@ -28,7 +30,12 @@ impl Harness {
     }
 
     pub async fn with_max_body(max_body: usize) -> Self {
-        let sdk = sdk_config().await;
+        Self::on(&endpoint(), max_body).await
+    }
+
+    /// A harness on a new table in the emulator at `endpoint` (a fault test's own emulator).
+    pub async fn on(endpoint: &str, max_body: usize) -> Self {
+        let sdk = sdk_config_for(endpoint).await;
         let client = client_for_hot_path(&sdk);
         let table = format!("inbox-test-{}", uuid::Uuid::new_v4().simple());
         create_table(&client, &table).await;
@@ -41,6 +48,7 @@ impl Harness {
             30,
         );
         Self {
+            endpoint: endpoint.to_owned(),
             table,
             client,
             service,

@@ -3,7 +3,7 @@
 //! the outbox's rig ([`outbox`]) and a programmable local receiver ([`receiver`]).
 //! Here: the workspace's paths, the local configuration and the venv's Python; the emulator
 //! ([`emulator`]), the ingest harness ([`harness`]) and the events ([`events`]) have their own
-//! modules, re-exported at the root.
+//! modules, re-exported at the root; [`faults`] supports the fault-injection suite.
 //!
 //! Tests expect `AWS_ENDPOINT_URL` to point at a running moto server and `INBOX_VENV` at the
 //! project's Python venv: `make test` (scripts/test.sh) provides both.
@@ -13,6 +13,7 @@
 pub mod config_docs;
 pub mod emulator;
 pub mod events;
+pub mod faults;
 pub mod harness;
 pub mod outbox;
 pub mod pipeline;

@@ -11,13 +11,14 @@ mod sources;
 pub use counter::RequestCounter;
 pub use handlers::{CounterHandler, Hangs};
 
-use crate::{sdk_config, Harness};
+use crate::{sdk_config_for, Harness};
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::Clock;
 use inbox_core::message::StoredMessage;
 use inbox_core::process::registry::{Handler, Registry};
 use inbox_core::process::{Processor, ProcessorConfig};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
+use inbox_core::reaper::{Reaper, ReaperSettings};
 use inbox_core::store::dynamo::DynamoInbox;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -34,15 +35,26 @@ pub struct Pipeline {
     pub retry_url: String,
     pub quarantine_url: String,
     pub counter: RequestCounter,
-    iterators: Mutex<Vec<String>>,
+    cursors: Mutex<Vec<sources::Cursor>>,
+    stream_arn: Mutex<String>,
 }
 
 pub type TestProcessor<C> = Processor<DynamoInbox, SqsRetryQueue, SqsQuarantine, C>;
+pub type TestReaper<C> = Reaper<DynamoInbox, SqsRetryQueue, SqsQuarantine, C>;
 
 impl Pipeline {
     pub async fn new() -> Self {
-        let harness = Harness::new().await;
-        let sdk = sdk_config().await;
+        Self::on_harness(Harness::new().await).await
+    }
+
+    /// A pipeline on a new table in the emulator at `endpoint` (a fault test's own emulator).
+    pub async fn on(endpoint: &str) -> Self {
+        let harness = Harness::on(endpoint, inbox_core::config::DEFAULT_MAX_BODY_BYTES).await;
+        Self::on_harness(harness).await
+    }
+
+    async fn on_harness(harness: Harness) -> Self {
+        let sdk = sdk_config_for(&harness.endpoint).await;
         let sqs = aws_sdk_sqs::Client::new(&sdk);
         let suffix = &harness.table["inbox-test-".len()..];
         let quarantine_url = sqs
@@ -93,7 +105,8 @@ impl Pipeline {
             retry_url,
             quarantine_url,
             counter: RequestCounter::default(),
-            iterators: Mutex::new(Vec::new()),
+            cursors: Mutex::new(Vec::new()),
+            stream_arn: Mutex::new(String::new()),
         };
         pipeline.open_stream().await;
         pipeline
@@ -101,7 +114,7 @@ impl Pipeline {
 
     /// A DynamoDB client that counts its requests in `self.counter`.
     pub async fn counted_dynamodb(&self) -> aws_sdk_dynamodb::Client {
-        let sdk = sdk_config().await;
+        let sdk = sdk_config_for(&self.harness.endpoint).await;
         let conf = aws_sdk_dynamodb::config::Builder::from(&sdk)
             .interceptor(self.counter.clone())
             .build();
@@ -114,16 +127,29 @@ impl Pipeline {
         let store = DynamoInbox::new(self.counted_dynamodb().await, self.harness.table.clone());
         let retry = SqsRetryQueue::new(self.sqs.clone(), self.retry_url.clone());
         let quarantine = SqsQuarantine::new(self.sqs.clone(), self.quarantine_url.clone());
-        // One record at a time: moto rolls a failed TransactWriteItems back by restoring a copy of
-        // the whole table taken when the transaction started, which erases writes that other
-        // requests committed to that table meanwhile. DynamoDB transactions are serializable;
-        // moto's are not, so tests must not run conflicting transactions on one table at once.
+        // The deployed concurrency (10 records of a batch at once): the emulator runs DynamoDB
+        // requests one at a time (scripts/moto_server.py), so moto's non-isolated transaction
+        // rollback cannot erase what concurrent requests wrote.
         let config = ProcessorConfig {
             lease: Duration::from_secs(60),
-            concurrency: 1,
             ..ProcessorConfig::default()
         };
         Processor::new(store, retry, quarantine, clock, registry, config).with_jitter(|| 0.0)
+    }
+
+    /// A reaper like the deployed one (the processor's default policy and lease, real queues) with
+    /// `clock`, jitter pinned to 0 (a re-drive is due at once).
+    pub async fn reaper<C: Clock>(&self, clock: C, max_per_run: usize) -> TestReaper<C> {
+        let store = DynamoInbox::new(self.harness.client.clone(), self.harness.table.clone());
+        let retry = SqsRetryQueue::new(self.sqs.clone(), self.retry_url.clone());
+        let quarantine = SqsQuarantine::new(self.sqs.clone(), self.quarantine_url.clone());
+        let defaults = ProcessorConfig::default();
+        let settings = ReaperSettings {
+            max_per_run,
+            policy: defaults.policy,
+            lease: Duration::from_secs(60),
+        };
+        Reaper::new(store, retry, quarantine, clock, settings).with_jitter(|| 0.0)
     }
 
     /// The test registry: the counter handler for `stripe`/`test.counter`.

@@ -2,8 +2,8 @@
 
 use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::config::{ConfigError, ReaperConfig};
-use inbox_core::queue::sqs::SqsRetryQueue;
-use inbox_core::queue::RetryQueue;
+use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
+use inbox_core::queue::{Quarantine, RetryQueue};
 use inbox_core::reaper::Reaper;
 use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
 use inbox_core::store::MessageStore;
@@ -11,29 +11,46 @@ use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
 
 /// The reaper as deployed.
-pub type Service = Reaper<DynamoInbox, SqsRetryQueue, SystemClock>;
+pub type Service = Reaper<DynamoInbox, SqsRetryQueue, SqsQuarantine, SystemClock>;
 
 /// Builds the service once per cold start.
 pub async fn build() -> Result<Service, ConfigError> {
     let config = ReaperConfig::from_env()?;
     let sdk = aws_config::load_from_env().await;
     let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
-    // The reaper only re-drives: it holds the retry queue and nothing else.
-    let retry = SqsRetryQueue::new(aws_sdk_sqs::Client::new(&sdk), config.retry_queue_url);
-    Ok(Reaper::new(store, retry, SystemClock, config.max_per_run))
+    // Re-drives through the retry queue; sends the notices of messages it fails (their last
+    // attempt never reported) and the notices left pending, to the quarantine queue.
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let retry = SqsRetryQueue::new(sqs.clone(), config.retry_queue_url);
+    let quarantine = SqsQuarantine::new(sqs, config.quarantine_queue_url);
+    Ok(Reaper::new(
+        store,
+        retry,
+        quarantine,
+        SystemClock,
+        config.settings,
+    ))
 }
 
 /// The Lambda entry point (the scheduled event's content is not needed). Fails the invocation on
-/// an infrastructure error so the Errors alarm sees it.
-pub async fn handle<S: MessageStore, R: RetryQueue, C: Clock>(
-    reaper: &Reaper<S, R, C>,
+/// an infrastructure error (the index unreadable, or messages it could not handle) so the Errors
+/// alarm sees it; the report is logged either way.
+pub async fn handle<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock>(
+    reaper: &Reaper<S, R, Q, C>,
     _event: LambdaEvent<Value>,
 ) -> Result<Value, Error> {
     let report = reaper.run().await?;
     if report.due > 0 {
-        tracing::warn!(due = report.due, redriven = report.redriven, by_status = ?report.by_status, oldest_due = report.oldest_due, "re-drove due messages");
+        tracing::warn!(due = report.due, redriven = report.redriven, failed = report.failed, notices_sent = report.notices_sent, skipped = report.skipped, errors = report.errors, by_status = ?report.by_status, oldest_due = report.oldest_due, "handled due messages");
     } else {
         tracing::info!(due = 0, "nothing due");
+    }
+    if report.errors > 0 {
+        return Err(format!(
+            "{} due message(s) could not be handled (store or queue errors); the next run tries again",
+            report.errors
+        )
+        .into());
     }
     Ok(serde_json::to_value(report)?)
 }

@@ -185,34 +185,15 @@ impl ProcessConfig {
 
     pub fn read(env: &Env) -> Result<Self, ConfigError> {
         use std::time::Duration;
-        let max_attempts: u32 = env.parse(&catalog::MAX_ATTEMPTS)?;
-        let base_ms: u64 = env.parse(&catalog::BACKOFF_BASE_MS)?;
-        let cap_ms: u64 = env.parse(&catalog::BACKOFF_CAP_MS)?;
-        if max_attempts == 0 {
-            return Err(ConfigError::Invalid {
-                var: vars::MAX_ATTEMPTS,
-                reason: "must be at least 1".into(),
-            });
-        }
-        if cap_ms > 900_000 {
-            return Err(ConfigError::Invalid {
-                var: vars::BACKOFF_CAP_MS,
-                reason: "must be at most 900000 (15 minutes, SQS's largest delay)".into(),
-            });
-        }
-        let lease_ms: u64 = env.parse(&catalog::LEASE_MS)?;
+        let (policy, lease) = read_policy(env)?;
         let days: u32 = env.parse(&catalog::DELIVERY_RETENTION_DAYS)?;
         Ok(Self {
             table_name: env.required(&catalog::TABLE_NAME)?,
             retry_queue_url: env.required(&catalog::RETRY_QUEUE_URL)?,
             quarantine_queue_url: env.required(&catalog::QUARANTINE_QUEUE_URL)?,
             processor: crate::process::ProcessorConfig {
-                policy: crate::policy::RetryPolicy::new(
-                    max_attempts,
-                    Duration::from_millis(base_ms),
-                    Duration::from_millis(cap_ms),
-                ),
-                lease: Duration::from_millis(lease_ms),
+                policy,
+                lease,
                 retention: Duration::from_secs(u64::from(days) * 86_400),
                 concurrency: env.parse::<usize>(&catalog::PROCESS_CONCURRENCY)?.max(1),
             },
@@ -220,12 +201,45 @@ impl ProcessConfig {
     }
 }
 
+/// The retry policy and the lease, read alike by the process function and the reaper (which
+/// counts the attempts that never reported and re-drives them with the same backoff).
+fn read_policy(
+    env: &Env,
+) -> Result<(crate::policy::RetryPolicy, std::time::Duration), ConfigError> {
+    use std::time::Duration;
+    let max_attempts: u32 = env.parse(&catalog::MAX_ATTEMPTS)?;
+    let base_ms: u64 = env.parse(&catalog::BACKOFF_BASE_MS)?;
+    let cap_ms: u64 = env.parse(&catalog::BACKOFF_CAP_MS)?;
+    if max_attempts == 0 {
+        return Err(ConfigError::Invalid {
+            var: vars::MAX_ATTEMPTS,
+            reason: "must be at least 1".into(),
+        });
+    }
+    if cap_ms > 900_000 {
+        return Err(ConfigError::Invalid {
+            var: vars::BACKOFF_CAP_MS,
+            reason: "must be at most 900000 (15 minutes, SQS's largest delay)".into(),
+        });
+    }
+    let lease_ms: u64 = env.parse(&catalog::LEASE_MS)?;
+    Ok((
+        crate::policy::RetryPolicy::new(
+            max_attempts,
+            Duration::from_millis(base_ms),
+            Duration::from_millis(cap_ms),
+        ),
+        Duration::from_millis(lease_ms),
+    ))
+}
+
 /// Everything the reaper needs.
 #[derive(Debug, Clone)]
 pub struct ReaperConfig {
     pub table_name: String,
     pub retry_queue_url: String,
-    pub max_per_run: usize,
+    pub quarantine_queue_url: String,
+    pub settings: crate::reaper::ReaperSettings,
 }
 
 impl ReaperConfig {
@@ -235,10 +249,16 @@ impl ReaperConfig {
     }
 
     pub fn read(env: &Env) -> Result<Self, ConfigError> {
+        let (policy, lease) = read_policy(env)?;
         Ok(Self {
             table_name: env.required(&catalog::TABLE_NAME)?,
             retry_queue_url: env.required(&catalog::RETRY_QUEUE_URL)?,
-            max_per_run: env.parse(&catalog::REAPER_MAX_PER_RUN)?,
+            quarantine_queue_url: env.required(&catalog::QUARANTINE_QUEUE_URL)?,
+            settings: crate::reaper::ReaperSettings {
+                max_per_run: env.parse(&catalog::REAPER_MAX_PER_RUN)?,
+                policy,
+                lease,
+            },
         })
     }
 }
@@ -443,9 +463,24 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(cap.to_string().contains("BACKOFF_CAP_MS"));
-        let r =
-            ReaperConfig::read(&lookup(&[("TABLE_NAME", "t"), ("RETRY_QUEUE_URL", "r")])).unwrap();
-        assert_eq!(r.max_per_run, 1000);
+        let r = ReaperConfig::read(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("RETRY_QUEUE_URL", "r"),
+            ("QUARANTINE_QUEUE_URL", "q"),
+            ("MAX_ATTEMPTS", "7"),
+            ("BACKOFF_CAP_MS", "60000"),
+        ]))
+        .unwrap();
+        assert_eq!(r.settings.max_per_run, 1000);
+        assert_eq!(
+            (r.settings.policy, r.settings.lease),
+            (p.processor.policy, p.processor.lease),
+            "the reaper applies the processor's policy to lost attempts"
+        );
+        let no_quarantine =
+            ReaperConfig::read(&lookup(&[("TABLE_NAME", "t"), ("RETRY_QUEUE_URL", "r")]))
+                .unwrap_err();
+        assert!(no_quarantine.to_string().contains("QUARANTINE_QUEUE_URL"));
     }
 
     #[test]
@@ -502,6 +537,7 @@ mod tests {
         let bad = ReaperConfig::read(&lookup(&[
             ("TABLE_NAME", "t"),
             ("RETRY_QUEUE_URL", "r"),
+            ("QUARANTINE_QUEUE_URL", "q"),
             ("REAPER_MAX_PER_RUN", "-1"),
         ]))
         .unwrap_err();

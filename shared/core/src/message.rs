@@ -1,11 +1,35 @@
-//! A stored message as the processing side reads it, its history, and the small JSON documents
-//! that travel through the queues (a retry request, a quarantine notice).
+//! A stored message as the processing side reads it, its bounded history, and the small JSON
+//! documents that travel through the queues (a retry request, a quarantine notice).
+//!
+//! A message keeps its last [`HISTORY_LIMIT`] history entries and the count of all it ever had
+//! ([`StoredMessage::history_total`]): retries and replays can never grow an item towards
+//! DynamoDB's 400 KB. Every transition is conditioned on the version it read, so the new list is
+//! computed here, from that read ([`StoredMessage::history_after`]), and written whole.
 
 use crate::domain::{EventId, EventType, MessageKey, SourceName, Status};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// One entry of a message's history, appended in the same write that changes its status.
+/// How many history entries a message keeps (the newest; older ones are counted, not kept).
+pub const HISTORY_LIMIT: usize = 20;
+
+/// The longest error text kept in a history entry or `last_error`, in bytes (cut at a character
+/// boundary): 20 entries of errors stay far below the room a maximal body leaves in an item.
+pub const MAX_ERROR_BYTES: usize = 1000;
+
+/// `text` cut to at most `max` bytes at a character boundary.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// One entry of a message's history, written in the same write that changes its status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistoryEntry {
     /// When, ms since the epoch.
@@ -65,8 +89,13 @@ pub struct StoredMessage {
     pub next_attempt_at: Option<i64>,
     #[serde(default)]
     pub last_error: Option<String>,
+    /// The newest [`HISTORY_LIMIT`] entries, oldest first.
     #[serde(default)]
     pub history: Vec<HistoryEntry>,
+    /// How many entries the history ever had (absent on items written before it was bounded:
+    /// see [`StoredMessage::history_count`]).
+    #[serde(default)]
+    pub history_total: u64,
     #[serde(default)]
     pub expires_at: Option<i64>,
     /// The provider's id from a header its signature does not cover (the key's event id is then
@@ -76,6 +105,24 @@ pub struct StoredMessage {
     /// Why a correctly signed event could not be identified (its type is then `unknown`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity_error: Option<String>,
+    /// When the open index says the message is due (a delivery's deadline), ms; `None` once it
+    /// left the index.
+    #[serde(default)]
+    pub open_due: Option<i64>,
+    /// A failed message whose quarantine notice is not yet known to be sent: it stays in the open
+    /// index until the notice is sent (by the processor that failed it, else by the reaper).
+    #[serde(default)]
+    pub notice_pending: Option<PendingNotice>,
+}
+
+/// The part of a quarantine notice that is decided when a message fails (the rest is the
+/// message's): kept in the item until the notice is sent, so whoever sends it sends the same one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingNotice {
+    /// `exhausted` or `permanent`.
+    pub reason: String,
+    /// ms since the epoch.
+    pub failed_at: i64,
 }
 
 impl StoredMessage {
@@ -88,6 +135,21 @@ impl StoredMessage {
     /// stable for the message's whole life, replays included.
     pub fn idempotency_key(&self) -> String {
         format!("{}:{}", self.source, self.event_id)
+    }
+
+    /// How many history entries the message ever had (kept or not).
+    pub fn history_count(&self) -> u64 {
+        self.history_total.max(self.history.len() as u64)
+    }
+
+    /// The history after appending `entry`: the newest [`HISTORY_LIMIT`] entries and the new
+    /// total, to be written whole by a transition conditioned on this message's version.
+    pub fn history_after(&self, entry: HistoryEntry) -> (Vec<HistoryEntry>, u64) {
+        let keep = HISTORY_LIMIT.saturating_sub(1);
+        let skip = self.history.len().saturating_sub(keep);
+        let mut history: Vec<HistoryEntry> = self.history[skip..].to_vec();
+        history.push(entry);
+        (history, self.history_count() + 1)
     }
 
     /// The body parsed as JSON.
@@ -135,7 +197,109 @@ pub struct QuarantineNotice {
 }
 
 impl QuarantineNotice {
+    /// The notice a failed message is waiting to have sent, if any.
+    pub fn pending_of(m: &StoredMessage) -> Option<Self> {
+        let pending = m.notice_pending.as_ref()?;
+        Some(Self {
+            source: m.source.clone(),
+            event_id: m.event_id.clone(),
+            event_type: m.event_type.clone(),
+            attempts: m.attempts,
+            last_error: m.last_error.clone().unwrap_or_default(),
+            reason: pending.reason.clone(),
+            failed_at: pending.failed_at,
+        })
+    }
+
     pub fn key(&self) -> MessageKey {
         MessageKey::new(self.source.clone(), self.event_id.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(entries: usize) -> StoredMessage {
+        StoredMessage {
+            source: SourceName::parse("stripe").unwrap(),
+            event_id: EventId::parse("evt_1").unwrap(),
+            event_type: None,
+            status: Status::Pending,
+            received_at: 0,
+            body: Vec::new(),
+            body_sha256: String::new(),
+            headers: HashMap::new(),
+            attempts: 0,
+            version: 0,
+            lease_until: None,
+            next_attempt_at: None,
+            last_error: None,
+            history: (0..entries)
+                .map(|i| HistoryEntry::new(i as i64, Status::Retrying, format!("entry {i}")))
+                .collect(),
+            history_total: 0,
+            expires_at: None,
+            open_due: None,
+            notice_pending: None,
+            provider_id: None,
+            identity_error: None,
+        }
+    }
+
+    #[test]
+    fn history_keeps_the_newest_entries_and_counts_all() {
+        let m = message(3);
+        let (h, total) = m.history_after(HistoryEntry::new(9, Status::Processed, "done"));
+        assert_eq!((h.len(), total), (4, 4));
+        let mut m = message(HISTORY_LIMIT);
+        m.history_total = 57;
+        let (h, total) = m.history_after(HistoryEntry::new(99, Status::Processed, "done"));
+        assert_eq!((h.len(), total), (HISTORY_LIMIT, 58));
+        assert_eq!(h[0].note, "entry 1", "the oldest entry went");
+        assert_eq!(h.last().unwrap().note, "done", "the new one is last");
+        // 1,000 transitions later the history is still bounded.
+        for i in 0..1000 {
+            let (h, total) = m.history_after(HistoryEntry::new(i, Status::Retrying, "again"));
+            m.history = h;
+            m.history_total = total;
+        }
+        assert_eq!((m.history.len(), m.history_count()), (HISTORY_LIMIT, 1057));
+        assert_eq!(
+            message(5).history_count(),
+            5,
+            "items written before the count existed"
+        );
+    }
+
+    #[test]
+    fn clip_cuts_at_a_character_boundary() {
+        assert_eq!(clip("abc", 10), "abc");
+        assert_eq!(clip("abcdef", 3), "abc");
+        assert_eq!(clip("ééé", 3), "é", "2-byte characters: never half of one");
+        assert!(clip(&"€".repeat(1000), MAX_ERROR_BYTES).len() <= MAX_ERROR_BYTES);
+    }
+
+    #[test]
+    fn a_pending_notice_is_the_notice_whoever_sends_it() {
+        let mut m = message(1);
+        assert_eq!(QuarantineNotice::pending_of(&m), None);
+        m.attempts = 5;
+        m.last_error = Some("boom".into());
+        m.notice_pending = Some(PendingNotice {
+            reason: "exhausted".into(),
+            failed_at: 42,
+        });
+        let n = QuarantineNotice::pending_of(&m).unwrap();
+        assert_eq!(
+            (
+                n.attempts,
+                n.last_error.as_str(),
+                n.reason.as_str(),
+                n.failed_at
+            ),
+            (5, "boom", "exhausted", 42)
+        );
+        assert_eq!(n.key(), m.key());
     }
 }

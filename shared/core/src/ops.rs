@@ -45,19 +45,16 @@ pub async fn replay<S: MessageStore, R: RetryQueue, C: Clock>(
         return Ok(ReplayOutcome::NotReplayable(m.status));
     }
     let now = clock.now_millis();
+    let entry = HistoryEntry::new(
+        now,
+        Status::Pending,
+        format!("replayed by {operator} (was {})", m.status),
+    );
+    // Attempts start again; a notice still pending for a failed message is moot now.
     let t = Transition {
-        to: Status::Pending,
         attempts: 0,
-        lease_until: None,
-        next_attempt_at: None,
         open_due: Some(now + PENDING_GRACE_MS),
-        expires_at: None,
-        last_error: None,
-        entry: HistoryEntry::new(
-            now,
-            Status::Pending,
-            format!("replayed by {operator} (was {})", m.status),
-        ),
+        ..Transition::of(&m, Status::Pending, entry)
     };
     match store.transition(key, m.version, &t, Vec::new()).await? {
         Applied::Done => {

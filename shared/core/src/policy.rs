@@ -116,6 +116,17 @@ pub fn claimable(
     }
 }
 
+/// The number of the attempt the reaper counts as lost when a message's deadline passed without
+/// an outcome. A claimed (`processing`) message's attempt was counted by its claim; any other's
+/// (the stream delivery of a `pending` one, the scheduled delivery of a `retrying` one, a
+/// re-drive) was not: it is the next one.
+pub fn lost_attempt(status: Status, attempts: u32) -> u32 {
+    match status {
+        Status::Processing => attempts.max(1),
+        _ => attempts.saturating_add(1),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +195,19 @@ mod tests {
             once.after_failure(1, FailureKind::Transient, 0.5),
             Quarantine
         );
+    }
+
+    #[test]
+    fn a_lost_attempt_is_counted_once() {
+        assert_eq!(lost_attempt(Status::Pending, 0), 1);
+        assert_eq!(lost_attempt(Status::Retrying, 3), 4);
+        assert_eq!(
+            lost_attempt(Status::Processing, 2),
+            2,
+            "counted by its claim"
+        );
+        assert_eq!(lost_attempt(Status::Processing, 0), 1);
+        assert_eq!(lost_attempt(Status::Retrying, u32::MAX), u32::MAX);
     }
 
     #[test]

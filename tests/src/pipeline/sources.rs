@@ -7,6 +7,15 @@ use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
 use inbox_core::clock::Clock;
 
+/// A consumer's position in one shard: its iterator, and the last sequence number read (to
+/// resume from after an error, e.g. an emulator restart: iterators do not survive one).
+#[derive(Debug, Clone)]
+pub(super) struct Cursor {
+    shard_id: String,
+    iterator: Option<String>,
+    checkpoint: Option<String>,
+}
+
 impl Pipeline {
     pub(super) async fn open_stream(&self) {
         let table = self
@@ -32,76 +41,134 @@ impl Pipeline {
             .stream_description
             .map(|d| d.shards.unwrap_or_default())
             .unwrap_or_default();
-        let mut iterators = Vec::new();
+        *self.stream_arn.lock().expect("lock") = arn;
+        let mut cursors = Vec::new();
         for shard in shards {
-            let it = self
-                .streams
-                .get_shard_iterator()
-                .stream_arn(&arn)
-                .shard_id(shard.shard_id.unwrap_or_default())
-                .shard_iterator_type(ShardIteratorType::TrimHorizon)
-                .send()
-                .await
-                .expect("shard iterator");
-            iterators.extend(it.shard_iterator);
+            let mut cursor = Cursor {
+                shard_id: shard.shard_id.unwrap_or_default(),
+                iterator: None,
+                checkpoint: None,
+            };
+            cursor.iterator = Some(self.iterator(&cursor).await.expect("shard iterator"));
+            cursors.push(cursor);
         }
-        *self.iterators.lock().expect("lock") = iterators;
+        *self.cursors.lock().expect("lock") = cursors;
+    }
+
+    /// A fresh iterator for `cursor`: after its checkpoint, or from the shard's start.
+    async fn iterator(&self, cursor: &Cursor) -> Result<String, String> {
+        let arn = self.stream_arn.lock().expect("lock").clone();
+        let request = self
+            .streams
+            .get_shard_iterator()
+            .stream_arn(arn)
+            .shard_id(&cursor.shard_id);
+        let request = match &cursor.checkpoint {
+            Some(seq) => request
+                .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+                .sequence_number(seq),
+            None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
+        };
+        let out = request.send().await.map_err(|e| format!("{e:?}"))?;
+        out.shard_iterator
+            .ok_or_else(|| "no shard iterator".to_string())
     }
 
     /// Every stream record written since the last read, as Lambda would deliver it, filtered like
     /// the event source mapping (`eventName` INSERT, `dynamodb.Keys.sk.S` = `MSG`).
     pub async fn read_stream(&self) -> StreamEvent {
-        self.read_stream_where(|sk| sk == "MSG").await
+        self.try_read_stream().await.expect("read the stream")
     }
 
     /// Every INSERT since the last read whose sort key passes `wanted` (the deliver function's
     /// mapping: `OUT` and `FAN`). Records not wanted are consumed all the same.
     pub async fn read_stream_where(&self, wanted: impl Fn(&str) -> bool) -> StreamEvent {
-        let iterators = std::mem::take(&mut *self.iterators.lock().expect("lock"));
-        let mut next = Vec::new();
+        self.try_read_stream_where(&wanted)
+            .await
+            .expect("read the stream")
+    }
+
+    /// [`Pipeline::read_stream`], or the error (the emulator paused, killed or restarting): the
+    /// next call asks for new iterators from the last sequence number read.
+    pub async fn try_read_stream(&self) -> Result<StreamEvent, String> {
+        self.try_read_stream_where(&|sk| sk == "MSG").await
+    }
+
+    async fn try_read_stream_where(
+        &self,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<StreamEvent, String> {
+        let mut cursors = self.cursors.lock().expect("lock").clone();
         let mut records = Vec::new();
-        for it in iterators {
-            let out = self
-                .streams
-                .get_records()
-                .shard_iterator(it)
-                .send()
-                .await
-                .expect("get records");
-            for r in out.records.unwrap_or_default() {
-                let name = r
-                    .event_name
-                    .as_ref()
-                    .map(|n| n.as_str().to_owned())
-                    .unwrap_or_default();
-                let Some(change) = r.dynamodb else { continue };
-                let keys = serde_dynamo::Item::from(change.keys.clone().unwrap_or_default());
-                let sk_is_message =
-                    matches!(keys.get("sk"), Some(serde_dynamo::AttributeValue::S(s)) if wanted(s));
-                // moto emits an extra key-only INSERT for an item an UpdateItem creates
-                // (DynamoDB does not): skip it, as the deliver function does.
-                let key_only = change.new_image.as_ref().is_some_and(|i| i.len() <= 2);
-                if name != "INSERT" || !sk_is_message || key_only {
-                    continue;
+        let mut failure = None;
+        for cursor in &mut cursors {
+            match self.read_shard(cursor, &mut records, wanted).await {
+                Ok(()) => {}
+                Err(e) => {
+                    cursor.iterator = None;
+                    failure = Some(e);
                 }
-                let mut stream_record = StreamRecord::default();
-                stream_record.keys = keys;
-                stream_record.new_image =
-                    serde_dynamo::Item::from(change.new_image.unwrap_or_default());
-                stream_record.sequence_number = change.sequence_number;
-                let mut record = EventRecord::default();
-                record.event_name = name;
-                record.event_id = r.event_id.unwrap_or_default();
-                record.event_source = Some("aws:dynamodb".into());
-                record.change = stream_record;
-                records.push(record);
             }
-            next.extend(out.next_shard_iterator);
         }
-        *self.iterators.lock().expect("lock") = next;
+        *self.cursors.lock().expect("lock") = cursors;
+        if let Some(e) = failure {
+            if records.is_empty() {
+                return Err(e);
+            }
+        }
         let mut event = StreamEvent::default();
         event.records = records;
-        event
+        Ok(event)
+    }
+
+    async fn read_shard(
+        &self,
+        cursor: &mut Cursor,
+        records: &mut Vec<EventRecord>,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<(), String> {
+        let iterator = match cursor.iterator.take() {
+            Some(it) => it,
+            None => self.iterator(cursor).await?,
+        };
+        let out = self
+            .streams
+            .get_records()
+            .shard_iterator(iterator)
+            .send()
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        for r in out.records.unwrap_or_default() {
+            let name = r
+                .event_name
+                .as_ref()
+                .map(|n| n.as_str().to_owned())
+                .unwrap_or_default();
+            let Some(change) = r.dynamodb else { continue };
+            cursor.checkpoint.clone_from(&change.sequence_number);
+            let keys = serde_dynamo::Item::from(change.keys.clone().unwrap_or_default());
+            let sk_is_wanted =
+                matches!(keys.get("sk"), Some(serde_dynamo::AttributeValue::S(s)) if wanted(s));
+            // moto emits an extra key-only INSERT for an item an UpdateItem creates
+            // (DynamoDB does not): skip it, as the deliver function does.
+            let key_only = change.new_image.as_ref().is_some_and(|i| i.len() <= 2);
+            if name != "INSERT" || !sk_is_wanted || key_only {
+                continue;
+            }
+            let mut stream_record = StreamRecord::default();
+            stream_record.keys = keys;
+            stream_record.new_image =
+                serde_dynamo::Item::from(change.new_image.unwrap_or_default());
+            stream_record.sequence_number = change.sequence_number;
+            let mut record = EventRecord::default();
+            record.event_name = name;
+            record.event_id = r.event_id.unwrap_or_default();
+            record.event_source = Some("aws:dynamodb".into());
+            record.change = stream_record;
+            records.push(record);
+        }
+        cursor.iterator = out.next_shard_iterator;
+        Ok(())
     }
 
     /// Receives what is visible on a queue now (long-poll 1 s), as a Lambda SQS event.

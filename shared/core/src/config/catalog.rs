@@ -87,7 +87,7 @@ pub const RETRY_QUEUE_URL: Var = Var {
 
 pub const QUARANTINE_QUEUE_URL: Var = Var {
     name: "QUARANTINE_QUEUE_URL",
-    read_by: ReadBy::Only(&[PROCESS, INBOXCTL]),
+    read_by: ReadBy::Only(&[PROCESS, REAPER, INBOXCTL]),
     unset: Unset::Required,
     meaning: "the SQS quarantine (dead-letter) queue (inboxctl: or `--quarantine-queue-url`, \
               optional: read by `replay --from-quarantine`, its depth shown by `stats`)",
@@ -95,31 +95,33 @@ pub const QUARANTINE_QUEUE_URL: Var = Var {
 
 pub const MAX_ATTEMPTS: Var = Var {
     name: "MAX_ATTEMPTS",
-    read_by: ReadBy::Only(&[PROCESS]),
+    read_by: ReadBy::Only(&[PROCESS, REAPER]),
     unset: Unset::Default("5"),
-    meaning:
-        "attempts per message: failing the last one makes it `failed` (quarantined); at least 1",
+    meaning: "attempts per message: failing the last one, or the reaper finding the last one \
+              never reported, makes it `failed` (quarantined); at least 1",
 };
 
 pub const BACKOFF_BASE_MS: Var = Var {
     name: "BACKOFF_BASE_MS",
-    read_by: ReadBy::Only(&[PROCESS]),
+    read_by: ReadBy::Only(&[PROCESS, REAPER]),
     unset: Unset::Default("2000"),
-    meaning: "backoff ceiling after the first failure, ms, doubling after each (full jitter)",
+    meaning: "backoff ceiling after the first failure, ms, doubling after each (full jitter); the \
+              reaper re-drives a lost attempt with the same backoff",
 };
 
 pub const BACKOFF_CAP_MS: Var = Var {
     name: "BACKOFF_CAP_MS",
-    read_by: ReadBy::Only(&[PROCESS]),
+    read_by: ReadBy::Only(&[PROCESS, REAPER]),
     unset: Unset::Default("900000"),
     meaning: "largest backoff ceiling, ms, at most 900000 (15 minutes, SQS's largest delay)",
 };
 
 pub const LEASE_MS: Var = Var {
     name: "LEASE_MS",
-    read_by: ReadBy::Only(&[PROCESS]),
+    read_by: ReadBy::Only(&[PROCESS, REAPER]),
     unset: Unset::Default("60000"),
-    meaning: "how long a claim holds, ms: the function's timeout plus a margin",
+    meaning: "how long a claim holds, ms: the function's timeout plus a margin; also how long a \
+              failed message's quarantine notice may take before the reaper sends it",
 };
 
 pub const PROCESS_CONCURRENCY: Var = Var {
@@ -133,7 +135,8 @@ pub const REAPER_MAX_PER_RUN: Var = Var {
     name: "REAPER_MAX_PER_RUN",
     read_by: ReadBy::Only(&[REAPER]),
     unset: Unset::Default("1000"),
-    meaning: "most messages re-driven per run",
+    meaning: "most due messages handled per run (re-driven, failed, or their pending notice \
+              sent), spread evenly over the open index's 16 shards",
 };
 
 pub const INBOXCTL_JSON: Var = Var {

@@ -10,7 +10,7 @@ use crate::domain::{EventId, MessageKey, SourceName};
 use crate::message::{RetryRequest, StoredMessage};
 use crate::queue::{Quarantine, RetryQueue};
 use crate::store::schema::MESSAGE_SK;
-use crate::store::MessageStore;
+use crate::store::{MessageStore, StoreError};
 use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -83,7 +83,7 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                         Ok(m) => self.process(m).await,
                         Err(k) => self.process_key(&k).await,
                     };
-                    log_result(&result);
+                    self.observe(&result);
                     result
                 }
                 .instrument(span)
@@ -139,7 +139,7 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             );
             let result = async {
                 let result = self.process_key(&request.key()).await;
-                log_result(&result);
+                self.observe(&result);
                 result
             }
             .instrument(span)
@@ -155,6 +155,14 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             }
         }
         (response, summary)
+    }
+
+    /// Logs a record's result; a throttled store request also counts `StoreThrottled`.
+    fn observe(&self, result: &Result<Outcome, super::InfraError>) {
+        if let Err(super::InfraError::Store(StoreError::Throttled(_))) = result {
+            self.count_throttled(self.clock.now_millis(), "request");
+        }
+        log_result(result);
     }
 }
 
@@ -188,7 +196,7 @@ fn log_result(result: &Result<Outcome, super::InfraError>) {
                 cause.push_str(&s.to_string());
                 source = s.source();
             }
-            tracing::error!(error = %cause, "infrastructure error; the record will be delivered again")
+            tracing::error!(error = %cause, "infrastructure error; the record will be delivered again (the reaper counts the attempt if it never reports)")
         }
     }
 }

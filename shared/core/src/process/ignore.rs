@@ -22,14 +22,9 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
         entry.attempt = a.map(|a| a.attempt);
         entry.duration_ms = a.map(|a| a.duration_ms);
         let t = Transition {
-            to: Status::Ignored,
             attempts: a.map_or(m.attempts, |a| a.attempt),
-            lease_until: None,
-            next_attempt_at: None,
-            open_due: None,
             expires_at: Some(self.expiry(now)),
-            last_error: None,
-            entry,
+            ..Transition::of(m, Status::Ignored, entry)
         };
         let key = m.key();
         let effects = self.ignored_effects(m, now).await?;

@@ -4,37 +4,58 @@
 //! `pending`/`retrying` (or `processing` with an expired lease) → the handler chosen by
 //! `(source, event type)` → `processed` (effects committed in the same transaction), `ignored`
 //! (no handler, or the handler declined it with a reason), `retrying` (transient failure: attempt journaled, retry scheduled with backoff
-//! and full jitter) or `failed` (5th failure or permanent: quarantine notice). Every transition is
-//! conditioned on the version read, so a duplicate delivery or a racing invocation finds a
-//! conflict and skips: effects happen once. A handler's metrics are emitted (through a
-//! [`MetricSink`], by default the stdout EMF writer) only after its transaction committed, so they
-//! happen once too. Decisions come from [`crate::policy`].
+//! and full jitter, due in the open index at the retry time plus a grace period) or `failed`
+//! (the last attempt or a permanent failure). Every transition is conditioned on the version
+//! read, so a duplicate delivery or a racing invocation finds a conflict and skips: effects
+//! happen once. A handler's metrics are emitted (through a [`MetricSink`], by default the
+//! stdout EMF writer) only after its transaction committed, so they happen once too. Decisions
+//! come from [`crate::policy`].
 //!
-//! [`batch`] lifts the per-message function over stream and SQS batches; [`registry`] holds the
-//! handlers; `outcome` the configuration and what processing one message did.
+//! Attempts are counted by the write that closes them (the outcome), by the claim for handlers
+//! that claim, and — for an attempt that never reported (a crash, a timeout, a store that kept
+//! failing) — by the reaper when the message's deadline passes ([`crate::reaper`]). A panicking
+//! handler is a transient failure like any other. A store that refuses a handler's writes as
+//! invalid fails the message permanently with the reason; one that throttles the commit schedules
+//! a retry and counts `StoreThrottled`.
+//!
+//! `finish`: the transitions that close an attempt (the terminal ones are each built in one
+//! function, so effects can be added to them); [`notice`]: failing with a quarantine notice sent
+//! exactly once; `ignore`: the `ignored` transition; `outbox_hook`: the outbox's deliveries added
+//! to the terminal transitions; [`batch`]: the per-message function over stream and SQS batches;
+//! [`registry`]: the handlers; `outcome`: the configuration and what processing one message did.
 
 pub mod batch;
+mod finish;
 mod ignore;
+pub mod notice;
 mod outbox_hook;
 mod outcome;
 pub mod registry;
 
+pub use finish::{NOTE_EXHAUSTED, NOTE_LOST_LAST, NOTE_PERMANENT};
 pub use outcome::{InfraError, Outcome, ProcessorConfig, Skip};
 
 use crate::clock::Clock;
 use crate::domain::{MessageKey, Status};
-use crate::message::{HistoryEntry, QuarantineNotice, StoredMessage};
-use crate::metrics::{EmfWriter, MetricSink};
+use crate::message::{HistoryEntry, StoredMessage};
+use crate::metrics::{EmfWriter, Metric, MetricSink};
 use crate::outbox::fanout::Fanout;
-use crate::policy::{self, AfterFailure, FailureKind};
+use crate::policy::{self, FailureKind};
 use crate::queue::{Quarantine, RetryQueue};
-use crate::store::{Applied, MessageStore, Transition, MAX_EFFECTS};
-use registry::{Commit, HandlerOutcome, Registry};
+use crate::store::{Applied, MessageStore, StoreError, Transition, MAX_EFFECTS};
+use registry::{Commit, Handler, HandlerOutcome, Registry};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How often a handler is re-run at once when its writes meet a conflict.
 pub const EFFECT_CONFLICT_RERUNS: u32 = 3;
+
+/// The CloudWatch namespace of the inbox's own metrics.
+pub const METRICS_NAMESPACE: &str = "WebhookIngestor/Inbox";
+
+/// The metric counting store requests the store throttled (property `Operation`: `commit` when a
+/// handler's commit was throttled and a retry scheduled, `request` otherwise).
+pub const STORE_THROTTLED: &str = "StoreThrottled";
 
 /// The processor, built once per cold start: the store, the retry queue `R` (scheduled retries), the
 /// quarantine `Q` (notices of failed messages) and the clock.
@@ -47,6 +68,7 @@ pub struct Processor<S, R, Q, C> {
     config: ProcessorConfig,
     jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
     metrics: Arc<dyn MetricSink>,
+    /// The outbox's fan-out into terminal transitions (`None`: no outbox).
     fanout: Option<Arc<dyn Fanout>>,
 }
 
@@ -59,8 +81,28 @@ impl<S, R, Q, C> std::fmt::Debug for Processor<S, R, Q, C> {
     }
 }
 
-fn millis(d: Duration) -> i64 {
+pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Runs the handler; a panic becomes a transient failure naming it (the invocation, the batch and
+/// the other records go on).
+async fn run_handler(handler: &dyn Handler, message: &StoredMessage) -> HandlerOutcome {
+    use futures_util::FutureExt;
+    match std::panic::AssertUnwindSafe(handler.handle(message))
+        .catch_unwind()
+        .await
+    {
+        Ok(outcome) => outcome,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            HandlerOutcome::Retry(format!("the handler panicked: {what}"))
+        }
+    }
 }
 
 impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q, C> {
@@ -129,7 +171,6 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
         ) {
             return Ok(Outcome::Skipped(why.into()));
         }
-        let key = message.key();
         let Some(handler) = self.registry.get(&message).cloned() else {
             let note = "no handler for this source and event type".to_owned();
             return self.ignore(&message, now, note, None).await;
@@ -144,34 +185,27 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             );
             entry.attempt = Some(attempt);
             let t = Transition {
-                to: Status::Processing,
                 attempts: attempt,
                 lease_until: Some(lease_until),
-                next_attempt_at: None,
                 open_due: Some(lease_until),
-                expires_at: None,
-                last_error: None,
-                entry,
+                ..Transition::of(&message, Status::Processing, entry)
             };
             if self
                 .store
-                .transition(&key, message.version, &t, Vec::new())
+                .transition(&message.key(), message.version, &t, Vec::new())
                 .await?
                 != Applied::Done
             {
                 return Ok(Outcome::Skipped(Skip::Conflict));
             }
-            message.version += 1;
-            message.status = Status::Processing;
-            message.attempts = attempt;
-            message.lease_until = Some(lease_until);
+            t.apply_to(&mut message);
         }
         // A handler's writes may meet a conflict (the email or payment row it read changed): re-run
         // it on fresh state a few times before counting the attempt as failed.
         let mut reruns = 0;
         loop {
             let started = Instant::now();
-            let outcome = handler.handle(&message).await;
+            let outcome = run_handler(handler.as_ref(), &message).await;
             let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let now = self.clock.now_millis();
             let a = AttemptInfo {
@@ -202,173 +236,54 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                     return self.fail(&message, FailureKind::Permanent, error, a).await
                 }
             };
-            match self.finish(&message, commit, a).await? {
-                Some(outcome) => return Ok(outcome),
-                None if reruns < EFFECT_CONFLICT_RERUNS => reruns += 1,
-                None => {
+            let mut commit = commit;
+            match self
+                .outbox_effects(&message, Status::Processed, commit.effects.len(), now)
+                .await?
+            {
+                Ok(deliveries) => commit.effects.extend(deliveries),
+                Err(why) => return self.fail(&message, FailureKind::Permanent, why, a).await,
+            }
+            match self.finish(&message, commit, a).await {
+                Ok(Some(outcome)) => return Ok(outcome),
+                Ok(None) if reruns < EFFECT_CONFLICT_RERUNS => reruns += 1,
+                Ok(None) => {
                     let error =
                         "a write's condition failed repeatedly (state changed concurrently)"
                             .to_string();
                     return self.fail(&message, FailureKind::Transient, error, a).await;
                 }
+                // The same writes would be refused again: no point retrying them.
+                Err(e @ StoreError::Invalid(_)) => {
+                    let error = format!("the store refused the handler's writes: {}", e.chain());
+                    return self.fail(&message, FailureKind::Permanent, error, a).await;
+                }
+                Err(e @ StoreError::Throttled(_)) => {
+                    self.count_throttled(now, "commit");
+                    let error = format!("the store throttled the commit: {}", e.chain());
+                    return self.fail(&message, FailureKind::Transient, error, a).await;
+                }
+                Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// Counts a throttled store request ([`STORE_THROTTLED`]).
+    pub(crate) fn count_throttled(&self, now: i64, operation: &str) {
+        self.metrics.emit(
+            now,
+            &[Metric::count(METRICS_NAMESPACE, STORE_THROTTLED, 1)
+                .with_property("Operation", operation)],
+        );
     }
 
     fn expiry(&self, now_ms: i64) -> i64 {
         now_ms.div_euclid(1000)
             + i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX / 2)
     }
-
-    /// Commits the handler's writes with the `processed` transition; only once they are durable
-    /// are its metrics emitted. `None`: an effect conflict (nothing written, nothing emitted).
-    async fn finish(
-        &self,
-        m: &StoredMessage,
-        commit: Commit,
-        a: AttemptInfo<'_>,
-    ) -> Result<Option<Outcome>, InfraError> {
-        let mut entry = HistoryEntry::new(
-            a.now,
-            Status::Processed,
-            format!("processed by {}", a.handler),
-        );
-        entry.attempt = Some(a.attempt);
-        entry.duration_ms = Some(a.duration_ms);
-        let t = Transition {
-            to: Status::Processed,
-            attempts: a.attempt,
-            lease_until: None,
-            next_attempt_at: None,
-            open_due: None,
-            expires_at: Some(self.expiry(a.now)),
-            last_error: None,
-            entry,
-        };
-        let mut effects = commit.effects;
-        match self
-            .outbox_effects(m, Status::Processed, effects.len(), a.now)
-            .await?
-        {
-            Ok(extra) => effects.extend(extra),
-            Err(why) => return self.fail(m, FailureKind::Permanent, why, a).await.map(Some),
-        }
-        match self
-            .store
-            .transition(&m.key(), m.version, &t, effects)
-            .await?
-        {
-            Applied::Done => {
-                self.metrics.emit(a.now, &commit.metrics);
-                Ok(Some(Outcome::Processed))
-            }
-            Applied::MessageConflict => Ok(Some(Outcome::Skipped(Skip::Conflict))),
-            // The handler decided on state that changed meanwhile: nothing was written.
-            Applied::EffectConflict => Ok(None),
-        }
-    }
-
-    async fn fail(
-        &self,
-        m: &StoredMessage,
-        kind: FailureKind,
-        error: String,
-        a: AttemptInfo<'_>,
-    ) -> Result<Outcome, InfraError> {
-        let key = m.key();
-        let error: String = error.chars().take(1000).collect();
-        match self
-            .config
-            .policy
-            .after_failure(a.attempt, kind, (self.jitter)())
-        {
-            AfterFailure::RetryIn(delay) => {
-                let next = a.now + millis(delay);
-                let mut entry =
-                    HistoryEntry::new(a.now, Status::Retrying, "attempt failed; retry scheduled");
-                entry.attempt = Some(a.attempt);
-                entry.error = Some(error.clone());
-                entry.duration_ms = Some(a.duration_ms);
-                let t = Transition {
-                    to: Status::Retrying,
-                    attempts: a.attempt,
-                    lease_until: None,
-                    next_attempt_at: Some(next),
-                    open_due: Some(next),
-                    expires_at: None,
-                    last_error: Some(error),
-                    entry,
-                };
-                if self
-                    .store
-                    .transition(&key, m.version, &t, Vec::new())
-                    .await?
-                    != Applied::Done
-                {
-                    return Ok(Outcome::Skipped(Skip::Conflict));
-                }
-                if let Err(e) = self.retry.schedule(&key, delay).await {
-                    // The message is durably `retrying` with its due time in the open index: the
-                    // reaper re-drives it, so this is not worth failing the batch for.
-                    tracing::warn!(source = %key.source, event_id = %key.event_id, error = %e, "retry not scheduled; the reaper will re-drive it");
-                }
-                Ok(Outcome::Retrying {
-                    attempt: a.attempt,
-                    delay,
-                })
-            }
-            AfterFailure::Quarantine => {
-                let permanent = kind == FailureKind::Permanent;
-                let notice = QuarantineNotice {
-                    source: m.source.clone(),
-                    event_id: m.event_id.clone(),
-                    event_type: m.event_type.clone(),
-                    attempts: a.attempt,
-                    last_error: error.clone(),
-                    reason: if permanent { "permanent" } else { "exhausted" }.into(),
-                    failed_at: a.now,
-                };
-                // Notice first: if the status write then fails, the record is retried and may send a
-                // second notice (harmless: replay checks the status) — never a failed message
-                // without one.
-                self.quarantine.quarantine(&notice).await?;
-                let note = if permanent {
-                    "permanent failure; quarantined"
-                } else {
-                    "attempts exhausted; quarantined"
-                };
-                let mut entry = HistoryEntry::new(a.now, Status::Failed, note);
-                entry.attempt = Some(a.attempt);
-                entry.error = Some(error.clone());
-                entry.duration_ms = Some(a.duration_ms);
-                let t = Transition {
-                    to: Status::Failed,
-                    attempts: a.attempt,
-                    lease_until: None,
-                    next_attempt_at: None,
-                    open_due: None,
-                    expires_at: None,
-                    last_error: Some(error),
-                    entry,
-                };
-                Ok(
-                    match self
-                        .store
-                        .transition(&key, m.version, &t, Vec::new())
-                        .await?
-                    {
-                        Applied::Done => Outcome::Failed {
-                            attempts: a.attempt,
-                            permanent,
-                        },
-                        _ => Outcome::Skipped(Skip::Conflict),
-                    },
-                )
-            }
-        }
-    }
 }
 
+/// The attempt being closed: its number, how long the handler took, when, and by whom.
 #[derive(Clone, Copy)]
 struct AttemptInfo<'a> {
     attempt: u32,

@@ -7,7 +7,7 @@ use crate::domain::{BodyDigest, EventId, EventType, SourceName};
 use crate::metrics::{Metric, RecordingSink};
 use crate::policy::RetryPolicy;
 use crate::queue::memory::{MemoryQuarantine, MemoryRetryQueue};
-use crate::reaper::Reaper;
+use crate::reaper::{Reaper, ReaperSettings};
 use crate::store::memory::MemoryStore;
 use crate::store::{Effect, Inbox, NewMessage};
 use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
@@ -99,6 +99,7 @@ impl Handler for Hangs {
 
 type P =
     Processor<Arc<MemoryStore>, Arc<MemoryRetryQueue>, Arc<MemoryQuarantine>, Arc<ManualClock>>;
+type R = Reaper<Arc<MemoryStore>, Arc<MemoryRetryQueue>, Arc<MemoryQuarantine>, Arc<ManualClock>>;
 
 struct World {
     store: Arc<MemoryStore>,
@@ -136,6 +137,23 @@ impl World {
         )
         .with_jitter(|| 0.5)
         .with_metrics(self.metrics.clone())
+    }
+
+    /// A reaper with the processor's policy and lease, jitter pinned like the processor's.
+    fn reaper(&self, max_per_run: usize) -> R {
+        let settings = ReaperSettings {
+            max_per_run,
+            policy: RetryPolicy::new(5, Duration::from_secs(2), Duration::from_secs(60)),
+            lease: Duration::from_secs(60),
+        };
+        Reaper::new(
+            self.store.clone(),
+            self.retry.clone(),
+            self.quarantine.clone(),
+            self.clock.clone(),
+            settings,
+        )
+        .with_jitter(|| 0.5)
     }
 
     async fn ingest(&self, id: &str, kind: &str) -> StoredMessage {
@@ -379,6 +397,11 @@ async fn poison_message_is_quarantined_after_five_attempts_and_replay_recovers_i
         "failed messages never expire"
     );
     assert_eq!(futures_len(&w, i64::MAX).await, 0);
+    assert_eq!(failed.notice_pending, None, "the notice is recorded sent");
+    assert_eq!(
+        failed.history.last().map(|e| e.note.as_str()),
+        Some("quarantine notice sent")
+    );
 
     // Further deliveries do nothing; a replay (the handler is fixed now) processes it once.
     assert_eq!(
@@ -484,7 +507,7 @@ async fn a_claim_blocks_others_and_an_expired_lease_is_reaped_and_retaken() {
         "the lease is live"
     );
 
-    let reaper = Reaper::new(w.store.clone(), w.retry.clone(), w.clock.clone(), 100);
+    let reaper = w.reaper(100);
     assert_eq!(
         reaper.run().await.unwrap().due,
         0,
@@ -494,10 +517,15 @@ async fn a_claim_blocks_others_and_an_expired_lease_is_reaped_and_retaken() {
     let report = reaper.run().await.unwrap();
     assert_eq!((report.due, report.redriven), (1, 1));
     assert_eq!(report.by_status.get("processing"), Some(&1));
+    // The claim counted attempt 1; the reaper records it lost (not a second time) and re-drives
+    // it after the first backoff (jitter 0.5 of 2 s).
+    let lost = w.store.message(&key).unwrap();
+    assert_eq!((lost.status, lost.attempts), (Status::Retrying, 1));
     assert_eq!(
         w.retry.take_scheduled(),
-        vec![(key.clone(), Duration::ZERO)]
+        vec![(key.clone(), Duration::from_secs(1))]
     );
+    w.clock.advance_millis(1_000);
     assert_eq!(p2.process_key(&key).await.unwrap(), Outcome::Processed);
     let done = w.store.message(&key).unwrap();
     assert_eq!((done.status, done.attempts), (Status::Processed, 2));
@@ -506,7 +534,7 @@ async fn a_claim_blocks_others_and_an_expired_lease_is_reaped_and_retaken() {
 #[tokio::test]
 async fn the_reaper_finds_pending_messages_the_stream_never_delivered() {
     let w = World::new();
-    let reaper = Reaper::new(w.store.clone(), w.retry.clone(), w.clock.clone(), 100);
+    let reaper = w.reaper(100);
     w.ingest("evt_1", "invoice.paid").await;
     w.ingest("evt_2", "invoice.paid").await;
     assert_eq!(
@@ -516,17 +544,23 @@ async fn the_reaper_finds_pending_messages_the_stream_never_delivered() {
     );
     w.clock
         .advance_millis(crate::store::schema::PENDING_GRACE_MS);
-    let report = reaper.run().await.unwrap();
-    assert_eq!((report.due, report.redriven), (2, 2));
-    assert_eq!(
-        report.oldest_due,
-        Some(T0 + crate::store::schema::PENDING_GRACE_MS)
-    );
-    let capped = Reaper::new(w.store.clone(), w.retry.clone(), w.clock.clone(), 1);
+    let capped = w.reaper(1);
     assert_eq!(
         capped.run().await.unwrap().due,
         1,
         "at most max_per_run per run"
+    );
+    let report = reaper.run().await.unwrap();
+    assert_eq!((report.due, report.redriven), (1, 1), "the other one");
+    assert_eq!(
+        report.oldest_due,
+        Some(T0 + crate::store::schema::PENDING_GRACE_MS)
+    );
+    assert_eq!(w.retry.take_scheduled().len(), 2);
+    assert_eq!(
+        reaper.run().await.unwrap().due,
+        0,
+        "their deadlines moved past the re-drive"
     );
 }
 
@@ -570,13 +604,26 @@ async fn retry_queue_outage_leaves_the_retry_to_the_reaper() {
     assert_eq!(after.next_attempt_at, Some(T0 + 1_000));
     w.retry.set_down(false);
     w.clock.advance_millis(1_000);
-    let reaper = Reaper::new(w.store.clone(), w.retry.clone(), w.clock.clone(), 100);
+    let reaper = w.reaper(100);
+    assert_eq!(
+        reaper.run().await.unwrap().due,
+        0,
+        "a retry on its way is not re-driven beside it"
+    );
+    w.clock
+        .advance_millis(crate::store::schema::PENDING_GRACE_MS);
     assert_eq!(reaper.run().await.unwrap().redriven, 1);
-    assert_eq!(w.retry.take_scheduled(), vec![(key, Duration::ZERO)]);
+    // The scheduled attempt (2) never reported: counted lost, re-driven after its backoff.
+    assert_eq!(
+        w.retry.take_scheduled(),
+        vec![(key.clone(), Duration::from_secs(2))]
+    );
+    let m = w.store.message(&key).unwrap();
+    assert_eq!((m.status, m.attempts), (Status::Retrying, 2));
 }
 
 #[tokio::test]
-async fn quarantine_queue_outage_keeps_the_message_retryable() {
+async fn quarantine_queue_outage_leaves_the_notice_to_the_reaper() {
     let w = World::new();
     let h = Arc::new(Scripted {
         calls: AtomicU32::new(0),
@@ -588,15 +635,39 @@ async fn quarantine_queue_outage_keeps_the_message_retryable() {
     let p = w.processor(registry(h));
     let m = w.ingest("evt_1", "invoice.paid").await;
     w.quarantine.set_down(true);
-    assert!(matches!(
-        p.process(m.clone()).await,
-        Err(InfraError::Queue(_))
-    ));
     assert_eq!(
-        w.store.message(&m.key()).unwrap().status,
-        Status::Pending,
-        "not failed without a notice"
+        p.process(m.clone()).await.unwrap(),
+        Outcome::Failed {
+            attempts: 1,
+            permanent: true
+        },
+        "failed is committed first; the notice is pending"
     );
+    let failed = w.store.message(&m.key()).unwrap();
+    assert_eq!(failed.status, Status::Failed);
+    assert_eq!(
+        failed.notice_pending.as_ref().map(|n| n.reason.as_str()),
+        Some("permanent")
+    );
+    assert!(w.quarantine.quarantined().is_empty());
+    w.quarantine.set_down(false);
+    let reaper = w.reaper(100);
+    assert_eq!(reaper.run().await.unwrap().due, 0, "its sender's time");
+    w.clock.advance_millis(60_000);
+    let report = reaper.run().await.unwrap();
+    assert_eq!((report.due, report.notices_sent), (1, 1));
+    let notices = w.quarantine.quarantined();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(
+        (notices[0].reason.as_str(), notices[0].failed_at),
+        ("permanent", T0),
+        "the notice decided when it failed"
+    );
+    let after = w.store.message(&m.key()).unwrap();
+    assert_eq!((after.status, after.notice_pending), (Status::Failed, None));
+    assert_eq!(futures_len(&w, i64::MAX).await, 0, "out of the open index");
+    assert_eq!(reaper.run().await.unwrap().due, 0);
+    assert_eq!(w.quarantine.quarantined().len(), 1, "exactly one notice");
 }
 
 /// Commits a `Create` of an item that already exists for the first `conflicts` calls.
@@ -695,3 +766,5 @@ async fn an_effect_conflict_reruns_the_handler_on_fresh_state_then_counts_as_a_f
         "nothing from a run that never committed"
     );
 }
+
+mod faults;

@@ -7,6 +7,7 @@
 //! ([`super::ItemStore`]); `effects`: effects as conditional writes ([`super::ItemWriter`]);
 //! `outbox`: the outbox's deliveries and destination state ([`crate::outbox::store::OutboxStore`]).
 
+mod cancel;
 mod effects;
 mod items;
 mod messages;
@@ -96,8 +97,9 @@ impl DynamoInbox {
     }
 }
 
-/// The item of a new message (status `pending`, in the open index, first history entry).
-pub fn message_item(msg: &NewMessage) -> HashMap<String, AttributeValue> {
+/// The item of a new message (status `pending`, in the open index, first history entry), carrying
+/// the `token` of the request that writes it.
+pub fn message_item(msg: &NewMessage, token: &str) -> HashMap<String, AttributeValue> {
     let mut item = HashMap::with_capacity(16);
     item.insert(PK.into(), s(message_pk(&msg.key)));
     item.insert(SK.into(), s(MESSAGE_SK));
@@ -123,6 +125,7 @@ pub fn message_item(msg: &NewMessage) -> HashMap<String, AttributeValue> {
     item.insert(OPEN_SHARD.into(), s(open_shard(&msg.key)));
     item.insert(OPEN_DUE.into(), n(msg.received_at_ms + PENDING_GRACE_MS));
     item.insert(VERSION.into(), n(0));
+    item.insert(INGEST_TOKEN.into(), s(token));
     let first = HashMap::from([
         ("at".to_string(), n(msg.received_at_ms)),
         ("status".to_string(), s(Status::Pending.as_str())),
@@ -174,8 +177,9 @@ fn delivery_count_item(
     ])
 }
 
-/// Sorts an SDK error into the store's kinds. Throttling and transport problems are transient;
-/// anything the service refuses for other reasons is `Rejected`.
+/// Sorts an SDK error into the store's kinds. Throttling and transport problems are transient; a
+/// request whose content is refused (`ValidationException`) is `Invalid`; anything the service
+/// refuses for other reasons (a missing table, access denied) is `Rejected`.
 pub fn classify<E, R>(err: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
@@ -189,19 +193,30 @@ where
             | "ThrottlingException"
             | "RequestLimitExceeded",
         ) => StoreError::Throttled(boxed),
-        Some("InternalServerError" | "ServiceUnavailable" | "ServiceUnavailableException")
+        Some(
+            "InternalServerError"
+            | "ServiceUnavailable"
+            | "ServiceUnavailableException"
+            | "TransactionConflictException",
+        )
         | None => StoreError::Unavailable(boxed),
+        Some("ValidationException") => StoreError::Invalid(boxed),
         Some(_) => StoreError::Rejected(boxed),
     }
 }
 
 impl Inbox for DynamoInbox {
+    /// One conditional `PutItem`. The item carries a token made for this call: when an attempt's
+    /// write lands but its answer is lost (a timeout) and the SDK's retry finds the item, the
+    /// token in the old image says it is this request's own write, and the answer is `Inserted`
+    /// (not a duplicate that never happened).
     async fn put_if_absent(&self, msg: &NewMessage) -> Result<PutOutcome, StoreError> {
+        let token = uuid::Uuid::new_v4().simple().to_string();
         let result = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(message_item(msg)))
+            .set_item(Some(message_item(msg, &token)))
             .condition_expression("attribute_not_exists(#pk)")
             .expression_attribute_names("#pk", PK)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
@@ -212,13 +227,16 @@ impl Inbox for DynamoInbox {
             Err(SdkError::ServiceError(se))
                 if matches!(se.err(), PutItemError::ConditionalCheckFailedException(_)) =>
             {
-                let original_digest = match se.err() {
-                    PutItemError::ConditionalCheckFailedException(c) => c
-                        .item()
-                        .and_then(|item| get_s(item, BODY_SHA256))
-                        .and_then(BodyDigest::from_hex),
+                let old = match se.err() {
+                    PutItemError::ConditionalCheckFailedException(c) => c.item(),
                     _ => None,
                 };
+                if old.and_then(|item| get_s(item, INGEST_TOKEN)) == Some(token.as_str()) {
+                    return Ok(PutOutcome::Inserted);
+                }
+                let original_digest = old
+                    .and_then(|item| get_s(item, BODY_SHA256))
+                    .and_then(BodyDigest::from_hex);
                 Ok(PutOutcome::AlreadyExists { original_digest })
             }
             Err(e) => Err(classify(e)),
@@ -226,17 +244,26 @@ impl Inbox for DynamoInbox {
     }
 
     async fn journal_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
-        self.client
+        let result = self
+            .client
             .put_item()
             .table_name(&self.table)
             .set_item(Some(delivery_item(delivery)))
-            // The sort key holds a fresh UUID: the condition only guards against the impossible.
+            // The sort key holds a UUID made for this call: only an SDK retry of this very request
+            // (its first attempt landed, the answer was lost) can find it, so that is success.
             .condition_expression("attribute_not_exists(#pk)")
             .expression_attribute_names("#pk", PK)
             .send()
-            .await
-            .map_err(classify)?;
-        Ok(())
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(SdkError::ServiceError(se))
+                if matches!(se.err(), PutItemError::ConditionalCheckFailedException(_)) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(classify(e)),
+        }
     }
 
     async fn count_delivery(

@@ -182,9 +182,12 @@ fn stored(msg: &NewMessage) -> StoredMessage {
             Status::Pending,
             "received",
         )],
+        history_total: 0,
         expires_at: None,
         provider_id: msg.provider_id.as_ref().map(|id| id.as_str().to_owned()),
         identity_error: msg.unidentified.clone(),
+        open_due: Some(msg.received_at_ms + PENDING_GRACE_MS),
+        notice_pending: None,
     }
 }
 
@@ -251,17 +254,7 @@ impl MessageStore for MemoryStore {
         for e in &effects {
             apply_effect(&mut items, e.clone());
         }
-        let m = &mut row.message;
-        m.status = t.to;
-        m.attempts = t.attempts;
-        m.version += 1;
-        m.lease_until = t.lease_until;
-        m.next_attempt_at = t.next_attempt_at;
-        m.expires_at = t.expires_at;
-        if t.last_error.is_some() {
-            m.last_error = t.last_error.clone();
-        }
-        m.history.push(t.entry.clone());
+        t.apply_to(&mut row.message);
         row.open_due = t.open_due;
         lock(&self.effects).extend(effects.into_iter().map(|e| (key.clone(), e)));
         Ok(Applied::Done)

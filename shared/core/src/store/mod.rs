@@ -4,7 +4,8 @@
 //!   counter and their bounded journal).
 //! - [`MessageStore`]: the processing side: read a message, move it to its next status under an
 //!   optimistic-concurrency condition together with a handler's effects (one transaction), find
-//!   the messages that are due, and list them for operators.
+//!   the messages that are due, and list them for operators. A status change is a [`Transition`]
+//!   (`transition.rs`).
 //! - [`ItemStore`] and [`ItemWriter`]: an application's own items in the same table: reads, and
 //!   [`Effect`]s committed atomically outside a message transition (e.g. creating an account).
 //!
@@ -18,14 +19,16 @@ mod journal;
 mod listing;
 pub mod memory;
 pub mod schema;
+mod transition;
 mod writer;
 
 pub use journal::{Delivery, DeliveryCount, DeliveryRecord, MAX_JOURNALED_DELIVERIES};
 pub use listing::{DueMessage, ListFilter};
+pub use transition::{Applied, Transition};
 pub use writer::{ItemWriter, TooManyEffects, MAX_COMMIT_EFFECTS};
 
-use crate::domain::{BodyDigest, EventId, EventType, MessageKey, Status};
-use crate::message::{HistoryEntry, StoredMessage};
+use crate::domain::{BodyDigest, EventId, EventType, MessageKey};
+use crate::message::StoredMessage;
 use std::future::Future;
 
 /// An item: attribute name → value (the DynamoDB SDK's types, also used by the in-memory store).
@@ -111,6 +114,11 @@ pub enum StoreError {
     /// The store refused the request (a bug or a misconfiguration, e.g. a missing table).
     #[error("the store rejected the request")]
     Rejected(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The store refused the request's content (an item above 400 KB, an attribute of the wrong
+    /// type, a `ValidationError` cancelling a transaction): it fails the same way every time, so a
+    /// message whose handler asked for it fails permanently, with the reason.
+    #[error("the store refused the request as invalid")]
+    Invalid(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl StoreError {
@@ -120,7 +128,20 @@ impl StoreError {
             Self::Throttled(_) => "throttled",
             Self::Unavailable(_) => "unavailable",
             Self::Rejected(_) => "rejected",
+            Self::Invalid(_) => "invalid",
         }
+    }
+
+    /// The error with its causes, one line (`a: b: c`), for a message's history and logs.
+    pub fn chain(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(s) = source {
+            text.push_str(": ");
+            text.push_str(&s.to_string());
+            source = s.source();
+        }
+        text
     }
 }
 
@@ -176,37 +197,6 @@ impl<T: Inbox> Inbox for std::sync::Arc<T> {
     ) -> impl Future<Output = Result<DeliveryCount, StoreError>> + Send {
         (**self).count_delivery(key, expected, at_ms, expires_at_secs)
     }
-}
-
-/// A status change, applied only if the message is still at the version it was read at.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transition {
-    pub to: Status,
-    pub attempts: u32,
-    /// Set while `processing`; removed otherwise.
-    pub lease_until: Option<i64>,
-    /// Set while `retrying`; removed otherwise.
-    pub next_attempt_at: Option<i64>,
-    /// `Some(due)`: the message stays in (or joins) the open index, due then; `None`: it leaves it.
-    pub open_due: Option<i64>,
-    /// TTL (seconds since the epoch) for processed/ignored messages; removed otherwise.
-    pub expires_at: Option<i64>,
-    /// Set on failures; kept otherwise (`None` leaves it as it is).
-    pub last_error: Option<String>,
-    /// Appended to the history in the same write.
-    pub entry: HistoryEntry,
-}
-
-/// What a conditional transition found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Applied {
-    /// The transition and every effect are committed.
-    Done,
-    /// The message was no longer at the expected version (another invocation moved it): nothing
-    /// was written.
-    MessageConflict,
-    /// An effect's own condition failed (e.g. a handler's row changed meanwhile): nothing was written.
-    EffectConflict,
 }
 
 /// Plain item access for applications that keep their own items in the table: reads here,

@@ -30,6 +30,11 @@ pub const BODY_DIFFERS: &str = "body_differs";
 pub const HEADERS: &str = "headers";
 pub const ATTEMPTS: &str = "attempts";
 pub const HISTORY: &str = "history";
+pub const HISTORY_TOTAL: &str = "history_total";
+pub const NOTICE_PENDING: &str = "notice_pending";
+/// A per-request token in a new message: an SDK retry of the same `PutItem` that finds the item
+/// recognises its own write (see `DynamoInbox::put_if_absent`).
+pub const INGEST_TOKEN: &str = "ingest_token";
 pub const OPEN_SHARD: &str = "open_shard";
 pub const OPEN_DUE: &str = "open_due";
 pub const EXPIRES_AT: &str = "expires_at";
@@ -43,8 +48,10 @@ pub const IDENTITY_ERROR: &str = "identity_error";
 /// The repeated-delivery counter's value (a reserved word in expressions: always aliased).
 pub const COUNT: &str = "count";
 
-/// How long a message may stay `pending` before the reaper re-drives it (the stream normally
-/// delivers it within seconds; this catches a stream that was down or past its 24 h retention).
+/// How long after a delivery is due its outcome may take before the reaper counts the attempt as
+/// lost and re-drives the message: a new message's stream delivery (the stream normally delivers
+/// within seconds; this catches a stream that was down or past its 24 h retention, and an
+/// invocation that crashed), and a scheduled retry's delivery (`open_due` = retry time + this).
 pub const PENDING_GRACE_MS: i64 = 5 * 60 * 1000;
 
 /// The sort key of a message item.

@@ -138,6 +138,8 @@ fn to_json(m: &StoredMessage, repeats: &Repeats, args: &ShowArgs) -> Value {
         "body_sha256": m.body_sha256,
         "body_sha256_matches": digest_ok(m),
         "history": history,
+        "history_total": m.history_count(),
+        "notice_pending": m.notice_pending.is_some(),
         "deliveries": deliveries,
         "repeated_deliveries": repeats.total(),
         "headers": headers,
@@ -185,7 +187,15 @@ fn print_human(m: &StoredMessage, repeats: &Repeats, args: &ShowArgs) -> Result<
         ),
     ]))?;
 
-    say(format!("\nHistory ({})", m.history.len()))?;
+    let total = m.history_count();
+    if total > m.history.len() as u64 {
+        say(format!(
+            "\nHistory (the last {} of {total} entries; older ones are counted, not kept)",
+            m.history.len()
+        ))?;
+    } else {
+        say(format!("\nHistory ({})", m.history.len()))?;
+    }
     let mut t = table([
         "time (UTC)",
         "status",

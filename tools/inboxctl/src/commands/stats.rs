@@ -261,9 +261,12 @@ mod tests {
             next_attempt_at: None,
             last_error: None,
             history: Vec::new(),
+            history_total: 0,
             expires_at: None,
             provider_id: None,
             identity_error: None,
+            open_due: None,
+            notice_pending: None,
         }
     }
 

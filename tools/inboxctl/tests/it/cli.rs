@@ -239,15 +239,15 @@ impl Env {
         self.store.put_if_absent(&msg).await.expect("put");
         if status != Status::Pending {
             let now = SystemClock.now_millis();
+            let stored = self.store.get(&k).await.expect("get").expect("stored");
             let t = Transition {
-                to: status,
                 attempts: 1,
-                lease_until: None,
-                next_attempt_at: None,
-                open_due: None,
-                expires_at: None,
                 last_error: (status == Status::Failed).then(|| "boom".to_owned()),
-                entry: HistoryEntry::new(now, status, "set by the test"),
+                ..Transition::of(
+                    &stored,
+                    status,
+                    HistoryEntry::new(now, status, "set by the test"),
+                )
             };
             assert_eq!(
                 self.store

@@ -275,6 +275,9 @@ fn plan_is_pure() {
         expires_at: None,
         provider_id: None,
         identity_error: None,
+        history_total: 0,
+        open_due: None,
+        notice_pending: None,
     };
     assert!(
         plan(&m, Vec::new(), 0, 0).unwrap().is_empty(),

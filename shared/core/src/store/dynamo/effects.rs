@@ -1,6 +1,7 @@
 //! Effects on DynamoDB: each [`Effect`] as a transaction element with its condition, and
 //! [`ItemWriter::commit`]: one effect as one conditional write, several as one transaction.
 
+use super::cancel::{self, Reason};
 use super::{classify, corrupt, DynamoInbox};
 use crate::store::attr::{n, s};
 use crate::store::schema::{PK, SK, VERSION};
@@ -127,30 +128,6 @@ pub(super) fn ensure_update(
         .map_err(corrupt)
 }
 
-pub(super) fn is_condition_failure(code: Option<&str>) -> bool {
-    code == Some("ConditionalCheckFailed")
-}
-
-/// The reason code of each element of a cancelled transaction (in request order), or `None` when
-/// the error is not a cancellation.
-pub(super) fn cancellation_codes(err: &TransactWriteItemsError) -> Option<Vec<Option<String>>> {
-    match err {
-        TransactWriteItemsError::TransactionCanceledException(c) => Some(
-            c.cancellation_reasons()
-                .iter()
-                .map(|r| r.code().map(str::to_owned))
-                .collect(),
-        ),
-        _ => None,
-    }
-}
-
-/// Whether a cancellation reason says another transaction held the item (DynamoDB serializes
-/// transactions per item): worth re-deciding on fresh state, like a failed condition.
-pub(super) fn is_transaction_conflict(code: Option<&str>) -> bool {
-    code == Some("TransactionConflict")
-}
-
 impl ItemWriter for DynamoInbox {
     async fn commit(&self, effects: Vec<Effect>) -> Result<Applied, StoreError> {
         if effects.len() > MAX_COMMIT_EFFECTS {
@@ -241,7 +218,8 @@ impl DynamoInbox {
     }
 
     /// The elements as one transaction: a failed condition or a conflicting transaction on any of
-    /// them is an effect conflict (nothing written).
+    /// them is an effect conflict (nothing written); other reasons are classified by
+    /// [`cancel::classify`].
     async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Applied, StoreError> {
         let result = self
             .client
@@ -251,13 +229,11 @@ impl DynamoInbox {
             .await;
         match result {
             Ok(_) => Ok(Applied::Done),
-            Err(SdkError::ServiceError(se)) => match cancellation_codes(se.err()) {
-                Some(codes)
-                    if codes.iter().any(|c| {
-                        is_condition_failure(c.as_deref()) || is_transaction_conflict(c.as_deref())
-                    }) =>
-                {
-                    Ok(Applied::EffectConflict)
+            Err(SdkError::ServiceError(se)) => match se.err() {
+                TransactWriteItemsError::TransactionCanceledException(c) => {
+                    let reasons: Vec<Reason> =
+                        c.cancellation_reasons().iter().map(Reason::from).collect();
+                    cancel::classify(&reasons, None)
                 }
                 _ => Err(classify(
                     SdkError::<TransactWriteItemsError, _>::ServiceError(se),

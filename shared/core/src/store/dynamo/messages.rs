@@ -1,7 +1,8 @@
 //! The processing side on DynamoDB: versioned transitions (one `UpdateItem`, or one
 //! `TransactWriteItems` with a handler's effects), the open index, listing and purging.
 
-use super::effects::{effect_item, is_condition_failure};
+use super::cancel::{self, Reason};
+use super::effects::effect_item;
 use super::{classify, corrupt, DynamoInbox};
 use crate::domain::{EventId, MessageKey, SourceName, Status};
 use crate::message::StoredMessage;
@@ -36,6 +37,7 @@ fn transition_update(
         ATTEMPTS,
         VERSION,
         HISTORY,
+        HISTORY_TOTAL,
         UPDATED_AT,
         LEASE_UNTIL,
         NEXT_ATTEMPT_AT,
@@ -43,25 +45,32 @@ fn transition_update(
         OPEN_DUE,
         EXPIRES_AT,
         LAST_ERROR,
+        NOTICE_PENDING,
     ]
     .iter()
     .map(|a| (format!("#{a}"), (*a).to_string()))
     .collect();
-    let entry = serde_dynamo::to_attribute_value(&t.entry).map_err(corrupt)?;
+    // The whole bounded history, computed from the version read: the condition on that version
+    // makes sure it replaces exactly the list it was computed from.
+    let history = serde_dynamo::to_attribute_value(&t.history).map_err(corrupt)?;
     let mut values = HashMap::from([
         (":to".to_string(), s(t.to.as_str())),
         (":attempts".to_string(), n(i64::from(t.attempts))),
         (":expected".to_string(), n(expected_version as i64)),
         (":next_version".to_string(), n(expected_version as i64 + 1)),
-        (":entry".to_string(), AttributeValue::L(vec![entry])),
-        (":empty".to_string(), AttributeValue::L(vec![])),
+        (":history".to_string(), history),
+        (
+            ":history_total".to_string(),
+            n(i64::try_from(t.history_total).unwrap_or(i64::MAX)),
+        ),
         (":now".to_string(), n(now_ms)),
     ]);
     let mut set = vec![
         "#status = :to".to_string(),
         "#attempts = :attempts".into(),
         "#version = :next_version".into(),
-        "#history = list_append(if_not_exists(#history, :empty), :entry)".into(),
+        "#history = :history".into(),
+        "#history_total = :history_total".into(),
         "#updated_at = :now".into(),
     ];
     let mut remove = Vec::new();
@@ -77,6 +86,13 @@ fn transition_update(
     optional(OPEN_DUE, ":due", t.open_due.map(n));
     optional(OPEN_SHARD, ":shard", t.open_due.map(|_| s(open_shard(key))));
     optional(EXPIRES_AT, ":expires", t.expires_at.map(n));
+    let notice = t
+        .notice
+        .as_ref()
+        .map(serde_dynamo::to_attribute_value)
+        .transpose()
+        .map_err(corrupt)?;
+    optional(NOTICE_PENDING, ":notice", notice);
     if let Some(err) = &t.last_error {
         set.push(format!("#{LAST_ERROR} = :err"));
         values.insert(":err".into(), s(err.clone()));
@@ -119,7 +135,7 @@ impl MessageStore for DynamoInbox {
         transition: &Transition,
         effects: Vec<Effect>,
     ) -> Result<Applied, StoreError> {
-        let parts = transition_update(key, expected_version, transition, transition.entry.at)?;
+        let parts = transition_update(key, expected_version, transition, transition.at)?;
         if effects.is_empty() {
             let result = self
                 .client
@@ -168,34 +184,17 @@ impl MessageStore for DynamoInbox {
             .await;
         match result {
             Ok(_) => Ok(Applied::Done),
-            Err(SdkError::ServiceError(se))
-                if matches!(
-                    se.err(),
-                    TransactWriteItemsError::TransactionCanceledException(_)
-                ) =>
-            {
-                let reasons = match se.err() {
-                    TransactWriteItemsError::TransactionCanceledException(c) => {
-                        c.cancellation_reasons().to_vec()
-                    }
-                    _ => Vec::new(),
-                };
-                let code = |i: usize| reasons.get(i).and_then(|r| r.code());
-                if is_condition_failure(code(effect_count)) {
-                    Ok(Applied::MessageConflict)
-                } else if (0..effect_count).any(|i| is_condition_failure(code(i)))
-                    || (0..=effect_count).any(|i| code(i) == Some("TransactionConflict"))
-                {
-                    // A condition on an effect failed, or another transaction held one of the items
-                    // (DynamoDB serializes transactions per item): re-run on fresh state.
-                    Ok(Applied::EffectConflict)
-                } else {
-                    // TransactionConflict, throttling, …: transient; the caller retries.
-                    Err(classify(
-                        SdkError::<TransactWriteItemsError, _>::ServiceError(se),
-                    ))
+            Err(SdkError::ServiceError(se)) => match se.err() {
+                TransactWriteItemsError::TransactionCanceledException(c) => {
+                    let reasons: Vec<Reason> =
+                        c.cancellation_reasons().iter().map(Reason::from).collect();
+                    // The message's update is the last element.
+                    cancel::classify(&reasons, Some(effect_count))
                 }
-            }
+                _ => Err(classify(
+                    SdkError::<TransactWriteItemsError, _>::ServiceError(se),
+                )),
+            },
             Err(e) => Err(classify(e)),
         }
     }

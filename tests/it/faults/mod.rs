@@ -1,0 +1,54 @@
+//! The fault-injection suite: each test starts an emulator of its own (its own port and state
+//! file: it may pause, kill and restart it), injects faults at deterministic points, and checks
+//! the invariants that matter — every acknowledged event present, every effect applied once,
+//! every failure ending with one quarantine notice — then records the counts it observed
+//! (`docs/faults.md`, `make fault-table`; each test's rows are keyed `<n>-<module>`, which orders
+//! the table). Time-bounded: every wait polls with a deadline.
+//!
+//! - [`serializable`]: concurrent ingest while processing transactions are cancelled (fails on
+//!   plain moto, `MOTO_SERIALIZE=0`).
+//! - [`emulator`]: the emulator paused (SIGSTOP/SIGCONT) and killed and restarted mid-load.
+//! - [`killed`]: the process function killed at each step.
+//! - [`queues`]: the retry and quarantine queues unavailable.
+//! - [`storm`]: 1,000 deliveries of 100 ids at full concurrency.
+//! - [`ack`]: an ingest write whose answer is lost, retried by the SDK.
+//! - [`local_pipeline`]: `make dev`'s event sources across an emulator restart.
+
+mod ack;
+mod emulator;
+mod killed;
+mod local_pipeline;
+mod queues;
+mod serializable;
+mod storm;
+
+use inbox_core::domain::Status;
+use integration_tests::pipeline::Pipeline;
+
+/// Of `ids` (stripe events of the test type), how many are missing from the table, and how many
+/// are present but not `processed` with their effect applied exactly once.
+pub async fn missing_or_wrong(p: &Pipeline, ids: &[String]) -> (usize, usize) {
+    let store = inbox_core::store::dynamo::DynamoInbox::new(
+        p.harness.client.clone(),
+        p.harness.table.clone(),
+    );
+    let (mut missing, mut wrong) = (0, 0);
+    for id in ids {
+        let key = inbox_core::domain::MessageKey::new(
+            inbox_core::domain::SourceName::parse(integration_tests::pipeline::SOURCE).unwrap(),
+            inbox_core::domain::EventId::parse(id).unwrap(),
+        );
+        match inbox_core::store::MessageStore::get(&store, &key)
+            .await
+            .unwrap()
+        {
+            None => missing += 1,
+            Some(m) => {
+                if m.status != Status::Processed || p.effect_count(id).await != 1 {
+                    wrong += 1;
+                }
+            }
+        }
+    }
+    (missing, wrong)
+}
