@@ -159,8 +159,13 @@ impl From<ApiGatewayV2httpResponse> for Reply {
             }
             _ => String::new(),
         };
-        let json = serde_json::from_str(&text)
-            .unwrap_or_else(|_| panic!("response body is not JSON: {text:?}"));
+        // An empty body (a 204: Discord's webhook PING) reads as null.
+        let json = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text)
+                .unwrap_or_else(|_| panic!("response body is not JSON: {text:?}"))
+        };
         Self {
             status: r.status_code,
             headers: r.headers,

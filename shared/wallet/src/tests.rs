@@ -89,6 +89,7 @@ impl World {
             headers: Vec::new(),
             provider_id: None,
             unidentified: None,
+            batch: None,
         };
         match self.store.put_if_absent(&msg).await.unwrap() {
             PutOutcome::Inserted => Some(key),
