@@ -123,9 +123,11 @@ fn ses(envelope: &Value) -> Result<Option<EmailNotice>, Unusable> {
         Some("Bounce") => match text(&ses["bounce"]["bounceType"]).as_deref() {
             Some("Permanent") => EmailEvent::Bounced { hard: true },
             Some("Transient" | "Undetermined") => EmailEvent::Bounced { hard: false },
-            Some(other) => return Err(unusable(format!(
+            Some(other) => {
+                return Err(unusable(format!(
                 "Message.bounce.bounceType {other:?} is none of Permanent, Transient, Undetermined"
-            ))),
+            )))
+            }
             None => return Err(unusable("Message.bounce.bounceType is missing")),
         },
         Some("DeliveryDelay") => EmailEvent::Deferred,

@@ -13,7 +13,7 @@
 //! of N events therefore costs N `PutItem`s (no read; each duplicate inside adds its repeat
 //! bookkeeping, as a repeated single delivery does).
 
-use futures_util::stream::{self, StreamExt as _, TryStreamExt as _};
+use futures_util::stream::{FuturesOrdered, StreamExt as _};
 use http::HeaderMap;
 use serde::Serialize;
 
@@ -95,7 +95,8 @@ struct OverBudget {
 }
 
 impl<S: Inbox, C: Clock> Ingestor<S, C> {
-    /// Stores each event of a verified batch once (see the module docs).
+    /// Stores each event of a verified batch once (see the module docs), keeping at most
+    /// [`BATCH_CONCURRENCY`] writes under way, in the batch's order.
     pub(super) async fn store_batch(
         &self,
         source: &Source,
@@ -103,25 +104,36 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         events: Vec<Split<'_>>,
         received_ms: i64,
     ) -> Result<BatchAcknowledgement, IngestError> {
+        let mut acks = Vec::with_capacity(events.len());
+        let mut events = events.into_iter();
+        let mut under_way = FuturesOrdered::new();
+        loop {
+            while under_way.len() < BATCH_CONCURRENCY {
+                let Some(event) = events.next() else { break };
+                under_way.push_back(self.store_event(source, headers, event, received_ms));
+            }
+            match under_way.next().await {
+                Some(ack) => acks.push(ack?),
+                None => return Ok(BatchAcknowledgement { events: acks }),
+            }
+        }
+    }
+
+    /// Stores one event of a batch, if its write can still start within the budget.
+    async fn store_event(
+        &self,
+        source: &Source,
+        headers: &HeaderMap,
+        event: Split<'_>,
+        received_ms: i64,
+    ) -> Result<Acknowledgement, IngestError> {
         let budget_ms = self.journal_budget_ms;
-        let events = stream::iter(events)
-            .map(|event| async move {
-                if self.clock.now_millis().saturating_sub(received_ms) > budget_ms {
-                    let late = StoreError::Unavailable(Box::new(OverBudget { budget_ms }));
-                    return Err(IngestError::Store(late));
-                }
-                self.store_verified(
-                    source,
-                    headers,
-                    event.bytes.to_vec(),
-                    received_ms,
-                    Some(event.part),
-                )
-                .await
-            })
-            .buffered(BATCH_CONCURRENCY)
-            .try_collect()
-            .await?;
-        Ok(BatchAcknowledgement { events })
+        if self.clock.now_millis().saturating_sub(received_ms) > budget_ms {
+            let late = StoreError::Unavailable(Box::new(OverBudget { budget_ms }));
+            return Err(IngestError::Store(late));
+        }
+        let body = event.bytes.to_vec();
+        self.store_verified(source, headers, body, received_ms, Some(event.part))
+            .await
     }
 }
