@@ -160,6 +160,8 @@ export MAX_ATTEMPTS=5 LEASE_MS=60000 BACKOFF_BASE_MS=1000 BACKOFF_CAP_MS=60000
 # at a time, scripts/moto_server.py, so moto's non-isolated transactions lose nothing), and the
 # template's ParallelizationFactor and MaximumConcurrency in scripts/local_pipeline.py.
 export PROCESS_CONCURRENCY=10
+# The local email providers' sources (local/sources.json) move wallet money too.
+export WALLET_EMAIL_SOURCES="ses=ses,sendgrid=sendgrid,mailgun=mailgun,postmark=postmark,resend=resend"
 
 mkdir -p "$STATE_DIR"
 DEV_ENV_SH="$STATE_DIR/dev-env-$MOTO_PORT.sh"

@@ -4,6 +4,8 @@
 //! - [`ingest_dynamo`]: the ingest path against DynamoDB (store once, duplicates, concurrency, outages).
 //! - [`bad_input`]: every class of bad request, per scheme: status, JSON code, nothing stored.
 //! - [`provider_libs`]: signatures made and checked by the providers' own libraries.
+//! - [`providers`]: endpoint handshakes, batched deliveries, and every email provider's events
+//!   through the pipeline into the wallet.
 //! - [`replays`]: captured requests resent, repeated deliveries bounded, unidentifiable events kept.
 //! - [`secrets`]: secrets re-read from Secrets Manager by a warm function (TTL, after a mismatch).
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
@@ -25,6 +27,7 @@ mod outbox;
 mod outbox_faults;
 mod pipeline;
 mod provider_libs;
+mod providers;
 mod replays;
 mod secrets;
 mod smoke;

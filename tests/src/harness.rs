@@ -35,11 +35,15 @@ impl Harness {
 
     /// A harness on a new table in the emulator at `endpoint` (a fault test's own emulator).
     pub async fn on(endpoint: &str, max_body: usize) -> Self {
+        Self::with_sources(endpoint, max_body, local_sources()).await
+    }
+
+    /// A harness on a new table in the emulator at `endpoint`, with these sources.
+    pub async fn with_sources(endpoint: &str, max_body: usize, sources: Sources) -> Self {
         let sdk = sdk_config_for(endpoint).await;
         let client = client_for_hot_path(&sdk);
         let table = format!("inbox-test-{}", uuid::Uuid::new_v4().simple());
         create_table(&client, &table).await;
-        let sources = local_sources();
         let service = Ingestor::new(
             sources.clone(),
             DynamoInbox::new(client.clone(), table.clone()),
@@ -159,8 +163,13 @@ impl From<ApiGatewayV2httpResponse> for Reply {
             }
             _ => String::new(),
         };
-        let json = serde_json::from_str(&text)
-            .unwrap_or_else(|_| panic!("response body is not JSON: {text:?}"));
+        // An empty body (a 204: Discord's webhook PING) reads as null.
+        let json = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text)
+                .unwrap_or_else(|_| panic!("response body is not JSON: {text:?}"))
+        };
         Self {
             status: r.status_code,
             headers: r.headers,

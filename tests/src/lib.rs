@@ -56,10 +56,19 @@ pub fn python() -> PathBuf {
 
 /// The local sources and secrets (`local/*.json`), the same ones `make dev` serves.
 pub fn local_sources() -> Sources {
+    local_sources_fetching(None)
+}
+
+/// The local sources, with `fetcher` (when given) for what SNS publishes and the confirmation URLs
+/// its subscription handshakes visit: tests never reach the network.
+pub fn local_sources_fetching(
+    fetcher: Option<&std::sync::Arc<dyn inbox_core::signature::Fetcher>>,
+) -> Sources {
     let read =
         |f: &str| std::fs::read_to_string(root().join("local").join(f)).expect("read local config");
     let secrets = parse_secrets(&read("secrets.json"), "WEBHOOK_SECRETS").expect("local secrets");
-    Sources::from_json(&read("sources.json"), &secrets).expect("local sources")
+    Sources::from_json_with_fetcher(&read("sources.json"), &secrets, fetcher)
+        .expect("local sources")
 }
 
 /// The first secret of `source` in `local/secrets.json`, as written there (e.g. `whsec_…`), for

@@ -186,6 +186,7 @@ impl OutboxRig {
                 headers: Vec::new(),
                 provider_id: None,
                 unidentified: None,
+                batch: None,
             };
             store
                 .put_if_absent(&message)

@@ -12,7 +12,7 @@ use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::config::{ConfigError, IngestConfig};
-use inbox_core::ingest::{ErrorBody, IngestError, IngestRequest, Ingestor};
+use inbox_core::ingest::{ErrorBody, IngestError, IngestRequest, Ingestor, Reply};
 use inbox_core::metrics::EmfWriter;
 use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
 use inbox_core::store::Inbox;
@@ -86,22 +86,12 @@ pub async fn respond<S: Inbox, C: Clock>(
             .as_deref()
             .and_then(|ip| ip.parse().ok()),
     };
-    let result = service.ingest(request).await;
+    let result = service.receive(request).await;
     let latency_ms = started.elapsed().as_secs_f64() * 1e3;
     match result {
-        Ok(ack) => {
-            tracing::info!(
-                source = %ack.key.source,
-                event_id = %ack.key.event_id,
-                event_type = ack.event_type.as_ref().map(|t| t.as_str()),
-                outcome = ack.outcome.as_str(),
-                body_differs = ack.body_differs,
-                repeated = ack.repeated,
-                status = 200,
-                latency_ms,
-                "webhook stored"
-            );
-            response(200, ack.to_json(), &[])
+        Ok(reply) => {
+            log_reply(source, &reply, latency_ms);
+            reply_response(&reply)
         }
         Err(err) => {
             let status = err.status();
@@ -125,6 +115,58 @@ pub async fn respond<S: Inbox, C: Clock>(
             response(status, err.body().to_json(), &err.headers())
         }
     }
+}
+
+/// The one log line of an answered request: the event stored, the batch stored (its counts), or
+/// the handshake answered (the journal of handshakes: nothing else records them).
+fn log_reply(source: &str, reply: &Reply, latency_ms: f64) {
+    let status = reply.status();
+    match reply {
+        Reply::Event(ack) => tracing::info!(
+            source = %ack.key.source,
+            event_id = %ack.key.event_id,
+            event_type = ack.event_type.as_ref().map(|t| t.as_str()),
+            outcome = ack.outcome.as_str(),
+            body_differs = ack.body_differs,
+            repeated = ack.repeated,
+            status,
+            latency_ms,
+            "webhook stored"
+        ),
+        Reply::Batch(batch) => tracing::info!(
+            source,
+            events = batch.events.len(),
+            accepted = batch.accepted(),
+            duplicates = batch.duplicates(),
+            status,
+            latency_ms,
+            "webhook batch stored"
+        ),
+        Reply::Handshake(h) => tracing::info!(
+            source,
+            handshake = h.kind,
+            note = h.note.as_deref(),
+            status,
+            latency_ms,
+            "endpoint handshake answered; nothing stored"
+        ),
+    }
+}
+
+/// The HTTP response of an answered request (a handshake's may have another type, or no body).
+fn reply_response(reply: &Reply) -> ApiGatewayV2httpResponse {
+    let mut resp = response(reply.status(), reply.body(), &[]);
+    match reply.content_type() {
+        Some(kind) => {
+            resp.headers
+                .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(kind));
+        }
+        None => {
+            resp.headers.remove(http::header::CONTENT_TYPE);
+            resp.body = None;
+        }
+    }
+    resp
 }
 
 /// `error: cause: cause …`, for logs.

@@ -31,7 +31,7 @@ pub type Service = Processor<DynamoInbox, SqsRetryQueue, SqsQuarantine, SystemCl
 ///
 /// - the wallet ledger: Stripe top-ups and refunds (`WALLET_STRIPE_SOURCE`, default `stripe`, in
 ///   the `WALLET_STRIPE_MODE`) and email delivery events (`WALLET_MAILER_SOURCE`, default
-///   `mailer`). Given its sources alone, the rest of its configuration is the documented default.
+///   `mailer`, and each provider's source in `WALLET_EMAIL_SOURCES`). Given its sources alone, the rest of its configuration is the documented default.
 pub fn registry<S: ItemStore + 'static>(store: S, wallet: impl Into<WalletConfig>) -> Registry {
     WalletHandler::new(store, wallet).register(Registry::new())
 }

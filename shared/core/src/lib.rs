@@ -16,8 +16,11 @@
 //!   GitHub, Shopify, Slack, generic HMAC-SHA256), registered in one list; constant-time, with
 //!   redacted secrets and several secrets per source.
 //! - [`identity`]: where an event's id and type come from (`FieldRule`) and their extraction.
-//! - [`ingest`]: the ingest command: verify, identify, store once, and the outcome or a typed
-//!   error that knows its HTTP status and JSON body.
+//! - [`ingest`]: the ingest command: verify, answer endpoint handshakes, identify, store once
+//!   (a batch: each of its events once), and the outcome or a typed error that knows its HTTP
+//!   status and JSON body.
+//! - [`batch`]: bodies that carry several events (a JSON array): splitting them into their
+//!   events, and putting a batch back together to re-verify it.
 //! - [`message`]: a stored message, its history, and the documents that travel through the
 //!   queues (retry request, quarantine notice).
 //! - [`policy`]: pure decisions: backoff with full jitter, what follows a failure, whether a
@@ -35,6 +38,7 @@
 //!
 //! How these fit together: `docs/architecture.md`.
 
+pub mod batch;
 pub mod clock;
 pub mod config;
 pub mod domain;

@@ -105,6 +105,9 @@ pub struct StoredMessage {
     /// Why a correctly signed event could not be identified (its type is then `unknown`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity_error: Option<String>,
+    /// For an event split from a batch: where in the signed body it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<crate::batch::BatchPart>,
     /// When the open index says the message is due (a delivery's deadline), ms; `None` once it
     /// left the index.
     #[serde(default)]
@@ -244,6 +247,7 @@ mod tests {
             notice_pending: None,
             provider_id: None,
             identity_error: None,
+            batch: None,
         }
     }
 

@@ -3,7 +3,8 @@
 //! with its messages.
 //!
 //! Sources are written in `WEBHOOK_SOURCES` (a JSON object: source name → `{"scheme": …}` plus
-//! the scheme's settings, `tolerance_secs`, `event_id`, `event_type`; see the README), secrets in
+//! the scheme's settings, `tolerance_secs`, `event_id`, `event_type`, `handshake`, `batch`; see
+//! the README), secrets in
 //! `WEBHOOK_SECRETS` or the Secrets Manager secret (source name → list of secrets), read by
 //! [`parse_secrets`] into redacted [`Secret`]s. Errors name the variable at fault and never
 //! contain a secret. [`live`]: the sources in use, re-read when their secrets may have changed.
@@ -15,7 +16,7 @@ pub use live::{LiveSources, Reloader, SecretsFetch};
 use crate::config::{vars, ConfigError, DEFAULT_TOLERANCE_SECS};
 use crate::domain::SourceName;
 use crate::identity::{self, FieldRule};
-use crate::signature::{self, Scheme, SchemeError, Secret, Spec};
+use crate::signature::{self, Fetcher, Scheme, SchemeError, Secret, Spec};
 use http::HeaderName;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -37,6 +38,15 @@ pub struct SourceSpec {
     /// Overrides the scheme's default event type rule.
     #[serde(default)]
     pub event_type: Option<FieldRule>,
+    /// `false`: the scheme's endpoint handshakes (Slack's `url_verification`, Zoom's URL
+    /// validation, Discord's PINGs, SNS subscription confirmations) are stored as events instead
+    /// of answered. Default `true`.
+    #[serde(default)]
+    pub handshake: Option<bool>,
+    /// Whether a body that is a JSON array is split into one message per element (the scheme's
+    /// default: `true` for SendGrid, `false` otherwise).
+    #[serde(default)]
+    pub batch: Option<bool>,
     /// Everything else: the scheme's own settings (e.g. the generic scheme's `header`).
     #[serde(flatten)]
     pub settings: Map<String, Value>,
@@ -55,6 +65,11 @@ pub struct Source {
     pub id_signed: bool,
     /// `None`: the source's events have no type.
     pub event_type: Option<FieldRule>,
+    /// Whether ingest answers the scheme's endpoint handshakes (`Scheme::handshake`).
+    pub handshakes: bool,
+    /// Whether a JSON array body is split into its events, each its own message (`event_id` and
+    /// `event_type` then apply to each event).
+    pub batches: bool,
     /// Lower-case names of the headers kept with a message, sorted, computed once.
     kept_headers: Vec<HeaderName>,
 }
@@ -67,13 +82,30 @@ impl Source {
         spec: SourceSpec,
         secrets: &[Secret],
     ) -> Result<Self, SchemeError> {
+        Self::with_fetcher(name, spec, secrets, None)
+    }
+
+    /// The same, with `fetcher` (`None`: the production one) for what the provider publishes
+    /// (SNS certificates) and what a handshake visits (SNS confirmation URLs).
+    pub fn with_fetcher(
+        name: SourceName,
+        spec: SourceSpec,
+        secrets: &[Secret],
+        fetcher: Option<&Arc<dyn Fetcher>>,
+    ) -> Result<Self, SchemeError> {
         let tolerance = Duration::from_secs(spec.tolerance_secs.unwrap_or(DEFAULT_TOLERANCE_SECS));
-        let scheme =
-            signature::build(&spec.scheme, &Spec::new(&spec.settings, secrets, tolerance))?;
+        let base = Spec::new(&spec.settings, secrets, tolerance);
+        let scheme_spec = match fetcher {
+            Some(fetcher) => base.with_fetcher(fetcher),
+            None => base,
+        };
+        let scheme = signature::build(&spec.scheme, &scheme_spec)?;
         let event_id = spec.event_id.unwrap_or_else(|| scheme.default_event_id());
         let id_signed = scheme.signs(&event_id);
         let event_type = spec.event_type.or_else(|| scheme.default_event_type());
         let kept_headers = kept_headers(scheme.as_ref(), &event_id, event_type.as_ref());
+        let handshakes = spec.handshake.unwrap_or(true);
+        let batches = spec.batch.unwrap_or_else(|| scheme.batches());
         Ok(Self {
             name,
             scheme_name: spec.scheme,
@@ -81,6 +113,8 @@ impl Source {
             event_id,
             id_signed,
             event_type,
+            handshakes,
+            batches,
             kept_headers,
         })
     }
@@ -129,6 +163,16 @@ impl Sources {
         sources_json: &str,
         secrets: &HashMap<String, Vec<Secret>>,
     ) -> Result<Self, ConfigError> {
+        Self::from_json_with_fetcher(sources_json, secrets, None)
+    }
+
+    /// The same, with `fetcher` for what providers publish and handshakes visit (`None`: the
+    /// production HTTPS fetcher; tests inject one that never reaches the network).
+    pub fn from_json_with_fetcher(
+        sources_json: &str,
+        secrets: &HashMap<String, Vec<Secret>>,
+        fetcher: Option<&Arc<dyn Fetcher>>,
+    ) -> Result<Self, ConfigError> {
         let invalid = |var, reason: String| ConfigError::Invalid { var, reason };
         let specs: HashMap<String, SourceSpec> = serde_json::from_str(sources_json)
             .map_err(|e| invalid(vars::WEBHOOK_SOURCES, e.to_string()))?;
@@ -166,14 +210,15 @@ impl Sources {
                     format!("no secret for source {name:?}"),
                 )
             })?;
-            let source = Source::new(source_name, spec, source_secrets).map_err(|e| {
-                let var = if e.is_about_secrets() {
-                    vars::WEBHOOK_SECRETS
-                } else {
-                    vars::WEBHOOK_SOURCES
-                };
-                invalid(var, format!("source {name:?}: {e}"))
-            })?;
+            let source =
+                Source::with_fetcher(source_name, spec, source_secrets, fetcher).map_err(|e| {
+                    let var = if e.is_about_secrets() {
+                        vars::WEBHOOK_SECRETS
+                    } else {
+                        vars::WEBHOOK_SOURCES
+                    };
+                    invalid(var, format!("source {name:?}: {e}"))
+                })?;
             out.insert(name, source);
         }
         Ok(Self(out))

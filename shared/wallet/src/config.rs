@@ -4,6 +4,7 @@
 //! retention the core's `DELIVERY_RETENTION_DAYS` gives).
 
 use crate::parse::StripeMode;
+use crate::providers::EmailProvider;
 use crate::WalletSources;
 use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
 use inbox_core::config::doc::readers::{INBOXCTL, PROCESS};
@@ -25,7 +26,20 @@ pub const WALLET_MAILER_SOURCE: Var = Var {
     name: "WALLET_MAILER_SOURCE",
     read_by: ReadBy::Only(&[PROCESS]),
     unset: Unset::Default("mailer"),
-    meaning: "the source whose email delivery events hold, debit and refund wallets",
+    meaning: "the source whose email delivery events (the mailer's `message.*` format) hold, \
+              debit and refund wallets",
+};
+
+pub const WALLET_EMAIL_SOURCES: Var = Var {
+    name: "WALLET_EMAIL_SOURCES",
+    read_by: ReadBy::Only(&[PROCESS]),
+    unset: Unset::Optional,
+    meaning: "more sources of email delivery events, as comma-separated `source=provider` pairs \
+              (`ses=ses,sendgrid=sendgrid,mailgun=mailgun,postmark=postmark,resend=resend`; a \
+              provider is one of `mailer`, `ses`, `sendgrid`, `mailgun`, `postmark`, `resend`): \
+              each source's events hold, debit and refund wallets as that provider's event names \
+              say (see [Wallet ledger](#wallet-ledger)). Unset: only `WALLET_MAILER_SOURCE`'s. A \
+              source named twice, or also as the Stripe or mailer source, is refused",
 };
 
 pub const WALLET_STRIPE_MODE: Var = Var {
@@ -61,6 +75,7 @@ pub const RECONCILE_STALE_AFTER_HOURS: Var = Var {
 pub const VARS: &[&Var] = &[
     &WALLET_STRIPE_SOURCE,
     &WALLET_MAILER_SOURCE,
+    &WALLET_EMAIL_SOURCES,
     &WALLET_STRIPE_MODE,
     &WALLET_MAX_AMOUNT,
     &RECONCILE_STALE_AFTER_HOURS,
@@ -128,13 +143,51 @@ pub fn max_amount(env: &Env) -> Result<i64, ConfigError> {
 }
 
 impl WalletSources {
-    /// The wallet's sources from `env` (`WALLET_STRIPE_SOURCE`, `WALLET_MAILER_SOURCE`).
+    /// The wallet's sources from `env` (`WALLET_STRIPE_SOURCE`, `WALLET_MAILER_SOURCE`,
+    /// `WALLET_EMAIL_SOURCES`).
     pub fn read(env: &Env) -> Result<Self, ConfigError> {
+        let stripe: String = env.parse(&WALLET_STRIPE_SOURCE)?;
+        let mailer: String = env.parse(&WALLET_MAILER_SOURCE)?;
+        let email = match env.optional(&WALLET_EMAIL_SOURCES) {
+            Some(text) => email_sources(&text, &[&stripe, &mailer])?,
+            None => Vec::new(),
+        };
         Ok(Self {
-            stripe: env.parse(&WALLET_STRIPE_SOURCE)?,
-            mailer: env.parse(&WALLET_MAILER_SOURCE)?,
+            stripe,
+            mailer,
+            email,
         })
     }
+}
+
+/// `source=provider, …` (see [`WALLET_EMAIL_SOURCES`]); no source named twice or in `taken`.
+fn email_sources(text: &str, taken: &[&str]) -> Result<Vec<(String, EmailProvider)>, ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid {
+        var: WALLET_EMAIL_SOURCES.name,
+        reason,
+    };
+    let mut out: Vec<(String, EmailProvider)> = Vec::new();
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (source, provider) = pair
+            .split_once('=')
+            .map(|(s, p)| (s.trim(), p.trim()))
+            .filter(|(s, p)| !s.is_empty() && !p.is_empty())
+            .ok_or_else(|| invalid(format!("{pair:?} is not source=provider")))?;
+        let provider = EmailProvider::parse(provider).ok_or_else(|| {
+            let known: Vec<&str> = EmailProvider::ALL.iter().map(|p| p.as_str()).collect();
+            invalid(format!(
+                "{provider:?} is not an email provider (known: {})",
+                known.join(", ")
+            ))
+        })?;
+        if taken.contains(&source) || out.iter().any(|(s, _)| s == source) {
+            return Err(invalid(format!(
+                "source {source:?} is named twice (here, or as WALLET_STRIPE_SOURCE or WALLET_MAILER_SOURCE)"
+            )));
+        }
+        out.push((source.to_owned(), provider));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -161,9 +214,56 @@ mod tests {
             WalletSources::read(&set).unwrap(),
             WalletSources {
                 stripe: "pay".into(),
-                mailer: "mail".into()
+                mailer: "mail".into(),
+                email: Vec::new(),
             }
         );
+    }
+
+    #[test]
+    fn email_sources_name_their_provider_once_each() {
+        let env = Env::from_pairs([(
+            "WALLET_EMAIL_SOURCES",
+            " ses=ses, sg = SendGrid ,mg=mailgun,pm=postmark,rs=resend,old=mailer, ",
+        )]);
+        let sources = WalletSources::read(&env).unwrap();
+        assert_eq!(
+            sources.email,
+            vec![
+                ("ses".to_owned(), EmailProvider::Ses),
+                ("sg".to_owned(), EmailProvider::Sendgrid),
+                ("mg".to_owned(), EmailProvider::Mailgun),
+                ("pm".to_owned(), EmailProvider::Postmark),
+                ("rs".to_owned(), EmailProvider::Resend),
+                ("old".to_owned(), EmailProvider::Mailer),
+            ]
+        );
+        assert_eq!(
+            sources.email_provider("mailer"),
+            Some(EmailProvider::Mailer)
+        );
+        assert_eq!(sources.email_provider("sg"), Some(EmailProvider::Sendgrid));
+        assert_eq!(sources.email_provider("stripe"), None);
+        assert_eq!(
+            sources.email_sources().collect::<Vec<_>>(),
+            vec!["mailer", "ses", "sg", "mg", "pm", "rs", "old"]
+        );
+        for (bad, says) in [
+            ("ses", "not source=provider"),
+            ("ses=", "not source=provider"),
+            ("x=sparkpost", "not an email provider"),
+            ("a=ses,a=resend", "named twice"),
+            ("stripe=sendgrid", "named twice"),
+            ("mailer=ses", "named twice"),
+        ] {
+            let e = WalletSources::read(&Env::from_pairs([("WALLET_EMAIL_SOURCES", bad)]))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("WALLET_EMAIL_SOURCES") && e.contains(says),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

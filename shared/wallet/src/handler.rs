@@ -12,6 +12,7 @@ use crate::items::adjust_wallet;
 use crate::ledger::{Ledger, LedgerError};
 use crate::model::{EmailRow, Entry, Wallet};
 use crate::parse::{self, EmailNotice, StripeNotice};
+use crate::providers::EmailProvider;
 use crate::rules::{self, EmailState, Flags, Movement};
 use crate::METRICS_NAMESPACE;
 use inbox_core::message::StoredMessage;
@@ -25,16 +26,47 @@ use std::sync::Arc;
 pub struct WalletSources {
     /// The Stripe source (top-ups and refunds).
     pub stripe: String,
-    /// The messaging provider's source (email delivery events).
+    /// The source of this product's own mailer events (`message.*`, Standard Webhooks).
     pub mailer: String,
+    /// More sources of email delivery events, each with its provider's format
+    /// (`WALLET_EMAIL_SOURCES`).
+    pub email: Vec<(String, EmailProvider)>,
 }
 
 impl Default for WalletSources {
+    /// `stripe` and `mailer`, no other email source.
     fn default() -> Self {
         Self {
             stripe: "stripe".into(),
             mailer: "mailer".into(),
+            email: Vec::new(),
         }
+    }
+}
+
+impl WalletSources {
+    /// The default sources and these email sources.
+    pub fn with_email(email: impl IntoIterator<Item = (String, EmailProvider)>) -> Self {
+        Self {
+            email: email.into_iter().collect(),
+            ..Self::default()
+        }
+    }
+
+    /// The provider whose delivery events `source` carries, if it is an email source.
+    pub fn email_provider(&self, source: &str) -> Option<EmailProvider> {
+        if source == self.mailer {
+            return Some(EmailProvider::Mailer);
+        }
+        self.email
+            .iter()
+            .find(|(name, _)| name == source)
+            .map(|(_, provider)| *provider)
+    }
+
+    /// Every email source (the mailer's first).
+    pub fn email_sources(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.mailer.as_str()).chain(self.email.iter().map(|(n, _)| n.as_str()))
     }
 }
 
@@ -95,7 +127,9 @@ impl<S: ItemStore> WalletHandler<S> {
         let registry = STRIPE_TYPES
             .iter()
             .fold(registry, |r, t| r.on(&sources.stripe, t, me.clone()));
-        registry.on_any(&sources.mailer, me)
+        sources
+            .email_sources()
+            .fold(registry, |r, source| r.on_any(source, me.clone()))
     }
 
     pub(crate) fn ledger(&self) -> Ledger<'_, S> {
@@ -244,8 +278,8 @@ impl<S: ItemStore> WalletHandler<S> {
                 Some(StripeNotice::NoMoney(reason)) => Ok(HandlerOutcome::Ignore(reason)),
                 None => nothing(),
             }
-        } else if m.source.as_str() == sources.mailer {
-            match parse::email(event_type, &body).map_err(unusable)? {
+        } else if let Some(provider) = sources.email_provider(m.source.as_str()) {
+            match provider.notice(event_type, &body).map_err(unusable)? {
                 Some(notice) => self.email(m, notice).await,
                 None => nothing(),
             }

@@ -1,10 +1,12 @@
-//! The prepaid wallet ledger: Stripe top-ups credit a tenant's wallet, email delivery events hold,
-//! debit and refund it, each exactly once, in any order. An application of the inbox core: the
+//! The prepaid wallet ledger: Stripe top-ups credit a tenant's wallet, email delivery events (of
+//! any configured email provider) hold, debit and refund it, each exactly once, in any order. An application of the inbox core: the
 //! core runs its handler and stores its items, and knows nothing of wallets.
 //!
 //! - [`money`]: [`Currency`] and [`Money`] (amounts in minor units, formatted `12.34 USD`).
 //! - [`rules`]: the pure rules (next state and money movement per event).
-//! - [`parse`]: tolerant parsing of the provider events.
+//! - [`parse`]: tolerant parsing of the provider events (Stripe's, the mailer's).
+//! - [`providers`]: each email provider's delivery events (SES, SendGrid, Mailgun, Postmark,
+//!   Resend, the mailer) mapped onto the wallet's email events, with their tenant and message id.
 //! - [`model`]: the records — [`Wallet`], [`Entry`], [`EmailRow`], [`PaymentRow`],
 //!   [`PaymentIndex`].
 //! - [`items`]: how those records are laid out in the table (keys, attributes, writes).
@@ -24,6 +26,7 @@ pub mod model;
 pub mod money;
 pub mod parse;
 pub mod payment;
+pub mod providers;
 pub mod reconcile;
 pub mod rules;
 
@@ -33,6 +36,7 @@ pub use ledger::{CreateOutcome, Entries, Ledger, LedgerError, Reindexed, Rows, T
 pub use model::{month_of, EmailRow, Entry, PaymentIndex, PaymentRow, Wallet};
 pub use money::{Currency, InvalidCurrency, Money, Overflow};
 pub use parse::StripeMode;
+pub use providers::EmailProvider;
 pub use rules::Funds;
 
 /// The CloudWatch namespace of the ledger's metrics.

@@ -36,9 +36,13 @@ struct World {
 
 impl World {
     fn new() -> Self {
+        Self::with_sources(WalletSources::default())
+    }
+
+    /// A world whose wallet handler takes these sources.
+    fn with_sources(sources: WalletSources) -> Self {
         let store = Arc::new(MemoryStore::new());
-        let registry =
-            WalletHandler::new(store.clone(), WalletSources::default()).register(Registry::new());
+        let registry = WalletHandler::new(store.clone(), sources).register(Registry::new());
         let p = Processor::new(
             store.clone(),
             Arc::new(MemoryRetryQueue::new()),
@@ -89,6 +93,7 @@ impl World {
             headers: Vec::new(),
             provider_id: None,
             unidentified: None,
+            batch: None,
         };
         match self.store.put_if_absent(&msg).await.unwrap() {
             PutOutcome::Inserted => Some(key),
@@ -569,6 +574,18 @@ enum Kind {
 }
 
 impl Kind {
+    /// The kind's name for [`crate::providers::tests::sample`].
+    fn name(self) -> &'static str {
+        match self {
+            Self::Sent => "sent",
+            Self::Accepted => "accepted",
+            Self::Hard => "hard",
+            Self::Soft => "soft",
+            Self::Deferred => "deferred",
+            Self::Complained => "complained",
+        }
+    }
+
     fn event(self) -> (&'static str, serde_json::Value) {
         match self {
             Self::Sent => ("message.sent", json!({})),
@@ -645,4 +662,92 @@ proptest! {
         let report = futures_block(reconcile(&*w.store, T0, opts(i64::MAX)));
         prop_assert!(report.unwrap().is_clean());
     }
+}
+
+// ---- The same, for every email provider: each email sent through one provider's source. ----
+
+/// Every provider, each on the source named after it (the mailer's is `mailer`).
+fn every_provider() -> WalletSources {
+    WalletSources::with_email(
+        EmailProvider::ALL
+            .into_iter()
+            .filter(|p| *p != EmailProvider::Mailer)
+            .map(|p| (p.as_str().to_owned(), p)),
+    )
+}
+
+fn provider() -> impl Strategy<Value = EmailProvider> {
+    prop::sample::select(EmailProvider::ALL.to_vec())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_providers_events_in_any_order_with_duplicates_match_the_model(
+        providers in prop::collection::vec(provider(), 3),
+        plan in email_plan(),
+    ) {
+        let w = World::with_sources(every_provider()).wallet("acme", -1_000_000, None);
+        let mut delivered = Vec::new();
+        let mut seen = HashSet::new();
+        futures_block(async {
+            for (m, k, i) in &plan {
+                let provider = providers[usize::from(*m)];
+                let Some((event_type, body)) =
+                    providers::tests::sample(provider, k.name(), &format!("m{m}"), "acme")
+                else {
+                    continue; // the provider has no such event (Postmark sends none before delivery)
+                };
+                let outcome = w.send(provider.as_str(), &format!("evt_{i}"), &event_type, body).await;
+                // Processed, or (a repeated delivery) found already processed.
+                assert!(
+                    matches!(outcome, Outcome::Processed | Outcome::Skipped(_)),
+                    "{provider:?} {k:?}: {outcome:?}"
+                );
+                if seen.insert(*i) {
+                    delivered.push((*m, *k));
+                }
+            }
+        });
+        let wallet = w.balance("acme");
+        prop_assert_eq!((wallet.balance.minor(), wallet.held.minor()), model(&delivered));
+        let report = futures_block(reconcile(&*w.store, T0, opts(i64::MAX)));
+        prop_assert!(report.unwrap().is_clean());
+    }
+}
+
+#[tokio::test]
+async fn each_provider_debits_and_refunds_through_its_own_source() {
+    let w = World::with_sources(every_provider()).wallet("acme", -1000, None);
+    for provider in EmailProvider::ALL {
+        let id = format!("m-{}", provider.as_str());
+        for (n, kind) in ["accepted", "hard"].into_iter().enumerate() {
+            let (t, body) = providers::tests::sample(provider, kind, &id, "acme").unwrap();
+            let event = format!("{}-{n}", provider.as_str());
+            assert_eq!(
+                w.send(provider.as_str(), &event, &t, body).await,
+                Outcome::Processed
+            );
+        }
+        let row = Ledger::new(&*w.store)
+            .email_row("acme", &id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.state, rules::EmailState::Refunded, "{provider:?}");
+    }
+    let kinds: Vec<_> = w.entries("acme").await.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds.len(),
+        12,
+        "a debit and its refund per provider: {kinds:?}"
+    );
+    assert_eq!(w.balance("acme").balance.minor(), 0);
+    // A provider's event on a source that is not configured as an email source moves nothing.
+    let w = World::new().wallet("acme", -1000, None);
+    let (t, body) =
+        providers::tests::sample(EmailProvider::Resend, "accepted", "m", "acme").unwrap();
+    w.send("resend", "r-1", &t, body).await;
+    assert_eq!(w.balance("acme").balance.minor(), 0);
 }

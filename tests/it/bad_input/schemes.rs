@@ -1,5 +1,5 @@
 //! The bad-input rows of the provider schemes (SNS, SendGrid, Mailgun, Postmark, Resend/Svix,
-//! Standard Webhooks `v1a`, Paddle, Square, Twilio, Discord): every class the first schemes have
+//! Standard Webhooks `v1a`, Paddle, Square, Twilio, Discord, Zoom): every class the first schemes have
 //! — missing, malformed, wrong, stale, future, tampered, duplicated (a header sent twice arrives
 //! joined with a comma, as API Gateway does; a member of a signed body given twice) — where the
 //! scheme has it (Square, Twilio and Postmark sign no timestamp; Postmark signs no body).
@@ -754,6 +754,90 @@ pub(super) fn cases(hs: &Harness, now: i64) -> Vec<Case> {
             "discord: signature sent twice",
             twice(&ok, DS),
             dc_body,
+            "signature_malformed",
+        ),
+    ]);
+
+    // ------------------------------------------------------------ Zoom
+    let zm_body =
+        r#"{"event":"meeting.started","event_ts":1700000000000,"payload":{"object":{"id":"1"}}}"#;
+    let zm = |ts| hs.sign_at("zoom", zm_body.as_bytes(), "", ts);
+    let ok = zm(now);
+    const ZS: &str = "x-zm-signature";
+    const ZT: &str = "x-zm-request-timestamp";
+    let zoom = |name, headers, body: &str, code| case(name, "zoom", headers, body, 401, code);
+    cases.extend([
+        zoom(
+            "zoom: no signature",
+            without(&ok, ZS),
+            zm_body,
+            "signature_missing",
+        ),
+        zoom(
+            "zoom: no timestamp",
+            without(&ok, ZT),
+            zm_body,
+            "signature_missing",
+        ),
+        zoom(
+            "zoom: no v0= prefix",
+            replace(&ok, ZS, &value(&ok, ZS)[3..]),
+            zm_body,
+            "signature_malformed",
+        ),
+        zoom(
+            "zoom: signature not hex",
+            replace(&ok, ZS, &format!("v0={}", "zz".repeat(32))),
+            zm_body,
+            "signature_malformed",
+        ),
+        zoom(
+            "zoom: timestamp not a number",
+            replace(&ok, ZT, "soon"),
+            zm_body,
+            "signature_malformed",
+        ),
+        zoom(
+            "zoom: another secret",
+            other_secret(
+                "zoom",
+                json!({}),
+                "another-secret-token",
+                zm_body.as_bytes(),
+                now,
+                "",
+            ),
+            zm_body,
+            "signature_invalid",
+        ),
+        zoom(
+            "zoom: stale",
+            zm(stale),
+            zm_body,
+            "timestamp_out_of_tolerance",
+        ),
+        zoom(
+            "zoom: future",
+            zm(future),
+            zm_body,
+            "timestamp_out_of_tolerance",
+        ),
+        zoom(
+            "zoom: tampered",
+            ok.clone(),
+            &zm_body.replace("started", "ended"),
+            "signature_invalid",
+        ),
+        zoom(
+            "zoom: signature sent twice",
+            twice(&ok, ZS),
+            zm_body,
+            "signature_malformed",
+        ),
+        zoom(
+            "zoom: timestamp sent twice",
+            twice(&ok, ZT),
+            zm_body,
             "signature_malformed",
         ),
     ]);

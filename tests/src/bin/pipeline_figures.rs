@@ -121,6 +121,7 @@ async fn in_memory() -> f64 {
                 headers: Vec::new(),
                 provider_id: None,
                 unidentified: None,
+                batch: None,
             };
             store.put_if_absent(&msg).await.expect("put");
             messages.push(store.message(&key).expect("stored"));

@@ -164,6 +164,7 @@ pub fn event_id(
 ) -> Option<String> {
     // The same rules as the ingest endpoint (`identity::identify`): the dedupe key.
     let map: http::HeaderMap = headers.iter().cloned().collect();
+    let body = first_event(source, body);
     let identity = identity::identify(
         &source.event_id,
         source.id_signed,
@@ -175,6 +176,18 @@ pub fn event_id(
     Some(identity.event_id.as_str().to_owned())
 }
 
+/// The body the source's rules read: for a source that splits batches, the first event of a
+/// batch (a sample is a batch of one), as the ingest endpoint stores it.
+fn first_event<'a>(source: &Source, body: &'a [u8]) -> &'a [u8] {
+    if !source.batches {
+        return body;
+    }
+    match inbox_core::batch::split(body) {
+        Some(events) => events.first().map_or(body, |e| e.bytes),
+        None => body,
+    }
+}
+
 /// The event type the ingest endpoint will derive, for display.
 pub fn event_type(
     source: &Source,
@@ -183,6 +196,7 @@ pub fn event_type(
 ) -> Option<String> {
     let map: http::HeaderMap = headers.iter().cloned().collect();
     let rule = source.event_type.as_ref()?;
+    let body = first_event(source, body);
     identity::identify(
         &FieldRule::BodySha256,
         true,

@@ -1,7 +1,7 @@
 //! [`IngestError`]: why a delivery was not accepted, and its HTTP mapping (status, code, extra
 //! headers, the JSON [`ErrorBody`]).
 
-use crate::signature::SignatureError;
+use crate::signature::{HandshakeError, SignatureError};
 use crate::store::StoreError;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -26,6 +26,9 @@ pub enum IngestError {
     Signature(#[from] SignatureError),
     #[error("the event could not be stored; retry later")]
     Store(#[from] StoreError),
+    /// A verified endpoint handshake could not be completed (nothing was stored).
+    #[error("{0}")]
+    Handshake(#[from] HandshakeError),
 }
 
 /// The JSON body of every error answer.
@@ -61,7 +64,7 @@ impl IngestError {
             Self::TooLarge { .. } => 413,
             Self::Signature(e) if e.is_transient() => 503,
             Self::Signature(_) => 401,
-            Self::Store(_) => 503,
+            Self::Store(_) | Self::Handshake(_) => 503,
             Self::BadBodyEncoding => 400,
         }
     }
@@ -75,6 +78,7 @@ impl IngestError {
             Self::TooLarge { .. } => "payload_too_large",
             Self::Signature(e) => e.code(),
             Self::Store(_) => "store_unavailable",
+            Self::Handshake(e) => e.code(),
         }
     }
 
@@ -82,7 +86,9 @@ impl IngestError {
     pub fn headers(&self) -> Vec<(&'static str, String)> {
         match self {
             Self::MethodNotAllowed(_) => vec![("allow", "POST".into())],
-            Self::Store(_) => vec![("retry-after", RETRY_AFTER_SECS.to_string())],
+            Self::Store(_) | Self::Handshake(_) => {
+                vec![("retry-after", RETRY_AFTER_SECS.to_string())]
+            }
             Self::Signature(e) if e.is_transient() => {
                 vec![("retry-after", RETRY_AFTER_SECS.to_string())]
             }

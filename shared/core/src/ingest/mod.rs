@@ -1,4 +1,6 @@
 //! The ingest command: verify the signature on the raw bytes, identify the event, store it once.
+//! [`Ingestor::receive`] (`receive.rs`, what the function runs) also answers endpoint handshakes
+//! and splits batches (`batch.rs`); [`Ingestor::ingest`] is the single-event path.
 //!
 //! [`Ingestor::ingest`] takes a transport-neutral request (what API Gateway's HTTP API, a Lambda
 //! Function URL or an ALB all deliver) and returns either an [`Acknowledgement`] or an
@@ -14,15 +16,19 @@
 //! decoding in `body.rs`; signatures are the sources' schemes' business ([`crate::signature`]),
 //! identity [`crate::identity`]'s.
 
+mod batch;
 mod body;
 mod error;
 mod journal;
+mod receive;
 #[cfg(test)]
 mod tests;
 
+pub use batch::{BatchAcknowledgement, BATCH_CONCURRENCY};
 pub use body::decode_body;
 pub use error::{ErrorBody, IngestError, RETRY_AFTER_SECS};
 pub use journal::JOURNAL_BUDGET_MS;
+pub use receive::Reply;
 
 use crate::clock::Clock;
 use crate::config::SECRETS_FETCH_TIMEOUT;
@@ -218,32 +224,54 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         self.sources.current()
     }
 
-    /// Verifies, identifies and stores one delivery. `Ok` means durably stored (now or before).
+    /// Verifies, identifies and stores one delivery as ONE event: the single-event path, which
+    /// answers no handshake and splits no batch. What the function runs is
+    /// [`Ingestor::receive`], which falls back to this path for everything else. `Ok` means
+    /// durably stored (now or before).
     pub async fn ingest(&self, req: IngestRequest<'_>) -> Result<Acknowledgement, IngestError> {
         let result = self.ingest_unmetered(req).await;
-        if let (Err(e), Some(sink)) = (&result, &self.metrics) {
-            let name = match e.status() {
-                401 => Some("Unauthorized"),
-                500.. => Some("ServerErrors"),
-                _ => None,
-            };
-            if let Some(name) = name {
-                let source = crate::domain::SourceName::parse(req.source)
-                    .map(|s| s.to_string())
-                    .unwrap_or_default();
-                let metric = Metric::count(METRICS_NAMESPACE, name, 1)
-                    .with_property("Source", source)
-                    .with_property("Error", e.code());
-                sink.emit(self.clock.now_millis(), &[metric]);
-            }
+        if let Err(e) = &result {
+            self.count_refusal(req.source, e);
         }
         result
+    }
+
+    /// Counts a refusal (401) or failure (5xx) in the metric sink, if there is one.
+    fn count_refusal(&self, source: &str, e: &IngestError) {
+        let Some(sink) = &self.metrics else {
+            return;
+        };
+        let name = match e.status() {
+            401 => "Unauthorized",
+            500.. => "ServerErrors",
+            _ => return,
+        };
+        let source = crate::domain::SourceName::parse(source)
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        let metric = Metric::count(METRICS_NAMESPACE, name, 1)
+            .with_property("Source", source)
+            .with_property("Error", e.code());
+        sink.emit(self.clock.now_millis(), &[metric]);
     }
 
     async fn ingest_unmetered(
         &self,
         req: IngestRequest<'_>,
     ) -> Result<Acknowledgement, IngestError> {
+        let (sources, body, now_ms) = self.verified(&req).await?;
+        let source = source_of(&sources, req.source)?;
+        self.store_verified(source, req.headers, body.into_owned(), now_ms, None)
+            .await
+    }
+
+    /// The checks before anything is stored, in their fixed order: method, source, body encoding
+    /// and size, signature (re-reading the secrets once after a mismatch). Returns the sources
+    /// the signature verified with, the decoded body and the time of arrival (ms).
+    async fn verified<'r>(
+        &self,
+        req: &IngestRequest<'r>,
+    ) -> Result<(Arc<Sources>, std::borrow::Cow<'r, [u8]>, i64), IngestError> {
         if !req.method.eq_ignore_ascii_case("POST") {
             return Err(IngestError::MethodNotAllowed(
                 req.method.chars().take(16).collect(),
@@ -257,29 +285,29 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         source_of(&sources, req.source)?;
         let body = decode_body(req.body, req.body_is_base64, self.max_body_bytes)?;
         let now_secs = now_ms.div_euclid(1000);
-        match verify(&sources, &req, &body, now_secs).await {
+        match verify(&sources, req, &body, now_secs).await {
             Err(IngestError::Signature(SignatureError::Mismatch)) => {
                 // The provider may have moved to a secret stored since the last read.
                 let Some(fresh) = self.sources.after_mismatch(now_ms).await else {
                     return Err(SignatureError::Mismatch.into());
                 };
-                verify(&fresh, &req, &body, now_secs).await?;
+                verify(&fresh, req, &body, now_secs).await?;
                 sources = fresh;
             }
             other => other?,
         }
-        let source = source_of(&sources, req.source)?;
-        self.store_verified(source, req.headers, body.into_owned(), now_ms)
-            .await
+        Ok((sources, body, now_ms))
     }
 
-    /// Identifies and stores a verified delivery (once), journaling it if it is a repeat.
+    /// Identifies and stores a verified delivery (once), journaling it if it is a repeat. `batch`:
+    /// the delivery is one event of a batch (its body the event's bytes), and where it was.
     async fn store_verified(
         &self,
         source: &Source,
         headers: &HeaderMap,
         body: Vec<u8>,
         now_ms: i64,
+        batch: Option<crate::batch::BatchPart>,
     ) -> Result<Acknowledgement, IngestError> {
         let body_digest = BodyDigest::of(&body);
         let identity = identity::identify(
@@ -308,6 +336,7 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
             headers: kept_headers(source, headers),
             provider_id: identity.provider_id,
             unidentified: identity.unidentified.map(|e| e.to_string()),
+            batch,
         };
         match self.store.put_if_absent(&message).await? {
             PutOutcome::Inserted => Ok(Acknowledgement {
@@ -349,13 +378,21 @@ async fn verify(
     now_secs: i64,
 ) -> Result<(), IngestError> {
     let source = source_of(sources, req.source)?;
+    source
+        .scheme
+        .verify(scheme_request(req, body, now_secs))
+        .resolve()
+        .await?;
+    Ok(())
+}
+
+/// What a scheme sees of `req` (to verify it, or to recognize a handshake).
+fn scheme_request<'a>(req: &IngestRequest<'a>, body: &'a [u8], now_secs: i64) -> Request<'a> {
     let request = Request::new(req.headers, body, now_secs);
-    let request = match req.source_ip {
+    match req.source_ip {
         Some(ip) => request.with_source_ip(ip),
         None => request,
-    };
-    source.scheme.verify(request).resolve().await?;
-    Ok(())
+    }
 }
 
 /// The source called `name`, or the 404.

@@ -1,6 +1,8 @@
 //! The ingest command against the in-memory store and a manual clock. Repeated deliveries:
 //! `tests/repeats.rs`; secrets re-read in a warm container and metrics: `tests/secrets.rs`.
 
+mod batches;
+mod handshakes;
 mod repeats;
 mod secrets;
 

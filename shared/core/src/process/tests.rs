@@ -171,6 +171,7 @@ impl World {
             headers: Vec::new(),
             provider_id: None,
             unidentified: None,
+            batch: None,
         };
         self.store.put_if_absent(&msg).await.unwrap();
         self.store.message(&key).unwrap()

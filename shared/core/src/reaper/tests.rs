@@ -54,6 +54,7 @@ impl World {
                 headers: Vec::new(),
                 provider_id: None,
                 unidentified: None,
+                batch: None,
             })
             .await
             .unwrap();

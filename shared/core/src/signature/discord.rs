@@ -16,6 +16,7 @@ use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
 use super::asymmetric::{Algorithm, AsymmetricKeys, KeyBytes, ED25519_KEY_LEN, ED25519_SIG_LEN};
+use super::handshake::{object_containing, Handshake, HandshakeReply};
 use super::helpers::{
     covers, parse_timestamp, push_header, random_alnum, rfc3339, single_header, Tolerance,
 };
@@ -140,6 +141,19 @@ impl Scheme for Discord {
                 }
             }
         }))
+    }
+
+    /// PINGs: an interaction's (type 1, no `event`) and a webhook events endpoint's (type 0).
+    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
+        let body = object_containing(request.body, b"\"type\"")?;
+        if body.contains_key("event") {
+            return None;
+        }
+        match body.get("type")?.as_u64()? {
+            0 => Some(HandshakeReply::no_content("discord webhook ping").into()),
+            1 => Some(HandshakeReply::json("discord interaction ping", &json!({"type": 1})).into()),
+            _ => None,
+        }
     }
 }
 
@@ -308,6 +322,35 @@ mod tests {
                 try_scheme("discord", serde_json::json!({}), &[bad], TOLERANCE),
                 Err(SchemeError::Invalid { index: 0, .. })
             ));
+        }
+    }
+
+    #[test]
+    fn pings_are_answered_as_discord_asks() {
+        let (_, private) = pair();
+        let v = verifier("discord", &[&private]);
+        let reply = |body: &[u8]| {
+            let map = signed(v.sign_at(body, T, ""));
+            assert_eq!(v.verify_at(&map, body, T), Ok(()));
+            let reply = match v.handshake(Request::new(&map, body, T)) {
+                Some(Handshake::Ready(Ok(reply))) => Some(reply),
+                None => None,
+                other => panic!("{other:?}"),
+            };
+            reply
+        };
+        let interaction = br#"{"app_permissions":"0","application_id":"123","id":"456","token":"tok","type":1,"version":1}"#;
+        let r = reply(interaction).unwrap();
+        assert_eq!((r.kind, r.status), ("discord interaction ping", 200));
+        assert_eq!(r.body, r#"{"type":1}"#);
+        let webhook = br#"{"version":1,"application_id":"123","type":0}"#;
+        let r = reply(webhook).unwrap();
+        assert_eq!((r.status, r.content_type, r.body.as_str()), (204, None, ""));
+        // A webhook event (type 1 with an `event`), a command (type 2), not JSON: events.
+        let event = br#"{"version":1,"application_id":"123","type":1,"event":{"type":"APPLICATION_AUTHORIZED"}}"#;
+        let command = br#"{"id":"1","type":2,"data":{"name":"hi"}}"#;
+        for body in [&event[..], &command[..], b"type", b"{\"type\":3}"] {
+            assert!(reply(body).is_none(), "{}", String::from_utf8_lossy(body));
         }
     }
 }

@@ -107,6 +107,24 @@ impl HmacKeys {
         }
     }
 
+    /// The MAC of `message` with the secret whose MAC over `parts` is `candidate` (the secret
+    /// that signed a request, for answering its handshake with the same one); `None` if none is.
+    /// Every secret is compared in constant time.
+    pub(super) fn sign_with_matching(
+        &self,
+        parts: &[&[u8]],
+        candidate: &Tag,
+        message: &[u8],
+    ) -> Option<Tag> {
+        let mut found = None;
+        for key in std::iter::once(&self.primary).chain(&self.others) {
+            if bool::from(mac(key, parts).ct_eq(candidate)) && found.is_none() {
+                found = Some(mac(key, &[message]));
+            }
+        }
+        found
+    }
+
     /// How many secrets verify.
     pub(super) fn count(&self) -> usize {
         1 + self.others.len()

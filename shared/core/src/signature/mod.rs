@@ -7,14 +7,15 @@
 //! (Standard Webhooks, `v1` and `v1a`, configurable header names: Resend/Svix), `github.rs`,
 //! `shopify.rs`, `slack.rs`, `generic.rs` (HMAC-SHA256 with a configured header, encoding and
 //! prefix), `sns.rs` (Amazon SNS, i.e. SES events; with `sns/cert.rs` and `sns/message.rs`),
-//! `sendgrid.rs`, `mailgun.rs`, `postmark.rs`, `paddle.rs`, `square.rs`, `twilio.rs` and
-//! `discord.rs`. What several schemes share (header extraction, signature decoding, timestamp
-//! tolerance, pre-keyed HMACs and constant-time matching, header name interning, sample helpers)
-//! is in `helpers.rs`; asymmetric key material (Ed25519, ECDSA P-256) in `asymmetric.rs`; the
+//! `sendgrid.rs`, `mailgun.rs`, `postmark.rs`, `paddle.rs`, `square.rs`, `twilio.rs`,
+//! `discord.rs` and `zoom.rs`. What several schemes share (header extraction, signature
+//! decoding, timestamp tolerance, pre-keyed HMACs and constant-time matching, header name
+//! interning, sample helpers) is in `helpers.rs`; asymmetric key material (Ed25519, ECDSA P-256) in `asymmetric.rs`; the
 //! members of a JSON body that carries its signature in `fields.rs`; the configured public URL
 //! (Square, Twilio) in `public_url.rs`; fetching published keys ([`Fetcher`]) in `fetch.rs`; the
-//! request, verdict and signing types in `request.rs`; the errors in `error.rs`; [`Secret`] in
-//! `secret.rs`.
+//! request, verdict and signing types in `request.rs`; endpoint handshakes ([`Handshake`],
+//! answered by ingest after verification: Slack, Zoom, Discord, SNS) in `handshake.rs`; the errors
+//! in `error.rs`; [`Secret`] in `secret.rs`.
 //!
 //! # Adding a scheme
 //!
@@ -57,6 +58,7 @@ mod asymmetric;
 mod error;
 mod fetch;
 mod fields;
+mod handshake;
 mod helpers;
 mod public_url;
 mod request;
@@ -77,8 +79,16 @@ use crate::identity::FieldRule;
 
 pub use error::{SchemeError, SignError, SignatureError};
 pub use fetch::{FetchError, FetchFuture, Fetcher, HttpsFetcher};
+pub use handshake::{Handshake, HandshakeError, HandshakeReply, PendingHandshake};
 pub use request::{PendingVerification, Request, Sample, Signed, Unsigned, Verdict};
 pub use secret::Secret;
+
+/// A local SNS signing identity made for tests (a PEM private key and its certificate), for tests
+/// outside this module.
+#[cfg(test)]
+pub(crate) fn sns_test_identity() -> String {
+    sns::tests::identity_pem()
+}
 
 // The schemes: one module each, and one line each in `SCHEMES`.
 mod discord;
@@ -95,6 +105,7 @@ mod square;
 mod standard;
 mod stripe;
 mod twilio;
+mod zoom;
 
 /// The registration list: the name a source's `"scheme"` gives, and the scheme's type.
 const SCHEMES: &[(&str, Constructor)] = &[
@@ -112,6 +123,7 @@ const SCHEMES: &[(&str, Constructor)] = &[
     ("square", construct::<square::Square>),
     ("twilio", construct::<twilio::Twilio>),
     ("discord", construct::<discord::Discord>),
+    ("zoom", construct::<zoom::Zoom>),
 ];
 
 /// A registered scheme's constructor.
@@ -198,6 +210,22 @@ pub trait Scheme: fmt::Debug + Send + Sync {
     /// A sample event shaped like the provider's, with this id and type wherever the provider
     /// puts them, created at `now_secs`, for `inboxctl send`.
     fn sample(&self, event_id: &str, event_type: &str, now_secs: i64) -> Sample;
+
+    /// The endpoint handshake this request is, if it is one (a URL verification, a ping, a
+    /// subscription confirmation: see `handshake.rs`), with its answer. Ingest asks only about a
+    /// request whose [`Scheme::verify`] passed, and answers a handshake instead of storing it.
+    /// `None` (the default): an event.
+    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
+        let _ = request;
+        None
+    }
+
+    /// Whether the provider posts several events in one body (a JSON array): ingest then stores
+    /// each element as its own message, identified by the source's rules applied to it. Default
+    /// `false`; a source's `batch` setting overrides it.
+    fn batches(&self) -> bool {
+        false
+    }
 }
 
 /// What a scheme is built from (once per source, at cold start). More may be added without

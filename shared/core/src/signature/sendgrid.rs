@@ -9,8 +9,11 @@
 //! signs. After the signature, the timestamp must be within the tolerance on both sides
 //! (SendGrid's libraries do not check it; a replay would still be a duplicate).
 //!
-//! Event id: the body's SHA-256 (the batch as a whole, until batches are split per event); no
-//! type. Sample: a one-event batch (`delivered`).
+//! **Batches**: the body is a JSON array of events; ingest stores each event as its own message
+//! ([`Scheme::batches`]), so the id and type rules apply to each event: id `/sg_event_id` (unique
+//! per event, kept across SendGrid's retries), else the event's SHA-256; type `/event`. Each
+//! stored event keeps the batch's digest and its place in it (`crate::batch`): the signature
+//! covers the whole batch. Sample: a one-event batch (`delivered`).
 
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName};
@@ -125,12 +128,21 @@ impl Scheme for Sendgrid {
         &SIGNED_HEADERS
     }
 
+    /// Of each event of the batch.
     fn default_event_id(&self) -> FieldRule {
-        FieldRule::BodySha256
+        FieldRule::FirstOf(vec![
+            FieldRule::json_pointer("/sg_event_id"),
+            FieldRule::BodySha256,
+        ])
     }
 
+    /// Of each event of the batch.
     fn default_event_type(&self) -> Option<FieldRule> {
-        None
+        Some(FieldRule::json_pointer("/event"))
+    }
+
+    fn batches(&self) -> bool {
+        true
     }
 
     /// Signed: the timestamp header and the body (the whole batch).

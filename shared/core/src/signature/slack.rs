@@ -7,10 +7,14 @@
 //!
 //! Event id: the SHA-256 of the body (Slack's requests carry no id header); no type. Sample: an
 //! Events API `event_callback` (`app_mention`) with an `Ev…` event id.
+//!
+//! **Handshake**: the Events API's `{"type": "url_verification", "challenge": "…"}` (signed like
+//! every request) is answered `{"challenge": "…"}` and stored as nothing.
 
 use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
+use super::handshake::{object_containing, Handshake, HandshakeReply};
 use super::helpers::{
     covers, decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys,
     Tolerance,
@@ -125,6 +129,17 @@ impl Scheme for Slack {
             "event_id": event_id,
             "event_time": now_secs
         }))
+    }
+
+    /// `url_verification`: the challenge, echoed.
+    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
+        let body = object_containing(request.body, b"url_verification")?;
+        if body.get("type")?.as_str()? != "url_verification" {
+            return None;
+        }
+        let challenge = body.get("challenge")?.as_str()?;
+        let answer = json!({ "challenge": challenge });
+        Some(HandshakeReply::json("slack url_verification", &answer).into())
     }
 }
 
@@ -394,6 +409,28 @@ mod tests {
             v.verify_at(&request(TS, EXPECTED), BODY, T),
             Err(SignatureError::Mismatch)
         );
+    }
+
+    #[test]
+    fn url_verification_is_echoed_and_events_are_not_handshakes() {
+        let v = verifier("slack", &[SECRET]);
+        let body = br#"{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}"#;
+        let map = signed(v.sign_at(body, T, ""));
+        assert_eq!(v.verify_at(&map, body, T), Ok(()));
+        let reply = v.handshake(Request::new(&map, body, T)).unwrap();
+        let Handshake::Ready(Ok(reply)) = reply else {
+            panic!("decided at once: {reply:?}");
+        };
+        assert_eq!((reply.kind, reply.status), ("slack url_verification", 200));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&reply.body).unwrap(),
+            json!({"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"})
+        );
+        let event =
+            br#"{"type":"event_callback","event":{"type":"message","text":"url_verification"}}"#;
+        for body in [&event[..], BODY, b"", BINARY_BODY] {
+            assert!(v.handshake(Request::new(&map, body, T)).is_none());
+        }
     }
 
     #[test]

@@ -20,8 +20,9 @@
 //! message's `Timestamp` across retries: raise `tolerance_secs` above the topic's delivery
 //! policy's retry span; the default policy retries within a minute).
 //!
-//! A verified `SubscriptionConfirmation` is stored like a notification (type
-//! `SubscriptionConfirmation`): confirming the subscription is the ingest's business.
+//! **Handshake**: a verified `SubscriptionConfirmation` is confirmed by visiting its
+//! `SubscribeURL`, only SNS's confirmation URL of the pinned topic (`sns/subscribe.rs`), and
+//! stored as nothing.
 //!
 //! Settings: `topic_arn` (required). Secrets: none in production (write `[]`); for `make dev`
 //! and tests, a local signing identity (a PEM private key and its certificate), whose
@@ -32,6 +33,7 @@
 
 mod cert;
 mod message;
+mod subscribe;
 
 use std::sync::Arc;
 
@@ -43,12 +45,15 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use self::cert::{allowed_cert_url, sns_host, Certificates, Identity};
-use self::message::{malformed, parse_timestamp, sns_timestamp, string_to_sign, Envelope, Kind};
+use self::message::{
+    malformed, parse_timestamp, sns_timestamp, string_to_sign, topic_partition_region, Envelope,
+    Kind,
+};
 use super::fields::Fields;
 use super::helpers::{random_alnum, random_uuid, rfc3339, settings, Tolerance};
 use super::{
-    HttpsFetcher, Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec,
-    Unsigned, Verdict,
+    Fetcher, Handshake, HttpsFetcher, Request, Sample, Scheme, SchemeError, SignError,
+    SignatureError, Signed, Spec, Unsigned, Verdict,
 };
 use crate::identity::FieldRule;
 
@@ -65,6 +70,8 @@ pub(super) struct Sns {
     topic_arn: String,
     host: String,
     certificates: Certificates,
+    /// Fetches certificates and visits confirmation URLs.
+    fetcher: Arc<dyn Fetcher>,
     /// Local signing identities (the first signs).
     identities: Vec<Identity>,
     tolerance: Tolerance,
@@ -224,24 +231,10 @@ impl Scheme for Sns {
         let Settings { topic_arn } = settings(spec)?;
         let topic_arn = topic_arn
             .ok_or_else(|| invalid("is required: the ARN of the SNS topic this source accepts"))?;
-        let parts: Vec<&str> = topic_arn.split(':').collect();
-        let valid = parts.len() == 6
-            && parts[0] == "arn"
-            && parts[1].starts_with("aws")
-            && parts[2] == "sns"
-            && !parts[3].is_empty()
-            && parts[3]
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && parts[4].len() == 12
-            && parts[4].bytes().all(|b| b.is_ascii_digit())
-            && !parts[5].is_empty();
-        if !valid {
-            return Err(invalid(
-                "is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)",
-            ));
-        }
-        let host = sns_host(parts[1], parts[3]);
+        let (partition, region) = topic_partition_region(&topic_arn).ok_or_else(|| {
+            invalid("is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)")
+        })?;
+        let host = sns_host(partition, region);
         let mut identities = Vec::with_capacity(spec.secrets.len());
         for (index, secret) in spec.secrets.iter().enumerate() {
             identities.push(
@@ -251,7 +244,8 @@ impl Scheme for Sns {
         }
         let fetcher = spec.fetcher.map_or_else(HttpsFetcher::shared, Arc::clone);
         Ok(Self {
-            certificates: Certificates::new(fetcher, &identities),
+            certificates: Certificates::new(Arc::clone(&fetcher), &identities),
+            fetcher,
             topic_arn,
             host,
             identities,
@@ -395,6 +389,11 @@ impl Scheme for Sns {
             body: envelope.to_string().into_bytes(),
             content_type: "text/plain; charset=UTF-8",
         }
+    }
+
+    /// A `SubscriptionConfirmation`: confirmed by visiting its `SubscribeURL` (`subscribe.rs`).
+    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
+        subscribe::handshake(&self.fetcher, &self.host, &self.topic_arn, request.body)
     }
 }
 

@@ -854,6 +854,7 @@ fn every_scheme_says_truly_which_values_its_signature_covers() {
         ("square", true),
         ("sendgrid", true),
         ("discord", true),
+        ("zoom", true),
         ("twilio", false),
         ("postmark", false),
     ] {

@@ -121,6 +121,9 @@ pub fn message_item(msg: &NewMessage, token: &str) -> HashMap<String, AttributeV
     if let Some(why) = &msg.unidentified {
         item.insert(IDENTITY_ERROR.into(), s(why.as_str()));
     }
+    if let Some(part) = &msg.batch {
+        item.insert(BATCH.into(), batch_attr(part));
+    }
     item.insert(ATTEMPTS.into(), n(0));
     item.insert(OPEN_SHARD.into(), s(open_shard(&msg.key)));
     item.insert(OPEN_DUE.into(), n(msg.received_at_ms + PENDING_GRACE_MS));
@@ -136,6 +139,20 @@ pub fn message_item(msg: &NewMessage, token: &str) -> HashMap<String, AttributeV
         AttributeValue::L(vec![AttributeValue::M(first)]),
     );
     item
+}
+
+/// A batch part as a map attribute (read back by `StoredMessage`'s deserialization).
+fn batch_attr(part: &crate::batch::BatchPart) -> AttributeValue {
+    let mut map = HashMap::from([
+        ("sha256".to_string(), s(&part.sha256)),
+        ("index".to_string(), n(i64::from(part.index))),
+        ("count".to_string(), n(i64::from(part.count))),
+        ("before".to_string(), s(&part.before)),
+    ]);
+    if let Some(after) = &part.after {
+        map.insert("after".to_string(), s(after));
+    }
+    AttributeValue::M(map)
 }
 
 fn delivery_item(d: &Delivery) -> HashMap<String, AttributeValue> {

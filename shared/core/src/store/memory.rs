@@ -186,6 +186,7 @@ fn stored(msg: &NewMessage) -> StoredMessage {
         expires_at: None,
         provider_id: msg.provider_id.as_ref().map(|id| id.as_str().to_owned()),
         identity_error: msg.unidentified.clone(),
+        batch: msg.batch.clone(),
         open_due: Some(msg.received_at_ms + PENDING_GRACE_MS),
         notice_pending: None,
     }

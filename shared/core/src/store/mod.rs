@@ -90,6 +90,8 @@ pub struct NewMessage {
     pub provider_id: Option<EventId>,
     /// Why a correctly signed event could not be identified (its type is then `unknown`).
     pub unidentified: Option<String>,
+    /// For an event split from a batch: where in the signed body it was ([`crate::batch`]).
+    pub batch: Option<crate::batch::BatchPart>,
 }
 
 /// What a conditional insert found.

@@ -45,6 +45,8 @@ pub const LAST_ERROR: &str = "last_error";
 pub const UPDATED_AT: &str = "updated_at";
 pub const PROVIDER_ID: &str = "provider_id";
 pub const IDENTITY_ERROR: &str = "identity_error";
+/// A message split from a batch: where in the batch it was (`crate::batch::BatchPart`).
+pub const BATCH: &str = "batch";
 /// The repeated-delivery counter's value (a reserved word in expressions: always aliased).
 pub const COUNT: &str = "count";
 

@@ -125,6 +125,9 @@ fn to_json(m: &StoredMessage, repeats: &Repeats, args: &ShowArgs) -> Value {
         "event_type": m.event_type,
         "provider_id": m.provider_id,
         "identity_error": m.identity_error,
+        "batch": m.batch.as_ref().map(|b| json!({
+            "sha256": b.sha256, "index": b.index, "count": b.count,
+        })),
         "status": m.status,
         "received_at": when::rfc3339(m.received_at),
         "received_at_ms": m.received_at,
@@ -168,6 +171,13 @@ fn print_human(m: &StoredMessage, repeats: &Repeats, args: &ShowArgs) -> Result<
         ("type", or_dash(m.event_type.as_ref())),
         ("provider id", or_dash(m.provider_id.as_ref())),
         ("unidentified", or_dash(m.identity_error.as_ref())),
+        (
+            "batch",
+            m.batch.as_ref().map_or_else(
+                || "-".to_owned(),
+                |b| format!("event {} of {} (batch {})", b.index + 1, b.count, b.sha256),
+            ),
+        ),
         (
             "received (UTC)",
             format!(

@@ -265,6 +265,7 @@ mod tests {
             expires_at: None,
             provider_id: None,
             identity_error: None,
+            batch: None,
             open_due: None,
             notice_pending: None,
         }

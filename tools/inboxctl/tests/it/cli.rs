@@ -235,6 +235,7 @@ impl Env {
             headers: vec![("content-type".into(), "application/json".into())],
             provider_id: None,
             unidentified: None,
+            batch: None,
         };
         self.store.put_if_absent(&msg).await.expect("put");
         if status != Status::Pending {

@@ -95,6 +95,7 @@ async fn ingest(store: &MemoryStore, id: &str, event_type: &str) -> MessageKey {
             headers: Vec::new(),
             provider_id: None,
             unidentified: None,
+            batch: None,
         })
         .await
         .unwrap();
@@ -275,6 +276,7 @@ fn plan_is_pure() {
         expires_at: None,
         provider_id: None,
         identity_error: None,
+        batch: None,
         history_total: 0,
         open_due: None,
         notice_pending: None,

@@ -1,5 +1,5 @@
-//! SNS messages: their kinds, the documented string to sign, and their timestamps
-//! (`2012-04-26T20:45:04.751Z`).
+//! SNS messages: their kinds, the documented string to sign, their timestamps
+//! (`2012-04-26T20:45:04.751Z`), and topic ARNs.
 
 use super::super::helpers::rfc3339;
 use super::super::SignatureError;
@@ -19,6 +19,24 @@ pub(super) struct Envelope {
     pub(super) signature: Vec<u8>,
     pub(super) cert_url: String,
     pub(super) timestamp: i64,
+}
+
+/// The partition and region of an SNS topic ARN (`arn:aws:sns:<region>:<account>:<name>`), if
+/// it is one.
+pub(super) fn topic_partition_region(arn: &str) -> Option<(&str, &str)> {
+    let parts: Vec<&str> = arn.split(':').collect();
+    let valid = parts.len() == 6
+        && parts[0] == "arn"
+        && parts[1].starts_with("aws")
+        && parts[2] == "sns"
+        && !parts[3].is_empty()
+        && parts[3]
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && parts[4].len() == 12
+        && parts[4].bytes().all(|b| b.is_ascii_digit())
+        && !parts[5].is_empty();
+    valid.then(|| (parts[1], parts[3]))
 }
 
 pub(super) fn malformed(field: &'static str, reason: &'static str) -> SignatureError {

@@ -688,3 +688,58 @@ fn certificate_urls_and_timestamps() {
         assert_eq!(parse_timestamp(bad), None, "{bad}");
     }
 }
+
+// ------------------------------------------------------------------ the subscription handshake
+
+#[tokio::test]
+async fn a_confirmation_is_confirmed_by_visiting_sns_and_nothing_else() {
+    let subscribe = confirmation()["SubscribeURL"].as_str().unwrap().to_owned();
+    let fetcher = serving_cert();
+    fetcher.documents.lock().unwrap().push((
+        subscribe.clone(),
+        Ok(b"<ConfirmSubscriptionResponse/>".to_vec()),
+    ));
+    let s = scheme_with(Arc::clone(&fetcher), &[]);
+    let h = headers(&[]);
+    let body = signed(confirmation());
+    assert_eq!(verify(&s, &body, T).await, Ok(()));
+    let calls = fetcher.calls.load(Ordering::SeqCst);
+    let reply = s
+        .handshake(Request::new(&h, &body, T))
+        .expect("a confirmation is a handshake")
+        .resolve()
+        .await
+        .unwrap();
+    assert_eq!(
+        (reply.kind, reply.status),
+        ("sns SubscriptionConfirmation", 200)
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&reply.body).unwrap(),
+        json!({"status": "confirmed", "topic_arn": TOPIC})
+    );
+    assert_eq!(fetcher.calls.load(Ordering::SeqCst), calls + 1, "one visit");
+    // A notification is not a handshake (and fetches nothing more).
+    let note = signed(notification());
+    assert!(s.handshake(Request::new(&h, &note, T)).is_none());
+    // A confirmation naming another URL (signed: a local test identity could) is not visited.
+    let mut elsewhere = confirmation();
+    elsewhere["SubscribeURL"] = json!("https://attacker.example/?Action=ConfirmSubscription");
+    assert!(s
+        .handshake(Request::new(&h, &signed(elsewhere), T))
+        .is_none());
+    assert_eq!(fetcher.calls.load(Ordering::SeqCst), calls + 1);
+    // A visit that fails decides nothing: an error, for a 503.
+    let failing = scheme_with(serving_cert(), &[]);
+    assert_eq!(
+        failing
+            .handshake(Request::new(&h, &body, T))
+            .unwrap()
+            .resolve()
+            .await,
+        Err(crate::signature::HandshakeError::Unconfirmed {
+            what: "SNS subscription",
+            reason: "404"
+        })
+    );
+}

@@ -1,0 +1,184 @@
+//! Zoom (webhook events of Zoom apps): `x-zm-signature: v0=<hex>` with
+//! `x-zm-request-timestamp: <unix seconds>`.
+//!
+//! The MAC is HMAC-SHA256, keyed with the app's Secret Token (its UTF-8 bytes), over
+//! `"v0:{timestamp}:{raw body}"`, the timestamp header's text as sent (Zoom's webhook sample
+//! signs it so), hex. A matching signature must then be within the tolerance on both sides.
+//!
+//! **Handshake**: Zoom validates an endpoint (when it is set, and every 72 hours) with a signed
+//! `{"event": "endpoint.url_validation", "payload": {"plainToken": "…"}}`; the answer is
+//! `{"plainToken": "…", "encryptedToken": hex(HMAC-SHA256(secret token, plainToken))}`, keyed with
+//! the secret that signed the request (during a rotation, the one Zoom uses). Nothing is stored.
+//!
+//! Event id: the SHA-256 of the body (Zoom's events carry no id; a retry resends the same body);
+//! type: `/event`. Sample: a `meeting.started` event.
+
+use http::{HeaderMap, HeaderName};
+use serde_json::json;
+
+use super::handshake::{object_containing, Handshake, HandshakeReply};
+use super::helpers::{
+    covers, decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys,
+    Tag, Tolerance,
+};
+use super::{
+    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
+use crate::identity::FieldRule;
+
+const SIGNATURE_LABEL: &str = "x-zm-signature";
+const TIMESTAMP_LABEL: &str = "x-zm-request-timestamp";
+const PREFIX: &str = "v0=";
+const VALIDATION: &str = "endpoint.url_validation";
+static SIGNATURE: HeaderName = HeaderName::from_static("x-zm-signature");
+static TIMESTAMP: HeaderName = HeaderName::from_static("x-zm-request-timestamp");
+static SIGNED_HEADERS: [HeaderName; 2] = [
+    HeaderName::from_static("x-zm-request-timestamp"),
+    HeaderName::from_static("x-zm-signature"),
+];
+
+/// The Zoom scheme of one source.
+#[derive(Debug, Clone)]
+pub(super) struct Zoom {
+    keys: HmacKeys,
+    tolerance: Tolerance,
+}
+
+/// A request's parsed headers: the timestamp (its text and value) and the signature.
+struct Parsed<'h> {
+    timestamp_text: &'h str,
+    timestamp: i64,
+    tag: Tag,
+}
+
+impl Zoom {
+    fn parse(headers: &HeaderMap) -> Result<Parsed<'_>, SignatureError> {
+        let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
+        let timestamp_text = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
+        let (timestamp, _) =
+            parse_timestamp(timestamp_text).map_err(|reason| SignatureError::Malformed {
+                header: TIMESTAMP_LABEL,
+                reason,
+            })?;
+        let malformed = |reason| SignatureError::Malformed {
+            header: SIGNATURE_LABEL,
+            reason,
+        };
+        let hex = signature
+            .strip_prefix(PREFIX)
+            .ok_or(malformed("the value does not start with `v0=`"))?;
+        let tag = decode_hex_tag(hex).map_err(malformed)?;
+        Ok(Parsed {
+            timestamp_text,
+            timestamp,
+            tag,
+        })
+    }
+
+    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
+        let parsed = Self::parse(headers)?;
+        self.keys.check(
+            &signed_parts(parsed.timestamp_text, body),
+            std::iter::once(parsed.tag),
+        )?;
+        self.tolerance.check(parsed.timestamp, now_unix)
+    }
+}
+
+fn signed_parts<'a>(timestamp: &'a str, body: &'a [u8]) -> [&'a [u8]; 4] {
+    [b"v0:", timestamp.as_bytes(), b":", body]
+}
+
+impl Scheme for Zoom {
+    /// Secrets are Secret Tokens, used as-is; no settings.
+    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
+        Ok(Self {
+            keys: HmacKeys::raw(spec.secrets)?,
+            tolerance: Tolerance::new(spec.tolerance),
+        })
+    }
+
+    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
+        self.check(request.headers, request.body, request.now_unix)
+            .into()
+    }
+
+    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
+        let t = message.timestamp.to_string();
+        let tag = self.keys.sign(&signed_parts(&t, message.body));
+        let mut out = Vec::with_capacity(2);
+        push_header(&mut out, &TIMESTAMP, &t);
+        push_header(
+            &mut out,
+            &SIGNATURE,
+            &format!("{PREFIX}{}", hex::encode(tag)),
+        );
+        Ok(Signed::headers(out))
+    }
+
+    fn signed_headers(&self) -> &[HeaderName] {
+        &SIGNED_HEADERS
+    }
+
+    fn default_event_id(&self) -> FieldRule {
+        FieldRule::BodySha256
+    }
+
+    fn default_event_type(&self) -> Option<FieldRule> {
+        Some(FieldRule::json_pointer("/event"))
+    }
+
+    /// The body and `x-zm-request-timestamp`.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[&TIMESTAMP])
+    }
+
+    fn sample_id(&self) -> String {
+        random_alnum(22)
+    }
+
+    fn sample_type(&self) -> &'static str {
+        "meeting.started"
+    }
+
+    fn sample(&self, _event_id: &str, event_type: &str, now_secs: i64) -> Sample {
+        Sample::json(&json!({
+            "event": event_type,
+            "event_ts": now_secs * 1000,
+            "payload": {
+                "account_id": random_alnum(22),
+                "object": {
+                    "id": fastrand::u64(10_000_000_000..99_999_999_999).to_string(),
+                    "uuid": format!("{}==", random_alnum(22)),
+                    "host_id": random_alnum(22),
+                    "topic": "Weekly sync",
+                    "type": 2,
+                    "start_time": super::helpers::rfc3339(now_secs),
+                    "timezone": "UTC"
+                }
+            }
+        }))
+    }
+
+    /// `endpoint.url_validation`: the plain token and its HMAC with the secret that signed the
+    /// request.
+    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
+        let body = object_containing(request.body, VALIDATION.as_bytes())?;
+        if body.get("event")?.as_str()? != VALIDATION {
+            return None;
+        }
+        let plain = body.get("payload")?.get("plainToken")?.as_str()?;
+        let parsed = Self::parse(request.headers).ok()?;
+        let encrypted = self.keys.sign_with_matching(
+            &signed_parts(parsed.timestamp_text, request.body),
+            &parsed.tag,
+            plain.as_bytes(),
+        )?;
+        let answer = json!({"plainToken": plain, "encryptedToken": hex::encode(encrypted)});
+        Some(HandshakeReply::json("zoom endpoint.url_validation", &answer).into())
+    }
+}
+
+#[cfg(test)]
+mod tests;
