@@ -30,7 +30,8 @@ pub type Service = Ingestor<DynamoInbox, SystemClock>;
 pub async fn build() -> Result<Service, ConfigError> {
     let sdk = aws_config::load_from_env().await;
     let config = IngestConfig::from_env(&sdk).await?;
-    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
+    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name)
+        .with_bodies(config.bodies.s3(&sdk));
     let service = Ingestor::new(
         config.sources,
         store,

@@ -85,6 +85,20 @@ impl FieldRule {
         }
     }
 
+    /// The first token of each JSON pointer the rule reads (the top-level members it needs).
+    pub fn top_level_keys<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Self::JsonPointer(p) => {
+                let first = p.strip_prefix('/').unwrap_or(p);
+                let first = first.split('/').next().unwrap_or_default();
+                // An escaped token (`~0`, `~1`) is matched unescaped: keep every member then.
+                out.push(if first.contains('~') { "*" } else { first });
+            }
+            Self::FirstOf(rules) => rules.iter().for_each(|r| r.top_level_keys(out)),
+            Self::Header(_) | Self::BodySha256 => {}
+        }
+    }
+
     /// The header names the rule reads.
     pub fn headers(&self) -> Vec<&str> {
         match self {
@@ -178,13 +192,80 @@ pub fn identify(
     body: &[u8],
     digest: &BodyDigest,
 ) -> Identity {
-    let json = needs_json(event_id, event_type).then(|| JsonObject::parse(body));
+    identify_lazy(
+        event_id,
+        id_signed,
+        event_type,
+        headers,
+        &BodyHash::known(body, *digest),
+    )
+}
+
+/// The body and its SHA-256, computed on first use: most sources never need it (their id is
+/// signed and readable), so the accepted path hashes the body only inside the signature.
+#[derive(Debug)]
+pub struct BodyHash<'a> {
+    body: &'a [u8],
+    digest: std::cell::OnceCell<BodyDigest>,
+}
+
+impl<'a> BodyHash<'a> {
+    /// `body`, not hashed yet.
+    pub fn new(body: &'a [u8]) -> Self {
+        Self {
+            body,
+            digest: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// `body` whose digest is already known.
+    pub fn known(body: &'a [u8], digest: BodyDigest) -> Self {
+        Self {
+            body,
+            digest: std::cell::OnceCell::from(digest),
+        }
+    }
+
+    /// The body.
+    pub fn body(&self) -> &'a [u8] {
+        self.body
+    }
+
+    /// The digest (computed now if no one needed it before).
+    pub fn digest(&self) -> &BodyDigest {
+        self.digest.get_or_init(|| BodyDigest::of(self.body))
+    }
+
+    /// The digest if something already computed it.
+    pub fn computed(&self) -> Option<BodyDigest> {
+        self.digest.get().copied()
+    }
+}
+
+/// [`identify`] with the body's hash computed only if a rule needs it (a `body_sha256` id, an
+/// unsigned id, or an id that could not be read).
+pub fn identify_lazy(
+    event_id: &FieldRule,
+    id_signed: bool,
+    event_type: Option<&FieldRule>,
+    headers: &HeaderMap,
+    hash: &BodyHash<'_>,
+) -> Identity {
+    let json = needs_json(event_id, event_type).then(|| {
+        let mut wanted = Vec::new();
+        event_id.top_level_keys(&mut wanted);
+        if let Some(t) = event_type {
+            t.top_level_keys(&mut wanted);
+        }
+        JsonObject::parse(hash.body(), &wanted)
+    });
     let json = json.as_ref().map(|parsed| parsed.as_ref());
+    let digest = hash;
     let read_id = read_event_id(event_id, headers, json, digest);
     let (id, provider_id, mut unidentified) = match (id_signed, read_id) {
         (true, Ok(id)) => (id, None, None),
-        (true, Err(e)) => (EventId::from_digest(digest), None, Some(e)),
-        (false, read) => (EventId::from_digest(digest), read.ok(), None),
+        (true, Err(e)) => (EventId::from_digest(digest.digest()), None, Some(e)),
+        (false, read) => (EventId::from_digest(digest.digest()), read.ok(), None),
     };
     let kind = match (event_type, &unidentified) {
         (_, Some(_)) => Some(EventType::unknown()),
@@ -209,7 +290,7 @@ fn read_event_id(
     rule: &FieldRule,
     headers: &HeaderMap,
     json: Option<Result<&JsonObject<'_>, &IdentityError>>,
-    digest: &BodyDigest,
+    digest: &BodyHash<'_>,
 ) -> Result<EventId, IdentityError> {
     let at = rule.describe();
     match extract(rule, headers, json, digest)? {
@@ -228,7 +309,7 @@ fn read_event_type(
     rule: &FieldRule,
     headers: &HeaderMap,
     json: Option<Result<&JsonObject<'_>, &IdentityError>>,
-    digest: &BodyDigest,
+    digest: &BodyHash<'_>,
 ) -> Result<EventType, IdentityError> {
     let at = rule.describe();
     match extract(rule, headers, json, digest)? {
@@ -243,20 +324,28 @@ fn read_event_type(
     }
 }
 
-/// The top level of a JSON object body, parsed once (values left raw, validated but not built).
-struct JsonObject<'a>(HashMap<Cow<'a, str>, &'a RawValue>);
+/// The top level of a JSON object body, parsed once: the whole body is validated, and only the
+/// members some rule reads are kept (raw, not built); the others are skipped without
+/// allocating. A key given twice keeps its last value.
+struct JsonObject<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
 
 impl<'a> JsonObject<'a> {
-    /// One pass over the body: the top-level members are validated and kept raw.
-    fn parse(body: &'a [u8]) -> Result<Self, IdentityError> {
+    /// One pass over the body, keeping the top-level members named in `wanted`.
+    fn parse(body: &'a [u8], wanted: &[&str]) -> Result<Self, IdentityError> {
         let first = body.iter().find(|b| !b.is_ascii_whitespace());
         if first.is_some() && first != Some(&b'{') {
             // A scalar or an array (valid JSON or not): either way not an event object.
             return Err(IdentityError::NotAnObject);
         }
-        serde_json::from_slice(body)
-            .map(Self)
-            .map_err(|e| IdentityError::InvalidJson(json_error(&e)))
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let members = serde::Deserializer::deserialize_map(&mut de, Members { wanted })
+            .and_then(|m| de.end().map(|()| m))
+            .map_err(|e| IdentityError::InvalidJson(json_error(&e)))?;
+        Ok(Self(members))
+    }
+
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
 
     /// Resolves an RFC 6901 JSON pointer to a string (or an integer, as its digits).
@@ -267,11 +356,36 @@ impl<'a> JsonObject<'a> {
             .map(|p| p.split('/').map(unescape))
             .ok_or("is not a valid JSON pointer")?;
         let first = tokens.next().unwrap_or_default();
-        let Some(current) = self.0.get(first.as_ref()).copied() else {
+        let Some(current) = self.get(first.as_ref()) else {
             return Ok(None);
         };
         let rest: Vec<Cow<'_, str>> = tokens.collect();
         descend(current.get(), &rest)
+    }
+}
+
+/// Deserializes a JSON object's members, keeping those named in `wanted` as raw values.
+struct Members<'w> {
+    wanted: &'w [&'w str],
+}
+
+impl<'de> serde::de::Visitor<'de> for Members<'_> {
+    type Value = Vec<(Cow<'de, str>, &'de RawValue)>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut kept = Vec::with_capacity(self.wanted.len());
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if self.wanted.iter().any(|w| *w == "*" || *w == key.as_ref()) {
+                kept.push((key, map.next_value::<&'de RawValue>()?));
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(kept)
     }
 }
 
@@ -357,10 +471,10 @@ fn extract(
     rule: &FieldRule,
     headers: &HeaderMap,
     json: Option<Result<&JsonObject<'_>, &IdentityError>>,
-    digest: &BodyDigest,
+    digest: &BodyHash<'_>,
 ) -> Result<Lookup, IdentityError> {
     Ok(match rule {
-        FieldRule::BodySha256 => Lookup::Found(digest.to_hex()),
+        FieldRule::BodySha256 => Lookup::Found(digest.digest().to_hex()),
         FieldRule::Header(name) => {
             let mut values = headers.get_all(name.trim()).iter();
             match (values.next(), values.next()) {

@@ -116,7 +116,7 @@ async fn in_memory() -> f64 {
                     inbox_core::domain::EventType::parse("message.accepted").expect("type"),
                 ),
                 received_at_ms: 0,
-                body_digest: inbox_core::domain::BodyDigest::of(&body),
+                body_digest: Some(inbox_core::domain::BodyDigest::of(&body)),
                 body,
                 headers: Vec::new(),
                 provider_id: None,

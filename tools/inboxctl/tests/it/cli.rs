@@ -230,7 +230,7 @@ impl Env {
             key: k.clone(),
             event_type: Some(EventType::parse("invoice.paid").expect("type")),
             received_at_ms,
-            body_digest: BodyDigest::of(&body),
+            body_digest: Some(BodyDigest::of(&body)),
             body,
             headers: vec![("content-type".into(), "application/json".into())],
             provider_id: None,
