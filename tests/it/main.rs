@@ -3,6 +3,7 @@
 //!
 //! - [`ingest_dynamo`]: the ingest path against DynamoDB (store once, duplicates, concurrency, outages).
 //! - [`bad_input`]: every class of bad request, per scheme: status, JSON code, nothing stored.
+//! - [`bodies`]: bodies compressed in the item, large ones in S3, items of the old format.
 //! - [`provider_libs`]: signatures made and checked by the providers' own libraries.
 //! - [`replays`]: captured requests resent, repeated deliveries bounded, unidentifiable events kept.
 //! - [`secrets`]: secrets re-read from Secrets Manager by a warm function (TTL, after a mismatch).
@@ -18,6 +19,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers of tests: a failed setup is a failed test
 
 mod bad_input;
+mod bodies;
 mod config_docs;
 mod faults;
 mod ingest_dynamo;
