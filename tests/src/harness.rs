@@ -145,6 +145,18 @@ impl Harness {
     }
 }
 
+/// The raw body of a message or journal item as stored (compressed bodies decompressed, as the
+/// store reads them).
+pub fn raw_body(item: &HashMap<String, AttributeValue>) -> Vec<u8> {
+    let mut item = item.clone();
+    inbox_core::store::dynamo::body::decode_item(&mut item).expect("a readable body");
+    item["body"]
+        .as_b()
+        .expect("an inline body")
+        .as_ref()
+        .to_vec()
+}
+
 /// A response, with its JSON body parsed.
 #[derive(Debug, Clone)]
 pub struct Reply {
