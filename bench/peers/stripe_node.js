@@ -6,6 +6,7 @@
 // The library comes from the folder `bench/peers/install.sh` fills (NODE_PATH).
 'use strict';
 const fs = require('fs');
+const path = require('path');
 const readline = require('readline');
 const Stripe = require('stripe');
 
@@ -20,7 +21,20 @@ function answer(text) {
 readline.createInterface({ input: process.stdin }).on('line', (line) => {
   const [cmd, label, arg] = line.trim().split(' ');
   if (cmd === 'version') {
-    answer(require('stripe/package.json').version);
+    // The package's exports hide package.json from require(): read it from its folder.
+    const dir = path.dirname(require.resolve('stripe'));
+    let version = 'unknown';
+    for (let d = dir; d !== path.dirname(d); d = path.dirname(d)) {
+      const file = path.join(d, 'package.json');
+      if (fs.existsSync(file)) {
+        const pkg = JSON.parse(fs.readFileSync(file, 'utf8'));
+        if (pkg.name === 'stripe') {
+          version = pkg.version;
+          break;
+        }
+      }
+    }
+    answer(version);
   } else if (cmd === 'load') {
     const p = JSON.parse(fs.readFileSync(arg, 'utf8'));
     // The raw body as an HTTP server hands it over.

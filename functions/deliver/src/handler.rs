@@ -33,7 +33,7 @@ pub struct Service {
 /// Builds the service once per cold start.
 pub async fn build() -> Result<Service, Error> {
     let config = DeliverFunctionConfig::from_env()?;
-    let sdk = aws_config::load_from_env().await;
+    let sdk = inbox_core::tls::sdk_config(&inbox_core::config::Env::process()).await?;
     let bodies =
         inbox_core::config::BodyConfig::read(&inbox_core::config::Env::process())?.s3(&sdk);
     let store =

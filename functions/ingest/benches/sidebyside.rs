@@ -13,6 +13,10 @@
 //!   on the same body and header, in their own processes (`bench/peers/*`), timed by themselves
 //!   around their loop.
 //!
+//! It also times the ingest's steps apart on the same events (signature verification, identity,
+//! the in-memory store's insert; the rest is the transport, the message's construction and the
+//! response), to say what bounds the full figure.
+//!
 //! Rounds alternate the four (the order rotates each round) so that load from elsewhere hits
 //! every side alike; a figure is the median over rounds of the per-round ratio. It prints the
 //! figures with their targets and writes them as JSON lines to
@@ -365,6 +369,12 @@ fn main() {
             }
         }
         lines.extend(report(size, &mut s, &peers));
+        lines.push(breakdown(
+            &fx,
+            size,
+            &mut next_id,
+            median(&mut s.ingest.clone()),
+        ));
     }
     let path = figures_dir.join("cpu.jsonl");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
@@ -436,6 +446,88 @@ fn report(size: Size, s: &mut Samples, peers: &[Peer]) -> Vec<String> {
         size.vs_hmac
     );
     out
+}
+
+fn body(e: &ApiGatewayV2httpRequest) -> &[u8] {
+    e.body.as_deref().unwrap_or_default().as_bytes()
+}
+
+/// Median ns per call of the ingest's steps, timed apart on new events.
+fn breakdown(fx: &Fixture, size: Size, next_id: &mut u64, full: f64) -> String {
+    use inbox_core::identity::{identify_lazy, BodyHash};
+    use inbox_core::signature::Request;
+    use inbox_core::store::{Inbox, NewMessage};
+    let source = fx.sources.get("stripe").unwrap().clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut steps: [Vec<f64>; 3] = Default::default();
+    for _ in 0..ROUNDS {
+        let events: Vec<_> = (0..size.iterations)
+            .map(|_| {
+                *next_id += 1;
+                fx.event(stripe_body(size.bytes, *next_id))
+            })
+            .collect();
+        let started = Instant::now();
+        for e in &events {
+            let verdict = source
+                .scheme
+                .verify(Request::new(&e.headers, body(e), fx.now));
+            black_box(verdict.ready());
+        }
+        steps[0].push(started.elapsed().as_nanos() as f64);
+        let started = Instant::now();
+        let mut identities = Vec::with_capacity(events.len());
+        for e in &events {
+            identities.push(identify_lazy(
+                &source.event_id,
+                source.id_signed,
+                source.event_type.as_ref(),
+                &e.headers,
+                &BodyHash::new(body(e)),
+            ));
+        }
+        steps[1].push(started.elapsed().as_nanos() as f64);
+        let messages: Vec<_> = events
+            .iter()
+            .zip(identities)
+            .map(|(e, id)| NewMessage {
+                key: inbox_core::domain::MessageKey::new(source.name.clone(), id.event_id),
+                event_type: id.event_type,
+                received_at_ms: 0,
+                body: body(e).to_vec(),
+                body_digest: None,
+                headers: Vec::new(),
+                provider_id: None,
+                unidentified: None,
+            })
+            .collect();
+        let store = MemoryInbox::new();
+        let started = Instant::now();
+        for m in &messages {
+            black_box(runtime.block_on(store.put_if_absent(m)).unwrap());
+        }
+        steps[2].push(started.elapsed().as_nanos() as f64);
+    }
+    let per = |v: &mut Vec<f64>| median(v) / size.iterations as f64;
+    let (verify, identify, store) = (per(&mut steps[0]), per(&mut steps[1]), per(&mut steps[2]));
+    let rest = (full - verify - identify - store).max(0.0);
+    let text = format!(
+        "verify {:.2} µs, identify (JSON) {:.2} µs, in-memory store {:.2} µs, rest (transport, message, response) {:.2} µs",
+        verify / 1e3,
+        identify / 1e3,
+        store / 1e3,
+        rest / 1e3
+    );
+    println!("  where the time goes: {text}");
+    figure(
+        &format!("cpu.{}.steps", size.label),
+        &format!("ingest's steps timed apart, {} Stripe event", size.label),
+        "—",
+        &text,
+        None,
+    )
 }
 
 /// One figure as the JSON line `bench-tools figures` reads.

@@ -31,6 +31,8 @@ use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+mod scan;
+
 /// Where a value (event id or type) is taken from. In `WEBHOOK_SOURCES`:
 /// `{"json_pointer": "/a/b"}`, `{"header": "X-Name"}`, `"body_sha256"` or
 /// `{"first_of": [rule, …]}`.
@@ -326,8 +328,9 @@ fn read_event_type(
 
 /// The top level of a JSON object body, parsed once: the whole body is validated, and only the
 /// members some rule reads are kept (raw, not built); the others are skipped without
-/// allocating. A key given twice keeps its last value.
-struct JsonObject<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+/// allocating. A key given twice keeps its last value. The fast scan (`scan.rs`) decides most
+/// bodies; what it refuses, serde_json decides.
+struct JsonObject<'a>(Vec<(Cow<'a, str>, &'a str)>);
 
 impl<'a> JsonObject<'a> {
     /// One pass over the body, keeping the top-level members named in `wanted`.
@@ -337,14 +340,19 @@ impl<'a> JsonObject<'a> {
             // A scalar or an array (valid JSON or not): either way not an event object.
             return Err(IdentityError::NotAnObject);
         }
+        if let Ok(members) = scan::members(body, wanted) {
+            return Ok(Self(members));
+        }
         let mut de = serde_json::Deserializer::from_slice(body);
         let members = serde::Deserializer::deserialize_map(&mut de, Members { wanted })
             .and_then(|m| de.end().map(|()| m))
             .map_err(|e| IdentityError::InvalidJson(json_error(&e)))?;
-        Ok(Self(members))
+        Ok(Self(
+            members.into_iter().map(|(k, v)| (k, v.get())).collect(),
+        ))
     }
 
-    fn get(&self, key: &str) -> Option<&'a RawValue> {
+    fn get(&self, key: &str) -> Option<&'a str> {
         self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
 
@@ -360,7 +368,7 @@ impl<'a> JsonObject<'a> {
             return Ok(None);
         };
         let rest: Vec<Cow<'_, str>> = tokens.collect();
-        descend(current.get(), &rest)
+        descend(current, &rest)
     }
 }
 

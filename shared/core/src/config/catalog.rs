@@ -87,6 +87,17 @@ pub const BODY_INLINE_MAX_BYTES: Var = Var {
               docs/benchmarks.md), at most 358400",
 };
 
+pub const TRUST_SYSTEM_ROOTS: Var = Var {
+    name: "TRUST_SYSTEM_ROOTS",
+    read_by: ReadBy::Only(&[INGEST, PROCESS, REAPER, DELIVER, RECONCILE]),
+    unset: Unset::Default("false"),
+    meaning:
+        "`true`: the functions' AWS clients (and the SNS certificate fetch) trust the system's \
+              root certificates instead of the five compiled-in roots AWS endpoints chain to \
+              (Amazon Root CA 1–4, Starfield Services Root G2: see `inbox_core::tls`). Only needed \
+              behind a TLS-intercepting proxy; reading the system store costs ~2 ms of cold start",
+};
+
 pub const DELIVERY_RETENTION_DAYS: Var = Var {
     name: "DELIVERY_RETENTION_DAYS",
     read_by: ReadBy::Only(&[INGEST, PROCESS, DELIVER, RECONCILE, INBOXCTL]),
@@ -263,6 +274,7 @@ pub const ALL: &[&Var] = &[
     &MAX_BODY_BYTES,
     &BODY_BUCKET,
     &BODY_INLINE_MAX_BYTES,
+    &TRUST_SYSTEM_ROOTS,
     &DELIVERY_RETENTION_DAYS,
     &RETRY_QUEUE_URL,
     &QUARANTINE_QUEUE_URL,
