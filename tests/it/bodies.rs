@@ -15,25 +15,12 @@ use inbox_core::store::dynamo::{DynamoInbox, S3Bodies};
 use inbox_core::store::schema::{BODY, BODY_ENC, BODY_REF, BODY_SHA256};
 use inbox_core::store::MessageStore;
 use integration_tests::pipeline::Pipeline;
-use integration_tests::{api_event, sdk_config_for, stripe_event, Reply};
+use integration_tests::{api_event, stripe_event, Reply};
 use std::sync::{Arc, Mutex};
 
 /// A new bucket in the emulator and the S3 side of a store over it (inline limit 8 KiB).
 async fn bucket(endpoint: &str) -> (aws_sdk_s3::Client, S3Bodies) {
-    let sdk = sdk_config_for(endpoint).await;
-    let conf = aws_sdk_s3::config::Builder::from(&sdk)
-        .force_path_style(true)
-        .build();
-    let client = aws_sdk_s3::Client::from_conf(conf);
-    let name = format!("bodies-{}", uuid::Uuid::new_v4().simple());
-    client
-        .create_bucket()
-        .bucket(&name)
-        .send()
-        .await
-        .expect("create bucket");
-    let bodies = S3Bodies::new(client.clone(), name, 8 * 1024);
-    (client, bodies)
+    integration_tests::body_bucket(endpoint, 8 * 1024).await
 }
 
 /// Records the body of every message it handles; fails those whose type says so.

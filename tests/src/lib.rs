@@ -23,7 +23,7 @@ pub mod receiver;
 mod code_size;
 
 pub use emulator::{
-    create_table, endpoint, scan_all, sdk_config, sdk_config_for, table_definition,
+    body_bucket, create_table, endpoint, scan_all, sdk_config, sdk_config_for, table_definition,
 };
 pub use events::{api_event, mailer_event, realistic_padding, stripe_event};
 pub use harness::{raw_body, Harness, Reply, TEST_MAX_BODY_BYTES};
