@@ -309,7 +309,11 @@ fn run() -> Result<(), String> {
         ),
     ];
     if opts.served > 0 {
-        lines.extend(served_figures(&opts, &read("sources.json")?, &read("secrets.json")?)?);
+        lines.extend(served_figures(
+            &opts,
+            &read("sources.json")?,
+            &read("secrets.json")?,
+        )?);
     }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-figures");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;

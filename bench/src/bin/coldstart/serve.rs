@@ -80,14 +80,19 @@ fn respond(writer: &mut TcpStream, status: &str, headers: &[(&str, String)], bod
     writer.write_all(head.as_bytes()).is_ok() && writer.write_all(body).is_ok()
 }
 
-fn serve(listener: TcpListener, handle: impl Fn(Request, &mut TcpStream) -> bool + Send + Sync + 'static) {
+fn serve(
+    listener: TcpListener,
+    handle: impl Fn(Request, &mut TcpStream) -> bool + Send + Sync + 'static,
+) {
     let handle = Arc::new(handle);
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let handle = handle.clone();
             std::thread::spawn(move || {
                 let _ = stream.set_nodelay(true);
-                let Ok(mut writer) = stream.try_clone() else { return };
+                let Ok(mut writer) = stream.try_clone() else {
+                    return;
+                };
                 let mut reader = BufReader::new(stream);
                 while let Some(req) = read_request(&mut reader) {
                     if !handle(req, &mut writer) {
@@ -146,7 +151,8 @@ fn invocation(n: usize, secret: &str) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap_or_else(|_| unreachable!());
+    let mut mac =
+        Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap_or_else(|_| unreachable!());
     mac.update(format!("{t}.{body}").as_bytes());
     let signature = format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()));
     serde_json::json!({"version": "2.0", "routeKey": "POST /webhooks/{source}",
@@ -211,7 +217,8 @@ fn runtime_api(count: usize, secret: String) -> Result<(SocketAddr, Receiver<Eve
 
 /// Peak resident set of `pid`, bytes.
 fn peak_rss(pid: u32) -> Result<u64, String> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
@@ -254,7 +261,12 @@ pub fn run(
     Ok(served)
 }
 
-fn collect(events: &Receiver<Event>, started: Instant, count: usize, child: &mut Child) -> Result<Served, String> {
+fn collect(
+    events: &Receiver<Event>,
+    started: Instant,
+    count: usize,
+    child: &mut Child,
+) -> Result<Served, String> {
     let deadline = started + Duration::from_secs(600);
     let mut s = Served {
         init: Duration::ZERO,

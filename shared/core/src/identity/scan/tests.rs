@@ -156,3 +156,14 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn control_characters_are_found_anywhere_in_a_long_string() {
+    for at in [0, 1, 63, 64, 65, 1000, 4095] {
+        let mut text = vec![b'x'; 4096];
+        assert!(!has_control(&text));
+        text[at] = 0x1f;
+        assert!(has_control(&text), "{at}");
+    }
+    assert!(!has_control(b""));
+}
