@@ -5,7 +5,8 @@
 #   make lint          rustfmt, clippy (-D warnings), cfn-lint, sam validate --lint, template checks
 #   make venv          .venv with the Python tooling pinned in scripts/requirements-dev.txt
 #   make build-lambda  release artifact target/lambda/ingest/bootstrap (cargo lambda, x86_64)
-#   make bench         benchmarks and figures (docs/benchmarks.md)
+#   make bench         benchmarks: every figure with its target, recorded into the README (docs/benchmarks.md)
+#   make bench-docs    rewrite README.md's benchmark and cost tables from docs/bench-figures.jsonl
 #   make config-docs   rewrite README.md's configuration tables from the variables documented in code
 #   make fault-table   run the fault-injection tests and write their counts to docs/faults.md
 #   make clean-local   stop emulators started by the scripts, remove .local/ and .aws-sam/
@@ -25,7 +26,7 @@ STAMP  := $(VENV)/.stamp-$(REQS_HASH)
 SAM_ENV := AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 \
            AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 
-.PHONY: help dev test lint venv build-lambda bench config-docs fault-table clean-local
+.PHONY: help dev test lint venv build-lambda bench bench-docs config-docs fault-table clean-local
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -56,21 +57,34 @@ build-lambda: venv
 	source $(VENV)/bin/activate && cargo lambda build --release --bin ingest
 	@ls -l target/lambda/ingest/bootstrap
 
-# (a) ingest vs raw HMAC (criterion, then `figures`: the ratios and targets from criterion's
-# estimates), (b, c) cold start vs hello-world and size, and the pipeline figures (writes per
-# webhook, 100-record batch throughput) and the outbox figures (deliveries/s per worker, DynamoDB
-# requests per delivery) against its own moto. Processed→delivered latency: scripts/outbox_latency.sh
-# with `make dev` running.
+# Every figure of docs/benchmarks.md with its target, then recorded: docs/bench-figures.jsonl and
+# the README's benchmark and cost tables (`make bench-docs` re-renders them from the record).
+# (a) CPU per webhook side by side (the peers stripe-node and stripe-python installed into
+# bench/.peers first), and the criterion regression guard; (b) cold start against hello-world
+# built with the same profile, binary size, the served run (first response, peak RSS after
+# 10,000 requests); (c) against its own moto: write units per webhook, batch throughput, outbox
+# figures; (d) dollars per million from the measured counts. BENCH_NOTE is recorded beside them.
+BENCH_NOTE ?=
+BENCH_PORT ?= 5066
 bench: venv
+	bench/peers/install.sh
+	rm -rf target/bench-figures
+	cargo bench -p ingest-function --bench sidebyside
 	cargo bench -p ingest-function --bench ingest
-	cargo run --release -p bench-tools --bin figures
 	source $(VENV)/bin/activate && cargo lambda build --release --bin ingest --bin hello
 	cargo run --release -p bench-tools --bin coldstart -- target/lambda/ingest/bootstrap target/lambda/hello/bootstrap
-	scripts/moto.sh start 5066
-	AWS_ENDPOINT_URL=http://127.0.0.1:5066 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing \
+	scripts/moto.sh start $(BENCH_PORT)
+	AWS_ENDPOINT_URL=http://127.0.0.1:$(BENCH_PORT) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing \
 	  AWS_SECRET_ACCESS_KEY=testing INBOX_VENV=$(CURDIR)/$(VENV) \
 	  bash -c 'cargo run --release -p integration-tests --bin pipeline_figures && cargo run --release -p integration-tests --bin outbox_figures'; \
-	  rc=$$?; scripts/moto.sh stop 5066; exit $$rc
+	  rc=$$?; scripts/moto.sh stop $(BENCH_PORT); exit $$rc
+	cargo run --release -p bench-tools --bin cost
+	cargo run --release -p bench-tools --bin figures -- --record $(if $(BENCH_NOTE),--note "$(BENCH_NOTE)")
+
+# The README's benchmark and cost tables, rendered again from docs/bench-figures.jsonl (the last
+# recorded `make bench`); `make test` checks them.
+bench-docs:
+	cargo run -q -p bench-tools --bin figures -- --render
 
 # The README's configuration sections are rendered from the variables' docs in code
 # (shared/core/src/config/catalog.rs, shared/wallet/src/config.rs); `make test` checks them.

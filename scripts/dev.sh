@@ -150,6 +150,16 @@ DELIVERY_QUARANTINE_QUEUE_URL="$(queue_url DeliveryQuarantineQueue)"
 [[ -n "$RETRY_QUEUE_URL" && -n "$QUARANTINE_QUEUE_URL" && -n "$DELIVERY_QUEUE_URL" && -n "$DELIVERY_QUARANTINE_QUEUE_URL" ]] ||
     die "queue URLs missing from: $queues"
 export RETRY_QUEUE_URL QUARANTINE_QUEUE_URL DELIVERY_QUEUE_URL DELIVERY_QUARANTINE_QUEUE_URL
+# Bodies above the inline limit (8 KiB) go to the emulator's S3, as to BodyBucket in AWS.
+BODY_BUCKET="webhook-bodies-local"
+python - "$AWS_ENDPOINT_URL" "$BODY_BUCKET" <<'PY' || die "could not create the body bucket $BODY_BUCKET"
+import sys, boto3
+s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1")
+if sys.argv[2] not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
+    s3.create_bucket(Bucket=sys.argv[2])
+PY
+export BODY_BUCKET
+log "bucket $BODY_BUCKET created for bodies above 8 KiB (BODY_BUCKET)"
 # Deliveries go to the local listener: loopback and plain http:// allowed (never in the template).
 export DELIVERY_ALLOW_LOOPBACK=true
 log "queues $RETRY_QUEUE and $QUARANTINE_QUEUE (its dead-letter queue) created from template.yaml"
@@ -168,7 +178,7 @@ DEV_ENV_SH="$STATE_DIR/dev-env-$MOTO_PORT.sh"
 {
     echo "# written by scripts/dev.sh: the local stack's settings, for inboxctl / the AWS CLI"
     for v in AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY TABLE_NAME \
-        RETRY_QUEUE_URL QUARANTINE_QUEUE_URL DELIVERY_QUEUE_URL; do
+        RETRY_QUEUE_URL QUARANTINE_QUEUE_URL DELIVERY_QUEUE_URL BODY_BUCKET; do
         printf 'export %s=%q\n' "$v" "${!v}"
     done
     printf 'export AWS_DEFAULT_REGION=%q\n' "$AWS_REGION" # boto3 and the AWS CLI read this one

@@ -3,6 +3,7 @@
 //!
 //! - [`ingest_dynamo`]: the ingest path against DynamoDB (store once, duplicates, concurrency, outages).
 //! - [`bad_input`]: every class of bad request, per scheme: status, JSON code, nothing stored.
+//! - [`bodies`]: bodies compressed in the item, large ones in S3, items of the old format.
 //! - [`provider_libs`]: signatures made and checked by the providers' own libraries.
 //! - [`providers`]: endpoint handshakes, batched deliveries, and every email provider's events
 //!   through the pipeline into the wallet.
@@ -20,6 +21,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers of tests: a failed setup is a failed test
 
 mod bad_input;
+mod bodies;
 mod config_docs;
 mod faults;
 mod ingest_dynamo;

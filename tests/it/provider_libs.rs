@@ -143,11 +143,7 @@ async fn stripe_library_signatures_are_accepted_by_ingest() {
         } else {
             &payload_b64
         };
-        let stored = match &m["body"] {
-            aws_sdk_dynamodb::types::AttributeValue::S(s) => s.as_bytes().to_vec(),
-            aws_sdk_dynamodb::types::AttributeValue::B(b) => b.as_ref().to_vec(),
-            other => panic!("unexpected body attribute {other:?}"),
-        };
+        let stored = integration_tests::raw_body(m);
         assert_eq!(stored, expected.as_bytes(), "stored body of {event_id}");
     }
 }

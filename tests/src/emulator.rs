@@ -173,3 +173,25 @@ pub async fn scan_all(
         }
     }
 }
+
+/// A new bucket in the emulator at `endpoint` and the S3 side of a store over it: bodies above
+/// `inline_max` bytes go there.
+pub async fn body_bucket(
+    endpoint: &str,
+    inline_max: usize,
+) -> (aws_sdk_s3::Client, inbox_core::store::dynamo::S3Bodies) {
+    let sdk = sdk_config_for(endpoint).await;
+    let conf = aws_sdk_s3::config::Builder::from(&sdk)
+        .force_path_style(true)
+        .build();
+    let client = aws_sdk_s3::Client::from_conf(conf);
+    let name = format!("bodies-{}", uuid::Uuid::new_v4().simple());
+    client
+        .create_bucket()
+        .bucket(&name)
+        .send()
+        .await
+        .expect("create a bucket in the emulator");
+    let bodies = inbox_core::store::dynamo::S3Bodies::new(client.clone(), name, inline_max);
+    (client, bodies)
+}

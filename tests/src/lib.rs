@@ -23,10 +23,10 @@ pub mod receiver;
 mod code_size;
 
 pub use emulator::{
-    create_table, endpoint, scan_all, sdk_config, sdk_config_for, table_definition,
+    body_bucket, create_table, endpoint, scan_all, sdk_config, sdk_config_for, table_definition,
 };
-pub use events::{api_event, stripe_event};
-pub use harness::{Harness, Reply};
+pub use events::{api_event, mailer_event, realistic_padding, stripe_event};
+pub use harness::{raw_body, Harness, Reply, TEST_MAX_BODY_BYTES};
 
 use inbox_core::sources::{parse_secrets, Sources};
 use serde_json::Value;

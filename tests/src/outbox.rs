@@ -181,7 +181,7 @@ impl OutboxRig {
                     inbox_core::domain::EventType::parse("test.outbox").expect("type"),
                 ),
                 received_at_ms: now,
-                body_digest: inbox_core::domain::BodyDigest::of(&body),
+                body_digest: Some(inbox_core::domain::BodyDigest::of(&body)),
                 body,
                 headers: Vec::new(),
                 provider_id: None,

@@ -33,8 +33,11 @@ pub struct Service {
 /// Builds the service once per cold start.
 pub async fn build() -> Result<Service, Error> {
     let config = DeliverFunctionConfig::from_env()?;
-    let sdk = aws_config::load_from_env().await;
-    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name.clone());
+    let sdk = inbox_core::tls::sdk_config(&inbox_core::config::Env::process()).await?;
+    let bodies =
+        inbox_core::config::BodyConfig::read(&inbox_core::config::Env::process())?.s3(&sdk);
+    let store =
+        DynamoInbox::new(client_for_hot_path(&sdk), config.table_name.clone()).with_bodies(bodies);
     let queues = SqsOutboxQueues::new(
         aws_sdk_sqs::Client::new(&sdk),
         config.delivery_queue_url.clone(),

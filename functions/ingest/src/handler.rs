@@ -11,7 +11,7 @@ use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse
 use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use inbox_core::clock::{Clock, SystemClock};
-use inbox_core::config::{ConfigError, IngestConfig};
+use inbox_core::config::{BodyConfig, ConfigError, Env, IngestConfig};
 use inbox_core::ingest::{ErrorBody, IngestError, IngestRequest, Ingestor, Reply};
 use inbox_core::metrics::EmfWriter;
 use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
@@ -27,10 +27,34 @@ pub type Service = Ingestor<DynamoInbox, SystemClock>;
 /// Builds the service once per cold start from the environment: secrets from Secrets Manager
 /// are re-read on their TTL, refusals and failures counted as CloudWatch metrics (EMF on stdout,
 /// with the stage as dimension).
+///
+/// The AWS clients trust the compiled-in roots (`inbox_core::tls`), and the secrets (a Secrets
+/// Manager round trip in the cloud) are fetched while the clients are built: the init is the
+/// longer of the two, not their sum. One log line gives the init's timeline.
 pub async fn build() -> Result<Service, ConfigError> {
-    let sdk = aws_config::load_from_env().await;
-    let config = IngestConfig::from_env(&sdk).await?;
-    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
+    let started = Instant::now();
+    let env = Env::process();
+    let sdk = inbox_core::tls::sdk_config(&env).await?;
+    let sdk_ms = ms_since(started);
+    let secrets = async {
+        let config = IngestConfig::from_env(&sdk).await;
+        (config, ms_since(started))
+    };
+    let clients = async {
+        let dynamodb = client_for_hot_path(&sdk);
+        let bodies = BodyConfig::read(&env).map(|b| b.s3(&sdk));
+        (dynamodb, bodies, ms_since(started))
+    };
+    let ((config, secrets_ms), (dynamodb, bodies, clients_ms)) = tokio::join!(secrets, clients);
+    let (config, bodies) = (config?, bodies?);
+    let store = DynamoInbox::new(dynamodb, config.table_name).with_bodies(bodies);
+    tracing::info!(
+        sdk_config_ms = sdk_ms,
+        configuration_and_secrets_ms = secrets_ms,
+        clients_ms,
+        total_ms = ms_since(started),
+        "init timeline"
+    );
     let service = Ingestor::new(
         config.sources,
         store,
@@ -43,6 +67,10 @@ pub async fn build() -> Result<Service, ConfigError> {
         Some(reloader) => service.with_reload(reloader, config.secrets_ttl),
         None => service,
     })
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
 }
 
 /// The Lambda entry point: never fails the invocation, every outcome is an HTTP answer.

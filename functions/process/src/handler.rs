@@ -42,8 +42,9 @@ pub async fn build() -> Result<Service, ConfigError> {
     let env = Env::process();
     let config = ProcessConfig::read(&env)?;
     let wallet = WalletConfig::read(&env)?;
-    let sdk = aws_config::load_from_env().await;
-    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
+    let sdk = inbox_core::tls::sdk_config(&env).await?;
+    let bodies = inbox_core::config::BodyConfig::read(&env)?.s3(&sdk);
+    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name).with_bodies(bodies);
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let retry = SqsRetryQueue::new(sqs.clone(), config.retry_queue_url);
     let quarantine = SqsQuarantine::new(sqs, config.quarantine_queue_url);

@@ -16,7 +16,7 @@ pub type Service = Reaper<DynamoInbox, SqsRetryQueue, SqsQuarantine, SystemClock
 /// Builds the service once per cold start.
 pub async fn build() -> Result<Service, ConfigError> {
     let config = ReaperConfig::from_env()?;
-    let sdk = aws_config::load_from_env().await;
+    let sdk = inbox_core::tls::sdk_config(&inbox_core::config::Env::process()).await?;
     let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
     // Re-drives through the retry queue; sends the notices of messages it fails (their last
     // attempt never reported) and the notices left pending, to the quarantine queue.

@@ -159,7 +159,7 @@ fn client(sdk: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
 /// Builds the service once per cold start.
 pub async fn build() -> Result<Service, ConfigError> {
     let config = ReconcileConfig::from_env()?;
-    let sdk = aws_config::load_from_env().await;
+    let sdk = inbox_core::tls::sdk_config(&Env::process()).await?;
     let store = DynamoInbox::new(client(&sdk), config.table_name.clone());
     Ok(Reconciler::new(store, SystemClock, config.options()))
 }

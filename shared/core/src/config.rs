@@ -30,10 +30,12 @@ use std::time::Duration;
 
 /// Default tolerance for signed timestamps (Stripe's default).
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
-/// Default largest accepted body.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
-/// Largest body the table can hold next to the message's other attributes (item limit 400 KB).
-pub const MAX_MAX_BODY_BYTES: usize = 350 * 1024;
+/// Default largest accepted body: what Lambda accepts per invocation (6 MiB), so every body the
+/// front door delivers (bodies above the inline limit go to S3).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
+/// Largest body the table can hold next to the message's other attributes (item limit 400 KB):
+/// the limit without a body bucket.
+pub const MAX_MAX_BODY_BYTES: usize = crate::store::dynamo::body::MAX_INLINE_BYTES;
 /// Default retention of delivery journal records, in days.
 pub const DEFAULT_RETENTION_DAYS: u32 = 30;
 /// The longest one read of the secrets from Secrets Manager may take, retries included (a warm
@@ -50,6 +52,8 @@ pub mod vars {
     pub const WEBHOOK_SECRETS_TTL_SECS: &str = c::WEBHOOK_SECRETS_TTL_SECS.name;
     pub const STAGE: &str = c::STAGE.name;
     pub const MAX_BODY_BYTES: &str = c::MAX_BODY_BYTES.name;
+    pub const BODY_BUCKET: &str = c::BODY_BUCKET.name;
+    pub const BODY_INLINE_MAX_BYTES: &str = c::BODY_INLINE_MAX_BYTES.name;
     pub const DELIVERY_RETENTION_DAYS: &str = c::DELIVERY_RETENTION_DAYS.name;
     pub const RETRY_QUEUE_URL: &str = c::RETRY_QUEUE_URL.name;
     pub const QUARANTINE_QUEUE_URL: &str = c::QUARANTINE_QUEUE_URL.name;
@@ -91,6 +95,8 @@ pub struct IngestConfig {
     pub table_name: String,
     pub sources: Sources,
     pub max_body_bytes: usize,
+    /// Where bodies above the inline limit go.
+    pub bodies: BodyConfig,
     pub retention_days: u32,
     /// How long a warm function keeps the secrets before reading them again.
     pub secrets_ttl: Duration,
@@ -140,15 +146,8 @@ impl IngestConfig {
         let secrets_json = secrets_json.ok_or(ConfigError::Missing(vars::WEBHOOK_SECRETS))?;
         let secrets = parse_secrets(&secrets_json, secrets_var)?;
         let sources = Sources::from_json(&sources_json, &secrets)?;
-        let max_body_bytes: usize = env.parse(&catalog::MAX_BODY_BYTES)?;
-        if max_body_bytes == 0 || max_body_bytes > MAX_MAX_BODY_BYTES {
-            return Err(ConfigError::Invalid {
-                var: vars::MAX_BODY_BYTES,
-                reason: format!(
-                    "must be between 1 and {MAX_MAX_BODY_BYTES} (DynamoDB's item limit)"
-                ),
-            });
-        }
+        let bodies = BodyConfig::read(env)?;
+        let max_body_bytes = read_max_body(env, &bodies)?;
         let retention_days = env.parse(&catalog::DELIVERY_RETENTION_DAYS)?;
         let ttl_secs: u64 = env.parse(&catalog::WEBHOOK_SECRETS_TTL_SECS)?;
         if ttl_secs == 0 {
@@ -161,11 +160,78 @@ impl IngestConfig {
             table_name,
             sources,
             max_body_bytes,
+            bodies,
             retention_days,
             secrets_ttl: Duration::from_secs(ttl_secs),
             reloader: None,
         })
     }
+}
+
+/// Where message bodies are kept: the S3 bucket of bodies above the inline limit, if any
+/// (`BODY_BUCKET`, `BODY_INLINE_MAX_BYTES`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyConfig {
+    pub bucket: Option<String>,
+    pub inline_max: usize,
+}
+
+impl BodyConfig {
+    pub fn read(env: &Env) -> Result<Self, ConfigError> {
+        let inline_max: usize = env.parse(&catalog::BODY_INLINE_MAX_BYTES)?;
+        if inline_max > MAX_MAX_BODY_BYTES {
+            return Err(ConfigError::Invalid {
+                var: vars::BODY_INLINE_MAX_BYTES,
+                reason: format!("must be at most {MAX_MAX_BODY_BYTES} (DynamoDB's item limit)"),
+            });
+        }
+        Ok(Self {
+            bucket: env.optional(&catalog::BODY_BUCKET),
+            inline_max,
+        })
+    }
+
+    /// The S3 side of the store, when a bucket is configured.
+    pub fn s3(&self, aws: &aws_config::SdkConfig) -> Option<crate::store::dynamo::S3Bodies> {
+        let bucket = self.bucket.as_ref()?;
+        let config = aws_sdk_s3::config::Builder::from(aws)
+            // Path-style addressing works with every endpoint, the emulator's included.
+            .force_path_style(env_endpoint_is_set())
+            .build();
+        Some(crate::store::dynamo::S3Bodies::new(
+            aws_sdk_s3::Client::from_conf(config),
+            bucket.clone(),
+            self.inline_max,
+        ))
+    }
+}
+
+/// Whether `AWS_ENDPOINT_URL` points the SDK elsewhere (the emulator).
+fn env_endpoint_is_set() -> bool {
+    std::env::var_os("AWS_ENDPOINT_URL").is_some_and(|v| !v.is_empty())
+}
+
+/// `MAX_BODY_BYTES`: by default what Lambda accepts, or what an item holds without a bucket.
+fn read_max_body(env: &Env, bodies: &BodyConfig) -> Result<usize, ConfigError> {
+    let cap = if bodies.bucket.is_some() {
+        usize::MAX
+    } else {
+        MAX_MAX_BODY_BYTES
+    };
+    if !env.is_set(&catalog::MAX_BODY_BYTES) {
+        return Ok(DEFAULT_MAX_BODY_BYTES.min(cap));
+    }
+    let max: usize = env.parse(&catalog::MAX_BODY_BYTES)?;
+    if max == 0 || max > cap {
+        return Err(ConfigError::Invalid {
+            var: vars::MAX_BODY_BYTES,
+            reason: format!(
+                "must be between 1 and {MAX_MAX_BODY_BYTES} without {} (DynamoDB's item limit)",
+                vars::BODY_BUCKET
+            ),
+        });
+    }
+    Ok(max)
 }
 
 /// Everything the process function needs.
@@ -523,7 +589,26 @@ mod tests {
             Some(SECRETS.into()),
         )
         .unwrap();
-        assert_eq!(cfg.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+        assert_eq!(
+            cfg.max_body_bytes, MAX_MAX_BODY_BYTES,
+            "without a body bucket: what an item holds"
+        );
+        assert_eq!(cfg.bodies.bucket, None);
+        let with_bucket = IngestConfig::read(
+            &lookup(&[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", SOURCES),
+                ("BODY_BUCKET", "bodies"),
+            ]),
+            Some(SECRETS.into()),
+        )
+        .unwrap();
+        assert_eq!(with_bucket.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+        assert_eq!(with_bucket.bodies.bucket.as_deref(), Some("bodies"));
+        assert_eq!(
+            with_bucket.bodies.inline_max,
+            crate::store::dynamo::body::DEFAULT_INLINE_MAX_BYTES
+        );
         assert_eq!(cfg.retention_days, DEFAULT_RETENTION_DAYS);
         assert_eq!(
             catalog::MAX_BODY_BYTES.default_value(),

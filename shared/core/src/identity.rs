@@ -27,9 +27,11 @@
 use crate::domain::{BodyDigest, EventId, EventType, InvalidValue};
 use http::{HeaderMap, HeaderName};
 use serde::Deserialize;
-use serde_json::value::RawValue;
-use std::borrow::Cow;
-use std::collections::HashMap;
+
+mod json;
+mod scan;
+
+use json::JsonObject;
 
 /// Where a value (event id or type) is taken from. In `WEBHOOK_SOURCES`:
 /// `{"json_pointer": "/a/b"}`, `{"header": "X-Name"}`, `"body_sha256"` or
@@ -82,6 +84,20 @@ impl FieldRule {
             Self::JsonPointer(_) => true,
             Self::FirstOf(rules) => rules.iter().any(Self::reads_json),
             Self::Header(_) | Self::BodySha256 => false,
+        }
+    }
+
+    /// The first token of each JSON pointer the rule reads (the top-level members it needs).
+    pub fn top_level_keys<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Self::JsonPointer(p) => {
+                let first = p.strip_prefix('/').unwrap_or(p);
+                let first = first.split('/').next().unwrap_or_default();
+                // An escaped token (`~0`, `~1`) is matched unescaped: keep every member then.
+                out.push(if first.contains('~') { "*" } else { first });
+            }
+            Self::FirstOf(rules) => rules.iter().for_each(|r| r.top_level_keys(out)),
+            Self::Header(_) | Self::BodySha256 => {}
         }
     }
 
@@ -178,13 +194,80 @@ pub fn identify(
     body: &[u8],
     digest: &BodyDigest,
 ) -> Identity {
-    let json = needs_json(event_id, event_type).then(|| JsonObject::parse(body));
+    identify_lazy(
+        event_id,
+        id_signed,
+        event_type,
+        headers,
+        &BodyHash::known(body, *digest),
+    )
+}
+
+/// The body and its SHA-256, computed on first use: most sources never need it (their id is
+/// signed and readable), so the accepted path hashes the body only inside the signature.
+#[derive(Debug)]
+pub struct BodyHash<'a> {
+    body: &'a [u8],
+    digest: std::cell::OnceCell<BodyDigest>,
+}
+
+impl<'a> BodyHash<'a> {
+    /// `body`, not hashed yet.
+    pub fn new(body: &'a [u8]) -> Self {
+        Self {
+            body,
+            digest: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// `body` whose digest is already known.
+    pub fn known(body: &'a [u8], digest: BodyDigest) -> Self {
+        Self {
+            body,
+            digest: std::cell::OnceCell::from(digest),
+        }
+    }
+
+    /// The body.
+    pub fn body(&self) -> &'a [u8] {
+        self.body
+    }
+
+    /// The digest (computed now if no one needed it before).
+    pub fn digest(&self) -> &BodyDigest {
+        self.digest.get_or_init(|| BodyDigest::of(self.body))
+    }
+
+    /// The digest if something already computed it.
+    pub fn computed(&self) -> Option<BodyDigest> {
+        self.digest.get().copied()
+    }
+}
+
+/// [`identify`] with the body's hash computed only if a rule needs it (a `body_sha256` id, an
+/// unsigned id, or an id that could not be read).
+pub fn identify_lazy(
+    event_id: &FieldRule,
+    id_signed: bool,
+    event_type: Option<&FieldRule>,
+    headers: &HeaderMap,
+    hash: &BodyHash<'_>,
+) -> Identity {
+    let json = needs_json(event_id, event_type).then(|| {
+        let mut wanted = Vec::new();
+        event_id.top_level_keys(&mut wanted);
+        if let Some(t) = event_type {
+            t.top_level_keys(&mut wanted);
+        }
+        JsonObject::parse(hash.body(), &wanted)
+    });
     let json = json.as_ref().map(|parsed| parsed.as_ref());
+    let digest = hash;
     let read_id = read_event_id(event_id, headers, json, digest);
     let (id, provider_id, mut unidentified) = match (id_signed, read_id) {
         (true, Ok(id)) => (id, None, None),
-        (true, Err(e)) => (EventId::from_digest(digest), None, Some(e)),
-        (false, read) => (EventId::from_digest(digest), read.ok(), None),
+        (true, Err(e)) => (EventId::from_digest(digest.digest()), None, Some(e)),
+        (false, read) => (EventId::from_digest(digest.digest()), read.ok(), None),
     };
     let kind = match (event_type, &unidentified) {
         (_, Some(_)) => Some(EventType::unknown()),
@@ -209,7 +292,7 @@ fn read_event_id(
     rule: &FieldRule,
     headers: &HeaderMap,
     json: Option<Result<&JsonObject<'_>, &IdentityError>>,
-    digest: &BodyDigest,
+    digest: &BodyHash<'_>,
 ) -> Result<EventId, IdentityError> {
     let at = rule.describe();
     match extract(rule, headers, json, digest)? {
@@ -228,7 +311,7 @@ fn read_event_type(
     rule: &FieldRule,
     headers: &HeaderMap,
     json: Option<Result<&JsonObject<'_>, &IdentityError>>,
-    digest: &BodyDigest,
+    digest: &BodyHash<'_>,
 ) -> Result<EventType, IdentityError> {
     let at = rule.describe();
     match extract(rule, headers, json, digest)? {
@@ -243,108 +326,6 @@ fn read_event_type(
     }
 }
 
-/// The top level of a JSON object body, parsed once (values left raw, validated but not built).
-struct JsonObject<'a>(HashMap<Cow<'a, str>, &'a RawValue>);
-
-impl<'a> JsonObject<'a> {
-    /// One pass over the body: the top-level members are validated and kept raw.
-    fn parse(body: &'a [u8]) -> Result<Self, IdentityError> {
-        let first = body.iter().find(|b| !b.is_ascii_whitespace());
-        if first.is_some() && first != Some(&b'{') {
-            // A scalar or an array (valid JSON or not): either way not an event object.
-            return Err(IdentityError::NotAnObject);
-        }
-        serde_json::from_slice(body)
-            .map(Self)
-            .map_err(|e| IdentityError::InvalidJson(json_error(&e)))
-    }
-
-    /// Resolves an RFC 6901 JSON pointer to a string (or an integer, as its digits).
-    /// `Ok(None)`: absent or null. `Err(reason)`: present but not a string or integer.
-    fn lookup(&self, pointer: &str) -> Result<Option<String>, &'static str> {
-        let mut tokens = pointer
-            .strip_prefix('/')
-            .map(|p| p.split('/').map(unescape))
-            .ok_or("is not a valid JSON pointer")?;
-        let first = tokens.next().unwrap_or_default();
-        let Some(current) = self.0.get(first.as_ref()).copied() else {
-            return Ok(None);
-        };
-        let rest: Vec<Cow<'_, str>> = tokens.collect();
-        descend(current.get(), &rest)
-    }
-}
-
-/// Follows `tokens` from the JSON value `text`. A string met before the last token is parsed as
-/// the JSON document it may hold (SNS's `Message`), and the pointer continues inside it.
-fn descend(text: &str, tokens: &[Cow<'_, str>]) -> Result<Option<String>, &'static str> {
-    let Some((token, rest)) = tokens.split_first() else {
-        return leaf(text);
-    };
-    let next = match text.as_bytes().first() {
-        Some(b'{') => serde_json::from_str::<HashMap<Cow<str>, &RawValue>>(text)
-            .ok()
-            .and_then(|m| m.get(token.as_ref()).copied()),
-        Some(b'[') => {
-            let items: Vec<&RawValue> = serde_json::from_str(text).unwrap_or_default();
-            token
-                .parse::<usize>()
-                .ok()
-                .and_then(|i| items.get(i).copied())
-        }
-        Some(b'"') => {
-            let Ok(embedded) = serde_json::from_str::<String>(text) else {
-                return Ok(None);
-            };
-            let embedded = embedded.trim();
-            if !embedded.starts_with(['{', '['])
-                || serde_json::from_str::<&RawValue>(embedded).is_err()
-            {
-                return Ok(None);
-            }
-            return descend(embedded, tokens);
-        }
-        _ => None,
-    };
-    match next {
-        Some(v) => descend(v.get(), rest),
-        None => Ok(None),
-    }
-}
-
-/// The value at the end of a pointer: a string, an integer (its digits), or nothing (null).
-fn leaf(text: &str) -> Result<Option<String>, &'static str> {
-    match text.as_bytes().first() {
-        Some(b'"') => serde_json::from_str::<String>(text)
-            .map(Some)
-            .map_err(|_| "is not a valid string"),
-        Some(b'n') => Ok(None),
-        Some(b'-' | b'0'..=b'9') if text.bytes().all(|b| b == b'-' || b.is_ascii_digit()) => {
-            Ok(Some(text.into()))
-        }
-        _ => Err("must be a string or an integer"),
-    }
-}
-
-fn unescape(token: &str) -> Cow<'_, str> {
-    if token.contains('~') {
-        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
-    } else {
-        Cow::Borrowed(token)
-    }
-}
-
-/// A JSON syntax error's position and category, never the input itself.
-fn json_error(e: &serde_json::Error) -> String {
-    let what = match e.classify() {
-        serde_json::error::Category::Eof => "unexpected end of input",
-        serde_json::error::Category::Syntax => "syntax error",
-        serde_json::error::Category::Data => "unexpected data",
-        serde_json::error::Category::Io => "read error",
-    };
-    format!("{what} at line {}, column {}", e.line(), e.column())
-}
-
 enum Lookup {
     Found(String),
     Absent,
@@ -357,10 +338,10 @@ fn extract(
     rule: &FieldRule,
     headers: &HeaderMap,
     json: Option<Result<&JsonObject<'_>, &IdentityError>>,
-    digest: &BodyDigest,
+    digest: &BodyHash<'_>,
 ) -> Result<Lookup, IdentityError> {
     Ok(match rule {
-        FieldRule::BodySha256 => Lookup::Found(digest.to_hex()),
+        FieldRule::BodySha256 => Lookup::Found(digest.digest().to_hex()),
         FieldRule::Header(name) => {
             let mut values = headers.get_all(name.trim()).iter();
             match (values.next(), values.next()) {

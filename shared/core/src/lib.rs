@@ -55,6 +55,7 @@ pub mod reaper;
 pub mod signature;
 pub mod sources;
 pub mod store;
+pub mod tls;
 
 #[cfg(test)]
 mod tests {

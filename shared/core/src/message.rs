@@ -73,8 +73,12 @@ pub struct StoredMessage {
     pub status: Status,
     /// ms since the epoch.
     pub received_at: i64,
-    #[serde(with = "serde_bytes")]
+    /// The raw body (the DynamoDB adapter decompresses it, or fetches it from S3).
+    #[serde(with = "serde_bytes", default)]
     pub body: Vec<u8>,
+    /// Lower-case hex SHA-256 of the body when it was stored (messages written before bodies were
+    /// compressed, bodies kept in S3, ids that are the body's hash); empty otherwise.
+    #[serde(default)]
     pub body_sha256: String,
     #[serde(default)]
     pub headers: HashMap<String, String>,

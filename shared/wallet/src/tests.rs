@@ -88,7 +88,7 @@ impl World {
             key: key.clone(),
             event_type: Some(EventType::parse(event_type).unwrap()),
             received_at_ms: at,
-            body_digest: BodyDigest::of(&body),
+            body_digest: Some(BodyDigest::of(&body)),
             body,
             headers: Vec::new(),
             provider_id: None,

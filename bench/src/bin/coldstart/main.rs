@@ -1,7 +1,7 @@
 //! Cold start and binary size of the ingest function, against a hello-world Lambda.
 //!
 //! ```text
-//! coldstart [--runs N] [--warmup N] [--runtime-api bare|http] [--local DIR]
+//! coldstart [--runs N] [--warmup N] [--runtime-api bare|http] [--local DIR] [--served N]
 //!           [--ingest-env KEY=VALUE]... <ingest> <hello>
 //! ```
 //!
@@ -25,11 +25,18 @@
 //! <= 1.5x), the binary sizes (ingest target <= 8 MB) and the connections the ingest init made to
 //! the AWS endpoint (expected 0). Waits are on the request itself, with a deadline; no sleeps.
 //!
+//! Then, unless `--served 0`, a served run (`serve.rs`): ingest started as in the cloud (secrets
+//! from a local Secrets Manager endpoint answering after 30 ms, the table on a local endpoint),
+//! spawn → first response, and its peak RSS after N (default 10,000) signed webhooks through the
+//! Runtime API, beside hello-world's after as many events; and the ingest's own init timeline
+//! (its `init timeline` log line). The figures are written to `target/bench-figures/coldstart.jsonl`.
+//!
 //! `--runtime-api http` passes `http://127.0.0.1:<port>` instead of the bare `127.0.0.1:<port>`
 //! that Lambda itself sets (both work with lambda_runtime 1.5). `--ingest-env KEY=VALUE` adds or
 //! overrides a variable of the ingest process only, for experiments (e.g. `SSL_CERT_FILE`).
 
 mod fakes;
+mod serve;
 mod start;
 
 use fakes::{EndpointSink, RuntimeApi};
@@ -43,6 +50,9 @@ const NEXT_PATH: &str = "/2018-06-01/runtime/invocation/next";
 const DEADLINE: Duration = Duration::from_secs(10);
 const COLD_START_TARGET: f64 = 1.5;
 const SIZE_TARGET_BYTES: u64 = 8_000_000;
+const RSS_TARGET_BYTES: u64 = 32 * 1024 * 1024;
+/// The round trip the fake Secrets Manager stands for.
+const SECRETS_DELAY: Duration = Duration::from_millis(30);
 
 struct Stats {
     median: Duration,
@@ -80,11 +90,12 @@ struct Options {
     http_form: bool,
     local: PathBuf,
     ingest_env: Vec<(String, String)>,
+    served: usize,
     ingest: PathBuf,
     hello: PathBuf,
 }
 
-const USAGE: &str = "usage: coldstart [--runs N] [--warmup N] [--runtime-api bare|http] [--local DIR] [--ingest-env KEY=VALUE]... <ingest-bootstrap> <hello-bootstrap>";
+const USAGE: &str = "usage: coldstart [--runs N] [--warmup N] [--runtime-api bare|http] [--local DIR] [--served N] [--ingest-env KEY=VALUE]... <ingest-bootstrap> <hello-bootstrap>";
 
 fn parse_args() -> Result<Options, String> {
     let mut runs = 30;
@@ -92,6 +103,7 @@ fn parse_args() -> Result<Options, String> {
     let mut http_form = false;
     let mut local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../local");
     let mut ingest_env = Vec::new();
+    let mut served = 10_000;
     let mut paths = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -115,6 +127,11 @@ fn parse_args() -> Result<Options, String> {
                 }
             }
             "--local" => local = PathBuf::from(value("--local")?),
+            "--served" => {
+                served = value("--served")?
+                    .parse()
+                    .map_err(|e| format!("--served: {e}"))?
+            }
             "--ingest-env" => {
                 let pair = value("--ingest-env")?;
                 let (k, v) = pair
@@ -138,6 +155,7 @@ fn parse_args() -> Result<Options, String> {
         http_form,
         local,
         ingest_env,
+        served,
         ingest,
         hello,
     })
@@ -269,7 +287,104 @@ fn run() -> Result<(), String> {
         ms(medians[1]),
         ingest_bytes as f64 / 1e6
     );
+    let mut lines = vec![
+        figure(
+            "coldstart.ratio",
+            "cold start, spawn → first `next`: ingest / hello-world `lambda_runtime` (same release profile), ratio of medians",
+            &format!("≤ {COLD_START_TARGET:.1}×"),
+            format!(
+                "{ratio:.2}× ({:.2} ms / {:.2} ms, {} starts each, alternating)",
+                ms(medians[0]),
+                ms(medians[1]),
+                opts.runs
+            ),
+            Some(ratio <= COLD_START_TARGET),
+        ),
+        figure(
+            "size.ingest",
+            "ingest `bootstrap` size",
+            "≤ 8 MB",
+            format!("{:.2} MB", ingest_bytes as f64 / 1e6),
+            Some(ingest_bytes <= SIZE_TARGET_BYTES),
+        ),
+    ];
+    if opts.served > 0 {
+        let (sources, secrets) = (read("sources.json")?, read("secrets.json")?);
+        lines.extend(served_figures(&opts, &sources, &secrets)?);
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-figures");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("coldstart.jsonl"), lines.join("\n") + "\n")
+        .map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// One figure as the JSON line `bench-tools figures` reads.
+fn figure(id: &str, name: &str, target: &str, measured: String, met: Option<bool>) -> String {
+    serde_json::json!({"id": id, "figure": name, "target": target, "measured": measured, "met": met})
+        .to_string()
+}
+
+/// The served run's figures: first response, peak RSS against hello-world's.
+fn served_figures(opts: &Options, sources: &str, secrets: &str) -> Result<Vec<String>, String> {
+    let endpoint = serve::aws_endpoint(secrets.to_owned(), SECRETS_DELAY)?;
+    let env = vec![
+        ("TABLE_NAME".to_owned(), "inbox".to_owned()),
+        ("WEBHOOK_SOURCES".to_owned(), sources.to_owned()),
+        ("WEBHOOK_SECRETS_ARN".to_owned(), "inbox".to_owned()),
+        ("AWS_ENDPOINT_URL".to_owned(), format!("http://{endpoint}")),
+    ];
+    let secret: serde_json::Value = serde_json::from_str(secrets).map_err(|e| e.to_string())?;
+    let secret = secret["stripe"][0].as_str().unwrap_or_default().to_owned();
+    println!();
+    println!(
+        "== served: {} signed 2 KB webhooks through the Runtime API (secrets from a local Secrets Manager answering after {} ms, table on a local endpoint) ==",
+        opts.served,
+        SECRETS_DELAY.as_millis()
+    );
+    let ingest = serve::run(&opts.ingest, &env, opts.served, &secret)?;
+    let hello = serve::run(&opts.hello, &[], opts.served, &secret)?;
+    let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!(
+        "  ingest: init {:.2} ms, first response {:.2} ms after spawn, {} answered ({} not 200) in {:.2} s, peak RSS {:.1} MiB",
+        ms(ingest.init),
+        ms(ingest.first_response),
+        ingest.answered,
+        ingest.not_ok,
+        ingest.elapsed.as_secs_f64(),
+        mb(ingest.peak_rss)
+    );
+    println!(
+        "  hello:  peak RSS {:.1} MiB after as many events",
+        mb(hello.peak_rss)
+    );
+    if ingest.not_ok > 0 {
+        return Err(format!("{} ingest responses were not 200", ingest.not_ok));
+    }
+    Ok(vec![
+        figure(
+            "coldstart.first_response",
+            "spawn → first response, secrets fetched at init from a local Secrets Manager endpoint (30 ms round trip), table on a local endpoint",
+            "—",
+            format!(
+                "{:.2} ms (init {:.2} ms, of which 30 ms stand for the secret's round trip)",
+                ms(ingest.first_response),
+                ms(ingest.init)
+            ),
+            None,
+        ),
+        figure(
+            "memory.peak",
+            &format!("ingest peak RSS after {} requests through the Runtime API", opts.served),
+            "≤ 32 MiB",
+            format!(
+                "{:.1} MiB (hello-world: {:.1} MiB)",
+                mb(ingest.peak_rss),
+                mb(hello.peak_rss)
+            ),
+            Some(ingest.peak_rss <= RSS_TARGET_BYTES),
+        ),
+    ])
 }
 
 fn main() -> ExitCode {

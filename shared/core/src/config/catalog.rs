@@ -62,9 +62,40 @@ pub const STAGE: Var = Var {
 pub const MAX_BODY_BYTES: Var = Var {
     name: "MAX_BODY_BYTES",
     read_by: ReadBy::Only(&[INGEST]),
-    unset: Unset::Default("262144"),
-    meaning: "largest accepted body in bytes (256 KiB by default), at most 358400 (DynamoDB's \
-              400 KB item)",
+    unset: Unset::Default("6291456"),
+    meaning: "largest accepted body in bytes: by default 6 MiB, what Lambda accepts per \
+              invocation (API Gateway takes 10 MB, but a larger event never reaches the function). \
+              Without `BODY_BUCKET` at most 358400 (a body must then fit DynamoDB's 400 KB item) \
+              and the default is that",
+};
+
+pub const BODY_BUCKET: Var = Var {
+    name: "BODY_BUCKET",
+    read_by: ReadBy::Only(&[INGEST, PROCESS, DELIVER, INBOXCTL]),
+    unset: Unset::Optional,
+    meaning: "the S3 bucket of bodies above `BODY_INLINE_MAX_BYTES` (the claim check: written \
+              before the message, read back transparently). Unset: every body is kept in its \
+              item, so at most 358400 bytes",
+};
+
+pub const BODY_INLINE_MAX_BYTES: Var = Var {
+    name: "BODY_INLINE_MAX_BYTES",
+    read_by: ReadBy::Only(&[INGEST]),
+    unset: Unset::Default("8192"),
+    meaning: "largest body (raw bytes) kept in the message item, compressed, when `BODY_BUCKET` \
+              is set; larger ones go to S3. The default is where S3 becomes cheaper (see \
+              docs/benchmarks.md), at most 358400",
+};
+
+pub const TRUST_SYSTEM_ROOTS: Var = Var {
+    name: "TRUST_SYSTEM_ROOTS",
+    read_by: ReadBy::Only(&[INGEST, PROCESS, REAPER, DELIVER, RECONCILE]),
+    unset: Unset::Default("false"),
+    meaning:
+        "`true`: the functions' AWS clients (and the SNS certificate fetch) trust the system's \
+              root certificates instead of the five compiled-in roots AWS endpoints chain to \
+              (Amazon Root CA 1–4, Starfield Services Root G2: see `inbox_core::tls`). Only needed \
+              behind a TLS-intercepting proxy; reading the system store costs ~2 ms of cold start",
 };
 
 pub const DELIVERY_RETENTION_DAYS: Var = Var {
@@ -241,6 +272,9 @@ pub const ALL: &[&Var] = &[
     &WEBHOOK_SECRETS_ARN,
     &WEBHOOK_SECRETS_TTL_SECS,
     &MAX_BODY_BYTES,
+    &BODY_BUCKET,
+    &BODY_INLINE_MAX_BYTES,
+    &TRUST_SYSTEM_ROOTS,
     &DELIVERY_RETENTION_DAYS,
     &RETRY_QUEUE_URL,
     &QUARANTINE_QUEUE_URL,

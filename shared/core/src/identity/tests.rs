@@ -6,7 +6,7 @@ use http::HeaderValue;
 #[test]
 fn json_pointers() {
     let body = br#"{"a":{"b/c":["x",{"~d":"deep"}]},"n":null,"s":"str"}"#;
-    let doc = JsonObject::parse(body).unwrap();
+    let doc = JsonObject::parse(body, &["*"]).unwrap();
     assert_eq!(doc.lookup("/a/b~1c/1/~0d"), Ok(Some("deep".into())));
     assert_eq!(doc.lookup("/a/b~1c/0"), Ok(Some("x".into())));
     assert_eq!(doc.lookup("/a/b~1c/9"), Ok(None));
@@ -232,7 +232,7 @@ fn what_cannot_be_read_makes_the_type_unknown_and_is_said() {
 fn pointers_descend_into_json_embedded_in_strings() {
     // An SNS notification: the SES event is a JSON document inside the `Message` string.
     let body = br#"{"Type":"Notification","Message":"{\"eventType\":\"Delivery\",\"mail\":{\"tags\":{\"t\":[\"acme\"]}}}","Text":"plain words","Arr":"[1,\"x\"]"}"#;
-    let doc = JsonObject::parse(body).unwrap();
+    let doc = JsonObject::parse(body, &["*"]).unwrap();
     assert_eq!(
         doc.lookup("/Message/eventType"),
         Ok(Some("Delivery".into()))
@@ -308,4 +308,41 @@ fn first_of_takes_the_first_rule_that_finds_a_value() {
         "invalid_event_type"
     );
     assert!(!FieldRule::FirstOf(vec![FieldRule::BodySha256]).reads_json());
+}
+
+#[test]
+fn only_the_members_a_rule_reads_are_kept_but_the_whole_body_is_validated() {
+    let body = br#"{"id":"evt_1","data":{"big":[1,2,{"x":"y"}]},"type":"a.b","id":"evt_2"}"#;
+    let doc = JsonObject::parse(body, &["id", "type"]).unwrap();
+    assert_eq!(doc.0.len(), 3, "data skipped, both ids kept");
+    assert_eq!(
+        doc.lookup("/id"),
+        Ok(Some("evt_2".into())),
+        "the last one wins"
+    );
+    assert_eq!(doc.lookup("/type"), Ok(Some("a.b".into())));
+    assert_eq!(doc.lookup("/data/big/0"), Ok(None), "not kept");
+    // A syntax error in a skipped member, or after the object, still makes it invalid JSON.
+    for bad in [
+        &br#"{"id":"evt_1","data":{"big":[1,2,}],"type":"a"}"#[..],
+        br#"{"id":"evt_1","type":"a"} trailing"#,
+        br#"{"id":"evt_1","data":"\q"}"#,
+    ] {
+        assert!(
+            matches!(
+                JsonObject::parse(bad, &["id"]),
+                Err(IdentityError::InvalidJson(_))
+            ),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    let rule = FieldRule::FirstOf(vec![
+        FieldRule::json_pointer("/a/b"),
+        FieldRule::header("x"),
+        FieldRule::json_pointer("/c~1d"),
+    ]);
+    let mut keys = Vec::new();
+    rule.top_level_keys(&mut keys);
+    assert_eq!(keys, vec!["a", "*"]);
 }

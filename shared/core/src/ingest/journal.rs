@@ -11,6 +11,7 @@
 
 use super::Ingestor;
 use crate::clock::Clock;
+use crate::domain::BodyDigest;
 use crate::store::{
     Delivery, DeliveryCount, Inbox, NewMessage, StoreError, MAX_JOURNALED_DELIVERIES,
 };
@@ -79,6 +80,8 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
             headers,
             ..
         } = message;
+        // A repeat is hashed here, off the accepted path.
+        let body_digest = body_digest.unwrap_or_else(|| BodyDigest::of(&body));
         let delivery = Delivery {
             key,
             received_at_ms: received,

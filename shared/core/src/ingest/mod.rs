@@ -32,7 +32,7 @@ pub use receive::Reply;
 
 use crate::clock::Clock;
 use crate::config::SECRETS_FETCH_TIMEOUT;
-use crate::domain::{BodyDigest, EventType, MessageKey};
+use crate::domain::{EventType, MessageKey};
 use crate::identity;
 use crate::metrics::{Metric, MetricSink};
 use crate::signature::{Request, SignatureError};
@@ -309,15 +309,17 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         now_ms: i64,
         batch: Option<crate::batch::BatchPart>,
     ) -> Result<Acknowledgement, IngestError> {
-        let body_digest = BodyDigest::of(&body);
-        let identity = identity::identify(
+        // The body is hashed only if a rule needs it (an unsigned or unreadable id): the
+        // duplicate check compares with the stored original instead (see `Original`).
+        let hash = identity::BodyHash::new(&body);
+        let identity = identity::identify_lazy(
             &source.event_id,
             source.id_signed,
             source.event_type.as_ref(),
             headers,
-            &body,
-            &body_digest,
+            &hash,
         );
+        let body_digest = hash.computed();
         if let Some(why) = &identity.unidentified {
             tracing::warn!(
                 source = %source.name,
@@ -346,8 +348,8 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
                 body_differs: false,
                 repeated: None,
             }),
-            PutOutcome::AlreadyExists { original_digest } => {
-                let body_differs = original_digest.is_some_and(|d| d != message.body_digest);
+            PutOutcome::AlreadyExists { original } => {
+                let body_differs = original.differs_from(&message.body);
                 if body_differs {
                     tracing::warn!(
                         source = %message.key.source,

@@ -8,6 +8,7 @@ mod secrets;
 
 use super::*;
 use crate::clock::ManualClock;
+use crate::domain::BodyDigest;
 use crate::signature::Unsigned;
 use crate::sources::parse_secrets;
 use crate::store::memory::MemoryInbox;

@@ -9,7 +9,7 @@ use crate::clock::Clock;
 use crate::domain::{EventId, MessageKey, SourceName};
 use crate::message::{RetryRequest, StoredMessage};
 use crate::queue::{Quarantine, RetryQueue};
-use crate::store::schema::MESSAGE_SK;
+use crate::store::schema::{BODY_REF, MESSAGE_SK};
 use crate::store::{MessageStore, StoreError};
 use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
@@ -38,14 +38,25 @@ fn stream_message(record: &EventRecord) -> Option<Result<StoredMessage, MessageK
     if record.event_name != "INSERT" || text(image, "sk").as_deref() != Some(MESSAGE_SK) {
         return None;
     }
-    match serde_dynamo::from_item::<_, StoredMessage>(image.clone()) {
+    let by_key = || {
+        let source = text(image, "source").and_then(|s| SourceName::parse(&s).ok())?;
+        let event_id = text(image, "event_id").and_then(|s| EventId::parse(&s).ok())?;
+        Some(Err(MessageKey::new(source, event_id)))
+    };
+    // A body kept in S3 is fetched by reading the message through the store.
+    if image.contains_key(BODY_REF) {
+        return by_key();
+    }
+    let mut decoded = image.clone();
+    let read = crate::store::dynamo::body::decode_image(&mut decoded).and_then(|()| {
+        serde_dynamo::from_item::<_, StoredMessage>(decoded).map_err(|e| e.to_string())
+    });
+    match read {
         Ok(m) => Some(Ok(m)),
         Err(e) => {
             // Fall back to reading the item by key.
             tracing::warn!(error = %e, "stream image not readable as a message; reading it by key");
-            let source = text(image, "source").and_then(|s| SourceName::parse(&s).ok())?;
-            let event_id = text(image, "event_id").and_then(|s| EventId::parse(&s).ok())?;
-            Some(Err(MessageKey::new(source, event_id)))
+            by_key()
         }
     }
 }

@@ -166,7 +166,7 @@ impl World {
             key: key.clone(),
             event_type: Some(EventType::parse(kind).unwrap()),
             received_at_ms: self.clock.now_millis(),
-            body_digest: BodyDigest::of(&body),
+            body_digest: Some(BodyDigest::of(&body)),
             body,
             headers: Vec::new(),
             provider_id: None,

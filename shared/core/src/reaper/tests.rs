@@ -49,7 +49,7 @@ impl World {
                 key: key.clone(),
                 event_type: None,
                 received_at_ms: T0,
-                body_digest: BodyDigest::of(&body),
+                body_digest: Some(BodyDigest::of(&body)),
                 body,
                 headers: Vec::new(),
                 provider_id: None,

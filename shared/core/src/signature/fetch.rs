@@ -63,14 +63,16 @@ impl HttpsFetcher {
         Arc::new(Self::default())
     }
 
-    /// TLS with the system's roots, on aws-lc-rs, built once.
+    /// TLS with the functions' roots (`crate::tls`), on aws-lc-rs, built once.
     fn config(&self) -> Result<Arc<rustls::ClientConfig>, FetchError> {
         self.config
             .get_or_init(|| {
-                let mut roots = rustls::RootCertStore::empty();
-                let (added, _) =
-                    roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
-                if added == 0 {
+                // The roots AWS endpoints chain to (SNS's certificate host is one), or the
+                // system's with `TRUST_SYSTEM_ROOTS` (crate::tls).
+                let system =
+                    crate::tls::system_roots(&crate::config::Env::process()).unwrap_or(true);
+                let roots = crate::tls::root_store(system);
+                if roots.is_empty() {
                     return Err(FetchError::new(
                         "no usable root certificates on this system",
                     ));

@@ -5,8 +5,10 @@
 //! Here: the client, the ingest path ([`super::Inbox`]) and error classification; `messages`: the
 //! processing side ([`super::MessageStore`]); `items`: applications' item reads
 //! ([`super::ItemStore`]); `effects`: effects as conditional writes ([`super::ItemWriter`]);
-//! `outbox`: the outbox's deliveries and destination state ([`crate::outbox::store::OutboxStore`]).
+//! `outbox`: the outbox's deliveries and destination state ([`crate::outbox::store::OutboxStore`]);
+//! `body`: how a body is stored (compressed inline, or in S3 above the inline limit).
 
+pub mod body;
 mod cancel;
 mod effects;
 mod items;
@@ -21,9 +23,9 @@ use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
+pub use body::{S3Bodies, StoredBody};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -47,18 +49,56 @@ pub fn client_for_hot_path(sdk: &aws_config::SdkConfig) -> Client {
     Client::from_conf(config)
 }
 
-/// The inbox on a DynamoDB table laid out as in [`super::schema`].
+/// The inbox on a DynamoDB table laid out as in [`super::schema`], with large bodies in S3 when
+/// [`DynamoInbox::with_bodies`] names a bucket (`body.rs`).
 #[derive(Debug, Clone)]
 pub struct DynamoInbox {
     client: Client,
     table: String,
+    bodies: Option<S3Bodies>,
 }
 
 impl DynamoInbox {
+    /// Every body inline (compressed): what fits an item ([`body::MAX_INLINE_BYTES`]).
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
             client,
             table: table.into(),
+            bodies: None,
+        }
+    }
+
+    /// Bodies above the inline limit go to S3 (and are read back from there); `None` keeps
+    /// every body inline.
+    pub fn with_bodies(mut self, bodies: Option<S3Bodies>) -> Self {
+        self.bodies = bodies;
+        self
+    }
+
+    /// Where large bodies are, if anywhere.
+    pub fn bodies(&self) -> Option<&S3Bodies> {
+        self.bodies.as_ref()
+    }
+
+    /// How `body` of the message `key` is stored: in S3 (written now, before the item that
+    /// refers to it) when it is above the inline limit and a bucket is configured, else inline.
+    async fn store_body(
+        &self,
+        key: &MessageKey,
+        body: &[u8],
+        digest: Option<BodyDigest>,
+    ) -> Result<StoredBody, StoreError> {
+        match &self.bodies {
+            Some(bodies) if bodies.takes(body.len()) => {
+                let digest = digest.unwrap_or_else(|| BodyDigest::of(body));
+                let s3_key = S3Bodies::key_of(key, &digest);
+                bodies.put(&s3_key, body).await?;
+                Ok(StoredBody::External {
+                    key: s3_key,
+                    digest,
+                })
+            }
+            _ => Ok(StoredBody::inline(body)),
         }
     }
 
@@ -98,8 +138,12 @@ impl DynamoInbox {
 }
 
 /// The item of a new message (status `pending`, in the open index, first history entry), carrying
-/// the `token` of the request that writes it.
-pub fn message_item(msg: &NewMessage, token: &str) -> HashMap<String, AttributeValue> {
+/// the `token` of the request that writes it and its body as `body` says.
+pub fn message_item(
+    msg: &NewMessage,
+    token: &str,
+    body: StoredBody,
+) -> HashMap<String, AttributeValue> {
     let mut item = HashMap::with_capacity(16);
     item.insert(PK.into(), s(message_pk(&msg.key)));
     item.insert(SK.into(), s(MESSAGE_SK));
@@ -111,8 +155,10 @@ pub fn message_item(msg: &NewMessage, token: &str) -> HashMap<String, AttributeV
     }
     item.insert(STATUS.into(), s(Status::Pending.as_str()));
     item.insert(RECEIVED_AT.into(), n(msg.received_at_ms));
-    item.insert(BODY.into(), AttributeValue::B(Blob::new(msg.body.clone())));
-    item.insert(BODY_SHA256.into(), s(msg.body_digest.to_hex()));
+    if let (Some(d), StoredBody::Inline { .. }) = (&msg.body_digest, &body) {
+        item.insert(BODY_SHA256.into(), s(d.to_hex()));
+    }
+    body.put_into(&mut item);
     item.insert(BODY_BYTES.into(), n(msg.body.len() as i64));
     item.insert(HEADERS.into(), string_map(&msg.headers));
     if let Some(id) = &msg.provider_id {
@@ -155,7 +201,7 @@ fn batch_attr(part: &crate::batch::BatchPart) -> AttributeValue {
     AttributeValue::M(map)
 }
 
-fn delivery_item(d: &Delivery) -> HashMap<String, AttributeValue> {
+fn delivery_item(d: &Delivery, differing: Option<StoredBody>) -> HashMap<String, AttributeValue> {
     let mut item = HashMap::with_capacity(10);
     item.insert(PK.into(), s(message_pk(&d.key)));
     item.insert(
@@ -166,8 +212,8 @@ fn delivery_item(d: &Delivery) -> HashMap<String, AttributeValue> {
     item.insert(RECEIVED_AT.into(), n(d.received_at_ms));
     item.insert(BODY_SHA256.into(), s(d.body_digest.to_hex()));
     item.insert(BODY_DIFFERS.into(), AttributeValue::Bool(d.body_differs));
-    if let Some(body) = &d.differing_body {
-        item.insert(BODY.into(), AttributeValue::B(Blob::new(body.clone())));
+    if let Some(body) = differing {
+        body.put_into(&mut item);
     }
     item.insert(HEADERS.into(), string_map(&d.headers));
     item.insert(EXPIRES_AT.into(), n(d.expires_at_secs));
@@ -208,6 +254,7 @@ where
         Some(
             "ProvisionedThroughputExceededException"
             | "ThrottlingException"
+            | "SlowDown"
             | "RequestLimitExceeded",
         ) => StoreError::Throttled(boxed),
         Some(
@@ -229,11 +276,15 @@ impl Inbox for DynamoInbox {
     /// (not a duplicate that never happened).
     async fn put_if_absent(&self, msg: &NewMessage) -> Result<PutOutcome, StoreError> {
         let token = uuid::Uuid::new_v4().simple().to_string();
+        // A large body is durable in S3 before the item that refers to it is written.
+        let body = self
+            .store_body(&msg.key, &msg.body, msg.body_digest)
+            .await?;
         let result = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(message_item(msg, &token)))
+            .set_item(Some(message_item(msg, &token, body)))
             .condition_expression("attribute_not_exists(#pk)")
             .expression_attribute_names("#pk", PK)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
@@ -251,21 +302,27 @@ impl Inbox for DynamoInbox {
                 if old.and_then(|item| get_s(item, INGEST_TOKEN)) == Some(token.as_str()) {
                     return Ok(PutOutcome::Inserted);
                 }
-                let original_digest = old
-                    .and_then(|item| get_s(item, BODY_SHA256))
-                    .and_then(BodyDigest::from_hex);
-                Ok(PutOutcome::AlreadyExists { original_digest })
+                Ok(PutOutcome::AlreadyExists {
+                    original: body::original_of(old),
+                })
             }
             Err(e) => Err(classify(e)),
         }
     }
 
     async fn journal_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
+        let differing = match &delivery.differing_body {
+            Some(b) => Some(
+                self.store_body(&delivery.key, b, Some(delivery.body_digest))
+                    .await?,
+            ),
+            None => None,
+        };
         let result = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(delivery_item(delivery)))
+            .set_item(Some(delivery_item(delivery, differing)))
             // The sort key holds a UUID made for this call: only an SDK retry of this very request
             // (its first attempt landed, the answer was lost) can find it, so that is success.
             .condition_expression("attribute_not_exists(#pk)")

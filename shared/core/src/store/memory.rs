@@ -170,7 +170,7 @@ fn stored(msg: &NewMessage) -> StoredMessage {
         status: Status::Pending,
         received_at: msg.received_at_ms,
         body: msg.body.clone(),
-        body_sha256: msg.body_digest.to_hex(),
+        body_sha256: msg.body_digest.map(|d| d.to_hex()).unwrap_or_default(),
         headers: msg.headers.iter().cloned().collect(),
         attempts: 0,
         version: 0,
@@ -197,9 +197,8 @@ impl Inbox for MemoryStore {
         self.write()?;
         let mut rows = lock(&self.rows);
         if let Some(existing) = rows.get(&msg.key) {
-            let original_digest =
-                crate::domain::BodyDigest::from_hex(&existing.message.body_sha256);
-            return Ok(PutOutcome::AlreadyExists { original_digest });
+            let original = super::Original::Body(existing.message.body.clone());
+            return Ok(PutOutcome::AlreadyExists { original });
         }
         let row = Row {
             message: stored(msg),

@@ -11,7 +11,9 @@
 //!
 //! [`dynamo`] implements them on DynamoDB (one table, see [`schema`]); [`memory`] is an in-memory
 //! fake with the same semantics, for unit tests and benchmarks only. [`attr`] builds and reads
-//! attribute values. The records of repeated deliveries are in `journal.rs`.
+//! attribute values; [`size`] is what DynamoDB bills for an item. The records of repeated
+//! deliveries are in `journal.rs`. How a body is stored (inline and compressed, or in S3) is the
+//! DynamoDB adapter's business (`dynamo/body.rs`): the traits carry raw bodies.
 
 pub mod attr;
 pub mod dynamo;
@@ -19,6 +21,7 @@ mod journal;
 mod listing;
 pub mod memory;
 pub mod schema;
+pub mod size;
 mod transition;
 mod writer;
 
@@ -82,7 +85,10 @@ pub struct NewMessage {
     pub received_at_ms: i64,
     /// The raw body exactly as received (after API Gateway's base64, if any, is undone).
     pub body: Vec<u8>,
-    pub body_digest: BodyDigest,
+    /// The body's SHA-256 when something already computed it (an id that is the body's hash);
+    /// the accepted path does not hash the body otherwise (stores compute it where they need it,
+    /// e.g. the S3 key of a large body).
+    pub body_digest: Option<BodyDigest>,
     /// The headers needed to re-verify the signature and re-derive the identity (lower-case names).
     pub headers: Vec<(String, String)>,
     /// The provider's id from a header its signature does not cover, kept as metadata (the key's
@@ -95,13 +101,35 @@ pub struct NewMessage {
 }
 
 /// What a conditional insert found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PutOutcome {
     /// The message was new and is now durably stored.
     Inserted,
-    /// A message with that key already exists and was left untouched; `original_digest` is its
-    /// stored body hash (read from the failed condition's old image, not from a second request).
-    AlreadyExists { original_digest: Option<BodyDigest> },
+    /// A message with that key already exists and was left untouched; `original` is what the
+    /// failed condition's old image says of its body (no second request).
+    AlreadyExists { original: Original },
+}
+
+/// What a duplicate's stored original tells of its body, to say whether a repeat differs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Original {
+    /// The stored body itself (an inline body comes back with the old image).
+    Body(Vec<u8>),
+    /// Its SHA-256 (a body kept in S3, or an item written before bodies were compressed).
+    Digest(BodyDigest),
+    /// Nothing to compare with.
+    Unknown,
+}
+
+impl Original {
+    /// Whether `body` differs from the original (`false` when nothing can tell).
+    pub fn differs_from(&self, body: &[u8]) -> bool {
+        match self {
+            Self::Body(original) => original.as_slice() != body,
+            Self::Digest(d) => *d != BodyDigest::of(body),
+            Self::Unknown => false,
+        }
+    }
 }
 
 /// Why the store could not do what was asked. Every kind means "not stored": callers answer 503.

@@ -4,7 +4,7 @@
 //!
 //! | item | `pk` | `sk` | notes |
 //! |---|---|---|---|
-//! | message | `MSG#{source}#{event_id}` | `MSG` | the raw body, status, history; in the stream filter |
+//! | message | `MSG#{source}#{event_id}` | `MSG` | the body (zstd, or its S3 key), status, history; in the stream filter |
 //! | repeated delivery | same as its message | `DLV#{received ms, 13 digits}#{uuid}` | journal (the first 10); expires by TTL |
 //! | repeated-delivery counter | same as its message | `DLV#count` | how many; expires by TTL after the last |
 //!
@@ -27,6 +27,11 @@ pub const BODY: &str = "body";
 pub const BODY_SHA256: &str = "body_sha256";
 pub const BODY_BYTES: &str = "body_bytes";
 pub const BODY_DIFFERS: &str = "body_differs";
+/// How `body` is encoded: `zstd` (a zstd frame of the raw body); absent: the raw body itself
+/// (items written before bodies were compressed, and bodies that compression would not shrink).
+pub const BODY_ENC: &str = "body_enc";
+/// The S3 key of a body kept outside the item (a claim check): `body` is then absent.
+pub const BODY_REF: &str = "body_ref";
 pub const HEADERS: &str = "headers";
 pub const ATTEMPTS: &str = "attempts";
 pub const HISTORY: &str = "history";

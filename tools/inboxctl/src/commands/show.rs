@@ -66,9 +66,15 @@ fn body_value(body: &[u8]) -> (Value, &'static str) {
     }
 }
 
-/// Whether the stored digest matches the stored body.
+/// Whether the stored digest, if the item keeps one (bodies in S3, items written before bodies
+/// were compressed), matches the body read back.
 fn digest_ok(m: &StoredMessage) -> bool {
-    BodyDigest::of(&m.body).to_hex() == m.body_sha256
+    m.body_sha256.is_empty() || sha256_of(m) == m.body_sha256
+}
+
+/// The SHA-256 of the body read back (compressed items do not store one).
+fn sha256_of(m: &StoredMessage) -> String {
+    BodyDigest::of(&m.body).to_hex()
 }
 
 #[derive(Serialize)]
@@ -138,7 +144,7 @@ fn to_json(m: &StoredMessage, repeats: &Repeats, args: &ShowArgs) -> Value {
         "last_error": m.last_error,
         "expires_at": m.expires_at.map(|s| when::rfc3339(s.saturating_mul(1000))),
         "body_bytes": m.body.len(),
-        "body_sha256": m.body_sha256,
+        "body_sha256": sha256_of(m),
         "body_sha256_matches": digest_ok(m),
         "history": history,
         "history_total": m.history_count(),
@@ -266,7 +272,7 @@ fn print_human(m: &StoredMessage, repeats: &Repeats, args: &ShowArgs) -> Result<
     say(format!(
         "  {} bytes, sha256 {}{}",
         m.body.len(),
-        m.body_sha256,
+        sha256_of(m),
         if digest_ok(m) {
             ""
         } else {

@@ -230,7 +230,7 @@ impl Env {
             key: k.clone(),
             event_type: Some(EventType::parse("invoice.paid").expect("type")),
             received_at_ms,
-            body_digest: BodyDigest::of(&body),
+            body_digest: Some(BodyDigest::of(&body)),
             body,
             headers: vec![("content-type".into(), "application/json".into())],
             provider_id: None,
@@ -1126,4 +1126,57 @@ async fn exit_codes() {
     );
 
     assert_eq!(env.run(&["list", "--json"]).ok().json()["count"], 0);
+}
+
+#[tokio::test]
+async fn show_and_replay_read_a_body_kept_in_s3() {
+    let env = Env::new().await;
+    let (_, bodies) = integration_tests::body_bucket(&integration_tests::endpoint(), 1024).await;
+    let store = DynamoInbox::new(env.h.client.clone(), env.h.table.clone())
+        .with_bodies(Some(bodies.clone()));
+    let id = unique("evt_s3");
+    let body = integration_tests::stripe_event(&id, "invoice.paid", 300 * 1024);
+    let msg = NewMessage {
+        key: key("stripe", &id),
+        event_type: Some(EventType::parse("invoice.paid").expect("type")),
+        received_at_ms: SystemClock.now_millis(),
+        body: body.clone().into_bytes(),
+        body_digest: None,
+        headers: Vec::new(),
+        provider_id: None,
+        unidentified: None,
+        batch: None,
+    };
+    store.put_if_absent(&msg).await.expect("put");
+    let with_bucket = |args: &[&str]| {
+        let mut c = env.command();
+        c.env("BODY_BUCKET", bodies.bucket()).args(args);
+        run(&mut c)
+    };
+    let shown = with_bucket(&["show", "stripe", &id, "--json", "--body"])
+        .ok()
+        .json();
+    assert_eq!(shown["body"]["id"], json!(id), "the body, read from S3");
+    assert_eq!(shown["body_bytes"], json!(body.len()));
+    assert_eq!(shown["body_sha256_matches"], true);
+    assert_eq!(
+        shown["body_sha256"],
+        json!(BodyDigest::of(body.as_bytes()).to_hex())
+    );
+    // A pending message is replayed only with --force; the body is read again from S3.
+    with_bucket(&["replay", "stripe", &id, "--force", "--json"]).ok();
+    let replayed = store
+        .get(&key("stripe", &id))
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!(replayed.body, body.as_bytes());
+    assert!(replayed
+        .history
+        .iter()
+        .any(|h| h.note.starts_with("replayed by")));
+    // Without the bucket, the message cannot be shown whole: a clear error, not an empty body.
+    let without = env.run(&["show", "stripe", &id, "--json"]);
+    assert_ne!(without.code, 0);
+    assert!(without.stderr.contains("BODY_BUCKET"), "{}", without.stderr);
 }

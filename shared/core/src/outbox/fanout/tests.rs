@@ -90,7 +90,7 @@ async fn ingest(store: &MemoryStore, id: &str, event_type: &str) -> MessageKey {
             key: key.clone(),
             event_type: Some(EventType::parse(event_type).unwrap()),
             received_at_ms: T0,
-            body_digest: BodyDigest::of(&body),
+            body_digest: Some(BodyDigest::of(&body)),
             body,
             headers: Vec::new(),
             provider_id: None,

@@ -3,7 +3,7 @@
 
 use super::cancel::{self, Reason};
 use super::effects::effect_item;
-use super::{classify, corrupt, DynamoInbox};
+use super::{body, classify, corrupt, DynamoInbox};
 use crate::domain::{EventId, MessageKey, SourceName, Status};
 use crate::message::StoredMessage;
 use crate::store::attr::{get_n, get_s, n, s};
@@ -15,7 +15,8 @@ use crate::store::{
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, TransactWriteItem, Update};
 use std::collections::HashMap;
 
 /// The pieces of a conditional `UpdateItem` that applies a [`Transition`].
@@ -123,9 +124,21 @@ impl MessageStore for DynamoInbox {
             .send()
             .await
             .map_err(classify)?;
-        out.item
-            .map(|item| serde_dynamo::from_item(item).map_err(corrupt))
-            .transpose()
+        let Some(mut item) = out.item else {
+            return Ok(None);
+        };
+        if let Some(s3_key) = get_s(&item, BODY_REF).map(str::to_owned) {
+            let Some(bodies) = &self.bodies else {
+                return Err(corrupt(format!(
+                    "the body of {} is in S3 ({s3_key}) but no BODY_BUCKET is configured",
+                    message_pk(key)
+                )));
+            };
+            let body = bodies.get(&s3_key).await?;
+            item.insert(BODY.into(), AttributeValue::B(Blob::new(body)));
+        }
+        body::decode_item(&mut item).map_err(corrupt)?;
+        serde_dynamo::from_item(item).map(Some).map_err(corrupt)
     }
 
     async fn transition(
@@ -137,6 +150,8 @@ impl MessageStore for DynamoInbox {
     ) -> Result<Applied, StoreError> {
         let parts = transition_update(key, expected_version, transition, transition.at)?;
         if effects.is_empty() {
+            // A message that fails keeps its body: one in S3 is exempted from expiry.
+            let failing = transition.to == Status::Failed && self.bodies.is_some();
             let result = self
                 .client
                 .update_item()
@@ -146,10 +161,16 @@ impl MessageStore for DynamoInbox {
                 .condition_expression(parts.condition)
                 .set_expression_attribute_names(Some(parts.names))
                 .set_expression_attribute_values(Some(parts.values))
+                .set_return_values(failing.then_some(ReturnValue::AllNew))
                 .send()
                 .await;
             return match result {
-                Ok(_) => Ok(Applied::Done),
+                Ok(out) => {
+                    if let Some(s3_key) = out.attributes.as_ref().and_then(|a| get_s(a, BODY_REF)) {
+                        self.keep_body(key, s3_key).await;
+                    }
+                    Ok(Applied::Done)
+                }
                 Err(SdkError::ServiceError(se))
                     if matches!(
                         se.err(),
@@ -258,7 +279,9 @@ impl MessageStore for DynamoInbox {
     ) -> Result<Vec<StoredMessage>, StoreError> {
         let mut found = Vec::new();
         self.scan_kind(KIND_MESSAGE, |page| {
-            for item in page {
+            for mut item in page {
+                // Listing decompresses inline bodies; a body in S3 is not fetched (left empty).
+                body::decode_item(&mut item).map_err(corrupt)?;
                 let m: StoredMessage = serde_dynamo::from_item(item).map_err(corrupt)?;
                 if filter.matches(&m) {
                     found.push(m);
@@ -302,10 +325,15 @@ impl MessageStore for DynamoInbox {
             .expression_attribute_values(":processed", s(Status::Processed.as_str()))
             .expression_attribute_values(":ignored", s(Status::Ignored.as_str()))
             .expression_attribute_values(":failed", s(Status::Failed.as_str()))
+            .return_values(ReturnValue::AllOld)
             .send()
             .await;
         match result {
-            Ok(_) => {}
+            Ok(out) => {
+                if let Some(s3_key) = out.attributes.as_ref().and_then(|a| get_s(a, BODY_REF)) {
+                    self.delete_body(key, s3_key).await;
+                }
+            }
             Err(SdkError::ServiceError(se))
                 if matches!(
                     se.err(),
@@ -331,5 +359,37 @@ impl MessageStore for DynamoInbox {
                 .map_err(classify)?;
         }
         Ok(Applied::Done)
+    }
+}
+
+impl DynamoInbox {
+    /// Exempts a failed message's S3 body from expiry; a failure is logged for the operator (the
+    /// message is failed either way; its body would otherwise expire after the retention).
+    async fn keep_body(&self, key: &MessageKey, s3_key: &str) {
+        let Some(bodies) = &self.bodies else { return };
+        if let Err(e) = bodies.keep(s3_key).await {
+            tracing::error!(
+                source = %key.source,
+                event_id = %key.event_id,
+                bucket = bodies.bucket(),
+                s3_key,
+                error = %e.chain(),
+                "the failed message's body could not be exempted from expiry: remove its `inbox-expiry` tag by hand"
+            );
+        }
+    }
+
+    /// Deletes a purged message's S3 body (best effort: the lifecycle rule expires it anyway).
+    async fn delete_body(&self, key: &MessageKey, s3_key: &str) {
+        let Some(bodies) = &self.bodies else { return };
+        if let Err(e) = bodies.delete(s3_key).await {
+            tracing::warn!(
+                source = %key.source,
+                event_id = %key.event_id,
+                s3_key,
+                error = %e.chain(),
+                "a purged message's body could not be deleted from S3 (it expires by the bucket's lifecycle unless its message had failed)"
+            );
+        }
     }
 }

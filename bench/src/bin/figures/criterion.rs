@@ -1,8 +1,5 @@
-//! The hot-path figures from criterion's results: ingest / raw HMAC-SHA256, against the target.
-//!
-//! ```text
-//! figures [--criterion-dir DIR]
-//! ```
+//! The criterion benchmark's summary (the regression guard): ingest / raw HMAC-SHA256 from
+//! criterion's estimates, when `cargo bench -p ingest-function --bench ingest` left them.
 //!
 //! Reads what `cargo bench -p ingest-function --bench ingest` left in
 //! `<DIR>/ingest/<bench>/<size>/new/estimates.json` (`<bench>`: `full_new_event`,
@@ -11,13 +8,11 @@
 //! it meets the target (<= 2x). The time of a benchmark is criterion's typical estimate: the slope
 //! of its linear regression, else the mean (what criterion prints as `time:`).
 //!
-//! `DIR` defaults to `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`, else the workspace's
-//! `target/criterion`. Exit status 1 if an estimate is missing or unreadable; a missed target is a
-//! finding, not an error (exit 0).
+//! The directory is `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`, else the workspace's
+//! `target/criterion`. The figures of record are the side-by-side bench's (`sidebyside.rs`).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 /// The criterion group of the ingest benchmark, its two benchmarks and its event sizes.
 const GROUP: &str = "ingest";
@@ -102,28 +97,23 @@ impl Row {
     }
 }
 
-fn criterion_dir() -> Result<PathBuf, String> {
-    let mut args = std::env::args().skip(1);
-    match (args.next().as_deref(), args.next(), args.next()) {
-        (None, _, _) => {}
-        (Some("--criterion-dir"), Some(dir), None) => return Ok(PathBuf::from(dir)),
-        _ => return Err("usage: figures [--criterion-dir DIR]".into()),
-    }
+fn criterion_dir() -> PathBuf {
     if let Some(home) = std::env::var_os("CRITERION_HOME") {
-        return Ok(PathBuf::from(home));
+        return PathBuf::from(home);
     }
     if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
-        return Ok(PathBuf::from(target).join("criterion"));
+        return PathBuf::from(target).join("criterion");
     }
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    Ok(manifest
+    manifest
         .parent()
         .unwrap_or(manifest)
-        .join("target/criterion"))
+        .join("target/criterion")
 }
 
-fn run() -> Result<(), String> {
-    let dir = criterion_dir()?;
+/// Prints the criterion summary (an error if the estimates are missing).
+pub fn print_summary() -> Result<(), String> {
+    let dir = criterion_dir();
     let estimate = |bench: &str, size: &str| {
         Estimate::read(
             &dir.join(GROUP)
@@ -176,16 +166,6 @@ fn run() -> Result<(), String> {
         );
     }
     Ok(())
-}
-
-fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("figures: {e}");
-            ExitCode::FAILURE
-        }
-    }
 }
 
 #[cfg(test)]

@@ -6,10 +6,18 @@
 //!   `Processor::handle_stream_batch` against moto (at the deployed concurrency), and of the processor
 //!   against the in-memory store (its own cost, without I/O).
 //!
+//! - write units per webhook (2 KB and 64 KB events), ingest alone and end to end, by DynamoDB's
+//!   published item-size rules from the items as stored (`units.rs`).
+//!
+//! It prints them and writes them for `bench-tools figures` and `bench-tools cost`:
+//! `target/bench-figures/units.json` (the counts) and `pipeline.jsonl` (the figures).
+//!
 //! Run: `make bench` (starts moto), or with `AWS_ENDPOINT_URL` pointing at a running moto:
-//! `cargo run --release -p tests --bin pipeline_figures`.
+//! `cargo run --release -p integration-tests --bin pipeline_figures`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement harness: a failed setup ends the run
+
+mod units;
 
 use inbox_core::clock::SystemClock;
 use inbox_core::ingest::Ingestor;
@@ -116,7 +124,7 @@ async fn in_memory() -> f64 {
                     inbox_core::domain::EventType::parse("message.accepted").expect("type"),
                 ),
                 received_at_ms: 0,
-                body_digest: inbox_core::domain::BodyDigest::of(&body),
+                body_digest: Some(inbox_core::domain::BodyDigest::of(&body)),
                 body,
                 headers: Vec::new(),
                 provider_id: None,
@@ -132,6 +140,12 @@ async fn in_memory() -> f64 {
         processor.process(m).await.expect("processed");
     }
     (20 * BATCH) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// One figure as the JSON line `bench-tools figures` reads.
+fn figure(id: &str, name: &str, target: &str, measured: String, met: Option<bool>) -> String {
+    json!({"id": id, "figure": name, "target": target, "measured": measured, "met": met})
+        .to_string()
 }
 
 #[tokio::main]
@@ -162,4 +176,102 @@ async fn main() {
     );
     println!("  100-record batch against moto, 10 at a time:    {concurrent:>8.0} records/s");
     println!("  in-memory store (processor cost without I/O):  {memory:>8.0} records/s");
+
+    let mut lines = vec![
+        figure(
+            "throughput.moto",
+            "one process invocation: a 100-record stream batch, wallet handler, 10 at a time, against the emulator (serialized)",
+            "—",
+            format!("{concurrent:.0} records/s (bound: the emulator runs DynamoDB requests one at a time)"),
+            None,
+        ),
+        figure(
+            "throughput.memory",
+            "the processor against the in-memory store (its own cost, wallet handler)",
+            "—",
+            format!("{memory:.0} records/s (bound: the handler's item reads and building the transaction)"),
+            None,
+        ),
+        figure(
+            "requests.per_webhook",
+            "DynamoDB write requests per new webhook, ingest + processing",
+            "≤ 2",
+            format!("{:.2}", writes as f64 / BATCH as f64),
+            Some(writes <= 2 * BATCH),
+        ),
+    ];
+    let mut all = Vec::new();
+    for (label, size, ingest_target, e2e_target) in
+        [("2KB", 2 * 1024, 2, Some(8)), ("64KB", 64 * 1024, 16, None)]
+    {
+        let u = units::measure(size).await;
+        println!(
+            "write units, {label} event ({} bytes, message item {} bytes{}): ingest {} (+{} index), processing {} (+{} index), end to end {}; reads {}; S3 PUT {} GET {}",
+            u.body_bytes,
+            u.message_item_bytes,
+            if u.body_in_s3 { ", body in S3" } else { ", body inline" },
+            u.ingest_wru,
+            u.ingest_index_wru,
+            u.process_wru,
+            u.process_index_wru,
+            u.end_to_end_wru(),
+            u.process_rru,
+            u.s3_puts,
+            u.s3_gets
+        );
+        for (item, before, after, wru) in &u.transaction {
+            println!("    transaction: {item:<8} {before:>6} -> {after:>6} bytes: {wru} WRU");
+        }
+        lines.push(figure(
+            &format!("wru.ingest.{label}"),
+            &format!("DynamoDB write units, ingest alone, {label} event (item-size rules)"),
+            &format!("≤ {ingest_target}"),
+            format!(
+                "{} (message item {} B{}; +{} for the open index)",
+                u.ingest_wru,
+                u.message_item_bytes,
+                if u.body_in_s3 {
+                    ", body in S3: +1 S3 PUT"
+                } else {
+                    ", zstd body"
+                },
+                u.ingest_index_wru
+            ),
+            Some(u.ingest_wru <= ingest_target),
+        ));
+        let detail = u
+            .transaction
+            .iter()
+            .map(|(item, _, _, w)| format!("{item} {w}"))
+            .collect::<Vec<_>>()
+            .join(" + ");
+        lines.push(figure(
+            &format!("wru.e2e.{label}"),
+            &format!("DynamoDB write units, end to end with the wallet handler, {label} event"),
+            &e2e_target.map_or("—".to_owned(), |t| format!("≤ {t}")),
+            format!(
+                "{} = ingest {} + transaction {} ({detail}); +{} for the open index",
+                u.end_to_end_wru(),
+                u.ingest_wru,
+                u.process_wru,
+                u.ingest_index_wru + u.process_index_wru
+            ),
+            e2e_target.map(|t| u.end_to_end_wru() <= t),
+        ));
+        all.push((label, u));
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-figures");
+    std::fs::create_dir_all(&dir).expect("figures dir");
+    let counts: serde_json::Map<String, serde_json::Value> = all
+        .iter()
+        .map(|(label, u)| ((*label).to_owned(), serde_json::to_value(u).expect("json")))
+        .collect();
+    std::fs::write(
+        dir.join("units.json"),
+        serde_json::Value::Object(counts).to_string(),
+    )
+    .expect("write units.json");
+    std::fs::write(dir.join("pipeline.jsonl"), lines.join("\n") + "\n")
+        .expect("write pipeline.jsonl");
+    println!("figures written to {}", dir.display());
 }

@@ -1,0 +1,246 @@
+//! Dollars per million webhooks at list prices, computed from the measured counts.
+//!
+//! ```text
+//! cost [--figures DIR]
+//! ```
+//!
+//! Reads `DIR/units.json` (what `pipeline_figures` measured per webhook: DynamoDB write and read
+//! units, S3 requests, for a 2 KB and a 64 KB event; DIR defaults to `target/bench-figures`),
+//! prices every request a webhook causes and writes the result as figures (`DIR/cost.jsonl`) for
+//! `bench-tools figures`, which renders the README's cost table from them.
+//!
+//! What is measured and what is assumed:
+//!
+//! - measured: DynamoDB write units (table and open index) and read units, S3 PUTs and GETs per
+//!   webhook; the functions' memory sizes are the template's;
+//! - assumed (no AWS account here): the billed duration of an invocation, which in AWS is the
+//!   round trips to DynamoDB and S3 (the ingest handler's own CPU time is ~10 µs); CloudWatch
+//!   Logs bytes per webhook (the ingest function's one request line, Lambda's platform lines,
+//!   the processor's metrics). Both are constants below, stated in the output.
+//!
+//! SQS costs nothing on the happy path (retries only); Lambda's stream reads of the table are free.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// List prices, us-east-1, as published on the AWS pricing pages of each service (API Gateway,
+/// Lambda, DynamoDB, S3, SQS, CloudWatch); read 2025-11, DynamoDB's on-demand prices after the
+/// November 2024 reduction. Dollars.
+mod price {
+    /// HTTP API, per request (the first 300 million a month; metered per 512 KB).
+    pub const API_GATEWAY_HTTP: f64 = 1.00 / 1e6;
+    /// Per invocation.
+    pub const LAMBDA_REQUEST: f64 = 0.20 / 1e6;
+    /// Per GB-second, x86.
+    pub const LAMBDA_GB_SECOND: f64 = 0.000_016_666_7;
+    /// On-demand, standard table class.
+    pub const DYNAMODB_WRU: f64 = 0.625 / 1e6;
+    pub const DYNAMODB_RRU: f64 = 0.125 / 1e6;
+    /// S3 Standard.
+    pub const S3_PUT: f64 = 0.005 / 1e3;
+    pub const S3_GET: f64 = 0.0004 / 1e3;
+    /// Standard queue, per request.
+    pub const SQS_REQUEST: f64 = 0.40 / 1e6;
+    /// CloudWatch Logs ingestion, per GB.
+    pub const LOGS_GB: f64 = 0.50;
+    pub const SOURCE: &str = "AWS list prices, us-east-1, read 2025-11 (DynamoDB on-demand after the November 2024 reduction): API Gateway HTTP API $1.00/M requests; Lambda $0.20/M requests + $0.0000166667/GB-s (x86); DynamoDB $0.625/M WRU, $0.125/M RRU; S3 $0.005/1k PUT, $0.0004/1k GET; SQS $0.40/M; CloudWatch Logs $0.50/GB";
+}
+
+/// Assumptions (see the module doc). Memory sizes are the template's.
+mod assume {
+    pub const INGEST_MEMORY_MB: f64 = 128.0;
+    pub const PROCESS_MEMORY_MB: f64 = 256.0;
+    /// Billed ms of one ingest invocation: one in-region DynamoDB write (~6 ms), + an S3 PUT
+    /// (~25 ms) when the body goes to S3.
+    pub const INGEST_MS: f64 = 8.0;
+    pub const INGEST_S3_MS: f64 = 25.0;
+    /// Billed ms per record of a process invocation: two item reads and the transaction
+    /// (~20 ms), 10 records at a time; + an item read and an S3 GET (~15 ms) for a body in S3.
+    pub const PROCESS_MS_PER_RECORD: f64 = 2.0;
+    pub const PROCESS_S3_MS_PER_RECORD: f64 = 1.5;
+    /// Records per process invocation (the stream's batch size).
+    pub const RECORDS_PER_BATCH: f64 = 100.0;
+    /// CloudWatch Logs bytes per webhook: the ingest request line (~350 B), Lambda's three
+    /// platform lines (~400 B), the processor's metrics and record line (~500 B).
+    pub const LOG_BYTES: f64 = 1250.0;
+}
+
+/// The counts of one event size, from `units.json`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Counts {
+    wru: f64,
+    rru: f64,
+    s3_puts: f64,
+    s3_gets: f64,
+    in_s3: bool,
+}
+
+impl Counts {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let n = |k: &str| v[k].as_f64().ok_or(format!("units.json: no number `{k}`"));
+        Ok(Self {
+            wru: n("ingest_wru")?
+                + n("ingest_index_wru")?
+                + n("process_wru")?
+                + n("process_index_wru")?,
+            rru: n("process_rru")?,
+            s3_puts: n("s3_puts")?,
+            s3_gets: n("s3_gets")?,
+            in_s3: v["body_in_s3"].as_bool().unwrap_or(false),
+        })
+    }
+}
+
+/// Dollars per million webhooks, by service.
+#[derive(Debug, Clone, PartialEq)]
+struct Bill {
+    api_gateway: f64,
+    lambda: f64,
+    dynamodb: f64,
+    s3: f64,
+    sqs: f64,
+    logs: f64,
+}
+
+impl Bill {
+    fn of(c: &Counts) -> Self {
+        let m = 1e6;
+        let ingest_ms = assume::INGEST_MS + if c.in_s3 { assume::INGEST_S3_MS } else { 0.0 };
+        let process_ms = assume::PROCESS_MS_PER_RECORD
+            + if c.in_s3 {
+                assume::PROCESS_S3_MS_PER_RECORD
+            } else {
+                0.0
+            };
+        let gb_s = ingest_ms / 1e3 * assume::INGEST_MEMORY_MB / 1024.0
+            + process_ms / 1e3 * assume::PROCESS_MEMORY_MB / 1024.0;
+        let invocations = 1.0 + 1.0 / assume::RECORDS_PER_BATCH;
+        Self {
+            api_gateway: m * price::API_GATEWAY_HTTP,
+            lambda: m * (invocations * price::LAMBDA_REQUEST + gb_s * price::LAMBDA_GB_SECOND),
+            dynamodb: m * (c.wru * price::DYNAMODB_WRU + c.rru * price::DYNAMODB_RRU),
+            s3: m * (c.s3_puts * price::S3_PUT + c.s3_gets * price::S3_GET),
+            sqs: m * 0.0 * price::SQS_REQUEST,
+            logs: m * assume::LOG_BYTES / 1e9 * price::LOGS_GB,
+        }
+    }
+
+    fn total(&self) -> f64 {
+        self.api_gateway + self.lambda + self.dynamodb + self.s3 + self.sqs + self.logs
+    }
+}
+
+fn figures_dir() -> Result<PathBuf, String> {
+    let mut args = std::env::args().skip(1);
+    match (args.next().as_deref(), args.next()) {
+        (None, _) => Ok(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-figures")),
+        (Some("--figures"), Some(dir)) => Ok(PathBuf::from(dir)),
+        _ => Err("usage: cost [--figures DIR]".into()),
+    }
+}
+
+fn run() -> Result<(), String> {
+    let dir = figures_dir()?;
+    let path = dir.join("units.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: {e}; run pipeline_figures first (make bench)",
+            path.display()
+        )
+    })?;
+    let units: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    println!("== dollars per million webhooks (wallet handler, happy path) ==");
+    println!("  prices: {}", price::SOURCE);
+    let mut lines = Vec::new();
+    for size in ["2KB", "64KB"] {
+        let c = Counts::from_json(&units[size])?;
+        let b = Bill::of(&c);
+        println!(
+            "  {size:<5} ${:.2}: API Gateway {:.2}, Lambda {:.2}, DynamoDB {:.2} ({} WRU, {} RRU), S3 {:.2}, SQS {:.2}, CloudWatch Logs {:.2}",
+            b.total(), b.api_gateway, b.lambda, b.dynamodb, c.wru, c.rru, b.s3, b.sqs, b.logs
+        );
+        let row = serde_json::json!({
+            "id": format!("cost.{size}"),
+            "figure": format!("dollars per million webhooks, {size} event"),
+            "target": "—",
+            "measured": format!("${:.2}", b.total()),
+            "met": null,
+            "cost": {"size": size, "api_gateway": b.api_gateway, "lambda": b.lambda,
+                     "dynamodb": b.dynamodb, "s3": b.s3, "sqs": b.sqs, "logs": b.logs,
+                     "total": b.total(), "wru": c.wru, "rru": c.rru,
+                     "s3_requests": c.s3_puts + c.s3_gets},
+        });
+        lines.push(row.to_string());
+    }
+    println!(
+        "  assumed: ingest {} MB, {} ms (+{} ms with an S3 PUT); process {} MB, {} ms per record (+{} ms for a body in S3), {} records per invocation; {} log bytes per webhook",
+        assume::INGEST_MEMORY_MB,
+        assume::INGEST_MS,
+        assume::INGEST_S3_MS,
+        assume::PROCESS_MEMORY_MB,
+        assume::PROCESS_MS_PER_RECORD,
+        assume::PROCESS_S3_MS_PER_RECORD,
+        assume::RECORDS_PER_BATCH,
+        assume::LOG_BYTES
+    );
+    let out = dir.join("cost.jsonl");
+    std::fs::write(&out, lines.join("\n") + "\n").map_err(|e| e.to_string())?;
+    println!("figures written to {}", out.display());
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cost: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bill_adds_up_its_services_at_the_stated_prices() {
+        let c = Counts {
+            wru: 14.0,
+            rru: 2.0,
+            s3_puts: 0.0,
+            s3_gets: 0.0,
+            in_s3: false,
+        };
+        let b = Bill::of(&c);
+        assert!((b.api_gateway - 1.0).abs() < 1e-9);
+        assert!((b.dynamodb - (14.0 * 0.625 + 2.0 * 0.125)).abs() < 1e-9);
+        assert_eq!(b.s3, 0.0);
+        let lambda = 1.01 * 0.20 + (0.008 * 0.125 + 0.002 * 0.25) * 1e6 * 0.000_016_666_7;
+        assert!((b.lambda - lambda).abs() < 1e-6, "{} vs {lambda}", b.lambda);
+        let total = b.api_gateway + b.lambda + b.dynamodb + b.logs;
+        assert!((b.total() - total).abs() < 1e-9);
+        let in_s3 = Bill::of(&Counts {
+            s3_puts: 1.0,
+            s3_gets: 1.0,
+            in_s3: true,
+            ..c
+        });
+        assert!((in_s3.s3 - 5.4).abs() < 1e-9, "a PUT and a GET per webhook");
+        assert!(
+            in_s3.lambda > b.lambda,
+            "the S3 round trips are billed time"
+        );
+    }
+
+    #[test]
+    fn counts_come_from_units_json() {
+        let v = serde_json::json!({"ingest_wru": 2, "ingest_index_wru": 1, "process_wru": 10,
+                                   "process_index_wru": 1, "process_rru": 2, "s3_puts": 0,
+                                   "s3_gets": 0, "body_in_s3": false});
+        let c = Counts::from_json(&v).unwrap();
+        assert_eq!((c.wru, c.rru), (14.0, 2.0));
+        assert!(Counts::from_json(&serde_json::json!({})).is_err());
+    }
+}

@@ -1,0 +1,280 @@
+//! Every benchmark figure with its target and verdict, and the README's tables rendered from them.
+//!
+//! ```text
+//! figures                     print the figures the benches left in target/bench-figures/*.jsonl
+//! figures --record [--note T] ... and record them: docs/bench-figures.jsonl, README's tables
+//! figures --render            rewrite README's tables from docs/bench-figures.jsonl
+//! ```
+//!
+//! Each bench step (`sidebyside`, `coldstart`, `pipeline_figures`, `cost`) writes its figures as
+//! JSON lines (`id`, `figure`, `target`, `measured`, `met`: true / false / null for a figure
+//! without a target; cost lines carry a `cost` breakdown). `make bench` ends with `--record`, so
+//! the README's benchmark and cost tables always come from a recorded run; a test
+//! (`the_readme_tables_are_generated_from_the_recorded_figures`) fails when they drift, as the
+//! configuration tables' does. The criterion regression guard's summary is printed too, when its
+//! estimates exist (`criterion.rs`).
+
+mod criterion;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const BENCH_BEGIN: &str = "<!-- bench:begin -->";
+const BENCH_END: &str = "<!-- bench:end -->";
+const COST_BEGIN: &str = "<!-- cost:begin -->";
+const COST_END: &str = "<!-- cost:end -->";
+/// The order of the README's rows, by id prefix.
+const ORDER: [&str; 8] = [
+    "cpu.",
+    "coldstart.",
+    "memory.",
+    "size.",
+    "wru.",
+    "requests.",
+    "throughput.",
+    "cost.",
+];
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The figures of one run, in the README's order; the first line may be a `_meta` record.
+fn parse(text: &str) -> Result<Vec<Value>, String> {
+    let mut rows: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("{e}: {l}")))
+        .collect::<Result<_, _>>()?;
+    let rank = |v: &Value| {
+        let id = v["id"].as_str().unwrap_or_default();
+        ORDER
+            .iter()
+            .position(|p| id.starts_with(p))
+            .unwrap_or(if id == "_meta" { 0 } else { ORDER.len() })
+    };
+    rows.sort_by_key(|v| (v["id"] != "_meta", rank(v)));
+    Ok(rows)
+}
+
+fn verdict(v: &Value) -> &'static str {
+    match v["met"].as_bool() {
+        Some(true) => "met",
+        Some(false) => "missed",
+        None => "—",
+    }
+}
+
+/// The README's benchmark table.
+fn bench_table(rows: &[Value]) -> String {
+    let mut out = String::new();
+    if let Some(meta) = rows.iter().find(|v| v["id"] == "_meta") {
+        out.push_str(&format!(
+            "Recorded {} by `make bench`{}.\n\n",
+            meta["recorded"].as_str().unwrap_or("?"),
+            meta["note"]
+                .as_str()
+                .map(|n| format!(" — {n}"))
+                .unwrap_or_default()
+        ));
+    }
+    out.push_str("| figure | target | measured | verdict |\n|---|---|---|---|\n");
+    for v in rows
+        .iter()
+        .filter(|v| v["id"] != "_meta" && v.get("cost").is_none())
+    {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            v["figure"].as_str().unwrap_or_default(),
+            v["target"].as_str().unwrap_or("—"),
+            v["measured"].as_str().unwrap_or_default(),
+            verdict(v)
+        ));
+    }
+    out
+}
+
+/// The README's cost table.
+fn cost_table(rows: &[Value]) -> String {
+    let mut out = String::from(
+        "| event | total | API Gateway | Lambda | DynamoDB | S3 | SQS | CloudWatch Logs |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for c in rows.iter().filter_map(|v| v.get("cost")) {
+        let d = |k: &str| format!("${:.2}", c[k].as_f64().unwrap_or_default());
+        out.push_str(&format!(
+            "| {} | **{}** | {} | {} | {} ({} WRU, {} RRU) | {} ({} requests) | {} | {} |\n",
+            c["size"].as_str().unwrap_or_default(),
+            d("total"),
+            d("api_gateway"),
+            d("lambda"),
+            d("dynamodb"),
+            c["wru"],
+            c["rru"],
+            d("s3"),
+            c["s3_requests"],
+            d("sqs"),
+            d("logs")
+        ));
+    }
+    out
+}
+
+/// `text` with the part between `begin` and `end` replaced by `body`.
+fn splice(text: &str, begin: &str, end: &str, body: &str) -> Result<String, String> {
+    let start = text
+        .find(begin)
+        .ok_or(format!("README.md has no {begin}"))?
+        + begin.len();
+    let stop = text[start..]
+        .find(end)
+        .ok_or(format!("README.md has no {end}"))?
+        + start;
+    Ok(format!("{}\n{body}{}", &text[..start], &text[stop..]))
+}
+
+/// README.md with both tables rendered from `rows`.
+fn render(readme: &str, rows: &[Value]) -> Result<String, String> {
+    let text = splice(readme, BENCH_BEGIN, BENCH_END, &bench_table(rows))?;
+    splice(&text, COST_BEGIN, COST_END, &cost_table(rows))
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The figures the benches left: every `*.jsonl` of `target/bench-figures`.
+fn measured() -> Result<String, String> {
+    let dir = workspace().join("target/bench-figures");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}; run `make bench`", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    let mut text = String::new();
+    for f in files {
+        text.push_str(&read(&f)?);
+    }
+    Ok(text)
+}
+
+fn print(rows: &[Value]) {
+    println!("== every figure, with its target ==");
+    for v in rows.iter().filter(|v| v["id"] != "_meta") {
+        println!(
+            "  {:<7} {:<12} {}  [{}: {}]",
+            verdict(v),
+            v["target"].as_str().unwrap_or("—"),
+            v["figure"].as_str().unwrap_or_default(),
+            v["id"].as_str().unwrap_or_default(),
+            v["measured"].as_str().unwrap_or_default()
+        );
+    }
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let recorded = workspace().join("docs/bench-figures.jsonl");
+    let readme = workspace().join("README.md");
+    match args.first().map(String::as_str) {
+        None | Some("--record") => {
+            if let Err(e) = criterion::print_summary() {
+                println!("(criterion summary left out: {e})\n");
+            }
+            let mut text = measured()?;
+            let rows = parse(&text)?;
+            print(&rows);
+            if args.first().map(String::as_str) == Some("--record") {
+                let note = match (args.get(1).map(String::as_str), args.get(2)) {
+                    (Some("--note"), Some(n)) => Some(n.clone()),
+                    _ => None,
+                };
+                let meta = serde_json::json!({"id": "_meta", "recorded": today(), "note": note});
+                text = format!("{meta}\n{text}");
+                let rows = parse(&text)?;
+                let lines: Vec<String> = rows.iter().map(Value::to_string).collect();
+                std::fs::write(&recorded, lines.join("\n") + "\n").map_err(|e| e.to_string())?;
+                let new = render(&read(&readme)?, &rows)?;
+                std::fs::write(&readme, new).map_err(|e| e.to_string())?;
+                println!("\nrecorded in {} and README.md", recorded.display());
+            }
+            Ok(())
+        }
+        Some("--render") => {
+            let rows = parse(&read(&recorded)?)?;
+            let new = render(&read(&readme)?, &rows)?;
+            std::fs::write(&readme, new).map_err(|e| e.to_string())
+        }
+        Some(other) => Err(format!(
+            "unknown argument {other:?}; usage: figures [--record [--note TEXT] | --render]"
+        )),
+    }
+}
+
+/// Today's date (UTC), from the system clock.
+fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() / 86_400)
+        .unwrap_or(0) as i64;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("figures: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_readme_tables_are_generated_from_the_recorded_figures() {
+        let rows = parse(&read(&workspace().join("docs/bench-figures.jsonl")).unwrap()).unwrap();
+        let readme = read(&workspace().join("README.md")).unwrap();
+        assert!(
+            render(&readme, &rows).unwrap() == readme,
+            "README.md's benchmark tables are stale: run `make bench-docs` \
+             (`cargo run -q -p bench-tools --bin figures -- --render`) or `make bench`"
+        );
+    }
+
+    #[test]
+    fn rows_render_in_order_with_verdicts() {
+        let text = r#"{"id":"wru.x","figure":"W","target":"≤ 2","measured":"3","met":false}
+{"id":"cpu.a","figure":"C","target":"≥ 2×","measured":"3×","met":true}
+{"id":"cost.2KB","figure":"$","target":"—","measured":"$1","met":null,"cost":{"size":"2KB","total":1.0,"api_gateway":1.0,"lambda":0.0,"dynamodb":0.0,"s3":0.0,"sqs":0.0,"logs":0.0,"wru":1,"rru":0,"s3_requests":0}}"#;
+        let rows = parse(text).unwrap();
+        let table = bench_table(&rows);
+        let c = table.find("| C |").unwrap();
+        let w = table.find("| W |").unwrap();
+        assert!(c < w, "CPU first:\n{table}");
+        assert!(table.contains("| W | ≤ 2 | 3 | missed |"));
+        assert!(table.contains("| C | ≥ 2× | 3× | met |"));
+        assert!(!table.contains("| $ |"), "cost rows go to the cost table");
+        assert!(cost_table(&rows).contains("| 2KB | **$1.00** |"));
+        let readme = format!("a\n{BENCH_BEGIN}\nold\n{BENCH_END}\nb\n{COST_BEGIN}\n{COST_END}\n");
+        let new = render(&readme, &rows).unwrap();
+        assert!(new.starts_with("a\n<!-- bench:begin -->\n| figure |"));
+        assert!(new.contains("b\n<!-- cost:begin -->\n| event |"));
+        assert_eq!(render(&new, &rows).unwrap(), new, "rendering is stable");
+        assert_eq!(today().len(), 10);
+    }
+}

@@ -1,0 +1,351 @@
+//! How a body is kept in the table, and read back.
+//!
+//! - **Inline, compressed**: a body of at most the inline limit is stored in the item's `body`
+//!   as a zstd frame (level 3) with `body_enc = zstd`, or as it is when compression would not
+//!   shrink it (no `body_enc`). Items written before bodies were compressed have the raw body and
+//!   no `body_enc`, and read the same way.
+//! - **In S3 (a claim check)**: above the inline limit, when a bucket is configured, the body is
+//!   written to S3 first, under a content-addressed key (`{source}/{event_id}/{sha256 of the
+//!   body}`, so a retried or repeated write of the same body is the same object, written once:
+//!   `If-None-Match: *`), encrypted (SSE-S3) and tagged for the bucket's lifecycle rule, which
+//!   expires it after the retention; only then is the item written, with `body_ref` = that key
+//!   and no `body`. So a 200 still means the body is durable. A failed message's body is exempted
+//!   from expiry (its tag removed) when it fails, as failed messages never expire.
+//!
+//! Reading undoes either: `decode_item` decompresses, [`S3Bodies::get`] fetches.
+
+use super::classify;
+use crate::domain::{BodyDigest, MessageKey};
+use crate::store::attr::{get_n, get_s};
+use crate::store::schema::{BODY, BODY_ENC, BODY_REF, BODY_SHA256};
+use crate::store::{Item, Original, StoreError};
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
+use std::cell::RefCell;
+
+/// `body_enc` of a zstd-compressed body.
+pub const ZSTD: &str = "zstd";
+/// The compression level: zstd's default, ~3x on provider JSON at a few µs per 2 KB.
+const LEVEL: i32 = 3;
+/// The default inline limit (raw bytes) when a bucket is configured: above it a body goes to S3.
+/// At list prices one S3 PUT (+ a GET when processed) costs what about 9 write units do, and a
+/// compressed body rides along in each write of its item (the ingest put and the processing
+/// transaction, which counts twice), so inline stays cheaper up to about 8 KB of raw JSON
+/// (`docs/benchmarks.md`, cost).
+pub const DEFAULT_INLINE_MAX_BYTES: usize = 8 * 1024;
+/// The largest raw body kept inline when no bucket is configured (DynamoDB's item limit is
+/// 400 KB, attribute names and the message's other attributes included).
+pub const MAX_INLINE_BYTES: usize = 350 * 1024;
+/// The tag of an S3 body that the bucket's lifecycle rule expires after the retention.
+pub const EXPIRY_TAG_KEY: &str = "inbox-expiry";
+/// Its value.
+pub const EXPIRY_TAG_VALUE: &str = "retention";
+
+thread_local! {
+    /// One compression context per thread, reused: creating one costs more than compressing a
+    /// small body.
+    static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// A body as the item stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredBody {
+    /// In the item: a zstd frame (`zstd`) or the raw body.
+    Inline { bytes: Vec<u8>, zstd: bool },
+    /// In S3, under `key`.
+    External { key: String, digest: BodyDigest },
+}
+
+impl StoredBody {
+    /// `body` compressed when that makes it smaller.
+    pub fn inline(body: &[u8]) -> Self {
+        match compress(body) {
+            Some(frame) if frame.len() < body.len() => Self::Inline {
+                bytes: frame,
+                zstd: true,
+            },
+            _ => Self::Inline {
+                bytes: body.to_vec(),
+                zstd: false,
+            },
+        }
+    }
+
+    /// The attributes that hold it (`body` + `body_enc`, or `body_ref` + `body_sha256`).
+    pub fn put_into(self, item: &mut Item) {
+        match self {
+            Self::Inline { bytes, zstd } => {
+                item.insert(BODY.into(), AttributeValue::B(Blob::new(bytes)));
+                if zstd {
+                    item.insert(BODY_ENC.into(), AttributeValue::S(ZSTD.into()));
+                }
+            }
+            Self::External { key, digest } => {
+                item.insert(BODY_REF.into(), AttributeValue::S(key));
+                item.insert(BODY_SHA256.into(), AttributeValue::S(digest.to_hex()));
+            }
+        }
+    }
+}
+
+fn compress(body: &[u8]) -> Option<Vec<u8>> {
+    COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = zstd::bulk::Compressor::new(LEVEL).ok();
+        }
+        slot.as_mut()?.compress(body).ok()
+    })
+}
+
+/// The raw body of a zstd frame; `len` (the item's `body_bytes`) sizes the output.
+pub fn decompress(frame: &[u8], len: Option<usize>) -> Result<Vec<u8>, String> {
+    match len {
+        Some(len) => zstd::bulk::decompress(frame, len),
+        None => zstd::stream::decode_all(frame),
+    }
+    .map_err(|e| format!("the stored body is not a valid zstd frame: {e}"))
+}
+
+/// Undoes the body's encoding in an item read from the table: afterwards `body` is the raw body
+/// (or absent, when it is in S3: `body_ref`).
+pub fn decode_item(item: &mut Item) -> Result<(), String> {
+    let Some(enc) = item.remove(BODY_ENC) else {
+        return Ok(());
+    };
+    if enc.as_s().map(String::as_str) != Ok(ZSTD) {
+        return Err(format!("unknown body encoding {enc:?}"));
+    }
+    let len = get_n(item, crate::store::schema::BODY_BYTES).and_then(|n| usize::try_from(n).ok());
+    let Some(AttributeValue::B(frame)) = item.get(BODY) else {
+        return Err("a compressed body is missing".into());
+    };
+    let raw = decompress(frame.as_ref(), len)?;
+    item.insert(BODY.into(), AttributeValue::B(Blob::new(raw)));
+    Ok(())
+}
+
+/// The same for a stream image (the Lambda event's attribute values).
+pub fn decode_image(image: &mut serde_dynamo::Item) -> Result<(), String> {
+    use serde_dynamo::AttributeValue as V;
+    let Some(enc) = image.remove(BODY_ENC) else {
+        return Ok(());
+    };
+    if !matches!(&enc, V::S(s) if s == ZSTD) {
+        return Err("unknown body encoding".into());
+    }
+    let len = match image.get(crate::store::schema::BODY_BYTES) {
+        Some(V::N(n)) => n.parse().ok(),
+        _ => None,
+    };
+    let Some(V::B(frame)) = image.get(BODY) else {
+        return Err("a compressed body is missing".into());
+    };
+    let raw = decompress(frame, len)?;
+    image.insert(BODY.into(), V::B(raw));
+    Ok(())
+}
+
+/// What a duplicate's old image tells of the original body.
+pub fn original_of(old: Option<&Item>) -> Original {
+    let Some(old) = old else {
+        return Original::Unknown;
+    };
+    let mut item = old.clone();
+    if decode_item(&mut item).is_ok() {
+        if let Some(AttributeValue::B(body)) = item.remove(BODY) {
+            return Original::Body(body.into_inner());
+        }
+    }
+    get_s(old, BODY_SHA256)
+        .and_then(BodyDigest::from_hex)
+        .map_or(Original::Unknown, Original::Digest)
+}
+
+/// Bodies above the inline limit, in an S3 bucket.
+#[derive(Debug, Clone)]
+pub struct S3Bodies {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+    inline_max: usize,
+}
+
+impl S3Bodies {
+    /// Bodies above `inline_max` raw bytes go to `bucket`.
+    pub fn new(client: aws_sdk_s3::Client, bucket: impl Into<String>, inline_max: usize) -> Self {
+        Self {
+            client,
+            bucket: bucket.into(),
+            inline_max,
+        }
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// Whether a body of `len` bytes goes to S3.
+    pub fn takes(&self, len: usize) -> bool {
+        len > self.inline_max
+    }
+
+    /// The content-addressed key of a message's body.
+    pub fn key_of(key: &MessageKey, digest: &BodyDigest) -> String {
+        format!("{}/{}/{}", key.source, key.event_id, digest.to_hex())
+    }
+
+    /// Writes `body` under `key` unless it is there (same key, same bytes), encrypted and
+    /// tagged for expiry.
+    pub async fn put(&self, key: &str, body: &[u8]) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .body(aws_sdk_s3::primitives::ByteStream::from(body.to_vec()))
+            .content_type("application/octet-stream")
+            .server_side_encryption(aws_sdk_s3::types::ServerSideEncryption::Aes256)
+            .tagging(format!("{EXPIRY_TAG_KEY}={EXPIRY_TAG_VALUE}"))
+            .if_none_match("*")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // Already there: the key names the content.
+            Err(e) if e.raw_response().map(|r| r.status().as_u16()) == Some(412) => Ok(()),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    /// The body under `key`.
+    pub async fn get(&self, key: &str) -> Result<Vec<u8>, StoreError> {
+        let out = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(classify)?;
+        let bytes = out
+            .body
+            .collect()
+            .await
+            .map_err(|e| StoreError::Unavailable(Box::new(e)))?;
+        Ok(bytes.into_bytes().to_vec())
+    }
+
+    /// Exempts the body under `key` from expiry (its message failed: it is kept until replayed
+    /// or purged).
+    pub async fn keep(&self, key: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_object_tagging()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
+    /// Deletes the body under `key` (its message was purged).
+    pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_bodies_are_compressed_and_read_back_byte_for_byte() {
+        let body = br#"{"id":"evt_1","type":"checkout.session.completed","data":{"object":{"metadata":{"a":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}}}"#;
+        let stored = StoredBody::inline(body);
+        assert!(
+            matches!(&stored, StoredBody::Inline { zstd: true, bytes } if bytes.len() < body.len())
+        );
+        let mut item = Item::from([(
+            crate::store::schema::BODY_BYTES.to_string(),
+            AttributeValue::N(body.len().to_string()),
+        )]);
+        stored.put_into(&mut item);
+        assert_eq!(get_s(&item, BODY_ENC), Some(ZSTD));
+        let original = original_of(Some(&item));
+        assert_eq!(original, Original::Body(body.to_vec()));
+        decode_item(&mut item).unwrap();
+        assert_eq!(
+            item.get(BODY),
+            Some(&AttributeValue::B(Blob::new(body.to_vec())))
+        );
+        assert!(!item.contains_key(BODY_ENC));
+    }
+
+    #[test]
+    fn bodies_compression_would_grow_stay_raw_and_old_items_read_as_they_are() {
+        let tiny = b"{}";
+        let stored = StoredBody::inline(tiny);
+        assert_eq!(
+            stored,
+            StoredBody::Inline {
+                bytes: tiny.to_vec(),
+                zstd: false
+            }
+        );
+        // An item of the old format: the raw body, its SHA-256, no `body_enc`.
+        let mut old = Item::from([
+            (
+                BODY.to_string(),
+                AttributeValue::B(Blob::new(b"raw".to_vec())),
+            ),
+            (
+                BODY_SHA256.to_string(),
+                AttributeValue::S(BodyDigest::of(b"raw").to_hex()),
+            ),
+        ]);
+        assert_eq!(original_of(Some(&old)), Original::Body(b"raw".to_vec()));
+        decode_item(&mut old).unwrap();
+        assert_eq!(
+            old.get(BODY),
+            Some(&AttributeValue::B(Blob::new(b"raw".to_vec())))
+        );
+    }
+
+    #[test]
+    fn a_body_in_s3_is_compared_by_its_digest() {
+        let digest = BodyDigest::of(b"big");
+        let mut item = Item::new();
+        StoredBody::External {
+            key: "k".into(),
+            digest,
+        }
+        .put_into(&mut item);
+        assert_eq!(get_s(&item, BODY_REF), Some("k"));
+        let original = original_of(Some(&item));
+        assert_eq!(original, Original::Digest(digest));
+        assert!(!original.differs_from(b"big"));
+        assert!(original.differs_from(b"other"));
+        assert_eq!(original_of(None), Original::Unknown);
+    }
+
+    #[test]
+    fn a_damaged_frame_or_an_unknown_encoding_is_an_error() {
+        let mut item = Item::from([
+            (
+                BODY.to_string(),
+                AttributeValue::B(Blob::new(b"not zstd".to_vec())),
+            ),
+            (BODY_ENC.to_string(), AttributeValue::S(ZSTD.into())),
+        ]);
+        assert!(decode_item(&mut item).is_err());
+        let mut item = Item::from([(BODY_ENC.to_string(), AttributeValue::S("lz9".into()))]);
+        assert!(decode_item(&mut item).unwrap_err().contains("unknown"));
+    }
+}
