@@ -13,8 +13,9 @@
 //! - [`sources`]: the configured sources (scheme, tolerance, id/type rules, kept headers) and
 //!   their secrets.
 //! - [`signature`]: the `Scheme` trait and one file per scheme (Stripe, Standard Webhooks,
-//!   GitHub, Shopify, Slack, generic HMAC-SHA256), registered in one list; constant-time, with
-//!   redacted secrets and several secrets per source.
+//!   GitHub, Shopify, Slack, Zoom, SNS, SendGrid, Mailgun, Postmark, Paddle, Square, Twilio,
+//!   Discord, generic HMAC-SHA256), registered in one list; constant-time, with redacted secrets
+//!   and several secrets per source.
 //! - [`identity`]: where an event's id and type come from (`FieldRule`) and their extraction.
 //! - [`ingest`]: the ingest command: verify, answer endpoint handshakes, identify, store once
 //!   (a batch: each of its events once), and the outcome or a typed error that knows its HTTP
@@ -34,7 +35,10 @@
 //! - [`outbox`]: outbound delivery: destinations, fan-out in the terminal transition's transaction,
 //!   the delivery worker and its pure policies (schedule, token bucket, circuit breaker).
 //! - [`store`]: the storage boundary: small capability traits, the table's schema, attribute
-//!   helpers, the DynamoDB adapter and an in-memory fake for unit tests.
+//!   helpers, DynamoDB's item-size rules, the DynamoDB adapter (bodies compressed in the item
+//!   or kept in S3) and an in-memory fake for unit tests.
+//! - [`tls`]: the AWS clients' HTTPS client, with a compiled-in trust store of the roots AWS
+//!   endpoints chain to (`TRUST_SYSTEM_ROOTS` restores the system's).
 //!
 //! How these fit together: `docs/architecture.md`.
 
