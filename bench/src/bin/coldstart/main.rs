@@ -344,6 +344,8 @@ fn served_figures(opts: &Options, sources: &str, secrets: &str) -> Result<Vec<St
     );
     let ingest = serve::run(&opts.ingest, &env, opts.served, &secret)?;
     let hello = serve::run(&opts.hello, &[], opts.served, &secret)?;
+    let timeline = serve::init_timeline(&opts.ingest, &env, &secret)?;
+    println!("  ingest's init timeline (ms from the start of its init): {timeline}");
     let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
     println!(
         "  ingest: init {:.2} ms, first response {:.2} ms after spawn, {} answered ({} not 200) in {:.2} s, peak RSS {:.1} MiB",
@@ -367,7 +369,7 @@ fn served_figures(opts: &Options, sources: &str, secrets: &str) -> Result<Vec<St
             "spawn → first response, secrets fetched at init from a local Secrets Manager endpoint (30 ms round trip), table on a local endpoint",
             "—",
             format!(
-                "{:.2} ms (init {:.2} ms, of which 30 ms stand for the secret's round trip)",
+                "{:.2} ms (init {:.2} ms, of which 30 ms stand for the secret's round trip; init timeline, ms from the start of its init: {timeline})",
                 ms(ingest.first_response),
                 ms(ingest.init)
             ),

@@ -227,6 +227,32 @@ fn peak_rss(pid: u32) -> Result<u64, String> {
         .ok_or("no VmHWM".into())
 }
 
+/// Spawns `binary` as Lambda would, against the Runtime API at `api`, at log level `log`.
+fn spawn(
+    binary: &std::path::Path,
+    env: &[(String, String)],
+    api: SocketAddr,
+    log: &str,
+    stdout: Stdio,
+) -> Result<Child, String> {
+    Command::new(binary)
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", api.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", "ingest")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("RUST_LOG", log)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", binary.display()))
+}
+
 /// Starts `binary` against a Runtime API serving `count` events and the fake AWS endpoint.
 pub fn run(
     binary: &std::path::Path,
@@ -236,22 +262,7 @@ pub fn run(
 ) -> Result<Served, String> {
     let (api, events) = runtime_api(count, secret.to_owned())?;
     let started = Instant::now();
-    let mut child: Child = Command::new(binary)
-        .env_clear()
-        .env("AWS_LAMBDA_RUNTIME_API", api.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", "ingest")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("RUST_LOG", "warn")
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+    let mut child = spawn(binary, env, api, "warn", Stdio::null())?;
     let result = collect(&events, started, count, &mut child);
     let rss = peak_rss(child.id());
     let _ = child.kill();
@@ -259,6 +270,43 @@ pub fn run(
     let mut served = result?;
     served.peak_rss = rss?;
     Ok(served)
+}
+
+/// One more start of the ingest at log level `info`: the fields of its `init timeline` log line
+/// (`key=value` pairs, ms), read from its stdout, with a deadline.
+pub fn init_timeline(
+    binary: &std::path::Path,
+    env: &[(String, String)],
+    secret: &str,
+) -> Result<String, String> {
+    let (api, _events) = runtime_api(1, secret.to_owned())?;
+    let mut child = spawn(binary, env, api, "info", Stdio::piped())?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.contains("init timeline") {
+                let _ = tx.send(line);
+                return;
+            }
+        }
+    });
+    let line = rx.recv_timeout(Duration::from_secs(10));
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.map_err(|_| "no `init timeline` line within 10 s".to_owned())?;
+    let fields: Vec<String> = line
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| {
+            let v = v.trim_matches('"');
+            let v = v
+                .parse::<f64>()
+                .map_or(v.to_owned(), |ms| format!("{ms:.2}"));
+            format!("{} {v} ms", k.trim_end_matches("_ms").replace('_', " "))
+        })
+        .collect();
+    Ok(fields.join(", "))
 }
 
 fn collect(
