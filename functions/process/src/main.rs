@@ -4,7 +4,7 @@ use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    inbox_core::logging::init();
     let service = process_function::build().await.inspect_err(
         |e| tracing::error!(error = %e, "configuration error; the function cannot start"),
     )?;

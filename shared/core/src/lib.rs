@@ -32,8 +32,12 @@
 //! - [`reaper`]: one pass over the sparse index of open messages, re-driving what is due.
 //! - [`ops`]: operator actions shared by the CLI and the tests (replay).
 //! - [`metrics`]: the metric type and the one CloudWatch EMF writer every function emits through.
+//! - [`logging`]: the functions' log subscriber (`lambda_runtime`'s format and levels, without
+//!   `EnvFilter`'s regex engine).
 //! - [`outbox`]: outbound delivery: destinations, fan-out in the terminal transition's transaction,
 //!   the delivery worker and its pure policies (schedule, token bucket, circuit breaker).
+//! - [`tls`]: whom the functions trust over HTTPS to AWS (a compiled-in trust store) and the SDK
+//!   configuration built with it.
 //! - [`store`]: the storage boundary: small capability traits, the table's schema, attribute
 //!   helpers, DynamoDB's item-size rules, the DynamoDB adapter (bodies compressed in the item
 //!   or kept in S3) and an in-memory fake for unit tests.
@@ -48,6 +52,7 @@ pub mod config;
 pub mod domain;
 pub mod identity;
 pub mod ingest;
+pub mod logging;
 pub mod message;
 pub mod metrics;
 pub mod ops;

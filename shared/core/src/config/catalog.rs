@@ -264,6 +264,28 @@ pub const DELIVERY_SWEEP_MAX_PER_RUN: Var = Var {
     meaning: "most due deliveries the scheduled sweep re-drives per run",
 };
 
+pub const AWS_LAMBDA_LOG_LEVEL: Var = Var {
+    name: "AWS_LAMBDA_LOG_LEVEL",
+    read_by: ReadBy::Only(&[INGEST, PROCESS, REAPER, RECONCILE, DELIVER]),
+    unset: Unset::Optional,
+    meaning: "log level (Lambda's advanced logging controls); applies when `RUST_LOG` is unset",
+};
+
+pub const RUST_LOG: Var = Var {
+    name: "RUST_LOG",
+    read_by: ReadBy::Only(&[INGEST, PROCESS, REAPER, RECONCILE, DELIVER]),
+    unset: Unset::Default("info"),
+    meaning: "log filter: comma-separated `level` and `target=level` directives \
+              (e.g. `info,inbox_core=debug`); overrides `AWS_LAMBDA_LOG_LEVEL`",
+};
+
+pub const AWS_LAMBDA_LOG_FORMAT: Var = Var {
+    name: "AWS_LAMBDA_LOG_FORMAT",
+    read_by: ReadBy::Only(&[INGEST, PROCESS, REAPER, RECONCILE, DELIVER]),
+    unset: Unset::Optional,
+    meaning: "`JSON` for structured logs (set by `LoggingConfig` in `template.yaml`)",
+};
+
 /// The inbox's own variables, in the order the README lists them.
 pub const ALL: &[&Var] = &[
     &TABLE_NAME,
@@ -297,35 +319,16 @@ pub const ALL: &[&Var] = &[
     &DELIVERY_SWEEP_MAX_PER_RUN,
     &INBOXCTL_JSON,
     &USER,
+    &AWS_LAMBDA_LOG_LEVEL,
+    &RUST_LOG,
+    &AWS_LAMBDA_LOG_FORMAT,
 ];
-
-const LAMBDA_RUNTIME: &str = "every function (`lambda_runtime`)";
 
 /// Variables read by the libraries every function links, documented for completeness.
-pub const LIBRARY: &[&Var] = &[
-    &Var {
-        name: "AWS_LAMBDA_LOG_LEVEL",
-        read_by: ReadBy::Library(LAMBDA_RUNTIME),
-        unset: Unset::Optional,
-        meaning: "log level; takes precedence over `RUST_LOG`",
-    },
-    &Var {
-        name: "RUST_LOG",
-        read_by: ReadBy::Library(LAMBDA_RUNTIME),
-        unset: Unset::Default("info"),
-        meaning: "log level when `AWS_LAMBDA_LOG_LEVEL` is unset",
-    },
-    &Var {
-        name: "AWS_LAMBDA_LOG_FORMAT",
-        read_by: ReadBy::Library(LAMBDA_RUNTIME),
-        unset: Unset::Optional,
-        meaning: "`JSON` for structured logs (set by `LoggingConfig` in `template.yaml`)",
-    },
-    &Var {
-        name: "AWS_ENDPOINT_URL",
-        read_by: ReadBy::Library("every function, inboxctl (the AWS SDK)"),
-        unset: Unset::Optional,
-        meaning: "points the SDK at the emulator; the other standard AWS SDK variables \
+pub const LIBRARY: &[&Var] = &[&Var {
+    name: "AWS_ENDPOINT_URL",
+    read_by: ReadBy::Library("every function, inboxctl (the AWS SDK)"),
+    unset: Unset::Optional,
+    meaning: "points the SDK at the emulator; the other standard AWS SDK variables \
                   (`AWS_REGION`, `AWS_PROFILE`, credentials, …) apply as well",
-    },
-];
+}];
