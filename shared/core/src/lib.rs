@@ -41,8 +41,6 @@
 //! - [`store`]: the storage boundary: small capability traits, the table's schema, attribute
 //!   helpers, DynamoDB's item-size rules, the DynamoDB adapter (bodies compressed in the item
 //!   or kept in S3) and an in-memory fake for unit tests.
-//! - [`tls`]: the AWS clients' HTTPS client, with a compiled-in trust store of the roots AWS
-//!   endpoints chain to (`TRUST_SYSTEM_ROOTS` restores the system's).
 //!
 //! How these fit together: `docs/architecture.md`.
 
