@@ -17,6 +17,7 @@ use super::{
 };
 use crate::domain::MessageKey;
 use crate::message::StoredMessage;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -162,14 +163,17 @@ fn apply_effect(items: &mut BTreeMap<(String, String), Item>, e: Effect) {
 impl Inbox for MemoryStore {
     async fn put_if_absent(&self, msg: &NewMessage) -> Result<PutOutcome, StoreError> {
         self.write()?;
-        let mut rows = lock(&self.rows);
-        if let Some(existing) = rows.get(&msg.key) {
-            let original = super::Original::Body(existing.body().to_vec());
-            return Ok(PutOutcome::AlreadyExists { original });
+        // One lookup (the key hashed once) for the check and the insert.
+        match lock(&self.rows).entry(msg.key.clone()) {
+            Entry::Occupied(existing) => {
+                let original = super::Original::Body(existing.get().body().to_vec());
+                Ok(PutOutcome::AlreadyExists { original })
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(Box::new(Row::new(msg)));
+                Ok(PutOutcome::Inserted)
+            }
         }
-        let row = Box::new(Row::new(msg));
-        rows.insert(msg.key.clone(), row);
-        Ok(PutOutcome::Inserted)
     }
 
     async fn journal_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
