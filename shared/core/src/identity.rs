@@ -296,10 +296,12 @@ fn read_event_id(
 ) -> Result<EventId, IdentityError> {
     // `describe` allocates: only on the way to an error.
     match extract(rule, headers, json, digest)? {
-        Lookup::Found(v) => EventId::parse(&v).map_err(|reason| IdentityError::InvalidEventId {
-            at: rule.describe(),
-            reason,
-        }),
+        Lookup::Found(v) => {
+            EventId::parse_owned(v).map_err(|reason| IdentityError::InvalidEventId {
+                at: rule.describe(),
+                reason,
+            })
+        }
         Lookup::Absent => Err(IdentityError::MissingEventId(rule.describe())),
         Lookup::Invalid(why) => Err(IdentityError::InvalidEventId {
             at: rule.describe(),
@@ -317,7 +319,7 @@ fn read_event_type(
     // `describe` allocates: only on the way to an error.
     match extract(rule, headers, json, digest)? {
         Lookup::Found(v) => {
-            EventType::parse(&v).map_err(|reason| IdentityError::InvalidEventType {
+            EventType::parse_owned(v).map_err(|reason| IdentityError::InvalidEventType {
                 at: rule.describe(),
                 reason,
             })
