@@ -126,6 +126,12 @@ impl EventId {
         Ok(Self(s.to_owned()))
     }
 
+    /// [`EventId::parse`] of an owned string, kept without a copy.
+    pub fn parse_owned(s: String) -> Result<Self, InvalidValue> {
+        check(&s, MAX_EVENT_ID_LEN, visible_ascii, "visible ASCII")?;
+        Ok(Self(s))
+    }
+
     /// The id used where a provider gives none: the lower-case hex SHA-256 of the raw body.
     pub fn from_digest(digest: &BodyDigest) -> Self {
         Self(digest.to_hex())
@@ -141,6 +147,12 @@ impl EventType {
     pub fn parse(s: &str) -> Result<Self, InvalidValue> {
         check(s, MAX_EVENT_TYPE_LEN, visible_ascii, "visible ASCII")?;
         Ok(Self(s.to_owned()))
+    }
+
+    /// [`EventType::parse`] of an owned string, kept without a copy.
+    pub fn parse_owned(s: String) -> Result<Self, InvalidValue> {
+        check(&s, MAX_EVENT_TYPE_LEN, visible_ascii, "visible ASCII")?;
+        Ok(Self(s))
     }
 
     /// [`EventType::UNKNOWN`].
@@ -270,6 +282,28 @@ mod tests {
             Err(InvalidValue::TooLong { len: 65, max: 64 })
         ));
         assert!(SourceName::parse(&"a".repeat(64)).is_ok());
+    }
+
+    /// The owned parsers accept and refuse exactly what the borrowing ones do.
+    #[test]
+    fn owned_parsers_agree_with_borrowing_ones() {
+        let long = "x".repeat(MAX_EVENT_ID_LEN + 1);
+        for text in [
+            "evt_1",
+            "a.b.c",
+            "",
+            "a b",
+            "a\nb",
+            "é",
+            long.as_str(),
+            &long[..129],
+        ] {
+            assert_eq!(EventId::parse_owned(text.to_owned()), EventId::parse(text));
+            assert_eq!(
+                EventType::parse_owned(text.to_owned()),
+                EventType::parse(text)
+            );
+        }
     }
 
     #[test]

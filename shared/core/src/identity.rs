@@ -294,14 +294,17 @@ fn read_event_id(
     json: Option<Result<&JsonObject<'_>, &IdentityError>>,
     digest: &BodyHash<'_>,
 ) -> Result<EventId, IdentityError> {
-    let at = rule.describe();
+    // `describe` allocates: only on the way to an error.
     match extract(rule, headers, json, digest)? {
         Lookup::Found(v) => {
-            EventId::parse(&v).map_err(|reason| IdentityError::InvalidEventId { at, reason })
+            EventId::parse_owned(v).map_err(|reason| IdentityError::InvalidEventId {
+                at: rule.describe(),
+                reason,
+            })
         }
-        Lookup::Absent => Err(IdentityError::MissingEventId(at)),
+        Lookup::Absent => Err(IdentityError::MissingEventId(rule.describe())),
         Lookup::Invalid(why) => Err(IdentityError::InvalidEventId {
-            at,
+            at: rule.describe(),
             reason: InvalidValue::BadCharacter { allowed: why },
         }),
     }
@@ -313,14 +316,17 @@ fn read_event_type(
     json: Option<Result<&JsonObject<'_>, &IdentityError>>,
     digest: &BodyHash<'_>,
 ) -> Result<EventType, IdentityError> {
-    let at = rule.describe();
+    // `describe` allocates: only on the way to an error.
     match extract(rule, headers, json, digest)? {
         Lookup::Found(v) => {
-            EventType::parse(&v).map_err(|reason| IdentityError::InvalidEventType { at, reason })
+            EventType::parse_owned(v).map_err(|reason| IdentityError::InvalidEventType {
+                at: rule.describe(),
+                reason,
+            })
         }
-        Lookup::Absent => Err(IdentityError::MissingEventType(at)),
+        Lookup::Absent => Err(IdentityError::MissingEventType(rule.describe())),
         Lookup::Invalid(why) => Err(IdentityError::InvalidEventType {
-            at,
+            at: rule.describe(),
             reason: InvalidValue::BadCharacter { allowed: why },
         }),
     }

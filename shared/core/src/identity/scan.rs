@@ -265,11 +265,21 @@ impl Scanner<'_> {
     }
 }
 
-/// Whether `text` holds a control character (not allowed raw in a JSON string). Chunks of 64
-/// bytes without an early exit inside, so the compiler vectorizes the check.
+/// Whether `text` holds a control character (not allowed raw in a JSON string). Eight bytes at a
+/// time, without a branch inside: a word has a byte below 0x20 exactly when
+/// `(word - 0x20…20) & !word & 0x80…80` is not zero (no byte at or above 0x20 borrows, and the
+/// lowest byte below it sets its top bit).
 fn has_control(text: &[u8]) -> bool {
-    text.chunks(64)
-        .any(|chunk| chunk.iter().fold(false, |seen, &c| seen | (c < 0x20)))
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut words = text.chunks_exact(8);
+    let mut seen = 0u64;
+    for word in &mut words {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(word);
+        let x = u64::from_le_bytes(bytes);
+        seen |= x.wrapping_sub(ONES * 0x20) & !x;
+    }
+    seen & (ONES * 0x80) != 0 || words.remainder().iter().any(|&c| c < 0x20)
 }
 
 #[cfg(test)]

@@ -137,12 +137,13 @@ fn kept_headers(source: &Source, headers: &HeaderMap) -> Vec<(String, String)> {
         .kept_headers()
         .iter()
         .filter_map(|name| {
-            let joined = headers
-                .get_all(name)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .collect::<Vec<_>>()
-                .join(", ");
+            // The values joined with ", " (most headers have one: no list is built).
+            let mut values = headers.get_all(name).iter().filter_map(|v| v.to_str().ok());
+            let mut joined = values.next()?.to_owned();
+            for value in values {
+                joined.push_str(", ");
+                joined.push_str(value);
+            }
             (!joined.is_empty()).then(|| (name.as_str().to_owned(), joined))
         })
         .collect()

@@ -20,6 +20,9 @@ use subtle::{Choice, ConstantTimeEq};
 use super::{SchemeError, Secret, SignatureError, Spec};
 use crate::identity::FieldRule;
 
+mod decode;
+pub(super) use decode::{decode_base64_tag, decode_hex_tag};
+
 /// HMAC-SHA256 output length in bytes; every decoded signature must have exactly this length.
 pub(super) const TAG_LEN: usize = 32;
 
@@ -243,43 +246,6 @@ pub(super) fn parse_timestamp(text: &str) -> Result<(i64, &str), &'static str> {
         .map_err(|_| "the timestamp is not a whole number of seconds")?;
     let canonical = text.trim_start_matches('0');
     Ok((value, if canonical.is_empty() { "0" } else { canonical }))
-}
-
-/// Decodes a hex signature (either case) of exactly 32 bytes.
-pub(super) fn decode_hex_tag(text: &str) -> Result<Tag, &'static str> {
-    if text.is_empty() {
-        return Err("the signature is empty");
-    }
-    if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err("the signature is not hexadecimal");
-    }
-    if !text.len().is_multiple_of(2) {
-        return Err("the signature has an odd number of hex digits");
-    }
-    if text.len() != 2 * TAG_LEN {
-        return Err("the signature is not 32 bytes long");
-    }
-    let mut tag = [0u8; TAG_LEN];
-    hex::decode_to_slice(text, &mut tag).map_err(|_| "the signature is not hexadecimal")?;
-    Ok(tag)
-}
-
-/// Decodes a standard-alphabet, padded base64 signature of exactly 32 bytes.
-pub(super) fn decode_base64_tag(text: &str) -> Result<Tag, &'static str> {
-    const WRONG_LENGTH: &str = "the signature is not 32 bytes long";
-    if text.is_empty() {
-        return Err("the signature is empty");
-    }
-    // 88 characters decode to at most 66 bytes: enough room to tell "invalid" from "too long".
-    if text.len() > 88 {
-        return Err(WRONG_LENGTH);
-    }
-    let mut buf = [0u8; 66];
-    let len = base64::engine::general_purpose::STANDARD
-        .decode_slice(text, &mut buf)
-        .map_err(|_| "the signature is not valid base64")?;
-    let decoded = buf.get(..len).ok_or(WRONG_LENGTH)?;
-    Tag::try_from(decoded).map_err(|_| WRONG_LENGTH)
 }
 
 /// What a scheme that signs the body and the values of `signed_headers` covers

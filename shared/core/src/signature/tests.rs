@@ -729,6 +729,34 @@ fn hex_decoding() {
     }
 }
 
+/// The table-driven decoder agrees with the `hex` crate on every byte value, in both places of
+/// a digit pair.
+#[test]
+fn hex_decoding_agrees_with_the_hex_crate_on_every_byte() {
+    for b in 0..=255u8 {
+        for at in [0, 1, 63] {
+            let mut text = "0f".repeat(32).into_bytes();
+            text[at] = b;
+            let Ok(text) = String::from_utf8(text) else {
+                continue; // not a &str: the decoder never sees it
+            };
+            let mut expected = [0u8; 32];
+            match hex::decode_to_slice(&text, &mut expected) {
+                Ok(()) => assert_eq!(decode_hex_tag(&text), Ok(expected), "{text:?}"),
+                Err(_) => assert_eq!(
+                    decode_hex_tag(&text),
+                    Err("the signature is not hexadecimal"),
+                    "{text:?}"
+                ),
+            }
+        }
+    }
+    let mixed = "0123456789abcdefABCDEF".repeat(3);
+    let mut expected = [0u8; 32];
+    hex::decode_to_slice(&mixed[..64], &mut expected).unwrap();
+    assert_eq!(decode_hex_tag(&mixed[..64]), Ok(expected));
+}
+
 #[test]
 fn base64_decoding() {
     use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE};

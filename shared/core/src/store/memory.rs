@@ -4,32 +4,30 @@
 //! (journal and counters): `memory/journal.rs`.
 
 mod journal;
+mod row;
+
+use row::Row;
 
 use super::attr::{get_n, get_s, n, s};
-use super::schema::{open_shard, PENDING_GRACE_MS};
+use super::schema::open_shard;
 use super::{
     Applied, Delivery, DeliveryCount, DeliveryRecord, DueMessage, Effect, Inbox, Item, ItemStore,
     ItemWriter, ListFilter, MessageStore, NewMessage, PutOutcome, StoreError, TooManyEffects,
     Transition, MAX_COMMIT_EFFECTS,
 };
-use crate::domain::{MessageKey, Status};
-use crate::message::{HistoryEntry, StoredMessage};
+use crate::domain::MessageKey;
+use crate::message::StoredMessage;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
-
-#[derive(Debug, Clone)]
-struct Row {
-    message: StoredMessage,
-    /// `Some(due)` while in the open index.
-    open_due: Option<i64>,
-}
 
 /// Messages, journal records, domain items and committed effects held in memory, with a switch
 /// to simulate an outage and a count of write requests (what the DynamoDB adapter would send).
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    rows: Mutex<HashMap<MessageKey, Row>>,
+    /// Boxed: a row is a few hundred bytes, and growing the map then moves pointers, not rows.
+    rows: Mutex<HashMap<MessageKey, Box<Row>>>,
     deliveries: Mutex<Vec<Delivery>>,
     delivery_counts: Mutex<HashMap<MessageKey, u64>>,
     effects: Mutex<Vec<(MessageKey, Effect)>>,
@@ -62,7 +60,7 @@ impl MemoryStore {
 
     /// A stored message, if any.
     pub fn message(&self, key: &MessageKey) -> Option<StoredMessage> {
-        lock(&self.rows).get(key).map(|r| r.message.clone())
+        lock(&self.rows).get(key).map(|r| r.message().into_owned())
     }
 
     /// How many messages are stored.
@@ -162,50 +160,20 @@ fn apply_effect(items: &mut BTreeMap<(String, String), Item>, e: Effect) {
     }
 }
 
-fn stored(msg: &NewMessage) -> StoredMessage {
-    StoredMessage {
-        source: msg.key.source.clone(),
-        event_id: msg.key.event_id.clone(),
-        event_type: msg.event_type.clone(),
-        status: Status::Pending,
-        received_at: msg.received_at_ms,
-        body: msg.body.clone(),
-        body_sha256: msg.body_digest.map(|d| d.to_hex()).unwrap_or_default(),
-        headers: msg.headers.iter().cloned().collect(),
-        attempts: 0,
-        version: 0,
-        lease_until: None,
-        next_attempt_at: None,
-        last_error: None,
-        history: vec![HistoryEntry::new(
-            msg.received_at_ms,
-            Status::Pending,
-            "received",
-        )],
-        history_total: 0,
-        expires_at: None,
-        provider_id: msg.provider_id.as_ref().map(|id| id.as_str().to_owned()),
-        identity_error: msg.unidentified.clone(),
-        batch: msg.batch.clone(),
-        open_due: Some(msg.received_at_ms + PENDING_GRACE_MS),
-        notice_pending: None,
-    }
-}
-
 impl Inbox for MemoryStore {
     async fn put_if_absent(&self, msg: &NewMessage) -> Result<PutOutcome, StoreError> {
         self.write()?;
-        let mut rows = lock(&self.rows);
-        if let Some(existing) = rows.get(&msg.key) {
-            let original = super::Original::Body(existing.message.body.clone());
-            return Ok(PutOutcome::AlreadyExists { original });
+        // One lookup (the key hashed once) for the check and the insert.
+        match lock(&self.rows).entry(msg.key.clone()) {
+            Entry::Occupied(existing) => {
+                let original = super::Original::Body(existing.get().body().to_vec());
+                Ok(PutOutcome::AlreadyExists { original })
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(Box::new(Row::new(msg)));
+                Ok(PutOutcome::Inserted)
+            }
         }
-        let row = Row {
-            message: stored(msg),
-            open_due: Some(msg.received_at_ms + PENDING_GRACE_MS),
-        };
-        rows.insert(msg.key.clone(), row);
-        Ok(PutOutcome::Inserted)
     }
 
     async fn journal_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
@@ -243,7 +211,7 @@ impl MessageStore for MemoryStore {
         let mut rows = lock(&self.rows);
         let Some(row) = rows
             .get_mut(key)
-            .filter(|r| r.message.version == expected_version)
+            .filter(|r| r.version() == expected_version)
         else {
             return Ok(Applied::MessageConflict);
         };
@@ -254,7 +222,7 @@ impl MessageStore for MemoryStore {
         for e in &effects {
             apply_effect(&mut items, e.clone());
         }
-        t.apply_to(&mut row.message);
+        t.apply_to(row.message_mut());
         row.open_due = t.open_due;
         lock(&self.effects).extend(effects.into_iter().map(|e| (key.clone(), e)));
         Ok(Applied::Done)
@@ -273,7 +241,7 @@ impl MessageStore for MemoryStore {
                 let d = r.open_due?;
                 (d <= now && open_shard(k) == shard).then(|| DueMessage {
                     key: k.clone(),
-                    status: r.message.status,
+                    status: r.status(),
                     due: d,
                 })
             })
@@ -291,9 +259,9 @@ impl MessageStore for MemoryStore {
         self.up()?;
         let mut found: Vec<StoredMessage> = lock(&self.rows)
             .values()
-            .map(|r| &r.message)
+            .map(|r| r.message())
             .filter(|m| filter.matches(m))
-            .cloned()
+            .map(std::borrow::Cow::into_owned)
             .collect();
         found.sort_by_key(|m| m.received_at);
         found.truncate(limit);
@@ -314,7 +282,7 @@ impl MessageStore for MemoryStore {
         self.write()?;
         let mut rows = lock(&self.rows);
         match rows.get(key) {
-            Some(r) if r.message.version == expected_version && r.message.status.is_terminal() => {
+            Some(r) if r.version() == expected_version && r.status().is_terminal() => {
                 rows.remove(key);
                 lock(&self.deliveries).retain(|d| &d.key != key);
                 lock(&self.delivery_counts).remove(key);
@@ -339,7 +307,7 @@ impl ItemStore for MemoryStore {
                     ("pk".to_string(), s(pk)),
                     ("sk".to_string(), s(sk)),
                     ("kind".to_string(), s("message")),
-                    ("status".to_string(), s(r.message.status.as_str())),
+                    ("status".to_string(), s(r.status().as_str())),
                 ])
             }));
         }

@@ -167,3 +167,21 @@ fn control_characters_are_found_anywhere_in_a_long_string() {
     }
     assert!(!has_control(b""));
 }
+
+/// The word-at-a-time check agrees with the byte-by-byte definition for every byte value at
+/// every place of a word and in the tail, beside every neighbour class (control, space, high).
+#[test]
+fn control_check_agrees_with_the_definition_on_every_byte() {
+    let naive = |t: &[u8]| t.iter().any(|&c| c < 0x20);
+    for b in 0..=255u8 {
+        for neighbour in [0x00, 0x1f, 0x20, b'x', 0x7f, 0x80, 0xa0, 0xe0, 0xff] {
+            for len in [1, 7, 8, 9, 16, 19] {
+                for at in 0..len {
+                    let mut text = vec![neighbour; len];
+                    text[at] = b;
+                    assert_eq!(has_control(&text), naive(&text), "{text:?}");
+                }
+            }
+        }
+    }
+}
