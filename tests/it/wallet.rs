@@ -375,10 +375,16 @@ async fn a_delayed_payment_through_the_pipeline_is_credited_once_when_its_funds_
         .iter()
         .map(|e| (e.kind.as_str(), e.amount.minor(), e.event_id.clone()))
         .collect();
+    // The batch is processed 10 at a time, so either success event may be the one that credits.
+    let credited_by = kinds.first().map(|k| k.2.clone()).unwrap_or_default();
+    assert!(
+        credited_by == "evt_pi" || credited_by == "evt_async",
+        "{kinds:?}"
+    );
     assert_eq!(
         kinds,
         vec![
-            ("topup", 2000, "evt_pi".to_string()),
+            ("topup", 2000, credited_by),
             ("topup_refund", 500, "evt_re".to_string())
         ],
         "whichever success event came first credited; the others found the payment"
