@@ -195,8 +195,9 @@ impl BodyConfig {
     pub fn s3(&self, aws: &aws_config::SdkConfig) -> Option<crate::store::dynamo::S3Bodies> {
         let bucket = self.bucket.as_ref()?;
         let config = aws_sdk_s3::config::Builder::from(aws)
-            // Path-style addressing works with every endpoint, the emulator's included.
-            .force_path_style(env_endpoint_is_set())
+            // Path-style addressing for a configured endpoint (`AWS_ENDPOINT_URL`: the emulator),
+            // which serves no bucket subdomains.
+            .force_path_style(aws.endpoint_url().is_some())
             .build();
         Some(crate::store::dynamo::S3Bodies::new(
             aws_sdk_s3::Client::from_conf(config),
@@ -204,11 +205,6 @@ impl BodyConfig {
             self.inline_max,
         ))
     }
-}
-
-/// Whether `AWS_ENDPOINT_URL` points the SDK elsewhere (the emulator).
-fn env_endpoint_is_set() -> bool {
-    std::env::var_os("AWS_ENDPOINT_URL").is_some_and(|v| !v.is_empty())
 }
 
 /// `MAX_BODY_BYTES`: by default what Lambda accepts, or what an item holds without a bucket.
