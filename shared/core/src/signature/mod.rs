@@ -67,6 +67,7 @@ mod secret;
 mod test_support;
 #[cfg(test)]
 mod tests;
+mod v0;
 
 use std::fmt;
 use std::sync::Arc;

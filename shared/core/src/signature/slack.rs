@@ -11,25 +11,21 @@
 //! **Handshake**: the Events API's `{"type": "url_verification", "challenge": "…"}` (signed like
 //! every request) is answered `{"challenge": "…"}` and stored as nothing.
 
-use http::{HeaderMap, HeaderName};
+use http::HeaderName;
 use serde_json::json;
 
 use super::handshake::{object_containing, Handshake, HandshakeReply};
-use super::helpers::{
-    covers, decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys,
-    Tolerance,
-};
-use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
-};
+use super::helpers::{covers, random_alnum, HmacKeys, Tolerance};
+use super::v0::V0Headers;
+use super::{Request, Sample, Scheme, SchemeError, SignError, Signed, Spec, Unsigned, Verdict};
 use crate::identity::FieldRule;
 
-const SIGNATURE_LABEL: &str = "X-Slack-Signature";
-const TIMESTAMP_LABEL: &str = "X-Slack-Request-Timestamp";
-const PREFIX: &str = "v0=";
-static SIGNATURE: HeaderName = HeaderName::from_static("x-slack-signature");
-static TIMESTAMP: HeaderName = HeaderName::from_static("x-slack-request-timestamp");
+static HEADERS: V0Headers = V0Headers {
+    signature: HeaderName::from_static("x-slack-signature"),
+    signature_label: "X-Slack-Signature",
+    timestamp: HeaderName::from_static("x-slack-request-timestamp"),
+    timestamp_label: "X-Slack-Request-Timestamp",
+};
 static SIGNED_HEADERS: [HeaderName; 2] = [
     HeaderName::from_static("x-slack-signature"),
     HeaderName::from_static("x-slack-request-timestamp"),
@@ -42,31 +38,6 @@ pub(super) struct Slack {
     tolerance: Tolerance,
 }
 
-impl Slack {
-    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
-        let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
-        let timestamp_text = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
-        let (timestamp, _) =
-            parse_timestamp(timestamp_text).map_err(|reason| SignatureError::Malformed {
-                header: TIMESTAMP_LABEL,
-                reason,
-            })?;
-        let malformed = |reason| SignatureError::Malformed {
-            header: SIGNATURE_LABEL,
-            reason,
-        };
-        let hex = signature
-            .strip_prefix(PREFIX)
-            .ok_or(malformed("the value does not start with `v0=`"))?;
-        let tag = decode_hex_tag(hex).map_err(malformed)?;
-        self.keys.check(
-            &[b"v0:", timestamp_text.as_bytes(), b":", body],
-            std::iter::once(tag),
-        )?;
-        self.tolerance.check(timestamp, now_unix)
-    }
-}
-
 impl Scheme for Slack {
     /// Secrets are used as-is; no settings.
     fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
@@ -77,21 +48,19 @@ impl Scheme for Slack {
     }
 
     fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
-        self.check(request.headers, request.body, request.now_unix)
+        HEADERS
+            .check(
+                &self.keys,
+                self.tolerance,
+                request.headers,
+                request.body,
+                request.now_unix,
+            )
             .into()
     }
 
     fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
-        let t = message.timestamp.to_string();
-        let tag = self.keys.sign(&[b"v0:", t.as_bytes(), b":", message.body]);
-        let mut out = Vec::with_capacity(2);
-        push_header(&mut out, &TIMESTAMP, &t);
-        push_header(
-            &mut out,
-            &SIGNATURE,
-            &format!("{PREFIX}{}", hex::encode(tag)),
-        );
-        Ok(Signed::headers(out))
+        Ok(HEADERS.sign(&self.keys, message.timestamp, message.body))
     }
 
     fn signed_headers(&self) -> &[HeaderName] {
@@ -108,7 +77,7 @@ impl Scheme for Slack {
 
     /// The body and `X-Slack-Request-Timestamp`.
     fn signs(&self, rule: &FieldRule) -> bool {
-        covers(rule, &[&TIMESTAMP])
+        covers(rule, &[&HEADERS.timestamp])
     }
 
     fn sample_id(&self) -> String {
@@ -147,7 +116,11 @@ impl Scheme for Slack {
 mod tests {
     use super::super::test_support::*;
     use super::*;
-    use http::HeaderValue;
+    use crate::signature::SignatureError;
+    use http::{HeaderMap, HeaderValue};
+
+    const SIGNATURE_LABEL: &str = "X-Slack-Signature";
+    const TIMESTAMP_LABEL: &str = "X-Slack-Request-Timestamp";
 
     // The example of Slack's "Verifying requests from Slack" documentation.
     const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";

@@ -13,26 +13,22 @@
 //! Event id: the SHA-256 of the body (Zoom's events carry no id; a retry resends the same body);
 //! type: `/event`. Sample: a `meeting.started` event.
 
-use http::{HeaderMap, HeaderName};
+use http::HeaderName;
 use serde_json::json;
 
 use super::handshake::{object_containing, Handshake, HandshakeReply};
-use super::helpers::{
-    covers, decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys,
-    Tag, Tolerance,
-};
-use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
-};
+use super::helpers::{covers, random_alnum, HmacKeys, Tolerance};
+use super::v0::{signed_parts, V0Headers};
+use super::{Request, Sample, Scheme, SchemeError, SignError, Signed, Spec, Unsigned, Verdict};
 use crate::identity::FieldRule;
 
-const SIGNATURE_LABEL: &str = "x-zm-signature";
-const TIMESTAMP_LABEL: &str = "x-zm-request-timestamp";
-const PREFIX: &str = "v0=";
 const VALIDATION: &str = "endpoint.url_validation";
-static SIGNATURE: HeaderName = HeaderName::from_static("x-zm-signature");
-static TIMESTAMP: HeaderName = HeaderName::from_static("x-zm-request-timestamp");
+static HEADERS: V0Headers = V0Headers {
+    signature: HeaderName::from_static("x-zm-signature"),
+    signature_label: "x-zm-signature",
+    timestamp: HeaderName::from_static("x-zm-request-timestamp"),
+    timestamp_label: "x-zm-request-timestamp",
+};
 static SIGNED_HEADERS: [HeaderName; 2] = [
     HeaderName::from_static("x-zm-request-timestamp"),
     HeaderName::from_static("x-zm-signature"),
@@ -45,51 +41,6 @@ pub(super) struct Zoom {
     tolerance: Tolerance,
 }
 
-/// A request's parsed headers: the timestamp (its text and value) and the signature.
-struct Parsed<'h> {
-    timestamp_text: &'h str,
-    timestamp: i64,
-    tag: Tag,
-}
-
-impl Zoom {
-    fn parse(headers: &HeaderMap) -> Result<Parsed<'_>, SignatureError> {
-        let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
-        let timestamp_text = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
-        let (timestamp, _) =
-            parse_timestamp(timestamp_text).map_err(|reason| SignatureError::Malformed {
-                header: TIMESTAMP_LABEL,
-                reason,
-            })?;
-        let malformed = |reason| SignatureError::Malformed {
-            header: SIGNATURE_LABEL,
-            reason,
-        };
-        let hex = signature
-            .strip_prefix(PREFIX)
-            .ok_or(malformed("the value does not start with `v0=`"))?;
-        let tag = decode_hex_tag(hex).map_err(malformed)?;
-        Ok(Parsed {
-            timestamp_text,
-            timestamp,
-            tag,
-        })
-    }
-
-    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
-        let parsed = Self::parse(headers)?;
-        self.keys.check(
-            &signed_parts(parsed.timestamp_text, body),
-            std::iter::once(parsed.tag),
-        )?;
-        self.tolerance.check(parsed.timestamp, now_unix)
-    }
-}
-
-fn signed_parts<'a>(timestamp: &'a str, body: &'a [u8]) -> [&'a [u8]; 4] {
-    [b"v0:", timestamp.as_bytes(), b":", body]
-}
-
 impl Scheme for Zoom {
     /// Secrets are Secret Tokens, used as-is; no settings.
     fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
@@ -100,21 +51,19 @@ impl Scheme for Zoom {
     }
 
     fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
-        self.check(request.headers, request.body, request.now_unix)
+        HEADERS
+            .check(
+                &self.keys,
+                self.tolerance,
+                request.headers,
+                request.body,
+                request.now_unix,
+            )
             .into()
     }
 
     fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
-        let t = message.timestamp.to_string();
-        let tag = self.keys.sign(&signed_parts(&t, message.body));
-        let mut out = Vec::with_capacity(2);
-        push_header(&mut out, &TIMESTAMP, &t);
-        push_header(
-            &mut out,
-            &SIGNATURE,
-            &format!("{PREFIX}{}", hex::encode(tag)),
-        );
-        Ok(Signed::headers(out))
+        Ok(HEADERS.sign(&self.keys, message.timestamp, message.body))
     }
 
     fn signed_headers(&self) -> &[HeaderName] {
@@ -131,7 +80,7 @@ impl Scheme for Zoom {
 
     /// The body and `x-zm-request-timestamp`.
     fn signs(&self, rule: &FieldRule) -> bool {
-        covers(rule, &[&TIMESTAMP])
+        covers(rule, &[&HEADERS.timestamp])
     }
 
     fn sample_id(&self) -> String {
@@ -169,7 +118,7 @@ impl Scheme for Zoom {
             return None;
         }
         let plain = body.get("payload")?.get("plainToken")?.as_str()?;
-        let parsed = Self::parse(request.headers).ok()?;
+        let parsed = HEADERS.parse(request.headers).ok()?;
         let encrypted = self.keys.sign_with_matching(
             &signed_parts(parsed.timestamp_text, request.body),
             &parsed.tag,

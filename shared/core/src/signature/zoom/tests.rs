@@ -4,7 +4,11 @@
 
 use super::super::test_support::*;
 use super::*;
-use http::HeaderValue;
+use crate::signature::SignatureError;
+use http::{HeaderMap, HeaderValue};
+
+const SIGNATURE_LABEL: &str = "x-zm-signature";
+const TIMESTAMP_LABEL: &str = "x-zm-request-timestamp";
 
 const SECRET: &str = "zoom-secret-token";
 const TS: &str = "1658940994";
