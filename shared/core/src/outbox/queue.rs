@@ -5,8 +5,7 @@
 
 use super::delivery::DeliveryRef;
 use crate::domain::{EventId, EventType, SourceName};
-use crate::policy::MAX_BACKOFF;
-use crate::queue::QueueError;
+use crate::queue::{sqs, QueueError};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::sync::Mutex;
@@ -79,67 +78,17 @@ impl SqsOutboxQueues {
     }
 }
 
-fn boxed(e: impl std::error::Error + Send + Sync + 'static) -> QueueError {
-    QueueError(Box::new(e))
-}
-
-/// SQS delays are whole seconds: round up, cap at 15 minutes.
-pub fn delay_seconds(delay: Duration) -> i32 {
-    let d = delay.min(MAX_BACKOFF);
-    let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
-    i32::try_from(secs).unwrap_or(900)
-}
-
 impl OutboxQueues for SqsOutboxQueues {
     async fn schedule(&self, work: &Work, delay: Duration) -> Result<(), QueueError> {
-        self.client
-            .send_message()
-            .queue_url(&self.work_url)
-            .message_body(serde_json::to_string(work).map_err(boxed)?)
-            .delay_seconds(delay_seconds(delay))
-            .send()
-            .await
-            .map_err(boxed)?;
-        Ok(())
+        sqs::send(&self.client, &self.work_url, work, Some(delay)).await
     }
 
     async fn redrive(&self, work: &[Work]) -> Result<usize, QueueError> {
-        use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
-        let mut sent = 0;
-        for chunk in work.chunks(10) {
-            let entries = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, w)| {
-                    SendMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .message_body(serde_json::to_string(w).map_err(boxed)?)
-                        .build()
-                        .map_err(boxed)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let out = self
-                .client
-                .send_message_batch()
-                .queue_url(&self.work_url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(boxed)?;
-            sent += out.successful.len();
-        }
-        Ok(sent)
+        sqs::send_batch(&self.client, &self.work_url, work).await
     }
 
     async fn failed(&self, notice: &DeliveryNotice) -> Result<(), QueueError> {
-        self.client
-            .send_message()
-            .queue_url(&self.quarantine_url)
-            .message_body(serde_json::to_string(notice).map_err(boxed)?)
-            .send()
-            .await
-            .map_err(boxed)?;
-        Ok(())
+        sqs::send(&self.client, &self.quarantine_url, notice, None).await
     }
 }
 
@@ -214,7 +163,5 @@ mod tests {
             serde_json::from_str(r#"{"fanout":{"source":"stripe","event_id":"e"}}"#).unwrap();
         assert!(matches!(f, Work::Fanout { .. }));
         assert!(serde_json::from_str::<Work>(r#"{"source":"stripe"}"#).is_err());
-        assert_eq!(delay_seconds(Duration::from_millis(1)), 1);
-        assert_eq!(delay_seconds(Duration::from_secs(7200)), 900);
     }
 }

@@ -1,5 +1,6 @@
 //! The SQS adapters of the queue roles: [`SqsRetryQueue`] sends retry requests, [`SqsQuarantine`]
-//! quarantine notices, each a small JSON document on its own queue.
+//! quarantine notices, each a small JSON document on its own queue. [`send`] and [`send_batch`]
+//! are the one way this crate sends to SQS (the outbox's queues use them too).
 
 use super::{Quarantine, QueueError, RetryQueue};
 use crate::domain::MessageKey;
@@ -57,72 +58,88 @@ impl SqsQuarantine {
     }
 }
 
-fn boxed(e: impl std::error::Error + Send + Sync + 'static) -> QueueError {
+pub(crate) fn boxed(e: impl std::error::Error + Send + Sync + 'static) -> QueueError {
     QueueError(Box::new(e))
 }
 
-fn body(key: &MessageKey) -> Result<String, QueueError> {
-    serde_json::to_string(&RetryRequest::from(key)).map_err(boxed)
-}
-
-/// SQS delays are whole seconds: round up, so a retry never arrives before it is due.
-fn delay_seconds(delay: Duration) -> i32 {
+/// SQS delays are whole seconds: round up, so a retry never arrives before it is due; at most
+/// SQS's 15 minutes.
+pub(crate) fn delay_seconds(delay: Duration) -> i32 {
     let d = delay.min(MAX_BACKOFF);
     let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
     i32::try_from(secs).unwrap_or(900)
 }
 
-impl RetryQueue for SqsRetryQueue {
-    async fn schedule(&self, key: &MessageKey, delay: Duration) -> Result<(), QueueError> {
-        self.client
-            .send_message()
-            .queue_url(&self.url)
-            .message_body(body(key)?)
-            .delay_seconds(delay_seconds(delay))
+/// One JSON document to the queue at `url`, delayed by `delay` (rounded up to whole seconds).
+pub(crate) async fn send(
+    client: &Client,
+    url: &str,
+    document: &impl serde::Serialize,
+    delay: Option<Duration>,
+) -> Result<(), QueueError> {
+    client
+        .send_message()
+        .queue_url(url)
+        .message_body(serde_json::to_string(document).map_err(boxed)?)
+        .set_delay_seconds(delay.map(delay_seconds))
+        .send()
+        .await
+        .map_err(boxed)?;
+    Ok(())
+}
+
+/// JSON documents to the queue at `url`, 10 per request (SQS's batch limit); how many SQS
+/// accepted.
+pub(crate) async fn send_batch<T: serde::Serialize>(
+    client: &Client,
+    url: &str,
+    documents: &[T],
+) -> Result<usize, QueueError> {
+    let mut sent = 0;
+    for chunk in documents.chunks(10) {
+        let entries = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(serde_json::to_string(d).map_err(boxed)?)
+                    .build()
+                    .map_err(boxed)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let out = client
+            .send_message_batch()
+            .queue_url(url)
+            .set_entries(Some(entries))
             .send()
             .await
             .map_err(boxed)?;
-        Ok(())
+        sent += out.successful.len();
+    }
+    Ok(sent)
+}
+
+impl RetryQueue for SqsRetryQueue {
+    async fn schedule(&self, key: &MessageKey, delay: Duration) -> Result<(), QueueError> {
+        send(
+            &self.client,
+            &self.url,
+            &RetryRequest::from(key),
+            Some(delay),
+        )
+        .await
     }
 
     async fn redrive(&self, keys: &[MessageKey]) -> Result<usize, QueueError> {
-        let mut sent = 0;
-        for chunk in keys.chunks(10) {
-            let entries = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, k)| {
-                    SendMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .message_body(body(k)?)
-                        .build()
-                        .map_err(boxed)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let out = self
-                .client
-                .send_message_batch()
-                .queue_url(&self.url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(boxed)?;
-            sent += out.successful.len();
-        }
-        Ok(sent)
+        let requests: Vec<RetryRequest> = keys.iter().map(RetryRequest::from).collect();
+        send_batch(&self.client, &self.url, &requests).await
     }
 }
 
 impl Quarantine for SqsQuarantine {
     async fn quarantine(&self, notice: &QuarantineNotice) -> Result<(), QueueError> {
-        self.client
-            .send_message()
-            .queue_url(&self.url)
-            .message_body(serde_json::to_string(notice).map_err(boxed)?)
-            .send()
-            .await
-            .map_err(boxed)?;
-        Ok(())
+        send(&self.client, &self.url, notice, None).await
     }
 }
 
