@@ -13,6 +13,7 @@ mod cancel;
 mod effects;
 mod items;
 mod messages;
+mod open_index;
 mod outbox;
 
 use super::attr::{get_n, get_s, n, s, string_map};

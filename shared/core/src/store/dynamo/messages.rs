@@ -226,50 +226,24 @@ impl MessageStore for DynamoInbox {
         now: i64,
         limit: usize,
     ) -> Result<Vec<DueMessage>, StoreError> {
-        let mut found = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(OPEN_INDEX)
-                .key_condition_expression("#shard = :shard AND #due <= :now")
-                .expression_attribute_names("#shard", OPEN_SHARD)
-                .expression_attribute_names("#due", OPEN_DUE)
-                .expression_attribute_values(":shard", s(shard))
-                .expression_attribute_values(":now", n(now))
-                .limit(
-                    i32::try_from(limit.saturating_sub(found.len()).clamp(1, 1000)).unwrap_or(1000),
-                )
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(classify)?;
-            for item in page.items.unwrap_or_default() {
-                let text = |k: &str| get_s(&item, k).unwrap_or_default();
-                let (Ok(source), Ok(event_id)) = (
-                    SourceName::parse(text(SOURCE)),
-                    EventId::parse(text(EVENT_ID)),
-                ) else {
-                    continue;
-                };
-                let status: Status =
-                    serde_json::from_value(serde_json::Value::String(text(STATUS).to_owned()))
-                        .map_err(corrupt)?;
-                let due = get_n(&item, OPEN_DUE).unwrap_or(now);
-                found.push(DueMessage {
-                    key: MessageKey::new(source, event_id),
-                    status,
-                    due,
-                });
-            }
-            start = page.last_evaluated_key;
-            if start.is_none() || found.len() >= limit {
-                found.truncate(limit);
-                return Ok(found);
-            }
-        }
+        self.due_in_shard(shard, now, limit, |item| {
+            let text = |k: &str| get_s(item, k).unwrap_or_default();
+            let (Ok(source), Ok(event_id)) = (
+                SourceName::parse(text(SOURCE)),
+                EventId::parse(text(EVENT_ID)),
+            ) else {
+                return Ok(None);
+            };
+            let status: Status =
+                serde_json::from_value(serde_json::Value::String(text(STATUS).to_owned()))
+                    .map_err(corrupt)?;
+            Ok(Some(DueMessage {
+                key: MessageKey::new(source, event_id),
+                status,
+                due: get_n(item, OPEN_DUE).unwrap_or(now),
+            }))
+        })
+        .await
     }
 
     async fn list(

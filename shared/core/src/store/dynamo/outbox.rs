@@ -13,7 +13,7 @@ use crate::outbox::schema::*;
 use crate::outbox::store::{DueItem, OutboxStore, TokenAnswer, WorkerState};
 use crate::store::attr::{get_n, get_s, n, s};
 use crate::store::schema::{
-    EVENT_ID, EXPIRES_AT, KIND, OPEN_DUE, OPEN_INDEX, OPEN_SHARD, PK, SK, SOURCE, VERSION,
+    EVENT_ID, EXPIRES_AT, KIND, OPEN_DUE, OPEN_SHARD, PK, SK, SOURCE, VERSION,
 };
 use crate::store::{Applied, Item, StoreError};
 use aws_sdk_dynamodb::error::SdkError;
@@ -165,42 +165,17 @@ impl OutboxStore for DynamoInbox {
         now: i64,
         limit: usize,
     ) -> Result<Vec<DueItem>, StoreError> {
-        let mut found = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(OPEN_INDEX)
-                .key_condition_expression("#shard = :shard AND #due <= :now")
-                .expression_attribute_names("#shard", OPEN_SHARD)
-                .expression_attribute_names("#due", OPEN_DUE)
-                .expression_attribute_values(":shard", s(shard))
-                .expression_attribute_values(":now", n(now))
-                .limit(
-                    i32::try_from(limit.saturating_sub(found.len()).clamp(1, 1000)).unwrap_or(1000),
-                )
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(classify)?;
-            for item in page.items.unwrap_or_default() {
-                let text = |k: &str| get_s(&item, k).unwrap_or_default().to_owned();
-                found.push(DueItem {
-                    pk: text(PK),
-                    sk: text(SK),
-                    due: get_n(&item, OPEN_DUE).unwrap_or(now),
-                    source: text(SOURCE),
-                    event_id: text(EVENT_ID),
-                });
-            }
-            start = page.last_evaluated_key;
-            if start.is_none() || found.len() >= limit {
-                found.truncate(limit);
-                return Ok(found);
-            }
-        }
+        self.due_in_shard(shard, now, limit, |item| {
+            let text = |k: &str| get_s(item, k).unwrap_or_default().to_owned();
+            Ok(Some(DueItem {
+                pk: text(PK),
+                sk: text(SK),
+                due: get_n(item, OPEN_DUE).unwrap_or(now),
+                source: text(SOURCE),
+                event_id: text(EVENT_ID),
+            }))
+        })
+        .await
     }
 
     async fn all_deliveries(&self) -> Result<Vec<OutboundDelivery>, StoreError> {
