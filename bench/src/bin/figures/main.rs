@@ -125,10 +125,7 @@ fn cost_table(rows: &[Value]) -> String {
 
 /// `text` with the part between `begin` and `end` replaced by `body`.
 fn splice(text: &str, begin: &str, end: &str, body: &str) -> Result<String, String> {
-    let start = text
-        .find(begin)
-        .ok_or(format!("{PAGE} has no {begin}"))?
-        + begin.len();
+    let start = text.find(begin).ok_or(format!("{PAGE} has no {begin}"))? + begin.len();
     let stop = text[start..]
         .find(end)
         .ok_or(format!("{PAGE} has no {end}"))?
