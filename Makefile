@@ -5,9 +5,9 @@
 #   make lint          rustfmt, clippy (-D warnings), cfn-lint, sam validate --lint, template checks
 #   make venv          .venv with the Python tooling pinned in scripts/requirements-dev.txt
 #   make build-lambda  release artifact target/lambda/ingest/bootstrap (cargo lambda, x86_64)
-#   make bench         benchmarks: every figure with its target, recorded into the README (docs/benchmarks.md)
-#   make bench-docs    rewrite README.md's benchmark and cost tables from docs/bench-figures.jsonl
-#   make config-docs   rewrite README.md's configuration tables from the variables documented in code
+#   make bench         benchmarks: every figure with its target, recorded into docs/benchmarks.md
+#   make bench-docs    rewrite docs/benchmarks.md's benchmark and cost tables from docs/bench-figures.jsonl
+#   make config-docs   rewrite docs/configuration.md's tables from the variables documented in code
 #   make fault-table   run the fault-injection tests and write their counts to docs/faults.md
 #   make clean-local   stop emulators started by the scripts, remove .local/ and .aws-sam/
 
@@ -58,7 +58,7 @@ build-lambda: venv
 	@ls -l target/lambda/ingest/bootstrap
 
 # Every figure of docs/benchmarks.md with its target, then recorded: docs/bench-figures.jsonl and
-# the README's benchmark and cost tables (`make bench-docs` re-renders them from the record).
+# the benchmark and cost tables of docs/benchmarks.md (`make bench-docs` re-renders them from the record).
 # (a) CPU per webhook side by side (the peers stripe-node and stripe-python installed into
 # bench/.peers first), and the criterion regression guard; (b) cold start against hello-world
 # built with the same profile, binary size, the served run (first response, peak RSS after
@@ -81,12 +81,12 @@ bench: venv
 	cargo run --release -p bench-tools --bin cost
 	cargo run --release -p bench-tools --bin figures -- --record $(if $(BENCH_NOTE),--note "$(BENCH_NOTE)")
 
-# The README's benchmark and cost tables, rendered again from docs/bench-figures.jsonl (the last
+# docs/benchmarks.md's benchmark and cost tables, rendered again from docs/bench-figures.jsonl (the last
 # recorded `make bench`); `make test` checks them.
 bench-docs:
 	cargo run -q -p bench-tools --bin figures -- --render
 
-# The README's configuration sections are rendered from the variables' docs in code
+# docs/configuration.md's sections are rendered from the variables' docs in code
 # (shared/core/src/config/catalog.rs, shared/wallet/src/config.rs); `make test` checks them.
 config-docs:
 	cargo run -q -p integration-tests --bin config_docs

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks template.yaml for what `sam validate` and cfn-lint do not see (issue 12, items 6 and 10).
+"""Checks template.yaml for what `sam validate` and cfn-lint do not see: what a deployed stack would get wrong.
 
 Runs AWS SAM's own translator offline (the `samtranslator` package in the venv) and inspects the
 CloudFormation that would be deployed, so what SAM adds on its own (the execution roles it

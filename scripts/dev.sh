@@ -4,13 +4,16 @@
 #  1. creates .venv (cargo-lambda, moto[server], stripe, standardwebhooks; pins from
 #     scripts/requirements-dev.txt) if it is missing or incomplete, and activates it
 #     (cargo-lambda finds zig through the venv's python);
-#  2. starts moto (local DynamoDB/Streams/SQS) on 127.0.0.1:5000 (DEV_MOTO_PORT to change);
-#  3. creates, from template.yaml, the table webhook-inbox-local (scripts/table_from_template.py)
-#     and the queues webhook-retry-local and webhook-quarantine-local with the template's
-#     visibility timeout, retention and redrive policy (scripts/queues_from_template.py);
-#  4. builds the template's functions (ingest, process, reaper, reconcile: each function's
-#     Metadata.BuildProperties.Binary) and runs `cargo lambda watch` on 127.0.0.1:9000
-#     (DEV_LAMBDA_PORT to change), which serves every binary of the workspace and rebuilds on
+#  2. starts moto (local DynamoDB/Streams/SQS/S3, scripts/moto.sh) on 127.0.0.1:5000
+#     (DEV_MOTO_PORT to change);
+#  3. creates, from template.yaml, the table webhook-inbox-local (scripts/table_from_template.py),
+#     the queues webhook-retry-local, webhook-quarantine-local, webhook-delivery-local and
+#     webhook-delivery-quarantine-local with the template's visibility timeout, retention and
+#     redrive policy (scripts/queues_from_template.py), and the bucket webhook-bodies-local for
+#     bodies above 8 KiB with BodyBucket's settings (scripts/bucket_from_template.py);
+#  4. builds the template's functions (ingest, process, reaper, reconcile, deliver: each
+#     function's Metadata.BuildProperties.Binary) and inboxctl, and runs `cargo lambda watch`
+#     on 127.0.0.1:9000 (DEV_LAMBDA_PORT to change), which serves every binary of the workspace and rebuilds on
 #     change: ingest answers at http://127.0.0.1:9000/lambda-url/ingest/webhooks/<source>,
 #     any function at http://127.0.0.1:9000/2015-03-31/functions/<name>/invocations;
 #  5. starts scripts/local_pipeline.py, which plays the template's event sources: the table's
@@ -32,6 +35,7 @@
 #   PROCESS_CONCURRENCY=10 (as deployed; the emulator serializes DynamoDB requests)
 #   DELIVERY_QUEUE_URL, DELIVERY_QUARANTINE_QUEUE_URL (the moto queue URLs)
 #   DELIVERY_ALLOW_LOOPBACK=true (deliveries to the local listener: loopback, plain http)
+#   BODY_BUCKET=webhook-bodies-local WALLET_EMAIL_SOURCES (the local email providers' sources)
 # and RUST_LOG (default info; your RUST_LOG if set) through --env-file .local/dev.env.
 # The same settings, for inboxctl or the AWS CLI in another shell, go to .local/dev-env-<moto port>.sh.
 set -euo pipefail
@@ -152,12 +156,8 @@ DELIVERY_QUARANTINE_QUEUE_URL="$(queue_url DeliveryQuarantineQueue)"
 export RETRY_QUEUE_URL QUARANTINE_QUEUE_URL DELIVERY_QUEUE_URL DELIVERY_QUARANTINE_QUEUE_URL
 # Bodies above the inline limit (8 KiB) go to the emulator's S3, as to BodyBucket in AWS.
 BODY_BUCKET="webhook-bodies-local"
-python - "$AWS_ENDPOINT_URL" "$BODY_BUCKET" <<'PY' || die "could not create the body bucket $BODY_BUCKET"
-import sys, boto3
-s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1")
-if sys.argv[2] not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
-    s3.create_bucket(Bucket=sys.argv[2])
-PY
+python scripts/bucket_from_template.py create --bucket-name "$BODY_BUCKET" --endpoint-url "$AWS_ENDPOINT_URL" ||
+    die "could not create the body bucket $BODY_BUCKET from template.yaml"
 export BODY_BUCKET
 log "bucket $BODY_BUCKET created for bodies above 8 KiB (BODY_BUCKET)"
 # Deliveries go to the local listener: loopback and plain http:// allowed (never in the template).
@@ -267,7 +267,7 @@ cat >&2 <<EOF
     cargo run -q -p inboxctl -- stats      # per destination: success rate, p50/p99 latency
 
   see the result within a second: processed, ignored (no handler for the type) or failed
-  (quarantined; e.g. the example's tenant "acme" has no wallet until you create it, see README):
+  (quarantined; e.g. the example's tenant "acme" has no wallet until you create it, see docs/wallet.md):
     . ${DEV_ENV_SH#"$ROOT"/}   # the local stack's AWS_ENDPOINT_URL, TABLE_NAME, queue URLs
     cargo run -q -p inboxctl -- list
     cargo run -q -p inboxctl -- show stripe <event id>

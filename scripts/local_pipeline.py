@@ -195,6 +195,12 @@ def matches(pattern: dict[str, Any], event: Any) -> bool:
     return True
 
 
+def passes(filters: list[dict[str, Any]], event: Any) -> bool:
+    """Whether an event source's FilterCriteria let `event` through: any one pattern matching (no
+    filters: everything)."""
+    return not filters or any(matches(f, event) for f in filters)
+
+
 def _eq(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b or (
         isinstance(a, (int, float)) and isinstance(b, (int, float))
@@ -344,7 +350,7 @@ def _error_text(body: bytes) -> str:
     return text[:300] + ("…" if len(text) > 300 else "")
 
 
-def _failure_ids(result: Any) -> list[Any] | None:
+def failure_ids(result: Any) -> list[Any] | None:
     """Item identifiers of batchItemFailures; None if the response is not a valid report."""
     if result is None:
         return []
@@ -356,6 +362,38 @@ def _failure_ids(result: Any) -> list[Any] | None:
     if not isinstance(failures, list):
         return None
     return [f.get("itemIdentifier") if isinstance(f, dict) else None for f in failures]
+
+
+def stream_outcome(result: Any, seqs: list[str], report_failures: bool) -> tuple[int | None, str]:
+    """How a stream batch (its records' sequence numbers, in order) ended, from the function's
+    response: (None, "") when every record is done, else (the index to resume from, why). Lambda
+    resumes at the lowest reported sequence number; a report it cannot use (not a report, or
+    naming a record that is not in the batch) fails the whole batch."""
+    ids = failure_ids(result) if report_failures else []
+    if ids is None:
+        return 0, "invalid batchItemFailures response: whole batch failed"
+    if any(i not in seqs for i in ids):
+        return 0, "batchItemFailures names an unknown or empty itemIdentifier: whole batch failed"
+    if ids:
+        return min(seqs.index(i) for i in ids), f"{len(ids)} reported failure(s)"
+    return None, ""
+
+
+def bisected_limit(batch_len: int, failed_at: int) -> int:
+    """The next batch size under BisectBatchOnFunctionError: a batch split at a reported failure
+    retries only its remaining records; a batch failing from its first record is halved, so a
+    poison record ends up alone and is the only one skipped when retries run out."""
+    retry = batch_len - failed_at
+    return retry if failed_at > 0 else max(1, (retry + 1) // 2)
+
+
+def queue_done(result: Any, message_ids: list[str], report_failures: bool) -> set[str] | None:
+    """The messages of an SQS batch to delete (every one not reported failed), or None when the
+    report is unusable (then the whole batch failed and returns after the visibility timeout)."""
+    ids = failure_ids(result) if report_failures else []
+    if ids is None or any(i not in message_ids for i in ids):
+        return None
+    return set(message_ids) - set(ids)
 
 
 # ------------------------------------------------------------------ AWS clients
@@ -552,7 +590,7 @@ class StreamPoller:
         records = resp.get("Records", [])
         for rec in records:
             event = lambda_stream_record(rec, self.stream_arn, self.args.region)
-            if not self.src.filters or any(matches(f, event) for f in self.src.filters):
+            if passes(self.src.filters, event):
                 shard.lanes[lane_of(event, len(shard.lanes))].pending.append(event)
             shard.last_read = event["dynamodb"]["SequenceNumber"]
         return bool(records)
@@ -566,14 +604,7 @@ class StreamPoller:
         error = ""
         try:
             result = self.invoke(self.src.function, {"Records": batch}, self.src.timeout_s)
-            ids = _failure_ids(result) if self.src.report_failures else []
-            if ids is None:
-                failed_at, error = 0, "invalid batchItemFailures response: whole batch failed"
-            elif any(i not in seqs for i in ids):
-                failed_at, error = 0, "batchItemFailures names an unknown or empty itemIdentifier: whole batch failed"
-            elif ids:
-                failed_at = min(seqs.index(i) for i in ids)  # resume from the lowest sequence number
-                error = f"{len(ids)} reported failure(s)"
+            failed_at, error = stream_outcome(result, seqs, self.src.report_failures)
         except InvokeError as e:
             failed_at, function_error, error = 0, True, str(e)
         ms = (time.monotonic() - started) * 1000
@@ -589,11 +620,7 @@ class StreamPoller:
             lane.attempts = 0
         lane.attempts += 1
         if self.src.bisect:
-            # BisectBatchOnFunctionError: a batch split at a reported failure retries only its
-            # remaining records; a batch failing from its first record is halved, so a poison
-            # record ends up alone and is the only one skipped when retries run out.
-            retry = len(batch) - failed_at
-            lane.limit = retry if failed_at > 0 else max(1, (retry + 1) // 2)
+            lane.limit = bisected_limit(len(batch), failed_at)
         retried = lane.attempts - 1
         if 0 <= self.src.max_retries <= retried:
             failed = batch[failed_at:]
@@ -704,13 +731,13 @@ class QueuePoller:
                 "they return after the visibility timeout")
             return
         ms = (time.monotonic() - started) * 1000
-        ids = _failure_ids(result) if self.src.report_failures else []
-        by_id = {m["MessageId"]: m for m in msgs}
-        if ids is None or any(i not in by_id for i in ids):
+        done_ids = queue_done(result, [m["MessageId"] for m in msgs], self.src.report_failures)
+        if done_ids is None:
             log(f"{self.label}: {len(msgs)} message(s), invalid batchItemFailures: whole batch failed, "
                 f"{ms:.0f} ms; they return after the visibility timeout")
             return
-        done = [m for m in msgs if m["MessageId"] not in set(ids)]
+        done = [m for m in msgs if m["MessageId"] in done_ids]
+        failures = len(msgs) - len(done)
         for i in range(0, len(done), 10):
             chunk = done[i:i + 10]
             r = self.sqs.delete_message_batch(
@@ -719,8 +746,8 @@ class QueuePoller:
             )
             for f in r.get("Failed") or []:
                 log(f"{self.label}: DeleteMessage failed ({f.get('Code')}); the message will come back")
-        tail = "" if not ids else "; failed ones return after the visibility timeout"
-        log(f"{self.label}: {len(msgs)} message(s), {len(ids)} failure(s), {ms:.0f} ms{tail}")
+        tail = "" if not failures else "; failed ones return after the visibility timeout"
+        log(f"{self.label}: {len(msgs)} message(s), {failures} failure(s), {ms:.0f} ms{tail}")
 
     def record(self, m: dict[str, Any]) -> dict[str, Any]:
         attrs = {}

@@ -10,10 +10,11 @@
 #       AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing
 #       INBOX_VENV=<abs .venv> INGEST_BOOTSTRAP=<abs target/lambda/ingest/bootstrap>
 #  5. runs cfn-lint, `sam validate --lint` and scripts/check_template.py (least privilege, secret
-#     values, routes, alarms: what SAM would deploy) on template.yaml;
+#     values, routes, alarms: what SAM would deploy) on template.yaml, and the scripts' own unit
+#     tests (pytest scripts/tests);
 #  6. checks rustfmt and clippy (-D warnings);
 #  7. always stops moto (also on failure or Ctrl-C).
-# Exit status: cargo test's status if it failed, else the template checks' status.
+# Exit status: cargo test's status if it failed, else the template and script checks' status.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -77,6 +78,8 @@ env AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1
     "$VENV/bin/sam" validate --lint --template-file template.yaml || lint_rc=$?
 log "scripts/check_template.py (least privilege, secret values, routes, alarms)"
 "$VENV/bin/python" scripts/check_template.py --template template.yaml || lint_rc=$?
+log "pytest scripts/tests (the scripts' pure parts)"
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider scripts/tests || lint_rc=$?
 
 # ------------------------------------------------------------------ 6. code standards
 log "cargo fmt --check, cargo clippy -D warnings"
@@ -89,7 +92,7 @@ if ((test_rc != 0)); then
     exit "$test_rc"
 fi
 if ((lint_rc != 0)); then
-    log "FAILED: template checks (exit $lint_rc)"
+    log "FAILED: template or script checks (exit $lint_rc)"
     exit "$lint_rc"
 fi
 if ((style_rc != 0)); then

@@ -1,35 +1,38 @@
-//! The README's configuration tables are what the variables' documentation in code renders (no
+//! The configuration page's tables (`docs/configuration.md`) are what the variables' documentation in code renders (no
 //! emulator needed).
 
-use integration_tests::config_docs::{readme_path, render, sections, variables, REGENERATE};
+use integration_tests::config_docs::{page_path, render, sections, variables, REGENERATE};
 
 #[test]
-fn the_readme_configuration_sections_are_generated_from_the_code() {
-    let readme = std::fs::read_to_string(readme_path()).unwrap();
-    let expected = render(&readme).unwrap_or_else(|e| panic!("README.md: {e}"));
-    let kinds: Vec<&str> = sections(&readme)
+fn the_configuration_page_sections_are_generated_from_the_code() {
+    let page = std::fs::read_to_string(page_path()).unwrap();
+    let expected = render(&page).unwrap_or_else(|e| panic!("docs/configuration.md: {e}"));
+    let kinds: Vec<&str> = sections(&page)
         .iter()
         .map(|s| s.split("-->").next().unwrap_or_default())
         .collect();
     for kind in [
         "table",
+        "read-by ingest",
         "read-by process",
         "read-by reaper",
+        "read-by deliver",
         "read-by reconcile",
+        "read-by inboxctl",
     ] {
         assert!(
             kinds.iter().any(|k| k.trim_end().ends_with(kind)),
-            "README.md has no `<!-- config:begin {kind} -->` section: {kinds:?}"
+            "docs/configuration.md has no `<!-- config:begin {kind} -->` section: {kinds:?}"
         );
     }
-    if readme != expected {
+    if page != expected {
         let stale: Vec<String> = sections(&expected)
             .into_iter()
-            .filter(|s| !readme.contains(s))
+            .filter(|s| !page.contains(s))
             .map(str::to_owned)
             .collect();
         panic!(
-            "README.md's configuration sections are stale. Run `make config-docs` \
+            "docs/configuration.md's sections are stale. Run `make config-docs` \
              (`{REGENERATE}`); expected:\n\n{}",
             stale.join("\n\n")
         );

@@ -15,7 +15,7 @@
 //!   rate limit, SSRF guard, a poison destination).
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
 //! - [`template`]: least privilege, secrets, routes and timeouts of `template.yaml`.
-//! - [`config_docs`]: the README's configuration tables match the variables documented in code.
+//! - [`config_docs`]: the tables of `docs/configuration.md` match the variables documented in code.
 //! - [`faults`]: the fault-injection suite, each test against an emulator of its own.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers of tests: a failed setup is a failed test

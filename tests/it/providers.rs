@@ -7,7 +7,7 @@
 //! - A SendGrid batch costs one `PutItem` per event; one with a duplicate inside stores the others
 //!   once; its events reassemble into the signed body.
 //! - Email events of SendGrid (a batch), SES (through SNS), Mailgun, Postmark and Resend move the
-//!   wallet as the README's table says.
+//!   wallet as the providers table of `docs/wallet.md` says.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::SystemClock;

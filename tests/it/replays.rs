@@ -1,7 +1,7 @@
 //! Replays and unidentifiable events through the ingest handler against DynamoDB: a captured
 //! request resent with a fresh unsigned id is a duplicate, repeated deliveries are journaled ten
 //! times and then only counted, and a correctly signed event whose type cannot be read is stored
-//! as `unknown` (issue 12, items 4 and 8).
+//! as `unknown` rather than refused (so a provider never retries it until it gives up).
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::domain::BodyDigest;

@@ -1,4 +1,4 @@
-//! Secret rotation and revocation reaching a warm function (issue 12, item 5): the ingest path
+//! Secret rotation and revocation reaching a warm function, without a redeploy: the ingest path
 //! re-reads its secrets from Secrets Manager (the emulator's) once their TTL passed, on a manual
 //! clock, and after a signature that matched no secret at most once a minute.
 

@@ -1,10 +1,9 @@
-//! What a deployed stack would get wrong that `sam validate` and cfn-lint cannot see (issue 12,
-//! items 6 and 10), checked on `template.yaml` by `scripts/check_template.py` (SAM's own
-//! translator, offline): least privilege, secret values out of the template's reach, every
-//! method routed to the ingest function, the alarms every function and the front door need (on
-//! the stage's own metrics). Here: the check passes on the template, catches each
-//! thing it guards against on a template that has it, and the ingest timeout leaves room above
-//! the ingest path's worst case.
+//! What a deployed stack would get wrong that `sam validate` and cfn-lint cannot see, checked on
+//! `template.yaml` by `scripts/check_template.py` (SAM's own translator, offline): least
+//! privilege, secret values out of the template's reach, every method routed to the ingest
+//! function, the alarms every function and the front door need (on the stage's own metrics).
+//! Here: the check passes on the template, catches each thing it guards against on a template
+//! that has it, and the ingest timeout leaves room above the ingest path's worst case.
 
 use integration_tests::{python, root};
 use std::path::{Path, PathBuf};

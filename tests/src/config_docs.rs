@@ -1,16 +1,16 @@
-//! The README's configuration tables, rendered from the variables' documentation in code: the
+//! The configuration page's tables (`docs/configuration.md`), rendered from the variables' documentation in code: the
 //! core's (`inbox_core::config::catalog`, its own and the libraries') and the wallet ledger's
 //! (`wallet_ledger::config`). This crate sees every crate that declares variables, so the check
-//! (`tests/it/config_docs.rs`) and the command that rewrites the README ([`REGENERATE`]) live here.
+//! (`tests/it/config_docs.rs`) and the command that rewrites the page ([`REGENERATE`]) live here.
 
 use inbox_core::config::doc::{self, SpliceError};
 use inbox_core::config::{catalog, Var};
 use std::path::PathBuf;
 
-/// The command that rewrites the README's generated sections (`make config-docs` runs it).
+/// The command that rewrites the page's generated sections (`make config-docs` runs it).
 pub const REGENERATE: &str = "cargo run -q -p integration-tests --bin config_docs";
 
-/// Every documented variable, in the README's order: the inbox's, the wallet ledger's, then
+/// Every documented variable, in the page's order: the inbox's, the wallet ledger's, then
 /// those the libraries read.
 pub fn variables() -> Vec<&'static Var> {
     catalog::ALL
@@ -21,14 +21,14 @@ pub fn variables() -> Vec<&'static Var> {
         .collect()
 }
 
-/// The README.
-pub fn readme_path() -> PathBuf {
-    crate::root().join("README.md")
+/// The page of every variable, `docs/configuration.md`.
+pub fn page_path() -> PathBuf {
+    crate::root().join("docs/configuration.md")
 }
 
-/// `readme` with its generated sections rendered from [`variables`].
-pub fn render(readme: &str) -> Result<String, SpliceError> {
-    doc::splice(readme, &variables())
+/// `page` with its generated sections rendered from [`variables`].
+pub fn render(page: &str) -> Result<String, SpliceError> {
+    doc::splice(page, &variables())
 }
 
 /// The generated sections of `text` (from each begin marker to its end marker), for messages.

@@ -7,7 +7,7 @@
 //! Reads `DIR/units.json` (what `pipeline_figures` measured per webhook: DynamoDB write and read
 //! units, S3 requests, for a 2 KB and a 64 KB event; DIR defaults to `target/bench-figures`),
 //! prices every request a webhook causes and writes the result as figures (`DIR/cost.jsonl`) for
-//! `bench-tools figures`, which renders the README's cost table from them.
+//! `bench-tools figures`, which renders the cost table of `docs/benchmarks.md` from them.
 //!
 //! What is measured and what is assumed:
 //!

@@ -1,5 +1,5 @@
-//! The wallet ledger's environment variables, documented with the core's [`Var`] (the README's
-//! configuration tables list them with the core's), and [`WalletConfig::read`]: what the handler
+//! The wallet ledger's environment variables, documented with the core's [`Var`] (the
+//! configuration tables of `docs/configuration.md` list them with the core's), and [`WalletConfig::read`]: what the handler
 //! needs (its sources, the Stripe mode it moves money for, the largest amount it accepts, and the
 //! retention the core's `DELIVERY_RETENTION_DAYS` gives).
 
@@ -38,7 +38,7 @@ pub const WALLET_EMAIL_SOURCES: Var = Var {
               (`ses=ses,sendgrid=sendgrid,mailgun=mailgun,postmark=postmark,resend=resend`; a \
               provider is one of `mailer`, `ses`, `sendgrid`, `mailgun`, `postmark`, `resend`): \
               each source's events hold, debit and refund wallets as that provider's event names \
-              say (see [Wallet ledger](#wallet-ledger)). Unset: only `WALLET_MAILER_SOURCE`'s. A \
+              say (see [Wallet ledger](wallet.md)). Unset: only `WALLET_MAILER_SOURCE`'s. A \
               source named twice, or also as the Stripe or mailer source, is refused",
 };
 
@@ -71,7 +71,7 @@ pub const RECONCILE_STALE_AFTER_HOURS: Var = Var {
     meaning: "hours after which a hold with no terminal event counts as stale, at least 1",
 };
 
-/// The wallet ledger's variables, in the order the README lists them.
+/// The wallet ledger's variables, in the order `docs/configuration.md` lists them.
 pub const VARS: &[&Var] = &[
     &WALLET_STRIPE_SOURCE,
     &WALLET_MAILER_SOURCE,

@@ -36,7 +36,7 @@ pub enum EmailProvider {
 }
 
 impl EmailProvider {
-    /// Every provider, in the README's order.
+    /// Every provider, in the order of the providers table in `docs/wallet.md`.
     pub const ALL: [Self; 6] = [
         Self::Mailer,
         Self::Ses,

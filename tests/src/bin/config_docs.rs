@@ -1,14 +1,14 @@
-//! Rewrites the README's generated configuration sections from the variables' documentation in
+//! Rewrites the generated configuration sections of `docs/configuration.md` from the variables' documentation in
 //! code (see `integration_tests::config_docs`). `--check` only reports whether they are current.
 //!
 //! Run: `make config-docs`, or `cargo run -q -p integration-tests --bin config_docs [-- --check]`.
 
-use integration_tests::config_docs::{readme_path, render};
+use integration_tests::config_docs::{page_path, render};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let check = std::env::args().skip(1).any(|a| a == "--check");
-    let path = readme_path();
+    let path = page_path();
     let result = std::fs::read_to_string(&path)
         .map_err(|e| format!("reading {}: {e}", path.display()))
         .and_then(|text| {

@@ -1,16 +1,17 @@
-//! Every benchmark figure with its target and verdict, and the README's tables rendered from them.
+//! Every benchmark figure with its target and verdict, and the tables of `docs/benchmarks.md`
+//! rendered from them.
 //!
 //! ```text
 //! figures                     print the figures the benches left in target/bench-figures/*.jsonl
-//! figures --record [--note T] ... and record them: docs/bench-figures.jsonl, README's tables
-//! figures --render            rewrite README's tables from docs/bench-figures.jsonl
+//! figures --record [--note T] ... and record them: docs/bench-figures.jsonl, the page's tables
+//! figures --render            rewrite the page's tables from docs/bench-figures.jsonl
 //! ```
 //!
 //! Each bench step (`sidebyside`, `coldstart`, `pipeline_figures`, `cost`) writes its figures as
 //! JSON lines (`id`, `figure`, `target`, `measured`, `met`: true / false / null for a figure
 //! without a target; cost lines carry a `cost` breakdown). `make bench` ends with `--record`, so
-//! the README's benchmark and cost tables always come from a recorded run; a test
-//! (`the_readme_tables_are_generated_from_the_recorded_figures`) fails when they drift, as the
+//! the benchmark and cost tables of `docs/benchmarks.md` always come from a recorded run; a test
+//! (`the_page_tables_are_generated_from_the_recorded_figures`) fails when they drift, as the
 //! configuration tables' does. The criterion regression guard's summary is printed too, when its
 //! estimates exist (`criterion.rs`).
 
@@ -24,7 +25,9 @@ const BENCH_BEGIN: &str = "<!-- bench:begin -->";
 const BENCH_END: &str = "<!-- bench:end -->";
 const COST_BEGIN: &str = "<!-- cost:begin -->";
 const COST_END: &str = "<!-- cost:end -->";
-/// The order of the README's rows, by id prefix.
+/// The page the tables are rendered into, from the workspace root.
+const PAGE: &str = "docs/benchmarks.md";
+/// The order of the table's rows, by id prefix.
 const ORDER: [&str; 8] = [
     "cpu.",
     "coldstart.",
@@ -40,7 +43,7 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The figures of one run, in the README's order; the first line may be a `_meta` record.
+/// The figures of one run, in the table's order; the first line may be a `_meta` record.
 fn parse(text: &str) -> Result<Vec<Value>, String> {
     let mut rows: Vec<Value> = text
         .lines()
@@ -66,7 +69,7 @@ fn verdict(v: &Value) -> &'static str {
     }
 }
 
-/// The README's benchmark table.
+/// The benchmark table.
 fn bench_table(rows: &[Value]) -> String {
     let mut out = String::new();
     if let Some(meta) = rows.iter().find(|v| v["id"] == "_meta") {
@@ -95,7 +98,7 @@ fn bench_table(rows: &[Value]) -> String {
     out
 }
 
-/// The README's cost table.
+/// The cost table.
 fn cost_table(rows: &[Value]) -> String {
     let mut out = String::from(
         "| event | total | API Gateway | Lambda | DynamoDB | S3 | SQS | CloudWatch Logs |\n|---|---|---|---|---|---|---|---|\n",
@@ -122,20 +125,17 @@ fn cost_table(rows: &[Value]) -> String {
 
 /// `text` with the part between `begin` and `end` replaced by `body`.
 fn splice(text: &str, begin: &str, end: &str, body: &str) -> Result<String, String> {
-    let start = text
-        .find(begin)
-        .ok_or(format!("README.md has no {begin}"))?
-        + begin.len();
+    let start = text.find(begin).ok_or(format!("{PAGE} has no {begin}"))? + begin.len();
     let stop = text[start..]
         .find(end)
-        .ok_or(format!("README.md has no {end}"))?
+        .ok_or(format!("{PAGE} has no {end}"))?
         + start;
     Ok(format!("{}\n{body}{}", &text[..start], &text[stop..]))
 }
 
-/// README.md with both tables rendered from `rows`.
-fn render(readme: &str, rows: &[Value]) -> Result<String, String> {
-    let text = splice(readme, BENCH_BEGIN, BENCH_END, &bench_table(rows))?;
+/// The page with both tables rendered from `rows`.
+fn render(page: &str, rows: &[Value]) -> Result<String, String> {
+    let text = splice(page, BENCH_BEGIN, BENCH_END, &bench_table(rows))?;
     splice(&text, COST_BEGIN, COST_END, &cost_table(rows))
 }
 
@@ -176,7 +176,7 @@ fn print(rows: &[Value]) {
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let recorded = workspace().join("docs/bench-figures.jsonl");
-    let readme = workspace().join("README.md");
+    let page = workspace().join(PAGE);
     match args.first().map(String::as_str) {
         None | Some("--record") => {
             if let Err(e) = criterion::print_summary() {
@@ -195,16 +195,16 @@ fn run() -> Result<(), String> {
                 let rows = parse(&text)?;
                 let lines: Vec<String> = rows.iter().map(Value::to_string).collect();
                 std::fs::write(&recorded, lines.join("\n") + "\n").map_err(|e| e.to_string())?;
-                let new = render(&read(&readme)?, &rows)?;
-                std::fs::write(&readme, new).map_err(|e| e.to_string())?;
-                println!("\nrecorded in {} and README.md", recorded.display());
+                let new = render(&read(&page)?, &rows)?;
+                std::fs::write(&page, new).map_err(|e| e.to_string())?;
+                println!("\nrecorded in {} and {PAGE}", recorded.display());
             }
             Ok(())
         }
         Some("--render") => {
             let rows = parse(&read(&recorded)?)?;
-            let new = render(&read(&readme)?, &rows)?;
-            std::fs::write(&readme, new).map_err(|e| e.to_string())
+            let new = render(&read(&page)?, &rows)?;
+            std::fs::write(&page, new).map_err(|e| e.to_string())
         }
         Some(other) => Err(format!(
             "unknown argument {other:?}; usage: figures [--record [--note TEXT] | --render]"
@@ -246,12 +246,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_readme_tables_are_generated_from_the_recorded_figures() {
+    fn the_page_tables_are_generated_from_the_recorded_figures() {
         let rows = parse(&read(&workspace().join("docs/bench-figures.jsonl")).unwrap()).unwrap();
-        let readme = read(&workspace().join("README.md")).unwrap();
+        let page = read(&workspace().join(PAGE)).unwrap();
         assert!(
-            render(&readme, &rows).unwrap() == readme,
-            "README.md's benchmark tables are stale: run `make bench-docs` \
+            render(&page, &rows).unwrap() == page,
+            "{PAGE}'s benchmark tables are stale: run `make bench-docs` \
              (`cargo run -q -p bench-tools --bin figures -- --render`) or `make bench`"
         );
     }

@@ -1,6 +1,6 @@
 //! Every environment variable the inbox reads, documented once: who reads it, its default, what it
 //! means ([`Var`]). The functions and `inboxctl` read them through [`super::env::Env`]; the
-//! README's configuration tables are rendered from [`ALL`] (with the applications' own variables,
+//! tables of `docs/configuration.md` are rendered from [`ALL`] (with the applications' own variables,
 //! declared in their crates) and [`LIBRARY`]. The bare names are in [`super::vars`].
 
 use super::doc::readers::{DELIVER, INBOXCTL, INGEST, PROCESS, REAPER, RECONCILE};
@@ -18,7 +18,7 @@ pub const WEBHOOK_SOURCES: Var = Var {
     read_by: ReadBy::Only(&[INGEST, INBOXCTL]),
     unset: Unset::Required,
     meaning:
-        "JSON: source name → verification settings (see [Sources](#sources-webhook_sources)); \
+        "JSON: source name → verification settings (see [Sources](sources.md#sources-webhook_sources)); \
               `inboxctl send` falls back to `local/sources.json`",
 };
 
@@ -286,7 +286,7 @@ pub const AWS_LAMBDA_LOG_FORMAT: Var = Var {
     meaning: "`JSON` for structured logs (set by `LoggingConfig` in `template.yaml`)",
 };
 
-/// The inbox's own variables, in the order the README lists them.
+/// The inbox's own variables, in the order `docs/configuration.md` lists them.
 pub const ALL: &[&Var] = &[
     &TABLE_NAME,
     &WEBHOOK_SOURCES,

@@ -182,12 +182,12 @@ fn unknown_scheme_names_the_known_ones() {
 }
 
 #[test]
-fn the_readme_documents_every_scheme() {
-    let readme = include_str!("../../../../README.md");
+fn the_sources_page_documents_every_scheme() {
+    let page = include_str!("../../../../docs/sources.md");
     for name in scheme_names() {
         assert!(
-            readme.contains(&format!("| `{name}` |")),
-            "README.md has no row for scheme {name:?} in its table of schemes"
+            page.contains(&format!("| `{name}` |")),
+            "docs/sources.md has no row for scheme {name:?} in its table of schemes"
         );
     }
 }
@@ -861,7 +861,7 @@ fn every_scheme_says_truly_which_values_its_signature_covers() {
             }
         }
     }
-    // The declarations themselves, as the README's table of schemes states them.
+    // The declarations themselves, as the table of schemes (docs/sources.md) states them.
     let signed_id: Vec<(&str, bool)> = every_scheme()
         .iter()
         .map(|(name, f)| {

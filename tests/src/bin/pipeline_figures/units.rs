@@ -7,7 +7,7 @@
 //! Rules applied: a put costs 1 unit per started KB of the item; an update, on the larger of the
 //! item before and after; an item written in `TransactWriteItems`, twice that. The open index
 //! (a GSI, `INCLUDE` projection) costs 1 unit per index entry written or removed (its entries are
-//! well under 1 KB), counted apart, as in the issue's own figures the table writes are.
+//! well under 1 KB), counted apart from the table's own writes, as the targets count only those.
 
 use inbox_core::clock::SystemClock;
 use inbox_core::ingest::Ingestor;
