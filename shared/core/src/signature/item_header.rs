@@ -216,3 +216,81 @@ impl Scheme for ItemHeaderHmac {
         covers(rule, &[])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A preset as Stripe's (odd items skipped), and the same keys with odd items refused.
+    static SKIPPING: ItemHeaderPreset = ItemHeaderPreset {
+        name: "Skipping",
+        header: HeaderName::from_static("x-sig"),
+        label: "X-Sig",
+        signed_headers: [HeaderName::from_static("x-sig")],
+        separator: ',',
+        timestamp_key: "t",
+        signature_key: "v1",
+        joiner: ".",
+        odd_items: OddItems::Skipped,
+        reasons: Reasons {
+            duplicate_timestamp: "two t",
+            no_timestamp: "no t",
+            no_signature: "no v1",
+        },
+        event_id: "/id",
+        event_type: "/type",
+    };
+    static REFUSING: ItemHeaderPreset = ItemHeaderPreset {
+        name: "Refusing",
+        header: HeaderName::from_static("x-sig"),
+        label: "X-Sig",
+        signed_headers: [HeaderName::from_static("x-sig")],
+        separator: ',',
+        timestamp_key: "t",
+        signature_key: "v1",
+        joiner: ".",
+        odd_items: OddItems::Refused,
+        reasons: Reasons {
+            duplicate_timestamp: "two t",
+            no_timestamp: "no t",
+            no_signature: "no v1",
+        },
+        event_id: "/id",
+        event_type: "/type",
+    };
+
+    #[test]
+    fn odd_items_are_skipped_or_refused_as_the_preset_says() {
+        let good = "ab".repeat(32);
+        let not_hex: Result<(i64, &str), &str> = Err("the signature is not hexadecimal");
+        let bare: Result<(i64, &str), &str> = Err("an item is not of the form key=value");
+        let cases = [
+            (format!("t=05,v1={good}"), Ok((5, "5")), Ok((5, "5"))),
+            (format!("t=5,junk,v1={good}"), Ok((5, "5")), bare),
+            (format!("t=5,v1=zz,v1={good}"), Ok((5, "5")), not_hex),
+            ("t=5,v1=zz".to_owned(), not_hex, not_hex),
+            (
+                format!("t=5, , v0=x ,v1={good}"),
+                Ok((5, "5")),
+                Ok((5, "5")),
+            ),
+            (format!("t,v1={good}"), bare, bare),
+            (format!("t=5,v1,v1={good}"), bare, bare),
+            ("t=5".to_owned(), Err("no v1"), Err("no v1")),
+            (format!("v1={good}"), Err("no t"), Err("no t")),
+            (format!("t=5,t=5,v1={good}"), Err("two t"), Err("two t")),
+        ];
+        for (header, skipping, refusing) in cases {
+            assert_eq!(SKIPPING.validate(&header), skipping, "{header}");
+            assert_eq!(REFUSING.validate(&header), refusing, "{header}");
+        }
+    }
+
+    #[test]
+    fn only_usable_signatures_are_candidates() {
+        let (a, b) = ("ab".repeat(32), "CD".repeat(32));
+        let header = format!("t=1,v1={a},v1=zz,v0={b},v1={b}");
+        let tags: Vec<Tag> = SKIPPING.tags(&header).collect();
+        assert_eq!(tags, [[0xab; 32], [0xcd; 32]]);
+    }
+}

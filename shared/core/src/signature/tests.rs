@@ -551,6 +551,43 @@ fn samples_put_the_id_and_type_where_the_provider_does() {
 }
 
 #[test]
+fn samples_are_built_per_source_from_the_registry() {
+    // SNS's sample shows the source's topic.
+    let topic = "arn:aws:sns:eu-west-1:123456789012:other-topic";
+    let sns = samples_of("sns", json!({ "topic_arn": topic }));
+    let body: Value = serde_json::from_slice(&sns.sample("m-1", "Bounce", 0).body).unwrap();
+    assert_eq!(
+        (&body["TopicArn"], &body["MessageId"]),
+        (&json!(topic), &json!("m-1"))
+    );
+    let settings = serde_json::Map::new();
+    let unknown = super::sampler("nope", &Spec::new(&settings, &[], TOLERANCE)).unwrap_err();
+    assert!(
+        matches!(&unknown, SchemeError::UnknownScheme { known, .. } if known.contains("sns")),
+        "{unknown:?}"
+    );
+}
+
+#[test]
+fn debug_names_the_provider_of_a_preset() {
+    for (name, shown) in [
+        ("github", "Github"),
+        ("shopify", "Shopify"),
+        ("hmac-sha256", "HmacSha256"),
+        ("slack", "Slack"),
+        ("zoom", "Zoom"),
+        ("stripe", "Stripe"),
+        ("paddle", "Paddle"),
+        ("discord", "Discord"),
+        ("sendgrid", "Sendgrid"),
+    ] {
+        let f = fixture(name);
+        let text = format!("{:?}", built(name, &f, &[&f.secret]));
+        assert!(text.starts_with(&format!("{shown} {{")), "{name}: {text}");
+    }
+}
+
+#[test]
 fn rfc3339_dates() {
     for (secs, text) in [
         (0, "1970-01-01T00:00:00Z"),
