@@ -222,42 +222,29 @@ mod tests {
     use super::*;
 
     /// A preset as Stripe's (odd items skipped), and the same keys with odd items refused.
-    static SKIPPING: ItemHeaderPreset = ItemHeaderPreset {
-        name: "Skipping",
-        header: HeaderName::from_static("x-sig"),
-        label: "X-Sig",
-        signed_headers: [HeaderName::from_static("x-sig")],
-        separator: ',',
-        timestamp_key: "t",
-        signature_key: "v1",
-        joiner: ".",
-        odd_items: OddItems::Skipped,
-        reasons: Reasons {
-            duplicate_timestamp: "two t",
-            no_timestamp: "no t",
-            no_signature: "no v1",
-        },
-        event_id: "/id",
-        event_type: "/type",
-    };
-    static REFUSING: ItemHeaderPreset = ItemHeaderPreset {
-        name: "Refusing",
-        header: HeaderName::from_static("x-sig"),
-        label: "X-Sig",
-        signed_headers: [HeaderName::from_static("x-sig")],
-        separator: ',',
-        timestamp_key: "t",
-        signature_key: "v1",
-        joiner: ".",
-        odd_items: OddItems::Refused,
-        reasons: Reasons {
-            duplicate_timestamp: "two t",
-            no_timestamp: "no t",
-            no_signature: "no v1",
-        },
-        event_id: "/id",
-        event_type: "/type",
-    };
+    static SKIPPING: ItemHeaderPreset = test_preset(OddItems::Skipped);
+    static REFUSING: ItemHeaderPreset = test_preset(OddItems::Refused);
+
+    const fn test_preset(odd_items: OddItems) -> ItemHeaderPreset {
+        ItemHeaderPreset {
+            name: "Test",
+            header: HeaderName::from_static("x-sig"),
+            label: "X-Sig",
+            signed_headers: [HeaderName::from_static("x-sig")],
+            separator: ',',
+            timestamp_key: "t",
+            signature_key: "v1",
+            joiner: ".",
+            odd_items,
+            reasons: Reasons {
+                duplicate_timestamp: "two t",
+                no_timestamp: "no t",
+                no_signature: "no v1",
+            },
+            event_id: "/id",
+            event_type: "/type",
+        }
+    }
 
     #[test]
     fn odd_items_are_skipped_or_refused_as_the_preset_says() {
