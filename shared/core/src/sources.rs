@@ -16,7 +16,7 @@ pub use live::{LiveSources, Reloader, SecretsFetch};
 use crate::config::{vars, ConfigError, DEFAULT_TOLERANCE_SECS};
 use crate::domain::SourceName;
 use crate::identity::{self, FieldRule};
-use crate::signature::{self, Fetcher, Scheme, SchemeError, Secret, Spec};
+use crate::signature::{self, Fetcher, Sampler, Scheme, SchemeError, Secret, Spec};
 use http::HeaderName;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -59,6 +59,8 @@ pub struct Source {
     /// The registered name of its scheme.
     pub scheme_name: String,
     pub scheme: Arc<dyn Scheme>,
+    /// Its scheme's samples, for `inboxctl send` (ingest never asks for one).
+    pub sampler: Arc<dyn Sampler>,
     pub event_id: FieldRule,
     /// Whether the scheme's signature covers what `event_id` reads (`Scheme::signs`); if not, the
     /// dedupe key is the body's hash and the id is kept as metadata ([`identity::identify`]).
@@ -100,6 +102,7 @@ impl Source {
             None => base,
         };
         let scheme = signature::build(&spec.scheme, &scheme_spec)?;
+        let sampler = signature::sampler(&spec.scheme, &scheme_spec)?;
         let event_id = spec.event_id.unwrap_or_else(|| scheme.default_event_id());
         let id_signed = scheme.signs(&event_id);
         let event_type = spec.event_type.or_else(|| scheme.default_event_type());
@@ -110,6 +113,7 @@ impl Source {
             name,
             scheme_name: spec.scheme,
             scheme,
+            sampler,
             event_id,
             id_signed,
             event_type,

@@ -1,5 +1,5 @@
 //! Sample events for `inboxctl send` and the requests that carry them. The body, its id and its
-//! type come from the source's scheme (`Scheme::sample`, shaped like the provider's); here they
+//! type come from the source's sampler (`Sampler::sample`, shaped like the provider's); here they
 //! are fitted to the source's configuration (its id and type are put wherever it reads them) and
 //! signed with the source's first secret (`Scheme::sign`).
 
@@ -31,10 +31,10 @@ pub fn sample(
     event_type: Option<&str>,
     now_secs: i64,
 ) -> Event {
-    let scheme = &source.scheme;
-    let msg_id = event_id.map_or_else(|| scheme.sample_id(), str::to_owned);
-    let kind = event_type.unwrap_or(scheme.sample_type()).to_owned();
-    let sample = scheme.sample(&msg_id, &kind, now_secs);
+    let sampler = &source.sampler;
+    let msg_id = event_id.map_or_else(|| sampler.sample_id(), str::to_owned);
+    let kind = event_type.unwrap_or(sampler.sample_type()).to_owned();
+    let sample = sampler.sample(&msg_id, &kind, now_secs);
     let mut body = sample.body;
     // Wherever this source's configuration reads the id and type from the body, put them there.
     let pointers = [
@@ -72,9 +72,9 @@ pub fn from_file(
     Event {
         body,
         content_type: "application/json",
-        msg_id: event_id.map_or_else(|| source.scheme.sample_id(), str::to_owned),
+        msg_id: event_id.map_or_else(|| source.sampler.sample_id(), str::to_owned),
         event_type: event_type
-            .map_or_else(|| source.scheme.sample_type().to_owned(), str::to_owned),
+            .map_or_else(|| source.sampler.sample_type().to_owned(), str::to_owned),
     }
 }
 

@@ -1,6 +1,10 @@
 //! Key material of the asymmetric schemes — Ed25519 (Discord, Standard Webhooks `v1a`) and ECDSA
 //! P-256 with SHA-256, ASN.1 DER signatures (SendGrid) — verified and signed with aws-lc-rs, the
-//! crypto rustls already builds.
+//! crypto rustls already builds; and the scheme Discord and SendGrid share
+//! ([`TimestampedAsymmetric`]): a signature header beside a timestamp header, the signature over
+//! the timestamp header's text followed by the raw body, then the timestamp within the tolerance
+//! on both sides. Each of the two is an [`AsymmetricPreset`]: its headers, algorithm, key and
+//! signature encodings, id and type rules, batches and handshake.
 //!
 //! A source of such a scheme is configured with the provider's **public** key(s): they verify,
 //! never sign. For local use and tests (`make dev`, `inboxctl send`), a configured key may instead
@@ -9,6 +13,7 @@
 //! construction. `Debug` shows the number of keys only.
 
 use std::fmt;
+use std::sync::Arc;
 
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{
@@ -16,7 +21,15 @@ use aws_lc_rs::signature::{
     ECDSA_P256_SHA256_ASN1_SIGNING, ED25519,
 };
 
-use super::{SchemeError, Secret, SignError};
+use http::{HeaderMap, HeaderName};
+
+use super::headers::{covers, parse_timestamp, push_header, single_header};
+use super::preset::PresetScheme;
+use super::{
+    Handshake, Request, Scheme, SchemeError, Secret, SignError, SignatureError, Signed, Spec,
+    Unsigned, Verdict,
+};
+use crate::identity::FieldRule;
 
 /// Ed25519 signature length in bytes.
 pub(super) const ED25519_SIG_LEN: usize = 64;
@@ -172,6 +185,139 @@ impl fmt::Debug for AsymmetricKeys {
                 ""
             }
         )
+    }
+}
+
+/// The longest signature a preset decodes (a DER ECDSA P-256 signature is at most 72 bytes;
+/// decoding needs room for base64's last group).
+pub(super) const MAX_SIGNATURE_LEN: usize = 75;
+
+/// A signature decoded from its header: at most [`MAX_SIGNATURE_LEN`] bytes, without allocating.
+pub(super) struct SignatureBytes {
+    pub buf: [u8; MAX_SIGNATURE_LEN],
+    pub len: usize,
+}
+
+impl SignatureBytes {
+    fn bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or_default()
+    }
+}
+
+/// A provider that signs its timestamp and body with an asymmetric key.
+pub(super) struct AsymmetricPreset {
+    /// The provider's name, for `Debug`.
+    pub name: &'static str,
+    pub algorithm: Algorithm,
+    /// The two headers, and their names as the provider documents them (for errors).
+    pub signature: HeaderName,
+    pub signature_label: &'static str,
+    pub timestamp: HeaderName,
+    pub timestamp_label: &'static str,
+    /// The headers kept to re-verify a message: both, in the provider's order.
+    pub signed_headers: [HeaderName; 2],
+    /// A configured key's text to its bytes (`Err(reason)`: unusable; never quoting it).
+    pub decode_key: fn(&[u8]) -> Result<KeyBytes, &'static str>,
+    /// The signature header's text to the signature (`Err(reason)`: malformed).
+    pub decode_signature: fn(&str) -> Result<SignatureBytes, &'static str>,
+    /// A signature to the signature header's text.
+    pub encode_signature: fn(&[u8]) -> String,
+    pub event_id: fn() -> FieldRule,
+    /// The JSON pointer of the event type; `None`: no type.
+    pub event_type: Option<&'static str>,
+    /// [`Scheme::batches`].
+    pub batches: bool,
+    /// The provider's endpoint handshake ([`Scheme::handshake`]), if it has one.
+    pub handshake: Option<for<'a> fn(Request<'a>) -> Option<Handshake<'a>>>,
+}
+
+/// The scheme of one source whose provider signs with an [`AsymmetricPreset`]: its preset, its
+/// parsed keys and its tolerance.
+pub(super) type TimestampedAsymmetric = PresetScheme<AsymmetricPreset, AsymmetricKeys>;
+
+/// Builds the scheme of a provider that signs this way (secrets: its public keys, or for local
+/// use a private key; no settings).
+pub(super) fn preset(
+    preset: &'static AsymmetricPreset,
+    spec: &Spec<'_>,
+) -> Result<Arc<dyn Scheme>, SchemeError> {
+    let keys = AsymmetricKeys::new(preset.algorithm, spec.secrets, preset.decode_key)?;
+    Ok(Arc::new(TimestampedAsymmetric::new(
+        preset.name,
+        preset,
+        keys,
+        spec,
+    )))
+}
+
+impl TimestampedAsymmetric {
+    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
+        let preset = self.preset;
+        let signature = single_header(headers, &preset.signature, preset.signature_label)?;
+        let timestamp = single_header(headers, &preset.timestamp, preset.timestamp_label)?;
+        let (ts, _) = parse_timestamp(timestamp).map_err(|reason| SignatureError::Malformed {
+            header: preset.timestamp_label,
+            reason,
+        })?;
+        let sig =
+            (preset.decode_signature)(signature).map_err(|reason| SignatureError::Malformed {
+                header: preset.signature_label,
+                reason,
+            })?;
+        let message = [timestamp.as_bytes(), body].concat();
+        if !self.keys.verifies(&message, sig.bytes()) {
+            return Err(SignatureError::Mismatch);
+        }
+        self.tolerance.check(ts, now_unix)
+    }
+}
+
+impl Scheme for TimestampedAsymmetric {
+    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
+        self.check(request.headers, request.body, request.now_unix)
+            .into()
+    }
+
+    /// With the first key, when it is a private key.
+    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
+        let preset = self.preset;
+        let ts = message.timestamp.to_string();
+        let sig = self.keys.sign(&[ts.as_bytes(), message.body].concat())?;
+        let mut out = Vec::with_capacity(2);
+        push_header(
+            &mut out,
+            &preset.signature,
+            &(preset.encode_signature)(&sig),
+        );
+        push_header(&mut out, &preset.timestamp, &ts);
+        Ok(Signed::headers(out))
+    }
+
+    fn signed_headers(&self) -> &[HeaderName] {
+        &self.preset.signed_headers
+    }
+
+    fn default_event_id(&self) -> FieldRule {
+        (self.preset.event_id)()
+    }
+
+    fn default_event_type(&self) -> Option<FieldRule> {
+        self.preset.event_type.map(FieldRule::json_pointer)
+    }
+
+    fn batches(&self) -> bool {
+        self.preset.batches
+    }
+
+    /// Signed: the timestamp header and the body.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[&self.preset.timestamp])
+    }
+
+    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
+        self.preset
+            .handshake
+            .and_then(|handshake| handshake(request))
     }
 }
 

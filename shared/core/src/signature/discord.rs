@@ -1,5 +1,6 @@
 //! Discord (interactions and webhook events): `X-Signature-Ed25519: <hex>` and
-//! `X-Signature-Timestamp: <unix>`.
+//! `X-Signature-Timestamp: <unix>`, a preset of the timestamped asymmetric scheme
+//! (`asymmetric.rs`).
 //!
 //! The signature is Ed25519 over the timestamp header's text followed by the raw body, hex-encoded
 //! (64 bytes). The configured key is the application's public key as Discord shows it (64 hex
@@ -12,34 +13,47 @@
 //! `{"json_pointer": "/event/type"}` for webhook events; a PING has none). Answering PINGs is the
 //! ingest's business, not the scheme's. Sample: an `APPLICATION_AUTHORIZED` webhook event.
 
-use http::{HeaderMap, HeaderName};
+use std::sync::Arc;
+
+use http::HeaderName;
 use serde_json::json;
 
-use super::asymmetric::{Algorithm, AsymmetricKeys, KeyBytes, ED25519_KEY_LEN, ED25519_SIG_LEN};
+use super::asymmetric::{
+    self, Algorithm, AsymmetricPreset, KeyBytes, SignatureBytes, ED25519_KEY_LEN, ED25519_SIG_LEN,
+    MAX_SIGNATURE_LEN,
+};
 use super::handshake::{object_containing, Handshake, HandshakeReply};
-use super::helpers::{
-    covers, parse_timestamp, push_header, random_alnum, rfc3339, single_header, Tolerance,
-};
-use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
-};
+use super::sample::{random_alnum, rfc3339};
+use super::{Request, Sample, Sampler, Scheme, SchemeError, Spec};
 use crate::identity::FieldRule;
 
 const SIGNATURE_LABEL: &str = "X-Signature-Ed25519";
 const TIMESTAMP_LABEL: &str = "X-Signature-Timestamp";
-static SIGNATURE: HeaderName = HeaderName::from_static("x-signature-ed25519");
-static TIMESTAMP: HeaderName = HeaderName::from_static("x-signature-timestamp");
-static SIGNED_HEADERS: [HeaderName; 2] = [
-    HeaderName::from_static("x-signature-ed25519"),
-    HeaderName::from_static("x-signature-timestamp"),
-];
 
-/// The Discord scheme of one source.
-#[derive(Debug)]
-pub(super) struct Discord {
-    keys: AsymmetricKeys,
-    tolerance: Tolerance,
+static DISCORD: AsymmetricPreset = AsymmetricPreset {
+    name: "Discord",
+    algorithm: Algorithm::Ed25519,
+    signature: HeaderName::from_static("x-signature-ed25519"),
+    signature_label: SIGNATURE_LABEL,
+    timestamp: HeaderName::from_static("x-signature-timestamp"),
+    timestamp_label: TIMESTAMP_LABEL,
+    signed_headers: [
+        HeaderName::from_static("x-signature-ed25519"),
+        HeaderName::from_static("x-signature-timestamp"),
+    ],
+    decode_key,
+    decode_signature,
+    encode_signature: |sig| hex::encode(sig),
+    event_id: || FieldRule::BodySha256,
+    event_type: None,
+    batches: false,
+    handshake: Some(handshake),
+};
+
+/// The Discord scheme of one source: secrets are application public keys (hex), or for local use
+/// a private key; no settings.
+pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
+    asymmetric::preset(&DISCORD, spec)
 }
 
 /// 64 hex digits: a public key; 128: a private key (seed ‖ public key).
@@ -54,67 +68,37 @@ fn decode_key(secret: &[u8]) -> Result<KeyBytes, &'static str> {
     }
 }
 
-impl Discord {
-    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
-        let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
-        let timestamp = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
-        let (ts, _) = parse_timestamp(timestamp).map_err(|reason| SignatureError::Malformed {
-            header: TIMESTAMP_LABEL,
-            reason,
-        })?;
-        let mut sig = [0u8; ED25519_SIG_LEN];
-        hex::decode_to_slice(signature, &mut sig).map_err(|_| SignatureError::Malformed {
-            header: SIGNATURE_LABEL,
-            reason: "the signature is not 128 hex digits",
-        })?;
-        let message = [timestamp.as_bytes(), body].concat();
-        if !self.keys.verifies(&message, &sig) {
-            return Err(SignatureError::Mismatch);
-        }
-        self.tolerance.check(ts, now_unix)
+/// 128 hex digits (either case): the 64 bytes of an Ed25519 signature.
+fn decode_signature(text: &str) -> Result<SignatureBytes, &'static str> {
+    let mut sig = SignatureBytes {
+        buf: [0; MAX_SIGNATURE_LEN],
+        len: ED25519_SIG_LEN,
+    };
+    let buf = sig.buf.get_mut(..ED25519_SIG_LEN).ok_or(NOT_A_SIGNATURE)?;
+    hex::decode_to_slice(text, buf).map_err(|_| NOT_A_SIGNATURE)?;
+    Ok(sig)
+}
+
+const NOT_A_SIGNATURE: &str = "the signature is not 128 hex digits";
+
+/// PINGs: an interaction's (type 1, no `event`) and a webhook events endpoint's (type 0).
+fn handshake(request: Request<'_>) -> Option<Handshake<'_>> {
+    let body = object_containing(request.body, b"\"type\"")?;
+    if body.contains_key("event") {
+        return None;
+    }
+    match body.get("type")?.as_u64()? {
+        0 => Some(HandshakeReply::no_content("discord webhook ping").into()),
+        1 => Some(HandshakeReply::json("discord interaction ping", &json!({"type": 1})).into()),
+        _ => None,
     }
 }
 
-impl Scheme for Discord {
-    /// Secrets are application public keys (hex), or for local use a private key; no settings.
-    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
-        Ok(Self {
-            keys: AsymmetricKeys::new(Algorithm::Ed25519, spec.secrets, decode_key)?,
-            tolerance: Tolerance::new(spec.tolerance),
-        })
-    }
+/// Discord's sample events, for `inboxctl send`.
+#[derive(Debug, Default)]
+pub(super) struct Samples;
 
-    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
-        self.check(request.headers, request.body, request.now_unix)
-            .into()
-    }
-
-    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
-        let ts = message.timestamp.to_string();
-        let sig = self.keys.sign(&[ts.as_bytes(), message.body].concat())?;
-        let mut out = Vec::with_capacity(2);
-        push_header(&mut out, &SIGNATURE, &hex::encode(sig));
-        push_header(&mut out, &TIMESTAMP, &ts);
-        Ok(Signed::headers(out))
-    }
-
-    fn signed_headers(&self) -> &[HeaderName] {
-        &SIGNED_HEADERS
-    }
-
-    fn default_event_id(&self) -> FieldRule {
-        FieldRule::BodySha256
-    }
-
-    fn default_event_type(&self) -> Option<FieldRule> {
-        None
-    }
-
-    /// Signed: the timestamp header and the body.
-    fn signs(&self, rule: &FieldRule) -> bool {
-        covers(rule, &[&TIMESTAMP])
-    }
-
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         // Discord ids are snowflakes: decimal digits.
         (0..19)
@@ -142,24 +126,12 @@ impl Scheme for Discord {
             }
         }))
     }
-
-    /// PINGs: an interaction's (type 1, no `event`) and a webhook events endpoint's (type 0).
-    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
-        let body = object_containing(request.body, b"\"type\"")?;
-        if body.contains_key("event") {
-            return None;
-        }
-        match body.get("type")?.as_u64()? {
-            0 => Some(HandshakeReply::no_content("discord webhook ping").into()),
-            1 => Some(HandshakeReply::json("discord interaction ping", &json!({"type": 1})).into()),
-            _ => None,
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
+    use super::super::{SignatureError, Unsigned};
     use super::*;
     use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
 

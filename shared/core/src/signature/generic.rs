@@ -1,31 +1,40 @@
-//! Generic HMAC-SHA256: a configured header holds `[prefix]<signature>`, the signature being
+//! Generic HMAC-SHA256 of the body: a header holds `[prefix]<signature>`, the signature being
 //! the HMAC-SHA256 of the raw body (key: the secret's UTF-8 bytes) in hex (either case) or
-//! standard padded base64. When a prefix is configured it must be present, exactly (case
-//! included). No timestamp.
+//! standard padded base64. When a prefix is set it must be present, exactly (case included). No
+//! timestamp.
 //!
-//! Settings: `"header"` (required), `"encoding"` (`"hex"` or `"base64"`, required), `"prefix"`
-//! (optional; empty means none). Errors name the configured header: its name is interned once.
+//! The scheme `hmac-sha256` takes its header, encoding and prefix from the source's settings:
+//! `"header"` (required), `"encoding"` (`"hex"` or `"base64"`, required), `"prefix"` (optional;
+//! empty means none). Errors name the configured header: its name is interned once. Event id: the
+//! SHA-256 of the body; no type (sources usually configure both). Sample: a `test.event` with
+//! `id`, `type`, `created_at` and `data`.
 //!
-//! Event id: the SHA-256 of the body; no type (sources usually configure both). Sample: a
-//! `test.event` with `id`, `type`, `created_at` and `data`.
+//! A provider that signs this way is a [`Preset`] of it: fixed header, encoding and prefix, plus
+//! the (unsigned) headers its event id and type travel in (GitHub in `github.rs`, Shopify in
+//! `shopify.rs`).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
 
 use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
-use super::helpers::{
-    base64_tag, covers, decode_base64_tag, decode_hex_tag, intern, push_header, random_alnum,
-    rfc3339, settings, single_header, HmacKeys, Tag,
-};
+use super::headers::{covers, push_header, single_header};
+use super::hmac::HmacKeys;
+use super::sample::{random_alnum, rfc3339};
+use super::settings::{intern, settings};
+use super::tag::{base64_tag, decode_base64_tag, decode_hex_tag, Tag};
 use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
+    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
+    Spec, Unsigned, Verdict,
 };
 use crate::identity::FieldRule;
 
 /// How the signature is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-enum Encoding {
+pub(super) enum Encoding {
     /// Hexadecimal (either case), 64 digits.
     Hex,
     /// Standard base64 alphabet with padding, 44 characters.
@@ -43,17 +52,73 @@ struct Settings {
     prefix: Option<String>,
 }
 
-/// The generic scheme of one source, its settings validated once.
+/// Text that must precede the encoded signature, and the reason a value without it is malformed.
 #[derive(Debug, Clone)]
+pub(super) struct Prefix {
+    pub text: Cow<'static, str>,
+    pub missing: &'static str,
+}
+
+/// A provider that signs with this scheme: its fixed header, encoding and prefix, and the headers
+/// its event id and type travel in (neither is signed).
+pub(super) struct Preset {
+    /// The provider's name, for `Debug`.
+    pub name: &'static str,
+    /// The signature header, the event id's (it carries the message id when signing) and the
+    /// event type's: all three kept to re-verify and identify a message.
+    pub headers: [HeaderName; 3],
+    /// The signature header's name as the provider documents it (for errors).
+    pub label: &'static str,
+    pub encoding: Encoding,
+    pub prefix: Option<Prefix>,
+}
+
+impl Preset {
+    fn signature_header(&self) -> &HeaderName {
+        let [signature, _, _] = &self.headers;
+        signature
+    }
+
+    fn id_header(&self) -> &HeaderName {
+        let [_, id, _] = &self.headers;
+        id
+    }
+
+    fn type_header(&self) -> &HeaderName {
+        let [_, _, kind] = &self.headers;
+        kind
+    }
+}
+
+/// The body HMAC of one source, its header, encoding and prefix fixed once: configured
+/// (`hmac-sha256`) or a provider's [`Preset`].
+#[derive(Clone)]
 pub(super) struct HmacSha256 {
-    /// The header, lower-cased by `HeaderName` (the one signed header).
-    header: [HeaderName; 1],
-    /// The header's name as configured, for errors.
+    /// The header, lower-cased by `HeaderName`.
+    header: HeaderName,
+    /// The header's name as configured or documented, for errors.
     label: &'static str,
     encoding: Encoding,
     /// `None` when not configured or configured empty.
-    prefix: Option<String>,
+    prefix: Option<Prefix>,
+    /// `None`: configured by the source.
+    preset: Option<&'static Preset>,
     keys: HmacKeys,
+}
+
+/// Builds the scheme of a provider that signs this way (secrets used as-is; no settings).
+pub(super) fn preset(
+    preset: &'static Preset,
+    spec: &Spec<'_>,
+) -> Result<Arc<dyn Scheme>, SchemeError> {
+    Ok(Arc::new(HmacSha256 {
+        header: preset.signature_header().clone(),
+        label: preset.label,
+        encoding: preset.encoding,
+        prefix: preset.prefix.clone(),
+        preset: Some(preset),
+        keys: HmacKeys::raw(spec.secrets)?,
+    }))
 }
 
 impl HmacSha256 {
@@ -65,20 +130,30 @@ impl HmacSha256 {
     }
 
     fn check(&self, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
-        let [name] = &self.header;
-        let value = single_header(headers, name, self.label)?;
+        let value = single_header(headers, &self.header, self.label)?;
         let malformed = |reason| SignatureError::Malformed {
             header: self.label,
             reason,
         };
         let encoded = match &self.prefix {
-            Some(prefix) => value.strip_prefix(prefix.as_str()).ok_or(malformed(
-                "the value does not start with the configured prefix",
-            ))?,
+            Some(prefix) => value
+                .strip_prefix(prefix.text.as_ref())
+                .ok_or(malformed(prefix.missing))?,
             None => value,
         };
         let tag = self.decode(encoded).map_err(malformed)?;
         self.keys.check(&[body], std::iter::once(tag))
+    }
+}
+
+impl fmt::Debug for HmacSha256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(self.preset.map_or("HmacSha256", |p| p.name))
+            .field("header", &self.header)
+            .field("encoding", &self.encoding)
+            .field("prefix", &self.prefix.as_ref().map(|p| &p.text))
+            .field("keys", &self.keys)
+            .finish()
     }
 }
 
@@ -88,7 +163,7 @@ fn invalid(reason: &str) -> SchemeError {
     }
 }
 
-impl Scheme for HmacSha256 {
+impl FromSpec for HmacSha256 {
     /// Validates the settings, then keys the secrets (used as-is).
     fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
         let Settings {
@@ -106,51 +181,70 @@ impl Scheme for HmacSha256 {
             }
         }
         Ok(Self {
-            header: [name],
+            header: name,
             label: intern(header_text),
             encoding,
-            prefix,
+            prefix: prefix.map(|text| Prefix {
+                text: Cow::Owned(text),
+                missing: "the value does not start with the configured prefix",
+            }),
+            preset: None,
             keys: HmacKeys::raw(spec.secrets)?,
         })
     }
+}
 
+impl Scheme for HmacSha256 {
     fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
         self.check(request.headers, request.body).into()
     }
 
+    /// The signature header; for a preset, the message id in the id header too.
     fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
         let tag = self.keys.sign(&[message.body]);
         let encoded = match self.encoding {
             Encoding::Hex => hex::encode(tag),
             Encoding::Base64 => base64_tag(&tag),
         };
-        let mut out = Vec::with_capacity(1);
-        let [name] = &self.header;
-        push_header(
-            &mut out,
-            name,
-            &format!("{}{encoded}", self.prefix.as_deref().unwrap_or("")),
-        );
+        let prefix = self.prefix.as_ref().map_or("", |p| p.text.as_ref());
+        let mut out = Vec::with_capacity(2);
+        push_header(&mut out, &self.header, &format!("{prefix}{encoded}"));
+        if let Some(preset) = self.preset {
+            push_header(&mut out, preset.id_header(), message.msg_id);
+        }
         Ok(Signed::headers(out))
     }
 
     fn signed_headers(&self) -> &[HeaderName] {
-        &self.header
+        match self.preset {
+            Some(preset) => &preset.headers,
+            None => std::slice::from_ref(&self.header),
+        }
     }
 
     fn default_event_id(&self) -> FieldRule {
-        FieldRule::BodySha256
+        match self.preset {
+            Some(preset) => FieldRule::header(preset.id_header().as_str()),
+            None => FieldRule::BodySha256,
+        }
     }
 
     fn default_event_type(&self) -> Option<FieldRule> {
-        None
+        self.preset
+            .map(|preset| FieldRule::header(preset.type_header().as_str()))
     }
 
-    /// The body only.
+    /// The body only: a preset's id and type headers are not signed.
     fn signs(&self, rule: &FieldRule) -> bool {
         covers(rule, &[])
     }
+}
 
+/// The samples of `hmac-sha256` (a generic event, for `inboxctl send`).
+#[derive(Debug, Default)]
+pub(super) struct Samples;
+
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("evt_{}", random_alnum(20))
     }

@@ -1,92 +1,48 @@
 //! GitHub: `X-Hub-Signature-256: sha256=<hex>`, HMAC-SHA256 over the raw body, keyed with the
-//! secret's UTF-8 bytes. No timestamp (replays are caught by deduplication on
-//! `X-GitHub-Delivery`). The legacy SHA-1 `X-Hub-Signature` header is ignored.
+//! secret's UTF-8 bytes: a [`Preset`] of the generic body HMAC (`generic.rs`). No timestamp
+//! (replays are caught by deduplication on `X-GitHub-Delivery`). The legacy SHA-1
+//! `X-Hub-Signature` header is ignored.
 //!
 //! Event id: the `X-GitHub-Delivery` header (a UUID); type: the `X-GitHub-Event` header. Sample:
 //! the `ping` GitHub sends when a webhook is created.
 
-use http::{HeaderMap, HeaderName};
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use http::HeaderName;
 use serde_json::json;
 
-use super::helpers::{covers, decode_hex_tag, push_header, random_uuid, single_header, HmacKeys};
-use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
-};
-use crate::identity::FieldRule;
+use super::generic::{self, Encoding, Prefix, Preset};
+use super::sample::random_uuid;
+use super::{Sample, Sampler, Scheme, SchemeError, Spec};
 
 const LABEL: &str = "X-Hub-Signature-256";
-const PREFIX: &str = "sha256=";
-static SIGNATURE: HeaderName = HeaderName::from_static("x-hub-signature-256");
-static DELIVERY: HeaderName = HeaderName::from_static("x-github-delivery");
-static SIGNED_HEADERS: [HeaderName; 3] = [
-    HeaderName::from_static("x-hub-signature-256"),
-    HeaderName::from_static("x-github-delivery"),
-    HeaderName::from_static("x-github-event"),
-];
 
-/// The GitHub scheme of one source.
-#[derive(Debug, Clone)]
-pub(super) struct Github {
-    keys: HmacKeys,
+static GITHUB: Preset = Preset {
+    name: "Github",
+    headers: [
+        HeaderName::from_static("x-hub-signature-256"),
+        HeaderName::from_static("x-github-delivery"),
+        HeaderName::from_static("x-github-event"),
+    ],
+    label: LABEL,
+    encoding: Encoding::Hex,
+    prefix: Some(Prefix {
+        text: Cow::Borrowed("sha256="),
+        missing: "the value does not start with `sha256=`",
+    }),
+};
+
+/// The GitHub scheme of one source: secrets used as-is; no settings, no timestamp.
+pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
+    generic::preset(&GITHUB, spec)
 }
 
-impl Github {
-    fn check(&self, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
-        let header = single_header(headers, &SIGNATURE, LABEL)?;
-        let malformed = |reason| SignatureError::Malformed {
-            header: LABEL,
-            reason,
-        };
-        let hex = header
-            .strip_prefix(PREFIX)
-            .ok_or(malformed("the value does not start with `sha256=`"))?;
-        let tag = decode_hex_tag(hex).map_err(malformed)?;
-        self.keys.check(&[body], std::iter::once(tag))
-    }
-}
+/// GitHub's sample events, for `inboxctl send`.
+#[derive(Debug, Default)]
+pub(super) struct Samples;
 
-impl Scheme for Github {
-    /// Secrets are used as-is; no settings, no timestamp.
-    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
-        Ok(Self {
-            keys: HmacKeys::raw(spec.secrets)?,
-        })
-    }
-
-    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
-        self.check(request.headers, request.body).into()
-    }
-
-    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
-        let tag = self.keys.sign(&[message.body]);
-        let mut out = Vec::with_capacity(2);
-        push_header(
-            &mut out,
-            &SIGNATURE,
-            &format!("{PREFIX}{}", hex::encode(tag)),
-        );
-        push_header(&mut out, &DELIVERY, message.msg_id);
-        Ok(Signed::headers(out))
-    }
-
-    fn signed_headers(&self) -> &[HeaderName] {
-        &SIGNED_HEADERS
-    }
-
-    fn default_event_id(&self) -> FieldRule {
-        FieldRule::header("x-github-delivery")
-    }
-
-    fn default_event_type(&self) -> Option<FieldRule> {
-        Some(FieldRule::header("x-github-event"))
-    }
-
-    /// GitHub signs the body only: `X-GitHub-Delivery` and `X-GitHub-Event` are not signed.
-    fn signs(&self, rule: &FieldRule) -> bool {
-        covers(rule, &[])
-    }
-
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_uuid()
     }
@@ -116,8 +72,9 @@ impl Scheme for Github {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
+    use super::super::SignatureError;
     use super::*;
-    use http::HeaderValue;
+    use http::{HeaderMap, HeaderValue};
     use std::sync::Arc;
 
     // GitHub's documented test vector ("Validating webhook deliveries").

@@ -19,10 +19,14 @@ use http::HeaderName;
 use serde_json::{json, Map, Value};
 
 use super::fields::Fields;
-use super::helpers::{decode_hex_tag, parse_timestamp, random_alnum, rfc3339, HmacKeys, Tolerance};
+use super::headers::parse_timestamp;
+use super::hmac::HmacKeys;
+use super::sample::{random_alnum, rfc3339};
+use super::tag::decode_hex_tag;
+use super::tolerance::Tolerance;
 use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
+    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
+    Spec, Unsigned, Verdict,
 };
 use crate::identity::FieldRule;
 
@@ -101,7 +105,7 @@ impl Mailgun {
     }
 }
 
-impl Scheme for Mailgun {
+impl FromSpec for Mailgun {
     /// Secrets are HTTP webhook signing keys, used as-is; no settings.
     fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
         Ok(Self {
@@ -109,7 +113,9 @@ impl Scheme for Mailgun {
             tolerance: Tolerance::new(spec.tolerance),
         })
     }
+}
 
+impl Scheme for Mailgun {
     fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
         self.check(request.body, request.now_unix).into()
     }
@@ -155,7 +161,13 @@ impl Scheme for Mailgun {
             FieldRule::Header(_) | FieldRule::BodySha256 => false,
         }
     }
+}
 
+/// The samples of the scheme (its provider's events, for `inboxctl send`).
+#[derive(Debug, Default)]
+pub(super) struct Samples;
+
+impl Sampler for Samples {
     /// A token: 50 random lowercase hex-like characters, as Mailgun's.
     fn sample_id(&self) -> String {
         random_alnum(50).to_ascii_lowercase()

@@ -1,29 +1,43 @@
-//! Webhook signature schemes: the [`Scheme`] trait every scheme implements, the registration list
-//! (`SCHEMES`: [`build`], [`check_registered`], [`scheme_names`]) and the types a scheme is built from and works on ([`Spec`],
-//! [`Request`], [`Verdict`], [`Unsigned`], [`Signed`], [`Sample`]).
+//! Webhook signature schemes: the [`Scheme`] trait every scheme implements (what ingest needs), the
+//! [`Sampler`] beside it (what `inboxctl send` needs), the registration list (`SCHEMES`:
+//! [`build`], [`sampler`], [`check_registered`], [`scheme_names`]) and the types a scheme is built
+//! from and works on ([`Spec`], [`Request`], [`Verdict`], [`Unsigned`], [`Signed`], [`Sample`]).
 //!
-//! One file per scheme holds everything about it (settings, key material, header parsing, signed
-//! content, signing, default id/type rules, sample event, tests): `stripe.rs`, `standard.rs`
-//! (Standard Webhooks, `v1` and `v1a`, configurable header names: Resend/Svix), `github.rs`,
-//! `shopify.rs`, `slack.rs`, `generic.rs` (HMAC-SHA256 with a configured header, encoding and
-//! prefix), `sns.rs` (Amazon SNS, i.e. SES events; with `sns/cert.rs` and `sns/message.rs`),
-//! `sendgrid.rs`, `mailgun.rs`, `postmark.rs`, `paddle.rs`, `square.rs`, `twilio.rs`,
-//! `discord.rs` and `zoom.rs`. What several schemes share (header extraction, signature
-//! decoding, timestamp tolerance, pre-keyed HMACs and constant-time matching, header name
-//! interning, sample helpers) is in `helpers.rs`; asymmetric key material (Ed25519, ECDSA P-256) in `asymmetric.rs`; the
-//! members of a JSON body that carries its signature in `fields.rs`; the configured public URL
-//! (Square, Twilio) in `public_url.rs`; fetching published keys ([`Fetcher`]) in `fetch.rs`; the
-//! request, verdict and signing types in `request.rs`; endpoint handshakes ([`Handshake`],
-//! answered by ingest after verification: Slack, Zoom, Discord, SNS) in `handshake.rs`; the errors
-//! in `error.rs`; [`Secret`] in `secret.rs`.
+//! One file per provider holds everything about it (settings, key material, header parsing,
+//! signed content, signing, default id/type rules, sample event, tests): `stripe.rs`,
+//! `standard.rs` (Standard Webhooks, `v1` and `v1a`, configurable header names: Resend/Svix),
+//! `github.rs`, `shopify.rs`, `slack.rs`, `generic.rs` (HMAC-SHA256 of the body with a configured
+//! header, encoding and prefix), `sns.rs` (Amazon SNS, i.e. SES events; with `sns/cert.rs` and
+//! `sns/message.rs`), `sendgrid.rs`, `mailgun.rs`, `postmark.rs`, `paddle.rs`, `square.rs`,
+//! `twilio.rs`, `discord.rs` and `zoom.rs`.
+//!
+//! Providers that sign the same way share one scheme and differ only in a preset (headers,
+//! encoding, id and type rules, handshake): GitHub and Shopify are presets of the generic body
+//! HMAC (`generic.rs`); Slack and Zoom of the `v0` timestamped HMAC (`v0.rs`); Stripe and Paddle
+//! of the item-header HMAC (`item_header.rs`: `t=…,v1=…`, a timestamp and signatures);
+//! Discord and SendGrid of the timestamped asymmetric signature (`asymmetric.rs`, which also
+//! holds the Ed25519 and ECDSA P-256 key material). The last three are one generic type,
+//! `PresetScheme`: a preset with the source's keys and tolerance (`preset.rs`).
+//!
+//! What every scheme may use: pre-keyed HMACs and constant-time matching (`hmac.rs`), the
+//! signature tag and its hex/base64 decoding (`tag.rs`), header extraction, timestamp parsing and
+//! signed-header building (`headers.rs`), the timestamp tolerance (`tolerance.rs`), settings
+//! deserialization and header-name interning (`settings.rs`), samples and their helpers
+//! (`sample.rs`); the members of a JSON body that carries its signature in `fields.rs`; the
+//! configured public URL (Square, Twilio) in `public_url.rs`; fetching published keys
+//! ([`Fetcher`]) in `fetch.rs`; the request, verdict and signing types in `request.rs`; endpoint
+//! handshakes ([`Handshake`], answered by ingest after verification: Slack, Zoom, Discord, SNS) in
+//! `handshake.rs`; the errors in `error.rs`; [`Secret`] in `secret.rs`.
 //!
 //! # Adding a scheme
 //!
-//! A new file `foo.rs` with a type implementing [`Scheme`] (and its tests), its `mod foo;` and its
-//! line in `SCHEMES` below (`("foo", construct::<foo::Foo>)`), and a row in the README's table of
-//! schemes. Nothing else matches on schemes: configuration, ingest and `inboxctl` only see
-//! `dyn Scheme`. (A scheme that is declared but not registered is dead code: the build fails on
-//! the warning.)
+//! A new file `foo.rs` with a type implementing [`Scheme`] and `FromSpec` (and its tests), a type
+//! implementing [`Sampler`], its `mod foo;` and its line in `SCHEMES` below
+//! (`("foo", construct::<foo::Foo>, fixed::<foo::Samples>)`), and a row in the README's table of
+//! schemes. A provider that signs like an existing scheme is a preset of it instead (see
+//! `github.rs`). Nothing else matches on schemes: configuration and ingest only see `dyn Scheme`,
+//! `inboxctl` `dyn Sampler` too. (A scheme that is declared but not registered is dead code: the
+//! build fails on the warning.)
 //!
 //! # Rules common to the HMAC schemes
 //!
@@ -59,14 +73,21 @@ mod error;
 mod fetch;
 mod fields;
 mod handshake;
-mod helpers;
+mod headers;
+mod hmac;
+mod item_header;
+mod preset;
 mod public_url;
 mod request;
+mod sample;
 mod secret;
+mod settings;
+mod tag;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod tests;
+mod tolerance;
 mod v0;
 
 use std::fmt;
@@ -81,7 +102,8 @@ use crate::identity::FieldRule;
 pub use error::{SchemeError, SignError, SignatureError};
 pub use fetch::{FetchError, FetchFuture, Fetcher, HttpsFetcher};
 pub use handshake::{Handshake, HandshakeError, HandshakeReply, PendingHandshake};
-pub use request::{PendingVerification, Request, Sample, Signed, Unsigned, Verdict};
+pub use request::{PendingVerification, Request, Signed, Unsigned, Verdict};
+pub use sample::{Sample, Sampler};
 pub use secret::Secret;
 
 /// A local SNS signing identity made for tests (a PEM private key and its certificate), for tests
@@ -108,72 +130,117 @@ mod stripe;
 mod twilio;
 mod zoom;
 
-/// The registration list: the name a source's `"scheme"` gives, and the scheme's type.
-const SCHEMES: &[(&str, Constructor)] = &[
-    ("stripe", construct::<stripe::Stripe>),
-    ("standard-webhooks", construct::<standard::StandardWebhooks>),
-    ("github", construct::<github::Github>),
-    ("shopify", construct::<shopify::Shopify>),
-    ("slack", construct::<slack::Slack>),
-    ("hmac-sha256", construct::<generic::HmacSha256>),
-    ("sns", construct::<sns::Sns>),
-    ("sendgrid", construct::<sendgrid::Sendgrid>),
-    ("mailgun", construct::<mailgun::Mailgun>),
-    ("postmark", construct::<postmark::Postmark>),
-    ("paddle", construct::<paddle::Paddle>),
-    ("square", construct::<square::Square>),
-    ("twilio", construct::<twilio::Twilio>),
-    ("discord", construct::<discord::Discord>),
-    ("zoom", construct::<zoom::Zoom>),
+/// The registration list: the name a source's `"scheme"` gives, how the scheme is built, and how
+/// its samples are.
+const SCHEMES: &[Registration] = &[
+    ("stripe", stripe::build, fixed::<stripe::Samples>),
+    (
+        "standard-webhooks",
+        construct::<standard::StandardWebhooks>,
+        fixed::<standard::Samples>,
+    ),
+    ("github", github::build, fixed::<github::Samples>),
+    ("shopify", shopify::build, fixed::<shopify::Samples>),
+    ("slack", slack::build, fixed::<slack::Samples>),
+    (
+        "hmac-sha256",
+        construct::<generic::HmacSha256>,
+        fixed::<generic::Samples>,
+    ),
+    ("sns", construct::<sns::Sns>, sns::samples),
+    ("sendgrid", sendgrid::build, fixed::<sendgrid::Samples>),
+    (
+        "mailgun",
+        construct::<mailgun::Mailgun>,
+        fixed::<mailgun::Samples>,
+    ),
+    (
+        "postmark",
+        construct::<postmark::Postmark>,
+        fixed::<postmark::Samples>,
+    ),
+    ("paddle", paddle::build, fixed::<paddle::Samples>),
+    (
+        "square",
+        construct::<square::Square>,
+        fixed::<square::Samples>,
+    ),
+    (
+        "twilio",
+        construct::<twilio::Twilio>,
+        fixed::<twilio::Samples>,
+    ),
+    ("discord", discord::build, fixed::<discord::Samples>),
+    ("zoom", zoom::build, fixed::<zoom::Samples>),
 ];
+
+/// A registered scheme: its name, its constructor and its samples' constructor.
+type Registration = (&'static str, Constructor, SamplerConstructor);
 
 /// A registered scheme's constructor.
 type Constructor = fn(&Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError>;
 
-fn construct<S: Scheme + 'static>(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
+/// A registered scheme's samples' constructor (from the same spec: a sample may show a setting,
+/// as SNS's shows its topic).
+type SamplerConstructor = fn(&Spec<'_>) -> Result<Arc<dyn Sampler>, SchemeError>;
+
+/// A scheme built from a source's spec alone. (A preset of a shared scheme is built by its
+/// module's `build`, which gives the shared scheme its preset.)
+trait FromSpec: Scheme + Sized + 'static {
+    /// Builds the scheme from the source's settings, secrets and tolerance. Key material is the
+    /// scheme's own business: decode the secrets, key the MACs or parse the public keys here,
+    /// once. Errors never contain a secret.
+    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError>;
+}
+
+fn construct<S: FromSpec>(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
     Ok(Arc::new(S::new(spec)?))
+}
+
+/// The samples of a provider whose samples show no setting.
+fn fixed<S: Sampler + Default + 'static>(_: &Spec<'_>) -> Result<Arc<dyn Sampler>, SchemeError> {
+    Ok(Arc::new(S::default()))
 }
 
 /// The registered scheme names, in registration order.
 pub fn scheme_names() -> impl Iterator<Item = &'static str> {
-    SCHEMES.iter().map(|(name, _)| *name)
+    SCHEMES.iter().map(|(name, _, _)| *name)
 }
 
 /// Builds the scheme registered as `name` ([`SchemeError::UnknownScheme`] if there is none).
 pub fn build(name: &str, spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
-    constructor(name)?(spec)
+    (registered(name)?.1)(spec)
+}
+
+/// Builds the samples of the scheme registered as `name`, for `inboxctl send`
+/// ([`SchemeError::UnknownScheme`] if there is none).
+pub fn sampler(name: &str, spec: &Spec<'_>) -> Result<Arc<dyn Sampler>, SchemeError> {
+    (registered(name)?.2)(spec)
 }
 
 /// `Ok` if a scheme is registered as `name`, else [`SchemeError::UnknownScheme`] (which lists the
 /// known names).
 pub fn check_registered(name: &str) -> Result<(), SchemeError> {
-    constructor(name).map(|_| ())
+    registered(name).map(|_| ())
 }
 
-fn constructor(name: &str) -> Result<Constructor, SchemeError> {
+fn registered(name: &str) -> Result<&'static Registration, SchemeError> {
     SCHEMES
         .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, constructor)| *constructor)
+        .find(|(n, _, _)| *n == name)
         .ok_or_else(|| SchemeError::UnknownScheme {
             name: name.chars().take(64).collect(),
             known: scheme_names().collect::<Vec<_>>().join(", "),
         })
 }
 
-/// A signature scheme, configured for one source: it verifies requests, signs messages (samples
-/// and tests), and knows what a message needs kept, where its id and type are, and what a sample
-/// of its provider looks like. Built once per cold start; shared by every request (`Send + Sync`).
+/// A signature scheme, configured for one source: it verifies requests, signs messages (samples,
+/// tests and outbound deliveries), and knows what a message needs kept and where its id and type
+/// are. Built once per cold start; shared by every request (`Send + Sync`). What a sample of its
+/// provider looks like is its [`Sampler`]'s business.
 ///
 /// `Debug` must never show key material (print the number of secrets, not them).
 pub trait Scheme: fmt::Debug + Send + Sync {
-    /// Builds the scheme from the source's settings, secrets and tolerance. Key material is the
-    /// scheme's own business: decode the secrets, key the MACs or parse the public keys here,
-    /// once. Errors never contain a secret.
-    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError>
-    where
-        Self: Sized;
-
     /// Verifies a request. A scheme that decides without I/O (every HMAC scheme) answers
     /// [`Verdict::Ready`]; one that must fetch first (a certificate) answers
     /// [`Verdict::Pending`]. See the module docs for the order of checks.
@@ -201,16 +268,6 @@ pub trait Scheme: fmt::Debug + Send + Sync {
     /// `webhook-id`). An event id that is not signed is never the dedupe key: anyone holding one
     /// signed request could resend it with a fresh id (see [`crate::identity::identify`]).
     fn signs(&self, rule: &FieldRule) -> bool;
-
-    /// A fresh event id in the provider's format (`evt_…`, a UUID, …), for `inboxctl send`.
-    fn sample_id(&self) -> String;
-
-    /// The provider's usual test event type, for `inboxctl send`.
-    fn sample_type(&self) -> &'static str;
-
-    /// A sample event shaped like the provider's, with this id and type wherever the provider
-    /// puts them, created at `now_secs`, for `inboxctl send`.
-    fn sample(&self, event_id: &str, event_type: &str, now_secs: i64) -> Sample;
 
     /// The endpoint handshake this request is, if it is one (a URL verification, a ping, a
     /// subscription confirmation: see `handshake.rs`), with its answer. Ingest asks only about a

@@ -1,4 +1,5 @@
-//! Paddle Billing: `Paddle-Signature: ts=<unix>;h1=<hex>[;h1=<hex>…]`.
+//! Paddle Billing: `Paddle-Signature: ts=<unix>;h1=<hex>[;h1=<hex>…]`, a preset of the item
+//! header scheme (`item_header.rs`).
 //!
 //! The MAC is HMAC-SHA256, keyed with the notification destination's secret key as-is
 //! (`pdl_ntfset_…`), over `"{ts}:{raw body}"` (`ts` in canonical decimal, as Paddle's SDKs sign
@@ -10,129 +11,47 @@
 //! Event id and type: the body's `/event_id` and `/event_type`. Sample: a
 //! `transaction.completed` notification (`evt_…` id).
 
-use http::{HeaderMap, HeaderName};
+use std::sync::Arc;
+
+use http::HeaderName;
 use serde_json::json;
 
-use super::helpers::{
-    covers, decode_hex_tag, parse_timestamp, push_header, random_alnum, rfc3339, single_header,
-    HmacKeys, Tag, Tolerance,
-};
-use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
-};
-use crate::identity::FieldRule;
+use super::item_header::{self, ItemHeaderPreset, OddItems, Reasons};
+use super::sample::{random_alnum, rfc3339};
+use super::{Sample, Sampler, Scheme, SchemeError, Spec};
 
 const LABEL: &str = "Paddle-Signature";
-static SIGNATURE: HeaderName = HeaderName::from_static("paddle-signature");
-static SIGNED_HEADERS: [HeaderName; 1] = [HeaderName::from_static("paddle-signature")];
 
-/// The Paddle Billing scheme of one source.
-#[derive(Debug, Clone)]
-pub(super) struct Paddle {
-    keys: HmacKeys,
-    tolerance: Tolerance,
+static PADDLE: ItemHeaderPreset = ItemHeaderPreset {
+    name: "Paddle",
+    header: HeaderName::from_static("paddle-signature"),
+    label: LABEL,
+    signed_headers: [HeaderName::from_static("paddle-signature")],
+    separator: ';',
+    timestamp_key: "ts",
+    signature_key: "h1",
+    joiner: ":",
+    odd_items: OddItems::Refused,
+    reasons: Reasons {
+        duplicate_timestamp: "more than one timestamp `ts`",
+        no_timestamp: "no timestamp `ts`",
+        no_signature: "no `h1` signature",
+    },
+    event_id: "/event_id",
+    event_type: "/event_type",
+};
+
+/// The Paddle Billing scheme of one source: secrets are the destination's secret keys, used
+/// as-is; no settings.
+pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
+    item_header::preset(&PADDLE, spec)
 }
 
-fn items(header: &str) -> impl Iterator<Item = Option<(&str, &str)>> + Clone {
-    header
-        .split(';')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(|item| item.split_once('=').map(|(k, v)| (k.trim(), v.trim())))
-}
+/// Paddle's sample events, for `inboxctl send`.
+#[derive(Debug, Default)]
+pub(super) struct Samples;
 
-fn h1_tags(header: &str) -> impl Iterator<Item = Tag> + Clone + '_ {
-    items(header)
-        .flatten()
-        .filter(|(k, _)| *k == "h1")
-        .filter_map(|(_, v)| decode_hex_tag(v).ok())
-}
-
-/// Checks the whole header; returns the timestamp and its canonical decimal text.
-fn validate(header: &str) -> Result<(i64, &str), &'static str> {
-    let mut timestamp = None;
-    let mut h1_count = 0usize;
-    for item in items(header) {
-        let (key, value) = item.ok_or("an item is not of the form key=value")?;
-        match key {
-            "ts" => {
-                if timestamp.is_some() {
-                    return Err("more than one timestamp `ts`");
-                }
-                timestamp = Some(parse_timestamp(value)?);
-            }
-            "h1" => {
-                decode_hex_tag(value)?;
-                h1_count += 1;
-            }
-            _ => {}
-        }
-    }
-    let timestamp = timestamp.ok_or("no timestamp `ts`")?;
-    if h1_count == 0 {
-        return Err("no `h1` signature");
-    }
-    Ok(timestamp)
-}
-
-impl Paddle {
-    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
-        let header = single_header(headers, &SIGNATURE, LABEL)?;
-        let (timestamp, canonical) =
-            validate(header).map_err(|reason| SignatureError::Malformed {
-                header: LABEL,
-                reason,
-            })?;
-        self.keys
-            .check(&[canonical.as_bytes(), b":", body], h1_tags(header))?;
-        self.tolerance.check(timestamp, now_unix)
-    }
-}
-
-impl Scheme for Paddle {
-    /// Secrets are the destination's secret keys, used as-is; no settings.
-    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
-        Ok(Self {
-            keys: HmacKeys::raw(spec.secrets)?,
-            tolerance: Tolerance::new(spec.tolerance),
-        })
-    }
-
-    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
-        self.check(request.headers, request.body, request.now_unix)
-            .into()
-    }
-
-    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
-        let ts = message.timestamp.to_string();
-        let tag = self.keys.sign(&[ts.as_bytes(), b":", message.body]);
-        let mut out = Vec::with_capacity(1);
-        push_header(
-            &mut out,
-            &SIGNATURE,
-            &format!("ts={ts};h1={}", hex::encode(tag)),
-        );
-        Ok(Signed::headers(out))
-    }
-
-    fn signed_headers(&self) -> &[HeaderName] {
-        &SIGNED_HEADERS
-    }
-
-    fn default_event_id(&self) -> FieldRule {
-        FieldRule::json_pointer("/event_id")
-    }
-
-    fn default_event_type(&self) -> Option<FieldRule> {
-        Some(FieldRule::json_pointer("/event_type"))
-    }
-
-    /// Signed: the body (and the timestamp inside the signature header).
-    fn signs(&self, rule: &FieldRule) -> bool {
-        covers(rule, &[])
-    }
-
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("evt_{}", random_alnum(26).to_ascii_lowercase())
     }
@@ -161,6 +80,7 @@ impl Scheme for Paddle {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
+    use super::super::SignatureError;
     use super::*;
 
     const SECRET: &str = "pdl_ntfset_01gkpjp8bkm3tm53kdgkx6sms7_6h3qd3uFSi9YCD3OLYAShQI90XTI5vEI";

@@ -23,10 +23,12 @@ use serde_json::json;
 use sha2::{Digest as _, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
-use super::helpers::{push_header, random_uuid, rfc3339, settings, single_header};
+use super::headers::{push_header, single_header};
+use super::sample::{random_uuid, rfc3339};
+use super::settings::settings;
 use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
+    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
+    Spec, Unsigned, Verdict,
 };
 use crate::identity::FieldRule;
 
@@ -144,7 +146,7 @@ impl Postmark {
     }
 }
 
-impl Scheme for Postmark {
+impl FromSpec for Postmark {
     /// Secrets are `user:password` pairs; setting `allowed_ips` (optional).
     fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
         let Settings { allowed_ips } = settings(spec)?;
@@ -186,7 +188,9 @@ impl Scheme for Postmark {
             allowed,
         })
     }
+}
 
+impl Scheme for Postmark {
     fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
         self.check(request.headers, request.source_ip).into()
     }
@@ -217,7 +221,13 @@ impl Scheme for Postmark {
     fn signs(&self, _rule: &FieldRule) -> bool {
         false
     }
+}
 
+/// The samples of the scheme (its provider's events, for `inboxctl send`).
+#[derive(Debug, Default)]
+pub(super) struct Samples;
+
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_uuid()
     }

@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use super::helpers::settings;
+use super::settings::settings;
 use super::{SchemeError, Spec};
 
 #[derive(Deserialize)]

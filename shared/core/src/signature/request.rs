@@ -1,7 +1,7 @@
 //! What [`super::Scheme::verify`] and [`super::Scheme::sign`] work on and answer: the request to
 //! verify ([`Request`]), the verdict ([`Verdict`], ready or after I/O), the message to sign
-//! ([`Unsigned`]), what signing produced ([`Signed`]), and a sample event ([`Sample`]). None of
-//! their `Debug` output shows a header value or a body.
+//! ([`Unsigned`]) and what signing produced ([`Signed`]). None of their `Debug` output shows a
+//! header value or a body.
 
 use std::fmt;
 use std::future::Future;
@@ -9,7 +9,6 @@ use std::net::IpAddr;
 use std::pin::Pin;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::Value;
 
 use super::SignatureError;
 
@@ -199,23 +198,5 @@ impl fmt::Debug for Signed {
             )
             .field("body_len", &self.body.as_ref().map(Vec::len))
             .finish()
-    }
-}
-
-/// A sample event ([`super::Scheme::sample`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sample {
-    pub body: Vec<u8>,
-    /// The body's media type (`application/json`).
-    pub content_type: &'static str,
-}
-
-impl Sample {
-    /// A JSON body.
-    pub fn json(value: &Value) -> Self {
-        Self {
-            body: value.to_string().into_bytes(),
-            content_type: "application/json",
-        }
     }
 }

@@ -1,5 +1,6 @@
 //! SendGrid Event Webhook (signed): `X-Twilio-Email-Event-Webhook-Signature: <base64>` and
-//! `X-Twilio-Email-Event-Webhook-Timestamp: <unix>`.
+//! `X-Twilio-Email-Event-Webhook-Timestamp: <unix>`, a preset of the timestamped asymmetric
+//! scheme (`asymmetric.rs`).
 //!
 //! The signature is ECDSA on P-256 with SHA-256, ASN.1 DER-encoded then base64, over the timestamp
 //! header's text followed by the raw body. The whole body is signed: a batch (a JSON array of up
@@ -15,36 +16,57 @@
 //! stored event keeps the batch's digest and its place in it (`crate::batch`): the signature
 //! covers the whole batch. Sample: a one-event batch (`delivered`).
 
+use std::sync::Arc;
+
 use base64::Engine as _;
-use http::{HeaderMap, HeaderName};
+use http::HeaderName;
 use serde_json::json;
 
-use super::asymmetric::{Algorithm, AsymmetricKeys, KeyBytes};
-use super::helpers::{
-    covers, parse_timestamp, push_header, random_alnum, single_header, Tolerance,
+use super::asymmetric::{
+    self, Algorithm, AsymmetricPreset, KeyBytes, SignatureBytes, MAX_SIGNATURE_LEN,
 };
-use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
-};
+use super::sample::random_alnum;
+use super::{Sample, Sampler, Scheme, SchemeError, Spec};
 use crate::identity::FieldRule;
 
 const SIGNATURE_LABEL: &str = "X-Twilio-Email-Event-Webhook-Signature";
 const TIMESTAMP_LABEL: &str = "X-Twilio-Email-Event-Webhook-Timestamp";
-static SIGNATURE: HeaderName = HeaderName::from_static("x-twilio-email-event-webhook-signature");
-static TIMESTAMP: HeaderName = HeaderName::from_static("x-twilio-email-event-webhook-timestamp");
-static SIGNED_HEADERS: [HeaderName; 2] = [
-    HeaderName::from_static("x-twilio-email-event-webhook-signature"),
-    HeaderName::from_static("x-twilio-email-event-webhook-timestamp"),
-];
 /// A DER ECDSA P-256 signature is at most 72 bytes.
 const MAX_SIG_LEN: usize = 72;
 
-/// The SendGrid scheme of one source.
-#[derive(Debug)]
-pub(super) struct Sendgrid {
-    keys: AsymmetricKeys,
-    tolerance: Tolerance,
+static SENDGRID: AsymmetricPreset = AsymmetricPreset {
+    name: "Sendgrid",
+    algorithm: Algorithm::EcdsaP256Sha256,
+    signature: HeaderName::from_static("x-twilio-email-event-webhook-signature"),
+    signature_label: SIGNATURE_LABEL,
+    timestamp: HeaderName::from_static("x-twilio-email-event-webhook-timestamp"),
+    timestamp_label: TIMESTAMP_LABEL,
+    signed_headers: [
+        HeaderName::from_static("x-twilio-email-event-webhook-signature"),
+        HeaderName::from_static("x-twilio-email-event-webhook-timestamp"),
+    ],
+    decode_key,
+    decode_signature,
+    encode_signature,
+    event_id,
+    // Of each event of the batch.
+    event_type: Some("/event"),
+    batches: true,
+    handshake: None,
+};
+
+/// The SendGrid scheme of one source: secrets are Verification Keys (base64 DER public keys), or
+/// for local use a private key; no settings.
+pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
+    asymmetric::preset(&SENDGRID, spec)
+}
+
+/// Of each event of the batch: its `sg_event_id`, else its hash.
+fn event_id() -> FieldRule {
+    FieldRule::FirstOf(vec![
+        FieldRule::json_pointer("/sg_event_id"),
+        FieldRule::BodySha256,
+    ])
 }
 
 /// Base64 DER: a PKCS#8 private key, else a public key (the parser decides which is valid).
@@ -66,90 +88,32 @@ fn decode_key(secret: &[u8]) -> Result<KeyBytes, &'static str> {
     })
 }
 
-impl Sendgrid {
-    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
-        let signature = single_header(headers, &SIGNATURE, SIGNATURE_LABEL)?;
-        let timestamp = single_header(headers, &TIMESTAMP, TIMESTAMP_LABEL)?;
-        let (ts, _) = parse_timestamp(timestamp).map_err(|reason| SignatureError::Malformed {
-            header: TIMESTAMP_LABEL,
-            reason,
-        })?;
-        let malformed = |reason| SignatureError::Malformed {
-            header: SIGNATURE_LABEL,
-            reason,
-        };
-        let mut sig = [0u8; MAX_SIG_LEN + 3];
-        let len = base64::engine::general_purpose::STANDARD
-            .decode_slice(signature, &mut sig)
-            .map_err(|_| malformed("the signature is not base64 of a DER ECDSA signature"))?;
-        let sig = sig
-            .get(..len)
-            .filter(|s| s.len() <= MAX_SIG_LEN && s.first() == Some(&0x30));
-        let sig = sig.ok_or(malformed(
-            "the signature is not base64 of a DER ECDSA signature",
-        ))?;
-        let message = [timestamp.as_bytes(), body].concat();
-        if !self.keys.verifies(&message, sig) {
-            return Err(SignatureError::Mismatch);
-        }
-        self.tolerance.check(ts, now_unix)
+/// Standard base64 of a DER ECDSA signature (a SEQUENCE, at most [`MAX_SIG_LEN`] bytes).
+fn decode_signature(text: &str) -> Result<SignatureBytes, &'static str> {
+    const NOT_A_SIGNATURE: &str = "the signature is not base64 of a DER ECDSA signature";
+    let mut sig = SignatureBytes {
+        buf: [0; MAX_SIGNATURE_LEN],
+        len: 0,
+    };
+    sig.len = base64::engine::general_purpose::STANDARD
+        .decode_slice(text, &mut sig.buf)
+        .map_err(|_| NOT_A_SIGNATURE)?;
+    let der = sig.buf.get(..sig.len).ok_or(NOT_A_SIGNATURE)?;
+    if der.len() > MAX_SIG_LEN || der.first() != Some(&0x30) {
+        return Err(NOT_A_SIGNATURE);
     }
+    Ok(sig)
 }
 
-impl Scheme for Sendgrid {
-    /// Secrets are Verification Keys (base64 DER public keys), or for local use a private key;
-    /// no settings.
-    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
-        Ok(Self {
-            keys: AsymmetricKeys::new(Algorithm::EcdsaP256Sha256, spec.secrets, decode_key)?,
-            tolerance: Tolerance::new(spec.tolerance),
-        })
-    }
+fn encode_signature(sig: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(sig)
+}
 
-    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
-        self.check(request.headers, request.body, request.now_unix)
-            .into()
-    }
+/// SendGrid's sample events, for `inboxctl send`.
+#[derive(Debug, Default)]
+pub(super) struct Samples;
 
-    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
-        let ts = message.timestamp.to_string();
-        let sig = self.keys.sign(&[ts.as_bytes(), message.body].concat())?;
-        let mut out = Vec::with_capacity(2);
-        push_header(
-            &mut out,
-            &SIGNATURE,
-            &base64::engine::general_purpose::STANDARD.encode(sig),
-        );
-        push_header(&mut out, &TIMESTAMP, &ts);
-        Ok(Signed::headers(out))
-    }
-
-    fn signed_headers(&self) -> &[HeaderName] {
-        &SIGNED_HEADERS
-    }
-
-    /// Of each event of the batch.
-    fn default_event_id(&self) -> FieldRule {
-        FieldRule::FirstOf(vec![
-            FieldRule::json_pointer("/sg_event_id"),
-            FieldRule::BodySha256,
-        ])
-    }
-
-    /// Of each event of the batch.
-    fn default_event_type(&self) -> Option<FieldRule> {
-        Some(FieldRule::json_pointer("/event"))
-    }
-
-    fn batches(&self) -> bool {
-        true
-    }
-
-    /// Signed: the timestamp header and the body (the whole batch).
-    fn signs(&self, rule: &FieldRule) -> bool {
-        covers(rule, &[&TIMESTAMP])
-    }
-
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_alnum(22)
     }

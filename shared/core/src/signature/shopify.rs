@@ -1,86 +1,44 @@
 //! Shopify: `X-Shopify-Hmac-Sha256: <base64>`, HMAC-SHA256 over the raw body, keyed with the
-//! app's client secret (UTF-8 bytes), standard base64 with padding. No timestamp (replays are
-//! caught by deduplication on `X-Shopify-Webhook-Id`).
+//! app's client secret (UTF-8 bytes), standard base64 with padding: a [`Preset`] of the generic
+//! body HMAC (`generic.rs`). No timestamp (replays are caught by deduplication on
+//! `X-Shopify-Webhook-Id`).
 //!
 //! Event id: the `X-Shopify-Webhook-Id` header (a UUID); type: the `X-Shopify-Topic` header.
 //! Sample: an `orders/create` order.
 
-use http::{HeaderMap, HeaderName};
+use std::sync::Arc;
+
+use http::HeaderName;
 use serde_json::json;
 
-use super::helpers::{
-    base64_tag, covers, decode_base64_tag, push_header, random_uuid, rfc3339, single_header,
-    HmacKeys,
-};
-use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
-};
-use crate::identity::FieldRule;
+use super::generic::{self, Encoding, Preset};
+use super::sample::{random_uuid, rfc3339};
+use super::{Sample, Sampler, Scheme, SchemeError, Spec};
 
 const LABEL: &str = "X-Shopify-Hmac-Sha256";
-static SIGNATURE: HeaderName = HeaderName::from_static("x-shopify-hmac-sha256");
-static WEBHOOK_ID: HeaderName = HeaderName::from_static("x-shopify-webhook-id");
-static SIGNED_HEADERS: [HeaderName; 3] = [
-    HeaderName::from_static("x-shopify-hmac-sha256"),
-    HeaderName::from_static("x-shopify-webhook-id"),
-    HeaderName::from_static("x-shopify-topic"),
-];
 
-/// The Shopify scheme of one source.
-#[derive(Debug, Clone)]
-pub(super) struct Shopify {
-    keys: HmacKeys,
+static SHOPIFY: Preset = Preset {
+    name: "Shopify",
+    headers: [
+        HeaderName::from_static("x-shopify-hmac-sha256"),
+        HeaderName::from_static("x-shopify-webhook-id"),
+        HeaderName::from_static("x-shopify-topic"),
+    ],
+    label: LABEL,
+    encoding: Encoding::Base64,
+    prefix: None,
+};
+
+/// The Shopify scheme of one source: secrets used as-is; no settings, no timestamp.
+pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
+    generic::preset(&SHOPIFY, spec)
 }
 
-impl Shopify {
-    fn check(&self, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
-        let header = single_header(headers, &SIGNATURE, LABEL)?;
-        let tag = decode_base64_tag(header).map_err(|reason| SignatureError::Malformed {
-            header: LABEL,
-            reason,
-        })?;
-        self.keys.check(&[body], std::iter::once(tag))
-    }
-}
+/// Shopify's sample events, for `inboxctl send`.
+#[derive(Debug, Default)]
+pub(super) struct Samples;
 
-impl Scheme for Shopify {
-    /// Secrets are used as-is; no settings, no timestamp.
-    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
-        Ok(Self {
-            keys: HmacKeys::raw(spec.secrets)?,
-        })
-    }
-
-    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
-        self.check(request.headers, request.body).into()
-    }
-
-    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
-        let tag = self.keys.sign(&[message.body]);
-        let mut out = Vec::with_capacity(2);
-        push_header(&mut out, &SIGNATURE, &base64_tag(&tag));
-        push_header(&mut out, &WEBHOOK_ID, message.msg_id);
-        Ok(Signed::headers(out))
-    }
-
-    fn signed_headers(&self) -> &[HeaderName] {
-        &SIGNED_HEADERS
-    }
-
-    fn default_event_id(&self) -> FieldRule {
-        FieldRule::header("x-shopify-webhook-id")
-    }
-
-    fn default_event_type(&self) -> Option<FieldRule> {
-        Some(FieldRule::header("x-shopify-topic"))
-    }
-
-    /// Shopify signs the body only: `X-Shopify-Webhook-Id` and `X-Shopify-Topic` are not signed.
-    fn signs(&self, rule: &FieldRule) -> bool {
-        covers(rule, &[])
-    }
-
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_uuid()
     }
@@ -105,9 +63,11 @@ impl Scheme for Shopify {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
+    use super::super::SignatureError;
     use super::*;
     use base64::engine::general_purpose::{STANDARD, URL_SAFE};
     use base64::Engine as _;
+    use http::HeaderMap;
     use http::HeaderValue;
     use std::sync::Arc;
 

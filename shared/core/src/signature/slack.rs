@@ -1,4 +1,5 @@
-//! Slack: `X-Slack-Signature: v0=<hex>` with `X-Slack-Request-Timestamp: <unix>`.
+//! Slack: `X-Slack-Signature: v0=<hex>` with `X-Slack-Request-Timestamp: <unix>`: a preset of
+//! the `v0` scheme (`v0.rs`).
 //!
 //! The MAC is HMAC-SHA256, keyed with the signing secret's UTF-8 bytes, over
 //! `"v0:{timestamp}:{raw body}"`, where the timestamp is the header's text exactly as sent (as
@@ -11,75 +12,53 @@
 //! **Handshake**: the Events API's `{"type": "url_verification", "challenge": "…"}` (signed like
 //! every request) is answered `{"challenge": "…"}` and stored as nothing.
 
+use std::sync::Arc;
+
 use http::HeaderName;
 use serde_json::json;
 
 use super::handshake::{object_containing, Handshake, HandshakeReply};
-use super::helpers::{covers, random_alnum, HmacKeys, Tolerance};
-use super::v0::V0Headers;
-use super::{Request, Sample, Scheme, SchemeError, SignError, Signed, Spec, Unsigned, Verdict};
-use crate::identity::FieldRule;
+use super::sample::random_alnum;
+use super::v0::{self, V0Headers, V0Preset, V0};
+use super::{Request, Sample, Sampler, Scheme, SchemeError, Spec};
 
-static HEADERS: V0Headers = V0Headers {
-    signature: HeaderName::from_static("x-slack-signature"),
-    signature_label: "X-Slack-Signature",
-    timestamp: HeaderName::from_static("x-slack-request-timestamp"),
-    timestamp_label: "X-Slack-Request-Timestamp",
+static SLACK: V0Preset = V0Preset {
+    name: "Slack",
+    headers: V0Headers {
+        signature: HeaderName::from_static("x-slack-signature"),
+        signature_label: "X-Slack-Signature",
+        timestamp: HeaderName::from_static("x-slack-request-timestamp"),
+        timestamp_label: "X-Slack-Request-Timestamp",
+    },
+    signed_headers: [
+        HeaderName::from_static("x-slack-signature"),
+        HeaderName::from_static("x-slack-request-timestamp"),
+    ],
+    event_type: None,
+    handshake,
 };
-static SIGNED_HEADERS: [HeaderName; 2] = [
-    HeaderName::from_static("x-slack-signature"),
-    HeaderName::from_static("x-slack-request-timestamp"),
-];
 
-/// The Slack scheme of one source.
-#[derive(Debug, Clone)]
-pub(super) struct Slack {
-    keys: HmacKeys,
-    tolerance: Tolerance,
+/// The Slack scheme of one source: secrets used as-is; no settings.
+pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
+    v0::preset(&SLACK, spec)
 }
 
-impl Scheme for Slack {
-    /// Secrets are used as-is; no settings.
-    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
-        Ok(Self {
-            keys: HmacKeys::raw(spec.secrets)?,
-            tolerance: Tolerance::new(spec.tolerance),
-        })
+/// `url_verification`: the challenge, echoed.
+fn handshake<'a>(_: &'a V0, request: Request<'a>) -> Option<Handshake<'a>> {
+    let body = object_containing(request.body, b"url_verification")?;
+    if body.get("type")?.as_str()? != "url_verification" {
+        return None;
     }
+    let challenge = body.get("challenge")?.as_str()?;
+    let answer = json!({ "challenge": challenge });
+    Some(HandshakeReply::json("slack url_verification", &answer).into())
+}
 
-    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
-        HEADERS
-            .check(
-                &self.keys,
-                self.tolerance,
-                request.headers,
-                request.body,
-                request.now_unix,
-            )
-            .into()
-    }
+/// Slack's sample events, for `inboxctl send`.
+#[derive(Debug, Default)]
+pub(super) struct Samples;
 
-    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
-        Ok(HEADERS.sign(&self.keys, message.timestamp, message.body))
-    }
-
-    fn signed_headers(&self) -> &[HeaderName] {
-        &SIGNED_HEADERS
-    }
-
-    fn default_event_id(&self) -> FieldRule {
-        FieldRule::BodySha256
-    }
-
-    fn default_event_type(&self) -> Option<FieldRule> {
-        None
-    }
-
-    /// The body and `X-Slack-Request-Timestamp`.
-    fn signs(&self, rule: &FieldRule) -> bool {
-        covers(rule, &[&HEADERS.timestamp])
-    }
-
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("Ev{}", random_alnum(10).to_ascii_uppercase())
     }
@@ -98,17 +77,6 @@ impl Scheme for Slack {
             "event_id": event_id,
             "event_time": now_secs
         }))
-    }
-
-    /// `url_verification`: the challenge, echoed.
-    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
-        let body = object_containing(request.body, b"url_verification")?;
-        if body.get("type")?.as_str()? != "url_verification" {
-            return None;
-        }
-        let challenge = body.get("challenge")?.as_str()?;
-        let answer = json!({ "challenge": challenge });
-        Some(HandshakeReply::json("slack url_verification", &answer).into())
     }
 }
 

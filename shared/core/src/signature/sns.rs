@@ -50,10 +50,12 @@ use self::message::{
     Kind,
 };
 use super::fields::Fields;
-use super::helpers::{random_alnum, random_uuid, rfc3339, settings, Tolerance};
+use super::sample::{random_alnum, random_uuid, rfc3339};
+use super::settings::settings;
+use super::tolerance::Tolerance;
 use super::{
-    Fetcher, Handshake, HttpsFetcher, Request, Sample, Scheme, SchemeError, SignError,
-    SignatureError, Signed, Spec, Unsigned, Verdict,
+    Fetcher, FromSpec, Handshake, HttpsFetcher, Request, Sample, Sampler, Scheme, SchemeError,
+    SignError, SignatureError, Signed, Spec, Unsigned, Verdict,
 };
 use crate::identity::FieldRule;
 
@@ -222,7 +224,7 @@ impl Sns {
     }
 }
 
-impl Scheme for Sns {
+impl FromSpec for Sns {
     /// Setting `topic_arn` (required); secrets: local signing identities (optional).
     fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
         let invalid = |reason: &str| SchemeError::InvalidConfig {
@@ -252,7 +254,9 @@ impl Scheme for Sns {
             tolerance: Tolerance::new(spec.tolerance),
         })
     }
+}
 
+impl Scheme for Sns {
     /// Decided at once when the certificate is known; after fetching it otherwise.
     fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
         let envelope = match self.envelope(request.body) {
@@ -353,6 +357,27 @@ impl Scheme for Sns {
         }
     }
 
+    /// A `SubscriptionConfirmation`: confirmed by visiting its `SubscribeURL` (`subscribe.rs`).
+    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
+        subscribe::handshake(&self.fetcher, &self.host, &self.topic_arn, request.body)
+    }
+}
+
+/// SNS's sample events (SES events of the source's topic), for `inboxctl send`.
+#[derive(Debug)]
+pub(super) struct Samples {
+    topic_arn: String,
+}
+
+/// The samples of a source: its `topic_arn` (checked when its scheme is built).
+pub(super) fn samples(spec: &Spec<'_>) -> Result<Arc<dyn Sampler>, SchemeError> {
+    let Settings { topic_arn } = settings(spec)?;
+    Ok(Arc::new(Samples {
+        topic_arn: topic_arn.unwrap_or_default(),
+    }))
+}
+
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_uuid()
     }
@@ -389,11 +414,6 @@ impl Scheme for Sns {
             body: envelope.to_string().into_bytes(),
             content_type: "text/plain; charset=UTF-8",
         }
-    }
-
-    /// A `SubscriptionConfirmation`: confirmed by visiting its `SubscribeURL` (`subscribe.rs`).
-    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
-        subscribe::handshake(&self.fetcher, &self.host, &self.topic_arn, request.body)
     }
 }
 

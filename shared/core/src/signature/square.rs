@@ -13,14 +13,14 @@
 use http::{HeaderMap, HeaderName};
 use serde_json::json;
 
-use super::helpers::{
-    base64_tag, covers, decode_base64_tag, push_header, random_alnum, random_uuid, rfc3339,
-    single_header, HmacKeys,
-};
+use super::headers::{covers, push_header, single_header};
+use super::hmac::HmacKeys;
 use super::public_url::configured_url;
+use super::sample::{random_alnum, random_uuid, rfc3339};
+use super::tag::{base64_tag, decode_base64_tag};
 use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
+    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
+    Spec, Unsigned, Verdict,
 };
 use crate::identity::FieldRule;
 
@@ -47,7 +47,7 @@ impl Square {
     }
 }
 
-impl Scheme for Square {
+impl FromSpec for Square {
     /// Secrets are the subscription's signature keys, used as-is; setting `url` (required).
     fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
         let url = configured_url(spec)?;
@@ -56,7 +56,9 @@ impl Scheme for Square {
             url,
         })
     }
+}
 
+impl Scheme for Square {
     /// The configured `url`, unless the transport set the exact public URL on the request.
     fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
         let url = request.url.unwrap_or(&self.url);
@@ -87,7 +89,13 @@ impl Scheme for Square {
     fn signs(&self, rule: &FieldRule) -> bool {
         covers(rule, &[])
     }
+}
 
+/// The samples of the scheme (its provider's events, for `inboxctl send`).
+#[derive(Debug, Default)]
+pub(super) struct Samples;
+
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_uuid()
     }

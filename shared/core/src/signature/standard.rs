@@ -31,13 +31,15 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::asymmetric::{Algorithm, AsymmetricKeys, KeyBytes, ED25519_SIG_LEN};
-use super::helpers::{
-    base64_tag, covers, decode_base64_tag, intern, parse_timestamp, push_header, random_alnum,
-    rfc3339, settings, single_header, HmacKeys, Tag, Tolerance,
-};
+use super::headers::{covers, parse_timestamp, push_header, single_header};
+use super::hmac::HmacKeys;
+use super::sample::{random_alnum, rfc3339};
+use super::settings::{intern, settings};
+use super::tag::{base64_tag, decode_base64_tag, Tag};
+use super::tolerance::Tolerance;
 use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
+    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
+    Spec, Unsigned, Verdict,
 };
 use crate::identity::FieldRule;
 
@@ -249,7 +251,7 @@ fn subset<T>(
     })
 }
 
-impl Scheme for StandardWebhooks {
+impl FromSpec for StandardWebhooks {
     /// Secrets are `whsec_` + base64 (prefix optional, padding optional), or `whpk_`/`whsk_`
     /// Ed25519 keys; setting `header_prefix` (optional, default `webhook-`).
     fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
@@ -274,7 +276,9 @@ impl Scheme for StandardWebhooks {
             tolerance: Tolerance::new(spec.tolerance),
         })
     }
+}
 
+impl Scheme for StandardWebhooks {
     fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
         self.check(request.headers, request.body, request.now_unix)
             .into()
@@ -321,7 +325,13 @@ impl Scheme for StandardWebhooks {
     fn signs(&self, rule: &FieldRule) -> bool {
         covers(rule, &[&self.names.headers[0], &self.names.headers[1]])
     }
+}
 
+/// The samples of the scheme (its provider's events, for `inboxctl send`).
+#[derive(Debug, Default)]
+pub(super) struct Samples;
+
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("msg_{}", random_alnum(27))
     }

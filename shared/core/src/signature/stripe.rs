@@ -1,4 +1,5 @@
-//! Stripe: `Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>…][,v0=<hex>]`.
+//! Stripe: `Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>…][,v0=<hex>]`, a preset of the item
+//! header scheme (`item_header.rs`).
 //!
 //! The MAC is HMAC-SHA256, keyed with the secret string's UTF-8 bytes as-is (`whsec_` prefix
 //! included), over `"{t}.{raw body}"` where `t` is the timestamp in canonical decimal (as Stripe's
@@ -12,106 +13,40 @@
 //! Event id and type: the body's `/id` and `/type`. Sample: a `checkout.session.completed`-style
 //! event (`evt_…` id) whose object is named after the type.
 
-use http::{HeaderMap, HeaderName};
+use std::sync::Arc;
+
+use http::HeaderName;
 use serde_json::json;
 
-use super::helpers::{
-    covers, decode_hex_tag, parse_timestamp, push_header, random_alnum, single_header, HmacKeys,
-    Tag, Tolerance,
-};
-use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
-};
-use crate::identity::FieldRule;
+use super::item_header::{self, ItemHeaderPreset, OddItems, Reasons};
+use super::sample::random_alnum;
+use super::{Sample, Sampler, Scheme, SchemeError, Spec};
 
 /// Header name as Stripe documents it (used in errors).
 const LABEL: &str = "Stripe-Signature";
-static SIGNATURE: HeaderName = HeaderName::from_static("stripe-signature");
-static SIGNED_HEADERS: [HeaderName; 1] = [HeaderName::from_static("stripe-signature")];
 
-/// The Stripe scheme of one source.
-#[derive(Debug, Clone)]
-pub(super) struct Stripe {
-    keys: HmacKeys,
-    tolerance: Tolerance,
-}
+static STRIPE: ItemHeaderPreset = ItemHeaderPreset {
+    name: "Stripe",
+    header: HeaderName::from_static("stripe-signature"),
+    label: LABEL,
+    signed_headers: [HeaderName::from_static("stripe-signature")],
+    separator: ',',
+    timestamp_key: "t",
+    signature_key: "v1",
+    joiner: ".",
+    odd_items: OddItems::Skipped,
+    reasons: Reasons {
+        duplicate_timestamp: "more than one timestamp `t`",
+        no_timestamp: "no timestamp `t`",
+        no_signature: "no `v1` signature",
+    },
+    event_id: "/id",
+    event_type: "/type",
+};
 
-/// The `key=value` items of the header, trimmed; `Err(item)` for a non-empty item without `=`.
-fn items(header: &str) -> impl Iterator<Item = Result<(&str, &str), &str>> + Clone {
-    header
-        .split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(|item| {
-            item.split_once('=')
-                .map(|(k, v)| (k.trim(), v.trim()))
-                .ok_or(item)
-        })
-}
-
-/// The usable `v1` signatures, decoded (only call after [`validate`] succeeded); unusable ones
-/// are skipped.
-fn v1_tags(header: &str) -> impl Iterator<Item = Tag> + Clone + '_ {
-    items(header)
-        .flatten()
-        .filter(|(k, _)| *k == "v1")
-        .filter_map(|(_, v)| decode_hex_tag(v).ok())
-}
-
-/// Checks the whole header; returns the timestamp and its canonical decimal text.
-///
-/// As in Stripe's libraries, a `v1` that cannot be a signature (not hex, not 32 bytes) is only
-/// a candidate that cannot match: it is skipped, and the header is malformed only when no `v1`
-/// is usable (the first unusable one's reason is given). An item without `=` is ignored unless
-/// it is named `t` or `v1` (which Stripe's libraries cannot parse either).
-fn validate(header: &str) -> Result<(i64, &str), &'static str> {
-    let mut timestamp = None;
-    let mut usable = 0usize;
-    let mut first_unusable = None;
-    for item in items(header) {
-        let (key, value) = match item {
-            Ok(pair) => pair,
-            Err(key) if key == "t" || key == "v1" => {
-                return Err("an item is not of the form key=value")
-            }
-            Err(_) => continue,
-        };
-        match key {
-            "t" => {
-                if timestamp.is_some() {
-                    return Err("more than one timestamp `t`");
-                }
-                timestamp = Some(parse_timestamp(value)?);
-            }
-            "v1" => match decode_hex_tag(value) {
-                Ok(_) => usable += 1,
-                Err(reason) => {
-                    first_unusable.get_or_insert(reason);
-                }
-            },
-            _ => {}
-        }
-    }
-    let timestamp = timestamp.ok_or("no timestamp `t`")?;
-    if usable == 0 {
-        return Err(first_unusable.unwrap_or("no `v1` signature"));
-    }
-    Ok(timestamp)
-}
-
-impl Stripe {
-    fn check(&self, headers: &HeaderMap, body: &[u8], now_unix: i64) -> Result<(), SignatureError> {
-        let header = single_header(headers, &SIGNATURE, LABEL)?;
-        let (timestamp, canonical) =
-            validate(header).map_err(|reason| SignatureError::Malformed {
-                header: LABEL,
-                reason,
-            })?;
-        self.keys
-            .check(&[canonical.as_bytes(), b".", body], v1_tags(header))?;
-        self.tolerance.check(timestamp, now_unix)
-    }
+/// The Stripe scheme of one source: secrets used as-is (`whsec_` prefix included); no settings.
+pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
+    item_header::preset(&STRIPE, spec)
 }
 
 /// Stripe's object name for an event type: `checkout.session.completed` → `checkout.session`.
@@ -121,49 +56,11 @@ fn object_of(event_type: &str) -> &str {
         .map_or(event_type, |(object, _)| object)
 }
 
-impl Scheme for Stripe {
-    /// Secrets are used as-is (`whsec_` prefix included); no settings.
-    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
-        Ok(Self {
-            keys: HmacKeys::raw(spec.secrets)?,
-            tolerance: Tolerance::new(spec.tolerance),
-        })
-    }
+/// Stripe's sample events, for `inboxctl send`.
+#[derive(Debug, Default)]
+pub(super) struct Samples;
 
-    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
-        self.check(request.headers, request.body, request.now_unix)
-            .into()
-    }
-
-    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
-        let t = message.timestamp.to_string();
-        let tag = self.keys.sign(&[t.as_bytes(), b".", message.body]);
-        let mut out = Vec::with_capacity(1);
-        push_header(
-            &mut out,
-            &SIGNATURE,
-            &format!("t={t},v1={}", hex::encode(tag)),
-        );
-        Ok(Signed::headers(out))
-    }
-
-    fn signed_headers(&self) -> &[HeaderName] {
-        &SIGNED_HEADERS
-    }
-
-    fn default_event_id(&self) -> FieldRule {
-        FieldRule::json_pointer("/id")
-    }
-
-    fn default_event_type(&self) -> Option<FieldRule> {
-        Some(FieldRule::json_pointer("/type"))
-    }
-
-    /// Stripe signs the body only: its id and type are in it.
-    fn signs(&self, rule: &FieldRule) -> bool {
-        covers(rule, &[])
-    }
-
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("evt_{}", random_alnum(24))
     }
@@ -199,7 +96,9 @@ impl Scheme for Stripe {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
+    use super::super::SignatureError;
     use super::*;
+    use http::HeaderMap;
     use http::HeaderValue;
     use std::sync::Arc;
 

@@ -9,7 +9,8 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use super::{
-    build as build_scheme, Request, Scheme, SchemeError, Secret, SignatureError, Spec, Unsigned,
+    build as build_scheme, sampler, Request, Sampler, Scheme, SchemeError, Secret, SignatureError,
+    Spec, Unsigned,
 };
 
 pub const TOLERANCE: Duration = Duration::from_secs(300);
@@ -67,6 +68,14 @@ pub fn try_scheme(
 /// The registered scheme `name`, without settings, with these secrets and a 300 s tolerance.
 pub fn verifier(name: &str, secrets: &[&str]) -> Arc<dyn Scheme> {
     try_scheme(name, serde_json::json!({}), secrets, TOLERANCE).unwrap()
+}
+
+/// The samples of the registered scheme `name` with these settings (a JSON object).
+pub fn samples_of(name: &str, settings: Value) -> Arc<dyn Sampler> {
+    let Value::Object(settings) = settings else {
+        panic!("settings must be a JSON object");
+    };
+    sampler(name, &Spec::new(&settings, &[], TOLERANCE)).unwrap()
 }
 
 /// Verification and signing with positional arguments, for test tables.

@@ -19,11 +19,12 @@ use base64::Engine as _;
 use http::{HeaderMap, HeaderName};
 use subtle::{Choice, ConstantTimeEq};
 
-use super::helpers::{push_header, random_alnum, single_header};
+use super::headers::{push_header, single_header};
 use super::public_url::{configured_url, port_variants};
+use super::sample::random_alnum;
 use super::{
-    Request, Sample, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
-    Verdict,
+    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
+    Spec, Unsigned, Verdict,
 };
 use crate::identity::FieldRule;
 
@@ -175,7 +176,7 @@ impl Twilio {
     }
 }
 
-impl Scheme for Twilio {
+impl FromSpec for Twilio {
     /// Secrets are Auth Tokens (or SharedKey secrets), used as-is; setting `url` (required).
     fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
         let url = configured_url(spec)?;
@@ -197,7 +198,9 @@ impl Scheme for Twilio {
         }
         Ok(Self { keys, url })
     }
+}
 
+impl Scheme for Twilio {
     /// The configured `url`, unless the transport set the exact public URL on the request.
     fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
         let url = request.url.unwrap_or(&self.url);
@@ -240,7 +243,13 @@ impl Scheme for Twilio {
     fn signs(&self, _rule: &FieldRule) -> bool {
         false
     }
+}
 
+/// The samples of the scheme (its provider's events, for `inboxctl send`).
+#[derive(Debug, Default)]
+pub(super) struct Samples;
+
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("SM{}", random_alnum(32).to_ascii_lowercase())
     }

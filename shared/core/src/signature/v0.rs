@@ -1,14 +1,28 @@
 //! The `v0` timestamped HMAC that Slack and Zoom share: HMAC-SHA256 over
 //! `"v0:{timestamp}:{raw body}"` (the timestamp header's text exactly as sent; digits only), sent
-//! as `v0=<hex>` in a signature header beside the timestamp header. Each scheme names its two
-//! headers ([`V0Headers`]); parsing, checking and signing live here once.
+//! as `v0=<hex>` in a signature header beside the timestamp header. A matching signature must
+//! then be within the tolerance on both sides.
+//!
+//! One scheme ([`V0`]) serves every provider that signs so; each is a [`V0Preset`]: its two
+//! headers ([`V0Headers`]), its event type, and its endpoint handshake. Parsing, checking,
+//! signing and the [`Scheme`] implementation live here once. Event id: the SHA-256 of the body
+//! (neither provider sends an id); signed: the body and the timestamp header.
+
+use std::sync::Arc;
 
 use http::{HeaderMap, HeaderName};
 
-use super::helpers::{
-    decode_hex_tag, parse_timestamp, push_header, single_header, HmacKeys, Tag, Tolerance,
+use super::headers::covers;
+use super::headers::{parse_timestamp, push_header, single_header};
+use super::hmac::HmacKeys;
+use super::preset::PresetScheme;
+use super::tag::{decode_hex_tag, Tag};
+use super::tolerance::Tolerance;
+use super::{
+    Handshake, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
 };
-use super::{SignatureError, Signed};
+use crate::identity::FieldRule;
 
 const PREFIX: &str = "v0=";
 
@@ -86,5 +100,73 @@ impl V0Headers {
             &format!("{PREFIX}{}", hex::encode(tag)),
         );
         Signed::headers(out)
+    }
+}
+
+/// A provider that signs with `v0`.
+pub(super) struct V0Preset {
+    /// The provider's name, for `Debug`.
+    pub name: &'static str,
+    pub headers: V0Headers,
+    /// The headers kept to re-verify a message: both, in the provider's order.
+    pub signed_headers: [HeaderName; 2],
+    /// The JSON pointer of the event type; `None`: the provider's events have no type.
+    pub event_type: Option<&'static str>,
+    /// The provider's endpoint handshake ([`Scheme::handshake`]), asked of a verified request.
+    pub handshake: for<'a> fn(&'a V0, Request<'a>) -> Option<Handshake<'a>>,
+}
+
+/// The `v0` scheme of one source: a provider's preset, the keyed secrets and the tolerance.
+pub(super) type V0 = PresetScheme<V0Preset, HmacKeys>;
+
+/// Builds the scheme of a provider that signs with `v0` (secrets used as-is; no settings).
+pub(super) fn preset(
+    preset: &'static V0Preset,
+    spec: &Spec<'_>,
+) -> Result<Arc<dyn Scheme>, SchemeError> {
+    let keys = HmacKeys::raw(spec.secrets)?;
+    Ok(Arc::new(V0::new(preset.name, preset, keys, spec)))
+}
+
+impl Scheme for V0 {
+    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
+        self.preset
+            .headers
+            .check(
+                &self.keys,
+                self.tolerance,
+                request.headers,
+                request.body,
+                request.now_unix,
+            )
+            .into()
+    }
+
+    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
+        Ok(self
+            .preset
+            .headers
+            .sign(&self.keys, message.timestamp, message.body))
+    }
+
+    fn signed_headers(&self) -> &[HeaderName] {
+        &self.preset.signed_headers
+    }
+
+    fn default_event_id(&self) -> FieldRule {
+        FieldRule::BodySha256
+    }
+
+    fn default_event_type(&self) -> Option<FieldRule> {
+        self.preset.event_type.map(FieldRule::json_pointer)
+    }
+
+    /// The body and the timestamp header.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        covers(rule, &[&self.preset.headers.timestamp])
+    }
+
+    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
+        (self.preset.handshake)(self, request)
     }
 }

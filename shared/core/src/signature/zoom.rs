@@ -1,5 +1,5 @@
 //! Zoom (webhook events of Zoom apps): `x-zm-signature: v0=<hex>` with
-//! `x-zm-request-timestamp: <unix seconds>`.
+//! `x-zm-request-timestamp: <unix seconds>`: a preset of the `v0` scheme (`v0.rs`).
 //!
 //! The MAC is HMAC-SHA256, keyed with the app's Secret Token (its UTF-8 bytes), over
 //! `"v0:{timestamp}:{raw body}"`, the timestamp header's text as sent (Zoom's webhook sample
@@ -13,76 +13,61 @@
 //! Event id: the SHA-256 of the body (Zoom's events carry no id; a retry resends the same body);
 //! type: `/event`. Sample: a `meeting.started` event.
 
+use std::sync::Arc;
+
 use http::HeaderName;
 use serde_json::json;
 
 use super::handshake::{object_containing, Handshake, HandshakeReply};
-use super::helpers::{covers, random_alnum, HmacKeys, Tolerance};
-use super::v0::{signed_parts, V0Headers};
-use super::{Request, Sample, Scheme, SchemeError, SignError, Signed, Spec, Unsigned, Verdict};
-use crate::identity::FieldRule;
+use super::sample::{random_alnum, rfc3339};
+use super::v0::{self, signed_parts, V0Headers, V0Preset, V0};
+use super::{Request, Sample, Sampler, Scheme, SchemeError, Spec};
 
 const VALIDATION: &str = "endpoint.url_validation";
-static HEADERS: V0Headers = V0Headers {
-    signature: HeaderName::from_static("x-zm-signature"),
-    signature_label: "x-zm-signature",
-    timestamp: HeaderName::from_static("x-zm-request-timestamp"),
-    timestamp_label: "x-zm-request-timestamp",
+static ZOOM: V0Preset = V0Preset {
+    name: "Zoom",
+    headers: V0Headers {
+        signature: HeaderName::from_static("x-zm-signature"),
+        signature_label: "x-zm-signature",
+        timestamp: HeaderName::from_static("x-zm-request-timestamp"),
+        timestamp_label: "x-zm-request-timestamp",
+    },
+    signed_headers: [
+        HeaderName::from_static("x-zm-request-timestamp"),
+        HeaderName::from_static("x-zm-signature"),
+    ],
+    event_type: Some("/event"),
+    handshake,
 };
-static SIGNED_HEADERS: [HeaderName; 2] = [
-    HeaderName::from_static("x-zm-request-timestamp"),
-    HeaderName::from_static("x-zm-signature"),
-];
 
-/// The Zoom scheme of one source.
-#[derive(Debug, Clone)]
-pub(super) struct Zoom {
-    keys: HmacKeys,
-    tolerance: Tolerance,
+/// The Zoom scheme of one source: secrets are Secret Tokens, used as-is; no settings.
+pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
+    v0::preset(&ZOOM, spec)
 }
 
-impl Scheme for Zoom {
-    /// Secrets are Secret Tokens, used as-is; no settings.
-    fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
-        Ok(Self {
-            keys: HmacKeys::raw(spec.secrets)?,
-            tolerance: Tolerance::new(spec.tolerance),
-        })
+/// `endpoint.url_validation`: the plain token and its HMAC with the secret that signed the
+/// request.
+fn handshake<'a>(scheme: &'a V0, request: Request<'a>) -> Option<Handshake<'a>> {
+    let body = object_containing(request.body, VALIDATION.as_bytes())?;
+    if body.get("event")?.as_str()? != VALIDATION {
+        return None;
     }
+    let plain = body.get("payload")?.get("plainToken")?.as_str()?;
+    let parsed = ZOOM.headers.parse(request.headers).ok()?;
+    let encrypted = scheme.keys.sign_with_matching(
+        &signed_parts(parsed.timestamp_text, request.body),
+        &parsed.tag,
+        plain.as_bytes(),
+    )?;
+    let answer = json!({"plainToken": plain, "encryptedToken": hex::encode(encrypted)});
+    Some(HandshakeReply::json("zoom endpoint.url_validation", &answer).into())
+}
 
-    fn verify<'a>(&'a self, request: Request<'a>) -> Verdict<'a> {
-        HEADERS
-            .check(
-                &self.keys,
-                self.tolerance,
-                request.headers,
-                request.body,
-                request.now_unix,
-            )
-            .into()
-    }
+/// Zoom's sample events, for `inboxctl send`.
+#[derive(Debug, Default)]
+pub(super) struct Samples;
 
-    fn sign(&self, message: &Unsigned<'_>) -> Result<Signed, SignError> {
-        Ok(HEADERS.sign(&self.keys, message.timestamp, message.body))
-    }
-
-    fn signed_headers(&self) -> &[HeaderName] {
-        &SIGNED_HEADERS
-    }
-
-    fn default_event_id(&self) -> FieldRule {
-        FieldRule::BodySha256
-    }
-
-    fn default_event_type(&self) -> Option<FieldRule> {
-        Some(FieldRule::json_pointer("/event"))
-    }
-
-    /// The body and `x-zm-request-timestamp`.
-    fn signs(&self, rule: &FieldRule) -> bool {
-        covers(rule, &[&HEADERS.timestamp])
-    }
-
+impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_alnum(22)
     }
@@ -103,29 +88,11 @@ impl Scheme for Zoom {
                     "host_id": random_alnum(22),
                     "topic": "Weekly sync",
                     "type": 2,
-                    "start_time": super::helpers::rfc3339(now_secs),
+                    "start_time": rfc3339(now_secs),
                     "timezone": "UTC"
                 }
             }
         }))
-    }
-
-    /// `endpoint.url_validation`: the plain token and its HMAC with the secret that signed the
-    /// request.
-    fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
-        let body = object_containing(request.body, VALIDATION.as_bytes())?;
-        if body.get("event")?.as_str()? != VALIDATION {
-            return None;
-        }
-        let plain = body.get("payload")?.get("plainToken")?.as_str()?;
-        let parsed = HEADERS.parse(request.headers).ok()?;
-        let encrypted = self.keys.sign_with_matching(
-            &signed_parts(parsed.timestamp_text, request.body),
-            &parsed.tag,
-            plain.as_bytes(),
-        )?;
-        let answer = json!({"plainToken": plain, "encryptedToken": hex::encode(encrypted)});
-        Some(HandshakeReply::json("zoom endpoint.url_validation", &answer).into())
     }
 }
 

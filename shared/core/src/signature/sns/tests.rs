@@ -596,7 +596,10 @@ async fn a_local_identity_signs_and_its_certificate_is_never_fetched() {
     assert_eq!(verify(&s, out.body.as_ref().unwrap(), T).await, Ok(()));
     assert_eq!(fetcher.calls.load(Ordering::SeqCst), 0);
     // The sample is a notification whose type and id are where the defaults read them.
-    let sample = s.sample("id-1", "Bounce", T);
+    let samples = Samples {
+        topic_arn: TOPIC.into(),
+    };
+    let sample = samples.sample("id-1", "Bounce", T);
     let out = s.sign(&Unsigned::new(&sample.body, T, "id-1")).unwrap();
     let body = out.body.unwrap();
     let digest = crate::domain::BodyDigest::of(&body);

@@ -1,9 +1,13 @@
-//! Decoding a signature from a header: hex (table-driven, without branches on the digits) and
-//! base64, each to exactly one [`Tag`].
+//! An HMAC-SHA256 signature ([`Tag`], exactly [`TAG_LEN`] bytes): decoded from a header's hex
+//! (table-driven, without branches on the digits) or base64, and encoded for signing.
 
 use base64::Engine as _;
 
-use super::{Tag, TAG_LEN};
+/// HMAC-SHA256 output length in bytes; every decoded signature must have exactly this length.
+pub(super) const TAG_LEN: usize = 32;
+
+/// A decoded HMAC-SHA256 signature or MAC output.
+pub(super) type Tag = [u8; TAG_LEN];
 
 /// Each byte's value as a hex digit (either case), [`NOT_HEX`] for every other byte.
 const HEX_VALUES: [u8; 256] = {
@@ -66,4 +70,9 @@ pub(in crate::signature) fn decode_base64_tag(text: &str) -> Result<Tag, &'stati
         .map_err(|_| "the signature is not valid base64")?;
     let decoded = buf.get(..len).ok_or(WRONG_LENGTH)?;
     Tag::try_from(decoded).map_err(|_| WRONG_LENGTH)
+}
+
+/// Standard base64 (padded) of a tag.
+pub(super) fn base64_tag(tag: &Tag) -> String {
+    base64::engine::general_purpose::STANDARD.encode(tag)
 }
