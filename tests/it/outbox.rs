@@ -5,12 +5,12 @@
 //! destination are in `outbox_faults`.
 
 use inbox_core::clock::{Clock, ManualClock, SystemClock};
+use inbox_core::outbox::attempt::AttemptResult;
 use inbox_core::outbox::delivery::DeliveryStatus;
 use inbox_core::outbox::destination::DestinationState;
-use inbox_core::outbox::policy::AttemptResult;
 use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::outbox::transport::{Outgoing, Transport};
-use inbox_core::outbox::worker::{DeliverConfig, DeliveryOutcome};
+use inbox_core::outbox::worker::{DeliverConfig, DeliveryOutcome, Skip};
 use integration_tests::outbox::{key, local_transport, reference, OutboxRig};
 use integration_tests::pipeline::{CounterHandler, Pipeline, TYPE};
 use integration_tests::receiver::{Answer, Receiver};
@@ -257,7 +257,7 @@ async fn a_429_with_retry_after_7_is_not_retried_before_7_seconds() {
         assert!(worker.deliver_due(10).await.unwrap().is_empty());
         assert_eq!(
             worker.deliver(&reference("crm", "evt_slow")).await.unwrap(),
-            DeliveryOutcome::Skipped("skipped_not_due")
+            DeliveryOutcome::Skipped(Skip::NotDue)
         );
     }
     assert_eq!(crm.count(), 1, "no attempt before 7 s");
@@ -495,7 +495,7 @@ async fn more_destinations_than_fit_one_transaction_are_fanned_out_by_the_delive
     // Expanding again (a retried record) adds nothing.
     assert_eq!(
         worker.expand(&key("evt_many")).await.unwrap(),
-        DeliveryOutcome::Skipped("skipped_terminal")
+        DeliveryOutcome::Skipped(Skip::Terminal)
     );
     let again = rig.pipeline.read_stream_where(|sk| sk == "OUT").await;
     assert_eq!(

@@ -5,9 +5,9 @@
 use deliver_function::http::{GuardedConnector, HttpTransport, Resolve};
 use deliver_function::ssrf::AddressPolicy;
 use inbox_core::clock::SystemClock;
+use inbox_core::outbox::attempt::AttemptResult;
 use inbox_core::outbox::breaker::{BreakerConfig, CircuitState};
 use inbox_core::outbox::delivery::DeliveryStatus;
-use inbox_core::outbox::policy::AttemptResult;
 use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::outbox::transport::{Outgoing, Transport};
 use inbox_core::outbox::worker::{DeliverConfig, DeliveryOutcome};

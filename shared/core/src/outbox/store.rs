@@ -3,7 +3,8 @@
 //! worker state (token bucket and circuit). Destinations themselves are plain items
 //! ([`crate::store::ItemStore`] / [`crate::store::ItemWriter`], see [`super::admin`]).
 //!
-//! Implemented on DynamoDB in `store/dynamo/outbox.rs`.
+//! Implemented on DynamoDB in `store/dynamo/outbox.rs`, and in memory (same conditions, for unit
+//! tests) in `store/memory/outbox.rs`.
 
 use super::breaker::{Change, Circuit};
 use super::bucket::Take;
@@ -130,4 +131,101 @@ pub trait OutboxStore: Send + Sync {
         until: i64,
         now: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
+    fn delivery(
+        &self,
+        r: &DeliveryRef,
+    ) -> impl Future<Output = Result<Option<OutboundDelivery>, StoreError>> + Send {
+        (**self).delivery(r)
+    }
+
+    fn save_delivery(
+        &self,
+        d: &OutboundDelivery,
+        expected_version: Option<u64>,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send {
+        (**self).save_delivery(d, expected_version)
+    }
+
+    fn ensure_delivery(
+        &self,
+        d: &OutboundDelivery,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).ensure_delivery(d)
+    }
+
+    fn fanout(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<Option<FanoutItem>, StoreError>> + Send {
+        (**self).fanout(key)
+    }
+
+    fn close_fanout(
+        &self,
+        f: &FanoutItem,
+        at: i64,
+        expires_at: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).close_fanout(f, at, expires_at)
+    }
+
+    fn due_work_items(
+        &self,
+        shard: &str,
+        now: i64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DueItem>, StoreError>> + Send {
+        (**self).due_work_items(shard, now, limit)
+    }
+
+    fn all_deliveries(
+        &self,
+    ) -> impl Future<Output = Result<Vec<OutboundDelivery>, StoreError>> + Send {
+        (**self).all_deliveries()
+    }
+
+    fn worker_state(
+        &self,
+        destination: &str,
+    ) -> impl Future<Output = Result<WorkerState, StoreError>> + Send {
+        (**self).worker_state(destination)
+    }
+
+    fn take_token(
+        &self,
+        destination: &str,
+        take: Take,
+    ) -> impl Future<Output = Result<TokenAnswer, StoreError>> + Send {
+        (**self).take_token(destination, take)
+    }
+
+    fn change_circuit(
+        &self,
+        destination: &str,
+        change: Change,
+        now: i64,
+    ) -> impl Future<Output = Result<Option<Circuit>, StoreError>> + Send {
+        (**self).change_circuit(destination, change, now)
+    }
+
+    fn open_circuit(
+        &self,
+        destination: &str,
+        now: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).open_circuit(destination, now)
+    }
+
+    fn claim_probe(
+        &self,
+        destination: &str,
+        opened_at: i64,
+        until: i64,
+        now: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).claim_probe(destination, opened_at, until, now)
+    }
 }

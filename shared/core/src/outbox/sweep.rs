@@ -8,7 +8,7 @@ use super::queue::{OutboxQueues, Work};
 use super::schema::{outbox_shards, DELIVERY_SK, FANOUT_SK};
 use super::store::{DueItem, OutboxStore};
 use super::transport::Transport;
-use super::worker::{Deliverer, DeliveryOutcome, NAMESPACE};
+use super::worker::{Deliverer, DeliveryOutcome, Skip, NAMESPACE};
 use crate::clock::Clock;
 use crate::domain::{EventId, MessageKey, SourceName};
 use crate::metrics::Metric;
@@ -153,7 +153,7 @@ where
             return Ok(DeliveryOutcome::Missing);
         };
         if f.expanded_at.is_some() {
-            return Ok(DeliveryOutcome::Skipped("skipped_terminal"));
+            return Ok(DeliveryOutcome::Skipped(Skip::Terminal));
         }
         for id in &f.destinations {
             let d = OutboundDelivery::new(id, key, f.event_type.clone(), f.created_at);

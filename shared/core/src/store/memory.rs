@@ -1,9 +1,11 @@
 //! An in-memory store with the DynamoDB adapter's semantics (conditional insert, versioned
 //! transitions, the open index, effects applied all-or-nothing with their conditions): for unit
 //! tests and benchmarks only. `Raw` effects are recorded, not interpreted. Repeated deliveries
-//! (journal and counters): `memory/journal.rs`.
+//! (journal and counters): `memory/journal.rs`; the outbox's deliveries and destination state
+//! (with the same conditions as on DynamoDB): `memory/outbox.rs`.
 
 mod journal;
+mod outbox;
 mod row;
 
 use row::Row;
@@ -32,6 +34,7 @@ pub struct MemoryStore {
     delivery_counts: Mutex<HashMap<MessageKey, u64>>,
     effects: Mutex<Vec<(MessageKey, Effect)>>,
     items: Mutex<BTreeMap<(String, String), Item>>,
+    circuit_openings: AtomicUsize,
     down: AtomicBool,
     writes: AtomicUsize,
 }

@@ -1,6 +1,6 @@
 //! `inboxctl deliveries …`: the outbox's deliveries: list (by destination, status, event, age),
 //! show one with its attempt journal, retry one or in bulk (with a progress bar), replay an event
-//! to one destination or all ([`inbox_core::outbox::ops`]).
+//! to one destination or all ([`inbox_core::outbox::resend`]).
 
 use crate::cli::{
     DeliveriesCommand, DeliveriesListArgs, DeliveriesReplayArgs, DeliveriesRetryArgs,
@@ -13,8 +13,8 @@ use crate::when;
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::domain::{EventId, SourceName};
 use inbox_core::outbox::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery};
-use inbox_core::outbox::ops::{self, RetryOutcome};
 use inbox_core::outbox::queue::SqsOutboxQueues;
+use inbox_core::outbox::resend::{self, RetryOutcome};
 use inbox_core::outbox::store::OutboxStore as _;
 use serde_json::json;
 
@@ -257,7 +257,7 @@ async fn retry(ctx: &Context, args: DeliveriesRetryArgs) -> Result<()> {
     let bar = progress(targets.len() as u64, ctx.json() || !bulk, "retrying");
     let mut results = Vec::new();
     for r in &targets {
-        let o = ops::retry(&store, queue.as_ref(), r, &args.operator, !bulk, now).await?;
+        let o = resend::retry(&store, queue.as_ref(), r, &args.operator, !bulk, now).await?;
         results.push((r.to_string(), outcome_text(&o)));
         bar.inc(1);
     }
@@ -284,7 +284,7 @@ async fn replay(ctx: &Context, args: DeliveriesReplayArgs) -> Result<()> {
     let store = ctx.store().await?;
     let queue = queue(ctx).await;
     let now = SystemClock.now_millis();
-    let results = ops::replay(
+    let results = resend::replay(
         &store,
         queue.as_ref(),
         &key,

@@ -1,4 +1,4 @@
-//! Operator actions on deliveries, shared by `inboxctl` and the tests: retry a delivery (a new
+//! The operator's resends of deliveries, shared by `inboxctl` and the tests: retry a delivery (a new
 //! round of the schedule, same `webhook-id`), and replay an event to one destination or all.
 
 use super::admin;
