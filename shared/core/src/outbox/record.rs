@@ -14,7 +14,7 @@ use super::queue::{DeliveryNotice, OutboxQueues, Work};
 use super::store::{OutboxStore, WorkerState};
 use super::transport::Transport;
 use super::worker::{ms, Deliverer, DeliveryOutcome, Skip, MAX_QUEUE_DELAY_MS, NAMESPACE};
-use crate::clock::Clock;
+use crate::clock::{Clock, Millis};
 use crate::metrics::Metric;
 use crate::process::InfraError;
 use crate::store::{Applied, ItemStore, ItemWriter, MessageStore};
@@ -80,9 +80,12 @@ where
             tracing::warn!(delivery = %d.reference(), "the attempt's result was not recorded: the delivery changed meanwhile (its lease lapsed?)");
         }
         let change = breaker::after(&self.config.breaker, &state.circuit, decision.breaker, now);
-        let counted = self.store.change_circuit(&dest.id, change, now).await?;
+        let counted = self
+            .store
+            .change_circuit(&dest.id, change, Millis::new(now))
+            .await?;
         if breaker::opens_on_count(&self.config.breaker, change, counted.as_ref())
-            && self.store.open_circuit(&dest.id, now).await?
+            && self.store.open_circuit(&dest.id, Millis::new(now)).await?
         {
             let failures = counted.map_or(0, |c| c.failures);
             tracing::warn!(destination = %dest.id, failures, "circuit opened");

@@ -9,6 +9,7 @@
 use super::breaker::{Change, Circuit};
 use super::bucket::Take;
 use super::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
+use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::store::{Applied, StoreError};
 use std::future::Future;
@@ -18,7 +19,7 @@ use std::future::Future;
 pub struct DueItem {
     pub pk: String,
     pub sk: String,
-    pub due: i64,
+    pub due: Millis,
     /// `source` and `event_id` (and `destination` for a delivery) as projected.
     pub source: String,
     pub event_id: String,
@@ -70,19 +71,19 @@ pub trait OutboxStore: Send + Sync {
         key: &MessageKey,
     ) -> impl Future<Output = Result<Option<FanoutItem>, StoreError>> + Send;
 
-    /// Marks a fan-out item expanded (it leaves the open index and expires at `expires_at`, s).
+    /// Marks a fan-out item expanded at `at` (it leaves the open index and expires at `expires_at`).
     fn close_fanout(
         &self,
         f: &FanoutItem,
-        at: i64,
-        expires_at: i64,
+        at: Millis,
+        expires_at: Millis,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Items of one outbox shard of the open index due at or before `now`, oldest first.
     fn due_work_items(
         &self,
         shard: &str,
-        now: i64,
+        now: Millis,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<DueItem>, StoreError>> + Send;
 
@@ -111,7 +112,7 @@ pub trait OutboxStore: Send + Sync {
         &self,
         destination: &str,
         change: Change,
-        now: i64,
+        now: Millis,
     ) -> impl Future<Output = Result<Option<Circuit>, StoreError>> + Send;
 
     /// Opens a closed circuit at `now` (conditional on it being closed: of workers that counted
@@ -119,7 +120,7 @@ pub trait OutboxStore: Send + Sync {
     fn open_circuit(
         &self,
         destination: &str,
-        now: i64,
+        now: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Takes the half-open circuit's probe lease until `until`, if the circuit is still the one
@@ -127,9 +128,9 @@ pub trait OutboxStore: Send + Sync {
     fn claim_probe(
         &self,
         destination: &str,
-        opened_at: i64,
-        until: i64,
-        now: i64,
+        opened_at: Millis,
+        until: Millis,
+        now: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
@@ -166,8 +167,8 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
     fn close_fanout(
         &self,
         f: &FanoutItem,
-        at: i64,
-        expires_at: i64,
+        at: Millis,
+        expires_at: Millis,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).close_fanout(f, at, expires_at)
     }
@@ -175,7 +176,7 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
     fn due_work_items(
         &self,
         shard: &str,
-        now: i64,
+        now: Millis,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<DueItem>, StoreError>> + Send {
         (**self).due_work_items(shard, now, limit)
@@ -206,7 +207,7 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
         &self,
         destination: &str,
         change: Change,
-        now: i64,
+        now: Millis,
     ) -> impl Future<Output = Result<Option<Circuit>, StoreError>> + Send {
         (**self).change_circuit(destination, change, now)
     }
@@ -214,7 +215,7 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
     fn open_circuit(
         &self,
         destination: &str,
-        now: i64,
+        now: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).open_circuit(destination, now)
     }
@@ -222,9 +223,9 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
     fn claim_probe(
         &self,
         destination: &str,
-        opened_at: i64,
-        until: i64,
-        now: i64,
+        opened_at: Millis,
+        until: Millis,
+        now: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).claim_probe(destination, opened_at, until, now)
     }

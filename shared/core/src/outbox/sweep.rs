@@ -9,12 +9,13 @@ use super::schema::{outbox_shards, DELIVERY_SK, FANOUT_SK};
 use super::store::{DueItem, OutboxStore};
 use super::transport::Transport;
 use super::worker::{Deliverer, DeliveryOutcome, Skip, NAMESPACE};
-use crate::clock::Clock;
+use crate::clock::{Clock, Millis};
 use crate::domain::{EventId, MessageKey, SourceName};
 use crate::metrics::Metric;
 use crate::process::InfraError;
 use crate::store::{ItemStore, ItemWriter, MessageStore};
 use serde::Serialize;
+use std::time::Duration;
 
 /// What a sweep found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -72,10 +73,10 @@ where
             }
             for item in self
                 .store
-                .due_work_items(&shard, now, limit - work.len())
+                .due_work_items(&shard, Millis::new(now), limit - work.len())
                 .await?
             {
-                oldest = oldest.min(item.due);
+                oldest = oldest.min(item.due.get());
                 match work_of(&item) {
                     Some(w) => work.push(w),
                     None => {
@@ -159,9 +160,8 @@ where
             let d = OutboundDelivery::new(id, key, f.event_type.clone(), f.created_at);
             self.store.ensure_delivery(&d).await?;
         }
-        let now = self.clock.now_millis();
-        let expires = now.div_euclid(1000)
-            + i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX / 4);
+        let now = self.clock.now();
+        let expires = now.plus(Duration::from_secs(self.config.retention.as_secs()));
         self.store.close_fanout(&f, now, expires).await?;
         tracing::info!(source = %key.source, event_id = %key.event_id, deliveries = f.destinations.len(), "fan-out expanded");
         Ok(DeliveryOutcome::Expanded(f.destinations.len()))
@@ -176,7 +176,7 @@ mod tests {
         DueItem {
             pk: pk.into(),
             sk: sk.into(),
-            due: 0,
+            due: Millis::new(0),
             source: "stripe".into(),
             event_id: "evt_1".into(),
         }

@@ -292,7 +292,7 @@ where
             Admit::Probe { opened_at, until } => {
                 if !self
                     .store
-                    .claim_probe(&dest.id, opened_at, until, now)
+                    .claim_probe(&dest.id, opened_at.into(), until.into(), now.into())
                     .await?
                 {
                     return self

@@ -17,6 +17,7 @@ use super::{
     ItemWriter, ListFilter, MessageStore, NewMessage, PutOutcome, StoreError, TooManyEffects,
     Transition, MAX_COMMIT_EFFECTS,
 };
+use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::message::StoredMessage;
 use std::collections::hash_map::Entry;
@@ -189,8 +190,8 @@ impl Inbox for MemoryStore {
         &self,
         key: &MessageKey,
         expected: Option<u64>,
-        _at_ms: i64,
-        _expires_at_secs: i64,
+        _at: Millis,
+        _expires_at: Millis,
     ) -> Result<DeliveryCount, StoreError> {
         self.write()?;
         Ok(self.count_now(key, expected))

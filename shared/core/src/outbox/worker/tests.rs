@@ -2,7 +2,7 @@
 //! each answer does to the delivery, the circuit and the destination, without the emulator.
 
 use super::*;
-use crate::clock::ManualClock;
+use crate::clock::{ManualClock, Millis};
 use crate::domain::{EventId, MessageKey, SourceName};
 use crate::metrics::RecordingSink;
 use crate::outbox::admin;
@@ -326,7 +326,12 @@ async fn a_half_open_circuit_lets_one_probe_through_and_closes_on_its_success() 
     // Another worker holds the probe's lease.
     assert!(w
         .store
-        .claim_probe("crm", T0 - 30_000, T0 + 5_000, T0)
+        .claim_probe(
+            "crm",
+            Millis::new(T0 - 30_000),
+            Millis::new(T0 + 5_000),
+            Millis::new(T0),
+        )
         .await
         .unwrap());
     let r = w.pending("crm", "evt_1").await;

@@ -5,6 +5,7 @@
 
 use super::effects::ensure_update;
 use super::{classify, corrupt, DynamoInbox};
+use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::outbox::breaker::{Change, Circuit};
 use crate::outbox::bucket::Take;
@@ -137,8 +138,8 @@ impl OutboxStore for DynamoInbox {
     async fn close_fanout(
         &self,
         f: &FanoutItem,
-        at: i64,
-        expires_at: i64,
+        at: Millis,
+        expires_at: Millis,
     ) -> Result<(), StoreError> {
         self.client
             .update_item()
@@ -151,8 +152,8 @@ impl OutboxStore for DynamoInbox {
             .expression_attribute_names("#exp", EXPIRES_AT)
             .expression_attribute_names("#shard", OPEN_SHARD)
             .expression_attribute_names("#due", OPEN_DUE)
-            .expression_attribute_values(":at", n(at))
-            .expression_attribute_values(":exp", n(expires_at))
+            .expression_attribute_values(":at", n(at.get()))
+            .expression_attribute_values(":exp", n(expires_at.as_secs()))
             .send()
             .await
             .map_err(classify)?;
@@ -162,15 +163,15 @@ impl OutboxStore for DynamoInbox {
     async fn due_work_items(
         &self,
         shard: &str,
-        now: i64,
+        now: Millis,
         limit: usize,
     ) -> Result<Vec<DueItem>, StoreError> {
-        self.due_in_shard(shard, now, limit, |item| {
+        self.due_in_shard(shard, now.get(), limit, |item| {
             let text = |k: &str| get_s(item, k).unwrap_or_default().to_owned();
             Ok(Some(DueItem {
                 pk: text(PK),
                 sk: text(SK),
-                due: get_n(item, OPEN_DUE).unwrap_or(now),
+                due: Millis::new(get_n(item, OPEN_DUE).unwrap_or(now.get())),
                 source: text(SOURCE),
                 event_id: text(EVENT_ID),
             }))
@@ -255,7 +256,7 @@ impl OutboxStore for DynamoInbox {
         &self,
         destination: &str,
         change: Change,
-        now: i64,
+        now: Millis,
     ) -> Result<Option<Circuit>, StoreError> {
         let update = self
             .state_update(destination)
@@ -276,7 +277,7 @@ impl OutboxStore for DynamoInbox {
                     .expression_attribute_names("#f", FAILURES)
                     .expression_attribute_names("#since", FAILING_SINCE)
                     .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":now", n(now));
+                    .expression_attribute_values(":now", n(now.get()));
                 if open {
                     u.update_expression("SET #kind = :kind, #since = if_not_exists(#since, :now), #opened = :now ADD #f :one REMOVE #probe")
                         .expression_attribute_names("#opened", OPENED_AT)
@@ -298,13 +299,13 @@ impl OutboxStore for DynamoInbox {
         ))
     }
 
-    async fn open_circuit(&self, destination: &str, now: i64) -> Result<bool, StoreError> {
+    async fn open_circuit(&self, destination: &str, now: Millis) -> Result<bool, StoreError> {
         let result = self
             .state_update(destination)
             .update_expression("SET #opened = :now")
             .condition_expression("attribute_not_exists(#opened)")
             .expression_attribute_names("#opened", OPENED_AT)
-            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":now", n(now.get()))
             .send()
             .await;
         match result {
@@ -324,9 +325,9 @@ impl OutboxStore for DynamoInbox {
     async fn claim_probe(
         &self,
         destination: &str,
-        opened_at: i64,
-        until: i64,
-        now: i64,
+        opened_at: Millis,
+        until: Millis,
+        now: Millis,
     ) -> Result<bool, StoreError> {
         let result = self
             .state_update(destination)
@@ -336,9 +337,9 @@ impl OutboxStore for DynamoInbox {
             )
             .expression_attribute_names("#probe", PROBE_UNTIL)
             .expression_attribute_names("#opened", OPENED_AT)
-            .expression_attribute_values(":until", n(until))
-            .expression_attribute_values(":opened", n(opened_at))
-            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":until", n(until.get()))
+            .expression_attribute_values(":opened", n(opened_at.get()))
+            .expression_attribute_values(":now", n(now.get()))
             .send()
             .await;
         match result {

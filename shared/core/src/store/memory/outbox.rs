@@ -5,6 +5,7 @@
 //! are unconditional, opening a closed circuit and taking the probe's lease are conditional.
 
 use super::{key_of, lock, version_of, MemoryStore};
+use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::outbox::breaker::{Change, Circuit};
 use crate::outbox::bucket::{self, Take};
@@ -128,8 +129,8 @@ impl OutboxStore for MemoryStore {
     async fn close_fanout(
         &self,
         f: &FanoutItem,
-        at: i64,
-        expires_at: i64,
+        at: Millis,
+        expires_at: Millis,
     ) -> Result<(), StoreError> {
         self.write()?;
         let (pk, sk) = (fanout_pk(&f.key()), FANOUT_SK.to_owned());
@@ -137,17 +138,17 @@ impl OutboxStore for MemoryStore {
         let item = items
             .entry((pk.clone(), sk.clone()))
             .or_insert_with(|| Item::from([(PK.to_string(), s(pk)), (SK.to_string(), s(sk))]));
-        item.insert("expanded_at".into(), n(at));
-        item.insert(EXPIRES_AT.into(), n(expires_at));
+        item.insert("expanded_at".into(), n(at.get()));
+        item.insert(EXPIRES_AT.into(), n(expires_at.as_secs()));
         item.insert(OPEN_SHARD.into(), s(DONE_SHARD));
-        item.insert(OPEN_DUE.into(), n(at));
+        item.insert(OPEN_DUE.into(), n(at.get()));
         Ok(())
     }
 
     async fn due_work_items(
         &self,
         shard: &str,
-        now: i64,
+        now: Millis,
         limit: usize,
     ) -> Result<Vec<DueItem>, StoreError> {
         self.up()?;
@@ -156,7 +157,7 @@ impl OutboxStore for MemoryStore {
             .values()
             .filter(|i| get_s(i, OPEN_SHARD) == Some(shard))
             .filter_map(|i| {
-                let due = get_n(i, OPEN_DUE)?;
+                let due = Millis::new(get_n(i, OPEN_DUE)?);
                 let text = |k: &str| get_s(i, k).unwrap_or_default().to_owned();
                 (due <= now).then(|| DueItem {
                     pk: text(PK),
@@ -215,7 +216,7 @@ impl OutboxStore for MemoryStore {
         &self,
         destination: &str,
         change: Change,
-        now: i64,
+        now: Millis,
     ) -> Result<Option<Circuit>, StoreError> {
         if change == Change::None {
             return Ok(None);
@@ -236,9 +237,10 @@ impl OutboxStore for MemoryStore {
                 Change::Fail { open, .. } => {
                     let failures = get_n(item, FAILURES).unwrap_or(0);
                     item.insert(FAILURES.into(), n(failures + 1));
-                    item.entry(FAILING_SINCE.into()).or_insert_with(|| n(now));
+                    item.entry(FAILING_SINCE.into())
+                        .or_insert_with(|| n(now.get()));
                     if open {
-                        item.insert(OPENED_AT.into(), n(now));
+                        item.insert(OPENED_AT.into(), n(now.get()));
                         item.remove(PROBE_UNTIL);
                         self.circuit_openings.fetch_add(1, Ordering::SeqCst);
                     }
@@ -252,7 +254,7 @@ impl OutboxStore for MemoryStore {
         Ok(Some(after))
     }
 
-    async fn open_circuit(&self, destination: &str, now: i64) -> Result<bool, StoreError> {
+    async fn open_circuit(&self, destination: &str, now: Millis) -> Result<bool, StoreError> {
         self.write()?;
         let mut items = lock(&self.items);
         let item = Self::state_item(&mut items, destination);
@@ -260,7 +262,7 @@ impl OutboxStore for MemoryStore {
         if item.contains_key(OPENED_AT) {
             return Ok(false);
         }
-        item.insert(OPENED_AT.into(), n(now));
+        item.insert(OPENED_AT.into(), n(now.get()));
         self.circuit_openings.fetch_add(1, Ordering::SeqCst);
         Ok(true)
     }
@@ -268,9 +270,9 @@ impl OutboxStore for MemoryStore {
     async fn claim_probe(
         &self,
         destination: &str,
-        opened_at: i64,
-        until: i64,
-        now: i64,
+        opened_at: Millis,
+        until: Millis,
+        now: Millis,
     ) -> Result<bool, StoreError> {
         self.write()?;
         let mut items = lock(&self.items);
@@ -279,10 +281,10 @@ impl OutboxStore for MemoryStore {
         let Some(item) = items.get_mut(&state_key(destination)) else {
             return Ok(false);
         };
-        let holds = get_n(item, OPENED_AT) == Some(opened_at)
-            && get_n(item, PROBE_UNTIL).is_none_or(|p| p <= now);
+        let holds = get_n(item, OPENED_AT) == Some(opened_at.get())
+            && get_n(item, PROBE_UNTIL).is_none_or(|p| p <= now.get());
         if holds {
-            item.insert(PROBE_UNTIL.into(), n(until));
+            item.insert(PROBE_UNTIL.into(), n(until.get()));
         }
         Ok(holds)
     }

@@ -5,6 +5,8 @@ use crate::domain::{EventId, SourceName};
 use crate::outbox::delivery::DeliveryStatus;
 use crate::outbox::schema::outbox_shard;
 
+const M: fn(i64) -> Millis = Millis::new;
+
 fn key(id: &str) -> MessageKey {
     MessageKey::new(
         SourceName::parse("stripe").unwrap(),
@@ -66,14 +68,14 @@ async fn due_work_is_per_shard_oldest_first_and_bounded() {
     let shard = shard.unwrap();
     let mut all = Vec::new();
     for s in crate::outbox::schema::outbox_shards() {
-        all.extend(store.due_work_items(&s, 5_000, 10).await.unwrap());
+        all.extend(store.due_work_items(&s, M(5_000), 10).await.unwrap());
     }
-    let mut dues: Vec<i64> = all.iter().map(|d| d.due).collect();
+    let mut dues: Vec<i64> = all.iter().map(|d| d.due.get()).collect();
     dues.sort_unstable();
     assert_eq!(dues, [1_000, 2_000, 3_000], "not the one due later");
-    let one = store.due_work_items(&shard, 5_000, 1).await.unwrap();
+    let one = store.due_work_items(&shard, M(5_000), 1).await.unwrap();
     assert!(one.len() <= 1);
-    let items = store.due_work_items(&shard, 5_000, 10).await.unwrap();
+    let items = store.due_work_items(&shard, M(5_000), 10).await.unwrap();
     assert!(items.windows(2).all(|w| w[0].due <= w[1].due));
     assert!(items
         .iter()
@@ -85,7 +87,7 @@ async fn due_work_is_per_shard_oldest_first_and_bounded() {
     store.save_delivery(&done, Some(0)).await.unwrap();
     let mut after = Vec::new();
     for s in crate::outbox::schema::outbox_shards() {
-        after.extend(store.due_work_items(&s, 5_000, 10).await.unwrap());
+        after.extend(store.due_work_items(&s, M(5_000), 10).await.unwrap());
     }
     assert_eq!(after.len(), 2, "a delivered one leaves the swept shards");
 }
@@ -145,38 +147,38 @@ async fn tokens_are_conditional_on_the_stored_tat() {
 async fn the_circuit_opens_once_and_one_worker_takes_the_probe() {
     let store = MemoryStore::new();
     assert_eq!(
-        store.change_circuit("crm", Change::None, 1).await.unwrap(),
+        store.change_circuit("crm", Change::None, M(1)).await.unwrap(),
         None
     );
     assert!(
-        !store.claim_probe("crm", 5, 100, 10).await.unwrap(),
+        !store.claim_probe("crm", M(5), M(100), M(10)).await.unwrap(),
         "nothing to probe: no state"
     );
     let fail = Change::Fail {
         open: false,
         disable: false,
     };
-    store.change_circuit("crm", fail, 1).await.unwrap();
-    let c = store.change_circuit("crm", fail, 2).await.unwrap().unwrap();
+    store.change_circuit("crm", fail, M(1)).await.unwrap();
+    let c = store.change_circuit("crm", fail, M(2)).await.unwrap().unwrap();
     assert_eq!(
         (c.failures, c.failing_since, c.opened_at),
         (2, Some(1), None)
     );
-    assert!(store.open_circuit("crm", 5).await.unwrap());
-    assert!(!store.open_circuit("crm", 6).await.unwrap(), "once");
+    assert!(store.open_circuit("crm", M(5)).await.unwrap());
+    assert!(!store.open_circuit("crm", M(6)).await.unwrap(), "once");
     assert_eq!(store.circuit_openings(), 1);
 
     assert!(
-        !store.claim_probe("crm", 4, 100, 10).await.unwrap(),
+        !store.claim_probe("crm", M(4), M(100), M(10)).await.unwrap(),
         "another opening"
     );
-    assert!(store.claim_probe("crm", 5, 100, 10).await.unwrap());
+    assert!(store.claim_probe("crm", M(5), M(100), M(10)).await.unwrap());
     assert!(
-        !store.claim_probe("crm", 5, 200, 99).await.unwrap(),
+        !store.claim_probe("crm", M(5), M(200), M(99)).await.unwrap(),
         "leased"
     );
     assert!(
-        store.claim_probe("crm", 5, 300, 100).await.unwrap(),
+        store.claim_probe("crm", M(5), M(300), M(100)).await.unwrap(),
         "lapsed"
     );
 
@@ -185,7 +187,7 @@ async fn the_circuit_opens_once_and_one_worker_takes_the_probe() {
         disable: false,
     };
     let c = store
-        .change_circuit("crm", reopened, 400)
+        .change_circuit("crm", reopened, M(400))
         .await
         .unwrap()
         .unwrap();
@@ -195,7 +197,7 @@ async fn the_circuit_opens_once_and_one_worker_takes_the_probe() {
     );
     assert_eq!(store.circuit_openings(), 2);
     let c = store
-        .change_circuit("crm", Change::Reset, 500)
+        .change_circuit("crm", Change::Reset, M(500))
         .await
         .unwrap()
         .unwrap();
@@ -216,7 +218,7 @@ async fn fanouts_are_read_and_closed() {
     assert_eq!(store.fanout(&f.key()).await.unwrap(), None);
     store.put_item(f.to_item().unwrap());
     assert_eq!(store.fanout(&f.key()).await.unwrap(), Some(f.clone()));
-    store.close_fanout(&f, 2_000, 99).await.unwrap();
+    store.close_fanout(&f, M(2_000), M(99_999)).await.unwrap();
     let closed = store.fanout(&f.key()).await.unwrap().unwrap();
     assert_eq!(closed.expanded_at, Some(2_000));
     let item = store.item(&fanout_pk(&f.key()), FANOUT_SK).unwrap();
