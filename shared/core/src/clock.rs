@@ -11,7 +11,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// Not `jiff::Timestamp`: that one counts nanoseconds and serializes as text, while every stored
 /// time here is an integer of milliseconds compared by DynamoDB conditions; this wraps exactly that.
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[serde(transparent)]
 pub struct Millis(i64);
@@ -149,10 +159,20 @@ mod tests {
     fn millis_convert_to_seconds_and_serialize_as_the_number() {
         let t = Millis::new(1_700_000_001_999);
         assert_eq!((t.get(), t.as_secs()), (1_700_000_001_999, 1_700_000_001));
-        assert_eq!(Millis::new(-1).as_secs(), -1, "rounded down before the epoch too");
+        assert_eq!(
+            Millis::new(-1).as_secs(),
+            -1,
+            "rounded down before the epoch too"
+        );
         assert_eq!(Millis::from_secs(2), Millis::new(2_000));
-        assert_eq!(t.plus(Duration::from_millis(1)), Millis::new(1_700_000_002_000));
-        assert_eq!(Millis::new(i64::MAX - 1).plus(Duration::MAX), Millis::new(i64::MAX));
+        assert_eq!(
+            t.plus(Duration::from_millis(1)),
+            Millis::new(1_700_000_002_000)
+        );
+        assert_eq!(
+            Millis::new(i64::MAX - 1).plus(Duration::MAX),
+            Millis::new(i64::MAX)
+        );
         assert!(Millis::new(1) < Millis::new(2));
         assert_eq!(serde_json::to_string(&t).unwrap(), "1700000001999");
         assert_eq!(serde_json::from_str::<Millis>("5").unwrap(), Millis::new(5));

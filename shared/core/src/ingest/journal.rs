@@ -10,12 +10,12 @@
 //! worst case, `super::WORST_CASE`).
 
 use super::Ingestor;
-use std::time::Duration;
 use crate::clock::{Clock, Millis};
 use crate::domain::BodyDigest;
 use crate::store::{
     Delivery, DeliveryCount, Inbox, NewMessage, StoreError, MAX_JOURNALED_DELIVERIES,
 };
+use std::time::Duration;
 
 /// How long after a request arrived its duplicate bookkeeping may still start a store request
 /// (by default: [`Ingestor::with_journal_budget`]).

@@ -3,7 +3,7 @@
 //! deliver function to send. A change made by `inboxctl dest …` therefore reaches the functions
 //! within that time (5 s by default); the deliver function re-reads at once after a conflict.
 
-use super::destination::Destination;
+use super::destination::{Destination, DestinationId};
 use super::sign::Signer;
 use crate::store::{ItemStore, StoreError};
 use std::sync::{Arc, Mutex};
@@ -25,8 +25,8 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn get(&self, id: &str) -> Option<&Arc<Loaded>> {
-        self.destinations.iter().find(|d| d.destination.id == id)
+    pub fn get(&self, id: &DestinationId) -> Option<&Arc<Loaded>> {
+        self.destinations.iter().find(|d| d.destination.id == *id)
     }
 }
 
@@ -113,6 +113,7 @@ pub async fn load<S: ItemStore>(store: &S, now: i64) -> Result<Snapshot, StoreEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outbox::destination::did;
     use crate::outbox::destination::SigningSecret;
     use crate::outbox::pattern::Pattern;
     use crate::outbox::schema::{destination_sk, DESTINATIONS_PK};
@@ -124,7 +125,7 @@ mod tests {
 
     fn put(store: &MemoryStore, id: &str) -> Destination {
         let d = Destination::new(
-            id,
+            &did(id),
             "https://x.example/h",
             vec![Pattern::parse("*").unwrap()],
             None,
@@ -154,7 +155,7 @@ mod tests {
             (vec!["a"], T0),
             "within the ttl"
         );
-        assert!(kept.get("a").is_some() && kept.get("b").is_none());
+        assert!(kept.get(&did("a")).is_some() && kept.get(&did("b")).is_none());
         assert_eq!(
             ids(&*cache.snapshot(T0 + 5_000).await.unwrap()),
             ["a", "b"],
@@ -199,12 +200,12 @@ mod tests {
             ["a", "expired"],
             "the broken row is skipped"
         );
-        assert!(snapshot.get("a").unwrap().signer.is_some());
-        assert!(snapshot.get("expired").unwrap().signer.is_none());
+        assert!(snapshot.get(&did("a")).unwrap().signer.is_some());
+        assert!(snapshot.get(&did("expired")).unwrap().signer.is_none());
         assert!(load(&store, T0 + 9)
             .await
             .unwrap()
-            .get("expired")
+            .get(&did("expired"))
             .unwrap()
             .signer
             .is_some());

@@ -9,7 +9,7 @@ use super::cache::Loaded;
 use super::delivery::{
     AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery, BODY_HEAD_BYTES,
 };
-use super::destination::{DestinationError, DestinationState};
+use super::destination::{DestinationError, DestinationId, DestinationState};
 use super::queue::{DeliveryNotice, OutboxQueues, Work};
 use super::store::{OutboxStore, WorkerState};
 use super::transport::Transport;
@@ -220,7 +220,7 @@ where
     }
 
     /// Disables a destination (journaled), emitting the operational metric and log line.
-    async fn disable(&self, id: &str, why: &str, now: i64) {
+    async fn disable(&self, id: &DestinationId, why: &str, now: i64) {
         let result = admin::update(&self.store, id, &self.actor, "disabled", now, |d| {
             if d.state == DestinationState::Disabled {
                 return Err(DestinationError::Invalid("already disabled".into()));
@@ -234,13 +234,13 @@ where
             Ok(_) => {
                 self.destinations.invalidate();
                 let metric = Metric::count(NAMESPACE, "DestinationDisabled", 1)
-                    .with_property("Destination", id)
+                    .with_property("Destination", id.as_str())
                     .with_note(format!("destination {id} disabled: {why}"));
                 self.metrics.emit(now, &[metric]);
             }
             Err(admin::AdminError::Destination(_)) => {}
             Err(e) => {
-                tracing::error!(destination = id, error = %e, "could not disable the destination")
+                tracing::error!(destination = %id, error = %e, "could not disable the destination")
             }
         }
     }

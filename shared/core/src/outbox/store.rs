@@ -9,6 +9,7 @@
 use super::breaker::{Change, Circuit};
 use super::bucket::Take;
 use super::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
+use super::destination::DestinationId;
 use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::store::{Applied, StoreError};
@@ -95,14 +96,14 @@ pub trait OutboxStore: Send + Sync {
     /// A destination's worker state (absent: the default).
     fn worker_state(
         &self,
-        destination: &str,
+        destination: &DestinationId,
     ) -> impl Future<Output = Result<WorkerState, StoreError>> + Send;
 
     /// Attempts a token write ([`Take::Reset`] or [`Take::Advance`]; a [`Take::Wait`] is refused
     /// without a request).
     fn take_token(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         take: Take,
     ) -> impl Future<Output = Result<TokenAnswer, StoreError>> + Send;
 
@@ -110,7 +111,7 @@ pub trait OutboxStore: Send + Sync {
     /// (`None` for [`Change::None`], which writes nothing).
     fn change_circuit(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         change: Change,
         now: Millis,
     ) -> impl Future<Output = Result<Option<Circuit>, StoreError>> + Send;
@@ -119,7 +120,7 @@ pub trait OutboxStore: Send + Sync {
     /// the threshold's failure at once, one opens it).
     fn open_circuit(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         now: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
@@ -127,7 +128,7 @@ pub trait OutboxStore: Send + Sync {
     /// opened at `opened_at` and nobody holds the lease at `now`.
     fn claim_probe(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         opened_at: Millis,
         until: Millis,
         now: Millis,
@@ -190,14 +191,14 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
 
     fn worker_state(
         &self,
-        destination: &str,
+        destination: &DestinationId,
     ) -> impl Future<Output = Result<WorkerState, StoreError>> + Send {
         (**self).worker_state(destination)
     }
 
     fn take_token(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         take: Take,
     ) -> impl Future<Output = Result<TokenAnswer, StoreError>> + Send {
         (**self).take_token(destination, take)
@@ -205,7 +206,7 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
 
     fn change_circuit(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         change: Change,
         now: Millis,
     ) -> impl Future<Output = Result<Option<Circuit>, StoreError>> + Send {
@@ -214,7 +215,7 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
 
     fn open_circuit(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         now: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).open_circuit(destination, now)
@@ -222,7 +223,7 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
 
     fn claim_probe(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         opened_at: Millis,
         until: Millis,
         now: Millis,

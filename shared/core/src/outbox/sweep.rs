@@ -3,7 +3,7 @@
 //! fan-out item, and delivering what is due directly (the local stack and the tests).
 
 use super::delivery::{DeliveryRef, OutboundDelivery};
-use super::destination::DestinationState;
+use super::destination::{DestinationId, DestinationState};
 use super::queue::{OutboxQueues, Work};
 use super::schema::{outbox_shards, DELIVERY_SK, FANOUT_SK};
 use super::store::{DueItem, OutboxStore};
@@ -42,7 +42,7 @@ pub fn work_of(item: &DueItem) -> Option<Work> {
                 return None;
             };
             Some(Work::Delivery(DeliveryRef {
-                destination: destination.to_owned(),
+                destination: DestinationId::parse(destination).ok()?,
                 source: SourceName::parse(source).ok()?,
                 event_id: EventId::parse(event_id).ok()?,
             }))
@@ -171,6 +171,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outbox::destination::did;
 
     fn due(pk: &str, sk: &str) -> DueItem {
         DueItem {
@@ -188,7 +189,7 @@ mod tests {
         assert_eq!(
             w,
             Work::Delivery(DeliveryRef {
-                destination: "crm".into(),
+                destination: did("crm"),
                 source: SourceName::parse("stripe").unwrap(),
                 event_id: EventId::parse("evt#with#hashes").unwrap(),
             })

@@ -28,7 +28,7 @@ use super::breaker::{self, Admit, BreakerConfig};
 use super::bucket::Rate;
 use super::cache::{DestinationCache, Loaded};
 use super::delivery::{AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery};
-use super::destination::DestinationState;
+use super::destination::{DestinationId, DestinationState};
 use super::queue::OutboxQueues;
 use super::sign::{SOURCE_HEADER, TYPE_HEADER};
 use super::store::{OutboxStore, WorkerState};
@@ -152,8 +152,8 @@ pub struct Deliverer<S, T, Q, C> {
     pub(super) jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
     pub(super) metrics: Arc<dyn MetricSink>,
     /// The last `tat` seen per destination: the first guess of the next token write.
-    pub(super) guesses: Mutex<HashMap<String, i64>>,
-    pub(super) in_flight: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
+    pub(super) guesses: Mutex<HashMap<DestinationId, i64>>,
+    pub(super) in_flight: Mutex<HashMap<DestinationId, Arc<tokio::sync::Semaphore>>>,
     /// Who the journal names for the workers' own changes (a 410, the circuit breaker).
     pub(super) actor: String,
 }

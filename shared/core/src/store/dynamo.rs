@@ -354,7 +354,12 @@ impl Inbox for DynamoInbox {
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(delivery_count_item(key, next, at.get(), expires_at.as_secs())))
+            .set_item(Some(delivery_count_item(
+                key,
+                next,
+                at.get(),
+                expires_at.as_secs(),
+            )))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         let request = match expected {
             None => request

@@ -7,6 +7,7 @@ use crate::domain::{EventId, MessageKey, SourceName};
 use crate::metrics::RecordingSink;
 use crate::outbox::admin;
 use crate::outbox::breaker::Circuit;
+use crate::outbox::destination::did;
 use crate::outbox::destination::Destination;
 use crate::outbox::pattern::Pattern;
 use crate::outbox::queue::{MemoryOutboxQueues, Work};
@@ -75,7 +76,7 @@ fn world_with(transport: ScriptedTransport, config: DeliverConfig) -> World {
 impl World {
     async fn destination(&self, id: &str, change: impl FnOnce(&mut Destination)) {
         let mut d = Destination::new(
-            id,
+            &did(id),
             "https://x.example/hook",
             vec![Pattern::parse("*").unwrap()],
             None,
@@ -105,7 +106,7 @@ impl World {
             })
             .await
             .unwrap();
-        let d = OutboundDelivery::new(destination, &key, None, T0);
+        let d = OutboundDelivery::new(&did(destination), &key, None, T0);
         assert_eq!(
             self.store.save_delivery(&d, None).await.unwrap(),
             Applied::Done
@@ -118,7 +119,11 @@ impl World {
     }
 
     async fn circuit(&self, destination: &str) -> Circuit {
-        self.store.worker_state(destination).await.unwrap().circuit
+        self.store
+            .worker_state(&did(destination))
+            .await
+            .unwrap()
+            .circuit
     }
 
     /// Sets a destination's circuit as another worker left it.
@@ -231,13 +236,13 @@ async fn a_410_fails_the_delivery_and_disables_the_destination() {
         w.worker.deliver(&first).await.unwrap(),
         DeliveryOutcome::Failed { attempts: 1 }
     );
-    let dest = admin::get(&*w.store, "crm").await.unwrap().unwrap();
+    let dest = admin::get(&*w.store, &did("crm")).await.unwrap().unwrap();
     assert_eq!(dest.state, DestinationState::Disabled);
     assert_eq!(
         dest.reason.as_deref(),
         Some("the destination answered 410 Gone")
     );
-    let journal = admin::journal(&*w.store, "crm").await.unwrap();
+    let journal = admin::journal(&*w.store, &did("crm")).await.unwrap();
     assert!(
         journal
             .iter()
@@ -327,7 +332,7 @@ async fn a_half_open_circuit_lets_one_probe_through_and_closes_on_its_success() 
     assert!(w
         .store
         .claim_probe(
-            "crm",
+            &did("crm"),
             Millis::new(T0 - 30_000),
             Millis::new(T0 + 5_000),
             Millis::new(T0),
@@ -373,7 +378,7 @@ async fn a_destination_failing_for_too_long_is_disabled_by_the_breaker() {
         w.worker.deliver(&r).await.unwrap(),
         DeliveryOutcome::Retrying { .. }
     ));
-    let dest = admin::get(&*w.store, "crm").await.unwrap().unwrap();
+    let dest = admin::get(&*w.store, &did("crm")).await.unwrap().unwrap();
     assert_eq!(dest.state, DestinationState::Disabled);
     assert_eq!(
         dest.reason.as_deref(),
@@ -464,7 +469,7 @@ async fn a_paused_destination_defers_without_an_attempt_until_resumed() {
     ));
     assert_eq!(w.stored(&r).await.notes.len(), 1, "the same note once");
 
-    admin::update(&*w.store, "crm", "ana", "resumed", T0, |d| {
+    admin::update(&*w.store, &did("crm"), "ana", "resumed", T0, |d| {
         d.state = DestinationState::Active;
         Ok("resumed".into())
     })
@@ -526,7 +531,7 @@ async fn what_cannot_be_sent_fails_without_a_request() {
         Some("the destination was removed")
     );
     let missing = DeliveryRef {
-        destination: "crm".into(),
+        destination: did("crm"),
         ..r.clone()
     };
     assert_eq!(

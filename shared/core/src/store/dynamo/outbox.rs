@@ -10,6 +10,7 @@ use crate::domain::MessageKey;
 use crate::outbox::breaker::{Change, Circuit};
 use crate::outbox::bucket::Take;
 use crate::outbox::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
+use crate::outbox::destination::DestinationId;
 use crate::outbox::schema::*;
 use crate::outbox::store::{DueItem, OutboxStore, TokenAnswer, WorkerState};
 use crate::store::attr::{get_n, get_s, n, s};
@@ -42,12 +43,12 @@ fn worker_state(item: &Item) -> WorkerState {
 impl DynamoInbox {
     fn state_update(
         &self,
-        destination: &str,
+        destination: &DestinationId,
     ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
         self.client
             .update_item()
             .table_name(&self.table)
-            .key(PK, s(destination_pk(destination)))
+            .key(PK, s(destination_pk(destination.as_str())))
             .key(SK, s(STATE_SK))
     }
 }
@@ -191,12 +192,12 @@ impl OutboxStore for DynamoInbox {
         Ok(found)
     }
 
-    async fn worker_state(&self, destination: &str) -> Result<WorkerState, StoreError> {
+    async fn worker_state(&self, destination: &DestinationId) -> Result<WorkerState, StoreError> {
         let out = self
             .client
             .get_item()
             .table_name(&self.table)
-            .key(PK, s(destination_pk(destination)))
+            .key(PK, s(destination_pk(destination.as_str())))
             .key(SK, s(STATE_SK))
             .consistent_read(true)
             .send()
@@ -205,7 +206,11 @@ impl OutboxStore for DynamoInbox {
         Ok(out.item.as_ref().map(worker_state).unwrap_or_default())
     }
 
-    async fn take_token(&self, destination: &str, take: Take) -> Result<TokenAnswer, StoreError> {
+    async fn take_token(
+        &self,
+        destination: &DestinationId,
+        take: Take,
+    ) -> Result<TokenAnswer, StoreError> {
         let update = self
             .state_update(destination)
             .expression_attribute_names("#tat", TAT_US)
@@ -254,7 +259,7 @@ impl OutboxStore for DynamoInbox {
 
     async fn change_circuit(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         change: Change,
         now: Millis,
     ) -> Result<Option<Circuit>, StoreError> {
@@ -299,7 +304,11 @@ impl OutboxStore for DynamoInbox {
         ))
     }
 
-    async fn open_circuit(&self, destination: &str, now: Millis) -> Result<bool, StoreError> {
+    async fn open_circuit(
+        &self,
+        destination: &DestinationId,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
         let result = self
             .state_update(destination)
             .update_expression("SET #opened = :now")
@@ -324,7 +333,7 @@ impl OutboxStore for DynamoInbox {
 
     async fn claim_probe(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         opened_at: Millis,
         until: Millis,
         now: Millis,

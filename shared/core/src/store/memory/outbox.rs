@@ -10,6 +10,7 @@ use crate::domain::MessageKey;
 use crate::outbox::breaker::{Change, Circuit};
 use crate::outbox::bucket::{self, Take};
 use crate::outbox::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
+use crate::outbox::destination::DestinationId;
 use crate::outbox::schema::*;
 use crate::outbox::store::{DueItem, OutboxStore, TokenAnswer, WorkerState};
 use crate::store::attr::{get_n, get_s, n, s};
@@ -45,8 +46,8 @@ fn worker_state(item: Option<&Item>) -> WorkerState {
     }
 }
 
-fn state_key(destination: &str) -> (String, String) {
-    (destination_pk(destination), STATE_SK.to_owned())
+fn state_key(destination: &DestinationId) -> (String, String) {
+    (destination_pk(destination.as_str()), STATE_SK.to_owned())
 }
 
 impl MemoryStore {
@@ -60,7 +61,7 @@ impl MemoryStore {
     /// `UpdateItem` creates the item it updates.
     fn state_item<'a>(
         items: &'a mut std::collections::BTreeMap<(String, String), Item>,
-        destination: &str,
+        destination: &DestinationId,
     ) -> &'a mut Item {
         let (pk, sk) = state_key(destination);
         items
@@ -186,12 +187,16 @@ impl OutboxStore for MemoryStore {
             .collect()
     }
 
-    async fn worker_state(&self, destination: &str) -> Result<WorkerState, StoreError> {
+    async fn worker_state(&self, destination: &DestinationId) -> Result<WorkerState, StoreError> {
         self.up()?;
         Ok(worker_state(lock(&self.items).get(&state_key(destination))))
     }
 
-    async fn take_token(&self, destination: &str, take: Take) -> Result<TokenAnswer, StoreError> {
+    async fn take_token(
+        &self,
+        destination: &DestinationId,
+        take: Take,
+    ) -> Result<TokenAnswer, StoreError> {
         if let Take::Wait(_) = take {
             return Ok(TokenAnswer::Refused(None));
         }
@@ -214,7 +219,7 @@ impl OutboxStore for MemoryStore {
 
     async fn change_circuit(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         change: Change,
         now: Millis,
     ) -> Result<Option<Circuit>, StoreError> {
@@ -254,7 +259,11 @@ impl OutboxStore for MemoryStore {
         Ok(Some(after))
     }
 
-    async fn open_circuit(&self, destination: &str, now: Millis) -> Result<bool, StoreError> {
+    async fn open_circuit(
+        &self,
+        destination: &DestinationId,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
         self.write()?;
         let mut items = lock(&self.items);
         let item = Self::state_item(&mut items, destination);
@@ -269,7 +278,7 @@ impl OutboxStore for MemoryStore {
 
     async fn claim_probe(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         opened_at: Millis,
         until: Millis,
         now: Millis,

@@ -3,6 +3,7 @@
 use super::*;
 use crate::domain::{EventId, SourceName};
 use crate::outbox::delivery::DeliveryStatus;
+use crate::outbox::destination::did;
 use crate::outbox::schema::outbox_shard;
 
 const M: fn(i64) -> Millis = Millis::new;
@@ -17,7 +18,7 @@ fn key(id: &str) -> MessageKey {
 #[tokio::test]
 async fn deliveries_are_saved_on_their_version_and_ensured_without_overwriting() {
     let store = MemoryStore::new();
-    let mut d = OutboundDelivery::new("crm", &key("evt_1"), None, 1_000);
+    let mut d = OutboundDelivery::new(&did("crm"), &key("evt_1"), None, 1_000);
     assert_eq!(store.save_delivery(&d, None).await.unwrap(), Applied::Done);
     assert_eq!(
         store.save_delivery(&d, None).await.unwrap(),
@@ -37,10 +38,10 @@ async fn deliveries_are_saved_on_their_version_and_ensured_without_overwriting()
     assert_eq!((read.version, read.attempts), (1, 1));
 
     // An `Ensure` of a new delivery changes nothing of the existing one.
-    let fresh = OutboundDelivery::new("crm", &key("evt_1"), None, 9_000);
+    let fresh = OutboundDelivery::new(&did("crm"), &key("evt_1"), None, 9_000);
     store.ensure_delivery(&fresh).await.unwrap();
     assert_eq!(store.delivery(&d.reference()).await.unwrap(), Some(read));
-    let other = OutboundDelivery::new("crm", &key("evt_2"), None, 9_000);
+    let other = OutboundDelivery::new(&did("crm"), &key("evt_2"), None, 9_000);
     store.ensure_delivery(&other).await.unwrap();
     assert_eq!(
         store
@@ -59,7 +60,7 @@ async fn due_work_is_per_shard_oldest_first_and_bounded() {
     let mut shard = None;
     let mut saved = 0;
     for (i, created) in [(0, 3_000), (1, 1_000), (2, 2_000), (3, 9_000)] {
-        let d = OutboundDelivery::new("crm", &key(&format!("evt_{i}")), None, created);
+        let d = OutboundDelivery::new(&did("crm"), &key(&format!("evt_{i}")), None, created);
         store.save_delivery(&d, None).await.unwrap();
         saved += 1;
         shard.get_or_insert_with(|| outbox_shard(&d.reference().pk()));
@@ -81,7 +82,7 @@ async fn due_work_is_per_shard_oldest_first_and_bounded() {
         .iter()
         .all(|d| d.sk == DELIVERY_SK && d.source == "stripe"));
 
-    let mut done = OutboundDelivery::new("crm", &key("evt_1"), None, 1_000);
+    let mut done = OutboundDelivery::new(&did("crm"), &key("evt_1"), None, 1_000);
     done.status = DeliveryStatus::Delivered;
     done.delivered_at = Some(1_500);
     store.save_delivery(&done, Some(0)).await.unwrap();
@@ -97,7 +98,7 @@ async fn tokens_are_conditional_on_the_stored_tat() {
     let store = MemoryStore::new();
     let granted = store
         .take_token(
-            "crm",
+            &did("crm"),
             Take::Reset {
                 now: 10,
                 new_tat: 20,
@@ -109,7 +110,7 @@ async fn tokens_are_conditional_on_the_stored_tat() {
     assert_eq!(
         store
             .take_token(
-                "crm",
+                &did("crm"),
                 Take::Reset {
                     now: 10,
                     new_tat: 20
@@ -122,7 +123,7 @@ async fn tokens_are_conditional_on_the_stored_tat() {
     );
     let advanced = store
         .take_token(
-            "crm",
+            &did("crm"),
             Take::Advance {
                 now: 10,
                 at_most: 25,
@@ -134,51 +135,79 @@ async fn tokens_are_conditional_on_the_stored_tat() {
     assert!(matches!(advanced, TokenAnswer::Granted(s) if s.tat_us == Some(30)));
     assert_eq!(
         store
-            .take_token("crm", Take::Wait(std::time::Duration::from_secs(1)))
+            .take_token(&did("crm"), Take::Wait(std::time::Duration::from_secs(1)))
             .await
             .unwrap(),
         TokenAnswer::Refused(None),
         "a wait sends no request"
     );
-    assert_eq!(store.worker_state("crm").await.unwrap().tat_us, Some(30));
+    assert_eq!(
+        store.worker_state(&did("crm")).await.unwrap().tat_us,
+        Some(30)
+    );
 }
 
 #[tokio::test]
 async fn the_circuit_opens_once_and_one_worker_takes_the_probe() {
     let store = MemoryStore::new();
     assert_eq!(
-        store.change_circuit("crm", Change::None, M(1)).await.unwrap(),
+        store
+            .change_circuit(&did("crm"), Change::None, M(1))
+            .await
+            .unwrap(),
         None
     );
     assert!(
-        !store.claim_probe("crm", M(5), M(100), M(10)).await.unwrap(),
+        !store
+            .claim_probe(&did("crm"), M(5), M(100), M(10))
+            .await
+            .unwrap(),
         "nothing to probe: no state"
     );
     let fail = Change::Fail {
         open: false,
         disable: false,
     };
-    store.change_circuit("crm", fail, M(1)).await.unwrap();
-    let c = store.change_circuit("crm", fail, M(2)).await.unwrap().unwrap();
+    store.change_circuit(&did("crm"), fail, M(1)).await.unwrap();
+    let c = store
+        .change_circuit(&did("crm"), fail, M(2))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (c.failures, c.failing_since, c.opened_at),
         (2, Some(1), None)
     );
-    assert!(store.open_circuit("crm", M(5)).await.unwrap());
-    assert!(!store.open_circuit("crm", M(6)).await.unwrap(), "once");
+    assert!(store.open_circuit(&did("crm"), M(5)).await.unwrap());
+    assert!(
+        !store.open_circuit(&did("crm"), M(6)).await.unwrap(),
+        "once"
+    );
     assert_eq!(store.circuit_openings(), 1);
 
     assert!(
-        !store.claim_probe("crm", M(4), M(100), M(10)).await.unwrap(),
+        !store
+            .claim_probe(&did("crm"), M(4), M(100), M(10))
+            .await
+            .unwrap(),
         "another opening"
     );
-    assert!(store.claim_probe("crm", M(5), M(100), M(10)).await.unwrap());
+    assert!(store
+        .claim_probe(&did("crm"), M(5), M(100), M(10))
+        .await
+        .unwrap());
     assert!(
-        !store.claim_probe("crm", M(5), M(200), M(99)).await.unwrap(),
+        !store
+            .claim_probe(&did("crm"), M(5), M(200), M(99))
+            .await
+            .unwrap(),
         "leased"
     );
     assert!(
-        store.claim_probe("crm", M(5), M(300), M(100)).await.unwrap(),
+        store
+            .claim_probe(&did("crm"), M(5), M(300), M(100))
+            .await
+            .unwrap(),
         "lapsed"
     );
 
@@ -187,7 +216,7 @@ async fn the_circuit_opens_once_and_one_worker_takes_the_probe() {
         disable: false,
     };
     let c = store
-        .change_circuit("crm", reopened, M(400))
+        .change_circuit(&did("crm"), reopened, M(400))
         .await
         .unwrap()
         .unwrap();
@@ -197,7 +226,7 @@ async fn the_circuit_opens_once_and_one_worker_takes_the_probe() {
     );
     assert_eq!(store.circuit_openings(), 2);
     let c = store
-        .change_circuit("crm", Change::Reset, M(500))
+        .change_circuit(&did("crm"), Change::Reset, M(500))
         .await
         .unwrap()
         .unwrap();
@@ -211,7 +240,7 @@ async fn fanouts_are_read_and_closed() {
         source: key("evt_1").source,
         event_id: key("evt_1").event_id,
         event_type: None,
-        destinations: vec!["a".into()],
+        destinations: vec![did("a")],
         created_at: 1_000,
         expanded_at: None,
     };
