@@ -416,7 +416,9 @@ mod tests {
             open: true,
             disable: true,
         };
-        let cases: &[(Change, Option<Circuit>, i64, Option<i64>, &str)] = &[
+        /// The change, the circuit as counted, now, since when it disables, why.
+        type Case = (Change, Option<Circuit>, i64, Option<i64>, &'static str);
+        let cases: &[Case] = &[
             (
                 asked,
                 Some(counted(9, Some(1))),

@@ -147,7 +147,7 @@ mod tests {
         let store = Arc::new(MemoryStore::new());
         put(&store, "a");
         let cache = DestinationCache::new(store.clone(), Duration::from_secs(5));
-        assert_eq!(ids(&*cache.snapshot(T0).await.unwrap()), ["a"]);
+        assert_eq!(ids(&cache.snapshot(T0).await.unwrap()), ["a"]);
         put(&store, "b");
         let kept = cache.snapshot(T0 + 4_999).await.unwrap();
         assert_eq!(
@@ -157,7 +157,7 @@ mod tests {
         );
         assert!(kept.get(&did("a")).is_some() && kept.get(&did("b")).is_none());
         assert_eq!(
-            ids(&*cache.snapshot(T0 + 5_000).await.unwrap()),
+            ids(&cache.snapshot(T0 + 5_000).await.unwrap()),
             ["a", "b"],
             "read again at the ttl"
         );
