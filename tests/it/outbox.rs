@@ -5,13 +5,13 @@
 //! destination are in `outbox_faults`.
 
 use inbox_core::clock::{Clock, ManualClock, SystemClock};
+use inbox_core::outbox::attempt::AttemptResult;
 use inbox_core::outbox::delivery::DeliveryStatus;
 use inbox_core::outbox::destination::DestinationState;
-use inbox_core::outbox::policy::AttemptResult;
 use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::outbox::transport::{Outgoing, Transport};
-use inbox_core::outbox::worker::{DeliverConfig, DeliveryOutcome};
-use integration_tests::outbox::{key, local_transport, reference, OutboxRig};
+use inbox_core::outbox::worker::{DeliverConfig, DeliveryOutcome, Skip};
+use integration_tests::outbox::{dest_id, key, local_transport, reference, OutboxRig};
 use integration_tests::pipeline::{CounterHandler, Pipeline, TYPE};
 use integration_tests::receiver::{Answer, Receiver};
 use integration_tests::run_python;
@@ -144,10 +144,17 @@ async fn during_a_rotation_every_active_secret_signs() {
     let store = rig.store();
     let now = SystemClock.now_millis();
     let new2 = new.clone();
-    inbox_core::outbox::admin::update(&store, "crm", "test", "secret-rotated", now, move |d| {
-        d.rotate(new2, Duration::from_secs(3600), now);
-        Ok(String::new())
-    })
+    inbox_core::outbox::admin::update(
+        &store,
+        &dest_id("crm"),
+        "test",
+        "secret-rotated",
+        now,
+        move |d| {
+            d.rotate(new2, Duration::from_secs(3600), now);
+            Ok(String::new())
+        },
+    )
     .await
     .unwrap();
     let processor = rig
@@ -257,7 +264,7 @@ async fn a_429_with_retry_after_7_is_not_retried_before_7_seconds() {
         assert!(worker.deliver_due(10).await.unwrap().is_empty());
         assert_eq!(
             worker.deliver(&reference("crm", "evt_slow")).await.unwrap(),
-            DeliveryOutcome::Skipped("skipped_not_due")
+            DeliveryOutcome::Skipped(Skip::NotDue)
         );
     }
     assert_eq!(crm.count(), 1, "no attempt before 7 s");
@@ -287,13 +294,13 @@ async fn a_410_disables_the_destination_and_fails_the_delivery_with_a_notice() {
         worker.deliver(&reference("gone", "evt_a")).await.unwrap(),
         DeliveryOutcome::Failed { attempts: 1 }
     ));
-    let d = inbox_core::outbox::admin::get(&rig.store(), "gone")
+    let d = inbox_core::outbox::admin::get(&rig.store(), &dest_id("gone"))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(d.state, DestinationState::Disabled);
     assert!(d.reason.unwrap().contains("410"));
-    let journal = inbox_core::outbox::admin::journal(&rig.store(), "gone")
+    let journal = inbox_core::outbox::admin::journal(&rig.store(), &dest_id("gone"))
         .await
         .unwrap();
     assert_eq!(
@@ -495,7 +502,7 @@ async fn more_destinations_than_fit_one_transaction_are_fanned_out_by_the_delive
     // Expanding again (a retried record) adds nothing.
     assert_eq!(
         worker.expand(&key("evt_many")).await.unwrap(),
-        DeliveryOutcome::Skipped("skipped_terminal")
+        DeliveryOutcome::Skipped(Skip::Terminal)
     );
     let again = rig.pipeline.read_stream_where(|sk| sk == "OUT").await;
     assert_eq!(

@@ -5,13 +5,13 @@
 use deliver_function::http::{GuardedConnector, HttpTransport, Resolve};
 use deliver_function::ssrf::AddressPolicy;
 use inbox_core::clock::SystemClock;
+use inbox_core::outbox::attempt::AttemptResult;
 use inbox_core::outbox::breaker::{BreakerConfig, CircuitState};
 use inbox_core::outbox::delivery::DeliveryStatus;
-use inbox_core::outbox::policy::AttemptResult;
 use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::outbox::transport::{Outgoing, Transport};
 use inbox_core::outbox::worker::{DeliverConfig, DeliveryOutcome};
-use integration_tests::outbox::{reference, OutboxRig};
+use integration_tests::outbox::{dest_id, reference, OutboxRig};
 use integration_tests::receiver::{Answer, Receiver};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -271,7 +271,7 @@ async fn a_poison_destination_does_not_delay_the_others_and_its_circuit_opens() 
     }
     // Ten poison requests ran at once, each cut at 0.8 s: the pass took about one timeout, not ten.
     assert!(took < Duration::from_secs(6), "{took:?}");
-    let state = rig.store().worker_state("poison").await.unwrap();
+    let state = rig.store().worker_state(&dest_id("poison")).await.unwrap();
     assert!(state.circuit.failures >= 3, "{state:?}");
     let now = inbox_core::clock::Clock::now_millis(&SystemClock);
     assert_eq!(
@@ -333,7 +333,7 @@ async fn failing_longer_than_the_setting_disables_the_destination_with_a_metric(
     );
     assert!(
         rig.store()
-            .worker_state("down")
+            .worker_state(&dest_id("down"))
             .await
             .unwrap()
             .circuit
@@ -349,7 +349,7 @@ async fn failing_longer_than_the_setting_disables_the_destination_with_a_metric(
         matches!(probe, DeliveryOutcome::Retrying { attempt: 1, .. }),
         "{probe:?}"
     );
-    let d = inbox_core::outbox::admin::get(&rig.store(), "down")
+    let d = inbox_core::outbox::admin::get(&rig.store(), &dest_id("down"))
         .await
         .unwrap()
         .unwrap();

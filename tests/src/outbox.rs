@@ -11,7 +11,7 @@ use inbox_core::domain::{EventId, MessageKey, SourceName};
 use inbox_core::outbox::admin;
 use inbox_core::outbox::cache::DestinationCache;
 use inbox_core::outbox::delivery::{DeliveryRef, OutboundDelivery};
-use inbox_core::outbox::destination::{Destination, SecretText};
+use inbox_core::outbox::destination::{Destination, DestinationId, SecretText};
 use inbox_core::outbox::fanout::Outbox;
 use inbox_core::outbox::pattern::Pattern;
 use inbox_core::outbox::queue::SqsOutboxQueues;
@@ -79,7 +79,7 @@ impl OutboxRig {
             .map(|p| Pattern::parse(p).expect("pattern"))
             .collect();
         let mut d = Destination::new(
-            id,
+            &dest_id(id),
             url,
             patterns,
             Some(SecretText::generate()),
@@ -192,7 +192,7 @@ impl OutboxRig {
                 .put_if_absent(&message)
                 .await
                 .expect("store the event");
-            let d = OutboundDelivery::new(destination, &key(&id), None, now);
+            let d = OutboundDelivery::new(&dest_id(destination), &key(&id), None, now);
             store
                 .save_delivery(&d, None)
                 .await
@@ -241,13 +241,18 @@ pub fn local_transport() -> HttpTransport {
 /// The delivery of `stripe`/`event_id` to `destination`.
 pub fn reference(destination: &str, event_id: &str) -> DeliveryRef {
     DeliveryRef {
-        destination: destination.to_owned(),
+        destination: dest_id(destination),
         source: SourceName::parse("stripe").expect("source"),
         event_id: EventId::parse(event_id).expect("event id"),
     }
 }
 
 /// The key of a `stripe` event.
+/// A destination id the tests name.
+pub fn dest_id(id: &str) -> DestinationId {
+    DestinationId::parse(id).expect("a valid destination id")
+}
+
 pub fn key(event_id: &str) -> MessageKey {
     MessageKey::new(
         SourceName::parse("stripe").expect("source"),

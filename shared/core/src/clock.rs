@@ -1,7 +1,72 @@
-//! The clock: every rule that depends on time takes a [`Clock`], so tests can pin it.
+//! The clock: every rule that depends on time takes a [`Clock`], so tests can pin it; and
+//! [`Millis`], the one unit of a point in time at the storage boundary (stored times are
+//! milliseconds since the epoch; DynamoDB's TTL attributes, in seconds, are derived from it).
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A point in time: milliseconds since the Unix epoch. A number on the wire and in the table (the
+/// same one the plain `i64`s it replaces held); seconds only where a TTL is written ([`Self::as_secs`]).
+///
+/// Not `jiff::Timestamp`: that one counts nanoseconds and serializes as text, while every stored
+/// time here is an integer of milliseconds compared by DynamoDB conditions; this wraps exactly that.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct Millis(i64);
+
+impl Millis {
+    /// `ms` milliseconds since the epoch.
+    pub const fn new(ms: i64) -> Self {
+        Self(ms)
+    }
+
+    /// `secs` whole seconds since the epoch.
+    pub const fn from_secs(secs: i64) -> Self {
+        Self(secs.saturating_mul(1000))
+    }
+
+    /// Milliseconds since the epoch.
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+
+    /// Whole seconds since the epoch, rounded down (also before it): a TTL attribute's value.
+    pub const fn as_secs(self) -> i64 {
+        self.0.div_euclid(1000)
+    }
+
+    /// `d` later (saturating).
+    pub fn plus(self, d: Duration) -> Self {
+        Self(
+            self.0
+                .saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+        )
+    }
+}
+
+impl From<i64> for Millis {
+    fn from(ms: i64) -> Self {
+        Self(ms)
+    }
+}
+
+impl std::fmt::Display for Millis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ms", self.0)
+    }
+}
 
 /// A source of the current time in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync {
@@ -11,6 +76,11 @@ pub trait Clock: Send + Sync {
     /// Whole seconds since the Unix epoch (rounded down).
     fn now_secs(&self) -> i64 {
         self.now_millis().div_euclid(1000)
+    }
+
+    /// Now, as a [`Millis`].
+    fn now(&self) -> Millis {
+        Millis(self.now_millis())
     }
 }
 
@@ -83,6 +153,31 @@ mod tests {
             -1,
             "seconds round down, also before the epoch"
         );
+    }
+
+    #[test]
+    fn millis_convert_to_seconds_and_serialize_as_the_number() {
+        let t = Millis::new(1_700_000_001_999);
+        assert_eq!((t.get(), t.as_secs()), (1_700_000_001_999, 1_700_000_001));
+        assert_eq!(
+            Millis::new(-1).as_secs(),
+            -1,
+            "rounded down before the epoch too"
+        );
+        assert_eq!(Millis::from_secs(2), Millis::new(2_000));
+        assert_eq!(
+            t.plus(Duration::from_millis(1)),
+            Millis::new(1_700_000_002_000)
+        );
+        assert_eq!(
+            Millis::new(i64::MAX - 1).plus(Duration::MAX),
+            Millis::new(i64::MAX)
+        );
+        assert!(Millis::new(1) < Millis::new(2));
+        assert_eq!(serde_json::to_string(&t).unwrap(), "1700000001999");
+        assert_eq!(serde_json::from_str::<Millis>("5").unwrap(), Millis::new(5));
+        assert_eq!(ManualClock::at_millis(7).now(), Millis::new(7));
+        assert_eq!(t.to_string(), "1700000001999 ms");
     }
 
     #[test]

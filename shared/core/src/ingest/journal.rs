@@ -10,11 +10,12 @@
 //! worst case, `super::WORST_CASE`).
 
 use super::Ingestor;
-use crate::clock::Clock;
+use crate::clock::{Clock, Millis};
 use crate::domain::BodyDigest;
 use crate::store::{
     Delivery, DeliveryCount, Inbox, NewMessage, StoreError, MAX_JOURNALED_DELIVERIES,
 };
+use std::time::Duration;
 
 /// How long after a request arrived its duplicate bookkeeping may still start a store request
 /// (by default: [`Ingestor::with_journal_budget`]).
@@ -30,7 +31,8 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
     ) -> Result<Option<u64>, StoreError> {
         let received = message.received_at_ms;
         let in_time = || self.clock.now_millis().saturating_sub(received) <= self.journal_budget_ms;
-        let expires_at_secs = received.div_euclid(1000) + i64::from(self.retention_days) * 86_400;
+        let expires_at = Millis::new(received)
+            .plus(Duration::from_secs(u64::from(self.retention_days) * 86_400));
         let mut expected = None;
         let mut counted = None;
         // Each conflict means another delivery was counted meanwhile: past the journal's bound,
@@ -41,7 +43,7 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
             }
             match self
                 .store
-                .count_delivery(&message.key, expected, received, expires_at_secs)
+                .count_delivery(&message.key, expected, Millis::new(received), expires_at)
                 .await?
             {
                 DeliveryCount::Counted(n) => {
@@ -89,7 +91,7 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
             body_differs,
             differing_body: body_differs.then_some(body),
             headers,
-            expires_at_secs,
+            expires_at_secs: expires_at.as_secs(),
         };
         self.store.journal_delivery(&delivery).await?;
         Ok(Some(n))

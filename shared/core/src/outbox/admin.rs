@@ -3,7 +3,7 @@
 //! a journal item naming who changed what (never a secret). Used by `inboxctl dest …` and by the
 //! deliver function (a 410, the circuit breaker).
 
-use super::destination::{Destination, DestinationError, JournalEntry};
+use super::destination::{Destination, DestinationError, DestinationId, JournalEntry};
 use super::schema::*;
 use crate::store::attr::{n, s};
 use crate::store::schema::{PK, SK, VERSION};
@@ -26,8 +26,13 @@ pub enum AdminError {
 }
 
 /// One destination.
-pub async fn get<S: ItemStore>(store: &S, id: &str) -> Result<Option<Destination>, AdminError> {
-    let item = store.get_item(DESTINATIONS_PK, &destination_sk(id)).await?;
+pub async fn get<S: ItemStore>(
+    store: &S,
+    id: &DestinationId,
+) -> Result<Option<Destination>, AdminError> {
+    let item = store
+        .get_item(DESTINATIONS_PK, &destination_sk(id.as_str()))
+        .await?;
     Ok(item.map(Destination::from_item).transpose()?)
 }
 
@@ -66,7 +71,7 @@ pub async fn add<S: ItemWriter>(
     ];
     match store.commit(effects).await? {
         Applied::Done => Ok(()),
-        _ => Err(AdminError::Exists(d.id.clone())),
+        _ => Err(AdminError::Exists(d.id.to_string())),
     }
 }
 
@@ -74,14 +79,14 @@ pub async fn add<S: ItemWriter>(
 /// the result is validated (URLs as stored are kept) and written if nobody changed it meanwhile.
 pub async fn update<S: ItemStore + ItemWriter>(
     store: &S,
-    id: &str,
+    id: &DestinationId,
     actor: &str,
     action: &str,
     now: i64,
     change: impl FnOnce(&mut Destination) -> Result<String, DestinationError>,
 ) -> Result<Destination, AdminError> {
     let Some(mut d) = get(store, id).await? else {
-        return Err(AdminError::Missing(id.to_owned()));
+        return Err(AdminError::Missing(id.to_string()));
     };
     let version = d.version;
     let detail = change(&mut d)?;
@@ -99,7 +104,7 @@ pub async fn update<S: ItemStore + ItemWriter>(
             d.version = version + 1;
             Ok(d)
         }
-        _ => Err(AdminError::Conflict(id.to_owned())),
+        _ => Err(AdminError::Conflict(id.to_string())),
     }
 }
 
@@ -108,17 +113,17 @@ pub async fn update<S: ItemStore + ItemWriter>(
 pub async fn remove<S: ItemStore + ItemWriter>(
     store: &S,
     table: &str,
-    id: &str,
+    id: &DestinationId,
     actor: &str,
     now: i64,
 ) -> Result<(), AdminError> {
     let Some(d) = get(store, id).await? else {
-        return Err(AdminError::Missing(id.to_owned()));
+        return Err(AdminError::Missing(id.to_string()));
     };
     let delete = Delete::builder()
         .table_name(table)
         .key(PK, s(DESTINATIONS_PK))
-        .key(SK, s(destination_sk(id)))
+        .key(SK, s(destination_sk(id.as_str())))
         .condition_expression("#version = :v")
         .expression_attribute_names("#version", VERSION)
         .expression_attribute_values(":v", n(d.version as i64))
@@ -134,13 +139,18 @@ pub async fn remove<S: ItemStore + ItemWriter>(
     ];
     match store.commit(effects).await? {
         Applied::Done => Ok(()),
-        _ => Err(AdminError::Conflict(id.to_owned())),
+        _ => Err(AdminError::Conflict(id.to_string())),
     }
 }
 
 /// A destination's journal, oldest first.
-pub async fn journal<S: ItemStore>(store: &S, id: &str) -> Result<Vec<JournalEntry>, AdminError> {
-    let items = store.query_items(&destination_pk(id), LOG_PREFIX).await?;
+pub async fn journal<S: ItemStore>(
+    store: &S,
+    id: &DestinationId,
+) -> Result<Vec<JournalEntry>, AdminError> {
+    let items = store
+        .query_items(&destination_pk(id.as_str()), LOG_PREFIX)
+        .await?;
     items
         .into_iter()
         .map(|i| {
@@ -153,13 +163,14 @@ pub async fn journal<S: ItemStore>(store: &S, id: &str) -> Result<Vec<JournalEnt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outbox::destination::did;
     use crate::outbox::destination::DestinationState;
     use crate::outbox::pattern::Pattern;
     use crate::store::memory::MemoryStore;
 
     fn dest() -> Destination {
         Destination::new(
-            "crm",
+            &did("crm"),
             "https://crm.example.com/h",
             vec![Pattern::parse("*").unwrap()],
             None,
@@ -176,13 +187,13 @@ mod tests {
             Err(AdminError::Exists(_))
         ));
         let mut bad = dest();
-        bad.id = "other".into();
+        bad.id = did("other");
         bad.url = "http://x.example/".into();
         assert!(matches!(
             add(&store, &bad, "ana", false).await,
             Err(AdminError::Destination(_))
         ));
-        let d = update(&store, "crm", "bob", "paused", 5, |d| {
+        let d = update(&store, &did("crm"), "bob", "paused", 5, |d| {
             d.state = DestinationState::Paused;
             d.reason = Some("maintenance".into());
             Ok("maintenance".into())
@@ -190,21 +201,21 @@ mod tests {
         .await
         .unwrap();
         assert_eq!((d.state, d.version), (DestinationState::Paused, 1));
-        let stored = get(&store, "crm").await.unwrap().unwrap();
+        let stored = get(&store, &did("crm")).await.unwrap().unwrap();
         assert_eq!(
             (stored.state, stored.version, stored.updated_at),
             (DestinationState::Paused, 1, 5)
         );
-        let refused = update(&store, "crm", "bob", "x", 6, |_| {
+        let refused = update(&store, &did("crm"), "bob", "x", 6, |_| {
             Err(DestinationError::Invalid("no".into()))
         })
         .await;
         assert!(matches!(refused, Err(AdminError::Destination(_))));
         assert!(matches!(
-            update(&store, "nope", "bob", "x", 6, |_| Ok(String::new())).await,
+            update(&store, &did("nope"), "bob", "x", 6, |_| Ok(String::new())).await,
             Err(AdminError::Missing(_))
         ));
-        let log = journal(&store, "crm").await.unwrap();
+        let log = journal(&store, &did("crm")).await.unwrap();
         let actions: Vec<_> = log
             .iter()
             .map(|e| (e.actor.as_str(), e.action.as_str()))

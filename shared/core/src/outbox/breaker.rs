@@ -1,6 +1,7 @@
 //! The per-destination circuit breaker, pure: the shared state ([`Circuit`], kept on the
-//! destination's state item), whether to send now ([`admit`]) and what an attempt's result does to
-//! it ([`after`]).
+//! destination's state item), whether to send now ([`admit`]), what an attempt's result does to
+//! it ([`after`]), and what the worker does once the store has counted it: open the circuit
+//! ([`opens_on_count`]) or disable the destination ([`disable_since`]).
 //!
 //! Closed: every delivery is sent. After `failures` consecutive failures (5xx, 408, timeouts,
 //! connection errors; not 429 nor other 4xx, which say the destination is up) it opens: nothing is
@@ -149,6 +150,42 @@ pub fn after(cfg: &BreakerConfig, c: &Circuit, verdict: Verdict, now: i64) -> Ch
             Change::Fail { open, disable }
         }
     }
+}
+
+/// Whether the worker whose failure the store counted (`change`, which did not itself open the
+/// circuit) opens it: the circuit as counted (`counted`) is still closed and its count reached the
+/// threshold. Workers that failed at once each counted on the state they had read, so several may
+/// see the threshold; the store's open is conditional on a closed circuit, so one of them opens it.
+pub fn opens_on_count(cfg: &BreakerConfig, change: Change, counted: Option<&Circuit>) -> bool {
+    matches!(change, Change::Fail { open: false, .. })
+        && counted.is_some_and(|c| c.opened_at.is_none() && c.failures >= cfg.failures.max(1))
+}
+
+/// Whether the destination is disabled after `change` at `now`, and since when it has been
+/// failing: asked by [`after`] (`disable`), or the circuit as counted is open and its run of
+/// failures is at least `disable_after` old. `read` is the circuit the worker read before, for
+/// when the answer did not carry `failing_since`.
+pub fn disable_since(
+    cfg: &BreakerConfig,
+    read: &Circuit,
+    change: Change,
+    counted: Option<&Circuit>,
+    now: i64,
+) -> Option<i64> {
+    let disable = match (change, counted) {
+        (Change::Fail { disable: true, .. }, _) => true,
+        (Change::Fail { .. }, Some(c)) => {
+            c.opened_at.is_some()
+                && now.saturating_sub(c.failing_since.unwrap_or(now)) >= millis(cfg.disable_after)
+        }
+        _ => false,
+    };
+    disable.then(|| {
+        counted
+            .and_then(|c| c.failing_since)
+            .or(read.failing_since)
+            .unwrap_or(now)
+    })
 }
 
 fn millis(d: Duration) -> i64 {
@@ -309,5 +346,129 @@ mod tests {
         // 429s and SSRF refusals change nothing.
         assert_eq!(after(&cfg, &c, Verdict::Neutral, 3_600_000), Change::None);
         assert_eq!(CircuitState::HalfOpen.as_str(), "half-open");
+    }
+
+    const COUNT: Change = Change::Fail {
+        open: false,
+        disable: false,
+    };
+    const OPEN: Change = Change::Fail {
+        open: true,
+        disable: false,
+    };
+
+    fn counted(failures: u32, opened_at: Option<i64>) -> Circuit {
+        Circuit {
+            failures,
+            failing_since: Some(1_000),
+            opened_at,
+            probe_until: None,
+        }
+    }
+
+    #[test]
+    fn the_worker_whose_count_reaches_the_threshold_opens() {
+        let cfg = cfg();
+        let cases: &[(Change, Option<Circuit>, bool, &str)] = &[
+            (COUNT, Some(counted(2, None)), false, "below the threshold"),
+            (COUNT, Some(counted(3, None)), true, "reached it"),
+            (
+                COUNT,
+                Some(counted(4, None)),
+                true,
+                "another worker's count came first, still closed",
+            ),
+            (
+                COUNT,
+                Some(counted(4, Some(2_000))),
+                false,
+                "already opened by another worker",
+            ),
+            (
+                OPEN,
+                Some(counted(3, Some(3_000))),
+                false,
+                "the change itself opened it",
+            ),
+            (Change::Reset, Some(counted(0, None)), false, "a success"),
+            (Change::None, None, false, "nothing written"),
+            (COUNT, None, false, "no answer"),
+        ];
+        for (change, c, opens, why) in cases {
+            assert_eq!(opens_on_count(&cfg, *change, c.as_ref()), *opens, "{why}");
+        }
+        let never = BreakerConfig { failures: 0, ..cfg };
+        assert!(
+            opens_on_count(&never, COUNT, Some(&counted(1, None))),
+            "a threshold of 0 counts as 1"
+        );
+    }
+
+    #[test]
+    fn failing_too_long_disables() {
+        let cfg = cfg(); // disable_after: 1 h
+        let hour = 3_600_000;
+        let read = Circuit {
+            failing_since: Some(500),
+            ..Circuit::default()
+        };
+        let asked = Change::Fail {
+            open: true,
+            disable: true,
+        };
+        /// The change, the circuit as counted, now, since when it disables, why.
+        type Case = (Change, Option<Circuit>, i64, Option<i64>, &'static str);
+        let cases: &[Case] = &[
+            (
+                asked,
+                Some(counted(9, Some(1))),
+                2_000,
+                Some(1_000),
+                "asked by after()",
+            ),
+            (
+                asked,
+                None,
+                2_000,
+                Some(500),
+                "asked, no answer: since as read",
+            ),
+            (
+                COUNT,
+                Some(counted(9, Some(1))),
+                1_000 + hour,
+                Some(1_000),
+                "open and an hour old",
+            ),
+            (
+                COUNT,
+                Some(counted(9, Some(1))),
+                999 + hour,
+                None,
+                "open, not yet an hour",
+            ),
+            (
+                COUNT,
+                Some(counted(9, None)),
+                1_000 + 2 * hour,
+                None,
+                "closed: never disabled",
+            ),
+            (
+                Change::Reset,
+                Some(counted(0, Some(1))),
+                1_000 + hour,
+                None,
+                "a success",
+            ),
+            (Change::None, None, 1_000 + hour, None, "neutral"),
+        ];
+        for (change, c, now, since, why) in cases {
+            assert_eq!(
+                disable_since(&cfg, &read, *change, c.as_ref(), *now),
+                *since,
+                "{why}"
+            );
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! deliver function to send. A change made by `inboxctl dest …` therefore reaches the functions
 //! within that time (5 s by default); the deliver function re-reads at once after a conflict.
 
-use super::destination::Destination;
+use super::destination::{Destination, DestinationId};
 use super::sign::Signer;
 use crate::store::{ItemStore, StoreError};
 use std::sync::{Arc, Mutex};
@@ -25,8 +25,8 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn get(&self, id: &str) -> Option<&Arc<Loaded>> {
-        self.destinations.iter().find(|d| d.destination.id == id)
+    pub fn get(&self, id: &DestinationId) -> Option<&Arc<Loaded>> {
+        self.destinations.iter().find(|d| d.destination.id == *id)
     }
 }
 
@@ -108,4 +108,106 @@ pub async fn load<S: ItemStore>(store: &S, now: i64) -> Result<Snapshot, StoreEr
         read_at: now,
         destinations,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outbox::destination::did;
+    use crate::outbox::destination::SigningSecret;
+    use crate::outbox::pattern::Pattern;
+    use crate::outbox::schema::{destination_sk, DESTINATIONS_PK};
+    use crate::store::attr::s;
+    use crate::store::memory::MemoryStore;
+    use crate::store::Item;
+
+    const T0: i64 = 1_700_000_000_000;
+
+    fn put(store: &MemoryStore, id: &str) -> Destination {
+        let d = Destination::new(
+            &did(id),
+            "https://x.example/h",
+            vec![Pattern::parse("*").unwrap()],
+            None,
+            T0,
+        );
+        store.put_item(d.to_item().unwrap());
+        d
+    }
+
+    fn ids(s: &Snapshot) -> Vec<&str> {
+        s.destinations
+            .iter()
+            .map(|d| d.destination.id.as_str())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_copy_is_kept_for_its_ttl_and_dropped_on_demand() {
+        let store = Arc::new(MemoryStore::new());
+        put(&store, "a");
+        let cache = DestinationCache::new(store.clone(), Duration::from_secs(5));
+        assert_eq!(ids(&cache.snapshot(T0).await.unwrap()), ["a"]);
+        put(&store, "b");
+        let kept = cache.snapshot(T0 + 4_999).await.unwrap();
+        assert_eq!(
+            (ids(&kept), kept.read_at),
+            (vec!["a"], T0),
+            "within the ttl"
+        );
+        assert!(kept.get(&did("a")).is_some() && kept.get(&did("b")).is_none());
+        assert_eq!(
+            ids(&cache.snapshot(T0 + 5_000).await.unwrap()),
+            ["a", "b"],
+            "read again at the ttl"
+        );
+        put(&store, "c");
+        assert_eq!(
+            cache.snapshot(T0 + 1_000).await.unwrap().destinations.len(),
+            3,
+            "a copy from the future (the clock moved back) is read again"
+        );
+        put(&store, "d");
+        assert_eq!(
+            cache.snapshot(T0 + 1_001).await.unwrap().destinations.len(),
+            3
+        );
+        cache.invalidate();
+        assert_eq!(
+            cache.snapshot(T0 + 1_001).await.unwrap().destinations.len(),
+            4
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_row_is_skipped_and_no_active_secret_means_no_signer() {
+        let store = MemoryStore::new();
+        put(&store, "a");
+        store.put_item(Item::from([
+            ("pk".to_string(), s(DESTINATIONS_PK)),
+            ("sk".to_string(), s(destination_sk("broken"))),
+            ("url".to_string(), s("https://x.example/h")),
+        ]));
+        let mut expired = put(&store, "expired");
+        expired.secrets = vec![SigningSecret {
+            expires_at: Some(T0 + 10),
+            ..expired.secrets[0].clone()
+        }];
+        store.put_item(expired.to_item().unwrap());
+        let snapshot = load(&store, T0 + 10).await.unwrap();
+        assert_eq!(
+            ids(&snapshot),
+            ["a", "expired"],
+            "the broken row is skipped"
+        );
+        assert!(snapshot.get(&did("a")).unwrap().signer.is_some());
+        assert!(snapshot.get(&did("expired")).unwrap().signer.is_none());
+        assert!(load(&store, T0 + 9)
+            .await
+            .unwrap()
+            .get(&did("expired"))
+            .unwrap()
+            .signer
+            .is_some());
+    }
 }

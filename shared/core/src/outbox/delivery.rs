@@ -2,6 +2,7 @@
 //! represents it (one per (destination, event): its key is the dedupe, see [`super::schema`]),
 //! and the fan-out item of an event with more destinations than fit its transaction.
 
+use super::destination::DestinationId;
 use super::schema::*;
 use crate::domain::{EventId, EventType, MessageKey, SourceName};
 use crate::store::attr::{n, s};
@@ -82,7 +83,7 @@ pub struct Note {
 /// A delivery item, read back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutboundDelivery {
-    pub destination: String,
+    pub destination: DestinationId,
     pub source: SourceName,
     pub event_id: EventId,
     #[serde(default)]
@@ -119,7 +120,7 @@ pub struct OutboundDelivery {
 /// Which delivery: the queue message body and the identity of a delivery.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DeliveryRef {
-    pub destination: String,
+    pub destination: DestinationId,
     pub source: SourceName,
     pub event_id: EventId,
 }
@@ -130,7 +131,7 @@ impl DeliveryRef {
     }
 
     pub fn pk(&self) -> String {
-        delivery_pk(&self.destination, &self.key())
+        delivery_pk(self.destination.as_str(), &self.key())
     }
 }
 
@@ -147,17 +148,17 @@ impl std::fmt::Display for DeliveryRef {
 impl OutboundDelivery {
     /// A new delivery of `key` (of `event_type`) to `destination`, created at `now`.
     pub fn new(
-        destination: &str,
+        destination: &DestinationId,
         key: &MessageKey,
         event_type: Option<EventType>,
         now: i64,
     ) -> Self {
         Self {
-            destination: destination.to_owned(),
+            destination: destination.clone(),
             source: key.source.clone(),
             event_id: key.event_id.clone(),
             event_type,
-            webhook_id: webhook_id(destination, key),
+            webhook_id: webhook_id(destination.as_str(), key),
             status: DeliveryStatus::Pending,
             attempts: 0,
             created_at: now,
@@ -220,7 +221,7 @@ impl OutboundDelivery {
     /// The item: every field, the keys, and the open-index attributes while not terminal.
     pub fn to_item(&self) -> Result<Item, serde_dynamo::Error> {
         let mut item: Item = serde_dynamo::to_item(self)?;
-        let pk = delivery_pk(&self.destination, &self.key());
+        let pk = delivery_pk(self.destination.as_str(), &self.key());
         match self.due_at() {
             Some(due) => {
                 item.insert(OPEN_SHARD.into(), s(outbox_shard(&pk)));
@@ -258,7 +259,7 @@ pub struct FanoutItem {
     #[serde(default)]
     pub event_type: Option<EventType>,
     /// The destination ids matched when the event became terminal.
-    pub destinations: Vec<String>,
+    pub destinations: Vec<DestinationId>,
     pub created_at: i64,
     /// Set once every delivery exists.
     #[serde(default)]
@@ -299,6 +300,7 @@ impl FanoutItem {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outbox::destination::did;
     use crate::store::attr::{get_n, get_s};
 
     fn key() -> MessageKey {
@@ -310,7 +312,7 @@ mod tests {
 
     #[test]
     fn items_carry_keys_and_the_open_index_while_open() {
-        let mut d = OutboundDelivery::new("crm", &key(), None, 1_000);
+        let mut d = OutboundDelivery::new(&did("crm"), &key(), None, 1_000);
         let item = d.to_item().unwrap();
         assert_eq!(get_s(&item, "pk"), Some("OUT#crm#stripe#evt_1"));
         assert_eq!(get_s(&item, "sk"), Some("OUT"));
@@ -337,7 +339,7 @@ mod tests {
         assert_eq!(get_n(&done, "open_due"), Some(8_000));
         // Every attribute of a new delivery is still there once it is done: an `Ensure` of the
         // new one would change nothing.
-        let fresh = OutboundDelivery::new("crm", &key(), None, 1_000)
+        let fresh = OutboundDelivery::new(&did("crm"), &key(), None, 1_000)
             .to_item()
             .unwrap();
         assert!(
@@ -358,7 +360,7 @@ mod tests {
 
     #[test]
     fn the_journal_is_bounded() {
-        let mut d = OutboundDelivery::new("crm", &key(), None, 0);
+        let mut d = OutboundDelivery::new(&did("crm"), &key(), None, 0);
         for i in 0..(MAX_JOURNAL as u32 + 5) {
             d.journal_attempt(AttemptRecord {
                 at: i64::from(i),
@@ -380,7 +382,7 @@ mod tests {
             source: key().source,
             event_id: key().event_id,
             event_type: None,
-            destinations: vec!["a".into(), "b".into()],
+            destinations: vec![did("a"), did("b")],
             created_at: 1_000,
             expanded_at: None,
         };

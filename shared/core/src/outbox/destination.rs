@@ -107,7 +107,7 @@ impl DestinationState {
 /// A destination as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Destination {
-    pub id: String,
+    pub id: DestinationId,
     pub url: String,
     pub patterns: Vec<Pattern>,
     /// Newest first.
@@ -135,6 +135,70 @@ pub enum DestinationError {
     Invalid(String),
     #[error("a stored destination could not be read: {0}")]
     Corrupt(String),
+}
+
+/// A destination's id, parsed once ([`check_id`]): lower-case letters, digits, `-`, `_`, starting
+/// with a letter or digit, at most [`MAX_ID_LEN`] bytes. The plain string on the wire and in the
+/// table; reading one that is not valid fails there.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct DestinationId(String);
+
+impl DestinationId {
+    /// Parses an id.
+    pub fn parse(id: &str) -> Result<Self, DestinationError> {
+        check_id(id)?;
+        Ok(Self(id.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for DestinationId {
+    type Error = DestinationError;
+    fn try_from(id: String) -> Result<Self, Self::Error> {
+        check_id(&id)?;
+        Ok(Self(id))
+    }
+}
+
+impl From<DestinationId> for String {
+    fn from(id: DestinationId) -> Self {
+        id.0
+    }
+}
+
+impl std::str::FromStr for DestinationId {
+    type Err = DestinationError;
+    fn from_str(id: &str) -> Result<Self, Self::Err> {
+        Self::parse(id)
+    }
+}
+
+impl fmt::Display for DestinationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for DestinationId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for DestinationId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for DestinationId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
 }
 
 /// Checks a destination id: lower-case letters, digits, `-`, `_`, starting with a letter or digit.
@@ -187,14 +251,14 @@ pub fn check_url(url: &str, allow_http: bool) -> Result<(), DestinationError> {
 impl Destination {
     /// A new, active destination with the defaults; `secret` generated when not given.
     pub fn new(
-        id: &str,
+        id: &DestinationId,
         url: &str,
         patterns: Vec<Pattern>,
         secret: Option<SecretText>,
         now: i64,
     ) -> Self {
         Self {
-            id: id.to_owned(),
+            id: id.clone(),
             url: url.to_owned(),
             patterns,
             secrets: vec![SigningSecret {
@@ -217,7 +281,6 @@ impl Destination {
 
     /// Checks every field (`allow_http`: accept `http://` URLs, for local use).
     pub fn validate(&self, allow_http: bool) -> Result<(), DestinationError> {
-        check_id(&self.id)?;
         check_url(&self.url, allow_http)?;
         let invalid = |s: String| Err(DestinationError::Invalid(s));
         if self.patterns.is_empty() {
@@ -289,7 +352,10 @@ impl Destination {
         let mut item: Item =
             serde_dynamo::to_item(self).map_err(|e| DestinationError::Corrupt(e.to_string()))?;
         item.insert(crate::store::schema::PK.into(), s(DESTINATIONS_PK));
-        item.insert(crate::store::schema::SK.into(), s(destination_sk(&self.id)));
+        item.insert(
+            crate::store::schema::SK.into(),
+            s(destination_sk(self.id.as_str())),
+        );
         item.insert(crate::store::schema::KIND.into(), s(KIND_DESTINATION));
         Ok(item)
     }
@@ -325,10 +391,13 @@ impl JournalEntry {
     }
 
     /// The journal item of destination `id`.
-    pub fn to_item(&self, id: &str) -> Result<Item, DestinationError> {
+    pub fn to_item(&self, id: &DestinationId) -> Result<Item, DestinationError> {
         let mut item: Item =
             serde_dynamo::to_item(self).map_err(|e| DestinationError::Corrupt(e.to_string()))?;
-        item.insert(crate::store::schema::PK.into(), s(destination_pk(id)));
+        item.insert(
+            crate::store::schema::PK.into(),
+            s(destination_pk(id.as_str())),
+        );
         item.insert(
             crate::store::schema::SK.into(),
             s(log_sk(self.at, &uuid::Uuid::new_v4())),
@@ -340,3 +409,9 @@ impl JournalEntry {
 
 #[cfg(test)]
 mod tests;
+
+/// A destination id for tests (panics on an invalid one).
+#[cfg(test)]
+pub(crate) fn did(id: &str) -> DestinationId {
+    DestinationId::parse(id).unwrap()
+}

@@ -16,7 +16,7 @@
 
 use super::cache::DestinationCache;
 use super::delivery::{FanoutItem, OutboundDelivery};
-use super::destination::DestinationState;
+use super::destination::{DestinationId, DestinationState};
 use crate::domain::Status;
 use crate::message::StoredMessage;
 use crate::store::{Effect, ItemStore, StoreError};
@@ -69,7 +69,7 @@ impl<S: ItemStore> Outbox<S> {
 /// The fan-out writes for `message` given the active destinations that want it (pure).
 pub fn plan(
     message: &StoredMessage,
-    matched: Vec<String>,
+    matched: Vec<DestinationId>,
     room: usize,
     now: i64,
 ) -> Result<Vec<Effect>, FanoutError> {
@@ -120,7 +120,7 @@ impl<S: ItemStore> Fanout for Outbox<S> {
             }
             let snapshot = self.destinations.snapshot(now).await?;
             let event_type = message.event_type.as_ref().map(|t| t.as_str());
-            let matched: Vec<String> = snapshot
+            let matched: Vec<DestinationId> = snapshot
                 .destinations
                 .iter()
                 .map(|l| &l.destination)

@@ -9,14 +9,17 @@
 //! - [`delivery`], [`schema`], [`store`]: delivery items, the table layout, the storage capability.
 //! - Pure policies, each with an injectable time and random draw: [`schedule`] (retry schedule,
 //!   jitter, `Retry-After`), [`bucket`] (the shared token bucket), [`breaker`] (the circuit
-//!   breaker), [`policy`] (what an attempt's result means).
+//!   breaker), [`attempt`] (what an attempt came back with and what that means for the delivery).
 //! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `sweep` (the scheduled sweep,
 //!   fan-out expansion), [`batch`] (stream and queue batches), [`queue`], [`sign`], [`transport`]
 //!   (the capability the deliver function's SSRF-guarded HTTP client implements), [`cache`].
+//! - [`resend`]: the operator's resends (retry a delivery, replay an event), for `inboxctl` and
+//!   the tests.
 //!
 //! The contract a receiver relies on is in the README ("Outbound delivery").
 
 pub mod admin;
+pub mod attempt;
 pub mod batch;
 pub mod breaker;
 pub mod bucket;
@@ -24,11 +27,10 @@ pub mod cache;
 pub mod delivery;
 pub mod destination;
 pub mod fanout;
-pub mod ops;
 pub mod pattern;
-pub mod policy;
 pub mod queue;
 mod record;
+pub mod resend;
 pub mod schedule;
 pub mod schema;
 pub mod sign;

@@ -4,6 +4,7 @@
 //! and in-memory implementations.
 
 use super::delivery::DeliveryRef;
+use super::destination::DestinationId;
 use crate::domain::{EventId, EventType, SourceName};
 use crate::queue::{sqs, QueueError};
 use serde::{Deserialize, Serialize};
@@ -27,7 +28,7 @@ pub enum Work {
 /// The notice of a failed delivery.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeliveryNotice {
-    pub destination: String,
+    pub destination: DestinationId,
     pub source: SourceName,
     pub event_id: EventId,
     #[serde(default)]
@@ -145,11 +146,12 @@ impl<T: OutboxQueues> OutboxQueues for std::sync::Arc<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outbox::destination::did;
 
     #[test]
     fn work_messages_are_small_tagged_json() {
         let w = Work::Delivery(DeliveryRef {
-            destination: "crm".into(),
+            destination: did("crm"),
             source: SourceName::parse("stripe").unwrap(),
             event_id: EventId::parse("evt_1").unwrap(),
         });

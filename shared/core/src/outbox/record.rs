@@ -3,18 +3,18 @@
 //! failure notice), a deferral without an attempt, a failure without an attempt.
 
 use super::admin;
-use super::breaker::{self, Change};
+use super::attempt::{self, AttemptResult};
+use super::breaker;
 use super::cache::Loaded;
 use super::delivery::{
     AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery, BODY_HEAD_BYTES,
 };
-use super::destination::{DestinationError, DestinationState};
-use super::policy::{self, AttemptResult};
+use super::destination::{DestinationError, DestinationId, DestinationState};
 use super::queue::{DeliveryNotice, OutboxQueues, Work};
 use super::store::{OutboxStore, WorkerState};
 use super::transport::Transport;
-use super::worker::{ms, Deliverer, DeliveryOutcome, MAX_QUEUE_DELAY_MS, NAMESPACE};
-use crate::clock::Clock;
+use super::worker::{ms, Deliverer, DeliveryOutcome, Skip, MAX_QUEUE_DELAY_MS, NAMESPACE};
+use crate::clock::{Clock, Millis};
 use crate::metrics::Metric;
 use crate::process::InfraError;
 use crate::store::{Applied, ItemStore, ItemWriter, MessageStore};
@@ -39,7 +39,7 @@ where
     ) -> Result<DeliveryOutcome, InfraError> {
         let dest = &loaded.destination;
         let now = self.clock.now_millis();
-        let decision = policy::decide(&dest.schedule, d.attempts, &result, now, (self.jitter)());
+        let decision = attempt::decide(&dest.schedule, d.attempts, &result, now, (self.jitter)());
         let (status, body) = match &result {
             AttemptResult::Answered { status, body, .. } => {
                 let head = &body[..body.len().min(BODY_HEAD_BYTES)];
@@ -80,31 +80,23 @@ where
             tracing::warn!(delivery = %d.reference(), "the attempt's result was not recorded: the delivery changed meanwhile (its lease lapsed?)");
         }
         let change = breaker::after(&self.config.breaker, &state.circuit, decision.breaker, now);
-        let after = self.store.change_circuit(&dest.id, change, now).await?;
-        if let (Change::Fail { open: false, .. }, Some(c)) = (change, after) {
-            // Workers that failed at once each counted on the state they read: the one whose
-            // count reached the threshold opens the circuit (once: the write is conditional).
-            if c.opened_at.is_none()
-                && c.failures >= self.config.breaker.failures.max(1)
-                && self.store.open_circuit(&dest.id, now).await?
-            {
-                tracing::warn!(destination = %dest.id, failures = c.failures, "circuit opened");
-            }
+        let counted = self
+            .store
+            .change_circuit(&dest.id, change, Millis::new(now))
+            .await?;
+        if breaker::opens_on_count(&self.config.breaker, change, counted.as_ref())
+            && self.store.open_circuit(&dest.id, Millis::new(now)).await?
+        {
+            let failures = counted.map_or(0, |c| c.failures);
+            tracing::warn!(destination = %dest.id, failures, "circuit opened");
         }
-        let disable = match (change, after) {
-            (Change::Fail { disable: true, .. }, _) => true,
-            (Change::Fail { .. }, Some(c)) => {
-                c.opened_at.is_some()
-                    && now.saturating_sub(c.failing_since.unwrap_or(now))
-                        >= ms(self.config.breaker.disable_after)
-            }
-            _ => false,
-        };
-        if disable {
-            let since = after
-                .and_then(|c| c.failing_since)
-                .or(state.circuit.failing_since)
-                .unwrap_or(now);
+        if let Some(since) = breaker::disable_since(
+            &self.config.breaker,
+            &state.circuit,
+            change,
+            counted.as_ref(),
+            now,
+        ) {
             let why = format!(
                 "failing for {} s without a success (circuit breaker)",
                 (now - since) / 1000
@@ -115,7 +107,7 @@ where
             self.disable(&dest.id, why, now).await;
         }
         if !recorded {
-            return Ok(DeliveryOutcome::Skipped("skipped_conflict"));
+            return Ok(DeliveryOutcome::Skipped(Skip::Conflict));
         }
         match decision.status {
             DeliveryStatus::Delivered => {
@@ -162,7 +154,7 @@ where
             x.note(now, format!("{why}: deferred"));
         }
         if self.store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
-            return Ok(DeliveryOutcome::Skipped("skipped_conflict"));
+            return Ok(DeliveryOutcome::Skipped(Skip::Conflict));
         }
         self.schedule(
             &x.reference(),
@@ -186,7 +178,7 @@ where
         x.last_error = Some(why.clone());
         x.note(now, format!("failed without an attempt: {why}"));
         if self.store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
-            return Ok(DeliveryOutcome::Skipped("skipped_conflict"));
+            return Ok(DeliveryOutcome::Skipped(Skip::Conflict));
         }
         self.announce_failure(&x, now).await?;
         Ok(DeliveryOutcome::Failed {
@@ -228,7 +220,7 @@ where
     }
 
     /// Disables a destination (journaled), emitting the operational metric and log line.
-    async fn disable(&self, id: &str, why: &str, now: i64) {
+    async fn disable(&self, id: &DestinationId, why: &str, now: i64) {
         let result = admin::update(&self.store, id, &self.actor, "disabled", now, |d| {
             if d.state == DestinationState::Disabled {
                 return Err(DestinationError::Invalid("already disabled".into()));
@@ -242,13 +234,13 @@ where
             Ok(_) => {
                 self.destinations.invalidate();
                 let metric = Metric::count(NAMESPACE, "DestinationDisabled", 1)
-                    .with_property("Destination", id)
+                    .with_property("Destination", id.as_str())
                     .with_note(format!("destination {id} disabled: {why}"));
                 self.metrics.emit(now, &[metric]);
             }
             Err(admin::AdminError::Destination(_)) => {}
             Err(e) => {
-                tracing::error!(destination = id, error = %e, "could not disable the destination")
+                tracing::error!(destination = %id, error = %e, "could not disable the destination")
             }
         }
     }

@@ -3,11 +3,14 @@
 //! worker state (token bucket and circuit). Destinations themselves are plain items
 //! ([`crate::store::ItemStore`] / [`crate::store::ItemWriter`], see [`super::admin`]).
 //!
-//! Implemented on DynamoDB in `store/dynamo/outbox.rs`.
+//! Implemented on DynamoDB in `store/dynamo/outbox.rs`, and in memory (same conditions, for unit
+//! tests) in `store/memory/outbox.rs`.
 
 use super::breaker::{Change, Circuit};
 use super::bucket::Take;
 use super::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
+use super::destination::DestinationId;
+use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::store::{Applied, StoreError};
 use std::future::Future;
@@ -17,7 +20,7 @@ use std::future::Future;
 pub struct DueItem {
     pub pk: String,
     pub sk: String,
-    pub due: i64,
+    pub due: Millis,
     /// `source` and `event_id` (and `destination` for a delivery) as projected.
     pub source: String,
     pub event_id: String,
@@ -69,19 +72,19 @@ pub trait OutboxStore: Send + Sync {
         key: &MessageKey,
     ) -> impl Future<Output = Result<Option<FanoutItem>, StoreError>> + Send;
 
-    /// Marks a fan-out item expanded (it leaves the open index and expires at `expires_at`, s).
+    /// Marks a fan-out item expanded at `at` (it leaves the open index and expires at `expires_at`).
     fn close_fanout(
         &self,
         f: &FanoutItem,
-        at: i64,
-        expires_at: i64,
+        at: Millis,
+        expires_at: Millis,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Items of one outbox shard of the open index due at or before `now`, oldest first.
     fn due_work_items(
         &self,
         shard: &str,
-        now: i64,
+        now: Millis,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<DueItem>, StoreError>> + Send;
 
@@ -93,14 +96,14 @@ pub trait OutboxStore: Send + Sync {
     /// A destination's worker state (absent: the default).
     fn worker_state(
         &self,
-        destination: &str,
+        destination: &DestinationId,
     ) -> impl Future<Output = Result<WorkerState, StoreError>> + Send;
 
     /// Attempts a token write ([`Take::Reset`] or [`Take::Advance`]; a [`Take::Wait`] is refused
     /// without a request).
     fn take_token(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         take: Take,
     ) -> impl Future<Output = Result<TokenAnswer, StoreError>> + Send;
 
@@ -108,26 +111,123 @@ pub trait OutboxStore: Send + Sync {
     /// (`None` for [`Change::None`], which writes nothing).
     fn change_circuit(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         change: Change,
-        now: i64,
+        now: Millis,
     ) -> impl Future<Output = Result<Option<Circuit>, StoreError>> + Send;
 
     /// Opens a closed circuit at `now` (conditional on it being closed: of workers that counted
     /// the threshold's failure at once, one opens it).
     fn open_circuit(
         &self,
-        destination: &str,
-        now: i64,
+        destination: &DestinationId,
+        now: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Takes the half-open circuit's probe lease until `until`, if the circuit is still the one
     /// opened at `opened_at` and nobody holds the lease at `now`.
     fn claim_probe(
         &self,
-        destination: &str,
-        opened_at: i64,
-        until: i64,
-        now: i64,
+        destination: &DestinationId,
+        opened_at: Millis,
+        until: Millis,
+        now: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
+    fn delivery(
+        &self,
+        r: &DeliveryRef,
+    ) -> impl Future<Output = Result<Option<OutboundDelivery>, StoreError>> + Send {
+        (**self).delivery(r)
+    }
+
+    fn save_delivery(
+        &self,
+        d: &OutboundDelivery,
+        expected_version: Option<u64>,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send {
+        (**self).save_delivery(d, expected_version)
+    }
+
+    fn ensure_delivery(
+        &self,
+        d: &OutboundDelivery,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).ensure_delivery(d)
+    }
+
+    fn fanout(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<Option<FanoutItem>, StoreError>> + Send {
+        (**self).fanout(key)
+    }
+
+    fn close_fanout(
+        &self,
+        f: &FanoutItem,
+        at: Millis,
+        expires_at: Millis,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).close_fanout(f, at, expires_at)
+    }
+
+    fn due_work_items(
+        &self,
+        shard: &str,
+        now: Millis,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DueItem>, StoreError>> + Send {
+        (**self).due_work_items(shard, now, limit)
+    }
+
+    fn all_deliveries(
+        &self,
+    ) -> impl Future<Output = Result<Vec<OutboundDelivery>, StoreError>> + Send {
+        (**self).all_deliveries()
+    }
+
+    fn worker_state(
+        &self,
+        destination: &DestinationId,
+    ) -> impl Future<Output = Result<WorkerState, StoreError>> + Send {
+        (**self).worker_state(destination)
+    }
+
+    fn take_token(
+        &self,
+        destination: &DestinationId,
+        take: Take,
+    ) -> impl Future<Output = Result<TokenAnswer, StoreError>> + Send {
+        (**self).take_token(destination, take)
+    }
+
+    fn change_circuit(
+        &self,
+        destination: &DestinationId,
+        change: Change,
+        now: Millis,
+    ) -> impl Future<Output = Result<Option<Circuit>, StoreError>> + Send {
+        (**self).change_circuit(destination, change, now)
+    }
+
+    fn open_circuit(
+        &self,
+        destination: &DestinationId,
+        now: Millis,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).open_circuit(destination, now)
+    }
+
+    fn claim_probe(
+        &self,
+        destination: &DestinationId,
+        opened_at: Millis,
+        until: Millis,
+        now: Millis,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).claim_probe(destination, opened_at, until, now)
+    }
 }

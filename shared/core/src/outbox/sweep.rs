@@ -3,18 +3,19 @@
 //! fan-out item, and delivering what is due directly (the local stack and the tests).
 
 use super::delivery::{DeliveryRef, OutboundDelivery};
-use super::destination::DestinationState;
+use super::destination::{DestinationId, DestinationState};
 use super::queue::{OutboxQueues, Work};
 use super::schema::{outbox_shards, DELIVERY_SK, FANOUT_SK};
 use super::store::{DueItem, OutboxStore};
 use super::transport::Transport;
-use super::worker::{Deliverer, DeliveryOutcome, NAMESPACE};
-use crate::clock::Clock;
+use super::worker::{Deliverer, DeliveryOutcome, Skip, NAMESPACE};
+use crate::clock::{Clock, Millis};
 use crate::domain::{EventId, MessageKey, SourceName};
 use crate::metrics::Metric;
 use crate::process::InfraError;
 use crate::store::{ItemStore, ItemWriter, MessageStore};
 use serde::Serialize;
+use std::time::Duration;
 
 /// What a sweep found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -41,7 +42,7 @@ pub fn work_of(item: &DueItem) -> Option<Work> {
                 return None;
             };
             Some(Work::Delivery(DeliveryRef {
-                destination: destination.to_owned(),
+                destination: DestinationId::parse(destination).ok()?,
                 source: SourceName::parse(source).ok()?,
                 event_id: EventId::parse(event_id).ok()?,
             }))
@@ -72,10 +73,10 @@ where
             }
             for item in self
                 .store
-                .due_work_items(&shard, now, limit - work.len())
+                .due_work_items(&shard, Millis::new(now), limit - work.len())
                 .await?
             {
-                oldest = oldest.min(item.due);
+                oldest = oldest.min(item.due.get());
                 match work_of(&item) {
                     Some(w) => work.push(w),
                     None => {
@@ -153,15 +154,14 @@ where
             return Ok(DeliveryOutcome::Missing);
         };
         if f.expanded_at.is_some() {
-            return Ok(DeliveryOutcome::Skipped("skipped_terminal"));
+            return Ok(DeliveryOutcome::Skipped(Skip::Terminal));
         }
         for id in &f.destinations {
             let d = OutboundDelivery::new(id, key, f.event_type.clone(), f.created_at);
             self.store.ensure_delivery(&d).await?;
         }
-        let now = self.clock.now_millis();
-        let expires = now.div_euclid(1000)
-            + i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX / 4);
+        let now = self.clock.now();
+        let expires = now.plus(Duration::from_secs(self.config.retention.as_secs()));
         self.store.close_fanout(&f, now, expires).await?;
         tracing::info!(source = %key.source, event_id = %key.event_id, deliveries = f.destinations.len(), "fan-out expanded");
         Ok(DeliveryOutcome::Expanded(f.destinations.len()))
@@ -171,12 +171,13 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outbox::destination::did;
 
     fn due(pk: &str, sk: &str) -> DueItem {
         DueItem {
             pk: pk.into(),
             sk: sk.into(),
-            due: 0,
+            due: Millis::new(0),
             source: "stripe".into(),
             event_id: "evt_1".into(),
         }
@@ -188,7 +189,7 @@ mod tests {
         assert_eq!(
             w,
             Work::Delivery(DeliveryRef {
-                destination: "crm".into(),
+                destination: did("crm"),
                 source: SourceName::parse("stripe").unwrap(),
                 event_id: EventId::parse("evt#with#hashes").unwrap(),
             })

@@ -2,6 +2,7 @@
 //! from the destination's shared bucket ([`super::bucket`]), waited for up to `max_wait`.
 
 use super::bucket::{self, Rate, Take};
+use super::destination::DestinationId;
 use super::queue::OutboxQueues;
 use super::store::{OutboxStore, TokenAnswer, WorkerState};
 use super::transport::Transport;
@@ -18,9 +19,13 @@ where
     Q: OutboxQueues,
     C: Clock,
 {
-    pub(super) fn semaphore(&self, id: &str, permits: u32) -> Arc<tokio::sync::Semaphore> {
+    pub(super) fn semaphore(
+        &self,
+        id: &DestinationId,
+        permits: u32,
+    ) -> Arc<tokio::sync::Semaphore> {
         let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(id.to_owned())
+        map.entry(id.clone())
             .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(permits.max(1) as usize)))
             .clone()
     }
@@ -28,7 +33,7 @@ where
     /// A token from the destination's bucket: the state after taking it, or when to come back.
     pub(super) async fn token(
         &self,
-        id: &str,
+        id: &DestinationId,
         rate: Rate,
     ) -> Result<Result<WorkerState, i64>, InfraError> {
         let started = self.clock.now_millis();
@@ -48,7 +53,7 @@ where
                 take => match self.store.take_token(id, take).await? {
                     TokenAnswer::Granted(state) => {
                         if let (Some(tat), Ok(mut g)) = (state.tat_us, self.guesses.lock()) {
-                            g.insert(id.to_owned(), tat);
+                            g.insert(id.clone(), tat);
                         }
                         return Ok(Ok(state));
                     }

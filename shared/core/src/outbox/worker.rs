@@ -15,7 +15,7 @@
 //! 6. POST the event's original bytes, signed ([`super::sign`]), with `webhook-id` fixed for the
 //!    pair: a crash after the POST and before step 7 lets the lease lapse, and the next attempt
 //!    sends the same `webhook-id` again (at least once, never a new id).
-//! 7. Record the attempt ([`super::policy::decide`]) conditioned on the claimed version; update the
+//! 7. Record the attempt ([`super::attempt::decide`]) conditioned on the claimed version; update the
 //!    circuit; disable the destination on a 410 or after failing for too long; schedule the retry
 //!    (≤ 15 min through the queue; longer ones are found by the sweep) or announce the failure.
 //!
@@ -23,12 +23,12 @@
 //! token and the in-flight limit; `sweep.rs`: the sweep, the fan-out expansion and the direct
 //! delivery of what is due; [`super::batch`]: the stream and queue batches.
 
+use super::attempt::AttemptResult;
 use super::breaker::{self, Admit, BreakerConfig};
 use super::bucket::Rate;
 use super::cache::{DestinationCache, Loaded};
 use super::delivery::{AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery};
-use super::destination::DestinationState;
-use super::policy::AttemptResult;
+use super::destination::{DestinationId, DestinationState};
 use super::queue::OutboxQueues;
 use super::sign::{SOURCE_HEADER, TYPE_HEADER};
 use super::store::{OutboxStore, WorkerState};
@@ -91,8 +91,8 @@ pub enum DeliveryOutcome {
         until: i64,
         why: &'static str,
     },
-    /// Terminal, leased, not due, or moved by another worker.
-    Skipped(&'static str),
+    /// Left alone: see [`Skip`].
+    Skipped(Skip),
     /// No such delivery.
     Missing,
     /// A fan-out item expanded into this many deliveries.
@@ -106,9 +106,37 @@ impl DeliveryOutcome {
             Self::Retrying { .. } => "retrying",
             Self::Failed { .. } => "failed",
             Self::Deferred { .. } => "deferred",
-            Self::Skipped(why) => why,
+            Self::Skipped(why) => why.as_str(),
             Self::Missing => "missing",
             Self::Expanded(_) => "expanded",
+        }
+    }
+}
+
+/// Why a delivery was left alone (as [`crate::process::Skip`] is for messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Skip {
+    /// Delivered or failed.
+    Terminal,
+    /// Another worker holds a live lease.
+    Leased,
+    /// A retry or a deferral that is not due yet.
+    NotDue,
+    /// The worker is shutting down (its in-flight limit was closed).
+    Closed,
+    /// Another worker moved it between our read and our write.
+    Conflict,
+}
+
+impl Skip {
+    /// The name logs and batch summaries count it under.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Terminal => "skipped_terminal",
+            Self::Leased => "skipped_leased",
+            Self::NotDue => "skipped_not_due",
+            Self::Closed => "skipped_closed",
+            Self::Conflict => "skipped_conflict",
         }
     }
 }
@@ -124,8 +152,8 @@ pub struct Deliverer<S, T, Q, C> {
     pub(super) jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
     pub(super) metrics: Arc<dyn MetricSink>,
     /// The last `tat` seen per destination: the first guess of the next token write.
-    pub(super) guesses: Mutex<HashMap<String, i64>>,
-    pub(super) in_flight: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
+    pub(super) guesses: Mutex<HashMap<DestinationId, i64>>,
+    pub(super) in_flight: Mutex<HashMap<DestinationId, Arc<tokio::sync::Semaphore>>>,
     /// Who the journal names for the workers' own changes (a 410, the circuit breaker).
     pub(super) actor: String,
 }
@@ -202,15 +230,15 @@ where
         let now = self.clock.now_millis();
         match d.status {
             DeliveryStatus::Delivered | DeliveryStatus::Failed => {
-                return Ok(DeliveryOutcome::Skipped("skipped_terminal"))
+                return Ok(DeliveryOutcome::Skipped(Skip::Terminal))
             }
             DeliveryStatus::Delivering if d.lease_until.is_some_and(|l| l > now) => {
-                return Ok(DeliveryOutcome::Skipped("skipped_leased"))
+                return Ok(DeliveryOutcome::Skipped(Skip::Leased))
             }
             DeliveryStatus::Pending | DeliveryStatus::Retrying
                 if d.next_attempt_at.is_some_and(|t| t > now) =>
             {
-                return Ok(DeliveryOutcome::Skipped("skipped_not_due"))
+                return Ok(DeliveryOutcome::Skipped(Skip::NotDue))
             }
             _ => {}
         }
@@ -237,7 +265,7 @@ where
         }
         let semaphore = self.semaphore(&dest.id, dest.max_in_flight);
         let Ok(_permit) = semaphore.acquire_owned().await else {
-            return Ok(DeliveryOutcome::Skipped("skipped_closed"));
+            return Ok(DeliveryOutcome::Skipped(Skip::Closed));
         };
         let state = match self
             .token(
@@ -264,7 +292,7 @@ where
             Admit::Probe { opened_at, until } => {
                 if !self
                     .store
-                    .claim_probe(&dest.id, opened_at, until, now)
+                    .claim_probe(&dest.id, opened_at.into(), until.into(), now.into())
                     .await?
                 {
                     return self
@@ -304,7 +332,7 @@ where
         claimed.lease_until = Some(now + ms(lease));
         claimed.next_attempt_at = None;
         if self.store.save_delivery(&claimed, Some(d.version)).await? != Applied::Done {
-            return Ok(DeliveryOutcome::Skipped("skipped_conflict"));
+            return Ok(DeliveryOutcome::Skipped(Skip::Conflict));
         }
         claimed.version = d.version + 1;
         let Some(message) = self.store.get(&d.key()).await? else {
@@ -368,3 +396,6 @@ where
             .await
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -19,6 +19,7 @@ mod outbox;
 use super::attr::{get_n, get_s, n, s, string_map};
 use super::schema::*;
 use super::{Delivery, DeliveryCount, Inbox, Item, NewMessage, PutOutcome, StoreError};
+use crate::clock::Millis;
 use crate::domain::{BodyDigest, MessageKey, Status};
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
@@ -345,15 +346,20 @@ impl Inbox for DynamoInbox {
         &self,
         key: &MessageKey,
         expected: Option<u64>,
-        at_ms: i64,
-        expires_at_secs: i64,
+        at: Millis,
+        expires_at: Millis,
     ) -> Result<DeliveryCount, StoreError> {
         let next = expected.map_or(1, |c| c.saturating_add(1));
         let request = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(delivery_count_item(key, next, at_ms, expires_at_secs)))
+            .set_item(Some(delivery_count_item(
+                key,
+                next,
+                at.get(),
+                expires_at.as_secs(),
+            )))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         let request = match expected {
             None => request

@@ -1,9 +1,11 @@
 //! An in-memory store with the DynamoDB adapter's semantics (conditional insert, versioned
 //! transitions, the open index, effects applied all-or-nothing with their conditions): for unit
 //! tests and benchmarks only. `Raw` effects are recorded, not interpreted. Repeated deliveries
-//! (journal and counters): `memory/journal.rs`.
+//! (journal and counters): `memory/journal.rs`; the outbox's deliveries and destination state
+//! (with the same conditions as on DynamoDB): `memory/outbox.rs`.
 
 mod journal;
+mod outbox;
 mod row;
 
 use row::Row;
@@ -15,6 +17,7 @@ use super::{
     ItemWriter, ListFilter, MessageStore, NewMessage, PutOutcome, StoreError, TooManyEffects,
     Transition, MAX_COMMIT_EFFECTS,
 };
+use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::message::StoredMessage;
 use std::collections::hash_map::Entry;
@@ -32,6 +35,7 @@ pub struct MemoryStore {
     delivery_counts: Mutex<HashMap<MessageKey, u64>>,
     effects: Mutex<Vec<(MessageKey, Effect)>>,
     items: Mutex<BTreeMap<(String, String), Item>>,
+    circuit_openings: AtomicUsize,
     down: AtomicBool,
     writes: AtomicUsize,
 }
@@ -186,8 +190,8 @@ impl Inbox for MemoryStore {
         &self,
         key: &MessageKey,
         expected: Option<u64>,
-        _at_ms: i64,
-        _expires_at_secs: i64,
+        _at: Millis,
+        _expires_at: Millis,
     ) -> Result<DeliveryCount, StoreError> {
         self.write()?;
         Ok(self.count_now(key, expected))

@@ -30,6 +30,7 @@ pub use listing::{DueMessage, ListFilter};
 pub use transition::{Applied, Transition};
 pub use writer::{ItemWriter, TooManyEffects, MAX_COMMIT_EFFECTS};
 
+use crate::clock::Millis;
 use crate::domain::{BodyDigest, EventId, EventType, MessageKey};
 use crate::message::StoredMessage;
 use std::future::Future;
@@ -191,15 +192,15 @@ pub trait Inbox: Send + Sync {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Counts one more repeated delivery of `key`: sets its counter to `expected + 1` (1 when
-    /// `expected` is `None`: no counter yet) if the counter is still at `expected`, refreshing
-    /// its expiry to `expires_at_secs`. One conditional write and no read: a
+    /// `expected` is `None`: no counter yet) if the counter is still at `expected`, noting `at`
+    /// and refreshing its expiry to `expires_at`. One conditional write and no read: a
     /// [`DeliveryCount::Conflict`] brings the current value back for the next try.
     fn count_delivery(
         &self,
         key: &MessageKey,
         expected: Option<u64>,
-        at_ms: i64,
-        expires_at_secs: i64,
+        at: Millis,
+        expires_at: Millis,
     ) -> impl Future<Output = Result<DeliveryCount, StoreError>> + Send;
 }
 
@@ -222,10 +223,10 @@ impl<T: Inbox> Inbox for std::sync::Arc<T> {
         &self,
         key: &MessageKey,
         expected: Option<u64>,
-        at_ms: i64,
-        expires_at_secs: i64,
+        at: Millis,
+        expires_at: Millis,
     ) -> impl Future<Output = Result<DeliveryCount, StoreError>> + Send {
-        (**self).count_delivery(key, expected, at_ms, expires_at_secs)
+        (**self).count_delivery(key, expected, at, expires_at)
     }
 }
 

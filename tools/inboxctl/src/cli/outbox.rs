@@ -3,6 +3,7 @@
 
 use crate::when::When;
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
+use inbox_core::outbox::destination::DestinationId;
 
 /// `inboxctl dest …`: destinations of the outbox (every change journaled).
 #[derive(Debug, Subcommand)]
@@ -26,7 +27,7 @@ pub enum DestCommand {
 #[derive(Debug, Clone, Args)]
 pub struct DestAddArgs {
     /// The destination's id (a-z, 0-9, '-', '_').
-    pub id: String,
+    pub id: DestinationId,
     /// Where to POST: https://… (http:// to loopback only with --allow-http, for local testing).
     #[arg(long)]
     pub url: String,
@@ -64,7 +65,7 @@ pub struct DestAddArgs {
 #[derive(Debug, Clone, Args)]
 pub struct DestIdArgs {
     /// The destination's id.
-    pub id: String,
+    pub id: DestinationId,
     /// Who makes the change (journaled) [default: $USER, else operator].
     #[arg(long, default_value_t = super::default_operator(), hide_default_value = true)]
     pub operator: String,
@@ -73,7 +74,7 @@ pub struct DestIdArgs {
 #[derive(Debug, Clone, Args)]
 pub struct DestReasonArgs {
     /// The destination's id.
-    pub id: String,
+    pub id: DestinationId,
     /// Why (journaled, shown by `dest list`).
     #[arg(long)]
     pub reason: Option<String>,
@@ -85,7 +86,7 @@ pub struct DestReasonArgs {
 #[derive(Debug, Clone, Args)]
 pub struct DestRotateArgs {
     /// The destination's id.
-    pub id: String,
+    pub id: DestinationId,
     /// The new secret (`whsec_…`); generated when not given, and printed once.
     #[arg(long)]
     pub secret: Option<String>,
@@ -125,7 +126,7 @@ pub enum DeliveriesCommand {
 pub struct DeliveriesListArgs {
     /// Only deliveries to this destination.
     #[arg(long = "dest", value_name = "ID")]
-    pub destination: Option<String>,
+    pub destination: Option<DestinationId>,
     /// Only deliveries in this status.
     #[arg(long, value_enum)]
     pub status: Option<DeliveryStatusArg>,
@@ -146,7 +147,7 @@ pub struct DeliveriesListArgs {
 #[derive(Debug, Clone, Args)]
 pub struct DeliveryKeyArgs {
     /// The destination's id.
-    pub destination: String,
+    pub destination: DestinationId,
     /// The event's source.
     pub source: String,
     /// The event's id.
@@ -158,7 +159,7 @@ pub struct DeliveryKeyArgs {
 pub struct DeliveriesRetryArgs {
     /// One delivery: the destination's id (with SOURCE EVENT_ID).
     #[arg(requires_all = ["source", "event_id"])]
-    pub destination: Option<String>,
+    pub destination: Option<DestinationId>,
     /// One delivery: the event's source.
     pub source: Option<String>,
     /// One delivery: the event's id.
@@ -168,7 +169,7 @@ pub struct DeliveriesRetryArgs {
     pub status: Option<DeliveryStatusArg>,
     /// Bulk: only deliveries to this destination.
     #[arg(long = "dest", value_name = "ID", requires = "status")]
-    pub bulk_destination: Option<String>,
+    pub bulk_destination: Option<DestinationId>,
     /// Bulk: really retry (without it, only print what would be retried).
     #[arg(long, requires = "status")]
     pub yes: bool,
@@ -186,7 +187,7 @@ pub struct DeliveriesReplayArgs {
     /// Only to this destination (default: every destination that has a delivery of the event or
     /// wants it now).
     #[arg(long = "dest", value_name = "ID")]
-    pub destination: Option<String>,
+    pub destination: Option<DestinationId>,
     /// Who replays (noted on each delivery) [default: $USER, else operator].
     #[arg(long, default_value_t = super::default_operator(), hide_default_value = true)]
     pub operator: String,

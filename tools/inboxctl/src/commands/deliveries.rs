@@ -1,6 +1,6 @@
 //! `inboxctl deliveries …`: the outbox's deliveries: list (by destination, status, event, age),
 //! show one with its attempt journal, retry one or in bulk (with a progress bar), replay an event
-//! to one destination or all ([`inbox_core::outbox::ops`]).
+//! to one destination or all ([`inbox_core::outbox::resend`]).
 
 use crate::cli::{
     DeliveriesCommand, DeliveriesListArgs, DeliveriesReplayArgs, DeliveriesRetryArgs,
@@ -13,8 +13,9 @@ use crate::when;
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::domain::{EventId, SourceName};
 use inbox_core::outbox::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery};
-use inbox_core::outbox::ops::{self, RetryOutcome};
+use inbox_core::outbox::destination::DestinationId;
 use inbox_core::outbox::queue::SqsOutboxQueues;
+use inbox_core::outbox::resend::{self, RetryOutcome};
 use inbox_core::outbox::store::OutboxStore as _;
 use serde_json::json;
 
@@ -37,9 +38,9 @@ fn status_of(s: DeliveryStatusArg) -> DeliveryStatus {
     }
 }
 
-fn reference(destination: &str, source: &str, event_id: &str) -> Result<DeliveryRef> {
+fn reference(destination: &DestinationId, source: &str, event_id: &str) -> Result<DeliveryRef> {
     Ok(DeliveryRef {
-        destination: destination.to_owned(),
+        destination: destination.clone(),
         source: SourceName::parse(source).map_err(|e| usage(format!("source {source:?} {e}")))?,
         event_id: EventId::parse(event_id)
             .map_err(|e| usage(format!("event id {event_id:?} {e}")))?,
@@ -55,7 +56,7 @@ async fn queue(ctx: &Context) -> Option<SqsOutboxQueues> {
 /// Deliveries passing the filters, oldest first.
 async fn select(
     ctx: &Context,
-    dest: Option<&str>,
+    dest: Option<&DestinationId>,
     status: Option<DeliveryStatus>,
     source: Option<&str>,
     event_id: Option<&str>,
@@ -66,7 +67,7 @@ async fn select(
         .all_deliveries()
         .await?
         .into_iter()
-        .filter(|d| dest.is_none_or(|x| x == d.destination))
+        .filter(|d| dest.is_none_or(|x| *x == d.destination))
         .filter(|d| status.is_none_or(|s| s == d.status))
         .filter(|d| source.is_none_or(|s| s == d.source.as_str()))
         .filter(|d| event_id.is_none_or(|e| e == d.event_id.as_str()))
@@ -90,7 +91,7 @@ async fn list(ctx: &Context, args: DeliveriesListArgs) -> Result<()> {
     let now = SystemClock.now_millis();
     let mut found = select(
         ctx,
-        args.destination.as_deref(),
+        args.destination.as_ref(),
         args.status.map(status_of),
         args.source.as_deref(),
         args.event_id.as_deref(),
@@ -113,7 +114,7 @@ async fn list(ctx: &Context, args: DeliveriesListArgs) -> Result<()> {
     for d in &found {
         t.add_row(vec![
             when::human(d.created_at),
-            d.destination.clone(),
+            d.destination.to_string(),
             format!(
                 "{}/{} {}",
                 d.source,
@@ -152,7 +153,7 @@ async fn show(ctx: &Context, args: DeliveryKeyArgs) -> Result<()> {
         return print_json(&v);
     }
     say(fields([
-        ("destination", d.destination.clone()),
+        ("destination", d.destination.to_string()),
         (
             "event",
             format!(
@@ -222,7 +223,7 @@ async fn retry(ctx: &Context, args: DeliveriesRetryArgs) -> Result<()> {
             (Some(d), Some(s), Some(e), None) => vec![reference(d, s, e)?],
             (None, _, _, Some(status)) => select(
                 ctx,
-                args.bulk_destination.as_deref(),
+                args.bulk_destination.as_ref(),
                 Some(status_of(status)),
                 None,
                 None,
@@ -257,7 +258,7 @@ async fn retry(ctx: &Context, args: DeliveriesRetryArgs) -> Result<()> {
     let bar = progress(targets.len() as u64, ctx.json() || !bulk, "retrying");
     let mut results = Vec::new();
     for r in &targets {
-        let o = ops::retry(&store, queue.as_ref(), r, &args.operator, !bulk, now).await?;
+        let o = resend::retry(&store, queue.as_ref(), r, &args.operator, !bulk, now).await?;
         results.push((r.to_string(), outcome_text(&o)));
         bar.inc(1);
     }
@@ -284,11 +285,11 @@ async fn replay(ctx: &Context, args: DeliveriesReplayArgs) -> Result<()> {
     let store = ctx.store().await?;
     let queue = queue(ctx).await;
     let now = SystemClock.now_millis();
-    let results = ops::replay(
+    let results = resend::replay(
         &store,
         queue.as_ref(),
         &key,
-        args.destination.as_deref(),
+        args.destination.as_ref(),
         &args.operator,
         now,
     )

@@ -11,7 +11,7 @@ use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::outbox::admin::{self, AdminError};
 use inbox_core::outbox::breaker::BreakerConfig;
 use inbox_core::outbox::destination::{
-    Destination, DestinationError, DestinationState, SecretText,
+    Destination, DestinationError, DestinationId, DestinationState, SecretText,
 };
 use inbox_core::outbox::pattern::Pattern;
 use inbox_core::outbox::schedule::{parse_duration, RetrySchedule};
@@ -131,7 +131,7 @@ async fn list(ctx: &Context) -> Result<()> {
     let mut t = table(["id", "state", "url", "patterns", "rate", "circuit"]);
     for (d, c) in rows {
         t.add_row(vec![
-            d.id.clone(),
+            d.id.to_string(),
             state_text(d),
             d.url.clone(),
             patterns_text(d),
@@ -147,7 +147,7 @@ async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
     let d = admin::get(&store, &args.id)
         .await
         .map_err(admin_error)?
-        .ok_or_else(|| usage(format!("no destination {:?}", args.id)))?;
+        .ok_or_else(|| usage(format!("no destination {:?}", args.id.as_str())))?;
     let journal = admin::journal(&store, &args.id)
         .await
         .map_err(admin_error)?;
@@ -171,7 +171,7 @@ async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
         }));
     }
     say(fields([
-        ("id", d.id.clone()),
+        ("id", d.id.to_string()),
         ("url", d.url.clone()),
         ("state", state_text(&d)),
         ("patterns", patterns_text(&d)),
@@ -217,7 +217,7 @@ async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
 
 async fn change(
     ctx: &Context,
-    id: &str,
+    id: &DestinationId,
     operator: &str,
     action: &str,
     edit: impl FnOnce(&mut Destination) -> std::result::Result<String, DestinationError>,

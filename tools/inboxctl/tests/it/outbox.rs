@@ -207,7 +207,7 @@ async fn destinations_are_managed_and_every_change_is_journaled() {
 /// A failed delivery of `id` to `crm`, with two journaled attempts.
 async fn failed_delivery(env: &Env, id: &str) {
     let now = SystemClock.now_millis();
-    let mut d = OutboundDelivery::new("crm", &key(id), None, now - 60_000);
+    let mut d = OutboundDelivery::new(&"crm".parse().unwrap(), &key(id), None, now - 60_000);
     for (i, status) in [500u16, 503].into_iter().enumerate() {
         d.journal_attempt(AttemptRecord {
             at: now - 50_000 + i as i64,

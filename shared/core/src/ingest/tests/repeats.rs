@@ -1,6 +1,7 @@
 //! Repeated deliveries: counted, the first ten journaled, within a time budget, under contention.
 
 use super::*;
+use crate::clock::Millis;
 use crate::store::{DeliveryCount, MAX_JOURNALED_DELIVERIES};
 use std::sync::Arc;
 
@@ -81,12 +82,12 @@ impl Inbox for Slow {
         &self,
         key: &MessageKey,
         expected: Option<u64>,
-        at_ms: i64,
-        expires_at_secs: i64,
+        at: Millis,
+        expires_at: Millis,
     ) -> Result<DeliveryCount, crate::store::StoreError> {
         self.clock.advance_millis(self.step_ms);
         self.inner
-            .count_delivery(key, expected, at_ms, expires_at_secs)
+            .count_delivery(key, expected, at, expires_at)
             .await
     }
 }

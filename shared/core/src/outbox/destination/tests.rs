@@ -1,8 +1,9 @@
 use super::*;
+use crate::outbox::destination::did;
 
 fn dest() -> Destination {
     Destination::new(
-        "crm",
+        &did("crm"),
         "https://crm.example.com/hooks",
         vec![Pattern::parse("stripe:*").unwrap()],
         None,
@@ -36,7 +37,19 @@ fn validation_names_the_problem() {
         f(&mut d);
         d.validate(false).unwrap_err().to_string()
     };
-    assert!(bad(|d| d.id = "Bad Id".into()).contains("destination id"));
+    assert!(DestinationId::parse("Bad Id")
+        .unwrap_err()
+        .to_string()
+        .contains("destination id"));
+    assert!(
+        serde_json::from_str::<DestinationId>("\"Bad Id\"").is_err(),
+        "read once, checked once: an invalid stored id does not read"
+    );
+    assert_eq!(
+        serde_json::to_string(&did("crm-2")).unwrap(),
+        "\"crm-2\"",
+        "the plain string on the wire"
+    );
     assert!(bad(|d| d.url = "http://crm.example.com".into()).contains("https"));
     assert!(bad(|d| d.url = "ftp://x".into()).contains("https"));
     assert!(bad(|d| d.url = "https://user:pw@x.example/".into()).contains("user information"));
@@ -111,7 +124,7 @@ fn items_round_trip() {
     );
     assert_eq!(Destination::from_item(item).unwrap(), d);
     let j = JournalEntry::new(5, "ana", "paused", "maintenance")
-        .to_item("crm")
+        .to_item(&did("crm"))
         .unwrap();
     assert_eq!(crate::store::attr::get_s(&j, "pk"), Some("DEST#crm"));
     assert!(crate::store::attr::get_s(&j, "sk")

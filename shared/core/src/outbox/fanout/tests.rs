@@ -5,6 +5,7 @@ use super::*;
 use crate::clock::ManualClock;
 use crate::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName};
 use crate::outbox::delivery::DeliveryStatus;
+use crate::outbox::destination::did;
 use crate::outbox::destination::Destination;
 use crate::outbox::pattern::Pattern;
 use crate::outbox::schema::{delivery_pk, fanout_pk, DELIVERY_SK, FANOUT_SK};
@@ -45,7 +46,7 @@ impl Handler for Writes {
 
 fn destination(id: &str, pattern: &str, state: DestinationState) -> Destination {
     let mut d = Destination::new(
-        id,
+        &did(id),
         "https://x.example/h",
         vec![Pattern::parse(pattern).unwrap()],
         None,
@@ -285,13 +286,13 @@ fn plan_is_pure() {
         plan(&m, Vec::new(), 0, 0).unwrap().is_empty(),
         "nothing matched: nothing to write, even with no room"
     );
-    let two = plan(&m, vec!["a".into(), "b".into()], 2, 7).unwrap();
+    let two = plan(&m, vec![did("a"), did("b")], 2, 7).unwrap();
     assert_eq!(two.len(), 2);
     assert!(two.iter().all(|e| matches!(e, Effect::Ensure(_))));
-    let one = plan(&m, vec!["a".into(), "b".into()], 1, 7).unwrap();
+    let one = plan(&m, vec![did("a"), did("b")], 1, 7).unwrap();
     assert!(matches!(&one[..], [Effect::Ensure(i)] if get_s(i, "sk") == Some(FANOUT_SK)));
     assert!(matches!(
-        plan(&m, vec!["a".into()], 0, 7),
+        plan(&m, vec![did("a")], 0, 7),
         Err(FanoutError::NoRoom { .. })
     ));
 }

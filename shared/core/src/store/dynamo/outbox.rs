@@ -5,10 +5,12 @@
 
 use super::effects::ensure_update;
 use super::{classify, corrupt, DynamoInbox};
+use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::outbox::breaker::{Change, Circuit};
 use crate::outbox::bucket::Take;
 use crate::outbox::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
+use crate::outbox::destination::DestinationId;
 use crate::outbox::schema::*;
 use crate::outbox::store::{DueItem, OutboxStore, TokenAnswer, WorkerState};
 use crate::store::attr::{get_n, get_s, n, s};
@@ -41,12 +43,12 @@ fn worker_state(item: &Item) -> WorkerState {
 impl DynamoInbox {
     fn state_update(
         &self,
-        destination: &str,
+        destination: &DestinationId,
     ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
         self.client
             .update_item()
             .table_name(&self.table)
-            .key(PK, s(destination_pk(destination)))
+            .key(PK, s(destination_pk(destination.as_str())))
             .key(SK, s(STATE_SK))
     }
 }
@@ -137,8 +139,8 @@ impl OutboxStore for DynamoInbox {
     async fn close_fanout(
         &self,
         f: &FanoutItem,
-        at: i64,
-        expires_at: i64,
+        at: Millis,
+        expires_at: Millis,
     ) -> Result<(), StoreError> {
         self.client
             .update_item()
@@ -151,8 +153,8 @@ impl OutboxStore for DynamoInbox {
             .expression_attribute_names("#exp", EXPIRES_AT)
             .expression_attribute_names("#shard", OPEN_SHARD)
             .expression_attribute_names("#due", OPEN_DUE)
-            .expression_attribute_values(":at", n(at))
-            .expression_attribute_values(":exp", n(expires_at))
+            .expression_attribute_values(":at", n(at.get()))
+            .expression_attribute_values(":exp", n(expires_at.as_secs()))
             .send()
             .await
             .map_err(classify)?;
@@ -162,15 +164,15 @@ impl OutboxStore for DynamoInbox {
     async fn due_work_items(
         &self,
         shard: &str,
-        now: i64,
+        now: Millis,
         limit: usize,
     ) -> Result<Vec<DueItem>, StoreError> {
-        self.due_in_shard(shard, now, limit, |item| {
+        self.due_in_shard(shard, now.get(), limit, |item| {
             let text = |k: &str| get_s(item, k).unwrap_or_default().to_owned();
             Ok(Some(DueItem {
                 pk: text(PK),
                 sk: text(SK),
-                due: get_n(item, OPEN_DUE).unwrap_or(now),
+                due: Millis::new(get_n(item, OPEN_DUE).unwrap_or(now.get())),
                 source: text(SOURCE),
                 event_id: text(EVENT_ID),
             }))
@@ -190,12 +192,12 @@ impl OutboxStore for DynamoInbox {
         Ok(found)
     }
 
-    async fn worker_state(&self, destination: &str) -> Result<WorkerState, StoreError> {
+    async fn worker_state(&self, destination: &DestinationId) -> Result<WorkerState, StoreError> {
         let out = self
             .client
             .get_item()
             .table_name(&self.table)
-            .key(PK, s(destination_pk(destination)))
+            .key(PK, s(destination_pk(destination.as_str())))
             .key(SK, s(STATE_SK))
             .consistent_read(true)
             .send()
@@ -204,7 +206,11 @@ impl OutboxStore for DynamoInbox {
         Ok(out.item.as_ref().map(worker_state).unwrap_or_default())
     }
 
-    async fn take_token(&self, destination: &str, take: Take) -> Result<TokenAnswer, StoreError> {
+    async fn take_token(
+        &self,
+        destination: &DestinationId,
+        take: Take,
+    ) -> Result<TokenAnswer, StoreError> {
         let update = self
             .state_update(destination)
             .expression_attribute_names("#tat", TAT_US)
@@ -253,9 +259,9 @@ impl OutboxStore for DynamoInbox {
 
     async fn change_circuit(
         &self,
-        destination: &str,
+        destination: &DestinationId,
         change: Change,
-        now: i64,
+        now: Millis,
     ) -> Result<Option<Circuit>, StoreError> {
         let update = self
             .state_update(destination)
@@ -276,7 +282,7 @@ impl OutboxStore for DynamoInbox {
                     .expression_attribute_names("#f", FAILURES)
                     .expression_attribute_names("#since", FAILING_SINCE)
                     .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":now", n(now));
+                    .expression_attribute_values(":now", n(now.get()));
                 if open {
                     u.update_expression("SET #kind = :kind, #since = if_not_exists(#since, :now), #opened = :now ADD #f :one REMOVE #probe")
                         .expression_attribute_names("#opened", OPENED_AT)
@@ -298,13 +304,17 @@ impl OutboxStore for DynamoInbox {
         ))
     }
 
-    async fn open_circuit(&self, destination: &str, now: i64) -> Result<bool, StoreError> {
+    async fn open_circuit(
+        &self,
+        destination: &DestinationId,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
         let result = self
             .state_update(destination)
             .update_expression("SET #opened = :now")
             .condition_expression("attribute_not_exists(#opened)")
             .expression_attribute_names("#opened", OPENED_AT)
-            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":now", n(now.get()))
             .send()
             .await;
         match result {
@@ -323,10 +333,10 @@ impl OutboxStore for DynamoInbox {
 
     async fn claim_probe(
         &self,
-        destination: &str,
-        opened_at: i64,
-        until: i64,
-        now: i64,
+        destination: &DestinationId,
+        opened_at: Millis,
+        until: Millis,
+        now: Millis,
     ) -> Result<bool, StoreError> {
         let result = self
             .state_update(destination)
@@ -336,9 +346,9 @@ impl OutboxStore for DynamoInbox {
             )
             .expression_attribute_names("#probe", PROBE_UNTIL)
             .expression_attribute_names("#opened", OPENED_AT)
-            .expression_attribute_values(":until", n(until))
-            .expression_attribute_values(":opened", n(opened_at))
-            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":until", n(until.get()))
+            .expression_attribute_values(":opened", n(opened_at.get()))
+            .expression_attribute_values(":now", n(now.get()))
             .send()
             .await;
         match result {

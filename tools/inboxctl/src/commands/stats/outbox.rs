@@ -5,7 +5,7 @@
 
 use inbox_core::outbox::breaker::{BreakerConfig, CircuitState};
 use inbox_core::outbox::delivery::{DeliveryStatus, OutboundDelivery};
-use inbox_core::outbox::destination::Destination;
+use inbox_core::outbox::destination::{Destination, DestinationId};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -40,10 +40,10 @@ pub fn quantile(sorted: &[i64], q: f64) -> Option<i64> {
 pub fn tally(
     destinations: &[Destination],
     deliveries: &[OutboundDelivery],
-    circuit: impl Fn(&str) -> CircuitState,
+    circuit: impl Fn(&DestinationId) -> CircuitState,
     now: i64,
 ) -> Vec<DestinationStats> {
-    let mut ids: Vec<String> = destinations.iter().map(|d| d.id.clone()).collect();
+    let mut ids: Vec<DestinationId> = destinations.iter().map(|d| d.id.clone()).collect();
     for d in deliveries {
         if !ids.contains(&d.destination) {
             ids.push(d.destination.clone());
@@ -90,7 +90,7 @@ pub fn tally(
                 latency_p50_ms: quantile(&latencies, 0.5),
                 latency_p99_ms: quantile(&latencies, 0.99),
                 state,
-                id,
+                id: id.to_string(),
             }
         })
         .collect()

@@ -1,9 +1,9 @@
-//! Operator actions on deliveries, shared by `inboxctl` and the tests: retry a delivery (a new
+//! The operator's resends of deliveries, shared by `inboxctl` and the tests: retry a delivery (a new
 //! round of the schedule, same `webhook-id`), and replay an event to one destination or all.
 
 use super::admin;
 use super::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery};
-use super::destination::DestinationState;
+use super::destination::{DestinationId, DestinationState};
 use super::queue::{OutboxQueues, Work};
 use super::store::OutboxStore;
 use crate::domain::MessageKey;
@@ -78,10 +78,10 @@ pub async fn replay<S: OutboxStore + ItemStore + MessageStore, Q: OutboxQueues>(
     store: &S,
     queue: Option<&Q>,
     key: &MessageKey,
-    only: Option<&str>,
+    only: Option<&DestinationId>,
     operator: &str,
     now: i64,
-) -> Result<Vec<(String, RetryOutcome)>, InfraError> {
+) -> Result<Vec<(DestinationId, RetryOutcome)>, InfraError> {
     let Some(message) = store.get(key).await? else {
         return Ok(Vec::new());
     };
@@ -90,9 +90,9 @@ pub async fn replay<S: OutboxStore + ItemStore + MessageStore, Q: OutboxQueues>(
         other => InfraError::Store(crate::store::StoreError::Rejected(other.to_string().into())),
     })?;
     let event_type = message.event_type.as_ref().map(|t| t.as_str());
-    let mut targets: Vec<String> = destinations
+    let mut targets: Vec<DestinationId> = destinations
         .iter()
-        .filter(|d| only.is_none_or(|o| o == d.id))
+        .filter(|d| only.is_none_or(|o| *o == d.id))
         .filter(|d| {
             only.is_some()
                 || (d.state == DestinationState::Active && d.wants(key.source.as_str(), event_type))

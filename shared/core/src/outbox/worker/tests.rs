@@ -1,0 +1,596 @@
+//! The delivery worker on the in-memory store with a scripted transport and a manual clock: what
+//! each answer does to the delivery, the circuit and the destination, without the emulator.
+
+use super::*;
+use crate::clock::{ManualClock, Millis};
+use crate::domain::{EventId, MessageKey, SourceName};
+use crate::metrics::RecordingSink;
+use crate::outbox::admin;
+use crate::outbox::breaker::Circuit;
+use crate::outbox::destination::did;
+use crate::outbox::destination::Destination;
+use crate::outbox::pattern::Pattern;
+use crate::outbox::queue::{MemoryOutboxQueues, Work};
+use crate::outbox::schema::{destination_pk, FAILING_SINCE, FAILURES, OPENED_AT, STATE_SK};
+use crate::outbox::transport::ScriptedTransport;
+use crate::store::attr::{n, s};
+use crate::store::memory::MemoryStore;
+use crate::store::{Inbox, Item, NewMessage};
+
+const T0: i64 = 1_700_000_000_000;
+
+type Worker =
+    Deliverer<Arc<MemoryStore>, Arc<ScriptedTransport>, Arc<MemoryOutboxQueues>, Arc<ManualClock>>;
+
+struct World {
+    store: Arc<MemoryStore>,
+    transport: Arc<ScriptedTransport>,
+    queues: Arc<MemoryOutboxQueues>,
+    clock: Arc<ManualClock>,
+    metrics: Arc<RecordingSink>,
+    worker: Worker,
+}
+
+fn config() -> DeliverConfig {
+    DeliverConfig {
+        breaker: BreakerConfig {
+            failures: 3,
+            cooldown: Duration::from_secs(30),
+            disable_after: Duration::from_secs(3600),
+        },
+        max_wait: Duration::ZERO,
+        ..DeliverConfig::default()
+    }
+}
+
+fn world(transport: ScriptedTransport) -> World {
+    world_with(transport, config())
+}
+
+fn world_with(transport: ScriptedTransport, config: DeliverConfig) -> World {
+    let store = Arc::new(MemoryStore::new());
+    let transport = Arc::new(transport);
+    let queues = Arc::new(MemoryOutboxQueues::default());
+    let clock = Arc::new(ManualClock::at_millis(T0));
+    let metrics = Arc::new(RecordingSink::new());
+    let worker = Deliverer::new(
+        store.clone(),
+        transport.clone(),
+        queues.clone(),
+        clock.clone(),
+        config,
+        Duration::from_secs(5),
+    )
+    .with_jitter(|| 0.5)
+    .with_metrics(metrics.clone());
+    World {
+        store,
+        transport,
+        queues,
+        clock,
+        metrics,
+        worker,
+    }
+}
+
+impl World {
+    async fn destination(&self, id: &str, change: impl FnOnce(&mut Destination)) {
+        let mut d = Destination::new(
+            &did(id),
+            "https://x.example/hook",
+            vec![Pattern::parse("*").unwrap()],
+            None,
+            T0,
+        );
+        change(&mut d);
+        admin::add(&*self.store, &d, "ana", false).await.unwrap();
+    }
+
+    /// An event in the inbox and its pending delivery to `destination`.
+    async fn pending(&self, destination: &str, event: &str) -> DeliveryRef {
+        let key = MessageKey::new(
+            SourceName::parse("stripe").unwrap(),
+            EventId::parse(event).unwrap(),
+        );
+        self.store
+            .put_if_absent(&NewMessage {
+                key: key.clone(),
+                event_type: None,
+                received_at_ms: T0,
+                body: br#"{"id":"evt"}"#.to_vec(),
+                body_digest: None,
+                headers: Vec::new(),
+                provider_id: None,
+                unidentified: None,
+                batch: None,
+            })
+            .await
+            .unwrap();
+        let d = OutboundDelivery::new(&did(destination), &key, None, T0);
+        assert_eq!(
+            self.store.save_delivery(&d, None).await.unwrap(),
+            Applied::Done
+        );
+        d.reference()
+    }
+
+    async fn stored(&self, r: &DeliveryRef) -> OutboundDelivery {
+        self.store.delivery(r).await.unwrap().unwrap()
+    }
+
+    async fn circuit(&self, destination: &str) -> Circuit {
+        self.store
+            .worker_state(&did(destination))
+            .await
+            .unwrap()
+            .circuit
+    }
+
+    /// Sets a destination's circuit as another worker left it.
+    fn set_circuit(&self, destination: &str, c: Circuit) {
+        let mut item = Item::from([
+            ("pk".to_string(), s(destination_pk(destination))),
+            ("sk".to_string(), s(STATE_SK)),
+            (FAILURES.to_string(), n(i64::from(c.failures))),
+        ]);
+        for (attr, v) in [(FAILING_SINCE, c.failing_since), (OPENED_AT, c.opened_at)] {
+            if let Some(v) = v {
+                item.insert(attr.into(), n(v));
+            }
+        }
+        self.store.put_item(item);
+    }
+
+    fn scheduled(&self) -> Vec<(Work, Duration)> {
+        self.queues.scheduled.lock().unwrap().clone()
+    }
+}
+
+#[tokio::test]
+async fn a_429_is_retried_after_its_retry_after_and_leaves_the_circuit_alone() {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        429,
+        Some("120"),
+    )]));
+    w.destination("crm", |_| {}).await;
+    let r = w.pending("crm", "evt_1").await;
+
+    let outcome = w.worker.deliver(&r).await.unwrap();
+    assert_eq!(
+        outcome,
+        DeliveryOutcome::Retrying {
+            attempt: 1,
+            delay: Duration::from_secs(120)
+        },
+        "Retry-After (120 s) beats the schedule's 5 s"
+    );
+    let d = w.stored(&r).await;
+    assert_eq!(d.status, DeliveryStatus::Retrying);
+    assert_eq!(d.next_attempt_at, Some(T0 + 120_000));
+    assert_eq!((d.last_status, d.lease_until), (Some(429), None));
+    assert_eq!(d.journal.len(), 1);
+    assert_eq!(d.journal[0].status, Some(429));
+    assert_eq!(d.journal[0].outcome, "retry in 2m");
+    assert_eq!(
+        w.scheduled(),
+        vec![(Work::Delivery(r.clone()), Duration::from_secs(120))],
+        "re-driven through the queue with the delay"
+    );
+    assert_eq!(
+        w.circuit("crm").await,
+        Circuit::default(),
+        "a 429 says the destination is up: nothing counted"
+    );
+
+    w.clock.advance_millis(119_999);
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Skipped(Skip::NotDue)
+    );
+    w.clock.advance_millis(1);
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    let sent = w.transport.sent();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].header("webhook-id"), Some(d.webhook_id.as_str()));
+    assert_eq!(
+        sent[1].header("webhook-id"),
+        sent[0].header("webhook-id"),
+        "the retry is the same message"
+    );
+    assert_eq!(sent[1].body, br#"{"id":"evt"}"#);
+    assert_eq!(w.metrics.count("DeliveriesDelivered"), 1);
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_the_queue_s_limit_is_left_to_the_sweep() {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        429,
+        Some("3600"),
+    )]));
+    w.destination("crm", |_| {}).await;
+    let r = w.pending("crm", "evt_1").await;
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Retrying {
+            attempt: 1,
+            delay: Duration::from_secs(3600)
+        }
+    );
+    assert!(w.scheduled().is_empty(), "over 15 min: not queued");
+    assert_eq!(w.stored(&r).await.due_at(), Some(T0 + 3_600_000));
+}
+
+#[tokio::test]
+async fn a_410_fails_the_delivery_and_disables_the_destination() {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        410, None,
+    )]));
+    w.destination("crm", |_| {}).await;
+    let first = w.pending("crm", "evt_1").await;
+    let second = w.pending("crm", "evt_2").await;
+
+    assert_eq!(
+        w.worker.deliver(&first).await.unwrap(),
+        DeliveryOutcome::Failed { attempts: 1 }
+    );
+    let dest = admin::get(&*w.store, &did("crm")).await.unwrap().unwrap();
+    assert_eq!(dest.state, DestinationState::Disabled);
+    assert_eq!(
+        dest.reason.as_deref(),
+        Some("the destination answered 410 Gone")
+    );
+    let journal = admin::journal(&*w.store, &did("crm")).await.unwrap();
+    assert!(
+        journal
+            .iter()
+            .any(|e| e.actor == "deliver" && e.action == "disabled"),
+        "{journal:?}"
+    );
+    assert_eq!(w.metrics.count("DestinationDisabled"), 1);
+    let notices = w.queues.notices.lock().unwrap().clone();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].destination, "crm");
+
+    // The cache was dropped: the next delivery fails at once, without a request.
+    assert_eq!(
+        w.worker.deliver(&second).await.unwrap(),
+        DeliveryOutcome::Failed { attempts: 0 }
+    );
+    assert_eq!(w.transport.sent().len(), 1);
+    let d = w.stored(&second).await;
+    assert!(d
+        .last_error
+        .unwrap()
+        .contains("disabled: the destination answered 410 Gone"));
+    assert_eq!(w.circuit("crm").await, Circuit::default(), "410 is neutral");
+}
+
+#[tokio::test]
+async fn concurrent_failures_open_the_circuit_once() {
+    // Four workers fail at once on a circuit at one failure (threshold 3): each counts its
+    // failure on the state it read; three of them see the threshold reached, one opens it.
+    let transport =
+        ScriptedTransport::answering((0..4).map(|_| ScriptedTransport::status(500, None))).gated(4);
+    let w = world(transport);
+    w.destination("crm", |_| {}).await;
+    w.set_circuit(
+        "crm",
+        Circuit {
+            failures: 1,
+            failing_since: Some(T0 - 1_000),
+            ..Circuit::default()
+        },
+    );
+    let mut refs = Vec::new();
+    for i in 0..4 {
+        refs.push(w.pending("crm", &format!("evt_{i}")).await);
+    }
+    let outcomes = futures_util::future::join_all(refs.iter().map(|r| w.worker.deliver(r))).await;
+    for o in outcomes {
+        assert!(
+            matches!(o.unwrap(), DeliveryOutcome::Retrying { attempt: 1, .. }),
+            "every failure is retried"
+        );
+    }
+    assert_eq!(w.store.circuit_openings(), 1, "opened once, not per worker");
+    let c = w.circuit("crm").await;
+    assert_eq!(
+        (c.failures, c.failing_since, c.opened_at),
+        (5, Some(T0 - 1_000), Some(T0))
+    );
+
+    // Open: the next delivery waits for the cool-down without an attempt.
+    let r = w.pending("crm", "evt_late").await;
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Deferred {
+            until: T0 + 30_000,
+            why: "circuit open"
+        }
+    );
+    assert_eq!(w.stored(&r).await.attempts, 0);
+    assert_eq!(w.transport.sent().len(), 4);
+}
+
+#[tokio::test]
+async fn a_half_open_circuit_lets_one_probe_through_and_closes_on_its_success() {
+    let w = world(ScriptedTransport::new());
+    w.destination("crm", |_| {}).await;
+    w.set_circuit(
+        "crm",
+        Circuit {
+            failures: 3,
+            failing_since: Some(T0 - 60_000),
+            opened_at: Some(T0 - 30_000),
+            probe_until: None,
+        },
+    );
+    // Another worker holds the probe's lease.
+    assert!(w
+        .store
+        .claim_probe(
+            &did("crm"),
+            Millis::new(T0 - 30_000),
+            Millis::new(T0 + 5_000),
+            Millis::new(T0),
+        )
+        .await
+        .unwrap());
+    let r = w.pending("crm", "evt_1").await;
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Deferred {
+            until: T0 + 5_000,
+            why: "circuit open"
+        },
+        "held until the other probe's lease ends"
+    );
+    // Its lease lapses without a result: this worker probes, and the success closes the circuit.
+    w.clock.set_millis(T0 + 5_000);
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    assert_eq!(w.circuit("crm").await, Circuit::default());
+}
+
+#[tokio::test]
+async fn a_destination_failing_for_too_long_is_disabled_by_the_breaker() {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        503, None,
+    )]));
+    w.destination("crm", |_| {}).await;
+    // Open since long enough to probe; failing since more than `disable_after` (1 h).
+    w.set_circuit(
+        "crm",
+        Circuit {
+            failures: 9,
+            failing_since: Some(T0 - 3_600_000),
+            opened_at: Some(T0 - 60_000),
+            probe_until: None,
+        },
+    );
+    let r = w.pending("crm", "evt_1").await;
+    assert!(matches!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Retrying { .. }
+    ));
+    let dest = admin::get(&*w.store, &did("crm")).await.unwrap().unwrap();
+    assert_eq!(dest.state, DestinationState::Disabled);
+    assert_eq!(
+        dest.reason.as_deref(),
+        Some("failing for 3600 s without a success (circuit breaker)")
+    );
+    let c = w.circuit("crm").await;
+    assert_eq!(
+        (c.failures, c.opened_at),
+        (10, Some(T0)),
+        "the probe re-opened it"
+    );
+}
+
+#[tokio::test]
+async fn a_lapsed_lease_is_attempted_again_with_the_same_webhook_id() {
+    let w = world(ScriptedTransport::new());
+    w.destination("crm", |_| {}).await;
+    let r = w.pending("crm", "evt_1").await;
+    // A worker claimed it and stopped (before or after its POST).
+    let mut claimed = w.stored(&r).await;
+    claimed.status = DeliveryStatus::Delivering;
+    claimed.attempts = 1;
+    claimed.lease_until = Some(T0 + 40_000);
+    assert_eq!(
+        w.store.save_delivery(&claimed, Some(0)).await.unwrap(),
+        Applied::Done
+    );
+
+    w.clock.set_millis(T0 + 39_999);
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Skipped(Skip::Leased)
+    );
+    assert!(w.transport.sent().is_empty());
+
+    w.clock.set_millis(T0 + 40_000);
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    let d = w.stored(&r).await;
+    assert_eq!((d.status, d.attempts), (DeliveryStatus::Delivered, 2));
+    assert_eq!(d.journal.len(), 2);
+    assert_eq!(
+        (
+            d.journal[0].at,
+            d.journal[0].attempt,
+            d.journal[0].outcome.as_str()
+        ),
+        (T0 + 40_000, 1, "lease lapsed")
+    );
+    assert_eq!((d.journal[1].attempt, d.journal[1].status), (2, Some(200)));
+    assert_eq!(
+        w.transport.sent()[0].header("webhook-id"),
+        Some(claimed.webhook_id.as_str())
+    );
+    assert_eq!(d.delivered_at, Some(T0 + 40_000));
+    assert_eq!(d.expires_at, Some((T0 + 40_000) / 1000 + 30 * 86_400));
+}
+
+#[tokio::test]
+async fn a_paused_destination_defers_without_an_attempt_until_resumed() {
+    let w = world(ScriptedTransport::new());
+    w.destination("crm", |d| d.state = DestinationState::Paused)
+        .await;
+    let r = w.pending("crm", "evt_1").await;
+    let paused = DeliveryOutcome::Deferred {
+        until: T0 + 60_000,
+        why: "destination paused",
+    };
+    assert_eq!(w.worker.deliver(&r).await.unwrap(), paused);
+    let d = w.stored(&r).await;
+    assert_eq!(
+        (d.status, d.attempts, d.next_attempt_at),
+        (DeliveryStatus::Pending, 0, Some(T0 + 60_000))
+    );
+    assert_eq!(d.notes.len(), 1);
+    assert_eq!(d.notes[0].note, "destination paused: deferred");
+    assert_eq!(
+        w.scheduled(),
+        vec![(Work::Delivery(r.clone()), Duration::from_secs(60))]
+    );
+
+    w.clock.set_millis(T0 + 60_000);
+    assert!(matches!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Deferred { until, .. } if until == T0 + 120_000
+    ));
+    assert_eq!(w.stored(&r).await.notes.len(), 1, "the same note once");
+
+    admin::update(&*w.store, &did("crm"), "ana", "resumed", T0, |d| {
+        d.state = DestinationState::Active;
+        Ok("resumed".into())
+    })
+    .await
+    .unwrap();
+    w.clock.set_millis(T0 + 120_000);
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Delivered,
+        "the cache's copy (5 s) is older than a recheck"
+    );
+    assert!(w.transport.sent().len() == 1);
+}
+
+#[tokio::test]
+async fn over_the_rate_a_delivery_is_deferred_without_an_attempt() {
+    let w = world(ScriptedTransport::new());
+    w.destination("crm", |d| {
+        d.rate_per_sec = 2.0;
+        d.burst = 1;
+    })
+    .await;
+    let first = w.pending("crm", "evt_1").await;
+    let second = w.pending("crm", "evt_2").await;
+    assert_eq!(
+        w.worker.deliver(&first).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    let outcome = w.worker.deliver(&second).await.unwrap();
+    let DeliveryOutcome::Deferred { until, why } = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(why, "rate limit");
+    assert!(
+        (T0 + 1..=T0 + 501).contains(&until),
+        "the next token, 500 ms away: {}",
+        until - T0
+    );
+    assert_eq!(w.stored(&second).await.attempts, 0);
+    assert_eq!(w.transport.sent().len(), 1);
+
+    w.clock.set_millis(until);
+    assert_eq!(
+        w.worker.deliver(&second).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+}
+
+#[tokio::test]
+async fn what_cannot_be_sent_fails_without_a_request() {
+    let w = world(ScriptedTransport::new());
+    let r = w.pending("gone", "evt_1").await;
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Failed { attempts: 0 }
+    );
+    assert_eq!(
+        w.stored(&r).await.last_error.as_deref(),
+        Some("the destination was removed")
+    );
+    let missing = DeliveryRef {
+        destination: did("crm"),
+        ..r.clone()
+    };
+    assert_eq!(
+        w.worker.deliver(&missing).await.unwrap(),
+        DeliveryOutcome::Missing
+    );
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Skipped(Skip::Terminal)
+    );
+    assert!(w.transport.sent().is_empty());
+    assert_eq!(w.queues.notices.lock().unwrap().len(), 1);
+    assert_eq!(w.metrics.count("DeliveriesFailed"), 1);
+}
+
+#[tokio::test]
+async fn a_stale_read_is_skipped_as_a_conflict() {
+    let w = world(ScriptedTransport::new());
+    w.destination("crm", |_| {}).await;
+    let r = w.pending("crm", "evt_1").await;
+    let stale = w.stored(&r).await;
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    // The stream's old image of the same delivery arrives after it was delivered.
+    let mut again = stale.clone();
+    again.status = DeliveryStatus::Retrying;
+    assert_eq!(
+        w.worker.deliver_item(again).await.unwrap(),
+        DeliveryOutcome::Skipped(Skip::Conflict)
+    );
+    assert_eq!(w.transport.sent().len(), 1, "never sent twice");
+    assert_eq!(
+        DeliveryOutcome::Skipped(Skip::Conflict).as_str(),
+        "skipped_conflict"
+    );
+}
+
+#[test]
+fn skips_keep_their_names() {
+    let names: Vec<_> = [
+        Skip::Terminal,
+        Skip::Leased,
+        Skip::NotDue,
+        Skip::Closed,
+        Skip::Conflict,
+    ]
+    .into_iter()
+    .map(|s| DeliveryOutcome::Skipped(s).as_str())
+    .collect();
+    assert_eq!(
+        names,
+        [
+            "skipped_terminal",
+            "skipped_leased",
+            "skipped_not_due",
+            "skipped_closed",
+            "skipped_conflict"
+        ]
+    );
+}

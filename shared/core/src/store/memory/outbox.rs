@@ -1,0 +1,303 @@
+//! The in-memory store's outbox ([`OutboxStore`]), with the DynamoDB adapter's conditions
+//! (`store/dynamo/outbox.rs`): delivery items are plain items beside the fan-out's effects (the
+//! same `pk`/`sk`, the same open-index attributes), saved on their `version`; the destination's
+//! state item takes tokens on the stored `tat_us` and answers a refusal with it; circuit counts
+//! are unconditional, opening a closed circuit and taking the probe's lease are conditional.
+
+use super::{key_of, lock, version_of, MemoryStore};
+use crate::clock::Millis;
+use crate::domain::MessageKey;
+use crate::outbox::breaker::{Change, Circuit};
+use crate::outbox::bucket::{self, Take};
+use crate::outbox::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
+use crate::outbox::destination::DestinationId;
+use crate::outbox::schema::*;
+use crate::outbox::store::{DueItem, OutboxStore, TokenAnswer, WorkerState};
+use crate::store::attr::{get_n, get_s, n, s};
+use crate::store::schema::{
+    EVENT_ID, EXPIRES_AT, KIND, OPEN_DUE, OPEN_SHARD, PK, SK, SOURCE, VERSION,
+};
+use crate::store::{Applied, Item, StoreError};
+use std::sync::atomic::Ordering;
+
+/// An unreadable item, refused as the DynamoDB adapter refuses it.
+fn corrupt(e: serde_dynamo::Error) -> StoreError {
+    StoreError::Rejected(Box::new(e))
+}
+
+/// A destination's state item as the DynamoDB adapter reads it.
+fn worker_state(item: Option<&Item>) -> WorkerState {
+    let Some(item) = item else {
+        return WorkerState::default();
+    };
+    let u32_of = |k: &str| {
+        get_n(item, k)
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0)
+    };
+    WorkerState {
+        tat_us: get_n(item, TAT_US),
+        circuit: Circuit {
+            failures: u32_of(FAILURES),
+            failing_since: get_n(item, FAILING_SINCE),
+            opened_at: get_n(item, OPENED_AT),
+            probe_until: get_n(item, PROBE_UNTIL),
+        },
+    }
+}
+
+fn state_key(destination: &DestinationId) -> (String, String) {
+    (destination_pk(destination.as_str()), STATE_SK.to_owned())
+}
+
+impl MemoryStore {
+    /// Times a circuit was opened (by a failure that reached the threshold or a failed probe):
+    /// tests see that concurrent workers open it once.
+    pub fn circuit_openings(&self) -> usize {
+        self.circuit_openings.load(Ordering::SeqCst)
+    }
+
+    /// A destination's state item, created (`pk`, `sk`, `kind`) when a write finds none: an
+    /// `UpdateItem` creates the item it updates.
+    fn state_item<'a>(
+        items: &'a mut std::collections::BTreeMap<(String, String), Item>,
+        destination: &DestinationId,
+    ) -> &'a mut Item {
+        let (pk, sk) = state_key(destination);
+        items
+            .entry((pk.clone(), sk.clone()))
+            .or_insert_with(|| Item::from([(PK.to_string(), s(pk)), (SK.to_string(), s(sk))]))
+    }
+}
+
+impl OutboxStore for MemoryStore {
+    async fn delivery(&self, r: &DeliveryRef) -> Result<Option<OutboundDelivery>, StoreError> {
+        self.up()?;
+        let item = lock(&self.items)
+            .get(&(r.pk(), DELIVERY_SK.to_owned()))
+            .cloned();
+        item.map(|i| OutboundDelivery::from_item(i).map_err(corrupt))
+            .transpose()
+    }
+
+    async fn save_delivery(
+        &self,
+        d: &OutboundDelivery,
+        expected_version: Option<u64>,
+    ) -> Result<Applied, StoreError> {
+        self.write()?;
+        let mut item = d.to_item().map_err(corrupt)?;
+        item.insert(
+            VERSION.into(),
+            n(expected_version.map_or(0, |v| v as i64 + 1)),
+        );
+        let mut items = lock(&self.items);
+        let key = key_of(&item);
+        // `attribute_not_exists(pk)` for a new one, `version = :v` for an update.
+        let holds = match (items.get(&key), expected_version) {
+            (None, None) => true,
+            (Some(existing), Some(v)) => version_of(existing) == Some(v),
+            _ => false,
+        };
+        if !holds {
+            return Ok(Applied::MessageConflict);
+        }
+        items.insert(key, item);
+        Ok(Applied::Done)
+    }
+
+    async fn ensure_delivery(&self, d: &OutboundDelivery) -> Result<(), StoreError> {
+        self.write()?;
+        let item = d.to_item().map_err(corrupt)?;
+        let mut items = lock(&self.items);
+        // `SET a = if_not_exists(a, :a)` for every attribute.
+        let stored = items.entry(key_of(&item)).or_default();
+        for (attr, value) in item {
+            stored.entry(attr).or_insert(value);
+        }
+        Ok(())
+    }
+
+    async fn fanout(&self, key: &MessageKey) -> Result<Option<FanoutItem>, StoreError> {
+        self.up()?;
+        let item = lock(&self.items)
+            .get(&(fanout_pk(key), FANOUT_SK.to_owned()))
+            .cloned();
+        item.map(|i| FanoutItem::from_item(i).map_err(corrupt))
+            .transpose()
+    }
+
+    async fn close_fanout(
+        &self,
+        f: &FanoutItem,
+        at: Millis,
+        expires_at: Millis,
+    ) -> Result<(), StoreError> {
+        self.write()?;
+        let (pk, sk) = (fanout_pk(&f.key()), FANOUT_SK.to_owned());
+        let mut items = lock(&self.items);
+        let item = items
+            .entry((pk.clone(), sk.clone()))
+            .or_insert_with(|| Item::from([(PK.to_string(), s(pk)), (SK.to_string(), s(sk))]));
+        item.insert("expanded_at".into(), n(at.get()));
+        item.insert(EXPIRES_AT.into(), n(expires_at.as_secs()));
+        item.insert(OPEN_SHARD.into(), s(DONE_SHARD));
+        item.insert(OPEN_DUE.into(), n(at.get()));
+        Ok(())
+    }
+
+    async fn due_work_items(
+        &self,
+        shard: &str,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<DueItem>, StoreError> {
+        self.up()?;
+        let items = lock(&self.items);
+        let mut due: Vec<DueItem> = items
+            .values()
+            .filter(|i| get_s(i, OPEN_SHARD) == Some(shard))
+            .filter_map(|i| {
+                let due = Millis::new(get_n(i, OPEN_DUE)?);
+                let text = |k: &str| get_s(i, k).unwrap_or_default().to_owned();
+                (due <= now).then(|| DueItem {
+                    pk: text(PK),
+                    sk: text(SK),
+                    due,
+                    source: text(SOURCE),
+                    event_id: text(EVENT_ID),
+                })
+            })
+            .collect();
+        due.sort_by_key(|d| d.due);
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    async fn all_deliveries(&self) -> Result<Vec<OutboundDelivery>, StoreError> {
+        self.up()?;
+        let found: Vec<Item> = lock(&self.items)
+            .values()
+            .filter(|i| get_s(i, KIND) == Some(KIND_OUTBOUND))
+            .cloned()
+            .collect();
+        found
+            .into_iter()
+            .map(|i| OutboundDelivery::from_item(i).map_err(corrupt))
+            .collect()
+    }
+
+    async fn worker_state(&self, destination: &DestinationId) -> Result<WorkerState, StoreError> {
+        self.up()?;
+        Ok(worker_state(lock(&self.items).get(&state_key(destination))))
+    }
+
+    async fn take_token(
+        &self,
+        destination: &DestinationId,
+        take: Take,
+    ) -> Result<TokenAnswer, StoreError> {
+        if let Take::Wait(_) = take {
+            return Ok(TokenAnswer::Refused(None));
+        }
+        self.write()?;
+        let mut items = lock(&self.items);
+        let stored = items
+            .get(&state_key(destination))
+            .and_then(|i| get_n(i, TAT_US));
+        // `attribute_not_exists(tat) OR tat <= :now` to reset, `tat > :now AND tat <= :most` to
+        // advance; a refusal answers with the stored `tat`.
+        let new_tat = match bucket::apply(stored, take) {
+            Ok(tat) => tat,
+            Err(seen) => return Ok(TokenAnswer::Refused(seen)),
+        };
+        let item = Self::state_item(&mut items, destination);
+        item.insert(TAT_US.into(), n(new_tat));
+        item.insert(KIND.into(), s(KIND_DESTINATION_STATE));
+        Ok(TokenAnswer::Granted(worker_state(Some(item))))
+    }
+
+    async fn change_circuit(
+        &self,
+        destination: &DestinationId,
+        change: Change,
+        now: Millis,
+    ) -> Result<Option<Circuit>, StoreError> {
+        if change == Change::None {
+            return Ok(None);
+        }
+        self.write()?;
+        let after = {
+            let mut items = lock(&self.items);
+            let item = Self::state_item(&mut items, destination);
+            item.insert(KIND.into(), s(KIND_DESTINATION_STATE));
+            match change {
+                Change::None => {}
+                Change::Reset => {
+                    item.insert(FAILURES.into(), n(0));
+                    for gone in [FAILING_SINCE, OPENED_AT, PROBE_UNTIL] {
+                        item.remove(gone);
+                    }
+                }
+                Change::Fail { open, .. } => {
+                    let failures = get_n(item, FAILURES).unwrap_or(0);
+                    item.insert(FAILURES.into(), n(failures + 1));
+                    item.entry(FAILING_SINCE.into())
+                        .or_insert_with(|| n(now.get()));
+                    if open {
+                        item.insert(OPENED_AT.into(), n(now.get()));
+                        item.remove(PROBE_UNTIL);
+                        self.circuit_openings.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }
+            worker_state(Some(item)).circuit
+        };
+        // The answer comes back over the network on DynamoDB: other workers' writes may land
+        // before this one acts on it.
+        tokio::task::yield_now().await;
+        Ok(Some(after))
+    }
+
+    async fn open_circuit(
+        &self,
+        destination: &DestinationId,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        self.write()?;
+        let mut items = lock(&self.items);
+        let item = Self::state_item(&mut items, destination);
+        // `attribute_not_exists(opened_at)`.
+        if item.contains_key(OPENED_AT) {
+            return Ok(false);
+        }
+        item.insert(OPENED_AT.into(), n(now.get()));
+        self.circuit_openings.fetch_add(1, Ordering::SeqCst);
+        Ok(true)
+    }
+
+    async fn claim_probe(
+        &self,
+        destination: &DestinationId,
+        opened_at: Millis,
+        until: Millis,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        self.write()?;
+        let mut items = lock(&self.items);
+        // `opened_at = :opened AND (attribute_not_exists(probe_until) OR probe_until <= :now)`
+        // (never true of a missing item, which then stays missing).
+        let Some(item) = items.get_mut(&state_key(destination)) else {
+            return Ok(false);
+        };
+        let holds = get_n(item, OPENED_AT) == Some(opened_at.get())
+            && get_n(item, PROBE_UNTIL).is_none_or(|p| p <= now.get());
+        if holds {
+            item.insert(PROBE_UNTIL.into(), n(until.get()));
+        }
+        Ok(holds)
+    }
+}
+
+#[cfg(test)]
+mod tests;
