@@ -12,7 +12,8 @@
 //!   breaker), [`policy`] (what an attempt's result means).
 //! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `sweep` (the scheduled sweep,
 //!   fan-out expansion), [`batch`] (stream and queue batches), [`queue`], [`sign`], [`transport`]
-//!   (the capability the deliver function's SSRF-guarded HTTP client implements), [`cache`].
+//!   (the capability the deliver function's SSRF-guarded HTTP client implements), [`cache`];
+//!   [`config`]: the deliver function's configuration, read from the environment.
 //!
 //! The contract a receiver relies on is in the README ("Outbound delivery").
 
@@ -21,6 +22,7 @@ pub mod batch;
 pub mod breaker;
 pub mod bucket;
 pub mod cache;
+pub mod config;
 pub mod delivery;
 pub mod destination;
 pub mod fanout;
