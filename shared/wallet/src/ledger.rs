@@ -1,6 +1,7 @@
 //! [`Ledger`]: the wallets as operators, reports and the handler read them, and the writes outside
 //! event processing (creating a wallet, registering the wallets created before the registry),
-//! over the core's item store.
+//! over the core's item store. Reconciliation reads through it ([`crate::reconcile`]); it knows
+//! nothing of reconciliation.
 
 use crate::items::{
     email_sk, payment_index_key, payment_sk, register_wallet, registered_tenant, registry_complete,
@@ -8,7 +9,6 @@ use crate::items::{
     REGISTRY_PK, REGISTRY_PREFIX, WALLET_SK,
 };
 use crate::model::{EmailRow, Entry, PaymentIndex, PaymentRow, Wallet};
-use crate::reconcile::{reconcile, ReconcileOptions, ReconcileReport};
 use inbox_core::store::attr::get_s;
 use inbox_core::store::{Applied, Effect, Item, ItemStore, ItemWriter, StoreError};
 use std::collections::BTreeSet;
@@ -293,15 +293,6 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
             .payment_index(payment_key)
             .await?
             .and_then(|i| i.tenant))
-    }
-
-    /// Checks every wallet (see [`crate::reconcile`]).
-    pub async fn reconcile(
-        &self,
-        now_ms: i64,
-        options: ReconcileOptions,
-    ) -> Result<ReconcileReport, StoreError> {
-        reconcile(self.store, now_ms, options).await
     }
 }
 

@@ -6,7 +6,7 @@
 //! - `balance`: the wallet, with amounts in minor units and formatted in the currency.
 //! - `ledger`: the entries (every change of balance or held, with the webhook event that made it)
 //!   and, with `--rows`, the per-email and per-payment rows.
-//! - `reconcile`: [`Ledger::reconcile`] over every wallet; exit 1 when anything does not
+//! - `reconcile`: [`wallet_ledger::reconcile::reconcile`] over every wallet; exit 1 when anything does not
 //!   reconcile, so a cron job or CI step can alert on it.
 //! - `reindex`: [`Ledger::reindex`], registers the wallets created before the wallet registry.
 //!

@@ -12,8 +12,7 @@ use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
-use wallet_ledger::reconcile::{ReconcileOptions, ReconcileReport};
-use wallet_ledger::Ledger;
+use wallet_ledger::reconcile::{reconcile, ReconcileOptions, ReconcileReport};
 
 const HOUR_MS: i64 = 3_600_000;
 
@@ -73,7 +72,7 @@ pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> R
         Duration::from_secs(u64::from(days) * 86_400),
     );
     let bar = spinner(ctx.json(), "reconciling wallets");
-    let result = Ledger::new(&store).reconcile(now, options).await;
+    let result = reconcile(&store, now, options).await;
     bar.finish_and_clear();
     let report = result.context(format!(
         "reconciling the wallets in table {}",
