@@ -6,7 +6,7 @@
 //! `payment_intent_data.metadata` set it), charges with their cumulative `amount_refunded`, and
 //! every event's `livemode`.
 
-use super::rules::{EmailEvent, PaymentEvent};
+use super::rules::{Bounce, EmailEvent, PaymentEvent};
 use serde_json::Value;
 
 /// Why an event cannot move money (a permanent failure: the message is quarantined with this reason).
@@ -232,8 +232,8 @@ pub fn email(event_type: &str, body: &Value) -> Result<Option<EmailNotice>, Unus
         "message.bounced" => {
             let kind = text(&body["data"]["bounce_type"]).map(|k| k.to_ascii_lowercase());
             match kind.as_deref() {
-                Some("hard" | "permanent") => EmailEvent::Bounced { hard: true },
-                Some("soft" | "transient") => EmailEvent::Bounced { hard: false },
+                Some("hard" | "permanent") => EmailEvent::Bounced(Bounce::Hard),
+                Some("soft" | "transient") => EmailEvent::Bounced(Bounce::Soft),
                 Some(other) => {
                     return Err(unusable(format!(
                         "data.bounce_type {other:?} is neither hard nor soft"
@@ -440,13 +440,13 @@ mod tests {
             EmailNotice {
                 tenant: "acme".into(),
                 message_id: "m1".into(),
-                event: EmailEvent::Bounced { hard: true }
+                event: EmailEvent::Bounced(Bounce::Hard)
             }
         );
         let soft = json!({"message_id": "m1", "tenant": "acme", "bounce_type": "soft"});
         assert_eq!(
             e("message.bounced", soft).unwrap().unwrap().event,
-            EmailEvent::Bounced { hard: false }
+            EmailEvent::Bounced(Bounce::Soft)
         );
         assert!(
             e("message.bounced", base.clone()).is_err(),

@@ -20,7 +20,7 @@
 use serde_json::Value;
 
 use crate::parse::{self, EmailNotice, Unusable};
-use crate::rules::EmailEvent;
+use crate::rules::{Bounce, EmailEvent};
 
 /// The format of a source's email delivery events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -119,10 +119,10 @@ fn ses(envelope: &Value) -> Result<Option<EmailNotice>, Unusable> {
     let event = match kind.as_deref() {
         Some("Send") => EmailEvent::Sent,
         Some("Delivery") => EmailEvent::Accepted,
-        Some("Reject") => EmailEvent::Bounced { hard: true },
+        Some("Reject") => EmailEvent::Bounced(Bounce::Hard),
         Some("Bounce") => match text(&ses["bounce"]["bounceType"]).as_deref() {
-            Some("Permanent") => EmailEvent::Bounced { hard: true },
-            Some("Transient" | "Undetermined") => EmailEvent::Bounced { hard: false },
+            Some("Permanent") => EmailEvent::Bounced(Bounce::Hard),
+            Some("Transient" | "Undetermined") => EmailEvent::Bounced(Bounce::Soft),
             Some(other) => {
                 return Err(unusable(format!(
                 "Message.bounce.bounceType {other:?} is none of Permanent, Transient, Undetermined"
@@ -149,10 +149,10 @@ fn sendgrid(event_type: &str, e: &Value) -> Result<Option<EmailNotice>, Unusable
     let event = match event_type {
         "processed" => EmailEvent::Sent,
         "delivered" => EmailEvent::Accepted,
-        "dropped" => EmailEvent::Bounced { hard: true },
+        "dropped" => EmailEvent::Bounced(Bounce::Hard),
         "bounce" => match text(&e["type"]).as_deref() {
-            None | Some("bounce") => EmailEvent::Bounced { hard: true },
-            Some("blocked") => EmailEvent::Bounced { hard: false },
+            None | Some("bounce") => EmailEvent::Bounced(Bounce::Hard),
+            Some("blocked") => EmailEvent::Bounced(Bounce::Soft),
             Some(other) => {
                 return Err(unusable(format!(
                     "type {other:?} of a bounce is neither bounce nor blocked"
@@ -181,10 +181,10 @@ fn mailgun(event_type: &str, body: &Value) -> Result<Option<EmailNotice>, Unusab
     let event = match event_type {
         "accepted" => EmailEvent::Sent,
         "delivered" => EmailEvent::Accepted,
-        "rejected" => EmailEvent::Bounced { hard: true },
+        "rejected" => EmailEvent::Bounced(Bounce::Hard),
         "failed" => match text(&data["severity"]).as_deref() {
-            Some("permanent") => EmailEvent::Bounced { hard: true },
-            Some("temporary") => EmailEvent::Bounced { hard: false },
+            Some("permanent") => EmailEvent::Bounced(Bounce::Hard),
+            Some("temporary") => EmailEvent::Bounced(Bounce::Soft),
             Some(other) => {
                 return Err(unusable(format!(
                     "event-data.severity {other:?} is neither permanent nor temporary"
@@ -219,9 +219,11 @@ fn postmark(event_type: &str, r: &Value) -> Result<Option<EmailNotice>, Unusable
         "Delivery" => EmailEvent::Accepted,
         "Bounce" => {
             let kind = text(&r["Type"]).ok_or_else(|| unusable("Type of a bounce is missing"))?;
-            EmailEvent::Bounced {
-                hard: POSTMARK_HARD.contains(&kind.as_str()),
-            }
+            EmailEvent::Bounced(if POSTMARK_HARD.contains(&kind.as_str()) {
+                Bounce::Hard
+            } else {
+                Bounce::Soft
+            })
         }
         "SpamComplaint" => EmailEvent::Complained,
         _ => return Ok(None),
@@ -241,13 +243,11 @@ fn resend(event_type: &str, body: &Value) -> Result<Option<EmailNotice>, Unusabl
     let event = match event_type {
         "email.sent" => EmailEvent::Sent,
         "email.delivered" => EmailEvent::Accepted,
-        "email.failed" => EmailEvent::Bounced { hard: true },
-        "email.bounced" => EmailEvent::Bounced {
-            hard: !matches!(
-                text(&data["bounce"]["type"]).as_deref(),
-                Some("Transient" | "Undetermined")
-            ),
-        },
+        "email.failed" => EmailEvent::Bounced(Bounce::Hard),
+        "email.bounced" => EmailEvent::Bounced(match text(&data["bounce"]["type"]).as_deref() {
+            Some("Transient" | "Undetermined") => Bounce::Soft,
+            _ => Bounce::Hard,
+        }),
         "email.delivery_delayed" => EmailEvent::Deferred,
         "email.complained" => EmailEvent::Complained,
         _ => return Ok(None),

@@ -83,15 +83,22 @@ pub enum EmailState {
     Void,
 }
 
+/// How an email bounced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Bounce {
+    /// Permanent: the address will never take it (releases the hold or refunds the debit).
+    Hard,
+    /// Temporary: the provider may try again; no money moves.
+    Soft,
+}
+
 /// A delivery event of one email, as the messaging provider reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EmailEvent {
     Sent,
     Accepted,
-    /// `hard: true` is a permanent bounce (releases or refunds); a soft one moves no money.
-    Bounced {
-        hard: bool,
-    },
+    /// A hard bounce releases or refunds; a soft one moves no money.
+    Bounced(Bounce),
     Deferred,
     /// A complaint is not a bounce: no money moves.
     Complained,
@@ -107,15 +114,15 @@ pub fn email(state: EmailState, event: EmailEvent, amount: i64) -> (EmailState, 
         (New, Sent) => (Held, moved(EntryKind::Hold, false)),
         (New, Accepted) => (Debited, moved(EntryKind::Debit, false)),
         (Held, Accepted) => (Debited, moved(EntryKind::Debit, true)),
-        (New, Bounced { hard: true }) => (Void, None),
-        (Held, Bounced { hard: true }) => (Released, moved(EntryKind::HoldRelease, false)),
-        (Debited, Bounced { hard: true }) => (Refunded, moved(EntryKind::BounceRefund, false)),
+        (New, Bounced(Bounce::Hard)) => (Void, None),
+        (Held, Bounced(Bounce::Hard)) => (Released, moved(EntryKind::HoldRelease, false)),
+        (Debited, Bounced(Bounce::Hard)) => (Refunded, moved(EntryKind::BounceRefund, false)),
         // Already held or debited: a repeated or late `sent` changes nothing.
         (Held | Debited, Sent) | (Debited, Accepted) => (state, None),
         // After a hard bounce nothing moves again (a late `accepted` does not debit).
         (Released | Refunded | Void, _) => (state, None),
         // Soft bounces, deferrals and complaints are recorded only.
-        (_, Bounced { hard: false } | Deferred | Complained) => (state, None),
+        (_, Bounced(Bounce::Soft) | Deferred | Complained) => (state, None),
     }
 }
 
@@ -291,8 +298,8 @@ mod tests {
     const ALL_EVENTS: [EmailEvent; 6] = [
         Sent,
         Accepted,
-        Bounced { hard: true },
-        Bounced { hard: false },
+        Bounced(Bounce::Hard),
+        Bounced(Bounce::Soft),
         Deferred,
         Complained,
     ];
@@ -334,9 +341,9 @@ mod tests {
             (New, Sent) => (Held, hold),
             (New, Accepted) => (Debited, debit),
             (Held, Accepted) => (Debited, capture),
-            (New, Bounced { hard: true }) => (Void, None),
-            (Held, Bounced { hard: true }) => (Released, release),
-            (Debited, Bounced { hard: true }) => (Refunded, refund),
+            (New, Bounced(Bounce::Hard)) => (Void, None),
+            (Held, Bounced(Bounce::Hard)) => (Released, release),
+            (Debited, Bounced(Bounce::Hard)) => (Refunded, refund),
             (s, _) => (s, None),
         };
         for state in ALL_STATES {
