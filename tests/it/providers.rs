@@ -294,7 +294,13 @@ async fn wallet_pipeline() -> (
             SystemClock,
         )
         .await;
-    let wallet = Wallet::new("acme", Currency::parse("usd").unwrap(), 5, -1_000, None, 0);
+    let wallet = Wallet::new(
+        "acme",
+        Currency::parse("usd").unwrap().amount(5),
+        Currency::parse("usd").unwrap().amount(-1_000),
+        None,
+        0,
+    );
     assert_eq!(
         Ledger::new(&store).create(&wallet).await.unwrap(),
         CreateOutcome::Created

@@ -34,7 +34,13 @@ async fn setup() -> (Pipeline, TestProcessor<SystemClock>, DynamoInbox) {
     let store = DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
     let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = p.processor(registry, SystemClock).await;
-    let wallet = Wallet::new("acme", usd(), PRICE, -1_000_000, Some(1_000_000), 0);
+    let wallet = Wallet::new(
+        "acme",
+        usd().amount(PRICE),
+        usd().amount(-1_000_000),
+        Some(usd().amount(1_000_000)),
+        0,
+    );
     assert_eq!(
         Ledger::new(&store).create(&wallet).await.unwrap(),
         CreateOutcome::Created
@@ -455,7 +461,7 @@ async fn an_unknown_tenant_is_quarantined_and_replayable_once_the_wallet_exists(
     let notice = p.receive(&p.quarantine_url).await;
     assert_eq!(notice.records.len(), 1);
 
-    let newco = Wallet::new("newco", usd(), 3, 0, None, 0);
+    let newco = Wallet::new("newco", usd().amount(3), usd().amount(0), None, 0);
     Ledger::new(&store).create(&newco).await.unwrap();
     let key = failed.key();
     inbox_core::ops::replay(
@@ -481,7 +487,13 @@ async fn an_unknown_tenant_is_quarantined_and_replayable_once_the_wallet_exists(
 async fn a_wallet_is_created_once_and_commits_are_all_or_nothing() {
     let (_p, _processor, store) = setup().await;
     let ledger = Ledger::new(&store);
-    let again = Wallet::new("acme", Currency::parse("eur").unwrap(), 99, 0, None, 1);
+    let again = Wallet::new(
+        "acme",
+        Currency::parse("eur").unwrap().amount(99),
+        Currency::parse("eur").unwrap().amount(0),
+        None,
+        1,
+    );
     assert_eq!(
         ledger.create(&again).await.unwrap(),
         CreateOutcome::AlreadyExists

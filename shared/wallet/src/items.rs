@@ -322,17 +322,20 @@ pub(crate) fn adjust_wallet(
         moves
             .iter()
             .filter(|m| m.kind == rules::EntryKind::Debit)
-            .map(|m| m.amount),
+            .map(|m| m.amount.minor()),
         "the month's debits",
     )?;
     let mut add = vec![
         (
             "balance".to_string(),
-            checked_sum(moves.iter().map(|m| m.balance_delta), "the balance")?,
+            checked_sum(moves.iter().map(|m| m.balance_delta.minor()), "the balance")?,
         ),
         (
             "held".to_string(),
-            checked_sum(moves.iter().map(|m| m.held_delta), "the held amount")?,
+            checked_sum(
+                moves.iter().map(|m| m.held_delta.minor()),
+                "the held amount",
+            )?,
         ),
         (
             "changes".to_string(),

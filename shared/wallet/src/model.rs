@@ -46,23 +46,25 @@ pub struct Wallet {
 }
 
 impl Wallet {
-    /// A new, empty wallet; the amounts are in `currency`'s minor unit.
+    /// A new, empty wallet in the currency of its `message_price` (the floor and the review
+    /// threshold are amounts of the same currency).
     pub fn new(
         tenant: &str,
-        currency: Currency,
-        message_price: i64,
-        floor: i64,
-        review_threshold: Option<i64>,
+        message_price: Money,
+        floor: Money,
+        review_threshold: Option<Money>,
         now_ms: i64,
     ) -> Self {
+        let currency = message_price.currency();
+        debug_assert_eq!(floor.currency(), currency);
         Self {
             tenant: tenant.to_owned(),
             currency,
             balance: currency.amount(0),
             held: currency.amount(0),
-            floor: currency.amount(floor),
-            message_price: currency.amount(message_price),
-            review_threshold: review_threshold.map(|t| currency.amount(t)),
+            floor,
+            message_price,
+            review_threshold,
             overdrawn: false,
             review: false,
             month_debits: BTreeMap::new(),
@@ -85,11 +87,11 @@ impl Wallet {
     /// What the rules need to know of it, for an event received at `received_at` (ms).
     pub(crate) fn view(&self, received_at: i64) -> WalletView {
         WalletView {
-            balance: self.balance.minor(),
-            held: self.held.minor(),
-            floor: self.floor.minor(),
-            month_debits: self.debits_in(&month_of(received_at)).minor(),
-            review_threshold: self.review_threshold.map(Money::minor),
+            balance: self.balance,
+            held: self.held,
+            floor: self.floor,
+            month_debits: self.debits_in(&month_of(received_at)),
+            review_threshold: self.review_threshold,
         }
     }
 }

@@ -60,8 +60,16 @@ impl World {
     }
 
     fn wallet(self, tenant: &str, floor: i64, review: Option<i64>) -> Self {
-        self.store
-            .put_item(Wallet::new(tenant, usd(), PRICE, floor, review, T0).to_item());
+        self.store.put_item(
+            Wallet::new(
+                tenant,
+                usd().amount(PRICE),
+                usd().amount(floor),
+                review.map(|t| usd().amount(t)),
+                T0,
+            )
+            .to_item(),
+        );
         self
     }
 

@@ -43,9 +43,9 @@ impl Busy {
         };
         let mv = rules::Movement {
             kind: rules::EntryKind::Topup,
-            amount: 700,
-            balance_delta: 700,
-            held_delta: 0,
+            amount: usd().amount(700),
+            balance_delta: usd().amount(700),
+            held_delta: usd().amount(0),
         };
         let adjust =
             crate::items::adjust_wallet("acme", &[mv], T0, rules::Flags::default()).unwrap();
@@ -89,7 +89,13 @@ async fn registered(tenants: &[&str]) -> World {
     let w = World::new();
     for t in tenants {
         let created = Ledger::new(&*w.store)
-            .create(&Wallet::new(t, usd(), PRICE, -1000, None, T0))
+            .create(&Wallet::new(
+                t,
+                usd().amount(PRICE),
+                usd().amount(-1000),
+                None,
+                T0,
+            ))
             .await
             .unwrap();
         assert_eq!(created, CreateOutcome::Created);
@@ -141,7 +147,13 @@ async fn wallets_created_before_the_registry_are_found_by_the_fallback_until_rei
     // `World::wallet` puts the wallet item the way the code before the registry did.
     let w = World::new().wallet("legacy", 0, None);
     Ledger::new(&*w.store)
-        .create(&Wallet::new("fresh", usd(), PRICE, 0, None, T0))
+        .create(&Wallet::new(
+            "fresh",
+            usd().amount(PRICE),
+            usd().amount(0),
+            None,
+            T0,
+        ))
         .await
         .unwrap();
     let store = Busy::new(w.store.clone(), 0);

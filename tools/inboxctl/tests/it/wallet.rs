@@ -467,9 +467,8 @@ async fn create_process_inspect_and_reconcile_a_wallet() {
     // and named, until `reindex` registers it; then reconciliation reads the registry only.
     let legacy = Wallet::new(
         "legacy",
-        Currency::parse("eur").expect("eur"),
-        5,
-        0,
+        Currency::parse("eur").expect("eur").amount(5),
+        Currency::parse("eur").expect("eur").amount(0),
         None,
         0,
     );

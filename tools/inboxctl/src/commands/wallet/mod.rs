@@ -118,10 +118,9 @@ async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
     let now = SystemClock.now_millis();
     let wallet = Wallet::new(
         tenant,
-        currency,
-        args.price,
-        args.floor,
-        args.review_threshold,
+        currency.amount(args.price),
+        currency.amount(args.floor),
+        args.review_threshold.map(|t| currency.amount(t)),
         now,
     );
     let created = Ledger::new(&store).create(&wallet).await.context(format!(

@@ -161,7 +161,13 @@ mod tests {
     #[test]
     fn a_wallet_view_reports_this_month() {
         let now = 1_796_032_800_000; // 2026-11-30T10:00:00Z
-        let mut w = Wallet::new("acme", usd(), 25, -100, Some(1000), 0);
+        let mut w = Wallet::new(
+            "acme",
+            usd().amount(25),
+            usd().amount(-100),
+            Some(usd().amount(1000)),
+            0,
+        );
         w.balance = usd().amount(1975);
         w.held = usd().amount(25);
         w.month_debits.insert("2026_11".into(), 50);
