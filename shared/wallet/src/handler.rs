@@ -14,6 +14,7 @@ use crate::model::{EmailRow, Entry, Wallet};
 use crate::parse::{self, EmailNotice, StripeNotice};
 use crate::providers::EmailProvider;
 use crate::rules::{self, EmailState, Flags, Movement};
+use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
 use inbox_core::message::StoredMessage;
 use inbox_core::metrics::Metric;
@@ -136,7 +137,7 @@ impl<S: ItemStore> WalletHandler<S> {
         Ledger::new(&self.store)
     }
 
-    pub(crate) async fn wallet(&self, tenant: &str) -> Result<Wallet, HandlerOutcome> {
+    pub(crate) async fn wallet(&self, tenant: &TenantId) -> Result<Wallet, HandlerOutcome> {
         match self.ledger().wallet(tenant).await {
             Ok(Some(wallet)) => Ok(wallet),
             Ok(None) => Err(HandlerOutcome::Permanent(format!(

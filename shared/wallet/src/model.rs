@@ -4,6 +4,7 @@
 
 use crate::money::{Currency, Money, Overflow};
 use crate::rules::{self, EmailState, Funds, PaymentState, WalletView};
+use crate::tenant::TenantId;
 use std::collections::BTreeMap;
 
 /// The calendar month (UTC) of a time in ms, as `YYYY_MM` (for the monthly debit counter).
@@ -23,7 +24,7 @@ pub fn month_of(ms: i64) -> String {
 /// A tenant's wallet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wallet {
-    pub tenant: String,
+    pub tenant: TenantId,
     /// Every amount of the wallet is in this currency.
     pub currency: Currency,
     pub balance: Money,
@@ -49,7 +50,7 @@ impl Wallet {
     /// A new, empty wallet in the currency of its `message_price` (the floor and the review
     /// threshold are amounts of the same currency).
     pub fn new(
-        tenant: &str,
+        tenant: TenantId,
         message_price: Money,
         floor: Money,
         review_threshold: Option<Money>,
@@ -58,7 +59,7 @@ impl Wallet {
         let currency = message_price.currency();
         debug_assert_eq!(floor.currency(), currency);
         Self {
-            tenant: tenant.to_owned(),
+            tenant,
             currency,
             balance: currency.amount(0),
             held: currency.amount(0),
@@ -100,7 +101,7 @@ impl Wallet {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub id: String,
-    pub tenant: String,
+    pub tenant: TenantId,
     pub kind: rules::EntryKind,
     pub amount: Money,
     pub balance_delta: Money,
@@ -181,7 +182,7 @@ impl PaymentRow {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PaymentIndex {
     pub payment_key: String,
-    pub tenant: Option<String>,
+    pub tenant: Option<TenantId>,
     /// The largest cumulative refunded amount reported before the payment was known.
     pub refund_total: i64,
     /// The webhook events that recorded it.

@@ -19,7 +19,7 @@
 
 use serde_json::Value;
 
-use crate::parse::{self, EmailNotice, Unusable};
+use crate::parse::{self, text, EmailNotice, Unusable};
 use crate::rules::{Bounce, EmailEvent};
 
 /// The format of a source's email delivery events.
@@ -82,13 +82,6 @@ fn unusable(s: impl Into<String>) -> Unusable {
     Unusable(s.into())
 }
 
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
-        _ => None,
-    }
-}
-
 /// The notice, once the event is known to be the wallet's: the tenant and message id read.
 fn notice(
     event: EmailEvent,
@@ -99,6 +92,7 @@ fn notice(
 ) -> Result<Option<EmailNotice>, Unusable> {
     let message_id = message_id.ok_or_else(|| unusable(format!("{message_id_at} is missing")))?;
     let tenant = tenant.ok_or_else(|| unusable(format!("{tenant_at} is missing")))?;
+    let tenant = parse::tenant_of(&tenant, tenant_at)?;
     Ok(Some(EmailNotice {
         tenant,
         message_id,

@@ -124,7 +124,7 @@ fn event_of(
     provider
         .notice(t, body)
         .unwrap()
-        .map(|n| (n.tenant, n.message_id, n.event))
+        .map(|n| (n.tenant.to_string(), n.message_id, n.event))
 }
 
 #[test]

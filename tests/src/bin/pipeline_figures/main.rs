@@ -39,7 +39,14 @@ async fn run(concurrency: usize) -> (f64, std::collections::BTreeMap<String, usi
     let p = Pipeline::new().await;
     let counted = p.counted_dynamodb().await;
     let store = DynamoInbox::new(counted.clone(), p.harness.table.clone());
-    let wallet = Wallet::new("acme", usd().amount(5), usd().amount(-1_000_000), None, 0).to_item();
+    let wallet = Wallet::new(
+        wallet_ledger::TenantId::parse("acme").unwrap(),
+        usd().amount(5),
+        usd().amount(-1_000_000),
+        None,
+        0,
+    )
+    .to_item();
     p.harness
         .client
         .put_item()
@@ -101,7 +108,14 @@ async fn in_memory() -> f64 {
     use std::sync::Arc;
     let store = Arc::new(MemoryStore::new());
     store.put_item(
-        Wallet::new("acme", usd().amount(5), usd().amount(-1_000_000), None, 0).to_item(),
+        Wallet::new(
+            wallet_ledger::TenantId::parse("acme").unwrap(),
+            usd().amount(5),
+            usd().amount(-1_000_000),
+            None,
+            0,
+        )
+        .to_item(),
     );
     let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = Processor::new(
