@@ -410,7 +410,7 @@ async fn secrets_come_from_secrets_manager_in_the_cloud() {
         .send()
         .await
         .unwrap();
-    let json = inbox_core::config::fetch_secret(&sdk, created.arn().unwrap())
+    let json = inbox_core::sources::fetch_secret(&sdk, created.arn().unwrap())
         .await
         .unwrap();
     let secrets = inbox_core::sources::parse_secrets(&json, "WEBHOOK_SECRETS_ARN").unwrap();
@@ -421,7 +421,7 @@ async fn secrets_come_from_secrets_manager_in_the_cloud() {
         )]
     );
 
-    let missing = inbox_core::config::fetch_secret(
+    let missing = inbox_core::sources::fetch_secret(
         &sdk,
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:nope",
     )

@@ -294,7 +294,13 @@ async fn wallet_pipeline() -> (
             SystemClock,
         )
         .await;
-    let wallet = Wallet::new("acme", Currency::parse("usd").unwrap(), 5, -1_000, None, 0);
+    let wallet = Wallet::new(
+        wallet_ledger::TenantId::parse("acme").unwrap(),
+        Currency::parse("usd").unwrap().amount(5),
+        Currency::parse("usd").unwrap().amount(-1_000),
+        None,
+        0,
+    );
     assert_eq!(
         Ledger::new(&store).create(&wallet).await.unwrap(),
         CreateOutcome::Created
@@ -370,7 +376,11 @@ async fn every_providers_email_events_move_the_wallet_through_the_pipeline() {
     )
     .await;
     processor.handle_stream_batch(p.read_stream().await).await;
-    let w = Ledger::new(&store).wallet("acme").await.unwrap().unwrap();
+    let w = Ledger::new(&store)
+        .wallet(&wallet_ledger::TenantId::parse("acme").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
     // Held: m-sg (SendGrid processed), m-rs (Resend sent). Debited: m-ses, m-mg, m-pm (m-sg2 refunded).
     assert_eq!((w.balance.minor(), w.held.minor()), (-15, 10));
     let rows: Vec<(String, wallet_ledger::rules::EmailState)> = {
@@ -379,7 +389,12 @@ async fn every_providers_email_events_move_the_wallet_through_the_pipeline() {
         for id in ["m-sg", "m-sg2", "m-ses", "m-mg", "m-pm", "m-rs"] {
             rows.push((
                 id.to_owned(),
-                ledger.email_row("acme", id).await.unwrap().unwrap().state,
+                ledger
+                    .email_row(&wallet_ledger::TenantId::parse("acme").unwrap(), id)
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .state,
             ));
         }
         rows
@@ -412,7 +427,11 @@ async fn the_readme_sendgrid_batch_holds_one_email_and_debits_the_other() {
     );
     let (_, summary) = processor.handle_stream_batch(p.read_stream().await).await;
     assert_eq!(summary.outcomes.get("processed"), Some(&2), "{summary:?}");
-    let w = Ledger::new(&store).wallet("acme").await.unwrap().unwrap();
+    let w = Ledger::new(&store)
+        .wallet(&wallet_ledger::TenantId::parse("acme").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (w.balance.minor(), w.held.minor()),
         (-5, 5),

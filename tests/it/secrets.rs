@@ -3,9 +3,9 @@
 //! clock, and after a signature that matched no secret at most once a minute.
 
 use inbox_core::clock::{Clock, ManualClock, SystemClock};
-use inbox_core::config::SecretsManagerSecrets;
 use inbox_core::ingest::Ingestor;
 use inbox_core::signature::{Secret, Spec, Unsigned};
+use inbox_core::sources::SecretsManagerSecrets;
 use inbox_core::sources::{Reloader, SecretsFetch};
 use inbox_core::store::dynamo::DynamoInbox;
 use integration_tests::{api_event, sdk_config, stripe_event, Harness, Reply};

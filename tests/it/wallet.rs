@@ -34,7 +34,13 @@ async fn setup() -> (Pipeline, TestProcessor<SystemClock>, DynamoInbox) {
     let store = DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
     let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = p.processor(registry, SystemClock).await;
-    let wallet = Wallet::new("acme", usd(), PRICE, -1_000_000, Some(1_000_000), 0);
+    let wallet = Wallet::new(
+        wallet_ledger::TenantId::parse("acme").unwrap(),
+        usd().amount(PRICE),
+        usd().amount(-1_000_000),
+        Some(usd().amount(1_000_000)),
+        0,
+    );
     assert_eq!(
         Ledger::new(&store).create(&wallet).await.unwrap(),
         CreateOutcome::Created
@@ -67,7 +73,11 @@ async fn mail(
 }
 
 async fn wallet(store: &DynamoInbox) -> Wallet {
-    Ledger::new(store).wallet("acme").await.unwrap().unwrap()
+    Ledger::new(store)
+        .wallet(&wallet_ledger::TenantId::parse("acme").unwrap())
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 async fn entries(store: &DynamoInbox) -> Vec<Entry> {
@@ -284,7 +294,7 @@ async fn a_delayed_payment_through_the_pipeline_is_credited_once_when_its_funds_
     assert_eq!(summary.outcomes.get("processed"), Some(&2), "{summary:?}");
     assert_eq!(wallet(&store).await.balance.minor(), 0, "awaiting funds");
     let row = Ledger::new(&store)
-        .payment_row("acme", "pi_1")
+        .payment_row(&wallet_ledger::TenantId::parse("acme").unwrap(), "pi_1")
         .await
         .unwrap()
         .unwrap();
@@ -353,7 +363,7 @@ async fn a_delayed_payment_through_the_pipeline_is_credited_once_when_its_funds_
         "nothing quarantined: no alarm"
     );
     let failed = Ledger::new(&store)
-        .payment_row("acme", "pi_2")
+        .payment_row(&wallet_ledger::TenantId::parse("acme").unwrap(), "pi_2")
         .await
         .unwrap()
         .unwrap();
@@ -455,7 +465,13 @@ async fn an_unknown_tenant_is_quarantined_and_replayable_once_the_wallet_exists(
     let notice = p.receive(&p.quarantine_url).await;
     assert_eq!(notice.records.len(), 1);
 
-    let newco = Wallet::new("newco", usd(), 3, 0, None, 0);
+    let newco = Wallet::new(
+        wallet_ledger::TenantId::parse("newco").unwrap(),
+        usd().amount(3),
+        usd().amount(0),
+        None,
+        0,
+    );
     Ledger::new(&store).create(&newco).await.unwrap();
     let key = failed.key();
     inbox_core::ops::replay(
@@ -481,7 +497,13 @@ async fn an_unknown_tenant_is_quarantined_and_replayable_once_the_wallet_exists(
 async fn a_wallet_is_created_once_and_commits_are_all_or_nothing() {
     let (_p, _processor, store) = setup().await;
     let ledger = Ledger::new(&store);
-    let again = Wallet::new("acme", Currency::parse("eur").unwrap(), 99, 0, None, 1);
+    let again = Wallet::new(
+        wallet_ledger::TenantId::parse("acme").unwrap(),
+        Currency::parse("eur").unwrap().amount(99),
+        Currency::parse("eur").unwrap().amount(0),
+        None,
+        1,
+    );
     assert_eq!(
         ledger.create(&again).await.unwrap(),
         CreateOutcome::AlreadyExists

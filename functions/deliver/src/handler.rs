@@ -14,7 +14,7 @@ pub mod ssrf;
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_lambda_events::event::sqs::SqsEvent;
 use inbox_core::clock::{Clock, SystemClock};
-use inbox_core::config::deliver::DeliverFunctionConfig;
+use inbox_core::outbox::config::DeliverFunctionConfig;
 use inbox_core::outbox::queue::{OutboxQueues, SqsOutboxQueues};
 use inbox_core::outbox::store::OutboxStore;
 use inbox_core::outbox::transport::Transport;
@@ -35,7 +35,8 @@ pub async fn build() -> Result<Service, Error> {
     let config = DeliverFunctionConfig::from_env()?;
     let sdk = inbox_core::tls::sdk_config(&inbox_core::config::Env::process()).await?;
     let bodies =
-        inbox_core::config::BodyConfig::read(&inbox_core::config::Env::process())?.s3(&sdk);
+        inbox_core::store::dynamo::body::BodyConfig::read(&inbox_core::config::Env::process())?
+            .s3(&sdk);
     let store =
         DynamoInbox::new(client_for_hot_path(&sdk), config.table_name.clone()).with_bodies(bodies);
     let queues = SqsOutboxQueues::new(

@@ -11,9 +11,11 @@ use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse
 use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use inbox_core::clock::{Clock, SystemClock};
-use inbox_core::config::{BodyConfig, ConfigError, Env, IngestConfig};
+use inbox_core::config::{ConfigError, Env};
+use inbox_core::ingest::IngestConfig;
 use inbox_core::ingest::{ErrorBody, IngestError, IngestRequest, Ingestor, Reply};
 use inbox_core::metrics::EmfWriter;
+use inbox_core::store::dynamo::body::BodyConfig;
 use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
 use inbox_core::store::Inbox;
 use lambda_runtime::LambdaEvent;

@@ -8,12 +8,12 @@
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_lambda_events::event::sqs::SqsEvent;
 use inbox_core::clock::{Clock, SystemClock};
-use inbox_core::config::deliver::destination_cache;
-use inbox_core::config::{ConfigError, Env, ProcessConfig};
+use inbox_core::config::{ConfigError, Env};
 use inbox_core::outbox::cache::DestinationCache;
+use inbox_core::outbox::config::destination_cache;
 use inbox_core::outbox::fanout::Outbox;
 use inbox_core::process::registry::Registry;
-use inbox_core::process::Processor;
+use inbox_core::process::{ProcessConfig, Processor};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::queue::{Quarantine, RetryQueue};
 use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
@@ -43,7 +43,7 @@ pub async fn build() -> Result<Service, ConfigError> {
     let config = ProcessConfig::read(&env)?;
     let wallet = WalletConfig::read(&env)?;
     let sdk = inbox_core::tls::sdk_config(&env).await?;
-    let bodies = inbox_core::config::BodyConfig::read(&env)?.s3(&sdk);
+    let bodies = inbox_core::store::dynamo::body::BodyConfig::read(&env)?.s3(&sdk);
     let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name).with_bodies(bodies);
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let retry = SqsRetryQueue::new(sqs.clone(), config.retry_queue_url);

@@ -1,10 +1,11 @@
 //! The reaper Lambda's handler: one pass over the open index per scheduled invocation.
 
 use inbox_core::clock::{Clock, SystemClock};
-use inbox_core::config::{ConfigError, ReaperConfig};
+use inbox_core::config::ConfigError;
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::queue::{Quarantine, RetryQueue};
 use inbox_core::reaper::Reaper;
+use inbox_core::reaper::ReaperConfig;
 use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
 use inbox_core::store::MessageStore;
 use lambda_runtime::{Error, LambdaEvent};

@@ -305,10 +305,12 @@ mod tests {
         .options()
     }
 
+    use wallet_ledger::TenantId;
+
     fn entry(tenant: &str, id: &str, balance_delta: i64, event_id: &str) -> Entry {
         Entry {
             id: id.into(),
-            tenant: tenant.into(),
+            tenant: TenantId::parse(tenant).unwrap(),
             kind: EntryKind::Topup,
             amount: usd().amount(balance_delta),
             balance_delta: usd().amount(balance_delta),
@@ -330,7 +332,13 @@ mod tests {
     #[tokio::test]
     async fn reports_and_counts_what_does_not_reconcile() {
         let store = Arc::new(MemoryStore::new());
-        let mut wallet = Wallet::new("acme", usd(), 25, 0, None, T0);
+        let mut wallet = Wallet::new(
+            TenantId::parse("acme").unwrap(),
+            usd().amount(25),
+            usd().amount(0),
+            None,
+            T0,
+        );
         store.put_item(wallet.to_item());
         let metrics = Arc::new(RecordingSink::new());
         let r = Reconciler::new(store.clone(), ManualClock::at_millis(T0), options())
@@ -396,7 +404,16 @@ mod tests {
     #[tokio::test]
     async fn the_orphan_window_follows_delivery_retention_days() {
         let store = Arc::new(MemoryStore::new());
-        store.put_item(Wallet::new("acme", usd(), 25, 0, None, T0).to_item());
+        store.put_item(
+            Wallet::new(
+                TenantId::parse("acme").unwrap(),
+                usd().amount(25),
+                usd().amount(0),
+                None,
+                T0,
+            )
+            .to_item(),
+        );
         let mut old = entry("acme", "e1", 0, "evt_expired");
         old.at = T0 - 10 * 86_400_000;
         store.put_item(old.to_item());
@@ -420,7 +437,16 @@ mod tests {
     #[tokio::test]
     async fn a_store_error_fails_the_invocation() {
         let store = Arc::new(MemoryStore::new());
-        store.put_item(Wallet::new("acme", usd(), 25, 0, None, T0).to_item());
+        store.put_item(
+            Wallet::new(
+                TenantId::parse("acme").unwrap(),
+                usd().amount(25),
+                usd().amount(0),
+                None,
+                T0,
+            )
+            .to_item(),
+        );
         store.set_down(true);
         let r = Reconciler::new(store, ManualClock::at_millis(T0), options());
         assert!(handle(&r, event()).await.is_err());
@@ -436,7 +462,7 @@ mod tests {
             report
                 .orphan_entries
                 .push(wallet_ledger::reconcile::OrphanEntry {
-                    tenant: "acme".into(),
+                    tenant: TenantId::parse("acme").unwrap(),
                     entry_id: format!("e{i}"),
                     event_source: "stripe".into(),
                     event_id: format!("evt_{i}"),

@@ -9,7 +9,9 @@
 //!   message keys, body digests) and the message status.
 //! - [`clock`]: the injectable clock every time-dependent rule reads.
 //! - [`config`]: [`config::Env`], the one way to read an environment variable, every variable
-//!   documented once ([`config::catalog`]), and each function's configuration.
+//!   documented once ([`config::catalog`]), and [`config::ConfigError`]; it depends on no other
+//!   module. Each part reads its own settings through it (`ingest::config`, `process::config`,
+//!   `reaper::config`, `outbox::config`, `store::dynamo::body::BodyConfig`).
 //! - [`sources`]: the configured sources (scheme, tolerance, id/type rules, kept headers) and
 //!   their secrets.
 //! - [`signature`]: the `Scheme` trait and one file per scheme (Stripe, Standard Webhooks,

@@ -7,11 +7,14 @@
 //! the README), secrets in
 //! `WEBHOOK_SECRETS` or the Secrets Manager secret (source name → list of secrets), read by
 //! [`parse_secrets`] into redacted [`Secret`]s. Errors name the variable at fault and never
-//! contain a secret. [`live`]: the sources in use, re-read when their secrets may have changed.
+//! contain a secret. [`live`]: the sources in use, re-read when their secrets may have changed;
+//! [`secrets_manager`]: the secrets read from AWS Secrets Manager.
 
 pub mod live;
+pub mod secrets_manager;
 
 pub use live::{LiveSources, Reloader, SecretsFetch};
+pub use secrets_manager::{fetch_secret, SecretsManagerSecrets};
 
 use crate::config::{vars, ConfigError, DEFAULT_TOLERANCE_SECS};
 use crate::domain::SourceName;

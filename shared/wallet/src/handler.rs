@@ -14,6 +14,7 @@ use crate::model::{EmailRow, Entry, Wallet};
 use crate::parse::{self, EmailNotice, StripeNotice};
 use crate::providers::EmailProvider;
 use crate::rules::{self, EmailState, Flags, Movement};
+use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
 use inbox_core::message::StoredMessage;
 use inbox_core::metrics::Metric;
@@ -136,7 +137,7 @@ impl<S: ItemStore> WalletHandler<S> {
         Ledger::new(&self.store)
     }
 
-    pub(crate) async fn wallet(&self, tenant: &str) -> Result<Wallet, HandlerOutcome> {
+    pub(crate) async fn wallet(&self, tenant: &TenantId) -> Result<Wallet, HandlerOutcome> {
         match self.ledger().wallet(tenant).await {
             Ok(Some(wallet)) => Ok(wallet),
             Ok(None) => Err(HandlerOutcome::Permanent(format!(
@@ -174,7 +175,6 @@ impl<S: ItemStore> WalletHandler<S> {
         if flags.review {
             metrics.push(review_flagged(&wallet.tenant));
         }
-        let money = |minor| wallet.currency.amount(minor);
         let mut effects =
             vec![adjust_wallet(&wallet.tenant, moves, m.received_at, flags).map_err(refuse)?];
         // One id per event; its second movement's entry sorts right after the first (same time).
@@ -188,9 +188,9 @@ impl<S: ItemStore> WalletHandler<S> {
                 },
                 tenant: wallet.tenant.clone(),
                 kind: mv.kind,
-                amount: money(mv.amount),
-                balance_delta: money(mv.balance_delta),
-                held_delta: money(mv.held_delta),
+                amount: mv.amount,
+                balance_delta: mv.balance_delta,
+                held_delta: mv.held_delta,
                 subject: subject.to_owned(),
                 event_source: m.source.to_string(),
                 event_id: m.event_id.to_string(),
@@ -221,7 +221,8 @@ impl<S: ItemStore> WalletHandler<S> {
         } else {
             row.amount
         };
-        let (state, movement) = rules::email(row.state, notice.event, amount);
+        let (state, movement) =
+            rules::email(row.state, notice.event, wallet.currency.amount(amount));
         let now = m.received_at;
         let mut next = row.clone();
         next.state = state;

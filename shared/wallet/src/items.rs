@@ -37,6 +37,7 @@ pub(crate) use lookup::{register_wallet, registered_tenant, registry_complete};
 use crate::model::{month_of, EmailRow, Entry, PaymentRow, Wallet};
 use crate::money::{checked_sum, Currency, Overflow};
 use crate::rules::{self, Flags, Funds, Movement};
+use crate::tenant::TenantId;
 use inbox_core::store::attr::{self, get_bool, get_n, get_s, get_strings, n, s};
 use inbox_core::store::{Effect, Item};
 use serde::Serialize;
@@ -112,6 +113,12 @@ pub(crate) fn text(item: &Item, k: &str) -> Option<String> {
     get_s(item, k).map(str::to_owned)
 }
 
+/// The tenant an item names, parsed; `Err` says what is wrong with it.
+pub(crate) fn tenant(item: &Item) -> Result<TenantId, String> {
+    let t = get_s(item, "tenant").ok_or("tenant is missing")?;
+    TenantId::parse(t).map_err(|e| e.to_string())
+}
+
 pub(crate) fn version(item: &Item) -> Option<u64> {
     get_n(item, "version").and_then(|v| u64::try_from(v).ok())
 }
@@ -156,7 +163,7 @@ impl Wallet {
             }
         }
         Ok(Self {
-            tenant: text(item, "tenant").ok_or("tenant is missing")?,
+            tenant: tenant(item)?,
             currency,
             balance: amount("balance")?,
             held: amount("held")?,
@@ -199,7 +206,7 @@ impl Entry {
         let amount = |k: &str| get_n(item, k).map(|a| currency.amount(a));
         Some(Self {
             id: text(item, "id")?,
-            tenant: text(item, "tenant")?,
+            tenant: tenant(item).ok()?,
             kind: parse_state::<Option<rules::EntryKind>>(item, "entry_kind").ok()??,
             amount: amount("amount")?,
             balance_delta: amount("balance_delta")?,
@@ -322,17 +329,20 @@ pub(crate) fn adjust_wallet(
         moves
             .iter()
             .filter(|m| m.kind == rules::EntryKind::Debit)
-            .map(|m| m.amount),
+            .map(|m| m.amount.minor()),
         "the month's debits",
     )?;
     let mut add = vec![
         (
             "balance".to_string(),
-            checked_sum(moves.iter().map(|m| m.balance_delta), "the balance")?,
+            checked_sum(moves.iter().map(|m| m.balance_delta.minor()), "the balance")?,
         ),
         (
             "held".to_string(),
-            checked_sum(moves.iter().map(|m| m.held_delta), "the held amount")?,
+            checked_sum(
+                moves.iter().map(|m| m.held_delta.minor()),
+                "the held amount",
+            )?,
         ),
         (
             "changes".to_string(),

@@ -1,6 +1,7 @@
 //! [`Ledger`]: the wallets as operators, reports and the handler read them, and the writes outside
 //! event processing (creating a wallet, registering the wallets created before the registry),
-//! over the core's item store.
+//! over the core's item store. Reconciliation reads through it ([`crate::reconcile`]); it knows
+//! nothing of reconciliation.
 
 use crate::items::{
     email_sk, payment_index_key, payment_sk, register_wallet, registered_tenant, registry_complete,
@@ -8,7 +9,7 @@ use crate::items::{
     REGISTRY_PK, REGISTRY_PREFIX, WALLET_SK,
 };
 use crate::model::{EmailRow, Entry, PaymentIndex, PaymentRow, Wallet};
-use crate::reconcile::{reconcile, ReconcileOptions, ReconcileReport};
+use crate::tenant::TenantId;
 use inbox_core::store::attr::get_s;
 use inbox_core::store::{Applied, Effect, Item, ItemStore, ItemWriter, StoreError};
 use std::collections::BTreeSet;
@@ -63,12 +64,12 @@ pub struct Rows {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Tenants {
     /// Every tenant found, in order.
-    pub tenants: Vec<String>,
+    pub tenants: Vec<TenantId>,
     /// Whether the registry is complete (then it alone was read: one `Query`, no scan).
     pub registry_complete: bool,
     /// Wallets only the fallback scan found (created before the registry): `inboxctl wallet
     /// reindex` registers them.
-    pub unregistered: Vec<String>,
+    pub unregistered: Vec<TenantId>,
 }
 
 /// What [`Ledger::reindex`] did.
@@ -125,7 +126,7 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
     }
 
     /// The wallet of `tenant`, if it has one.
-    pub async fn wallet(&self, tenant: &str) -> Result<Option<Wallet>, LedgerError> {
+    pub async fn wallet(&self, tenant: &TenantId) -> Result<Option<Wallet>, LedgerError> {
         match self.store.get_item(&wallet_pk(tenant), WALLET_SK).await? {
             Some(item) => Wallet::from_item(&item)
                 .map(Some)
@@ -152,7 +153,7 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
             });
         }
         let scanned = self.scanned_tenants().await?;
-        let unregistered: Vec<String> = scanned.difference(&registered).cloned().collect();
+        let unregistered: Vec<TenantId> = scanned.difference(&registered).cloned().collect();
         Ok(Tenants {
             tenants: registered.union(&scanned).cloned().collect(),
             registry_complete: false,
@@ -161,7 +162,7 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
     }
 
     /// The tenants in the registry.
-    async fn registered(&self) -> Result<BTreeSet<String>, StoreError> {
+    async fn registered(&self) -> Result<BTreeSet<TenantId>, StoreError> {
         Ok(self
             .store
             .query_items(REGISTRY_PK, REGISTRY_PREFIX)
@@ -172,13 +173,13 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
     }
 
     /// Every wallet's tenant, by a scan of the table (the registry's fallback and its migration).
-    async fn scanned_tenants(&self) -> Result<BTreeSet<String>, StoreError> {
+    async fn scanned_tenants(&self) -> Result<BTreeSet<TenantId>, StoreError> {
         Ok(self
             .store
             .items_of_kind(KIND_WALLET)
             .await?
             .iter()
-            .filter_map(|i| get_s(i, "tenant").map(str::to_owned))
+            .filter_map(|i| get_s(i, "tenant").and_then(|t| TenantId::parse(t).ok()))
             .collect())
     }
 
@@ -191,7 +192,7 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
     {
         let registered = self.registered().await?;
         let scanned = self.scanned_tenants().await?;
-        let missing: Vec<&String> = scanned.difference(&registered).collect();
+        let missing: Vec<&TenantId> = scanned.difference(&registered).collect();
         for chunk in missing.chunks(25) {
             let effects = chunk.iter().map(|t| register_wallet(t)).collect();
             self.store.commit(effects).await?;
@@ -220,7 +221,7 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
     }
 
     /// The wallet's email rows.
-    pub async fn email_rows(&self, tenant: &str) -> Result<Vec<EmailRow>, LedgerError> {
+    pub async fn email_rows(&self, tenant: &TenantId) -> Result<Vec<EmailRow>, LedgerError> {
         let items = self
             .store
             .query_items(&wallet_pk(tenant), EMAIL_PREFIX)
@@ -243,7 +244,7 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
     /// One email's row, if any event reached it.
     pub async fn email_row(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         message_id: &str,
     ) -> Result<Option<EmailRow>, LedgerError> {
         let sk = email_sk(message_id);
@@ -258,7 +259,7 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
     /// One payment's row, if any event reached it.
     pub async fn payment_row(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         payment_key: &str,
     ) -> Result<Option<PaymentRow>, LedgerError> {
         let sk = payment_sk(payment_key);
@@ -288,20 +289,11 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
     }
 
     /// The tenant a payment was credited to, once an event with a tenant was processed.
-    pub async fn payment_tenant(&self, payment_key: &str) -> Result<Option<String>, LedgerError> {
+    pub async fn payment_tenant(&self, payment_key: &str) -> Result<Option<TenantId>, LedgerError> {
         Ok(self
             .payment_index(payment_key)
             .await?
             .and_then(|i| i.tenant))
-    }
-
-    /// Checks every wallet (see [`crate::reconcile`]).
-    pub async fn reconcile(
-        &self,
-        now_ms: i64,
-        options: ReconcileOptions,
-    ) -> Result<ReconcileReport, StoreError> {
-        reconcile(self.store, now_ms, options).await
     }
 }
 

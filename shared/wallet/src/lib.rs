@@ -3,6 +3,7 @@
 //! core runs its handler and stores its items, and knows nothing of wallets.
 //!
 //! - [`money`]: [`Currency`] and [`Money`] (amounts in minor units, formatted `12.34 USD`).
+//! - [`tenant`]: [`TenantId`], the tenant a wallet belongs to, parsed once where it enters.
 //! - [`rules`]: the pure rules (next state and money movement per event).
 //! - [`parse`]: tolerant parsing of the provider events (Stripe's, the mailer's).
 //! - [`providers`]: each email provider's delivery events (SES, SendGrid, Mailgun, Postmark,
@@ -13,7 +14,7 @@
 //! - [`handler`]: the [`WalletHandler`] the processor runs (writes and metrics as its outcome);
 //!   [`payment`]: its Stripe payments (tenant through the payment index, refunds settled).
 //! - [`ledger`]: [`Ledger`], what operators and reports use: create a wallet, find the wallets
-//!   (registry), read a wallet, its entries and rows, reconcile.
+//!   (registry), read a wallet, its entries and rows.
 //! - [`reconcile`]: the consistency report.
 //! - [`config`]: the ledger's environment variables (documented with the core's `Var`) and
 //!   [`WalletConfig`].
@@ -29,6 +30,7 @@ pub mod payment;
 pub mod providers;
 pub mod reconcile;
 pub mod rules;
+pub mod tenant;
 
 pub use config::WalletConfig;
 pub use handler::{WalletHandler, WalletSources, STRIPE_TYPES};
@@ -38,6 +40,7 @@ pub use money::{Currency, InvalidCurrency, Money, Overflow};
 pub use parse::StripeMode;
 pub use providers::EmailProvider;
 pub use rules::Funds;
+pub use tenant::{InvalidTenant, TenantId, MAX_TENANT_CHARS};
 
 /// The CloudWatch namespace of the ledger's metrics.
 pub const METRICS_NAMESPACE: &str = "WebhookIngestor/Wallet";

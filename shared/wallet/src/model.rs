@@ -4,6 +4,7 @@
 
 use crate::money::{Currency, Money, Overflow};
 use crate::rules::{self, EmailState, Funds, PaymentState, WalletView};
+use crate::tenant::TenantId;
 use std::collections::BTreeMap;
 
 /// The calendar month (UTC) of a time in ms, as `YYYY_MM` (for the monthly debit counter).
@@ -23,7 +24,7 @@ pub fn month_of(ms: i64) -> String {
 /// A tenant's wallet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wallet {
-    pub tenant: String,
+    pub tenant: TenantId,
     /// Every amount of the wallet is in this currency.
     pub currency: Currency,
     pub balance: Money,
@@ -46,23 +47,25 @@ pub struct Wallet {
 }
 
 impl Wallet {
-    /// A new, empty wallet; the amounts are in `currency`'s minor unit.
+    /// A new, empty wallet in the currency of its `message_price` (the floor and the review
+    /// threshold are amounts of the same currency).
     pub fn new(
-        tenant: &str,
-        currency: Currency,
-        message_price: i64,
-        floor: i64,
-        review_threshold: Option<i64>,
+        tenant: TenantId,
+        message_price: Money,
+        floor: Money,
+        review_threshold: Option<Money>,
         now_ms: i64,
     ) -> Self {
+        let currency = message_price.currency();
+        debug_assert_eq!(floor.currency(), currency);
         Self {
-            tenant: tenant.to_owned(),
+            tenant,
             currency,
             balance: currency.amount(0),
             held: currency.amount(0),
-            floor: currency.amount(floor),
-            message_price: currency.amount(message_price),
-            review_threshold: review_threshold.map(|t| currency.amount(t)),
+            floor,
+            message_price,
+            review_threshold,
             overdrawn: false,
             review: false,
             month_debits: BTreeMap::new(),
@@ -85,11 +88,11 @@ impl Wallet {
     /// What the rules need to know of it, for an event received at `received_at` (ms).
     pub(crate) fn view(&self, received_at: i64) -> WalletView {
         WalletView {
-            balance: self.balance.minor(),
-            held: self.held.minor(),
-            floor: self.floor.minor(),
-            month_debits: self.debits_in(&month_of(received_at)).minor(),
-            review_threshold: self.review_threshold.map(Money::minor),
+            balance: self.balance,
+            held: self.held,
+            floor: self.floor,
+            month_debits: self.debits_in(&month_of(received_at)),
+            review_threshold: self.review_threshold,
         }
     }
 }
@@ -98,7 +101,7 @@ impl Wallet {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub id: String,
-    pub tenant: String,
+    pub tenant: TenantId,
     pub kind: rules::EntryKind,
     pub amount: Money,
     pub balance_delta: Money,
@@ -179,7 +182,7 @@ impl PaymentRow {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PaymentIndex {
     pub payment_key: String,
-    pub tenant: Option<String>,
+    pub tenant: Option<TenantId>,
     /// The largest cumulative refunded amount reported before the payment was known.
     pub refund_total: i64,
     /// The webhook events that recorded it.

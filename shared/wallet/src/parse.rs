@@ -6,7 +6,8 @@
 //! `payment_intent_data.metadata` set it), charges with their cumulative `amount_refunded`, and
 //! every event's `livemode`.
 
-use super::rules::{EmailEvent, PaymentEvent};
+use super::rules::{Bounce, EmailEvent, PaymentEvent};
+use super::tenant::TenantId;
 use serde_json::Value;
 
 /// Why an event cannot move money (a permanent failure: the message is quarantined with this reason).
@@ -73,7 +74,7 @@ pub fn livemode(body: &Value) -> Option<bool> {
 pub struct PaymentNotice {
     /// `metadata.tenant` of a checkout session or payment intent. Never read from a charge:
     /// refunds find their tenant through the payment they refund.
-    pub tenant: Option<String>,
+    pub tenant: Option<TenantId>,
     /// The payment intent's id (or the checkout session's id when it has none).
     pub payment_key: String,
     /// Lower-case ISO currency.
@@ -143,16 +144,14 @@ pub fn stripe(event_type: &str, body: &Value, max: i64) -> Result<Option<StripeN
                 }
                 None => return Err(unusable("data.object.payment_status is missing")),
             };
-            (event, text(&obj["metadata"]["tenant"]))
+            (event, stripe_tenant(obj)?)
         }
-        "checkout.session.async_payment_succeeded" => (
-            PaymentEvent::Paid { amount: total()? },
-            text(&obj["metadata"]["tenant"]),
-        ),
-        "checkout.session.async_payment_failed" => (
-            PaymentEvent::PaymentFailed,
-            text(&obj["metadata"]["tenant"]),
-        ),
+        "checkout.session.async_payment_succeeded" => {
+            (PaymentEvent::Paid { amount: total()? }, stripe_tenant(obj)?)
+        }
+        "checkout.session.async_payment_failed" => {
+            (PaymentEvent::PaymentFailed, stripe_tenant(obj)?)
+        }
         "payment_intent.succeeded" => {
             let received = if obj["amount_received"].is_null() {
                 &obj["amount"]
@@ -160,10 +159,7 @@ pub fn stripe(event_type: &str, body: &Value, max: i64) -> Result<Option<StripeN
                 &obj["amount_received"]
             };
             let amount = capped(received, "data.object.amount_received", max)?;
-            (
-                PaymentEvent::Paid { amount },
-                text(&obj["metadata"]["tenant"]),
-            )
+            (PaymentEvent::Paid { amount }, stripe_tenant(obj)?)
         }
         "charge.refunded" => {
             let total = capped(&obj["amount_refunded"], "data.object.amount_refunded", max)?;
@@ -187,7 +183,7 @@ pub fn stripe(event_type: &str, body: &Value, max: i64) -> Result<Option<StripeN
 /// An email delivery event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmailNotice {
-    pub tenant: String,
+    pub tenant: TenantId,
     pub message_id: String,
     pub event: EmailEvent,
 }
@@ -214,7 +210,20 @@ pub fn amount(v: &Value, field: &str) -> Result<i64, Unusable> {
     })
 }
 
-fn text(v: &Value) -> Option<String> {
+/// A tenant read at `field` (already trimmed), parsed once here.
+pub(crate) fn tenant_of(tenant: &str, field: &str) -> Result<TenantId, Unusable> {
+    TenantId::parse(tenant).map_err(|e| unusable(format!("{field}: {e}")))
+}
+
+/// A Stripe object's `metadata.tenant`, if it names one.
+fn stripe_tenant(obj: &Value) -> Result<Option<TenantId>, Unusable> {
+    text(&obj["metadata"]["tenant"])
+        .map(|t| tenant_of(&t, "data.object.metadata.tenant"))
+        .transpose()
+}
+
+/// A string's trimmed value, unless it is blank or not a string.
+pub(crate) fn text(v: &Value) -> Option<String> {
     match v {
         Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
         _ => None,
@@ -232,8 +241,8 @@ pub fn email(event_type: &str, body: &Value) -> Result<Option<EmailNotice>, Unus
         "message.bounced" => {
             let kind = text(&body["data"]["bounce_type"]).map(|k| k.to_ascii_lowercase());
             match kind.as_deref() {
-                Some("hard" | "permanent") => EmailEvent::Bounced { hard: true },
-                Some("soft" | "transient") => EmailEvent::Bounced { hard: false },
+                Some("hard" | "permanent") => EmailEvent::Bounced(Bounce::Hard),
+                Some("soft" | "transient") => EmailEvent::Bounced(Bounce::Soft),
                 Some(other) => {
                     return Err(unusable(format!(
                         "data.bounce_type {other:?} is neither hard nor soft"
@@ -250,6 +259,7 @@ pub fn email(event_type: &str, body: &Value) -> Result<Option<EmailNotice>, Unus
     let tenant = text(&data["tenant"])
         .or_else(|| text(&data["metadata"]["tenant"]))
         .ok_or_else(|| unusable("data.tenant is missing"))?;
+    let tenant = tenant_of(&tenant, "data.tenant")?;
     Ok(Some(EmailNotice {
         tenant,
         message_id,
@@ -311,7 +321,7 @@ mod tests {
         assert_eq!(
             payment("checkout.session.completed", &session("paid")),
             PaymentNotice {
-                tenant: Some("acme".into()),
+                tenant: Some(TenantId::parse("acme").unwrap()),
                 payment_key: "pi_1".into(),
                 currency: Some("usd".into()),
                 event: PaymentEvent::Paid { amount: 2500 }
@@ -438,15 +448,15 @@ mod tests {
         assert_eq!(
             e("message.bounced", hard).unwrap().unwrap(),
             EmailNotice {
-                tenant: "acme".into(),
+                tenant: TenantId::parse("acme").unwrap(),
                 message_id: "m1".into(),
-                event: EmailEvent::Bounced { hard: true }
+                event: EmailEvent::Bounced(Bounce::Hard)
             }
         );
         let soft = json!({"message_id": "m1", "tenant": "acme", "bounce_type": "soft"});
         assert_eq!(
             e("message.bounced", soft).unwrap().unwrap().event,
-            EmailEvent::Bounced { hard: false }
+            EmailEvent::Bounced(Bounce::Soft)
         );
         assert!(
             e("message.bounced", base.clone()).is_err(),

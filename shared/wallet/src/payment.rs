@@ -89,7 +89,7 @@ impl<S: ItemStore> WalletHandler<S> {
                 state.refund_total = state.refund_total.max(parked.refund_total);
             }
         }
-        let (state, moves) = rules::payment(state, notice.event)
+        let (state, moves) = rules::payment(state, notice.event, wallet.currency)
             .map_err(|e| HandlerOutcome::Permanent(format!("refused: payment {key}: {e}")))?;
         let event_id = m.event_id.to_string();
         let mut next = row.clone().with_state(state);

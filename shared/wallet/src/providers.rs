@@ -19,8 +19,8 @@
 
 use serde_json::Value;
 
-use crate::parse::{self, EmailNotice, Unusable};
-use crate::rules::EmailEvent;
+use crate::parse::{self, text, EmailNotice, Unusable};
+use crate::rules::{Bounce, EmailEvent};
 
 /// The format of a source's email delivery events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -82,13 +82,6 @@ fn unusable(s: impl Into<String>) -> Unusable {
     Unusable(s.into())
 }
 
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
-        _ => None,
-    }
-}
-
 /// The notice, once the event is known to be the wallet's: the tenant and message id read.
 fn notice(
     event: EmailEvent,
@@ -99,6 +92,7 @@ fn notice(
 ) -> Result<Option<EmailNotice>, Unusable> {
     let message_id = message_id.ok_or_else(|| unusable(format!("{message_id_at} is missing")))?;
     let tenant = tenant.ok_or_else(|| unusable(format!("{tenant_at} is missing")))?;
+    let tenant = parse::tenant_of(&tenant, tenant_at)?;
     Ok(Some(EmailNotice {
         tenant,
         message_id,
@@ -119,10 +113,10 @@ fn ses(envelope: &Value) -> Result<Option<EmailNotice>, Unusable> {
     let event = match kind.as_deref() {
         Some("Send") => EmailEvent::Sent,
         Some("Delivery") => EmailEvent::Accepted,
-        Some("Reject") => EmailEvent::Bounced { hard: true },
+        Some("Reject") => EmailEvent::Bounced(Bounce::Hard),
         Some("Bounce") => match text(&ses["bounce"]["bounceType"]).as_deref() {
-            Some("Permanent") => EmailEvent::Bounced { hard: true },
-            Some("Transient" | "Undetermined") => EmailEvent::Bounced { hard: false },
+            Some("Permanent") => EmailEvent::Bounced(Bounce::Hard),
+            Some("Transient" | "Undetermined") => EmailEvent::Bounced(Bounce::Soft),
             Some(other) => {
                 return Err(unusable(format!(
                 "Message.bounce.bounceType {other:?} is none of Permanent, Transient, Undetermined"
@@ -149,10 +143,10 @@ fn sendgrid(event_type: &str, e: &Value) -> Result<Option<EmailNotice>, Unusable
     let event = match event_type {
         "processed" => EmailEvent::Sent,
         "delivered" => EmailEvent::Accepted,
-        "dropped" => EmailEvent::Bounced { hard: true },
+        "dropped" => EmailEvent::Bounced(Bounce::Hard),
         "bounce" => match text(&e["type"]).as_deref() {
-            None | Some("bounce") => EmailEvent::Bounced { hard: true },
-            Some("blocked") => EmailEvent::Bounced { hard: false },
+            None | Some("bounce") => EmailEvent::Bounced(Bounce::Hard),
+            Some("blocked") => EmailEvent::Bounced(Bounce::Soft),
             Some(other) => {
                 return Err(unusable(format!(
                     "type {other:?} of a bounce is neither bounce nor blocked"
@@ -181,10 +175,10 @@ fn mailgun(event_type: &str, body: &Value) -> Result<Option<EmailNotice>, Unusab
     let event = match event_type {
         "accepted" => EmailEvent::Sent,
         "delivered" => EmailEvent::Accepted,
-        "rejected" => EmailEvent::Bounced { hard: true },
+        "rejected" => EmailEvent::Bounced(Bounce::Hard),
         "failed" => match text(&data["severity"]).as_deref() {
-            Some("permanent") => EmailEvent::Bounced { hard: true },
-            Some("temporary") => EmailEvent::Bounced { hard: false },
+            Some("permanent") => EmailEvent::Bounced(Bounce::Hard),
+            Some("temporary") => EmailEvent::Bounced(Bounce::Soft),
             Some(other) => {
                 return Err(unusable(format!(
                     "event-data.severity {other:?} is neither permanent nor temporary"
@@ -219,9 +213,11 @@ fn postmark(event_type: &str, r: &Value) -> Result<Option<EmailNotice>, Unusable
         "Delivery" => EmailEvent::Accepted,
         "Bounce" => {
             let kind = text(&r["Type"]).ok_or_else(|| unusable("Type of a bounce is missing"))?;
-            EmailEvent::Bounced {
-                hard: POSTMARK_HARD.contains(&kind.as_str()),
-            }
+            EmailEvent::Bounced(if POSTMARK_HARD.contains(&kind.as_str()) {
+                Bounce::Hard
+            } else {
+                Bounce::Soft
+            })
         }
         "SpamComplaint" => EmailEvent::Complained,
         _ => return Ok(None),
@@ -241,13 +237,11 @@ fn resend(event_type: &str, body: &Value) -> Result<Option<EmailNotice>, Unusabl
     let event = match event_type {
         "email.sent" => EmailEvent::Sent,
         "email.delivered" => EmailEvent::Accepted,
-        "email.failed" => EmailEvent::Bounced { hard: true },
-        "email.bounced" => EmailEvent::Bounced {
-            hard: !matches!(
-                text(&data["bounce"]["type"]).as_deref(),
-                Some("Transient" | "Undetermined")
-            ),
-        },
+        "email.failed" => EmailEvent::Bounced(Bounce::Hard),
+        "email.bounced" => EmailEvent::Bounced(match text(&data["bounce"]["type"]).as_deref() {
+            Some("Transient" | "Undetermined") => Bounce::Soft,
+            _ => Bounce::Hard,
+        }),
         "email.delivery_delayed" => EmailEvent::Deferred,
         "email.complained" => EmailEvent::Complained,
         _ => return Ok(None),

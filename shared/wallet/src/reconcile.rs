@@ -21,6 +21,7 @@ use crate::ledger::{Ledger, LedgerError};
 use crate::model::{Entry, Wallet};
 use crate::money::checked_sum;
 use crate::rules::EmailState;
+use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
 use inbox_core::domain::{EventId, MessageKey, SourceName};
 use inbox_core::metrics::Metric;
@@ -62,7 +63,7 @@ impl ReconcileOptions {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StaleHold {
-    pub tenant: String,
+    pub tenant: TenantId,
     pub message_id: String,
     pub amount: i64,
     pub held_at: i64,
@@ -70,7 +71,7 @@ pub struct StaleHold {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Mismatch {
-    pub tenant: String,
+    pub tenant: TenantId,
     pub balance: i64,
     pub entries_balance: i64,
     pub held: i64,
@@ -79,7 +80,7 @@ pub struct Mismatch {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OrphanEntry {
-    pub tenant: String,
+    pub tenant: TenantId,
     pub entry_id: String,
     pub event_source: String,
     pub event_id: String,
@@ -88,7 +89,7 @@ pub struct OrphanEntry {
 /// A wallet that could not be compared with its entries because something in it is not valid.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnreadableWallet {
-    pub tenant: String,
+    pub tenant: TenantId,
     pub reason: String,
 }
 
@@ -105,11 +106,11 @@ pub struct ReconcileReport {
     pub unreadable_wallets: Vec<UnreadableWallet>,
     /// Wallets that changed between every pair of reads ([`SETTLE_READS`]): busy, not compared
     /// this time. Not a problem by itself.
-    pub unsettled_wallets: Vec<String>,
+    pub unsettled_wallets: Vec<TenantId>,
     /// Whether the wallets were found through the complete registry alone (no scan).
     pub registry_complete: bool,
     /// Wallets only the fallback scan found: `inboxctl wallet reindex` registers them.
-    pub unregistered_wallets: Vec<String>,
+    pub unregistered_wallets: Vec<TenantId>,
 }
 
 impl ReconcileReport {
@@ -180,7 +181,10 @@ enum Read {
 }
 
 /// Reads the wallet, its entries, and the wallet again until both wallet reads agree.
-async fn settled<S: ItemStore>(ledger: Ledger<'_, S>, tenant: &str) -> Result<Read, StoreError> {
+async fn settled<S: ItemStore>(
+    ledger: Ledger<'_, S>,
+    tenant: &TenantId,
+) -> Result<Read, StoreError> {
     let wallet = |w: Result<Option<Wallet>, LedgerError>| match w {
         Ok(Some(w)) => Ok(Ok(w)),
         Ok(None) => Ok(Err(Read::Gone)),

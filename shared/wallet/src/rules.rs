@@ -1,8 +1,10 @@
 //! The wallet's rules as pure functions: given the state read and one event, the next state and
-//! the money movement. No I/O, no clock, checked arithmetic (an [`Overflow`] is refused, never
-//! wrapped); exhaustively tested here and against a reference model (proptest) in `tests.rs`.
+//! the money movement ([`Money`], in the wallet's currency). No I/O, no clock, checked arithmetic
+//! (an [`Overflow`] is refused, never wrapped); exhaustively tested here and against a reference
+//! model (proptest) in `tests.rs`. A payment's state ([`PaymentState`]) is in minor units of the
+//! wallet's currency, as its row stores it.
 
-use crate::money::{checked_add, checked_sub, Overflow};
+use crate::money::{checked_add, checked_sub, Currency, Money, Overflow};
 use serde::{Deserialize, Serialize};
 
 /// What a ledger entry records. Each kind has fixed signs on `balance` and `held`.
@@ -40,26 +42,28 @@ impl EntryKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Movement {
     pub kind: EntryKind,
-    pub amount: i64,
-    pub balance_delta: i64,
-    pub held_delta: i64,
+    pub amount: Money,
+    pub balance_delta: Money,
+    pub held_delta: Money,
 }
 
 impl Movement {
-    fn new(kind: EntryKind, amount: i64, from_hold: bool) -> Self {
+    fn new(kind: EntryKind, amount: Money, from_hold: bool) -> Self {
+        let a = amount.minor();
         let (balance_delta, held_delta) = match kind {
-            EntryKind::Topup | EntryKind::BounceRefund => (amount, 0),
-            EntryKind::TopupRefund => (-amount, 0),
-            EntryKind::Hold => (0, amount),
-            EntryKind::HoldRelease => (0, -amount),
-            EntryKind::Debit if from_hold => (-amount, -amount),
-            EntryKind::Debit => (-amount, 0),
+            EntryKind::Topup | EntryKind::BounceRefund => (a, 0),
+            EntryKind::TopupRefund => (-a, 0),
+            EntryKind::Hold => (0, a),
+            EntryKind::HoldRelease => (0, -a),
+            EntryKind::Debit if from_hold => (-a, -a),
+            EntryKind::Debit => (-a, 0),
         };
+        let currency = amount.currency();
         Self {
             kind,
             amount,
-            balance_delta,
-            held_delta,
+            balance_delta: currency.amount(balance_delta),
+            held_delta: currency.amount(held_delta),
         }
     }
 }
@@ -83,15 +87,22 @@ pub enum EmailState {
     Void,
 }
 
+/// How an email bounced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Bounce {
+    /// Permanent: the address will never take it (releases the hold or refunds the debit).
+    Hard,
+    /// Temporary: the provider may try again; no money moves.
+    Soft,
+}
+
 /// A delivery event of one email, as the messaging provider reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EmailEvent {
     Sent,
     Accepted,
-    /// `hard: true` is a permanent bounce (releases or refunds); a soft one moves no money.
-    Bounced {
-        hard: bool,
-    },
+    /// A hard bounce releases or refunds; a soft one moves no money.
+    Bounced(Bounce),
     Deferred,
     /// A complaint is not a bounce: no money moves.
     Complained,
@@ -99,7 +110,11 @@ pub enum EmailEvent {
 
 /// The next state of an email and the movement it causes (if any). `amount` is the email's price:
 /// the price held or debited first, carried on for its release or refund.
-pub fn email(state: EmailState, event: EmailEvent, amount: i64) -> (EmailState, Option<Movement>) {
+pub fn email(
+    state: EmailState,
+    event: EmailEvent,
+    amount: Money,
+) -> (EmailState, Option<Movement>) {
     use EmailEvent::*;
     use EmailState::*;
     let moved = |kind, from_hold| Some(Movement::new(kind, amount, from_hold));
@@ -107,15 +122,15 @@ pub fn email(state: EmailState, event: EmailEvent, amount: i64) -> (EmailState, 
         (New, Sent) => (Held, moved(EntryKind::Hold, false)),
         (New, Accepted) => (Debited, moved(EntryKind::Debit, false)),
         (Held, Accepted) => (Debited, moved(EntryKind::Debit, true)),
-        (New, Bounced { hard: true }) => (Void, None),
-        (Held, Bounced { hard: true }) => (Released, moved(EntryKind::HoldRelease, false)),
-        (Debited, Bounced { hard: true }) => (Refunded, moved(EntryKind::BounceRefund, false)),
+        (New, Bounced(Bounce::Hard)) => (Void, None),
+        (Held, Bounced(Bounce::Hard)) => (Released, moved(EntryKind::HoldRelease, false)),
+        (Debited, Bounced(Bounce::Hard)) => (Refunded, moved(EntryKind::BounceRefund, false)),
         // Already held or debited: a repeated or late `sent` changes nothing.
         (Held | Debited, Sent) | (Debited, Accepted) => (state, None),
         // After a hard bounce nothing moves again (a late `accepted` does not debit).
         (Released | Refunded | Void, _) => (state, None),
         // Soft bounces, deferrals and complaints are recorded only.
-        (_, Bounced { hard: false } | Deferred | Complained) => (state, None),
+        (_, Bounced(Bounce::Soft) | Deferred | Complained) => (state, None),
     }
 }
 
@@ -164,12 +179,13 @@ pub enum PaymentEvent {
     Refunded { total: i64 },
 }
 
-/// The next state of a payment and the movements it causes (a credit may bring a refund that
-/// arrived before it: then two). A refund never takes back more than was credited: what was
-/// refunded beyond it is remembered and taken back if a credit comes later.
+/// The next state of a payment and the movements it causes, in `currency` (a credit may bring a
+/// refund that arrived before it: then two). A refund never takes back more than was credited:
+/// what was refunded beyond it is remembered and taken back if a credit comes later.
 pub fn payment(
     state: PaymentState,
     event: PaymentEvent,
+    currency: Currency,
 ) -> Result<(PaymentState, Vec<Movement>), Overflow> {
     let mut next = state;
     let mut moved = Vec::new();
@@ -178,7 +194,11 @@ pub fn payment(
             next.funds = Funds::Paid;
             if amount > 0 {
                 next.credited = amount;
-                moved.push(Movement::new(EntryKind::Topup, amount, false));
+                moved.push(Movement::new(
+                    EntryKind::Topup,
+                    currency.amount(amount),
+                    false,
+                ));
             }
         }
         PaymentEvent::Paid { .. } => {}
@@ -199,7 +219,11 @@ pub fn payment(
     if due > next.refunded {
         let take = checked_sub(due, next.refunded, "the refund")?;
         next.refunded = due;
-        moved.push(Movement::new(EntryKind::TopupRefund, take, false));
+        moved.push(Movement::new(
+            EntryKind::TopupRefund,
+            currency.amount(take),
+            false,
+        ));
     }
     Ok((next, moved))
 }
@@ -224,36 +248,49 @@ impl std::ops::BitOr for Flags {
     }
 }
 
-/// The wallet figures a rule needs (as read; balances move by commutative adds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The wallet figures a rule needs (as read; balances move by commutative adds), all in the
+/// wallet's currency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WalletView {
-    pub balance: i64,
-    pub held: i64,
+    pub balance: Money,
+    pub held: Money,
     /// `available` may not go below this (0 by default; negative allows credit).
-    pub floor: i64,
+    pub floor: Money,
     /// This month's debits so far.
-    pub month_debits: i64,
+    pub month_debits: Money,
     /// Debits in a month above this flag the tenant for review.
-    pub review_threshold: Option<i64>,
+    pub review_threshold: Option<Money>,
 }
 
 impl WalletView {
+    /// An empty wallet in `currency`: nothing held, nothing debited, the floor at 0.
+    pub fn empty(currency: Currency) -> Self {
+        Self {
+            balance: currency.amount(0),
+            held: currency.amount(0),
+            floor: currency.amount(0),
+            month_debits: currency.amount(0),
+            review_threshold: None,
+        }
+    }
+
     /// `balance − held`.
-    pub fn available(&self) -> Result<i64, Overflow> {
-        checked_sub(self.balance, self.held, "the available amount")
+    pub fn available(&self) -> Result<Money, Overflow> {
+        self.balance.checked_sub(self.held, "the available amount")
     }
 
     /// The wallet after `m`: every figure checked, so a movement that would overflow the stored
     /// balance, held amount or month's debits is refused before it is written.
     pub fn after(&self, m: &Movement) -> Result<Self, Overflow> {
         let month_debits = if m.kind == EntryKind::Debit {
-            checked_add(self.month_debits, m.amount, "the month's debits")?
+            self.month_debits
+                .checked_add(m.amount, "the month's debits")?
         } else {
             self.month_debits
         };
         Ok(Self {
-            balance: checked_add(self.balance, m.balance_delta, "the balance")?,
-            held: checked_add(self.held, m.held_delta, "the held amount")?,
+            balance: self.balance.checked_add(m.balance_delta, "the balance")?,
+            held: self.held.checked_add(m.held_delta, "the held amount")?,
             month_debits,
             ..*self
         })
@@ -262,22 +299,27 @@ impl WalletView {
 
 /// The flags a movement raises on a wallet as read.
 pub fn flags(wallet: &WalletView, m: &Movement) -> Result<Flags, Overflow> {
+    let (held_delta, balance_delta) = (m.held_delta.minor(), m.balance_delta.minor());
     // What it takes from `available`: a hold or a debit; a capture (debit of a hold) takes nothing new.
     let takes = checked_add(
-        checked_sub(m.held_delta.max(0), m.balance_delta.min(0), "the movement")?,
-        m.held_delta.min(0),
+        checked_sub(held_delta.max(0), balance_delta.min(0), "the movement")?,
+        held_delta.min(0),
         "the movement",
     )?;
     let reserves = matches!(m.kind, EntryKind::Hold | EntryKind::Debit);
-    let after = checked_sub(wallet.available()?, takes, "the available amount")?;
+    let after = checked_sub(wallet.available()?.minor(), takes, "the available amount")?;
     let review = match wallet.review_threshold {
         Some(t) if m.kind == EntryKind::Debit => {
-            checked_add(wallet.month_debits, m.amount, "the month's debits")? > t
+            wallet
+                .month_debits
+                .checked_add(m.amount, "the month's debits")?
+                .minor()
+                > t.minor()
         }
         _ => false,
     };
     Ok(Flags {
-        overdrawn: reserves && takes > 0 && after < wallet.floor,
+        overdrawn: reserves && takes > 0 && after < wallet.floor.minor(),
         review,
     })
 }
@@ -286,13 +328,21 @@ pub fn flags(wallet: &WalletView, m: &Movement) -> Result<Flags, Overflow> {
 mod tests {
     use super::*;
     use EmailEvent::*;
+
+    fn usd(minor: i64) -> Money {
+        c().amount(minor)
+    }
+
+    fn c() -> Currency {
+        Currency::parse("usd").unwrap()
+    }
     use EmailState::*;
 
     const ALL_EVENTS: [EmailEvent; 6] = [
         Sent,
         Accepted,
-        Bounced { hard: true },
-        Bounced { hard: false },
+        Bounced(Bounce::Hard),
+        Bounced(Bounce::Soft),
         Deferred,
         Complained,
     ];
@@ -302,47 +352,47 @@ mod tests {
     fn every_email_transition() {
         let hold = Some(Movement {
             kind: EntryKind::Hold,
-            amount: 5,
-            balance_delta: 0,
-            held_delta: 5,
+            amount: usd(5),
+            balance_delta: usd(0),
+            held_delta: usd(5),
         });
         let debit = Some(Movement {
             kind: EntryKind::Debit,
-            amount: 5,
-            balance_delta: -5,
-            held_delta: 0,
+            amount: usd(5),
+            balance_delta: usd(-5),
+            held_delta: usd(0),
         });
         let capture = Some(Movement {
             kind: EntryKind::Debit,
-            amount: 5,
-            balance_delta: -5,
-            held_delta: -5,
+            amount: usd(5),
+            balance_delta: usd(-5),
+            held_delta: usd(-5),
         });
         let release = Some(Movement {
             kind: EntryKind::HoldRelease,
-            amount: 5,
-            balance_delta: 0,
-            held_delta: -5,
+            amount: usd(5),
+            balance_delta: usd(0),
+            held_delta: usd(-5),
         });
         let refund = Some(Movement {
             kind: EntryKind::BounceRefund,
-            amount: 5,
-            balance_delta: 5,
-            held_delta: 0,
+            amount: usd(5),
+            balance_delta: usd(5),
+            held_delta: usd(0),
         });
         let expected = |state, event| match (state, event) {
             (New, Sent) => (Held, hold),
             (New, Accepted) => (Debited, debit),
             (Held, Accepted) => (Debited, capture),
-            (New, Bounced { hard: true }) => (Void, None),
-            (Held, Bounced { hard: true }) => (Released, release),
-            (Debited, Bounced { hard: true }) => (Refunded, refund),
+            (New, Bounced(Bounce::Hard)) => (Void, None),
+            (Held, Bounced(Bounce::Hard)) => (Released, release),
+            (Debited, Bounced(Bounce::Hard)) => (Refunded, refund),
             (s, _) => (s, None),
         };
         for state in ALL_STATES {
             for event in ALL_EVENTS {
                 assert_eq!(
-                    email(state, event, 5),
+                    email(state, event, usd(5)),
                     expected(state, event),
                     "{state:?} + {event:?}"
                 );
@@ -354,46 +404,52 @@ mod tests {
     fn terminal_email_states_absorb_everything() {
         for state in [Released, Refunded, Void] {
             for event in ALL_EVENTS {
-                assert_eq!(email(state, event, 5), (state, None));
+                assert_eq!(email(state, event, usd(5)), (state, None));
             }
         }
     }
 
     fn kinds(moved: &[Movement]) -> Vec<(EntryKind, i64)> {
-        moved.iter().map(|m| (m.kind, m.balance_delta)).collect()
+        moved
+            .iter()
+            .map(|m| (m.kind, m.balance_delta.minor()))
+            .collect()
     }
 
     #[test]
     fn payments_credit_once_and_refund_by_cumulative_total() {
         let s0 = PaymentState::default();
-        let (s1, m) = payment(s0, PaymentEvent::Paid { amount: 2000 }).unwrap();
+        let (s1, m) = payment(s0, PaymentEvent::Paid { amount: 2000 }, c()).unwrap();
         assert_eq!((s1.credited, s1.funds), (2000, Funds::Paid));
         assert_eq!(kinds(&m), vec![(EntryKind::Topup, 2000)]);
         assert_eq!(
-            payment(s1, PaymentEvent::Paid { amount: 2000 }).unwrap(),
+            payment(s1, PaymentEvent::Paid { amount: 2000 }, c()).unwrap(),
             (s1, vec![]),
             "the second event of the same payment"
         );
-        let (zero, m) = payment(s0, PaymentEvent::Paid { amount: 0 }).unwrap();
+        let (zero, m) = payment(s0, PaymentEvent::Paid { amount: 0 }, c()).unwrap();
         assert_eq!((zero.credited, m), (0, vec![]));
-        let (s2, m) = payment(s1, PaymentEvent::Refunded { total: 500 }).unwrap();
+        let (s2, m) = payment(s1, PaymentEvent::Refunded { total: 500 }, c()).unwrap();
         assert_eq!(
             (s2.refunded, kinds(&m)),
             (500, vec![(EntryKind::TopupRefund, -500)])
         );
-        let (s3, m) = payment(s2, PaymentEvent::Refunded { total: 1200 }).unwrap();
+        let (s3, m) = payment(s2, PaymentEvent::Refunded { total: 1200 }, c()).unwrap();
         assert_eq!(
-            (s3.refunded, m.iter().map(|m| m.amount).collect::<Vec<_>>()),
+            (
+                s3.refunded,
+                m.iter().map(|m| m.amount.minor()).collect::<Vec<_>>()
+            ),
             (1200, vec![700]),
             "a second refund: the difference"
         );
         assert_eq!(
-            payment(s3, PaymentEvent::Refunded { total: 500 }).unwrap(),
+            payment(s3, PaymentEvent::Refunded { total: 500 }, c()).unwrap(),
             (s3, vec![]),
             "an older refund event, late"
         );
         assert_eq!(
-            payment(s3, PaymentEvent::Refunded { total: 1200 }).unwrap(),
+            payment(s3, PaymentEvent::Refunded { total: 1200 }, c()).unwrap(),
             (s3, vec![]),
             "a repeated refund event"
         );
@@ -401,20 +457,25 @@ mod tests {
 
     #[test]
     fn a_refund_never_takes_back_more_than_was_credited() {
-        let paid = payment(PaymentState::default(), PaymentEvent::Paid { amount: 1000 })
-            .unwrap()
-            .0;
-        let (over, m) = payment(paid, PaymentEvent::Refunded { total: 5000 }).unwrap();
+        let paid = payment(
+            PaymentState::default(),
+            PaymentEvent::Paid { amount: 1000 },
+            c(),
+        )
+        .unwrap()
+        .0;
+        let (over, m) = payment(paid, PaymentEvent::Refunded { total: 5000 }, c()).unwrap();
         assert_eq!((over.refund_total, over.refunded), (5000, 1000));
         assert_eq!(kinds(&m), vec![(EntryKind::TopupRefund, -1000)]);
         // A refund before its payment is remembered and settled by the credit, in one event.
         let (early, m) = payment(
             PaymentState::default(),
             PaymentEvent::Refunded { total: 300 },
+            c(),
         )
         .unwrap();
         assert_eq!((early.refund_total, early.refunded, m), (300, 0, vec![]));
-        let (settled, m) = payment(early, PaymentEvent::Paid { amount: 2000 }).unwrap();
+        let (settled, m) = payment(early, PaymentEvent::Paid { amount: 2000 }, c()).unwrap();
         assert_eq!(
             kinds(&m),
             vec![(EntryKind::Topup, 2000), (EntryKind::TopupRefund, -300)]
@@ -430,7 +491,7 @@ mod tests {
             expected: 0,
         };
         assert_eq!(
-            payment(legacy, PaymentEvent::Refunded { total: 2500 }).unwrap(),
+            payment(legacy, PaymentEvent::Refunded { total: 2500 }, c()).unwrap(),
             (legacy, vec![])
         );
     }
@@ -438,33 +499,33 @@ mod tests {
     #[test]
     fn delayed_payments_await_their_funds() {
         let s0 = PaymentState::default();
-        let (awaiting, m) = payment(s0, PaymentEvent::AwaitingFunds { amount: 2000 }).unwrap();
+        let (awaiting, m) = payment(s0, PaymentEvent::AwaitingFunds { amount: 2000 }, c()).unwrap();
         assert_eq!(
             (awaiting.funds, awaiting.expected, m),
             (Funds::Awaiting, 2000, vec![])
         );
-        let (paid, m) = payment(awaiting, PaymentEvent::Paid { amount: 2000 }).unwrap();
+        let (paid, m) = payment(awaiting, PaymentEvent::Paid { amount: 2000 }, c()).unwrap();
         assert_eq!(
             (paid.funds, kinds(&m)),
             (Funds::Paid, vec![(EntryKind::Topup, 2000)])
         );
         assert_eq!(
-            payment(paid, PaymentEvent::AwaitingFunds { amount: 2000 }).unwrap(),
+            payment(paid, PaymentEvent::AwaitingFunds { amount: 2000 }, c()).unwrap(),
             (paid, vec![]),
             "a late completion does not undo the payment"
         );
         assert_eq!(
-            payment(paid, PaymentEvent::PaymentFailed).unwrap(),
+            payment(paid, PaymentEvent::PaymentFailed, c()).unwrap(),
             (paid, vec![]),
             "nor does a failure reverse a credit (Stripe reports that as a refund or dispute)"
         );
-        let (failed, m) = payment(awaiting, PaymentEvent::PaymentFailed).unwrap();
+        let (failed, m) = payment(awaiting, PaymentEvent::PaymentFailed, c()).unwrap();
         assert_eq!(
             (failed.funds, failed.credited, m),
             (Funds::Failed, 0, vec![])
         );
         assert_eq!(
-            payment(failed, PaymentEvent::AwaitingFunds { amount: 2000 })
+            payment(failed, PaymentEvent::AwaitingFunds { amount: 2000 }, c())
                 .unwrap()
                 .0
                 .funds,
@@ -476,90 +537,96 @@ mod tests {
     #[test]
     fn arithmetic_is_checked() {
         let edge = WalletView {
-            balance: i64::MIN + 1,
-            held: i64::MAX,
-            floor: 0,
-            month_debits: i64::MAX,
-            review_threshold: Some(1),
+            balance: usd(i64::MIN + 1),
+            held: usd(i64::MAX),
+            floor: usd(0),
+            month_debits: usd(i64::MAX),
+            review_threshold: Some(usd(1)),
         };
-        let debit = Movement::new(EntryKind::Debit, 5, false);
+        let debit = Movement::new(EntryKind::Debit, usd(5), false);
         assert!(edge.available().is_err());
         assert!(flags(&edge, &debit).is_err());
         assert!(edge.after(&debit).is_err());
         let full = WalletView {
-            balance: i64::MAX,
-            ..WalletView::default()
+            balance: usd(i64::MAX),
+            ..WalletView::empty(c())
         };
         assert_eq!(
-            full.after(&Movement::new(EntryKind::Topup, 1, false)),
+            full.after(&Movement::new(EntryKind::Topup, usd(1), false)),
             Err(Overflow("the balance".into()))
         );
-        let ok = WalletView::default()
-            .after(&Movement::new(EntryKind::Debit, 5, false))
+        let ok = WalletView::empty(c())
+            .after(&Movement::new(EntryKind::Debit, usd(5), false))
             .unwrap();
-        assert_eq!((ok.balance, ok.held, ok.month_debits), (-5, 0, 5));
+        assert_eq!(
+            (ok.balance, ok.held, ok.month_debits),
+            (usd(-5), usd(0), usd(5))
+        );
     }
 
     #[test]
     fn flags_for_floor_and_review() {
         let wallet = WalletView {
-            balance: 1000,
-            held: 900,
-            floor: 0,
-            month_debits: 0,
-            review_threshold: Some(150),
+            balance: usd(1000),
+            held: usd(900),
+            floor: usd(0),
+            month_debits: usd(0),
+            review_threshold: Some(usd(150)),
         };
-        let hold = |a| Movement::new(EntryKind::Hold, a, false);
+        let hold = |a| Movement::new(EntryKind::Hold, usd(a), false);
         assert!(
             !flags(&wallet, &hold(100)).unwrap().overdrawn,
             "exactly to the floor"
         );
         assert!(flags(&wallet, &hold(101)).unwrap().overdrawn);
         let credit_allowed = WalletView {
-            floor: -2000,
+            floor: usd(-2000),
             ..wallet
         };
         assert!(!flags(&credit_allowed, &hold(2100)).unwrap().overdrawn);
         assert!(flags(&credit_allowed, &hold(2101)).unwrap().overdrawn);
         assert!(
-            flags(&wallet, &Movement::new(EntryKind::Debit, 101, false))
+            flags(&wallet, &Movement::new(EntryKind::Debit, usd(101), false))
                 .unwrap()
                 .overdrawn,
             "a direct debit reserves too"
         );
         assert!(
-            !flags(&wallet, &Movement::new(EntryKind::Debit, 500, true))
+            !flags(&wallet, &Movement::new(EntryKind::Debit, usd(500), true))
                 .unwrap()
                 .overdrawn,
             "capturing a hold moves nothing new"
         );
         assert!(
-            !flags(&wallet, &Movement::new(EntryKind::BounceRefund, 500, false))
-                .unwrap()
-                .overdrawn
+            !flags(
+                &wallet,
+                &Movement::new(EntryKind::BounceRefund, usd(500), false)
+            )
+            .unwrap()
+            .overdrawn
         );
         assert!(
-            !flags(&wallet, &Movement::new(EntryKind::Debit, 150, false))
+            !flags(&wallet, &Movement::new(EntryKind::Debit, usd(150), false))
                 .unwrap()
                 .review,
             "at the threshold"
         );
         assert!(
-            flags(&wallet, &Movement::new(EntryKind::Debit, 151, false))
+            flags(&wallet, &Movement::new(EntryKind::Debit, usd(151), false))
                 .unwrap()
                 .review
         );
         let busy = WalletView {
-            month_debits: 100,
+            month_debits: usd(100),
             ..wallet
         };
         assert!(
-            flags(&busy, &Movement::new(EntryKind::Debit, 51, true))
+            flags(&busy, &Movement::new(EntryKind::Debit, usd(51), true))
                 .unwrap()
                 .review
         );
         assert!(
-            !flags(&busy, &Movement::new(EntryKind::Hold, 500, false))
+            !flags(&busy, &Movement::new(EntryKind::Hold, usd(500), false))
                 .unwrap()
                 .review,
             "only debits count"
@@ -570,7 +637,7 @@ mod tests {
                     review_threshold: None,
                     ..busy
                 },
-                &Movement::new(EntryKind::Debit, 9999, false)
+                &Movement::new(EntryKind::Debit, usd(9999), false)
             )
             .unwrap()
             .review

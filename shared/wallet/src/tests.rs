@@ -22,6 +22,11 @@ use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+/// A tenant of the tests.
+fn tid(tenant: &str) -> TenantId {
+    TenantId::parse(tenant).unwrap()
+}
+
 const T0: i64 = 1_795_000_000_000; // 2026-11-18
 const PRICE: i64 = 5;
 
@@ -60,8 +65,16 @@ impl World {
     }
 
     fn wallet(self, tenant: &str, floor: i64, review: Option<i64>) -> Self {
-        self.store
-            .put_item(Wallet::new(tenant, usd(), PRICE, floor, review, T0).to_item());
+        self.store.put_item(
+            Wallet::new(
+                tid(tenant),
+                usd().amount(PRICE),
+                usd().amount(floor),
+                review.map(|t| usd().amount(t)),
+                T0,
+            )
+            .to_item(),
+        );
         self
     }
 
@@ -210,7 +223,7 @@ async fn an_email_holds_debits_and_is_refunded_on_hard_bounce() {
         ]
     );
     let row = Ledger::new(&*w.store)
-        .email_row("acme", "m1")
+        .email_row(&tid("acme"), "m1")
         .await
         .unwrap()
         .unwrap();
@@ -500,7 +513,7 @@ async fn reconciliation_finds_stale_holds_mismatches_and_orphans() {
     w.store.put_item(tampered);
     let orphan = Entry {
         id: "x".into(),
-        tenant: "acme".into(),
+        tenant: tid("acme"),
         kind: rules::EntryKind::Topup,
         amount: usd().amount(0),
         balance_delta: usd().amount(0),
@@ -731,7 +744,7 @@ async fn each_provider_debits_and_refunds_through_its_own_source() {
             );
         }
         let row = Ledger::new(&*w.store)
-            .email_row("acme", &id)
+            .email_row(&tid("acme"), &id)
             .await
             .unwrap()
             .unwrap();

@@ -96,8 +96,9 @@ impl Context {
     /// The message store on the table, with the operator's client ([`Self::dynamodb`]).
     pub async fn store(&self) -> Result<DynamoInbox> {
         let table = self.table()?.to_owned();
-        let bodies = inbox_core::config::BodyConfig::read(&inbox_core::config::Env::process())?
-            .s3(self.sdk().await);
+        let bodies =
+            inbox_core::store::dynamo::body::BodyConfig::read(&inbox_core::config::Env::process())?
+                .s3(self.sdk().await);
         Ok(DynamoInbox::new(self.dynamodb().await, table).with_bodies(bodies))
     }
 

@@ -14,10 +14,11 @@
 //! ([`crate::sources::live`]); refusals and failures are counted as metrics
 //! ([`Ingestor::with_metrics`]). The errors and their HTTP mapping are in `error.rs`, body
 //! decoding in `body.rs`; signatures are the sources' schemes' business ([`crate::signature`]),
-//! identity [`crate::identity`]'s.
+//! identity [`crate::identity`]'s. The ingest function's configuration: [`config`].
 
 mod batch;
 mod body;
+pub mod config;
 mod error;
 mod journal;
 mod receive;
@@ -26,6 +27,7 @@ mod tests;
 
 pub use batch::{BatchAcknowledgement, BATCH_CONCURRENCY};
 pub use body::decode_body;
+pub use config::IngestConfig;
 pub use error::{ErrorBody, IngestError, RETRY_AFTER_SECS};
 pub use journal::JOURNAL_BUDGET_MS;
 pub use receive::Reply;

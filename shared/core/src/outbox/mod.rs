@@ -12,11 +12,12 @@
 //!   breaker), [`attempt`] (what an attempt came back with and what that means for the delivery).
 //! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `sweep` (the scheduled sweep,
 //!   fan-out expansion), [`batch`] (stream and queue batches), [`queue`], [`sign`], [`transport`]
-//!   (the capability the deliver function's SSRF-guarded HTTP client implements), [`cache`].
+//!   (the capability the deliver function's SSRF-guarded HTTP client implements), [`cache`];
+//!   [`config`]: the deliver function's configuration, read from the environment.
 //! - [`resend`]: the operator's resends (retry a delivery, replay an event), for `inboxctl` and
 //!   the tests.
 //!
-//! The contract a receiver relies on is in the README ("Outbound delivery").
+//! The contract a receiver relies on is in `docs/outbound.md`.
 
 pub mod admin;
 pub mod attempt;
@@ -24,6 +25,7 @@ pub mod batch;
 pub mod breaker;
 pub mod bucket;
 pub mod cache;
+pub mod config;
 pub mod delivery;
 pub mod destination;
 pub mod fanout;

@@ -22,9 +22,11 @@
 //! function, so effects can be added to them); [`notice`]: failing with a quarantine notice sent
 //! exactly once; `ignore`: the `ignored` transition; `outbox_hook`: the outbox's deliveries added
 //! to the terminal transitions; [`batch`]: the per-message function over stream and SQS batches;
-//! [`registry`]: the handlers; `outcome`: the configuration and what processing one message did.
+//! [`registry`]: the handlers; `outcome`: the processor's settings and what processing one message
+//! did; [`config`]: the process function's configuration, read from the environment.
 
 pub mod batch;
+pub mod config;
 mod finish;
 mod ignore;
 pub mod notice;
@@ -32,6 +34,7 @@ mod outbox_hook;
 mod outcome;
 pub mod registry;
 
+pub use config::ProcessConfig;
 pub use finish::{NOTE_EXHAUSTED, NOTE_LOST_LAST, NOTE_PERMANENT};
 pub use outcome::{InfraError, Outcome, ProcessorConfig, Skip};
 

@@ -15,9 +15,13 @@
 //! The budget of a run (`REAPER_MAX_PER_RUN`) is spread over the 16 index shards: each gets an
 //! equal share, and what a shard does not use goes to the others (a thousand stuck messages in
 //! one shard never starve the rest). Per-message work runs a few at a time; a message's error is
-//! counted in the report and the run goes on. `reap`: what happens to one due message.
+//! counted in the report and the run goes on. `reap`: what happens to one due message;
+//! [`config`]: the reaper's configuration, read from the environment.
 
+pub mod config;
 mod reap;
+
+pub use config::ReaperConfig;
 
 use crate::clock::Clock;
 use crate::domain::MessageKey;

@@ -3,8 +3,9 @@
 //! was known) and the wallet registry (`WALLETS` / `TENANT#{tenant}`, and `REGISTRY` once it is
 //! complete).
 
-use super::{number, text, version};
+use super::{number, tenant, version};
 use crate::model::PaymentIndex;
+use crate::tenant::TenantId;
 use inbox_core::store::attr::{self, get_s, get_strings, n, s};
 use inbox_core::store::{Effect, Item};
 
@@ -36,7 +37,10 @@ impl PaymentIndex {
             .to_owned();
         Ok(Self {
             payment_key,
-            tenant: text(item, "tenant"),
+            tenant: item
+                .contains_key("tenant")
+                .then(|| tenant(item))
+                .transpose()?,
             refund_total: number(item, "refund_total")?.unwrap_or(0),
             events: get_strings(item, "events"),
             version: version(item),
@@ -95,6 +99,6 @@ pub(crate) fn registry_complete(now_ms: i64) -> Effect {
 }
 
 /// The tenant a registry item names.
-pub(crate) fn registered_tenant(item: &Item) -> Option<String> {
-    text(item, "tenant")
+pub(crate) fn registered_tenant(item: &Item) -> Option<TenantId> {
+    tenant(item).ok()
 }

@@ -124,7 +124,7 @@ fn event_of(
     provider
         .notice(t, body)
         .unwrap()
-        .map(|n| (n.tenant, n.message_id, n.event))
+        .map(|n| (n.tenant.to_string(), n.message_id, n.event))
 }
 
 #[test]
@@ -133,8 +133,8 @@ fn every_provider_maps_every_kind_as_the_readme_table_says() {
     let expected = [
         ("sent", Some(Sent)),
         ("accepted", Some(Accepted)),
-        ("hard", Some(Bounced { hard: true })),
-        ("soft", Some(Bounced { hard: false })),
+        ("hard", Some(Bounced(Bounce::Hard))),
+        ("soft", Some(Bounced(Bounce::Soft))),
         ("deferred", Some(Deferred)),
         ("complained", Some(Complained)),
     ];
@@ -148,7 +148,7 @@ fn every_provider_maps_every_kind_as_the_readme_table_says() {
             let want = match (provider, kind) {
                 // Postmark's transient bounce and Mailgun's temporary failure are soft bounces.
                 (EmailProvider::Postmark | EmailProvider::Mailgun, "deferred") => {
-                    Some(Bounced { hard: false })
+                    Some(Bounced(Bounce::Soft))
                 }
                 _ => event,
             };
@@ -188,7 +188,7 @@ fn ses_event_publishing_and_notifications_as_documented() {
         Some((
             "acme".into(),
             "EXAMPLE7c191be45-e9aedb9a-02f9-4d12-a87d-dd0099a07f8a-000000".into(),
-            EmailEvent::Bounced { hard: true }
+            EmailEvent::Bounced(Bounce::Hard)
         ))
     );
     // A notification (notificationType) reads the same; an undetermined bounce is soft.
@@ -198,14 +198,14 @@ fn ses_event_publishing_and_notifications_as_documented() {
     note["bounce"]["bounceType"] = json!("Undetermined");
     assert_eq!(
         event_of(EmailProvider::Ses, "Bounce", &envelope(&note)).map(|e| e.2),
-        Some(EmailEvent::Bounced { hard: false })
+        Some(EmailEvent::Bounced(Bounce::Soft))
     );
     // SES refused the message (a virus): never sent, like a hard bounce.
     let reject =
         json!({"eventType": "Reject", "reject": {"reason": "Bad content"}, "mail": bounce["mail"]});
     assert_eq!(
         event_of(EmailProvider::Ses, "Reject", &envelope(&reject)).map(|e| e.2),
-        Some(EmailEvent::Bounced { hard: true })
+        Some(EmailEvent::Bounced(Bounce::Hard))
     );
     // Opens, SNS's own text notification, a confirmation: not the wallet's.
     let open = json!({"eventType": "Open", "mail": bounce["mail"]});
@@ -247,21 +247,21 @@ fn sendgrid_events_as_documented() {
         "reason": "500 unknown recipient", "status": "5.0.0", "type": "bounce", "tenant": "acme"});
     assert_eq!(
         event_of(EmailProvider::Sendgrid, "bounce", &bounce),
-        Some(("acme".into(), "14c5d75ce93".into(), EmailEvent::Bounced { hard: true })),
+        Some(("acme".into(), "14c5d75ce93".into(), EmailEvent::Bounced(Bounce::Hard))),
         "the message id is the X-Message-Id the send API answered: sg_message_id before its first dot"
     );
     let mut blocked = bounce.clone();
     blocked["type"] = json!("blocked");
     assert_eq!(
         event_of(EmailProvider::Sendgrid, "bounce", &blocked).map(|e| e.2),
-        Some(EmailEvent::Bounced { hard: false })
+        Some(EmailEvent::Bounced(Bounce::Soft))
     );
     let mut dropped = bounce.clone();
     dropped["event"] = json!("dropped");
     dropped["reason"] = json!("Bounced Address");
     assert_eq!(
         event_of(EmailProvider::Sendgrid, "dropped", &dropped).map(|e| e.2),
-        Some(EmailEvent::Bounced { hard: true })
+        Some(EmailEvent::Bounced(Bounce::Hard))
     );
     // An explicit `message_id` custom arg wins.
     let mut tagged = bounce.clone();
@@ -302,14 +302,14 @@ fn mailgun_events_as_documented() {
         Some((
             "acme".into(),
             "20130503192659.13651.20287@sandbox.mailgun.org".into(),
-            EmailEvent::Bounced { hard: true }
+            EmailEvent::Bounced(Bounce::Hard)
         ))
     );
     let mut temporary = failed.clone();
     temporary["event-data"]["severity"] = json!("temporary");
     assert_eq!(
         event_of(EmailProvider::Mailgun, "failed", &temporary).map(|e| e.2),
-        Some(EmailEvent::Bounced { hard: false })
+        Some(EmailEvent::Bounced(Bounce::Soft))
     );
     let mut unknown = failed.clone();
     unknown["event-data"]["severity"] = json!("maybe");
@@ -331,21 +331,21 @@ fn postmark_records_as_documented() {
         Some((
             "acme".into(),
             "883953f4-6105-42a2-a16a-77a8eac79483".into(),
-            EmailEvent::Bounced { hard: true }
+            EmailEvent::Bounced(Bounce::Hard)
         ))
     );
-    for (kind, hard) in [
-        ("SoftBounce", false),
-        ("Transient", false),
-        ("Blocked", false),
-        ("BadEmailAddress", true),
-        ("DMARCPolicy", true),
+    for (kind, how) in [
+        ("SoftBounce", Bounce::Soft),
+        ("Transient", Bounce::Soft),
+        ("Blocked", Bounce::Soft),
+        ("BadEmailAddress", Bounce::Hard),
+        ("DMARCPolicy", Bounce::Hard),
     ] {
         let mut b = bounce.clone();
         b["Type"] = json!(kind);
         assert_eq!(
             event_of(EmailProvider::Postmark, "Bounce", &b).map(|e| e.2),
-            Some(EmailEvent::Bounced { hard }),
+            Some(EmailEvent::Bounced(how)),
             "{kind}"
         );
     }
@@ -375,7 +375,7 @@ fn resend_events_as_documented() {
         Some((
             "acme".into(),
             "56761188-7520-42d8-8898-ff6fc54ce618".into(),
-            EmailEvent::Bounced { hard: true }
+            EmailEvent::Bounced(Bounce::Hard)
         ))
     );
     // Tags as the send API takes them (a list of name/value pairs).
@@ -392,7 +392,7 @@ fn resend_events_as_documented() {
     transient["data"]["bounce"]["type"] = json!("Transient");
     assert_eq!(
         event_of(EmailProvider::Resend, "email.bounced", &transient).map(|e| e.2),
-        Some(EmailEvent::Bounced { hard: false })
+        Some(EmailEvent::Bounced(Bounce::Soft))
     );
     assert_eq!(
         EmailProvider::Resend.notice("email.opened", &bounced),

@@ -30,7 +30,7 @@ impl Busy {
     async fn concurrent_top_up(&self, n: usize) -> Result<(), StoreError> {
         let e = Entry {
             id: format!("concurrent-{n}-{}", uuid::Uuid::new_v4()),
-            tenant: "acme".into(),
+            tenant: tid("acme"),
             kind: rules::EntryKind::Topup,
             amount: usd().amount(700),
             balance_delta: usd().amount(700),
@@ -43,9 +43,9 @@ impl Busy {
         };
         let mv = rules::Movement {
             kind: rules::EntryKind::Topup,
-            amount: 700,
-            balance_delta: 700,
-            held_delta: 0,
+            amount: usd().amount(700),
+            balance_delta: usd().amount(700),
+            held_delta: usd().amount(0),
         };
         let adjust =
             crate::items::adjust_wallet("acme", &[mv], T0, rules::Flags::default()).unwrap();
@@ -89,7 +89,13 @@ async fn registered(tenants: &[&str]) -> World {
     let w = World::new();
     for t in tenants {
         let created = Ledger::new(&*w.store)
-            .create(&Wallet::new(t, usd(), PRICE, -1000, None, T0))
+            .create(&Wallet::new(
+                tid(t),
+                usd().amount(PRICE),
+                usd().amount(-1000),
+                None,
+                T0,
+            ))
             .await
             .unwrap();
         assert_eq!(created, CreateOutcome::Created);
@@ -141,7 +147,13 @@ async fn wallets_created_before_the_registry_are_found_by_the_fallback_until_rei
     // `World::wallet` puts the wallet item the way the code before the registry did.
     let w = World::new().wallet("legacy", 0, None);
     Ledger::new(&*w.store)
-        .create(&Wallet::new("fresh", usd(), PRICE, 0, None, T0))
+        .create(&Wallet::new(
+            tid("fresh"),
+            usd().amount(PRICE),
+            usd().amount(0),
+            None,
+            T0,
+        ))
         .await
         .unwrap();
     let store = Busy::new(w.store.clone(), 0);
@@ -175,7 +187,10 @@ async fn a_balance_that_is_not_a_number_is_an_error_never_zero() {
     let mut item = w.store.item(&wallet_pk("acme"), WALLET_SK).unwrap();
     item.insert("balance".into(), attr::s("lots"));
     w.store.put_item(item.clone());
-    let err = Ledger::new(&*w.store).wallet("acme").await.unwrap_err();
+    let err = Ledger::new(&*w.store)
+        .wallet(&tid("acme"))
+        .await
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "the wallet item of tenant \"acme\" is unreadable: balance is not a number"
@@ -226,7 +241,7 @@ async fn corrupt_rows_are_errors_too() {
     row.insert("state".into(), attr::s("dunno"));
     w.store.put_item(row);
     let err = Ledger::new(&*w.store)
-        .email_row("acme", "m1")
+        .email_row(&tid("acme"), "m1")
         .await
         .unwrap_err();
     assert!(
@@ -244,7 +259,7 @@ async fn the_orphan_window_follows_the_retention() {
     let day = 86_400_000;
     let orphan = |id: &str, at: i64| Entry {
         id: id.into(),
-        tenant: "acme".into(),
+        tenant: tid("acme"),
         kind: rules::EntryKind::Topup,
         amount: usd().amount(0),
         balance_delta: usd().amount(0),

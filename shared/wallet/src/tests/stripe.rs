@@ -83,7 +83,7 @@ impl World {
 
     async fn payment(&self, tenant: &str, pi: &str) -> PaymentRow {
         Ledger::new(&*self.store)
-            .payment_row(tenant, pi)
+            .payment_row(&tid(tenant), pi)
             .await
             .unwrap()
             .unwrap()
@@ -297,7 +297,7 @@ async fn an_intent_that_carries_the_tenant_credits_by_itself() {
     assert_eq!(w.balance("acme").balance.minor(), 1500);
     assert_eq!(
         Ledger::new(&*w.store).payment_tenant("pi_1").await.unwrap(),
-        Some("acme".into())
+        Some(tid("acme"))
     );
 }
 
@@ -593,7 +593,7 @@ proptest! {
         prop_assert!(w.p.quarantine().quarantined().is_empty());
         prop_assert_eq!(w.balance("acme").balance.minor(), stripe_model(&payments));
         for (p, plan) in payments.iter().enumerate() {
-            let row = futures_block(Ledger::new(&*w.store).payment_row("acme", &format!("pi_{p}"))).unwrap().unwrap();
+            let row = futures_block(Ledger::new(&*w.store).payment_row(&tid("acme"), &format!("pi_{p}"))).unwrap().unwrap();
             let (funds, credited) = if plan.flow == 2 { (Funds::Failed, 0) } else { (Funds::Paid, amount_of(p)) };
             prop_assert_eq!((row.funds, row.credited), (funds, credited));
             prop_assert!(row.refunded <= row.credited);

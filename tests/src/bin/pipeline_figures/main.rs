@@ -39,7 +39,14 @@ async fn run(concurrency: usize) -> (f64, std::collections::BTreeMap<String, usi
     let p = Pipeline::new().await;
     let counted = p.counted_dynamodb().await;
     let store = DynamoInbox::new(counted.clone(), p.harness.table.clone());
-    let wallet = Wallet::new("acme", usd(), 5, -1_000_000, None, 0).to_item();
+    let wallet = Wallet::new(
+        wallet_ledger::TenantId::parse("acme").unwrap(),
+        usd().amount(5),
+        usd().amount(-1_000_000),
+        None,
+        0,
+    )
+    .to_item();
     p.harness
         .client
         .put_item()
@@ -100,7 +107,16 @@ async fn in_memory() -> f64 {
     use inbox_core::store::{Inbox, NewMessage};
     use std::sync::Arc;
     let store = Arc::new(MemoryStore::new());
-    store.put_item(Wallet::new("acme", usd(), 5, -1_000_000, None, 0).to_item());
+    store.put_item(
+        Wallet::new(
+            wallet_ledger::TenantId::parse("acme").unwrap(),
+            usd().amount(5),
+            usd().amount(-1_000_000),
+            None,
+            0,
+        )
+        .to_item(),
+    );
     let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = Processor::new(
         store.clone(),

@@ -112,7 +112,14 @@ pub async fn measure(size: usize) -> Units {
     let store = DynamoInbox::new(p.counted_dynamodb().await, p.harness.table.clone())
         .with_bodies(Some(bodies));
     let usd = Currency::parse("usd").expect("a currency");
-    let wallet = Wallet::new("acme", usd, 5, -1_000_000, None, 0).to_item();
+    let wallet = Wallet::new(
+        wallet_ledger::TenantId::parse("acme").unwrap(),
+        usd.amount(5),
+        usd.amount(-1_000_000),
+        None,
+        0,
+    )
+    .to_item();
     p.harness
         .client
         .put_item()

@@ -466,10 +466,9 @@ async fn create_process_inspect_and_reconcile_a_wallet() {
     // A wallet created before the registry existed (its item alone): found by the fallback scan
     // and named, until `reindex` registers it; then reconciliation reads the registry only.
     let legacy = Wallet::new(
-        "legacy",
-        Currency::parse("eur").expect("eur"),
-        5,
-        0,
+        wallet_ledger::TenantId::parse("legacy").expect("tenant"),
+        Currency::parse("eur").expect("eur").amount(5),
+        Currency::parse("eur").expect("eur").amount(0),
         None,
         0,
     );

@@ -12,9 +12,11 @@
 //!   and no `body`. So a 200 still means the body is durable. A failed message's body is exempted
 //!   from expiry (its tag removed) when it fails, as failed messages never expire.
 //!
-//! Reading undoes either: `decode_item` decompresses, [`S3Bodies::get`] fetches.
+//! Reading undoes either: `decode_item` decompresses, [`S3Bodies::get`] fetches. Where bodies go
+//! is configured by [`BodyConfig`] (`BODY_BUCKET`, `BODY_INLINE_MAX_BYTES`).
 
 use super::classify;
+use crate::config::{catalog, vars, ConfigError, Env};
 use crate::domain::{BodyDigest, MessageKey};
 use crate::store::attr::{get_n, get_s};
 use crate::store::schema::{BODY, BODY_ENC, BODY_REF, BODY_SHA256};
@@ -160,6 +162,46 @@ pub fn original_of(old: Option<&Item>) -> Original {
     get_s(old, BODY_SHA256)
         .and_then(BodyDigest::from_hex)
         .map_or(Original::Unknown, Original::Digest)
+}
+
+/// Where message bodies are kept: the S3 bucket of bodies above the inline limit, if any
+/// (`BODY_BUCKET`, `BODY_INLINE_MAX_BYTES`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyConfig {
+    pub bucket: Option<String>,
+    pub inline_max: usize,
+}
+
+impl BodyConfig {
+    /// Reads `BODY_BUCKET` and `BODY_INLINE_MAX_BYTES` (at most what an item holds).
+    pub fn read(env: &Env) -> Result<Self, ConfigError> {
+        let inline_max: usize = env.parse(&catalog::BODY_INLINE_MAX_BYTES)?;
+        if inline_max > MAX_INLINE_BYTES {
+            return Err(ConfigError::Invalid {
+                var: vars::BODY_INLINE_MAX_BYTES,
+                reason: format!("must be at most {MAX_INLINE_BYTES} (DynamoDB's item limit)"),
+            });
+        }
+        Ok(Self {
+            bucket: env.optional(&catalog::BODY_BUCKET),
+            inline_max,
+        })
+    }
+
+    /// The S3 side of the store, when a bucket is configured.
+    pub fn s3(&self, aws: &aws_config::SdkConfig) -> Option<S3Bodies> {
+        let bucket = self.bucket.as_ref()?;
+        let config = aws_sdk_s3::config::Builder::from(aws)
+            // Path-style addressing for a configured endpoint (`AWS_ENDPOINT_URL`: the emulator),
+            // which serves no bucket subdomains.
+            .force_path_style(aws.endpoint_url().is_some())
+            .build();
+        Some(S3Bodies::new(
+            aws_sdk_s3::Client::from_conf(config),
+            bucket.clone(),
+            self.inline_max,
+        ))
+    }
 }
 
 /// Bodies above the inline limit, in an S3 bucket.

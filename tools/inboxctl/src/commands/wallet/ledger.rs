@@ -182,7 +182,7 @@ pub(super) async fn ledger(ctx: &Context, args: WalletLedgerArgs) -> Result<()> 
         (None, None)
     };
     let view = LedgerView {
-        tenant: wallet.tenant.clone(),
+        tenant: wallet.tenant.to_string(),
         currency: wallet.currency.as_str().to_owned(),
         total_entries: total,
         unreadable_entries: unreadable,

@@ -6,7 +6,7 @@
 //! - `balance`: the wallet, with amounts in minor units and formatted in the currency.
 //! - `ledger`: the entries (every change of balance or held, with the webhook event that made it)
 //!   and, with `--rows`, the per-email and per-payment rows.
-//! - `reconcile`: [`Ledger::reconcile`] over every wallet; exit 1 when anything does not
+//! - `reconcile`: [`wallet_ledger::reconcile::reconcile`] over every wallet; exit 1 when anything does not
 //!   reconcile, so a cron job or CI step can alert on it.
 //! - `reindex`: [`Ledger::reindex`], registers the wallets created before the wallet registry.
 //!
@@ -26,10 +26,7 @@ use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::store::dynamo::DynamoInbox;
 use serde_json::json;
 use view::WalletView;
-use wallet_ledger::{CreateOutcome, Currency, Ledger, LedgerError, Money, Wallet};
-
-/// Longest tenant name `create` accepts (it is part of the keys of the wallet's items).
-const MAX_TENANT_CHARS: usize = 256;
+use wallet_ledger::{CreateOutcome, Currency, Ledger, LedgerError, Money, TenantId, Wallet};
 
 pub async fn run(ctx: &Context, command: WalletCommand) -> Result<()> {
     match command {
@@ -51,26 +48,8 @@ fn money_and_minor(m: Money) -> String {
 // ------------------------------------------------------------------ inputs
 
 /// A tenant for a new wallet: as the events will name it (they are trimmed), printable.
-fn tenant_arg(tenant: &str) -> Result<&str> {
-    if tenant.trim().is_empty() {
-        return Err(usage("the tenant is empty"));
-    }
-    if tenant.trim() != tenant {
-        return Err(usage(format!(
-            "tenant {tenant:?} has leading or trailing spaces; events name tenants trimmed, so it could never match"
-        )));
-    }
-    if tenant.chars().any(char::is_control) {
-        return Err(usage(format!(
-            "tenant {tenant:?} contains control characters"
-        )));
-    }
-    if tenant.chars().count() > MAX_TENANT_CHARS {
-        return Err(usage(format!(
-            "the tenant is longer than {MAX_TENANT_CHARS} characters"
-        )));
-    }
-    Ok(tenant)
+fn tenant_arg(tenant: &str) -> Result<TenantId> {
+    TenantId::parse(tenant).map_err(|e| usage(e.to_string()))
 }
 
 /// An amount of a new wallet (price, floor, review threshold): its size at most `max`
@@ -91,12 +70,19 @@ fn currency_arg(currency: &str) -> Result<Currency> {
 
 /// The wallet of `tenant`, or an error saying how to create it.
 async fn load_wallet(store: &DynamoInbox, tenant: &str) -> Result<Wallet> {
-    match Ledger::new(store).wallet(tenant).await {
-        Ok(Some(wallet)) => Ok(wallet),
-        Ok(None) => Err(failed(format!(
+    let missing = || {
+        failed(format!(
             "no wallet for tenant {tenant:?} in table {} (create one with: inboxctl wallet create {tenant} --currency … --price …)",
             store.table()
-        ))),
+        ))
+    };
+    // What is not a tenant has no wallet.
+    let Ok(id) = TenantId::parse(tenant) else {
+        return Err(missing());
+    };
+    match Ledger::new(store).wallet(&id).await {
+        Ok(Some(wallet)) => Ok(wallet),
+        Ok(None) => Err(missing()),
         Err(e @ LedgerError::Unreadable(_)) => Err(failed(e)),
         Err(LedgerError::Store(e)) => Err(e).context(format!("reading the wallet of {tenant:?}")),
     }
@@ -117,11 +103,10 @@ async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
     let table = store.table().to_owned();
     let now = SystemClock.now_millis();
     let wallet = Wallet::new(
-        tenant,
-        currency,
-        args.price,
-        args.floor,
-        args.review_threshold,
+        tenant.clone(),
+        currency.amount(args.price),
+        currency.amount(args.floor),
+        args.review_threshold.map(|t| currency.amount(t)),
         now,
     );
     let created = Ledger::new(&store).create(&wallet).await.context(format!(
@@ -210,12 +195,15 @@ mod tests {
         for bad in ["", "us", "usdx", "u$d", "€€€"] {
             assert!(matches!(currency_arg(bad), Err(Error::Usage(_))), "{bad}");
         }
-        assert_eq!(tenant_arg("acme").ok(), Some("acme"));
-        assert_eq!(tenant_arg("Acme Corp #2").ok(), Some("Acme Corp #2"));
+        assert_eq!(tenant_arg("acme").ok().unwrap().as_str(), "acme");
+        assert_eq!(
+            tenant_arg("Acme Corp #2").ok().unwrap().as_str(),
+            "Acme Corp #2"
+        );
         for bad in ["", " ", " acme", "acme\n", "a\u{7}b"] {
             assert!(matches!(tenant_arg(bad), Err(Error::Usage(_))), "{bad:?}");
         }
-        assert!(tenant_arg(&"x".repeat(MAX_TENANT_CHARS + 1)).is_err());
+        assert!(tenant_arg(&"x".repeat(wallet_ledger::MAX_TENANT_CHARS + 1)).is_err());
         assert_eq!(amount_arg("the floor", -100, 100).ok(), Some(-100));
         assert!(matches!(
             amount_arg("the price", 101, 100),

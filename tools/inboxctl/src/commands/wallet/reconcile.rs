@@ -12,8 +12,8 @@ use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
-use wallet_ledger::reconcile::{ReconcileOptions, ReconcileReport};
-use wallet_ledger::Ledger;
+use wallet_ledger::reconcile::{reconcile, ReconcileOptions, ReconcileReport};
+use wallet_ledger::TenantId;
 
 const HOUR_MS: i64 = 3_600_000;
 
@@ -73,7 +73,7 @@ pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> R
         Duration::from_secs(u64::from(days) * 86_400),
     );
     let bar = spinner(ctx.json(), "reconciling wallets");
-    let result = Ledger::new(&store).reconcile(now, options).await;
+    let result = reconcile(&store, now, options).await;
     bar.finish_and_clear();
     let report = result.context(format!(
         "reconciling the wallets in table {}",
@@ -108,7 +108,12 @@ fn print_notes(report: &ReconcileReport) -> Result<()> {
         say(format!(
             "note: {} wallet(s) changed during every read and were not compared this time (busy, not a problem): {}",
             report.unsettled_wallets.len(),
-            report.unsettled_wallets.join(", ")
+            report
+                .unsettled_wallets
+                .iter()
+                .map(TenantId::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
         ))?;
     }
     if !report.unregistered_wallets.is_empty() {
@@ -135,7 +140,7 @@ fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> R
         ))?;
         let mut t = table(["tenant", "what is wrong"]);
         for u in &report.unreadable_wallets {
-            t.add_row(vec![u.tenant.clone(), u.reason.clone()]);
+            t.add_row(vec![u.tenant.to_string(), u.reason.clone()]);
         }
         say(t)?;
     }
@@ -155,7 +160,7 @@ fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> R
         ]);
         for m in &report.mismatched_wallets {
             t.add_row(vec![
-                m.tenant.clone(),
+                m.tenant.to_string(),
                 m.balance.to_string(),
                 m.entries_balance.to_string(),
                 signed(m.balance - m.entries_balance),
@@ -180,7 +185,7 @@ fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> R
         ]);
         for h in &report.stale_holds {
             t.add_row(vec![
-                h.tenant.clone(),
+                h.tenant.to_string(),
                 truncate(&h.message_id, 48),
                 h.amount.to_string(),
                 when::human(h.held_at),
@@ -197,7 +202,7 @@ fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> R
         let mut t = table(["tenant", "entry", "event (source/id)"]);
         for o in &report.orphan_entries {
             t.add_row(vec![
-                o.tenant.clone(),
+                o.tenant.to_string(),
                 o.entry_id.clone(),
                 format!("{}/{}", o.event_source, o.event_id),
             ]);
@@ -229,26 +234,26 @@ mod tests {
             wallets: 3,
             entries: 9,
             stale_holds: vec![StaleHold {
-                tenant: "beta".into(),
+                tenant: TenantId::parse("beta").unwrap(),
                 message_id: "m1".into(),
                 amount: 25,
                 held_at: 0,
             }],
             mismatched_wallets: vec![Mismatch {
-                tenant: "acme".into(),
+                tenant: TenantId::parse("acme").unwrap(),
                 balance: 100,
                 entries_balance: 0,
                 held: 0,
                 entries_held: 0,
             }],
             orphan_entries: vec![OrphanEntry {
-                tenant: "acme".into(),
+                tenant: TenantId::parse("acme").unwrap(),
                 entry_id: "e".into(),
                 event_source: "stripe".into(),
                 event_id: "evt".into(),
             }],
             unreadable_wallets: vec![UnreadableWallet {
-                tenant: "gamma".into(),
+                tenant: TenantId::parse("gamma").unwrap(),
                 reason: "balance is not a number".into(),
             }],
             ..ReconcileReport::default()

@@ -60,7 +60,7 @@ impl WalletView {
         let month_debits = w.debits_in(&month);
         let available = w.available().map_err(failed)?;
         Ok(Self {
-            tenant: w.tenant.clone(),
+            tenant: w.tenant.to_string(),
             currency: w.currency.as_str().to_owned(),
             balance: w.balance.minor(),
             held: w.held.minor(),
@@ -161,7 +161,13 @@ mod tests {
     #[test]
     fn a_wallet_view_reports_this_month() {
         let now = 1_796_032_800_000; // 2026-11-30T10:00:00Z
-        let mut w = Wallet::new("acme", usd(), 25, -100, Some(1000), 0);
+        let mut w = Wallet::new(
+            wallet_ledger::TenantId::parse("acme").unwrap(),
+            usd().amount(25),
+            usd().amount(-100),
+            Some(usd().amount(1000)),
+            0,
+        );
         w.balance = usd().amount(1975);
         w.held = usd().amount(25);
         w.month_debits.insert("2026_11".into(), 50);

@@ -1,9 +1,9 @@
 //! The deliver function's configuration ([`DeliverFunctionConfig`]), read through [`Env`] like
-//! every other function's; each variable documented once in [`super::catalog`].
+//! every other function's; each variable documented once in [`crate::config::catalog`].
 
-use super::{catalog, ConfigError, Env};
-use crate::outbox::breaker::BreakerConfig;
-use crate::outbox::worker::DeliverConfig;
+use super::breaker::BreakerConfig;
+use super::worker::DeliverConfig;
+use crate::config::{catalog, ConfigError, Env, Var};
 use std::time::Duration;
 
 /// Everything the deliver function needs.
@@ -40,7 +40,7 @@ impl DeliverFunctionConfig {
             });
         }
         let days: u32 = env.parse(&catalog::DELIVERY_RETENTION_DAYS)?;
-        let ms = |v: &super::Var| env.parse::<u64>(v).map(Duration::from_millis);
+        let ms = |v: &Var| env.parse::<u64>(v).map(Duration::from_millis);
         Ok(Self {
             table_name: env.required(&catalog::TABLE_NAME)?,
             delivery_queue_url: env.required(&catalog::DELIVERY_QUEUE_URL)?,

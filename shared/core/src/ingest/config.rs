@@ -1,0 +1,290 @@
+//! The ingest function's configuration ([`IngestConfig`]), read through [`Env`] at cold start:
+//! the table, the sources and their secrets (from `WEBHOOK_SECRETS`, or from the Secrets Manager
+//! secret `WEBHOOK_SECRETS_ARN`, then read again on a TTL), the body limits and the retention.
+
+use crate::config::{catalog, vars, ConfigError, Env, DEFAULT_MAX_BODY_BYTES};
+use crate::sources::{parse_secrets, Reloader, SecretsManagerSecrets, Sources};
+use crate::store::dynamo::body::{BodyConfig, MAX_INLINE_BYTES};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest body the table can hold next to the message's other attributes (item limit 400 KB):
+/// the limit without a body bucket.
+pub const MAX_MAX_BODY_BYTES: usize = MAX_INLINE_BYTES;
+
+/// Everything the ingest function needs, read at cold start.
+#[derive(Debug, Clone)]
+pub struct IngestConfig {
+    pub table_name: String,
+    pub sources: Sources,
+    pub max_body_bytes: usize,
+    /// Where bodies above the inline limit go.
+    pub bodies: BodyConfig,
+    pub retention_days: u32,
+    /// How long a warm function keeps the secrets before reading them again.
+    pub secrets_ttl: Duration,
+    /// What reads them again: `Some` when they come from Secrets Manager (`WEBHOOK_SECRETS`, an
+    /// environment variable, cannot change under a running function).
+    pub reloader: Option<Reloader>,
+}
+
+impl IngestConfig {
+    /// Reads the configuration from the process environment, fetching secrets from AWS Secrets
+    /// Manager when `WEBHOOK_SECRETS_ARN` is set and `WEBHOOK_SECRETS` is not.
+    pub async fn from_env(aws: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
+        let env = Env::process();
+        let fetch = match (
+            env.is_set(&catalog::WEBHOOK_SECRETS),
+            env.optional(&catalog::WEBHOOK_SECRETS_ARN),
+        ) {
+            (false, Some(arn)) => Some(Arc::new(SecretsManagerSecrets::new(aws, arn))),
+            _ => None,
+        };
+        let secrets_json = match &fetch {
+            Some(f) => Some(f.read().await?),
+            None => env.optional(&catalog::WEBHOOK_SECRETS),
+        };
+        let mut config = Self::read(&env, secrets_json)?;
+        if let Some(fetch) = fetch {
+            let sources_json = env.required(&catalog::WEBHOOK_SOURCES)?;
+            config.reloader = Some(Reloader::new(
+                sources_json,
+                vars::WEBHOOK_SECRETS_ARN,
+                fetch,
+            ));
+        }
+        Ok(config)
+    }
+
+    /// Builds the configuration from `env` and the secrets JSON (already fetched), without a
+    /// reloader.
+    pub fn read(env: &Env, secrets_json: Option<String>) -> Result<Self, ConfigError> {
+        let table_name = env.required(&catalog::TABLE_NAME)?;
+        let sources_json = env.required(&catalog::WEBHOOK_SOURCES)?;
+        let secrets_var = if env.is_set(&catalog::WEBHOOK_SECRETS) {
+            vars::WEBHOOK_SECRETS
+        } else {
+            vars::WEBHOOK_SECRETS_ARN
+        };
+        let secrets_json = secrets_json.ok_or(ConfigError::Missing(vars::WEBHOOK_SECRETS))?;
+        let secrets = parse_secrets(&secrets_json, secrets_var)?;
+        let sources = Sources::from_json(&sources_json, &secrets)?;
+        let bodies = BodyConfig::read(env)?;
+        let max_body_bytes = read_max_body(env, &bodies)?;
+        let retention_days = env.parse(&catalog::DELIVERY_RETENTION_DAYS)?;
+        let ttl_secs: u64 = env.parse(&catalog::WEBHOOK_SECRETS_TTL_SECS)?;
+        if ttl_secs == 0 {
+            return Err(ConfigError::Invalid {
+                var: vars::WEBHOOK_SECRETS_TTL_SECS,
+                reason: "must be at least 1".into(),
+            });
+        }
+        Ok(Self {
+            table_name,
+            sources,
+            max_body_bytes,
+            bodies,
+            retention_days,
+            secrets_ttl: Duration::from_secs(ttl_secs),
+            reloader: None,
+        })
+    }
+}
+
+/// `MAX_BODY_BYTES`: by default what Lambda accepts, or what an item holds without a bucket.
+fn read_max_body(env: &Env, bodies: &BodyConfig) -> Result<usize, ConfigError> {
+    let cap = if bodies.bucket.is_some() {
+        usize::MAX
+    } else {
+        MAX_MAX_BODY_BYTES
+    };
+    if !env.is_set(&catalog::MAX_BODY_BYTES) {
+        return Ok(DEFAULT_MAX_BODY_BYTES.min(cap));
+    }
+    let max: usize = env.parse(&catalog::MAX_BODY_BYTES)?;
+    if max == 0 || max > cap {
+        return Err(ConfigError::Invalid {
+            var: vars::MAX_BODY_BYTES,
+            reason: format!(
+                "must be between 1 and {MAX_MAX_BODY_BYTES} without {} (DynamoDB's item limit)",
+                vars::BODY_BUCKET
+            ),
+        });
+    }
+    Ok(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DEFAULT_RETENTION_DAYS;
+    use crate::identity::FieldRule;
+
+    const SOURCES: &str = r#"{
+        "stripe": {"scheme": "stripe"},
+        "mailer": {"scheme": "standard-webhooks", "tolerance_secs": 60},
+        "custom": {"scheme": "hmac-sha256", "header": "X-Sig", "encoding": "base64",
+                   "event_id": {"header": "X-Id"}, "event_type": {"json_pointer": "/kind"}}
+    }"#;
+    const SECRETS: &str = r#"{"stripe": "whsec_abc", "mailer": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "custom": ["k1", "k2"]}"#;
+
+    fn lookup(pairs: &[(&str, &str)]) -> Env {
+        Env::from_pairs(pairs.iter().copied())
+    }
+
+    #[test]
+    fn parses_sources_with_defaults_and_overrides() {
+        let cfg = IngestConfig::read(
+            &lookup(&[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", SOURCES),
+                ("MAX_BODY_BYTES", "1024"),
+            ]),
+            Some(SECRETS.into()),
+        )
+        .unwrap();
+        assert_eq!(cfg.table_name, "t");
+        assert_eq!(cfg.max_body_bytes, 1024);
+        assert_eq!(cfg.retention_days, DEFAULT_RETENTION_DAYS);
+        assert_eq!(cfg.sources.names(), vec!["custom", "mailer", "stripe"]);
+        let stripe = cfg.sources.get("stripe").unwrap();
+        assert_eq!(stripe.event_id, FieldRule::JsonPointer("/id".into()));
+        assert!(stripe.needs_json());
+        let mailer = cfg.sources.get("mailer").unwrap();
+        assert_eq!(mailer.event_id, FieldRule::Header("webhook-id".into()));
+        let custom = cfg.sources.get("custom").unwrap();
+        assert_eq!(custom.event_id, FieldRule::Header("X-Id".into()));
+        assert_eq!(
+            custom.event_type,
+            Some(FieldRule::JsonPointer("/kind".into()))
+        );
+        assert!(custom.kept_headers().iter().any(|h| h == "x-id"));
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        let err = |pairs: &'static [(&'static str, &'static str)], secrets: Option<&str>| {
+            IngestConfig::read(&lookup(pairs), secrets.map(Into::into))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(&[("WEBHOOK_SOURCES", SOURCES)], Some(SECRETS)).contains("TABLE_NAME"));
+        assert!(err(&[("TABLE_NAME", "t")], Some(SECRETS)).contains("WEBHOOK_SOURCES"));
+        assert!(
+            err(&[("TABLE_NAME", "t"), ("WEBHOOK_SOURCES", SOURCES)], None)
+                .contains("WEBHOOK_SECRETS")
+        );
+        assert!(err(
+            &[("TABLE_NAME", "t"), ("WEBHOOK_SOURCES", "[]")],
+            Some(SECRETS)
+        )
+        .contains("WEBHOOK_SOURCES"));
+        assert!(err(
+            &[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", r#"{"Bad Name":{"scheme":"github"}}"#)
+            ],
+            Some(SECRETS)
+        )
+        .contains("WEBHOOK_SOURCES"));
+        assert!(err(
+            &[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", r#"{"x":{"scheme":"nope"}}"#)
+            ],
+            Some(SECRETS)
+        )
+        .contains("WEBHOOK_SOURCES"));
+        let no_secret = err(
+            &[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", r#"{"gh":{"scheme":"github"}}"#),
+            ],
+            Some(SECRETS),
+        );
+        assert!(
+            no_secret.contains("WEBHOOK_SECRETS") && no_secret.contains("gh"),
+            "{no_secret}"
+        );
+        let bad_size = err(
+            &[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", SOURCES),
+                ("MAX_BODY_BYTES", "x"),
+            ],
+            Some(SECRETS),
+        );
+        assert!(bad_size.contains("MAX_BODY_BYTES"));
+        let too_big = err(
+            &[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", SOURCES),
+                ("MAX_BODY_BYTES", "999999999"),
+            ],
+            Some(SECRETS),
+        );
+        assert!(too_big.contains("MAX_BODY_BYTES"));
+    }
+
+    #[test]
+    fn secrets_ttl_defaults_to_five_minutes_and_is_at_least_one_second() {
+        let read = |ttl: &'static str| {
+            IngestConfig::read(
+                &lookup(&[
+                    ("TABLE_NAME", "t"),
+                    ("WEBHOOK_SOURCES", SOURCES),
+                    ("WEBHOOK_SECRETS_TTL_SECS", ttl),
+                ]),
+                Some(SECRETS.into()),
+            )
+        };
+        let cfg = read("").unwrap();
+        assert_eq!(cfg.secrets_ttl, std::time::Duration::from_secs(300));
+        assert!(
+            cfg.reloader.is_none(),
+            "secrets from the environment never change"
+        );
+        assert_eq!(read("60").unwrap().secrets_ttl.as_secs(), 60);
+        for bad in ["0", "-1", "5m"] {
+            let e = read(bad).unwrap_err().to_string();
+            assert!(e.contains("WEBHOOK_SECRETS_TTL_SECS"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn body_limits_follow_the_bucket_and_the_documented_defaults() {
+        let cfg = IngestConfig::read(
+            &lookup(&[("TABLE_NAME", "t"), ("WEBHOOK_SOURCES", SOURCES)]),
+            Some(SECRETS.into()),
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.max_body_bytes, MAX_MAX_BODY_BYTES,
+            "without a body bucket: what an item holds"
+        );
+        assert_eq!(cfg.bodies.bucket, None);
+        let with_bucket = IngestConfig::read(
+            &lookup(&[
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", SOURCES),
+                ("BODY_BUCKET", "bodies"),
+            ]),
+            Some(SECRETS.into()),
+        )
+        .unwrap();
+        assert_eq!(with_bucket.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+        assert_eq!(with_bucket.bodies.bucket.as_deref(), Some("bodies"));
+        assert_eq!(
+            with_bucket.bodies.inline_max,
+            crate::store::dynamo::body::DEFAULT_INLINE_MAX_BYTES
+        );
+        assert_eq!(cfg.retention_days, DEFAULT_RETENTION_DAYS);
+        assert_eq!(
+            catalog::MAX_BODY_BYTES.default_value(),
+            Some(DEFAULT_MAX_BODY_BYTES.to_string().as_str())
+        );
+        assert!(catalog::MAX_BODY_BYTES
+            .meaning
+            .contains(&MAX_MAX_BODY_BYTES.to_string()));
+    }
+}
