@@ -130,7 +130,7 @@ pub async fn respond<S: Inbox, C: Clock>(
             };
             if status >= 500 {
                 // The cause chain goes to the log; the client gets the code and a fixed message.
-                tracing::error!(source, error = err.code(), status, latency_ms, cause = %cause_chain(&err), "webhook not stored");
+                tracing::error!(source, error = err.code(), status, latency_ms, cause = %inbox_core::error::one_line(&err), "webhook not stored");
             } else {
                 tracing::info!(
                     source,
@@ -195,18 +195,6 @@ fn reply_response(reply: &Reply) -> ApiGatewayV2httpResponse {
         }
     }
     resp
-}
-
-/// `error: cause: cause …`, for logs.
-fn cause_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn response(

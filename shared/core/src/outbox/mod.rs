@@ -11,13 +11,13 @@
 //!   jitter, `Retry-After`), [`bucket`] (the shared token bucket), [`breaker`] (the circuit
 //!   breaker), [`policy`] (what an attempt's result means).
 //! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `sweep` (the scheduled sweep,
-//!   fan-out expansion), [`batch`] (stream and queue batches), [`queue`], [`sign`], [`transport`]
-//!   (the capability the deliver function's SSRF-guarded HTTP client implements), [`cache`].
+//!   fan-out expansion), `records` (a stream record and a queue message, lifted over a batch by
+//!   [`crate::invocation`]), [`queue`], [`sign`], [`transport`] (the capability the deliver
+//!   function's SSRF-guarded HTTP client implements), [`cache`].
 //!
 //! The contract a receiver relies on is in the README ("Outbound delivery").
 
 pub mod admin;
-pub mod batch;
 pub mod breaker;
 pub mod bucket;
 pub mod cache;
@@ -29,6 +29,7 @@ pub mod pattern;
 pub mod policy;
 pub mod queue;
 mod record;
+mod records;
 pub mod schedule;
 pub mod schema;
 pub mod sign;

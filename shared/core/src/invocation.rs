@@ -1,0 +1,218 @@
+//! One Lambda invocation of a function fed by the table's stream, a queue or a schedule: what the
+//! event is ([`Incoming`]), and a per-record async function lifted over a DynamoDB stream batch
+//! ([`over_stream`]) or an SQS batch ([`over_queue`]).
+//!
+//! The lifting has the shape of the Rust runtime's partial-batch-failure example: the per-record
+//! function makes each record a [`Task`] (nothing to do, counted by name; or a future and the
+//! tracing span it runs in), up to `concurrency` tasks run at once, and the records whose future
+//! failed are answered as `batchItemFailures` (the event source mapping's
+//! `ReportBatchItemFailures`):
+//!
+//! - a queue batch reports every failed message: each comes back after its visibility timeout,
+//!   the others are deleted;
+//! - a stream batch reports only the first failed record in stream order, whenever it failed:
+//!   Lambda resumes the shard from its sequence number, so the records after it come again even
+//!   if they succeeded (the per-record functions are idempotent: they find them done).
+//!
+//! A failure means an infrastructure error (the store or a queue unreachable), logged by the
+//! per-record function: what a record's own content makes fail goes through that function's retry
+//! path and is an outcome, not a failure. [`Summary`] counts what a batch did, for its log line.
+
+use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use futures_util::StreamExt;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::future::Future;
+use tracing::Instrument;
+
+/// What invoked the function, read once from the raw event.
+#[derive(Debug, Clone)]
+pub enum Incoming {
+    /// A batch of the table's stream records.
+    Stream(StreamEvent),
+    /// A batch of SQS messages. An empty `Records` list names no source and is read as an empty
+    /// queue batch: either answer is `{"batchItemFailures": []}`.
+    Queue(SqsEvent),
+    /// An EventBridge scheduled event (`detail-type` `Scheduled Event`); its content is not used.
+    Schedule,
+}
+
+/// An event that is none of [`Incoming`]'s.
+#[derive(Debug, thiserror::Error)]
+pub enum IncomingError {
+    /// Records from another service.
+    #[error("unsupported event: records from {0:?}; expected a DynamoDB stream or SQS batch, or a scheduled event")]
+    OtherSource(String),
+    /// Neither records with an event source nor a scheduled event.
+    #[error("unsupported event: no records with an event source and no scheduled event; expected a DynamoDB stream or SQS batch, or a scheduled event")]
+    Unrecognized,
+    /// The records' source is known but the batch does not read as its event.
+    #[error("a {kind} batch that does not read as one: {error}")]
+    Malformed {
+        kind: &'static str,
+        #[source]
+        error: serde_json::Error,
+    },
+}
+
+impl Incoming {
+    /// Reads the raw event: by the first record's `eventSource` (`aws:dynamodb`, `aws:sqs`), else
+    /// by EventBridge's `detail-type`.
+    pub fn parse(payload: Value) -> Result<Self, IncomingError> {
+        let records = payload.get("Records").and_then(Value::as_array);
+        let event_source = records
+            .and_then(|r| r.first())
+            .and_then(|r| r.get("eventSource"))
+            .and_then(Value::as_str);
+        let malformed = |kind| move |error| IncomingError::Malformed { kind, error };
+        match event_source {
+            Some("aws:dynamodb") => serde_json::from_value(payload)
+                .map(Self::Stream)
+                .map_err(malformed("DynamoDB stream")),
+            Some("aws:sqs") => serde_json::from_value(payload)
+                .map(Self::Queue)
+                .map_err(malformed("SQS")),
+            Some(other) => Err(IncomingError::OtherSource(other.to_owned())),
+            None if records.is_some_and(Vec::is_empty) => Ok(Self::Queue(SqsEvent::default())),
+            None if payload.get("detail-type").and_then(Value::as_str)
+                == Some("Scheduled Event") =>
+            {
+                Ok(Self::Schedule)
+            }
+            None => Err(IncomingError::Unrecognized),
+        }
+    }
+}
+
+/// What the per-record function makes of one record.
+pub enum Task<F> {
+    /// Nothing to do (not work for this function, or unreadable and logged): counted in the
+    /// summary under this name.
+    Skip(&'static str),
+    /// Work: the future runs inside the span (one per record); `Ok` names its outcome for the
+    /// summary, `Err` is an infrastructure error and reports the record.
+    Run(tracing::Span, F),
+}
+
+/// Counts of what a batch did, for the log line that closes it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Records in the batch.
+    pub records: usize,
+    /// Records by outcome (skipped ones by their [`Task::Skip`] name).
+    pub outcomes: BTreeMap<&'static str, usize>,
+    /// Records that met an infrastructure error.
+    pub failures: usize,
+}
+
+impl Summary {
+    /// The batch's closing log line; `origin` names its event source (`stream`, `retry_queue`, …).
+    pub fn log(&self, origin: &'static str) {
+        tracing::info!(
+            origin,
+            records = self.records,
+            failures = self.failures,
+            outcomes = ?self.outcomes,
+            "batch done"
+        );
+    }
+}
+
+/// Lifts `per_record` over a stream batch, up to `concurrency` records at once; answers the first
+/// failed record in stream order (see the module's docs).
+pub async fn over_stream<'a, F, Fut, E>(
+    event: &'a StreamEvent,
+    concurrency: usize,
+    per_record: F,
+) -> (DynamoDbEventResponse, Summary)
+where
+    F: Fn(&'a EventRecord) -> Task<Fut>,
+    Fut: Future<Output = Result<&'static str, E>>,
+{
+    let (summary, failed) = run(&event.records, concurrency, Order::Kept, per_record).await;
+    let mut response = DynamoDbEventResponse::default();
+    if let Some(first) = failed.first() {
+        let mut failure = DynamoDbBatchItemFailure::default();
+        failure.item_identifier = first.change.sequence_number.clone();
+        response.batch_item_failures.push(failure);
+    }
+    (response, summary)
+}
+
+/// Lifts `per_record` over an SQS batch, up to `concurrency` messages at once, in whatever order
+/// they finish; answers every failed message.
+pub async fn over_queue<'a, F, Fut, E>(
+    event: &'a SqsEvent,
+    concurrency: usize,
+    per_record: F,
+) -> (SqsBatchResponse, Summary)
+where
+    F: Fn(&'a SqsMessage) -> Task<Fut>,
+    Fut: Future<Output = Result<&'static str, E>>,
+{
+    let (summary, failed) = run(&event.records, concurrency, Order::Any, per_record).await;
+    let mut response = SqsBatchResponse::default();
+    for message in failed {
+        let mut failure = BatchItemFailure::default();
+        failure.item_identifier = message.message_id.clone().unwrap_or_default();
+        response.batch_item_failures.push(failure);
+    }
+    (response, summary)
+}
+
+/// In which order a batch's results come back.
+#[derive(Clone, Copy)]
+enum Order {
+    /// The records' order (a stream's failure is its first in that order).
+    Kept,
+    /// As they finish (a slow record does not hold back the start of the others).
+    Any,
+}
+
+/// Runs the batch's tasks and returns its summary and the records that failed.
+async fn run<'a, R, F, Fut, E>(
+    records: &'a [R],
+    concurrency: usize,
+    order: Order,
+    per_record: F,
+) -> (Summary, Vec<&'a R>)
+where
+    F: Fn(&'a R) -> Task<Fut>,
+    Fut: Future<Output = Result<&'static str, E>>,
+{
+    let mut summary = Summary {
+        records: records.len(),
+        ..Summary::default()
+    };
+    let mut work = Vec::with_capacity(records.len());
+    for record in records {
+        match per_record(record) {
+            Task::Skip(name) => *summary.outcomes.entry(name).or_default() += 1,
+            Task::Run(span, task) => {
+                work.push(async move { (record, task.instrument(span).await) })
+            }
+        }
+    }
+    let work = futures_util::stream::iter(work);
+    let concurrency = concurrency.max(1);
+    let results: Vec<_> = match order {
+        Order::Kept => work.buffered(concurrency).collect().await,
+        Order::Any => work.buffer_unordered(concurrency).collect().await,
+    };
+    let mut failed = Vec::new();
+    for (record, result) in results {
+        match result {
+            Ok(outcome) => *summary.outcomes.entry(outcome).or_default() += 1,
+            Err(_) => {
+                summary.failures += 1;
+                failed.push(record);
+            }
+        }
+    }
+    (summary, failed)
+}
+
+#[cfg(test)]
+mod tests;
