@@ -457,7 +457,7 @@ async fn permanent_failure_quarantines_at_once() {
             permanent: true
         }
     );
-    assert_eq!(w.quarantine.quarantined()[0].reason, "permanent");
+    assert_eq!(w.quarantine.quarantined()[0].reason.as_str(), "permanent");
 }
 
 #[tokio::test]
