@@ -1,6 +1,6 @@
 //! One Lambda invocation of a function fed by the table's stream, a queue or a schedule: what the
-//! event is ([`Incoming`]), and a per-record async function lifted over a DynamoDB stream batch
-//! ([`over_stream`]) or an SQS batch ([`over_queue`]).
+//! event is ([`Incoming`]), and a per-record async function lifted over a DynamoDB stream batch or
+//! an SQS batch ([`lift`], each kind of batch a [`Batch`]).
 //!
 //! The lifting has the shape of the Rust runtime's partial-batch-failure example: the per-record
 //! function makes each record a [`Task`] (nothing to do, counted by name; or a future and the
@@ -120,98 +120,111 @@ impl Summary {
     }
 }
 
-/// Lifts `per_record` over a stream batch, up to `concurrency` records at once; answers the first
-/// failed record in stream order (see the module's docs).
-pub async fn over_stream<'a, F, Fut, E>(
-    event: &'a StreamEvent,
-    concurrency: usize,
-    per_record: F,
-) -> (DynamoDbEventResponse, Summary)
-where
-    F: Fn(&'a EventRecord) -> Task<Fut>,
-    Fut: Future<Output = Result<&'static str, E>>,
-{
-    let (summary, failed) = run(&event.records, concurrency, Order::Kept, per_record).await;
-    let mut response = DynamoDbEventResponse::default();
-    if let Some(first) = failed.first() {
-        let mut failure = DynamoDbBatchItemFailure::default();
-        failure.item_identifier = first.change.sequence_number.clone();
-        response.batch_item_failures.push(failure);
+/// A batch Lambda hands over: its records, and how the ones that failed are answered.
+pub trait Batch {
+    /// One record of the batch.
+    type Record;
+    /// The answer: which records Lambda is to hand over again (`batchItemFailures`).
+    type Response;
+    /// Whether results are gathered in the records' order; otherwise as they finish, so that a
+    /// slow record does not hold back the start of the next ones.
+    const IN_ORDER: bool;
+
+    /// The records, in the batch's order.
+    fn records(&self) -> &[Self::Record];
+
+    /// The answer, given the records that failed, in the batch's order.
+    fn answer(failed: &[&Self::Record]) -> Self::Response;
+}
+
+/// A stream batch: its records in stream order, and only the first failed one answered (Lambda
+/// resumes the shard from its sequence number).
+impl Batch for StreamEvent {
+    type Record = EventRecord;
+    type Response = DynamoDbEventResponse;
+    const IN_ORDER: bool = true;
+
+    fn records(&self) -> &[EventRecord] {
+        &self.records
     }
-    (response, summary)
-}
 
-/// Lifts `per_record` over an SQS batch, up to `concurrency` messages at once, in whatever order
-/// they finish; answers every failed message.
-pub async fn over_queue<'a, F, Fut, E>(
-    event: &'a SqsEvent,
-    concurrency: usize,
-    per_record: F,
-) -> (SqsBatchResponse, Summary)
-where
-    F: Fn(&'a SqsMessage) -> Task<Fut>,
-    Fut: Future<Output = Result<&'static str, E>>,
-{
-    let (summary, failed) = run(&event.records, concurrency, Order::Any, per_record).await;
-    let mut response = SqsBatchResponse::default();
-    for message in failed {
-        let mut failure = BatchItemFailure::default();
-        failure.item_identifier = message.message_id.clone().unwrap_or_default();
-        response.batch_item_failures.push(failure);
+    fn answer(failed: &[&EventRecord]) -> DynamoDbEventResponse {
+        let mut response = DynamoDbEventResponse::default();
+        if let Some(first) = failed.first() {
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = first.change.sequence_number.clone();
+            response.batch_item_failures.push(failure);
+        }
+        response
     }
-    (response, summary)
 }
 
-/// In which order a batch's results come back.
-#[derive(Clone, Copy)]
-enum Order {
-    /// The records' order (a stream's failure is its first in that order).
-    Kept,
-    /// As they finish (a slow record does not hold back the start of the others).
-    Any,
+/// An SQS batch: every failed message answered by its id.
+impl Batch for SqsEvent {
+    type Record = SqsMessage;
+    type Response = SqsBatchResponse;
+    const IN_ORDER: bool = false;
+
+    fn records(&self) -> &[SqsMessage] {
+        &self.records
+    }
+
+    fn answer(failed: &[&SqsMessage]) -> SqsBatchResponse {
+        let mut response = SqsBatchResponse::default();
+        for message in failed {
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = message.message_id.clone().unwrap_or_default();
+            response.batch_item_failures.push(failure);
+        }
+        response
+    }
 }
 
-/// Runs the batch's tasks and returns its summary and the records that failed.
-async fn run<'a, R, F, Fut, E>(
-    records: &'a [R],
+/// Lifts `per_record` over `batch`: each record's [`Task`], up to `concurrency` run at once
+/// (at least one), each inside its span; answers the failed records as the batch answers them
+/// and counts what every record came to.
+pub async fn lift<'a, B, F, Fut, E>(
+    batch: &'a B,
     concurrency: usize,
-    order: Order,
     per_record: F,
-) -> (Summary, Vec<&'a R>)
+) -> (B::Response, Summary)
 where
-    F: Fn(&'a R) -> Task<Fut>,
+    B: Batch,
+    F: Fn(&'a B::Record) -> Task<Fut>,
     Fut: Future<Output = Result<&'static str, E>>,
 {
+    let records = batch.records();
     let mut summary = Summary {
         records: records.len(),
         ..Summary::default()
     };
     let mut work = Vec::with_capacity(records.len());
-    for record in records {
+    for (index, record) in records.iter().enumerate() {
         match per_record(record) {
             Task::Skip(name) => *summary.outcomes.entry(name).or_default() += 1,
-            Task::Run(span, task) => {
-                work.push(async move { (record, task.instrument(span).await) })
-            }
+            Task::Run(span, task) => work.push(async move { (index, task.instrument(span).await) }),
         }
     }
     let work = futures_util::stream::iter(work);
     let concurrency = concurrency.max(1);
-    let results: Vec<_> = match order {
-        Order::Kept => work.buffered(concurrency).collect().await,
-        Order::Any => work.buffer_unordered(concurrency).collect().await,
+    let results: Vec<_> = if B::IN_ORDER {
+        work.buffered(concurrency).collect().await
+    } else {
+        work.buffer_unordered(concurrency).collect().await
     };
     let mut failed = Vec::new();
-    for (record, result) in results {
+    for (index, result) in results {
         match result {
             Ok(outcome) => *summary.outcomes.entry(outcome).or_default() += 1,
             Err(_) => {
                 summary.failures += 1;
-                failed.push(record);
+                failed.push(index);
             }
         }
     }
-    (summary, failed)
+    failed.sort_unstable();
+    let failed: Vec<&B::Record> = failed.into_iter().map(|i| &records[i]).collect();
+    (B::answer(&failed), summary)
 }
 
 #[cfg(test)]

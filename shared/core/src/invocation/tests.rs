@@ -233,7 +233,7 @@ async fn a_stream_batch_reports_its_first_failed_record_in_stream_order() {
     // Record 1 fails last (after many yields), record 3 first: the shard resumes at record 1.
     let plans = [Ok(0), Fail(20), Skip, Fail(0), Ok(5)];
     let event = stream_of(&plans);
-    let (response, summary) = over_stream(&event, 10, |r| {
+    let (response, summary) = lift(&event, 10, |r| {
         task(plans[index(r.change.sequence_number.as_deref().unwrap())])
     })
     .await;
@@ -263,7 +263,7 @@ async fn a_stream_batch_reports_its_first_failed_record_in_stream_order() {
 async fn a_stream_batch_without_failures_reports_none() {
     let plans = [Plan::Ok(1), Plan::Skip, Plan::Ok(0)];
     let event = stream_of(&plans);
-    let (response, summary) = over_stream(&event, 2, |r| {
+    let (response, summary) = lift(&event, 2, |r| {
         task(plans[index(r.change.sequence_number.as_deref().unwrap())])
     })
     .await;
@@ -276,7 +276,7 @@ async fn a_queue_batch_reports_every_failed_message() {
     use Plan::*;
     let plans = [Fail(3), Ok(0), Skip, Fail(0), Ok(2), Fail(1)];
     let event = queue_of(&plans);
-    let (response, summary) = over_queue(&event, 4, |m| {
+    let (response, summary) = lift(&event, 4, |m| {
         task(plans[index(m.message_id.as_deref().unwrap())])
     })
     .await;
@@ -329,7 +329,7 @@ async fn no_more_records_run_at_once_than_the_bound() {
     let plans = [Plan::Ok(0); 10];
     for bound in [1, 3, 10] {
         let gauge = Gauge::new();
-        let (_, summary) = over_stream(&stream_of(&plans), bound, |_| gauge.task()).await;
+        let (_, summary) = lift(&stream_of(&plans), bound, |_| gauge.task()).await;
         assert_eq!(
             (gauge.started.get(), gauge.most.get()),
             (10, bound),
@@ -337,7 +337,7 @@ async fn no_more_records_run_at_once_than_the_bound() {
         );
         assert_eq!(summary.outcomes, BTreeMap::from([("done", 10)]));
         let gauge = Gauge::new();
-        over_queue(&queue_of(&plans), bound, |_| gauge.task()).await;
+        lift(&queue_of(&plans), bound, |_| gauge.task()).await;
         assert_eq!(
             (gauge.started.get(), gauge.most.get()),
             (10, bound),
@@ -345,7 +345,7 @@ async fn no_more_records_run_at_once_than_the_bound() {
         );
     }
     let gauge = Gauge::new();
-    over_queue(&queue_of(&plans), 0, |_| gauge.task()).await;
+    lift(&queue_of(&plans), 0, |_| gauge.task()).await;
     assert_eq!(gauge.most.get(), 1, "a bound of 0 runs one at a time");
 }
 
@@ -355,7 +355,7 @@ async fn each_record_runs_inside_its_own_span() {
     let seen = RefCell::new(Vec::new());
     let plans = [Plan::Ok(0); 4];
     let event = queue_of(&plans);
-    over_queue(&event, 4, |m| {
+    lift(&event, 4, |m| {
         let id = m.message_id.clone().unwrap();
         let seen = &seen;
         Task::Run(

@@ -79,18 +79,18 @@ where
     C: Clock,
 {
     /// A stream batch, up to `concurrency` records at once: the first record (in stream order)
-    /// that hit an infrastructure error is reported ([`invocation::over_stream`]).
+    /// that hit an infrastructure error is reported ([`invocation::lift`], [`invocation::Batch`]).
     pub async fn handle_stream_batch(
         &self,
         event: StreamEvent,
     ) -> (DynamoDbEventResponse, Summary) {
-        invocation::over_stream(&event, self.config.concurrency, |r| self.stream_record(r)).await
+        invocation::lift(&event, self.config.concurrency, |r| self.stream_record(r)).await
     }
 
     /// A delivery-queue batch, up to `concurrency` messages at once; each that hit an
     /// infrastructure error is reported and comes back after the visibility timeout.
     pub async fn handle_sqs_batch(&self, event: SqsEvent) -> (SqsBatchResponse, Summary) {
-        invocation::over_queue(&event, self.config.concurrency, |m| self.queue_record(m)).await
+        invocation::lift(&event, self.config.concurrency, |m| self.queue_record(m)).await
     }
 
     /// A stream record: a delivery to attempt, or a fan-out item to expand.

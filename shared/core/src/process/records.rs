@@ -57,18 +57,18 @@ fn stream_message(record: &EventRecord) -> Option<Result<StoredMessage, MessageK
 
 impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q, C> {
     /// Processes a stream batch, up to `concurrency` records at once; the first record (in stream
-    /// order) that hit an infrastructure error is reported ([`invocation::over_stream`]).
+    /// order) that hit an infrastructure error is reported ([`invocation::lift`], [`invocation::Batch`]).
     pub async fn handle_stream_batch(
         &self,
         event: StreamEvent,
     ) -> (DynamoDbEventResponse, Summary) {
-        invocation::over_stream(&event, self.config.concurrency, |r| self.stream_record(r)).await
+        invocation::lift(&event, self.config.concurrency, |r| self.stream_record(r)).await
     }
 
     /// Processes a retry-queue batch, up to `concurrency` messages at once; each that hit an
     /// infrastructure error is reported and comes back after the visibility timeout.
     pub async fn handle_sqs_batch(&self, event: SqsEvent) -> (SqsBatchResponse, Summary) {
-        invocation::over_queue(&event, self.config.concurrency, |m| self.queue_record(m)).await
+        invocation::lift(&event, self.config.concurrency, |m| self.queue_record(m)).await
     }
 
     /// A stream record: a new message, processed from its image (or read by key).
