@@ -769,3 +769,4 @@ async fn an_effect_conflict_reruns_the_handler_on_fresh_state_then_counts_as_a_f
 }
 
 mod faults;
+mod records;
