@@ -186,7 +186,7 @@ async fn poison_message_is_quarantined_others_in_its_batch_are_processed_and_rep
     );
     assert_eq!(notice.event_type.as_ref().map(|t| t.as_str()), Some(TYPE));
     assert_eq!(notice.attempts, 5);
-    assert_eq!(notice.reason, "exhausted");
+    assert_eq!(notice.reason.as_str(), "exhausted");
     assert_eq!(notice.last_error, "simulated upstream timeout on call 5");
     assert!(
         p.receive(&p.retry_url).await.records.is_empty(),

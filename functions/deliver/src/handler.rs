@@ -11,9 +11,8 @@
 pub mod http;
 pub mod ssrf;
 
-use aws_lambda_events::event::dynamodb::Event as StreamEvent;
-use aws_lambda_events::event::sqs::SqsEvent;
 use inbox_core::clock::{Clock, SystemClock};
+use inbox_core::invocation::Incoming;
 use inbox_core::outbox::config::DeliverFunctionConfig;
 use inbox_core::outbox::queue::{OutboxQueues, SqsOutboxQueues};
 use inbox_core::outbox::store::OutboxStore;
@@ -63,16 +62,6 @@ pub async fn build() -> Result<Service, Error> {
     })
 }
 
-/// Which source a batch came from.
-fn event_source(payload: &Value) -> Option<&str> {
-    payload
-        .get("Records")?
-        .as_array()?
-        .first()?
-        .get("eventSource")?
-        .as_str()
-}
-
 /// The Lambda entry point: a stream or queue batch (answered with its batch item failures), or a
 /// scheduled event (the sweep; answered with its report).
 pub async fn handle<S, T, Q, C>(
@@ -86,33 +75,35 @@ where
     Q: OutboxQueues,
     C: Clock,
 {
-    let payload = event.payload;
-    match event_source(&payload) {
-        Some("aws:dynamodb") => {
-            let batch: StreamEvent = serde_json::from_value(payload)?;
+    match Incoming::parse(event.payload)? {
+        Incoming::Stream(batch) => {
             let (response, summary) = deliverer.handle_stream_batch(batch).await;
-            tracing::info!(origin = "stream", records = summary.records, failures = summary.failures, outcomes = ?summary.outcomes, "batch done");
+            summary.log("stream");
             Ok(serde_json::to_value(response)?)
         }
-        Some("aws:sqs") => {
-            let batch: SqsEvent = serde_json::from_value(payload)?;
+        Incoming::Queue(batch) => {
             let (response, summary) = deliverer.handle_sqs_batch(batch).await;
-            tracing::info!(origin = "delivery_queue", records = summary.records, failures = summary.failures, outcomes = ?summary.outcomes, "batch done");
+            summary.log("delivery_queue");
             Ok(serde_json::to_value(response)?)
         }
-        None if payload.get("Records").and_then(Value::as_array).is_some_and(Vec::is_empty) => {
-            Ok(serde_json::json!({"batchItemFailures": []}))
-        }
-        None if payload.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event") => {
+        Incoming::Schedule => {
             let report = deliverer.sweep(sweep_max_per_run).await?;
             if report.due > 0 {
-                tracing::warn!(due = report.due, redriven = report.redriven, oldest_due_secs = report.oldest_due_secs, "re-drove due deliveries");
+                tracing::warn!(
+                    due = report.due,
+                    redriven = report.redriven,
+                    oldest_due_secs = report.oldest_due_secs,
+                    "re-drove due deliveries"
+                );
             } else {
-                tracing::info!(due = 0, disabled_destinations = report.disabled_destinations, "nothing due");
+                tracing::info!(
+                    due = 0,
+                    disabled_destinations = report.disabled_destinations,
+                    "nothing due"
+                );
             }
             Ok(serde_json::to_value(report)?)
         }
-        other => Err(format!("unsupported event {other:?}: expected a DynamoDB stream or SQS batch, or a scheduled event").into()),
     }
 }
 

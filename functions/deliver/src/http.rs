@@ -219,29 +219,12 @@ impl HttpTransport {
 
 /// The guard's refusal in an error's cause chain, if any.
 fn blocked(e: &(dyn std::error::Error + 'static)) -> Option<String> {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(b) = err.downcast_ref::<Blocked>() {
-            return Some(b.0.clone());
-        }
-        cur = err.source();
-    }
-    None
+    inbox_core::error::chain(e).find_map(|err| err.downcast_ref::<Blocked>().map(|b| b.0.clone()))
 }
 
-/// An error's cause chain on one line.
+/// An error's cause chain on one line, cut to 500 characters for the attempt's journal.
 fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut cur = e.source();
-    while let Some(err) = cur {
-        let s = err.to_string();
-        if !text.contains(&s) {
-            text.push_str(": ");
-            text.push_str(&s);
-        }
-        cur = err.source();
-    }
-    text.chars().take(500).collect()
+    inbox_core::error::one_line(e).chars().take(500).collect()
 }
 
 impl Transport for HttpTransport {

@@ -9,7 +9,7 @@
 
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::config::{ConfigError, Env};
 use inbox_core::ingest::IngestConfig;
@@ -130,14 +130,14 @@ pub async fn respond<S: Inbox, C: Clock>(
             } else {
                 source
             };
-            if status >= 500 {
+            if status.is_server_error() {
                 // The cause chain goes to the log; the client gets the code and a fixed message.
-                tracing::error!(source, error = err.code(), status, latency_ms, cause = %cause_chain(&err), "webhook not stored");
+                tracing::error!(source, error = err.code(), status = status.as_u16(), latency_ms, cause = %inbox_core::error::one_line(&err), "webhook not stored");
             } else {
                 tracing::info!(
                     source,
                     error = err.code(),
-                    status,
+                    status = status.as_u16(),
                     latency_ms,
                     "webhook refused"
                 );
@@ -150,7 +150,7 @@ pub async fn respond<S: Inbox, C: Clock>(
 /// The one log line of an answered request: the event stored, the batch stored (its counts), or
 /// the handshake answered (the journal of handshakes: nothing else records them).
 fn log_reply(source: &str, reply: &Reply, latency_ms: f64) {
-    let status = reply.status();
+    let status = reply.status().as_u16();
     match reply {
         Reply::Event(ack) => tracing::info!(
             source = %ack.key.source,
@@ -199,20 +199,8 @@ fn reply_response(reply: &Reply) -> ApiGatewayV2httpResponse {
     resp
 }
 
-/// `error: cause: cause …`, for logs.
-fn cause_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 fn response(
-    status: u16,
+    status: StatusCode,
     body: String,
     extra: &[(&'static str, String)],
 ) -> ApiGatewayV2httpResponse {
@@ -227,7 +215,7 @@ fn response(
         }
     }
     let mut resp = ApiGatewayV2httpResponse::default();
-    resp.status_code = i64::from(status);
+    resp.status_code = i64::from(status.as_u16());
     resp.headers = headers;
     resp.body = Some(Body::Text(body));
     resp
@@ -235,5 +223,9 @@ fn response(
 
 /// The answer to a failure outside the ingest command (kept opaque).
 pub fn internal_error() -> ApiGatewayV2httpResponse {
-    response(500, ErrorBody::internal().to_json(), &[])
+    response(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorBody::internal().to_json(),
+        &[],
+    )
 }

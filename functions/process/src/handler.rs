@@ -5,10 +5,9 @@
 //! retries, re-drives by the reaper and by operator replays). Both answer with per-record
 //! failures (`ReportBatchItemFailures`), reported only for infrastructure errors.
 
-use aws_lambda_events::event::dynamodb::Event as StreamEvent;
-use aws_lambda_events::event::sqs::SqsEvent;
 use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::config::{ConfigError, Env};
+use inbox_core::invocation::Incoming;
 use inbox_core::outbox::cache::DestinationCache;
 use inbox_core::outbox::config::destination_cache;
 use inbox_core::outbox::fanout::Outbox;
@@ -64,45 +63,25 @@ pub async fn build() -> Result<Service, ConfigError> {
     .with_fanout(outbox))
 }
 
-/// Which source a batch came from.
-fn event_source(payload: &Value) -> Option<&str> {
-    payload
-        .get("Records")?
-        .as_array()?
-        .first()?
-        .get("eventSource")?
-        .as_str()
-}
-
-/// The Lambda entry point: dispatches a stream or SQS batch, answers with the batch item failures.
+/// The Lambda entry point: a stream or retry-queue batch, answered with its batch item failures.
 pub async fn handle<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock>(
     processor: &Processor<S, R, Q, C>,
     event: LambdaEvent<Value>,
 ) -> Result<Value, Error> {
-    let payload = event.payload;
-    match event_source(&payload) {
-        Some("aws:dynamodb") => {
-            let batch: StreamEvent = serde_json::from_value(payload)?;
+    match Incoming::parse(event.payload)? {
+        Incoming::Stream(batch) => {
             let (response, summary) = processor.handle_stream_batch(batch).await;
-            tracing::info!(origin = "stream", records = summary.records, failures = summary.failures, outcomes = ?summary.outcomes, "batch done");
+            summary.log("stream");
             Ok(serde_json::to_value(response)?)
         }
-        Some("aws:sqs") => {
-            let batch: SqsEvent = serde_json::from_value(payload)?;
+        Incoming::Queue(batch) => {
             let (response, summary) = processor.handle_sqs_batch(batch).await;
-            tracing::info!(origin = "retry_queue", records = summary.records, failures = summary.failures, outcomes = ?summary.outcomes, "batch done");
+            summary.log("retry_queue");
             Ok(serde_json::to_value(response)?)
         }
-        None if payload
-            .get("Records")
-            .and_then(Value::as_array)
-            .is_some_and(Vec::is_empty) =>
-        {
-            Ok(serde_json::json!({"batchItemFailures": []}))
-        }
-        other => Err(format!(
-            "unsupported event source {other:?}: expected a DynamoDB stream or SQS batch"
-        )
-        .into()),
+        Incoming::Schedule => Err(
+            "unsupported event: a scheduled event; the process function takes a DynamoDB stream or SQS batch"
+                .into(),
+        ),
     }
 }

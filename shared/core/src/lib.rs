@@ -28,8 +28,12 @@
 //!   queues (retry request, quarantine notice).
 //! - [`policy`]: pure decisions: backoff with full jitter, what follows a failure, whether a
 //!   message may be claimed.
-//! - [`process`]: the processor (the message state machine), the handler registry, and the
-//!   lifting of the per-message function over stream and SQS batches.
+//! - [`process`]: the processor (the message state machine), the handler registry, and its
+//!   per-record functions for stream and retry-queue records.
+//! - [`invocation`]: one Lambda invocation: the typed event (`Incoming`: a stream batch, a queue
+//!   batch or the schedule) and a per-record async function lifted over a batch (bounded
+//!   concurrency, one span per record, `batchItemFailures`, the stream's first-failure rule).
+//! - [`error`]: an error's chain of causes, and that chain on one line for histories and logs.
 //! - [`queue`]: the retry queue and the quarantine, as two roles (SQS adapters, in-memory fakes).
 //! - [`reaper`]: one pass over the sparse index of open messages, re-driving what is due.
 //! - [`ops`]: operator actions shared by the CLI and the tests (replay).
@@ -50,8 +54,10 @@ pub mod batch;
 pub mod clock;
 pub mod config;
 pub mod domain;
+pub mod error;
 pub mod identity;
 pub mod ingest;
+pub mod invocation;
 pub mod logging;
 pub mod message;
 pub mod metrics;

@@ -122,12 +122,38 @@ pub struct StoredMessage {
     pub notice_pending: Option<PendingNotice>,
 }
 
+/// Why a message failed for good, as its quarantine notice says it (`"exhausted"`,
+/// `"permanent"` on the wire and in the item).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailureReason {
+    /// Its last attempt failed, each one a transient failure.
+    Exhausted,
+    /// A failure that fails the same way every time: quarantined at once.
+    Permanent,
+}
+
+impl FailureReason {
+    /// The name the notice carries.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Exhausted => "exhausted",
+            Self::Permanent => "permanent",
+        }
+    }
+}
+
+impl std::fmt::Display for FailureReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The part of a quarantine notice that is decided when a message fails (the rest is the
 /// message's): kept in the item until the notice is sent, so whoever sends it sends the same one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingNotice {
-    /// `exhausted` or `permanent`.
-    pub reason: String,
+    pub reason: FailureReason,
     /// ms since the epoch.
     pub failed_at: i64,
 }
@@ -197,8 +223,7 @@ pub struct QuarantineNotice {
     pub event_type: Option<EventType>,
     pub attempts: u32,
     pub last_error: String,
-    /// `exhausted` (too many transient failures) or `permanent`.
-    pub reason: String,
+    pub reason: FailureReason,
     /// ms since the epoch.
     pub failed_at: i64,
 }
@@ -213,7 +238,7 @@ impl QuarantineNotice {
             event_type: m.event_type.clone(),
             attempts: m.attempts,
             last_error: m.last_error.clone().unwrap_or_default(),
-            reason: pending.reason.clone(),
+            reason: pending.reason,
             failed_at: pending.failed_at,
         })
     }
@@ -295,19 +320,67 @@ mod tests {
         m.attempts = 5;
         m.last_error = Some("boom".into());
         m.notice_pending = Some(PendingNotice {
-            reason: "exhausted".into(),
+            reason: FailureReason::Exhausted,
             failed_at: 42,
         });
         let n = QuarantineNotice::pending_of(&m).unwrap();
         assert_eq!(
-            (
-                n.attempts,
-                n.last_error.as_str(),
-                n.reason.as_str(),
-                n.failed_at
-            ),
-            (5, "boom", "exhausted", 42)
+            (n.attempts, n.last_error.as_str(), n.reason, n.failed_at),
+            (5, "boom", FailureReason::Exhausted, 42)
         );
         assert_eq!(n.key(), m.key());
+    }
+
+    #[test]
+    fn a_notice_on_the_wire_names_its_reason_as_before() {
+        let notice = |reason| QuarantineNotice {
+            source: SourceName::parse("stripe").unwrap(),
+            event_id: EventId::parse("evt_1").unwrap(),
+            event_type: None,
+            attempts: 5,
+            last_error: "boom".into(),
+            reason,
+            failed_at: 42,
+        };
+        for (reason, name) in [
+            (FailureReason::Exhausted, "exhausted"),
+            (FailureReason::Permanent, "permanent"),
+        ] {
+            let json = serde_json::to_string(&notice(reason)).unwrap();
+            assert_eq!(
+                json,
+                format!(
+                    r#"{{"source":"stripe","event_id":"evt_1","event_type":null,"attempts":5,"last_error":"boom","reason":"{name}","failed_at":42}}"#
+                )
+            );
+            assert_eq!(
+                serde_json::from_str::<QuarantineNotice>(&json).unwrap(),
+                notice(reason)
+            );
+            assert_eq!((reason.as_str(), reason.to_string()), (name, name.into()));
+            // The pending notice kept in the message item: the same string attribute.
+            let pending = PendingNotice {
+                reason,
+                failed_at: 42,
+            };
+            assert_eq!(
+                serde_dynamo::to_attribute_value::<_, serde_dynamo::AttributeValue>(&pending)
+                    .unwrap(),
+                serde_dynamo::AttributeValue::M(HashMap::from([
+                    (
+                        "reason".into(),
+                        serde_dynamo::AttributeValue::S(name.into())
+                    ),
+                    (
+                        "failed_at".into(),
+                        serde_dynamo::AttributeValue::N("42".into())
+                    ),
+                ]))
+            );
+        }
+        assert!(
+            serde_json::from_str::<FailureReason>(r#""tired""#).is_err(),
+            "only the two reasons"
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::signature::{HandshakeError, SignatureError};
 use crate::store::StoreError;
+use http::StatusCode;
 use serde::Serialize;
 use std::borrow::Cow;
 
@@ -57,15 +58,15 @@ impl ErrorBody<'_> {
 
 impl IngestError {
     /// The HTTP status code.
-    pub fn status(&self) -> u16 {
+    pub fn status(&self) -> StatusCode {
         match self {
-            Self::MethodNotAllowed(_) => 405,
-            Self::UnknownSource(_) | Self::NoSource => 404,
-            Self::TooLarge { .. } => 413,
-            Self::Signature(e) if e.is_transient() => 503,
-            Self::Signature(_) => 401,
-            Self::Store(_) | Self::Handshake(_) => 503,
-            Self::BadBodyEncoding => 400,
+            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            Self::UnknownSource(_) | Self::NoSource => StatusCode::NOT_FOUND,
+            Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Signature(e) if e.is_transient() => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Signature(_) => StatusCode::UNAUTHORIZED,
+            Self::Store(_) | Self::Handshake(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::BadBodyEncoding => StatusCode::BAD_REQUEST,
         }
     }
 

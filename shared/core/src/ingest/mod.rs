@@ -245,8 +245,8 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
             return;
         };
         let name = match e.status() {
-            401 => "Unauthorized",
-            500.. => "ServerErrors",
+            http::StatusCode::UNAUTHORIZED => "Unauthorized",
+            s if s.is_server_error() => "ServerErrors",
             _ => return,
         };
         let source = crate::domain::SourceName::parse(source)

@@ -15,6 +15,7 @@ use super::{scheme_request, source_of, Acknowledgement, IngestError, IngestReque
 use crate::clock::Clock;
 use crate::signature::HandshakeReply;
 use crate::store::Inbox;
+use http::StatusCode;
 
 /// What a request was answered with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,10 +30,12 @@ pub enum Reply {
 
 impl Reply {
     /// The HTTP status.
-    pub fn status(&self) -> u16 {
+    pub fn status(&self) -> StatusCode {
         match self {
-            Self::Event(_) | Self::Batch(_) => 200,
-            Self::Handshake(h) => h.status,
+            Self::Event(_) | Self::Batch(_) => StatusCode::OK,
+            // A handshake's reply is built as 200 or 204 only (`HandshakeReply::json`,
+            // `HandshakeReply::no_content`), so it is always a valid status.
+            Self::Handshake(h) => StatusCode::from_u16(h.status).unwrap_or(StatusCode::OK),
         }
     }
 

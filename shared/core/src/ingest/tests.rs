@@ -159,7 +159,10 @@ async fn store_outage_is_503_with_retry_after() {
     )
     .await
     .unwrap_err();
-    assert_eq!((err.status(), err.code()), (503, "store_unavailable"));
+    assert_eq!(
+        (err.status().as_u16(), err.code()),
+        (503, "store_unavailable")
+    );
     assert_eq!(err.headers(), vec![("retry-after", "5".to_string())]);
     ing.store().set_down(false);
     assert_eq!(ing.store().message_count(), 0);
@@ -218,7 +221,7 @@ async fn refusals_write_nothing() {
     ];
     for (result, status, code) in cases {
         let err = result.unwrap_err();
-        assert_eq!((err.status(), err.code()), (status, code), "{err}");
+        assert_eq!((err.status().as_u16(), err.code()), (status, code), "{err}");
         let body: serde_json::Value = serde_json::from_str(&err.body().to_json()).unwrap();
         assert_eq!(body["error"], code);
         assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));

@@ -11,8 +11,9 @@
 //!   jitter, `Retry-After`), [`bucket`] (the shared token bucket), [`breaker`] (the circuit
 //!   breaker), [`attempt`] (what an attempt came back with and what that means for the delivery).
 //! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `sweep` (the scheduled sweep,
-//!   fan-out expansion), [`batch`] (stream and queue batches), [`queue`], [`sign`], [`transport`]
-//!   (the capability the deliver function's SSRF-guarded HTTP client implements), [`cache`];
+//!   fan-out expansion), `records` (a stream record and a queue message, lifted over a batch by
+//!   [`crate::invocation`]), [`queue`], [`sign`], [`transport`] (the capability the deliver
+//!   function's SSRF-guarded HTTP client implements), [`cache`];
 //!   [`config`]: the deliver function's configuration, read from the environment.
 //! - [`resend`]: the operator's resends (retry a delivery, replay an event), for `inboxctl` and
 //!   the tests.
@@ -21,7 +22,6 @@
 
 pub mod admin;
 pub mod attempt;
-pub mod batch;
 pub mod breaker;
 pub mod bucket;
 pub mod cache;
@@ -32,6 +32,7 @@ pub mod fanout;
 pub mod pattern;
 pub mod queue;
 mod record;
+mod records;
 pub mod resend;
 pub mod schedule;
 pub mod schema;

@@ -7,7 +7,9 @@ use super::notice::{self, Notified};
 use super::{millis, AttemptInfo, InfraError, Outcome, Processor, Skip};
 use crate::clock::Clock;
 use crate::domain::Status;
-use crate::message::{clip, HistoryEntry, PendingNotice, StoredMessage, MAX_ERROR_BYTES};
+use crate::message::{
+    clip, FailureReason, HistoryEntry, PendingNotice, StoredMessage, MAX_ERROR_BYTES,
+};
 use crate::policy::{AfterFailure, FailureKind};
 use crate::queue::{Quarantine, RetryQueue};
 use crate::store::schema::PENDING_GRACE_MS;
@@ -111,18 +113,16 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                 })
             }
             AfterFailure::Quarantine => {
-                let permanent = kind == FailureKind::Permanent;
-                let note = if permanent {
-                    NOTE_PERMANENT
-                } else {
-                    NOTE_EXHAUSTED
+                let (reason, note) = match kind {
+                    FailureKind::Permanent => (FailureReason::Permanent, NOTE_PERMANENT),
+                    FailureKind::Transient => (FailureReason::Exhausted, NOTE_EXHAUSTED),
                 };
                 let mut entry = HistoryEntry::new(a.now, Status::Failed, note);
                 entry.attempt = Some(a.attempt);
                 entry.error = Some(error.clone());
                 entry.duration_ms = Some(a.duration_ms);
                 let pending = PendingNotice {
-                    reason: if permanent { "permanent" } else { "exhausted" }.into(),
+                    reason,
                     failed_at: a.now,
                 };
                 let t = notice::failing(
@@ -146,7 +146,7 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                     Notified::Lost => Ok(Outcome::Skipped(Skip::Conflict)),
                     Notified::Sent | Notified::Pending => Ok(Outcome::Failed {
                         attempts: a.attempt,
-                        permanent,
+                        permanent: reason == FailureReason::Permanent,
                     }),
                 }
             }

@@ -21,17 +21,18 @@
 //! `finish`: the transitions that close an attempt (the terminal ones are each built in one
 //! function, so effects can be added to them); [`notice`]: failing with a quarantine notice sent
 //! exactly once; `ignore`: the `ignored` transition; `outbox_hook`: the outbox's deliveries added
-//! to the terminal transitions; [`batch`]: the per-message function over stream and SQS batches;
+//! to the terminal transitions; `records`: the per-record functions for a stream record and a
+//! retry-queue message (lifted over a batch by [`crate::invocation`]);
 //! [`registry`]: the handlers; `outcome`: the processor's settings and what processing one message
 //! did; [`config`]: the process function's configuration, read from the environment.
 
-pub mod batch;
 pub mod config;
 mod finish;
 mod ignore;
 pub mod notice;
 mod outbox_hook;
 mod outcome;
+mod records;
 pub mod registry;
 
 pub use config::ProcessConfig;

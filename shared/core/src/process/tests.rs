@@ -457,7 +457,7 @@ async fn permanent_failure_quarantines_at_once() {
             permanent: true
         }
     );
-    assert_eq!(w.quarantine.quarantined()[0].reason, "permanent");
+    assert_eq!(w.quarantine.quarantined()[0].reason.as_str(), "permanent");
 }
 
 #[tokio::test]
@@ -769,3 +769,4 @@ async fn an_effect_conflict_reruns_the_handler_on_fresh_state_then_counts_as_a_f
 }
 
 mod faults;
+mod records;

@@ -6,7 +6,7 @@
 use super::Reaper;
 use crate::clock::Clock;
 use crate::domain::Status;
-use crate::message::{clip, HistoryEntry, PendingNotice, MAX_ERROR_BYTES};
+use crate::message::{clip, FailureReason, HistoryEntry, PendingNotice, MAX_ERROR_BYTES};
 use crate::policy::{self, AfterFailure, FailureKind};
 use crate::process::notice::{self, Notified};
 use crate::process::InfraError;
@@ -117,7 +117,7 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Reaper<S, R, Q, C>
                         entry.attempt = Some(lost);
                         entry.error = Some(error.clone());
                         let pending = PendingNotice {
-                            reason: "exhausted".into(),
+                            reason: FailureReason::Exhausted,
                             failed_at: now,
                         };
                         let t = notice::failing(&m, entry, lost, error, pending, now + lease);

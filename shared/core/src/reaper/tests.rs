@@ -180,7 +180,7 @@ async fn concurrent_runs_send_a_pending_notice_once() {
         5,
         "boom".into(),
         PendingNotice {
-            reason: "exhausted".into(),
+            reason: crate::message::FailureReason::Exhausted,
             failed_at: T0,
         },
         T0 + 60_000,

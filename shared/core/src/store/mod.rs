@@ -163,16 +163,10 @@ impl StoreError {
         }
     }
 
-    /// The error with its causes, one line (`a: b: c`), for a message's history and logs.
+    /// The error with its causes, one line (`a: b: c`), for a message's history and logs
+    /// ([`crate::error::one_line`]).
     pub fn chain(&self) -> String {
-        let mut text = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(s) = source {
-            text.push_str(": ");
-            text.push_str(&s.to_string());
-            source = s.source();
-        }
-        text
+        crate::error::one_line(self)
     }
 }
 

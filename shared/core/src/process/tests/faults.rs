@@ -250,7 +250,7 @@ async fn a_commit_refused_as_invalid_fails_permanently_with_the_reason() {
         Some("the store refused the handler's writes: the store refused the request as invalid: simulated: invalid")
     );
     let notice = &w.quarantine.quarantined()[0];
-    assert_eq!(notice.reason, "permanent");
+    assert_eq!(notice.reason, crate::message::FailureReason::Permanent);
     assert!(notice.last_error.contains("refused"));
 }
 
