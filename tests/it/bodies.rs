@@ -11,7 +11,7 @@ use inbox_core::message::StoredMessage;
 use inbox_core::process::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
 use inbox_core::process::{Processor, ProcessorConfig};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
-use inbox_core::store::dynamo::{DynamoInbox, S3Bodies};
+use inbox_core::store::dynamo::{DynamoTable, S3Bodies};
 use inbox_core::store::schema::{BODY, BODY_ENC, BODY_REF, BODY_SHA256};
 use inbox_core::store::MessageStore;
 use integration_tests::pipeline::Pipeline;
@@ -70,7 +70,7 @@ async fn item(p: &Pipeline, id: &str) -> inbox_core::store::Item {
 async fn a_5_mb_body_round_trips_byte_for_byte_through_s3_processing_and_replay() {
     let p = Pipeline::new().await;
     let (s3, bodies) = bucket(&p.harness.endpoint).await;
-    let store = DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone())
+    let store = DynamoTable::new(p.harness.client.clone(), p.harness.table.clone())
         .with_bodies(Some(bodies.clone()));
     let ingest = Ingestor::new(
         p.harness.sources.clone(),
@@ -211,7 +211,7 @@ async fn a_5_mb_body_round_trips_byte_for_byte_through_s3_processing_and_replay(
 #[tokio::test]
 async fn items_of_the_old_format_are_read_processed_and_compared_as_before() {
     let p = Pipeline::new().await;
-    let store = DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
+    let store = DynamoTable::new(p.harness.client.clone(), p.harness.table.clone());
     // An item as the ingest function wrote it before bodies were compressed: the raw body, its
     // SHA-256, no `body_enc` (taken from a new item, with those attributes replaced).
     let body = stripe_event("evt_old", "test.ok", 3 * 1024);

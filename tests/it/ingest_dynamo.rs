@@ -204,7 +204,7 @@ async fn two_hundred_concurrent_deliveries_of_twenty_ids() {
     // however the counters' conditional writes race.
     h.service = inbox_core::ingest::Ingestor::new(
         h.sources.clone(),
-        inbox_core::store::dynamo::DynamoInbox::new(h.client.clone(), h.table.clone()),
+        inbox_core::store::dynamo::DynamoTable::new(h.client.clone(), h.table.clone()),
         inbox_core::clock::SystemClock,
         inbox_core::config::DEFAULT_MAX_BODY_BYTES,
         30,
@@ -254,8 +254,8 @@ async fn unreachable_store_is_503_and_nothing_is_accepted() {
     let sdk = integration_tests::sdk_config_for("http://127.0.0.1:9").await;
     let down = inbox_core::ingest::Ingestor::new(
         integration_tests::local_sources(),
-        inbox_core::store::dynamo::DynamoInbox::new(
-            inbox_core::store::dynamo::client_for_hot_path(&sdk),
+        inbox_core::store::dynamo::DynamoTable::new(
+            inbox_core::store::dynamo::fail_fast_client(&sdk),
             h.table.clone(),
         ),
         inbox_core::clock::SystemClock,
@@ -299,8 +299,8 @@ async fn missing_table_is_503_not_a_silent_success() {
     let sdk = integration_tests::sdk_config().await;
     let wrong = inbox_core::ingest::Ingestor::new(
         integration_tests::local_sources(),
-        inbox_core::store::dynamo::DynamoInbox::new(
-            inbox_core::store::dynamo::client_for_hot_path(&sdk),
+        inbox_core::store::dynamo::DynamoTable::new(
+            inbox_core::store::dynamo::fail_fast_client(&sdk),
             "no-such-table",
         ),
         inbox_core::clock::SystemClock,

@@ -59,7 +59,7 @@ async fn ingest_then_process_costs_two_write_requests_in_total() {
     // The ingest path with a counted client too.
     let counted = inbox_core::ingest::Ingestor::new(
         integration_tests::local_sources(),
-        inbox_core::store::dynamo::DynamoInbox::new(
+        inbox_core::store::dynamo::DynamoTable::new(
             p.counted_dynamodb().await,
             p.harness.table.clone(),
         ),
@@ -195,7 +195,7 @@ async fn poison_message_is_quarantined_others_in_its_batch_are_processed_and_rep
 
     // The bug is fixed; the operator replays it.
     handler.fix();
-    let store = inbox_core::store::dynamo::DynamoInbox::new(
+    let store = inbox_core::store::dynamo::DynamoTable::new(
         p.harness.client.clone(),
         p.harness.table.clone(),
     );
@@ -384,7 +384,7 @@ async fn unknown_event_type_is_ignored_listed_and_replayable() {
     assert_eq!(m.status, Status::Ignored);
     assert!(m.expires_at.is_some());
 
-    let store = inbox_core::store::dynamo::DynamoInbox::new(
+    let store = inbox_core::store::dynamo::DynamoTable::new(
         p.harness.client.clone(),
         p.harness.table.clone(),
     );
@@ -443,8 +443,8 @@ async fn store_unavailable_during_processing_is_a_batch_item_failure_and_nothing
 
     let sdk = integration_tests::sdk_config_for("http://127.0.0.1:9").await;
     let down = inbox_core::process::Processor::new(
-        inbox_core::store::dynamo::DynamoInbox::new(
-            inbox_core::store::dynamo::client_for_hot_path(&sdk),
+        inbox_core::store::dynamo::DynamoTable::new(
+            inbox_core::store::dynamo::fail_fast_client(&sdk),
             p.harness.table.clone(),
         ),
         inbox_core::queue::sqs::SqsRetryQueue::new(p.sqs.clone(), p.retry_url.clone()),

@@ -12,7 +12,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::SystemClock;
 use inbox_core::signature::{FetchError, FetchFuture, Fetcher};
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::harness::Harness;
 use integration_tests::pipeline::Pipeline;
 use integration_tests::{api_event, endpoint, local_sources_fetching, Reply};
@@ -188,7 +188,7 @@ async fn a_sendgrid_batch_costs_one_put_per_event_and_a_duplicate_inside_stores_
     let p = Pipeline::new().await;
     let counted = inbox_core::ingest::Ingestor::new(
         integration_tests::local_sources(),
-        DynamoInbox::new(p.counted_dynamodb().await, p.harness.table.clone()),
+        DynamoTable::new(p.counted_dynamodb().await, p.harness.table.clone()),
         SystemClock,
         inbox_core::config::DEFAULT_MAX_BODY_BYTES,
         30,
@@ -274,10 +274,10 @@ async fn a_sendgrid_batch_costs_one_put_per_event_and_a_duplicate_inside_stores_
 async fn wallet_pipeline() -> (
     Pipeline,
     integration_tests::pipeline::TestProcessor<SystemClock>,
-    DynamoInbox,
+    DynamoTable,
 ) {
     let p = Pipeline::new().await;
-    let store = DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
+    let store = DynamoTable::new(p.harness.client.clone(), p.harness.table.clone());
     let sources = WalletSources::with_email(
         [
             EmailProvider::Ses,

@@ -7,7 +7,7 @@ use inbox_core::ingest::Ingestor;
 use inbox_core::signature::{Secret, Spec, Unsigned};
 use inbox_core::sources::SecretsManagerSecrets;
 use inbox_core::sources::{Reloader, SecretsFetch};
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::{api_event, sdk_config, stripe_event, Harness, Reply};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use std::time::Duration;
 const SOURCES: &str = r#"{"stripe":{"scheme":"stripe"}}"#;
 
 struct Warm {
-    service: Ingestor<DynamoInbox, Arc<ManualClock>>,
+    service: Ingestor<DynamoTable, Arc<ManualClock>>,
     clock: Arc<ManualClock>,
     sm: aws_sdk_secretsmanager::Client,
     arn: String,
@@ -42,7 +42,7 @@ impl Warm {
         let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis()));
         let service = Ingestor::new(
             sources,
-            DynamoInbox::new(h.client.clone(), h.table.clone()),
+            DynamoTable::new(h.client.clone(), h.table.clone()),
             clock.clone(),
             inbox_core::config::DEFAULT_MAX_BODY_BYTES,
             30,

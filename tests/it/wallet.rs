@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::SystemClock;
 use inbox_core::domain::{EventId, MessageKey, SourceName, Status};
 use inbox_core::store::attr::{self, s};
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use inbox_core::store::{Applied, Effect, Item, ItemStore, ItemWriter};
 use integration_tests::pipeline::{Pipeline, TestProcessor};
 use proptest::prelude::*;
@@ -29,9 +29,9 @@ fn opts(stale_after_ms: i64) -> ReconcileOptions {
     ReconcileOptions::new(stale_after_ms, std::time::Duration::from_secs(30 * 86_400))
 }
 
-async fn setup() -> (Pipeline, TestProcessor<SystemClock>, DynamoInbox) {
+async fn setup() -> (Pipeline, TestProcessor<SystemClock>, DynamoTable) {
     let p = Pipeline::new().await;
-    let store = DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
+    let store = DynamoTable::new(p.harness.client.clone(), p.harness.table.clone());
     let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = p.processor(registry, SystemClock).await;
     let wallet = Wallet::new(
@@ -72,7 +72,7 @@ async fn mail(
         .await
 }
 
-async fn wallet(store: &DynamoInbox) -> Wallet {
+async fn wallet(store: &DynamoTable) -> Wallet {
     Ledger::new(store)
         .wallet(&wallet_ledger::TenantId::parse("acme").unwrap())
         .await
@@ -80,7 +80,7 @@ async fn wallet(store: &DynamoInbox) -> Wallet {
         .unwrap()
 }
 
-async fn entries(store: &DynamoInbox) -> Vec<Entry> {
+async fn entries(store: &DynamoTable) -> Vec<Entry> {
     let ledger = Ledger::new(store);
     let entries = ledger.entries(&wallet(store).await).await.unwrap();
     assert_eq!(entries.unreadable, 0);

@@ -10,7 +10,7 @@ pub const TEST_MAX_BODY_BYTES: usize = 256 * 1024;
 use inbox_core::ingest::Ingestor;
 use inbox_core::signature::Unsigned;
 use inbox_core::sources::Sources;
-use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
+use inbox_core::store::dynamo::{fail_fast_client, DynamoTable};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -20,7 +20,7 @@ pub struct Harness {
     pub endpoint: String,
     pub table: String,
     pub client: aws_sdk_dynamodb::Client,
-    pub service: Ingestor<DynamoInbox, SystemClock>,
+    pub service: Ingestor<DynamoTable, SystemClock>,
     pub sources: Sources,
 }
 
@@ -44,12 +44,12 @@ impl Harness {
     /// A harness on a new table in the emulator at `endpoint`, with these sources.
     pub async fn with_sources(endpoint: &str, max_body: usize, sources: Sources) -> Self {
         let sdk = sdk_config_for(endpoint).await;
-        let client = client_for_hot_path(&sdk);
+        let client = fail_fast_client(&sdk);
         let table = format!("inbox-test-{}", uuid::Uuid::new_v4().simple());
         create_table(&client, &table).await;
         let service = Ingestor::new(
             sources.clone(),
-            DynamoInbox::new(client.clone(), table.clone()),
+            DynamoTable::new(client.clone(), table.clone()),
             SystemClock,
             max_body,
             30,

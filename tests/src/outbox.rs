@@ -19,12 +19,12 @@ use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::outbox::transport::Transport;
 use inbox_core::outbox::worker::{DeliverConfig, Deliverer};
 use inbox_core::process::registry::Registry;
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// A delivery worker of the tests.
-pub type TestDeliverer<T, C> = Deliverer<DynamoInbox, T, SqsOutboxQueues, C>;
+pub type TestDeliverer<T, C> = Deliverer<DynamoTable, T, SqsOutboxQueues, C>;
 
 /// The pipeline plus the outbox's queues.
 pub struct OutboxRig {
@@ -58,8 +58,8 @@ impl OutboxRig {
         }
     }
 
-    pub fn store(&self) -> DynamoInbox {
-        DynamoInbox::new(
+    pub fn store(&self) -> DynamoTable {
+        DynamoTable::new(
             self.pipeline.harness.client.clone(),
             self.pipeline.harness.table.clone(),
         )
@@ -118,7 +118,7 @@ impl OutboxRig {
         clock: C,
         config: DeliverConfig,
     ) -> TestDeliverer<T, C> {
-        let store = DynamoInbox::new(
+        let store = DynamoTable::new(
             self.pipeline.counted_dynamodb().await,
             self.pipeline.harness.table.clone(),
         );

@@ -19,7 +19,7 @@ use inbox_core::process::registry::{Handler, Registry};
 use inbox_core::process::{Processor, ProcessorConfig};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::reaper::{Reaper, ReaperSettings};
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -39,8 +39,8 @@ pub struct Pipeline {
     stream_arn: Mutex<String>,
 }
 
-pub type TestProcessor<C> = Processor<DynamoInbox, SqsRetryQueue, SqsQuarantine, C>;
-pub type TestReaper<C> = Reaper<DynamoInbox, SqsRetryQueue, SqsQuarantine, C>;
+pub type TestProcessor<C> = Processor<DynamoTable, SqsRetryQueue, SqsQuarantine, C>;
+pub type TestReaper<C> = Reaper<DynamoTable, SqsRetryQueue, SqsQuarantine, C>;
 
 impl Pipeline {
     pub async fn new() -> Self {
@@ -124,7 +124,7 @@ impl Pipeline {
     /// A processor like the deployed one (counted client, real queues) with `registry`, `clock` and
     /// jitter pinned to 0 (retries are due at once, so tests need not wait).
     pub async fn processor<C: Clock>(&self, registry: Registry, clock: C) -> TestProcessor<C> {
-        let store = DynamoInbox::new(self.counted_dynamodb().await, self.harness.table.clone());
+        let store = DynamoTable::new(self.counted_dynamodb().await, self.harness.table.clone());
         let retry = SqsRetryQueue::new(self.sqs.clone(), self.retry_url.clone());
         let quarantine = SqsQuarantine::new(self.sqs.clone(), self.quarantine_url.clone());
         // The deployed concurrency (10 records of a batch at once): the emulator runs DynamoDB
@@ -140,7 +140,7 @@ impl Pipeline {
     /// A reaper like the deployed one (the processor's default policy and lease, real queues) with
     /// `clock`, jitter pinned to 0 (a re-drive is due at once).
     pub async fn reaper<C: Clock>(&self, clock: C, max_per_run: usize) -> TestReaper<C> {
-        let store = DynamoInbox::new(self.harness.client.clone(), self.harness.table.clone());
+        let store = DynamoTable::new(self.harness.client.clone(), self.harness.table.clone());
         let retry = SqsRetryQueue::new(self.sqs.clone(), self.retry_url.clone());
         let quarantine = SqsQuarantine::new(self.sqs.clone(), self.quarantine_url.clone());
         let defaults = ProcessorConfig::default();
@@ -210,7 +210,7 @@ impl Pipeline {
             inbox_core::domain::EventId::parse(event_id).expect("id"),
         );
         inbox_core::store::MessageStore::get(
-            &DynamoInbox::new(self.harness.client.clone(), self.harness.table.clone()),
+            &DynamoTable::new(self.harness.client.clone(), self.harness.table.clone()),
             &key,
         )
         .await
@@ -225,7 +225,7 @@ impl Pipeline {
             inbox_core::domain::EventId::parse(event_id).expect("id"),
         );
         inbox_core::store::MessageStore::get(
-            &DynamoInbox::new(self.harness.client.clone(), self.harness.table.clone()),
+            &DynamoTable::new(self.harness.client.clone(), self.harness.table.clone()),
             &key,
         )
         .await

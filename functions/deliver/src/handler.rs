@@ -18,14 +18,14 @@ use inbox_core::outbox::queue::{OutboxQueues, SqsOutboxQueues};
 use inbox_core::outbox::store::OutboxStore;
 use inbox_core::outbox::transport::Transport;
 use inbox_core::outbox::worker::Deliverer;
-use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
+use inbox_core::store::dynamo::{fail_fast_client, DynamoTable};
 use inbox_core::store::{ItemStore, ItemWriter, MessageStore};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
 
 /// The deliver function as deployed.
 pub struct Service {
-    pub deliverer: Deliverer<DynamoInbox, http::HttpTransport, SqsOutboxQueues, SystemClock>,
+    pub deliverer: Deliverer<DynamoTable, http::HttpTransport, SqsOutboxQueues, SystemClock>,
     pub sweep_max_per_run: usize,
 }
 
@@ -37,7 +37,7 @@ pub async fn build() -> Result<Service, Error> {
         inbox_core::store::dynamo::body::BodyConfig::read(&inbox_core::config::Env::process())?
             .s3(&sdk);
     let store =
-        DynamoInbox::new(client_for_hot_path(&sdk), config.table_name.clone()).with_bodies(bodies);
+        DynamoTable::new(fail_fast_client(&sdk), config.table_name.clone()).with_bodies(bodies);
     let queues = SqsOutboxQueues::new(
         aws_sdk_sqs::Client::new(&sdk),
         config.delivery_queue_url.clone(),

@@ -16,7 +16,7 @@ use inbox_core::ingest::IngestConfig;
 use inbox_core::ingest::{ErrorBody, IngestError, IngestRequest, Ingestor, Reply};
 use inbox_core::metrics::EmfWriter;
 use inbox_core::store::dynamo::body::BodyConfig;
-use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
+use inbox_core::store::dynamo::{fail_fast_client, DynamoTable};
 use inbox_core::store::Inbox;
 use lambda_runtime::LambdaEvent;
 use std::convert::Infallible;
@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// The ingest service as deployed: DynamoDB and the system clock.
-pub type Service = Ingestor<DynamoInbox, SystemClock>;
+pub type Service = Ingestor<DynamoTable, SystemClock>;
 
 /// Builds the service once per cold start from the environment: secrets from Secrets Manager
 /// are re-read on their TTL, refusals and failures counted as CloudWatch metrics (EMF on stdout,
@@ -43,13 +43,13 @@ pub async fn build() -> Result<Service, ConfigError> {
         (config, ms_since(started))
     };
     let clients = async {
-        let dynamodb = client_for_hot_path(&sdk);
+        let dynamodb = fail_fast_client(&sdk);
         let bodies = BodyConfig::read(&env).map(|b| b.s3(&sdk));
         (dynamodb, bodies, ms_since(started))
     };
     let ((config, secrets_ms), (dynamodb, bodies, clients_ms)) = tokio::join!(secrets, clients);
     let (config, bodies) = (config?, bodies?);
-    let store = DynamoInbox::new(dynamodb, config.table_name).with_bodies(bodies);
+    let store = DynamoTable::new(dynamodb, config.table_name).with_bodies(bodies);
     tracing::info!(
         sdk_config_ms = sdk_ms,
         configuration_and_secrets_ms = secrets_ms,

@@ -15,7 +15,7 @@ use inbox_core::process::registry::Registry;
 use inbox_core::process::{ProcessConfig, Processor};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::queue::{Quarantine, RetryQueue};
-use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
+use inbox_core::store::dynamo::{fail_fast_client, DynamoTable};
 use inbox_core::store::{ItemStore, MessageStore};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
@@ -23,7 +23,7 @@ use std::sync::Arc;
 use wallet_ledger::{WalletConfig, WalletHandler};
 
 /// The processor as deployed.
-pub type Service = Processor<DynamoInbox, SqsRetryQueue, SqsQuarantine, SystemClock>;
+pub type Service = Processor<DynamoTable, SqsRetryQueue, SqsQuarantine, SystemClock>;
 
 /// The composition root: every handler, by `(source, event type)`, in one place. Events without a
 /// handler become `ignored` (kept, listable, replayable once a handler exists).
@@ -43,7 +43,7 @@ pub async fn build() -> Result<Service, ConfigError> {
     let wallet = WalletConfig::read(&env)?;
     let sdk = inbox_core::tls::sdk_config(&env).await?;
     let bodies = inbox_core::store::dynamo::body::BodyConfig::read(&env)?.s3(&sdk);
-    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name).with_bodies(bodies);
+    let store = DynamoTable::new(fail_fast_client(&sdk), config.table_name).with_bodies(bodies);
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let retry = SqsRetryQueue::new(sqs.clone(), config.retry_queue_url);
     let quarantine = SqsQuarantine::new(sqs, config.quarantine_queue_url);

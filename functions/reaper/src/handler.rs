@@ -6,19 +6,19 @@ use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::queue::{Quarantine, RetryQueue};
 use inbox_core::reaper::Reaper;
 use inbox_core::reaper::ReaperConfig;
-use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
+use inbox_core::store::dynamo::{fail_fast_client, DynamoTable};
 use inbox_core::store::MessageStore;
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
 
 /// The reaper as deployed.
-pub type Service = Reaper<DynamoInbox, SqsRetryQueue, SqsQuarantine, SystemClock>;
+pub type Service = Reaper<DynamoTable, SqsRetryQueue, SqsQuarantine, SystemClock>;
 
 /// Builds the service once per cold start.
 pub async fn build() -> Result<Service, ConfigError> {
     let config = ReaperConfig::from_env()?;
     let sdk = inbox_core::tls::sdk_config(&inbox_core::config::Env::process()).await?;
-    let store = DynamoInbox::new(client_for_hot_path(&sdk), config.table_name);
+    let store = DynamoTable::new(fail_fast_client(&sdk), config.table_name);
     // Re-drives through the retry queue; sends the notices of messages it fails (their last
     // attempt never reported) and the notices left pending, to the quarantine queue.
     let sqs = aws_sdk_sqs::Client::new(&sdk);

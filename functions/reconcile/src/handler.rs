@@ -15,7 +15,7 @@ use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::config::{catalog, ConfigError, Env};
 use inbox_core::metrics::{EmfWriter, Metric, MetricSink};
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use inbox_core::store::{ItemStore, StoreError};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
@@ -138,7 +138,7 @@ impl<S: ItemStore, C: Clock> Reconciler<S, C> {
 }
 
 /// The reconciler as deployed.
-pub type Service = Reconciler<DynamoInbox, SystemClock>;
+pub type Service = Reconciler<DynamoTable, SystemClock>;
 
 /// A DynamoDB client for a batch job: it reads many items (and, until the wallet registry is
 /// complete, scans the table), so patient per-attempt timeouts and
@@ -160,7 +160,7 @@ fn client(sdk: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
 pub async fn build() -> Result<Service, ConfigError> {
     let config = ReconcileConfig::from_env()?;
     let sdk = inbox_core::tls::sdk_config(&Env::process()).await?;
-    let store = DynamoInbox::new(client(&sdk), config.table_name.clone());
+    let store = DynamoTable::new(client(&sdk), config.table_name.clone());
     Ok(Reconciler::new(store, SystemClock, config.options()))
 }
 

@@ -9,7 +9,7 @@ use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::{Metadata, OrchestratorError};
 use inbox_core::clock::SystemClock;
 use inbox_core::ingest::Ingestor;
-use inbox_core::store::dynamo::{client_for_hot_path, DynamoInbox};
+use inbox_core::store::dynamo::{fail_fast_client, DynamoTable};
 use integration_tests::faults::report::record;
 use integration_tests::faults::OwnEmulator;
 use integration_tests::{api_event, local_sources, sdk_config_for, Harness, Reply};
@@ -70,7 +70,7 @@ async fn a_write_whose_answer_was_lost_is_acknowledged_as_accepted_and_journals_
     )
     .await;
     let lossy = Arc::new(LoseAnswers::default());
-    let client = client_for_hot_path(&sdk_config_for(&emulator.endpoint()).await);
+    let client = fail_fast_client(&sdk_config_for(&emulator.endpoint()).await);
     let client = aws_sdk_dynamodb::Client::from_conf(
         client
             .config()
@@ -80,7 +80,7 @@ async fn a_write_whose_answer_was_lost_is_acknowledged_as_accepted_and_journals_
     );
     let ingest = Ingestor::new(
         local_sources(),
-        DynamoInbox::new(client, h.table.clone()),
+        DynamoTable::new(client, h.table.clone()),
         SystemClock,
         inbox_core::config::DEFAULT_MAX_BODY_BYTES,
         30,

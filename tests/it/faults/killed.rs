@@ -8,7 +8,7 @@ use inbox_core::domain::Status;
 use inbox_core::message::QuarantineNotice;
 use inbox_core::process::{Processor, ProcessorConfig};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::faults::kill::{KillQuarantine, KillStore, Step, Switch};
 use integration_tests::faults::report::record;
 use integration_tests::faults::OwnEmulator;
@@ -49,7 +49,7 @@ async fn the_process_function_killed_at_each_step_loses_and_doubles_nothing() {
         let switch = Switch::at(step);
         let dying = Processor::new(
             KillStore {
-                inner: DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone()),
+                inner: DynamoTable::new(p.harness.client.clone(), p.harness.table.clone()),
                 switch: switch.clone(),
             },
             SqsRetryQueue::new(p.sqs.clone(), p.retry_url.clone()),

@@ -28,7 +28,7 @@ use integration_tests::pipeline::Pipeline;
 /// Of `ids` (stripe events of the test type), how many are missing from the table, and how many
 /// are present but not `processed` with their effect applied exactly once.
 pub async fn missing_or_wrong(p: &Pipeline, ids: &[String]) -> (usize, usize) {
-    let store = inbox_core::store::dynamo::DynamoInbox::new(
+    let store = inbox_core::store::dynamo::DynamoTable::new(
         p.harness.client.clone(),
         p.harness.table.clone(),
     );

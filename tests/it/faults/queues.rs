@@ -8,7 +8,7 @@ use inbox_core::domain::Status;
 use inbox_core::process::{Processor, ProcessorConfig};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::reaper::{Reaper, ReaperSettings};
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::faults::report::record;
 use integration_tests::faults::OwnEmulator;
 use integration_tests::pipeline::{CounterHandler, Pipeline, TYPE};
@@ -25,7 +25,7 @@ async fn unavailable_queues_mark_nothing_done_and_the_reaper_finds_what_was_not_
     let p = Pipeline::on(&emulator.endpoint()).await;
     let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis()));
     let handler = CounterHandler::new(&p.harness.table, false);
-    let store = || DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
+    let store = || DynamoTable::new(p.harness.client.clone(), p.harness.table.clone());
     // Queues whose endpoint refuses every connection.
     let down = aws_sdk_sqs::Client::new(&sdk_config_for("http://127.0.0.1:9").await);
     let down_retry = SqsRetryQueue::new(down.clone(), p.retry_url.clone());

@@ -37,7 +37,7 @@ async fn main() {
         concurrency: 10,
         ..DeliverConfig::default()
     };
-    let store = inbox_core::store::dynamo::DynamoInbox::new(
+    let store = inbox_core::store::dynamo::DynamoTable::new(
         rig.pipeline.counted_dynamodb().await,
         rig.pipeline.harness.table.clone(),
     );

@@ -8,7 +8,7 @@ use inbox_core::domain::{MessageKey, Status};
 use inbox_core::message::{QuarantineNotice, StoredMessage};
 use inbox_core::queue::{Quarantine, QueueError};
 use inbox_core::store::{
-    Applied, DeliveryRecord, DueMessage, Effect, ListFilter, MessageStore, StoreError, Transition,
+    Applied, DueMessage, Effect, ListFilter, MessageStore, RepeatRecord, StoreError, Transition,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -163,12 +163,12 @@ impl<S: MessageStore> MessageStore for KillStore<S> {
         self.inner.list(filter, limit).await
     }
 
-    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<DeliveryRecord>, StoreError> {
+    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<RepeatRecord>, StoreError> {
         self.inner.deliveries(key).await
     }
 
-    async fn delivery_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
-        self.inner.delivery_count(key).await
+    async fn repeat_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
+        self.inner.repeat_count(key).await
     }
 
     async fn purge(&self, key: &MessageKey, expected_version: u64) -> Result<Applied, StoreError> {

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use inbox_core::config::{catalog, Env, Var};
 use inbox_core::queue::sqs::SqsRetryQueue;
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use std::time::Duration;
 use tokio::sync::OnceCell;
 
@@ -94,12 +94,12 @@ impl Context {
     }
 
     /// The message store on the table, with the operator's client ([`Self::dynamodb`]).
-    pub async fn store(&self) -> Result<DynamoInbox> {
+    pub async fn store(&self) -> Result<DynamoTable> {
         let table = self.table()?.to_owned();
         let bodies =
             inbox_core::store::dynamo::body::BodyConfig::read(&inbox_core::config::Env::process())?
                 .s3(self.sdk().await);
-        Ok(DynamoInbox::new(self.dynamodb().await, table).with_bodies(bodies))
+        Ok(DynamoTable::new(self.dynamodb().await, table).with_bodies(bodies))
     }
 
     /// An SQS client.

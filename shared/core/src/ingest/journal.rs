@@ -1,9 +1,9 @@
 //! Repeated deliveries: each is counted beside its message, and the first
-//! [`MAX_JOURNALED_DELIVERIES`] are journaled (time, body hash, headers, the body when it
+//! [`MAX_JOURNALED_REPEATS`] are journaled (time, body hash, headers, the body when it
 //! differs); later ones are only counted, so replaying a captured request can neither grow the
 //! table nor the bill without limit. A new event never gets here: its path stays one `PutItem`.
 //!
-//! The counter moves by conditional writes ([`Inbox::count_delivery`]: the ingest function may
+//! The counter moves by conditional writes ([`Inbox::count_repeat`]: the ingest function may
 //! only `PutItem`), retried with the value a failed condition brings back, and only while the
 //! request is younger than [`JOURNAL_BUDGET_MS`] (a slow or contended store ends the bookkeeping,
 //! not the answer: the event is stored either way, and the function's timeout stays above its
@@ -12,9 +12,7 @@
 use super::Ingestor;
 use crate::clock::{Clock, Millis};
 use crate::domain::BodyDigest;
-use crate::store::{
-    Delivery, DeliveryCount, Inbox, NewMessage, StoreError, MAX_JOURNALED_DELIVERIES,
-};
+use crate::store::{Inbox, NewMessage, Repeat, RepeatCount, StoreError, MAX_JOURNALED_REPEATS};
 use std::time::Duration;
 
 /// How long after a request arrived its duplicate bookkeeping may still start a store request
@@ -23,7 +21,7 @@ pub const JOURNAL_BUDGET_MS: i64 = 2_000;
 
 impl<S: Inbox, C: Clock> Ingestor<S, C> {
     /// Counts a repeated delivery of `message` and journals it if it is among the first
-    /// [`MAX_JOURNALED_DELIVERIES`]; its number (`None`: not counted in time).
+    /// [`MAX_JOURNALED_REPEATS`]; its number (`None`: not counted in time).
     pub(super) async fn journal_repeat(
         &self,
         message: NewMessage,
@@ -37,20 +35,20 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         let mut counted = None;
         // Each conflict means another delivery was counted meanwhile: past the journal's bound,
         // the exact count is worth no more tries.
-        for _ in 0..=MAX_JOURNALED_DELIVERIES {
+        for _ in 0..=MAX_JOURNALED_REPEATS {
             if !in_time() {
                 break;
             }
             match self
                 .store
-                .count_delivery(&message.key, expected, Millis::new(received), expires_at)
+                .count_repeat(&message.key, expected, Millis::new(received), expires_at)
                 .await?
             {
-                DeliveryCount::Counted(n) => {
+                RepeatCount::Counted(n) => {
                     counted = Some(n);
                     break;
                 }
-                DeliveryCount::Conflict { current } => expected = current,
+                RepeatCount::Conflict { current } => expected = current,
             }
         }
         let Some(n) = counted else {
@@ -61,8 +59,8 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
             );
             return Ok(None);
         };
-        if n > MAX_JOURNALED_DELIVERIES {
-            if n == MAX_JOURNALED_DELIVERIES + 1 || n % 1000 == 0 {
+        if n > MAX_JOURNALED_REPEATS {
+            if n == MAX_JOURNALED_REPEATS + 1 || n % 1000 == 0 {
                 tracing::warn!(
                     source = %message.key.source,
                     event_id = %message.key.event_id,
@@ -84,7 +82,7 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         } = message;
         // A repeat is hashed here, off the accepted path.
         let body_digest = body_digest.unwrap_or_else(|| BodyDigest::of(&body));
-        let delivery = Delivery {
+        let delivery = Repeat {
             key,
             received_at_ms: received,
             body_digest,
@@ -93,7 +91,7 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
             headers,
             expires_at_secs: expires_at.as_secs(),
         };
-        self.store.journal_delivery(&delivery).await?;
+        self.store.journal_repeat(&delivery).await?;
         Ok(Some(n))
     }
 }

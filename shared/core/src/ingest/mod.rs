@@ -39,7 +39,7 @@ use crate::identity;
 use crate::metrics::{Metric, MetricSink};
 use crate::signature::{Request, SignatureError};
 use crate::sources::{LiveSources, Reloader, Source, Sources};
-use crate::store::dynamo::HOT_PATH_OPERATION_TIMEOUT;
+use crate::store::dynamo::FAIL_FAST_OPERATION_TIMEOUT;
 use crate::store::{Inbox, NewMessage, PutOutcome};
 use http::HeaderMap;
 use serde::Serialize;
@@ -55,7 +55,7 @@ pub const WORST_CASE: Duration = Duration::from_millis(
     max_ms(
         SECRETS_FETCH_TIMEOUT.as_millis() as u64,
         JOURNAL_BUDGET_MS as u64,
-    ) + HOT_PATH_OPERATION_TIMEOUT.as_millis() as u64,
+    ) + FAIL_FAST_OPERATION_TIMEOUT.as_millis() as u64,
 );
 
 const fn max_ms(a: u64, b: u64) -> u64 {
@@ -112,7 +112,7 @@ pub struct Acknowledgement {
     /// Only for duplicates: whether the body differs from the stored original.
     pub body_differs: bool,
     /// Only for duplicates: which repeated delivery of the message this is (`None`: it could not
-    /// be counted in time); only the first [`crate::store::MAX_JOURNALED_DELIVERIES`] are
+    /// be counted in time); only the first [`crate::store::MAX_JOURNALED_REPEATS`] are
     /// journaled.
     pub repeated: Option<u64>,
 }

@@ -18,7 +18,7 @@ mod outbox;
 
 use super::attr::{get_n, get_s, n, s, string_map};
 use super::schema::*;
-use super::{Delivery, DeliveryCount, Inbox, Item, NewMessage, PutOutcome, StoreError};
+use super::{Inbox, Item, NewMessage, PutOutcome, Repeat, RepeatCount, StoreError};
 use crate::clock::Millis;
 use crate::domain::{BodyDigest, MessageKey, Status};
 use aws_sdk_dynamodb::config::retry::RetryConfig;
@@ -31,19 +31,20 @@ pub use body::{S3Bodies, StoredBody};
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// The longest one request of [`client_for_hot_path`] may take, retries included: what the ingest
+/// The longest one request of [`fail_fast_client`] may take, retries included: what the ingest
 /// function's timeout is sized from (see `ingest::WORST_CASE`).
-pub const HOT_PATH_OPERATION_TIMEOUT: Duration = Duration::from_millis(5_000);
+pub const FAIL_FAST_OPERATION_TIMEOUT: Duration = Duration::from_millis(5_000);
 
-/// Builds a DynamoDB client for a request/response path: short timeouts and few retries, so an
-/// outage turns into a fast 503 (the provider retries) rather than a Lambda timeout.
-pub fn client_for_hot_path(sdk: &aws_config::SdkConfig) -> Client {
+/// Builds the DynamoDB client every function uses: short timeouts and few retries, so an outage
+/// turns into a fast error that is retried by whoever sent the work (the provider, after the
+/// ingest's 503; Lambda, after a batch item failure) rather than into a Lambda timeout.
+pub fn fail_fast_client(sdk: &aws_config::SdkConfig) -> Client {
     let config = aws_sdk_dynamodb::config::Builder::from(sdk)
         .timeout_config(
             TimeoutConfig::builder()
                 .connect_timeout(Duration::from_millis(1_000))
                 .operation_attempt_timeout(Duration::from_millis(2_000))
-                .operation_timeout(HOT_PATH_OPERATION_TIMEOUT)
+                .operation_timeout(FAIL_FAST_OPERATION_TIMEOUT)
                 .build(),
         )
         .retry_config(RetryConfig::standard().with_max_attempts(3))
@@ -52,15 +53,15 @@ pub fn client_for_hot_path(sdk: &aws_config::SdkConfig) -> Client {
 }
 
 /// The inbox on a DynamoDB table laid out as in [`super::schema`], with large bodies in S3 when
-/// [`DynamoInbox::with_bodies`] names a bucket (`body.rs`).
+/// [`DynamoTable::with_bodies`] names a bucket (`body.rs`).
 #[derive(Debug, Clone)]
-pub struct DynamoInbox {
+pub struct DynamoTable {
     client: Client,
     table: String,
     bodies: Option<S3Bodies>,
 }
 
-impl DynamoInbox {
+impl DynamoTable {
     /// Every body inline (compressed): what fits an item ([`body::MAX_INLINE_BYTES`]).
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
@@ -203,7 +204,7 @@ fn batch_attr(part: &crate::batch::BatchPart) -> AttributeValue {
     AttributeValue::M(map)
 }
 
-fn delivery_item(d: &Delivery, differing: Option<StoredBody>) -> HashMap<String, AttributeValue> {
+fn repeat_item(d: &Repeat, differing: Option<StoredBody>) -> HashMap<String, AttributeValue> {
     let mut item = HashMap::with_capacity(10);
     item.insert(PK.into(), s(message_pk(&d.key)));
     item.insert(
@@ -271,7 +272,7 @@ where
     }
 }
 
-impl Inbox for DynamoInbox {
+impl Inbox for DynamoTable {
     /// One conditional `PutItem`. The item carries a token made for this call: when an attempt's
     /// write lands but its answer is lost (a timeout) and the SDK's retry finds the item, the
     /// token in the old image says it is this request's own write, and the answer is `Inserted`
@@ -312,7 +313,7 @@ impl Inbox for DynamoInbox {
         }
     }
 
-    async fn journal_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
+    async fn journal_repeat(&self, delivery: &Repeat) -> Result<(), StoreError> {
         let differing = match &delivery.differing_body {
             Some(b) => Some(
                 self.store_body(&delivery.key, b, Some(delivery.body_digest))
@@ -324,7 +325,7 @@ impl Inbox for DynamoInbox {
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(delivery_item(delivery, differing)))
+            .set_item(Some(repeat_item(delivery, differing)))
             // The sort key holds a UUID made for this call: only an SDK retry of this very request
             // (its first attempt landed, the answer was lost) can find it, so that is success.
             .condition_expression("attribute_not_exists(#pk)")
@@ -342,13 +343,13 @@ impl Inbox for DynamoInbox {
         }
     }
 
-    async fn count_delivery(
+    async fn count_repeat(
         &self,
         key: &MessageKey,
         expected: Option<u64>,
         at: Millis,
         expires_at: Millis,
-    ) -> Result<DeliveryCount, StoreError> {
+    ) -> Result<RepeatCount, StoreError> {
         let next = expected.map_or(1, |c| c.saturating_add(1));
         let request = self
             .client
@@ -371,7 +372,7 @@ impl Inbox for DynamoInbox {
                 .expression_attribute_values(":expected", n(i64::try_from(c).unwrap_or(i64::MAX))),
         };
         match request.send().await {
-            Ok(_) => Ok(DeliveryCount::Counted(next)),
+            Ok(_) => Ok(RepeatCount::Counted(next)),
             Err(SdkError::ServiceError(se))
                 if matches!(se.err(), PutItemError::ConditionalCheckFailedException(_)) =>
             {
@@ -382,7 +383,7 @@ impl Inbox for DynamoInbox {
                         .and_then(|v| u64::try_from(v).ok()),
                     _ => None,
                 };
-                Ok(DeliveryCount::Conflict { current })
+                Ok(RepeatCount::Conflict { current })
             }
             Err(e) => Err(classify(e)),
         }

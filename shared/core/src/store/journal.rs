@@ -1,17 +1,17 @@
 //! Repeated deliveries of a stored message: the journal record written for each of the first
-//! [`MAX_JOURNALED_DELIVERIES`] ([`Delivery`], read back as [`DeliveryRecord`]) and what counting
-//! them finds ([`DeliveryCount`], see [`super::Inbox::count_delivery`]).
+//! [`MAX_JOURNALED_REPEATS`] ([`Delivery`], read back as [`RepeatRecord`]) and what counting
+//! them finds ([`RepeatCount`], see [`super::Inbox::count_repeat`]).
 
 use crate::domain::{BodyDigest, MessageKey};
 
 /// At most this many repeated deliveries of one message are journaled with their headers (and
 /// their body when it differs); later ones are only counted, so replays of a captured request
 /// cannot grow storage or cost without limit.
-pub const MAX_JOURNALED_DELIVERIES: u64 = 10;
+pub const MAX_JOURNALED_REPEATS: u64 = 10;
 
-/// What counting a repeated delivery found ([`super::Inbox::count_delivery`]).
+/// What counting a repeated delivery found ([`super::Inbox::count_repeat`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeliveryCount {
+pub enum RepeatCount {
     /// Counted: this is the message's `n`-th repeated delivery.
     Counted(u64),
     /// The counter was not at the expected value (another delivery was counted meanwhile, or it
@@ -21,7 +21,7 @@ pub enum DeliveryCount {
 
 /// A repeated delivery of a message that is already stored, journaled beside it for audit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
+pub struct Repeat {
     pub key: MessageKey,
     pub received_at_ms: i64,
     pub body_digest: BodyDigest,
@@ -36,7 +36,7 @@ pub struct Delivery {
 
 /// A journal record read back.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct DeliveryRecord {
+pub struct RepeatRecord {
     pub received_at: i64,
     pub body_sha256: String,
     pub body_differs: bool,

@@ -13,8 +13,8 @@ use row::Row;
 use super::attr::{get_n, get_s, n, s};
 use super::schema::open_shard;
 use super::{
-    Applied, Delivery, DeliveryCount, DeliveryRecord, DueMessage, Effect, Inbox, Item, ItemStore,
-    ItemWriter, ListFilter, MessageStore, NewMessage, PutOutcome, StoreError, TooManyEffects,
+    Applied, DueMessage, Effect, Inbox, Item, ItemStore, ItemWriter, ListFilter, MessageStore,
+    NewMessage, PutOutcome, Repeat, RepeatCount, RepeatRecord, StoreError, TooManyEffects,
     Transition, MAX_COMMIT_EFFECTS,
 };
 use crate::clock::Millis;
@@ -31,7 +31,7 @@ use std::sync::{Mutex, MutexGuard};
 pub struct MemoryStore {
     /// Boxed: a row is a few hundred bytes, and growing the map then moves pointers, not rows.
     rows: Mutex<HashMap<MessageKey, Box<Row>>>,
-    deliveries: Mutex<Vec<Delivery>>,
+    deliveries: Mutex<Vec<Repeat>>,
     delivery_counts: Mutex<HashMap<MessageKey, u64>>,
     effects: Mutex<Vec<(MessageKey, Effect)>>,
     items: Mutex<BTreeMap<(String, String), Item>>,
@@ -180,19 +180,19 @@ impl Inbox for MemoryStore {
         }
     }
 
-    async fn journal_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
+    async fn journal_repeat(&self, delivery: &Repeat) -> Result<(), StoreError> {
         self.write()?;
         lock(&self.deliveries).push(delivery.clone());
         Ok(())
     }
 
-    async fn count_delivery(
+    async fn count_repeat(
         &self,
         key: &MessageKey,
         expected: Option<u64>,
         _at: Millis,
         _expires_at: Millis,
-    ) -> Result<DeliveryCount, StoreError> {
+    ) -> Result<RepeatCount, StoreError> {
         self.write()?;
         Ok(self.count_now(key, expected))
     }
@@ -272,12 +272,12 @@ impl MessageStore for MemoryStore {
         Ok(found)
     }
 
-    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<DeliveryRecord>, StoreError> {
+    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<RepeatRecord>, StoreError> {
         self.up()?;
         Ok(self.records_of(key))
     }
 
-    async fn delivery_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
+    async fn repeat_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
         self.up()?;
         Ok(self.delivery_counter(key).unwrap_or(0))
     }

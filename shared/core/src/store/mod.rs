@@ -25,7 +25,7 @@ pub mod size;
 mod transition;
 mod writer;
 
-pub use journal::{Delivery, DeliveryCount, DeliveryRecord, MAX_JOURNALED_DELIVERIES};
+pub use journal::{Repeat, RepeatCount, RepeatRecord, MAX_JOURNALED_REPEATS};
 pub use listing::{DueMessage, ListFilter};
 pub use transition::{Applied, Transition};
 pub use writer::{ItemWriter, TooManyEffects, MAX_COMMIT_EFFECTS};
@@ -180,22 +180,22 @@ pub trait Inbox: Send + Sync {
     ) -> impl Future<Output = Result<PutOutcome, StoreError>> + Send;
 
     /// Journals a repeated delivery beside its message.
-    fn journal_delivery(
+    fn journal_repeat(
         &self,
-        delivery: &Delivery,
+        repeat: &Repeat,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Counts one more repeated delivery of `key`: sets its counter to `expected + 1` (1 when
     /// `expected` is `None`: no counter yet) if the counter is still at `expected`, noting `at`
     /// and refreshing its expiry to `expires_at`. One conditional write and no read: a
-    /// [`DeliveryCount::Conflict`] brings the current value back for the next try.
-    fn count_delivery(
+    /// [`RepeatCount::Conflict`] brings the current value back for the next try.
+    fn count_repeat(
         &self,
         key: &MessageKey,
         expected: Option<u64>,
         at: Millis,
         expires_at: Millis,
-    ) -> impl Future<Output = Result<DeliveryCount, StoreError>> + Send;
+    ) -> impl Future<Output = Result<RepeatCount, StoreError>> + Send;
 }
 
 impl<T: Inbox> Inbox for std::sync::Arc<T> {
@@ -206,21 +206,21 @@ impl<T: Inbox> Inbox for std::sync::Arc<T> {
         (**self).put_if_absent(msg)
     }
 
-    fn journal_delivery(
+    fn journal_repeat(
         &self,
-        delivery: &Delivery,
+        repeat: &Repeat,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).journal_delivery(delivery)
+        (**self).journal_repeat(repeat)
     }
 
-    fn count_delivery(
+    fn count_repeat(
         &self,
         key: &MessageKey,
         expected: Option<u64>,
         at: Millis,
         expires_at: Millis,
-    ) -> impl Future<Output = Result<DeliveryCount, StoreError>> + Send {
-        (**self).count_delivery(key, expected, at, expires_at)
+    ) -> impl Future<Output = Result<RepeatCount, StoreError>> + Send {
+        (**self).count_repeat(key, expected, at, expires_at)
     }
 }
 
@@ -308,15 +308,15 @@ pub trait MessageStore: Send + Sync {
     ) -> impl Future<Output = Result<Vec<StoredMessage>, StoreError>> + Send;
 
     /// The journal of repeated deliveries of a message (time, digest, whether the body differed):
-    /// the first [`MAX_JOURNALED_DELIVERIES`] of them.
+    /// the first [`MAX_JOURNALED_REPEATS`] of them.
     fn deliveries(
         &self,
         key: &MessageKey,
-    ) -> impl Future<Output = Result<Vec<DeliveryRecord>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Vec<RepeatRecord>, StoreError>> + Send;
 
     /// How many repeated deliveries of a message were counted (journaled or not; 0 when none,
     /// or when the counter expired with its journal).
-    fn delivery_count(
+    fn repeat_count(
         &self,
         key: &MessageKey,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
@@ -367,15 +367,15 @@ impl<T: MessageStore> MessageStore for std::sync::Arc<T> {
     fn deliveries(
         &self,
         key: &MessageKey,
-    ) -> impl Future<Output = Result<Vec<DeliveryRecord>, StoreError>> + Send {
+    ) -> impl Future<Output = Result<Vec<RepeatRecord>, StoreError>> + Send {
         (**self).deliveries(key)
     }
 
-    fn delivery_count(
+    fn repeat_count(
         &self,
         key: &MessageKey,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        (**self).delivery_count(key)
+        (**self).repeat_count(key)
     }
 
     fn purge(

@@ -38,7 +38,7 @@ pub const HISTORY: &str = "history";
 pub const HISTORY_TOTAL: &str = "history_total";
 pub const NOTICE_PENDING: &str = "notice_pending";
 /// A per-request token in a new message: an SDK retry of the same `PutItem` that finds the item
-/// recognises its own write (see `DynamoInbox::put_if_absent`).
+/// recognises its own write (see `DynamoTable::put_if_absent`).
 pub const INGEST_TOKEN: &str = "ingest_token";
 pub const OPEN_SHARD: &str = "open_shard";
 pub const OPEN_DUE: &str = "open_due";

@@ -6,7 +6,7 @@ use inbox_core::domain::MessageKey;
 use inbox_core::message::StoredMessage;
 use inbox_core::metrics::RecordingSink;
 use inbox_core::store::{
-    Applied, DeliveryRecord, DueMessage, Effect, ListFilter, MessageStore, StoreError, Transition,
+    Applied, DueMessage, Effect, ListFilter, MessageStore, RepeatRecord, StoreError, Transition,
 };
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -60,12 +60,12 @@ where
         self.inner.list(filter, limit).await
     }
 
-    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<DeliveryRecord>, StoreError> {
+    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<RepeatRecord>, StoreError> {
         self.inner.deliveries(key).await
     }
 
-    async fn delivery_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
-        self.inner.delivery_count(key).await
+    async fn repeat_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
+        self.inner.repeat_count(key).await
     }
 
     async fn purge(&self, key: &MessageKey, expected_version: u64) -> Result<Applied, StoreError> {

@@ -23,7 +23,7 @@ use inbox_core::clock::SystemClock;
 use inbox_core::ingest::Ingestor;
 use inbox_core::process::{Processor, ProcessorConfig};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::pipeline::Pipeline;
 use serde_json::json;
 use std::time::Instant;
@@ -38,7 +38,7 @@ fn usd() -> Currency {
 async fn run(concurrency: usize) -> (f64, std::collections::BTreeMap<String, usize>) {
     let p = Pipeline::new().await;
     let counted = p.counted_dynamodb().await;
-    let store = DynamoInbox::new(counted.clone(), p.harness.table.clone());
+    let store = DynamoTable::new(counted.clone(), p.harness.table.clone());
     let wallet = Wallet::new(
         wallet_ledger::TenantId::parse("acme").unwrap(),
         usd().amount(5),
@@ -79,7 +79,7 @@ async fn run(concurrency: usize) -> (f64, std::collections::BTreeMap<String, usi
     let batch = p.read_stream().await;
     assert_eq!(batch.records.len(), BATCH);
     let registry = process_function::registry(
-        DynamoInbox::new(counted, p.harness.table.clone()),
+        DynamoTable::new(counted, p.harness.table.clone()),
         WalletSources::default(),
     );
     let retry = SqsRetryQueue::new(p.sqs.clone(), p.retry_url.clone());

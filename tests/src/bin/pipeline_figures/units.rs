@@ -14,7 +14,7 @@ use inbox_core::ingest::Ingestor;
 use inbox_core::process::{Processor, ProcessorConfig};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::store::dynamo::body::DEFAULT_INLINE_MAX_BYTES;
-use inbox_core::store::dynamo::{DynamoInbox, S3Bodies};
+use inbox_core::store::dynamo::{DynamoTable, S3Bodies};
 use inbox_core::store::size::{item_size, transactional_write_units, write_units};
 use inbox_core::store::Item;
 use integration_tests::pipeline::Pipeline;
@@ -109,7 +109,7 @@ pub async fn measure(size: usize) -> Units {
         .await
         .expect("bucket");
     let bodies = S3Bodies::new(s3, bucket, DEFAULT_INLINE_MAX_BYTES);
-    let store = DynamoInbox::new(p.counted_dynamodb().await, p.harness.table.clone())
+    let store = DynamoTable::new(p.counted_dynamodb().await, p.harness.table.clone())
         .with_bodies(Some(bodies));
     let usd = Currency::parse("usd").expect("a currency");
     let wallet = Wallet::new(

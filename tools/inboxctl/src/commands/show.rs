@@ -11,7 +11,7 @@ use crate::when;
 use base64::Engine as _;
 use inbox_core::domain::BodyDigest;
 use inbox_core::message::StoredMessage;
-use inbox_core::store::{DeliveryRecord, MessageStore as _};
+use inbox_core::store::{MessageStore as _, RepeatRecord};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -29,7 +29,7 @@ pub async fn run(ctx: &Context, args: ShowArgs) -> Result<()> {
     let mut journal = store.deliveries(&key).await?;
     journal.sort_by_key(|d| d.received_at);
     let repeats = Repeats {
-        count: store.delivery_count(&key).await?,
+        count: store.repeat_count(&key).await?,
         journal,
     };
     if ctx.json() {
@@ -42,7 +42,7 @@ pub async fn run(ctx: &Context, args: ShowArgs) -> Result<()> {
 /// The repeated deliveries of a message: how many were counted, and the first ones' journal.
 struct Repeats {
     count: u64,
-    journal: Vec<DeliveryRecord>,
+    journal: Vec<RepeatRecord>,
 }
 
 impl Repeats {

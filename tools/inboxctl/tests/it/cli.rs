@@ -13,8 +13,8 @@ use inbox_core::process::registry::{Handler, HandlerFuture, HandlerOutcome, Regi
 use inbox_core::process::{Outcome, Processor, ProcessorConfig};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::signature::Request;
-use inbox_core::store::dynamo::DynamoInbox;
-use inbox_core::store::{Applied, Delivery, Inbox as _, MessageStore as _, NewMessage, Transition};
+use inbox_core::store::dynamo::DynamoTable;
+use inbox_core::store::{Applied, Inbox as _, MessageStore as _, NewMessage, Repeat, Transition};
 use integration_tests::{api_event, Harness};
 use serde_json::{json, Value};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -57,7 +57,7 @@ impl Run {
 /// A fresh table (through the ingest harness) and fresh queues.
 struct Env {
     h: Harness,
-    store: DynamoInbox,
+    store: DynamoTable,
     sqs: aws_sdk_sqs::Client,
     retry_url: String,
     quarantine_url: String,
@@ -79,7 +79,7 @@ impl Env {
         let sqs = aws_sdk_sqs::Client::new(&integration_tests::sdk_config().await);
         let retry_url = create_queue(&sqs, "retry").await;
         let quarantine_url = create_queue(&sqs, "quarantine").await;
-        let store = DynamoInbox::new(h.client.clone(), h.table.clone());
+        let store = DynamoTable::new(h.client.clone(), h.table.clone());
         Self {
             h,
             store,
@@ -744,7 +744,7 @@ async fn purge_is_a_dry_run_until_yes() {
         .put_at(&unique("evt_rp"), now - DAY_MS, Status::Processed)
         .await;
     env.store
-        .journal_delivery(&Delivery {
+        .journal_repeat(&Repeat {
             key: old_processed.clone(),
             received_at_ms: now - 9 * DAY_MS,
             body_digest: BodyDigest::of(b"x"),
@@ -1132,7 +1132,7 @@ async fn exit_codes() {
 async fn show_and_replay_read_a_body_kept_in_s3() {
     let env = Env::new().await;
     let (_, bodies) = integration_tests::body_bucket(&integration_tests::endpoint(), 1024).await;
-    let store = DynamoInbox::new(env.h.client.clone(), env.h.table.clone())
+    let store = DynamoTable::new(env.h.client.clone(), env.h.table.clone())
         .with_bodies(Some(bodies.clone()));
     let id = unique("evt_s3");
     let body = integration_tests::stripe_event(&id, "invoice.paid", 300 * 1024);

@@ -7,7 +7,7 @@ use inbox_core::outbox::delivery::{AttemptRecord, DeliveryStatus, OutboundDelive
 use inbox_core::outbox::destination::SecretText;
 use inbox_core::outbox::sign::Signer;
 use inbox_core::outbox::store::OutboxStore as _;
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::outbox::{key, reference};
 use integration_tests::{api_event, Harness};
 use serde_json::Value;
@@ -40,13 +40,13 @@ impl Run {
 
 struct Env {
     h: Harness,
-    store: DynamoInbox,
+    store: DynamoTable,
 }
 
 impl Env {
     async fn new() -> Self {
         let h = Harness::new().await;
-        let store = DynamoInbox::new(h.client.clone(), h.table.clone());
+        let store = DynamoTable::new(h.client.clone(), h.table.clone());
         Self { h, store }
     }
 

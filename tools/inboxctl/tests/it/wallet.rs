@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::SystemClock;
 use inbox_core::domain::{EventId, MessageKey, SourceName, Status};
 use inbox_core::process::registry::Registry;
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use inbox_core::store::MessageStore as _;
 use integration_tests::api_event;
 use integration_tests::pipeline::Pipeline;
@@ -123,8 +123,8 @@ async fn ingest_mailer(
     key("mailer", webhook_id)
 }
 
-fn store(p: &Pipeline) -> DynamoInbox {
-    DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone())
+fn store(p: &Pipeline) -> DynamoTable {
+    DynamoTable::new(p.harness.client.clone(), p.harness.table.clone())
 }
 
 fn unique(prefix: &str) -> String {

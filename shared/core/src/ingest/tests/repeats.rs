@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::clock::Millis;
-use crate::store::{DeliveryCount, MAX_JOURNALED_DELIVERIES};
+use crate::store::{RepeatCount, MAX_JOURNALED_REPEATS};
 use std::sync::Arc;
 
 #[tokio::test]
@@ -20,12 +20,12 @@ async fn only_the_first_ten_repeats_are_journaled_the_rest_counted() {
     assert_eq!(numbers, (1..=25).collect::<Vec<u64>>());
     assert_eq!(
         ing.store().journal().len() as u64,
-        MAX_JOURNALED_DELIVERIES,
+        MAX_JOURNALED_REPEATS,
         "the journal stops at ten"
     );
     assert_eq!(ing.store().delivery_counter(&first.key), Some(25));
     assert_eq!(
-        crate::store::MessageStore::delivery_count(ing.store(), &first.key)
+        crate::store::MessageStore::repeat_count(ing.store(), &first.key)
             .await
             .unwrap(),
         25
@@ -70,25 +70,23 @@ impl Inbox for Slow {
         self.inner.put_if_absent(msg).await
     }
 
-    async fn journal_delivery(
+    async fn journal_repeat(
         &self,
-        delivery: &crate::store::Delivery,
+        delivery: &crate::store::Repeat,
     ) -> Result<(), crate::store::StoreError> {
         self.clock.advance_millis(self.step_ms);
-        self.inner.journal_delivery(delivery).await
+        self.inner.journal_repeat(delivery).await
     }
 
-    async fn count_delivery(
+    async fn count_repeat(
         &self,
         key: &MessageKey,
         expected: Option<u64>,
         at: Millis,
         expires_at: Millis,
-    ) -> Result<DeliveryCount, crate::store::StoreError> {
+    ) -> Result<RepeatCount, crate::store::StoreError> {
         self.clock.advance_millis(self.step_ms);
-        self.inner
-            .count_delivery(key, expected, at, expires_at)
-            .await
+        self.inner.count_repeat(key, expected, at, expires_at).await
     }
 }
 

@@ -4,7 +4,7 @@
 use super::*;
 use crate::message::HISTORY_LIMIT;
 use crate::store::schema::PENDING_GRACE_MS;
-use crate::store::{DeliveryRecord, DueMessage, ListFilter};
+use crate::store::{DueMessage, ListFilter, RepeatRecord};
 use std::sync::Mutex;
 
 /// Panics on every call.
@@ -81,11 +81,11 @@ impl MessageStore for FailCommits {
     async fn list(&self, f: &ListFilter, limit: usize) -> Result<Vec<StoredMessage>, StoreError> {
         self.inner.list(f, limit).await
     }
-    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<DeliveryRecord>, StoreError> {
+    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<RepeatRecord>, StoreError> {
         self.inner.deliveries(key).await
     }
-    async fn delivery_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
-        self.inner.delivery_count(key).await
+    async fn repeat_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
+        self.inner.repeat_count(key).await
     }
     async fn purge(&self, key: &MessageKey, v: u64) -> Result<Applied, StoreError> {
         self.inner.purge(key, v).await

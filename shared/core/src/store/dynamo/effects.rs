@@ -2,7 +2,7 @@
 //! [`ItemWriter::commit`]: one effect as one conditional write, several as one transaction.
 
 use super::cancel::{self, Reason};
-use super::{classify, corrupt, DynamoInbox};
+use super::{classify, corrupt, DynamoTable};
 use crate::store::attr::{n, s};
 use crate::store::schema::{PK, SK, VERSION};
 use crate::store::{Applied, Effect, ItemWriter, StoreError, TooManyEffects, MAX_COMMIT_EFFECTS};
@@ -128,7 +128,7 @@ pub(super) fn ensure_update(
         .map_err(corrupt)
 }
 
-impl ItemWriter for DynamoInbox {
+impl ItemWriter for DynamoTable {
     async fn commit(&self, effects: Vec<Effect>) -> Result<Applied, StoreError> {
         if effects.len() > MAX_COMMIT_EFFECTS {
             return Err(StoreError::Rejected(Box::new(TooManyEffects(
@@ -150,7 +150,7 @@ impl ItemWriter for DynamoInbox {
     }
 }
 
-impl DynamoInbox {
+impl DynamoTable {
     /// One element as a plain conditional `PutItem` or `UpdateItem` (a transaction of one costs
     /// twice the capacity); anything else as a transaction.
     async fn write_one(&self, item: TransactWriteItem) -> Result<Applied, StoreError> {

@@ -1,11 +1,11 @@
 //! Plain item access on DynamoDB for applications' own items (strongly consistent reads).
 
-use super::{classify, DynamoInbox};
+use super::{classify, DynamoTable};
 use crate::store::attr::s;
 use crate::store::schema::*;
 use crate::store::{Item, ItemStore, StoreError};
 
-impl ItemStore for DynamoInbox {
+impl ItemStore for DynamoTable {
     async fn get_item(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         let out = self
             .client

@@ -3,13 +3,13 @@
 
 use super::cancel::{self, Reason};
 use super::effects::effect_item;
-use super::{body, classify, corrupt, DynamoInbox};
+use super::{body, classify, corrupt, DynamoTable};
 use crate::domain::{EventId, MessageKey, SourceName, Status};
 use crate::message::StoredMessage;
 use crate::store::attr::{get_n, get_s, n, s};
 use crate::store::schema::*;
 use crate::store::{
-    Applied, DeliveryRecord, DueMessage, Effect, ItemStore, ListFilter, MessageStore, StoreError,
+    Applied, DueMessage, Effect, ItemStore, ListFilter, MessageStore, RepeatRecord, StoreError,
     Transition,
 };
 use aws_sdk_dynamodb::error::SdkError;
@@ -113,7 +113,7 @@ fn transition_update(
     })
 }
 
-impl MessageStore for DynamoInbox {
+impl MessageStore for DynamoTable {
     async fn get(&self, key: &MessageKey) -> Result<Option<StoredMessage>, StoreError> {
         let out = self
             .client
@@ -269,7 +269,7 @@ impl MessageStore for DynamoInbox {
         Ok(found)
     }
 
-    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<DeliveryRecord>, StoreError> {
+    async fn deliveries(&self, key: &MessageKey) -> Result<Vec<RepeatRecord>, StoreError> {
         let journal = ItemStore::query_items(self, &message_pk(key), DELIVERY_PREFIX).await?;
         journal
             .into_iter()
@@ -278,7 +278,7 @@ impl MessageStore for DynamoInbox {
             .collect()
     }
 
-    async fn delivery_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
+    async fn repeat_count(&self, key: &MessageKey) -> Result<u64, StoreError> {
         let counter = ItemStore::get_item(self, &message_pk(key), DELIVERY_COUNT_SK).await?;
         Ok(counter
             .and_then(|i| get_n(&i, COUNT))
@@ -336,7 +336,7 @@ impl MessageStore for DynamoInbox {
     }
 }
 
-impl DynamoInbox {
+impl DynamoTable {
     /// Exempts a failed message's S3 body from expiry; a failure is logged for the operator (the
     /// message is failed either way; its body would otherwise expire after the retention).
     async fn keep_body(&self, key: &MessageKey, s3_key: &str) {

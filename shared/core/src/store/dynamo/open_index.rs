@@ -1,12 +1,12 @@
 //! The one query of the sparse open index (`open-index`): what is due in one shard, page by
 //! page, shared by the reaper's messages and the outbox's due work.
 
-use super::{classify, DynamoInbox};
+use super::{classify, DynamoTable};
 use crate::store::attr::{n, s};
 use crate::store::schema::{OPEN_DUE, OPEN_INDEX, OPEN_SHARD};
 use crate::store::{Item, StoreError};
 
-impl DynamoInbox {
+impl DynamoTable {
     /// The items of `shard` due at `now` (oldest first), at most `limit`, each mapped by `keep`
     /// (`None`: skipped, not counted).
     pub(super) async fn due_in_shard<T>(

@@ -4,7 +4,7 @@
 //! return the old value on failure (no read first), the circuit by unconditional counts.
 
 use super::effects::ensure_update;
-use super::{classify, corrupt, DynamoInbox};
+use super::{classify, corrupt, DynamoTable};
 use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::outbox::breaker::{Change, Circuit};
@@ -40,7 +40,7 @@ fn worker_state(item: &Item) -> WorkerState {
     }
 }
 
-impl DynamoInbox {
+impl DynamoTable {
     fn state_update(
         &self,
         destination: &DestinationId,
@@ -53,7 +53,7 @@ impl DynamoInbox {
     }
 }
 
-impl OutboxStore for DynamoInbox {
+impl OutboxStore for DynamoTable {
     async fn delivery(&self, r: &DeliveryRef) -> Result<Option<OutboundDelivery>, StoreError> {
         let out = self
             .client

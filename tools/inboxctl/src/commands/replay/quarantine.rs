@@ -16,7 +16,7 @@ use inbox_core::domain::{MessageKey, Status};
 use inbox_core::message::{QuarantineNotice, RetryRequest};
 use inbox_core::ops::{self, ReplayOutcome};
 use inbox_core::queue::sqs::SqsRetryQueue;
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use serde::Serialize;
 use std::collections::HashSet;
 
@@ -247,7 +247,7 @@ pub async fn from_quarantine(ctx: &Context, args: &ReplayArgs) -> Result<()> {
 
 /// Replays what one queue message names; returns the report line and whether to delete it.
 async fn handle_one(
-    store: &DynamoInbox,
+    store: &DynamoTable,
     retry: &SqsRetryQueue,
     args: &ReplayArgs,
     message_id: String,

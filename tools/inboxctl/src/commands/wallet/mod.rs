@@ -23,7 +23,7 @@ use crate::context::Context;
 use crate::error::{failed, usage, Context as _, Result};
 use crate::output::{print_json, say};
 use inbox_core::clock::{Clock as _, SystemClock};
-use inbox_core::store::dynamo::DynamoInbox;
+use inbox_core::store::dynamo::DynamoTable;
 use serde_json::json;
 use view::WalletView;
 use wallet_ledger::{CreateOutcome, Currency, Ledger, LedgerError, Money, TenantId, Wallet};
@@ -69,7 +69,7 @@ fn currency_arg(currency: &str) -> Result<Currency> {
 }
 
 /// The wallet of `tenant`, or an error saying how to create it.
-async fn load_wallet(store: &DynamoInbox, tenant: &str) -> Result<Wallet> {
+async fn load_wallet(store: &DynamoTable, tenant: &str) -> Result<Wallet> {
     let missing = || {
         failed(format!(
             "no wallet for tenant {tenant:?} in table {} (create one with: inboxctl wallet create {tenant} --currency … --price …)",
