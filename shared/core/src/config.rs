@@ -4,7 +4,7 @@
 //!
 //! - [`env`]: [`Env`], the one way every function and `inboxctl` read a variable (trimmed, empty
 //!   counts as unset, the documented default, errors naming the variable);
-//! - [`doc`]: how a variable is documented ([`Var`]) and the README tables rendered from that;
+//! - [`doc`]: how a variable is documented ([`Var`]) and the tables of `docs/configuration.md` rendered from that;
 //! - [`catalog`]: the inbox's variables, each documented once ([`vars`]: their bare names);
 //! - here: [`ConfigError`] and the defaults other parts share.
 //!

@@ -4,7 +4,7 @@
 //!
 //! Sources are written in `WEBHOOK_SOURCES` (a JSON object: source name → `{"scheme": …}` plus
 //! the scheme's settings, `tolerance_secs`, `event_id`, `event_type`, `handshake`, `batch`; see
-//! the README), secrets in
+//! `docs/sources.md`), secrets in
 //! `WEBHOOK_SECRETS` or the Secrets Manager secret (source name → list of secrets), read by
 //! [`parse_secrets`] into redacted [`Secret`]s. Errors name the variable at fault and never
 //! contain a secret. [`live`]: the sources in use, re-read when their secrets may have changed;

@@ -1,6 +1,6 @@
 //! How an environment variable is documented: [`Var`] (its name, who reads it, what applies when it
 //! is unset, what it means), declared once beside the code that reads it and passed to
-//! [`super::env::Env`] to read it. The README's configuration tables are rendered from these
+//! [`super::env::Env`] to read it. `docs/configuration.md`'s tables are rendered from these
 //! declarations ([`table`], [`read_by`]) and kept in step by [`splice`]: the text between
 //! `<!-- config:begin KIND -->` and `<!-- config:end -->` is what the declarations render.
 //!

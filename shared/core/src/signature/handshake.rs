@@ -2,7 +2,7 @@
 //! URL verification, a ping, a subscription confirmation) rather than events. A scheme recognizes
 //! its provider's handshake ([`super::Scheme::handshake`]) in a request whose signature already
 //! verified; ingest answers it with the [`HandshakeReply`] and stores nothing (one log line
-//! records it). What each scheme answers is in the README's table of handshakes.
+//! records it). What each scheme answers is in the table of handshakes in `docs/sources.md`.
 //!
 //! A reply is decided at once ([`Handshake::Ready`]: echo a challenge, sign a token, answer a
 //! ping) or after I/O ([`Handshake::Pending`]: SNS's subscription is confirmed by visiting its

@@ -33,8 +33,8 @@
 //!
 //! A new file `foo.rs` with a type implementing [`Scheme`] and `FromSpec` (and its tests), a type
 //! implementing [`Sampler`], its `mod foo;` and its line in `SCHEMES` below
-//! (`("foo", construct::<foo::Foo>, fixed::<foo::Samples>)`), and a row in the README's table of
-//! schemes. A provider that signs like an existing scheme is a preset of it instead (see
+//! (`("foo", construct::<foo::Foo>, fixed::<foo::Samples>)`), and a row in the table of schemes in
+//! `docs/sources.md`. A provider that signs like an existing scheme is a preset of it instead (see
 //! `github.rs`). Nothing else matches on schemes: configuration and ingest only see `dyn Scheme`,
 //! `inboxctl` `dyn Sampler` too. (A scheme that is declared but not registered is dead code: the
 //! build fails on the warning.)
