@@ -65,12 +65,12 @@ impl Intercept for LoseAnswers {
 async fn a_write_whose_answer_was_lost_is_acknowledged_as_accepted_and_journals_nothing() {
     let emulator = OwnEmulator::start();
     let h = Harness::on(
-        &emulator.endpoint(),
+        &emulator.endpoints(),
         inbox_core::config::DEFAULT_MAX_BODY_BYTES,
     )
     .await;
     let lossy = Arc::new(LoseAnswers::default());
-    let client = client_for_hot_path(&sdk_config_for(&emulator.endpoint()).await);
+    let client = client_for_hot_path(&sdk_config_for(&emulator.endpoints()).await);
     let client = aws_sdk_dynamodb::Client::from_conf(
         client
             .config()

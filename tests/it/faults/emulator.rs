@@ -23,7 +23,7 @@ const PAUSE: Duration = Duration::from_secs(6);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_then_killed_and_restarted_mid_load_loses_and_doubles_nothing() {
     let mut emulator = OwnEmulator::start();
-    let p = Pipeline::on(&emulator.endpoint()).await;
+    let p = Pipeline::on(&emulator.endpoints()).await;
     let handler = CounterHandler::new(&p.harness.table, false);
     let processor = p
         .processor(Pipeline::registry(handler.clone()), SystemClock)

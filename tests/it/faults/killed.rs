@@ -33,7 +33,7 @@ async fn notices(p: &Pipeline) -> Vec<QuarantineNotice> {
 #[tokio::test]
 async fn the_process_function_killed_at_each_step_loses_and_doubles_nothing() {
     let emulator = OwnEmulator::start();
-    let p = Pipeline::on(&emulator.endpoint()).await;
+    let p = Pipeline::on(&emulator.endpoints()).await;
     let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis()));
     for (n, step) in Step::ALL.into_iter().enumerate() {
         let id = format!("evt_killed_{n}");

@@ -5,8 +5,7 @@
 //! (`docs/faults.md`, `make fault-table`; each test's rows are keyed `<n>-<module>`, which orders
 //! the table). Time-bounded: every wait polls with a deadline.
 //!
-//! - [`serializable`]: concurrent ingest while processing transactions are cancelled (fails on
-//!   plain moto, `MOTO_SERIALIZE=0`).
+//! - [`serializable`]: concurrent ingest while processing transactions are cancelled.
 //! - [`emulator`]: the emulator paused (SIGSTOP/SIGCONT) and killed and restarted mid-load.
 //! - [`killed`]: the process function killed at each step.
 //! - [`queues`]: the retry and quarantine queues unavailable.

@@ -21,7 +21,7 @@ const SENDERS: usize = 16;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_deliveries_of_a_hundred_ids_make_a_hundred_messages_and_effects() {
     let emulator = OwnEmulator::start();
-    let p = Pipeline::on(&emulator.endpoint()).await;
+    let p = Pipeline::on(&emulator.endpoints()).await;
     let handler = CounterHandler::new(&p.harness.table, false);
     let processor = p
         .processor(Pipeline::registry(handler.clone()), SystemClock)
