@@ -96,15 +96,24 @@ bench-docs:
 config-docs:
 	cargo run -q -p integration-tests --bin config_docs
 
-# The fault-injection suite (tests/it/faults/), its
-# observed counts collected as JSON lines and rendered into docs/faults.md. `make test` runs the
-# same tests; this also writes the table.
+# The fault-injection suite (tests/it/faults/: shared emulators on FAULT_PORT/FAULT_DYNAMODB_PORT,
+# and a pair of its own for the tests that pause, kill or load them), its observed counts collected
+# as JSON lines and rendered into docs/faults.md. `make test` runs the same tests; this also
+# writes the table.
 FAULT_COUNTS := $(CURDIR)/target/fault-counts.jsonl
+FAULT_PORT ?= 5068
+FAULT_DYNAMODB_PORT ?= 5069
 fault-table: venv
 	rm -f $(FAULT_COUNTS)
+	scripts/dynamodb_local.sh start $(FAULT_DYNAMODB_PORT)
+	scripts/moto.sh start $(FAULT_PORT) || { scripts/dynamodb_local.sh stop $(FAULT_DYNAMODB_PORT); exit 1; }
 	AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
+	  AWS_ENDPOINT_URL=http://127.0.0.1:$(FAULT_PORT) \
+	  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(FAULT_DYNAMODB_PORT) \
+	  AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:$(FAULT_DYNAMODB_PORT) \
 	  INBOX_VENV=$(CURDIR)/$(VENV) FAULT_COUNTS=$(FAULT_COUNTS) \
-	  cargo test -p integration-tests --test it -- faults::
+	  cargo test -p integration-tests --test it -- faults::; \
+	  rc=$$?; scripts/moto.sh stop $(FAULT_PORT); scripts/dynamodb_local.sh stop $(FAULT_DYNAMODB_PORT); exit $$rc
 	cargo run -q -p integration-tests --bin fault_table -- $(FAULT_COUNTS) docs/faults.md
 
 clean-local:

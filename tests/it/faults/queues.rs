@@ -10,7 +10,6 @@ use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::reaper::{Reaper, ReaperSettings};
 use inbox_core::store::dynamo::DynamoInbox;
 use integration_tests::faults::report::record;
-use integration_tests::faults::OwnEmulator;
 use integration_tests::pipeline::{CounterHandler, Pipeline, TYPE};
 use integration_tests::sdk_config_for;
 use serde_json::json;
@@ -21,8 +20,8 @@ const EACH: usize = 10;
 
 #[tokio::test]
 async fn unavailable_queues_mark_nothing_done_and_the_reaper_finds_what_was_not_sent() {
-    let emulator = OwnEmulator::start();
-    let p = Pipeline::on(&emulator.endpoints()).await;
+    // The shared emulators, a table and queues of its own: nothing here pauses or kills them.
+    let p = Pipeline::new().await;
     let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis()));
     let handler = CounterHandler::new(&p.harness.table, false);
     let store = || DynamoInbox::new(p.harness.client.clone(), p.harness.table.clone());
