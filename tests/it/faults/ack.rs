@@ -200,8 +200,8 @@ async fn a_commit_whose_answer_was_lost_is_replayed_by_its_client_request_token(
          retry carries the same ClientRequestToken"
             .into(),
         format!(
-            "outcomes {:?}; message `{}`, effect applied {effects}× (against plain moto, which \
-             ignores the token, the retry was cancelled by the version check: `skipped_conflict`)",
+            "outcomes {:?}; message `{}`, effect applied {effects}× (a store ignoring the token, \
+             as moto does, would cancel the retry by the version check: `skipped_conflict`)",
             summary.outcomes,
             message.status.as_str()
         ),

@@ -59,7 +59,7 @@ pub fn render(rows: &[Row]) -> String {
          `cargo run -p integration-tests --bin fault_table`). Do not edit by hand. The same tests \
          run in `make test`; these are the counts one run observed. The table and its stream are \
          AWS's DynamoDB Local, the queues moto (docs/dynamodb-local.md); the tests that pause, \
-         kill or restart the emulators start a pair of their own.\n\n",
+         kill, restart or load the emulators heavily start a pair of their own.\n\n",
     );
     out.push_str(
         "| fault | injected (how often, under what load) | found afterwards |\n|---|---|---|\n",
