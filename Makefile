@@ -1,7 +1,7 @@
 # Webhook ingestor: the two everyday commands are `make dev` and `make test`.
 #
-#   make dev           run locally: moto + table + `cargo lambda watch` (scripts/dev.sh)
-#   make test          every test against a local moto, then template checks (scripts/test.sh)
+#   make dev           run locally: DynamoDB Local + moto + table + `cargo lambda watch` (scripts/dev.sh)
+#   make test          every test against DynamoDB Local and moto, then template checks (scripts/test.sh)
 #   make lint          rustfmt, clippy (-D warnings), cfn-lint, sam validate --lint, template checks
 #   make venv          .venv with the Python tooling pinned in scripts/requirements-dev.txt
 #   make build-lambda  release artifact target/lambda/ingest/bootstrap (cargo lambda, x86_64)
@@ -62,10 +62,12 @@ build-lambda: venv
 # (a) CPU per webhook side by side (the peers stripe-node and stripe-python installed into
 # bench/.peers first), and the criterion regression guard; (b) cold start against hello-world
 # built with the same profile, binary size, the served run (first response, peak RSS after
-# 10,000 requests); (c) against its own moto: write units per webhook, batch throughput, outbox
-# figures; (d) dollars per million from the measured counts. BENCH_NOTE is recorded beside them.
+# 10,000 requests); (c) against its own DynamoDB Local (table, stream) and moto (queues): write
+# units per webhook, batch throughput, outbox figures; (d) dollars per million from the measured
+# counts. BENCH_NOTE is recorded beside them.
 BENCH_NOTE ?=
 BENCH_PORT ?= 5066
+BENCH_DYNAMODB_PORT ?= 5067
 bench: venv
 	bench/peers/install.sh
 	rm -rf target/bench-figures
@@ -73,11 +75,14 @@ bench: venv
 	cargo bench -p ingest-function --bench ingest
 	source $(VENV)/bin/activate && cargo lambda build --release --bin ingest --bin hello
 	cargo run --release -p bench-tools --bin coldstart -- target/lambda/ingest/bootstrap target/lambda/hello/bootstrap
-	scripts/moto.sh start $(BENCH_PORT)
+	scripts/dynamodb_local.sh start $(BENCH_DYNAMODB_PORT)
+	scripts/moto.sh start $(BENCH_PORT) || { scripts/dynamodb_local.sh stop $(BENCH_DYNAMODB_PORT); exit 1; }
 	AWS_ENDPOINT_URL=http://127.0.0.1:$(BENCH_PORT) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing \
+	  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(BENCH_DYNAMODB_PORT) \
+	  AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:$(BENCH_DYNAMODB_PORT) \
 	  AWS_SECRET_ACCESS_KEY=testing INBOX_VENV=$(CURDIR)/$(VENV) \
 	  bash -c 'cargo run --release -p integration-tests --bin pipeline_figures && cargo run --release -p integration-tests --bin outbox_figures'; \
-	  rc=$$?; scripts/moto.sh stop $(BENCH_PORT); exit $$rc
+	  rc=$$?; scripts/moto.sh stop $(BENCH_PORT); scripts/dynamodb_local.sh stop $(BENCH_DYNAMODB_PORT); exit $$rc
 	cargo run --release -p bench-tools --bin cost
 	cargo run --release -p bench-tools --bin figures -- --record $(if $(BENCH_NOTE),--note "$(BENCH_NOTE)")
 
@@ -91,15 +96,24 @@ bench-docs:
 config-docs:
 	cargo run -q -p integration-tests --bin config_docs
 
-# The fault-injection suite (tests/it/faults/: each test starts an emulator of its own), its
-# observed counts collected as JSON lines and rendered into docs/faults.md. `make test` runs the
-# same tests; this also writes the table.
+# The fault-injection suite (tests/it/faults/: shared emulators on FAULT_PORT/FAULT_DYNAMODB_PORT,
+# and a pair of its own for the tests that pause, kill or load them), its observed counts collected
+# as JSON lines and rendered into docs/faults.md. `make test` runs the same tests; this also
+# writes the table.
 FAULT_COUNTS := $(CURDIR)/target/fault-counts.jsonl
+FAULT_PORT ?= 5068
+FAULT_DYNAMODB_PORT ?= 5069
 fault-table: venv
 	rm -f $(FAULT_COUNTS)
+	scripts/dynamodb_local.sh start $(FAULT_DYNAMODB_PORT)
+	scripts/moto.sh start $(FAULT_PORT) || { scripts/dynamodb_local.sh stop $(FAULT_DYNAMODB_PORT); exit 1; }
 	AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
+	  AWS_ENDPOINT_URL=http://127.0.0.1:$(FAULT_PORT) \
+	  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(FAULT_DYNAMODB_PORT) \
+	  AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:$(FAULT_DYNAMODB_PORT) \
 	  INBOX_VENV=$(CURDIR)/$(VENV) FAULT_COUNTS=$(FAULT_COUNTS) \
-	  cargo test -p integration-tests --test it -- faults::
+	  cargo test -p integration-tests --test it -- faults::; \
+	  rc=$$?; scripts/moto.sh stop $(FAULT_PORT); scripts/dynamodb_local.sh stop $(FAULT_DYNAMODB_PORT); exit $$rc
 	cargo run -q -p integration-tests --bin fault_table -- $(FAULT_COUNTS) docs/faults.md
 
 clean-local:
@@ -107,5 +121,10 @@ clean-local:
 	  [ -e "$$pidfile" ] || continue; \
 	  port=$${pidfile#.local/moto-}; port=$${port%.pid}; \
 	  scripts/moto.sh stop "$$port"; \
+	done
+	@for pidfile in .local/dynamodb-*.pid; do \
+	  [ -e "$$pidfile" ] || continue; \
+	  port=$${pidfile#.local/dynamodb-}; port=$${port%.pid}; \
+	  scripts/dynamodb_local.sh stop "$$port"; \
 	done
 	rm -rf .local .aws-sam

@@ -4,8 +4,10 @@
 #  1. creates .venv (cargo-lambda, moto[server], stripe, standardwebhooks; pins from
 #     scripts/requirements-dev.txt) if it is missing or incomplete, and activates it
 #     (cargo-lambda finds zig through the venv's python);
-#  2. starts moto (local DynamoDB/Streams/SQS/S3, scripts/moto.sh) on 127.0.0.1:5000
-#     (DEV_MOTO_PORT to change);
+#  2. starts DynamoDB Local (the table and its stream; scripts/dynamodb_local.sh, installed from
+#     local/dynamodb/ on first use) on 127.0.0.1:8000 (DEV_DYNAMODB_PORT to change) and moto
+#     (SQS, S3, Secrets Manager) on 127.0.0.1:5000 (DEV_MOTO_PORT to change); tables in memory
+#     (DEV_DYNAMODB_DB_PATH=DIR keeps them in DIR across runs);
 #  3. creates, from template.yaml, the table webhook-inbox-local (scripts/table_from_template.py),
 #     the queues webhook-retry-local, webhook-quarantine-local, webhook-delivery-local and
 #     webhook-delivery-quarantine-local with the template's visibility timeout, retention and
@@ -24,15 +26,16 @@
 #     destination `dev-listener` (every event, `http://127.0.0.1:9100/webhooks`, a fresh secret):
 #     every processed or ignored event is delivered to it, signed, and printed by the listener.
 #
-# Ctrl-C stops everything this script started (moto, cargo lambda watch and its children, the
+# Ctrl-C stops everything this script started (the emulators, cargo lambda watch and its children, the
 # pipeline). The functions get their configuration from this script's environment (cargo lambda
 # watch passes its environment on to the function processes):
-#   AWS_ENDPOINT_URL=http://127.0.0.1:5000 AWS_REGION=us-east-1
+#   AWS_ENDPOINT_URL=http://127.0.0.1:5000 (moto) AWS_REGION=us-east-1
+#   AWS_ENDPOINT_URL_DYNAMODB=AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:8000 (DynamoDB Local)
 #   AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing TABLE_NAME=webhook-inbox-local
 #   WEBHOOK_SOURCES=$(cat local/sources.json) WEBHOOK_SECRETS=$(cat local/secrets.json)
 #   RETRY_QUEUE_URL, QUARANTINE_QUEUE_URL (the moto queue URLs) MAX_ATTEMPTS=5 LEASE_MS=60000
 #   BACKOFF_BASE_MS=1000 BACKOFF_CAP_MS=60000 (short local retries; deployed: 2 s .. 15 min)
-#   PROCESS_CONCURRENCY=10 (as deployed; the emulator serializes DynamoDB requests)
+#   PROCESS_CONCURRENCY=10 (as deployed)
 #   DELIVERY_QUEUE_URL, DELIVERY_QUARANTINE_QUEUE_URL (the moto queue URLs)
 #   DELIVERY_ALLOW_LOOPBACK=true (deliveries to the local listener: loopback, plain http)
 #   BODY_BUCKET=webhook-bodies-local WALLET_EMAIL_SOURCES (the local email providers' sources)
@@ -46,6 +49,7 @@ cd "$ROOT"
 VENV="$ROOT/.venv"
 REQS="$ROOT/scripts/requirements-dev.txt"
 MOTO_PORT="${DEV_MOTO_PORT:-5000}"
+DYNAMODB_PORT="${DEV_DYNAMODB_PORT:-8000}"
 LAMBDA_PORT="${DEV_LAMBDA_PORT:-9000}"
 LISTEN_PORT="${DEV_LISTEN_PORT:-9100}"
 TABLE="webhook-inbox-local"
@@ -89,6 +93,8 @@ python -c 'import json,sys; json.loads(sys.argv[1]); json.loads(sys.argv[2])' "$
 # ------------------------------------------------------------------ ports
 port_in_use "$MOTO_PORT" &&
     die "something already listens on 127.0.0.1:$MOTO_PORT (moto's port). Stop it (a previous 'make dev'? try 'scripts/moto.sh stop $MOTO_PORT') or run with DEV_MOTO_PORT=<port>"
+port_in_use "$DYNAMODB_PORT" &&
+    die "something already listens on 127.0.0.1:$DYNAMODB_PORT (DynamoDB Local's port). Stop it (a previous 'make dev'? try 'scripts/dynamodb_local.sh stop $DYNAMODB_PORT') or run with DEV_DYNAMODB_PORT=<port>"
 port_in_use "$LAMBDA_PORT" &&
     die "something already listens on 127.0.0.1:$LAMBDA_PORT (cargo lambda watch's port). Stop it or run with DEV_LAMBDA_PORT=<port>"
 port_in_use "$LISTEN_PORT" &&
@@ -98,7 +104,7 @@ port_in_use "$LISTEN_PORT" &&
 WATCH_PID=""
 PIPELINE_PID=""
 LISTEN_PID=""
-MOTO_STARTED=0
+EMULATORS_STARTED=0
 stop_group() { # stop_group PID NAME: TERM the process group led by PID (setsid), KILL after 5 s
     local pid=$1 name=$2
     [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
@@ -113,8 +119,9 @@ cleanup() {
     stop_group "$LISTEN_PID" "inboxctl listen"
     stop_group "$PIPELINE_PID" "the local pipeline"
     stop_group "$WATCH_PID" "cargo lambda watch"
-    if ((MOTO_STARTED)); then
+    if ((EMULATORS_STARTED)); then
         "$ROOT/scripts/moto.sh" stop "$MOTO_PORT" >&2 || true
+        "$ROOT/scripts/dynamodb_local.sh" stop "$DYNAMODB_PORT" >&2 || true
     fi
     exit "$rc"
 }
@@ -122,12 +129,17 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# ------------------------------------------------------------------ 2. moto
-MOTO_STARTED=1
+# ------------------------------------------------------------------ 2. the emulators
+EMULATORS_STARTED=1
+DYNAMODB_LOCAL_DB_PATH="${DEV_DYNAMODB_DB_PATH:-}" "$ROOT/scripts/dynamodb_local.sh" start "$DYNAMODB_PORT" >&2
 "$ROOT/scripts/moto.sh" start "$MOTO_PORT" >&2
 
 # ------------------------------------------------------------------ environment for the functions
+# Each service at its own emulator through the SDK's endpoint variables: the functions keep no
+# emulator code.
 export AWS_ENDPOINT_URL="http://127.0.0.1:$MOTO_PORT"
+export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DYNAMODB_PORT"
+export AWS_ENDPOINT_URL_DYNAMODB_STREAMS="$AWS_ENDPOINT_URL_DYNAMODB"
 export AWS_REGION="us-east-1"
 export AWS_ACCESS_KEY_ID="testing"
 export AWS_SECRET_ACCESS_KEY="testing"
@@ -141,7 +153,7 @@ FUNCTION_RUST_LOG="${RUST_LOG:-info}"
 unset RUST_LOG
 
 # ------------------------------------------------------------------ 3. table and queues
-python scripts/table_from_template.py create --table-name "$TABLE" --endpoint-url "$AWS_ENDPOINT_URL"
+python scripts/table_from_template.py create --table-name "$TABLE" --endpoint-url "$AWS_ENDPOINT_URL_DYNAMODB"
 queues="$(python scripts/queues_from_template.py create --endpoint-url "$AWS_ENDPOINT_URL" \
     --queue "RetryQueue=$RETRY_QUEUE" --queue "QuarantineQueue=$QUARANTINE_QUEUE" \
     --queue "DeliveryQueue=$DELIVERY_QUEUE" --queue "DeliveryQuarantineQueue=$DELIVERY_QUARANTINE_QUEUE")" ||
@@ -166,9 +178,8 @@ log "queues $RETRY_QUEUE and $QUARANTINE_QUEUE (its dead-letter queue) created f
 # Processing settings: the template's attempts and lease, but short retries so a retry shows
 # within seconds (deployed defaults: BackoffBaseMs 2000, BackoffCapMs 900000).
 export MAX_ATTEMPTS=5 LEASE_MS=60000 BACKOFF_BASE_MS=1000 BACKOFF_CAP_MS=60000
-# The template's concurrency: 10 records of a batch at once (the emulator runs DynamoDB requests one
-# at a time, scripts/moto_server.py, so moto's non-isolated transactions lose nothing), and the
-# template's ParallelizationFactor and MaximumConcurrency in scripts/local_pipeline.py.
+# The template's concurrency: 10 records of a batch at once, and the template's
+# ParallelizationFactor and MaximumConcurrency in scripts/local_pipeline.py.
 export PROCESS_CONCURRENCY=10
 # The local email providers' sources (local/sources.json) move wallet money too.
 export WALLET_EMAIL_SOURCES="ses=ses,sendgrid=sendgrid,mailgun=mailgun,postmark=postmark,resend=resend"
@@ -177,7 +188,8 @@ mkdir -p "$STATE_DIR"
 DEV_ENV_SH="$STATE_DIR/dev-env-$MOTO_PORT.sh"
 {
     echo "# written by scripts/dev.sh: the local stack's settings, for inboxctl / the AWS CLI"
-    for v in AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY TABLE_NAME \
+    for v in AWS_ENDPOINT_URL AWS_ENDPOINT_URL_DYNAMODB AWS_ENDPOINT_URL_DYNAMODB_STREAMS \
+        AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY TABLE_NAME \
         RETRY_QUEUE_URL QUARANTINE_QUEUE_URL DELIVERY_QUEUE_URL BODY_BUCKET; do
         printf 'export %s=%q\n' "$v" "${!v}"
     done
@@ -252,7 +264,7 @@ cat >&2 <<EOF
     pipeline      table stream (INSERT sk=MSG) -> process; retry queue -> process;
                   scheduled functions (reaper, ...): at start, then on their schedule
                   (scripts/local_pipeline.py plays template.yaml's event sources)
-    table         $TABLE on moto $AWS_ENDPOINT_URL
+    table         $TABLE on DynamoDB Local $AWS_ENDPOINT_URL_DYNAMODB
     queues        $RETRY_QUEUE_URL
                   $QUARANTINE_QUEUE_URL  (dead-letter)
     secrets       local/secrets.json
@@ -272,7 +284,7 @@ cat >&2 <<EOF
     cargo run -q -p inboxctl -- list
     cargo run -q -p inboxctl -- show stripe <event id>
 
-  Ctrl-C stops the pipeline, cargo lambda watch and moto.
+  Ctrl-C stops the pipeline, cargo lambda watch, DynamoDB Local and moto.
   ================================================================================
 
 EOF

@@ -2,7 +2,8 @@
 """Play the AWS event sources of template.yaml locally: `make dev` runs the whole pipeline with it.
 
 Without an AWS account (and without Docker) there is no Lambda event source mapping and no
-scheduler, so this daemon does their work against moto and `cargo lambda watch`:
+scheduler, so this daemon does their work against the local emulators (DynamoDB Local for the
+table's stream, moto for the queues) and `cargo lambda watch`:
 
   stream -> process   reads the table's stream (DescribeTable, DescribeStream, GetShardIterator,
                       GetRecords every ~250 ms when idle), keeps the records that pass the event's
@@ -33,8 +34,8 @@ Everything is read from template.yaml: which function (its cargo binary, Metadat
 .Binary) each event source feeds, StartingPosition, BatchSize, FilterCriteria, FunctionResponse
 Types, BisectBatchOnFunctionError, MaximumRetryAttempts, DestinationConfig.OnFailure, the schedule.
 Not emulated: MaximumBatchingWindowInSeconds (batches go out as soon as they are read), the
-scaling of SQS pollers (MaximumConcurrency pollers from the start), MaximumRecordAgeInSeconds (moto
-keeps stream records forever).
+scaling of SQS pollers (MaximumConcurrency pollers from the start), MaximumRecordAgeInSeconds
+(records of any age are delivered).
 
 Functions are invoked through cargo lambda watch's Invoke API:
     POST {lambda_url}/2015-03-31/functions/<binary>/invocations
@@ -43,7 +44,8 @@ Usage (scripts/dev.sh starts it; Ctrl-C / SIGTERM stops it):
     local_pipeline.py --lambda-url http://127.0.0.1:9000 \\
         --table InboxTable=webhook-inbox-local \\
         --queue RetryQueue=<url> --queue QuarantineQueue=<url> [--function BINARY …] \\
-        [--endpoint-url http://127.0.0.1:5000] [--region us-east-1] [--template template.yaml]
+        [--endpoint-url http://127.0.0.1:5000] [--dynamodb-endpoint-url http://127.0.0.1:8000] \\
+        [--region us-east-1] [--template template.yaml]
 
 Each resource the template's event sources name must be mapped with --table/--queue. Logs one
 line per invocation to stderr (records, failures, duration); never the payloads. Exits when its
@@ -400,9 +402,14 @@ def queue_done(result: Any, message_ids: list[str], report_failures: bool) -> se
 
 
 def client(service: str, args: argparse.Namespace):
+    """A boto3 client reaching `service` at its own emulator: DynamoDB and its stream at
+    --dynamodb-endpoint-url, the queues at --endpoint-url; without them boto3 reads
+    $AWS_ENDPOINT_URL_DYNAMODB, $AWS_ENDPOINT_URL_DYNAMODB_STREAMS and $AWS_ENDPOINT_URL itself."""
     import boto3
 
-    return boto3.client(service, endpoint_url=args.endpoint_url, region_name=args.region)
+    dynamodb = service in ("dynamodb", "dynamodbstreams")
+    endpoint = args.dynamodb_endpoint_url if dynamodb else args.endpoint_url
+    return boto3.client(service, endpoint_url=endpoint or None, region_name=args.region)
 
 
 def _lambda_attr(value: dict[str, Any]) -> dict[str, Any]:
@@ -517,7 +524,7 @@ class StreamPoller:
         while not STOP.is_set():
             try:
                 busy = self.step()
-            except Exception as e:  # moto restarted, table recreated, network: start over
+            except Exception as e:  # emulator restarted, table recreated, network: start over
                 log(f"{self.label}: {type(e).__name__}: {e}; re-reading the stream from where it got to in 2 s")
                 self.stream_arn = None
                 sleep(2)
@@ -841,8 +848,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queue", action="append", default=[], metavar="LOGICAL_ID=URL")
     p.add_argument("--function", action="append", default=[], metavar="BINARY",
                    help="play only the event sources of these functions (default: all)")
-    p.add_argument("--endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL"),
-                   help="AWS emulator (default: $AWS_ENDPOINT_URL)")
+    p.add_argument("--endpoint-url", default=None,
+                   help="the queues' emulator, moto (default: $AWS_ENDPOINT_URL, read by boto3)")
+    p.add_argument("--dynamodb-endpoint-url", default=None,
+                   help="the table's and its stream's, DynamoDB Local (default: "
+                        "$AWS_ENDPOINT_URL_DYNAMODB and $AWS_ENDPOINT_URL_DYNAMODB_STREAMS, read by boto3)")
     p.add_argument("--region", default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
     args = p.parse_args(argv)
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")

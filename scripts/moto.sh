@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Start/stop the local AWS emulator (moto in server mode: DynamoDB, Streams, SQS, Secrets Manager),
-# through scripts/moto_server.py, which runs every DynamoDB and Streams request alone (moto's own
-# DynamoDB is not serializable under concurrency; MOTO_SERIALIZE=0 starts plain moto).
+# Start/stop the local emulator of SQS, S3 and Secrets Manager (moto in server mode, through
+# scripts/moto_server.py). DynamoDB and its stream are DynamoDB Local's (scripts/dynamodb_local.sh):
+# this moto refuses DynamoDB requests, so a client without AWS_ENDPOINT_URL_DYNAMODB fails at once.
 #
 #   scripts/moto.sh start [PORT]    start moto_server on 127.0.0.1:PORT (default 5000), wait until ready
 #   scripts/moto.sh stop  [PORT]    stop the instance started by `start` on that PORT

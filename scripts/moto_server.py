@@ -1,32 +1,20 @@
 #!/usr/bin/env python3
-"""The local AWS emulator: moto in server mode, made serializable where DynamoDB is.
+"""The local AWS emulator for SQS, S3 and Secrets Manager: moto in server mode, made durable.
 
-moto serves each request on its own thread, and its DynamoDB is not isolated: a
-TransactWriteItems that fails restores a deep copy of every table it touched, taken when it
-started (the stream shard included), erasing what other requests wrote meanwhile. Against it,
-concurrent ingest and processing lose acknowledged items and stream records, which real DynamoDB
-never does. This launcher runs every DynamoDB and DynamoDB Streams request alone (one lock,
-taken for requests whose `X-Amz-Target` starts with `DynamoDB`); SQS, Secrets Manager and the
-rest stay concurrent, so an SQS long poll never holds DynamoDB up. Serialized, a transaction
-is undone with an undo log of the items it names instead of moto's whole-table copy
-(`undo_log_transactions`): cheap, exact, and consumers' stream shard iterators survive a
-cancelled transaction (moto's restore orphans them: they read nothing ever again).
+DynamoDB and its stream are served by AWS's own DynamoDB Local (scripts/dynamodb_local.sh;
+docs/dynamodb-local.md says why): this launcher serves whatever reaches it as plain moto does, and
+touches none of moto's DynamoDB code.
 
-With `--state-file PATH` it is also durable, as DynamoDB and SQS are: every request that changed
-state and succeeded is appended to PATH (a write-ahead log, flushed before the answer is sent)
-and replayed in order when the emulator starts, so an emulator killed and restarted (a fault test,
-a crashed `make dev`) comes back with every item, stream record and queued message it had
-acknowledged. Replay is exact where it matters: DynamoDB requests are serialized, so their order in
-the log is their commit order; stream shard ids and sequence numbers are deterministic and the
-stream's label is restored, so a consumer's checkpoint stays valid (its shard iterators do not:
-it asks for new ones, as Lambda does after a restart); SQS message ids are restored and deletes
-are logged by message id. Not restored: in-flight receives (every undeleted message is visible
-again, as after its visibility timeout) and moves to a dead-letter queue (the message is back in
-its queue with a fresh receive count). `POST /moto-api/reset` empties the log.
+With `--state-file PATH` it is durable, as SQS is: every request that changed state and succeeded
+is appended to PATH (a write-ahead log, flushed before the answer is sent) and replayed in order
+when the emulator starts, so an emulator killed and restarted (a fault test, a crashed `make dev`)
+comes back with every queued message, bucket object and secret it had acknowledged. SQS message
+ids are restored and deletes are logged by message id. Not restored: in-flight receives (every
+undeleted message is visible again, as after its visibility timeout) and moves to a dead-letter
+queue (the message is back in its queue with a fresh receive count). `POST /moto-api/reset`
+empties the log.
 
-    python scripts/moto_server.py [-H HOST] [-p PORT] [--state-file PATH] [--no-serialize]
-
-`--no-serialize` (or MOTO_SERIALIZE=0) runs plain moto, to show what the lock prevents.
+    python scripts/moto_server.py [-H HOST] [-p PORT] [--state-file PATH]
 """
 
 from __future__ import annotations
@@ -56,102 +44,29 @@ App = Callable[..., Iterable[bytes]]
 # Actions that only read (never logged). Everything else that succeeds is logged.
 READ_PREFIXES = ("Get", "List", "Describe", "Query", "Scan", "BatchGet", "TransactGet", "Receive")
 CREDENTIAL_REGION = re.compile(r"Credential=[^/]+/[^/]+/([^/]+)/")
-DEFAULT_ACCOUNT = "123456789012"
 
 
-class SerializedDynamoDB:
-    """WSGI middleware: DynamoDB and Streams requests run one at a time, start to finish."""
+class RefuseDynamoDB:
+    """WSGI middleware: a DynamoDB or DynamoDB Streams request (its `X-Amz-Target` starts with
+    `DynamoDB`) is answered 400 without reaching moto. A client that reaches this emulator for
+    DynamoDB is misconfigured (`AWS_ENDPOINT_URL_DYNAMODB` missing): it fails at once instead of
+    silently running on moto's DynamoDB."""
 
-    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+    def __init__(self, app: App) -> None:
         self.app = app
-        self.lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if not environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB"):
             return self.app(environ, start_response)
-        with self.lock:
-            # The whole response is produced under the lock: moto may build it lazily.
-            result = self.app(environ, start_response)
-            try:
-                body = b"".join(result)
-            finally:
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
+        body = json.dumps({
+            "__type": "com.amazonaws.dynamodb.v20120810#UnrecognizedClientException",
+            "message": "this emulator (moto) serves SQS, S3 and Secrets Manager only: point DynamoDB "
+                       "and DynamoDB Streams at DynamoDB Local (AWS_ENDPOINT_URL_DYNAMODB, "
+                       "AWS_ENDPOINT_URL_DYNAMODB_STREAMS; scripts/dynamodb_local.sh)",
+        }).encode()
+        start_response("400 Bad Request", [("Content-Type", "application/x-amz-json-1.0"),
+                                           ("Content-Length", str(len(body)))])
         return [body]
-
-
-def undo_log_transactions() -> None:
-    """moto backs a TransactWriteItems up with a deep copy of every table it touches and, when it
-    is cancelled, REPLACES the table object with that copy. Two consequences besides the lost
-    isolation: every transaction costs a copy of the whole table (quadratic in the table's size:
-    a few hundred items make each one take tens of milliseconds), and a cancelled one orphans
-    every stream shard iterator consumers hold (they point at the replaced shard and read
-    nothing, ever, without an error; DynamoDB's iterators survive any transaction).
-
-    Serialized, an undo log is exact and cheap: before the transaction, a copy of just the items
-    it names and the length of each stream shard; if it is cancelled, those items are put back
-    (or removed) and the stream records it added are dropped, in the same table and shard
-    objects. moto's own backup becomes a reference (its restore a no-op)."""
-    import copy as real_copy
-
-    import moto.dynamodb.models as ddb
-    from moto.dynamodb.models import DynamoDBBackend
-    from moto.dynamodb.models.dynamo_type import DynamoType
-    from moto.dynamodb.models.table import Table
-
-    class TablesByReference:
-        """The `copy` module as moto's DynamoDB backend sees it: tables are not copied."""
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real_copy, name)
-
-        @staticmethod
-        def deepcopy(x: Any, memo: Any = None) -> Any:
-            return x if isinstance(x, Table) else real_copy.deepcopy(x, memo)
-
-    ddb.copy = TablesByReference()  # type: ignore[attr-defined]
-    original = DynamoDBBackend.transact_write_items
-
-    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        undo: list[tuple[Any, Any, Any, Any]] = []  # (table, hash, range, item before or None)
-        shards: dict[int, tuple[Any, int]] = {}
-        for element in transact_items:
-            try:
-                _, op = next(iter(element.items()))
-                table = self.tables.get(op.get("TableName"))
-                if table is None:
-                    continue
-                attrs = op["Item"] if "Item" in op else op["Key"]
-                hash_value = DynamoType(attrs[table.hash_key_attr])
-                range_value = DynamoType(attrs[table.range_key_attr]) if table.range_key_attr else None
-                before = table.get_item(hash_value, range_value)
-            except Exception:  # malformed: moto refuses it before writing anything for it
-                continue
-            undo.append((table, hash_value, range_value, real_copy.deepcopy(before)))
-            if table.stream_shard is not None:
-                shards.setdefault(id(table), (table.stream_shard, len(table.stream_shard.items)))
-        try:
-            return original(self, transact_items)
-        except Exception:
-            for table, hash_value, range_value, before in reversed(undo):
-                if range_value is not None:
-                    rows = table.items[hash_value]
-                    if before is None:
-                        rows.pop(range_value, None)
-                        if not rows:
-                            table.items.pop(hash_value, None)
-                    else:
-                        rows[range_value] = before
-                elif before is None:
-                    table.items.pop(hash_value, None)
-                else:
-                    table.items[hash_value] = before
-            for shard, length in shards.values():
-                del shard.items[length:]
-            raise
-
-    DynamoDBBackend.transact_write_items = transact_write_items
 
 
 def call(app: App, environ: dict[str, Any]) -> tuple[int, bytes]:
@@ -225,7 +140,7 @@ class Durable:
                     self.log.seek(0)
             elif deleted is not None:
                 self.append({"sqs_delete": deleted, "region": region_of(environ)})
-            elif service and not action.startswith(READ_PREFIXES) and not service.startswith("DynamoDBStreams"):
+            elif service and not action.startswith(READ_PREFIXES):
                 self.append(self.entry(environ, body, action, out))
         return [out]
 
@@ -265,8 +180,6 @@ class Durable:
             e["message_ids"] = [answer["MessageId"]]
         elif action == "SendMessageBatch":
             e["message_ids"] = [s.get("MessageId") for s in answer.get("Successful", [])]
-        elif action in ("CreateTable", "UpdateTable"):
-            e["stream_label"] = answer.get("TableDescription", {}).get("LatestStreamLabel")
         return e
 
     def append(self, entry: dict[str, Any]) -> None:
@@ -329,13 +242,6 @@ class Durable:
             for m in queue._messages if queue is not None else []:
                 if m.id in renamed:
                     m.id = renamed[m.id]
-        if e.get("stream_label"):
-            from moto.backends import get_backend
-
-            name = json.loads(base64.b64decode(e["body"])).get("TableName")
-            table = get_backend("dynamodb")[DEFAULT_ACCOUNT][region_of(environ)].tables.get(name)
-            if table is not None:
-                table.latest_stream_label = e["stream_label"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -343,12 +249,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-H", "--host", default="127.0.0.1")
     parser.add_argument("-p", "--port", type=int, default=int(os.environ.get("MOTO_PORT", "5000")))
     parser.add_argument("--state-file", help="write-ahead log: replayed at start, appended on success")
-    parser.add_argument(
-        "--no-serialize",
-        action="store_true",
-        default=os.environ.get("MOTO_SERIALIZE", "1") == "0",
-        help="plain moto: DynamoDB requests run concurrently (not serializable)",
-    )
     args = parser.parse_args(argv)
     os.environ.setdefault("MOTO_PORT", str(args.port))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -356,14 +256,11 @@ def main(argv: list[str] | None = None) -> None:
 
     app: Any = DomainDispatcherApplication(create_backend_app)
     if args.state_file:
-        # Inside the lock: DynamoDB requests are logged in the order they committed.
         app = Durable(app, args.state_file)
-    if not args.no_serialize:
-        undo_log_transactions()
-        app = SerializedDynamoDB(app)
-    mode = "plain (NOT serializable)" if args.no_serialize else "DynamoDB requests serialized"
+    app = RefuseDynamoDB(app)
+    mode = "SQS, S3, Secrets Manager; DynamoDB refused (DynamoDB Local serves it)"
     if args.state_file:
-        mode += f", durable ({args.state_file})"
+        mode += f"; durable ({args.state_file})"
     print(f"moto on http://{args.host}:{args.port}: {mode}", flush=True)
     run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Derive the DynamoDB inbox table schema from template.yaml -- the ONE place it is derived.
 
-The deployed table (CloudFormation) and every local/test table (moto) must have the same
+The deployed table (CloudFormation) and every local/test table (DynamoDB Local) must have the same
 keys, indexes, stream and TTL. template.yaml is the source of truth; this script reads the
 `AWS::DynamoDB::Table` resource from it, so nothing else restates the schema.
 
@@ -9,7 +9,7 @@ Usage
 -----
     table_from_template.py [--template template.yaml] [--resource InboxTable] print
     table_from_template.py [--template ...] [--resource ...] create \\
-        --table-name NAME [--endpoint-url http://127.0.0.1:5000] [--region us-east-1]
+        --table-name NAME [--endpoint-url http://127.0.0.1:8000] [--region us-east-1]
 
 `print` writes ONE JSON object to stdout (sorted keys, 2-space indent, trailing newline),
 shaped like a DynamoDB CreateTable request without TableName, plus one extra key:
@@ -188,8 +188,9 @@ def _client(endpoint_url: str | None, region: str | None):
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
-    return boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
+    # Without --endpoint-url boto3 finds the endpoint itself: $AWS_ENDPOINT_URL_DYNAMODB (DynamoDB
+    # Local), else $AWS_ENDPOINT_URL.
+    return boto3.client("dynamodb", endpoint_url=endpoint_url or None, region_name=region)
 
 
 def create_table(defn: dict[str, Any], table_name: str, endpoint_url: str | None, region: str | None,
@@ -233,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("print", help="print the CreateTable-shaped JSON definition")
     create = sub.add_parser("create", help="create the table (idempotent) and enable TTL")
     create.add_argument("--table-name", required=True)
-    create.add_argument("--endpoint-url", default=None, help="e.g. http://127.0.0.1:5000 (default: $AWS_ENDPOINT_URL)")
+    create.add_argument("--endpoint-url", default=None, help="DynamoDB's, e.g. http://127.0.0.1:8000 (default: $AWS_ENDPOINT_URL_DYNAMODB, else $AWS_ENDPOINT_URL)")
     create.add_argument("--region", default=None, help="default: $AWS_REGION, $AWS_DEFAULT_REGION or us-east-1")
     args = parser.parse_args(argv)
 

@@ -19,8 +19,8 @@ use integration_tests::{api_event, stripe_event, Reply};
 use std::sync::{Arc, Mutex};
 
 /// A new bucket in the emulator and the S3 side of a store over it (inline limit 8 KiB).
-async fn bucket(endpoint: &str) -> (aws_sdk_s3::Client, S3Bodies) {
-    integration_tests::body_bucket(endpoint, 8 * 1024).await
+async fn bucket(endpoints: &integration_tests::Endpoints) -> (aws_sdk_s3::Client, S3Bodies) {
+    integration_tests::body_bucket(endpoints, 8 * 1024).await
 }
 
 /// Records the body of every message it handles; fails those whose type says so.
@@ -69,7 +69,7 @@ async fn item(p: &Pipeline, id: &str) -> inbox_core::store::Item {
 #[tokio::test]
 async fn a_5_mb_body_round_trips_byte_for_byte_through_s3_processing_and_replay() {
     let p = Pipeline::new().await;
-    let (s3, bodies) = bucket(&p.harness.endpoint).await;
+    let (s3, bodies) = bucket(&p.harness.endpoints).await;
     let store = DynamoTable::new(p.harness.client.clone(), p.harness.table.clone())
         .with_bodies(Some(bodies.clone()));
     let ingest = Ingestor::new(

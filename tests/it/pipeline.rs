@@ -441,7 +441,9 @@ async fn store_unavailable_during_processing_is_a_batch_item_failure_and_nothing
     let batch = p.read_stream().await;
     let first_sequence = batch.records[0].change.sequence_number.clone();
 
-    let sdk = integration_tests::sdk_config_for("http://127.0.0.1:9").await;
+    let sdk =
+        integration_tests::sdk_config_for(&integration_tests::Endpoints::one("http://127.0.0.1:9"))
+            .await;
     let down = inbox_core::process::Processor::new(
         inbox_core::store::dynamo::DynamoTable::new(
             inbox_core::store::dynamo::fail_fast_client(&sdk),

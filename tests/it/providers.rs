@@ -15,7 +15,7 @@ use inbox_core::signature::{FetchError, FetchFuture, Fetcher};
 use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::harness::Harness;
 use integration_tests::pipeline::Pipeline;
-use integration_tests::{api_event, endpoint, local_sources_fetching, Reply};
+use integration_tests::{api_event, endpoints, local_sources_fetching, Reply};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use wallet_ledger::{CreateOutcome, Currency, EmailProvider, Ledger, Wallet, WalletSources};
@@ -131,7 +131,7 @@ async fn an_sns_subscription_is_confirmed_at_sns_and_stores_nothing() {
     let fetcher: Arc<dyn Fetcher> = sns.clone();
     let sources = local_sources_fetching(Some(&fetcher));
     let h = Harness::with_sources(
-        &endpoint(),
+        &endpoints(),
         inbox_core::config::DEFAULT_MAX_BODY_BYTES,
         sources,
     )

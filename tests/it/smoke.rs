@@ -4,7 +4,7 @@
 //! `cargo lambda build --release --bin ingest` in `make test`) runs as a Lambda custom runtime
 //! against cargo lambda's runtime API emulator (`cargo lambda watch --only-lambda-apis`), with the
 //! function's configuration in its environment as in the cloud, writing to a fresh table in the
-//! emulator (moto). The sample events of `events/` go in through the Lambda Invoke API, exactly as
+//! emulators (DynamoDB Local). The sample events of `events/` go in through the Lambda Invoke API, exactly as
 //! `cargo lambda invoke ingest --data-file events/…` sends them.
 //!
 //! Verified wiring (cargo-lambda 1.9.2):
@@ -346,7 +346,7 @@ async fn release_artifact_serves_the_sample_events_through_the_lambda_runtime_ap
         "{} is missing: run `make venv` (or `make test`)",
         cargo_lambda().display()
     );
-    let endpoint = integration_tests::endpoint();
+    let endpoints = integration_tests::endpoints();
 
     // A fresh table, as template.yaml declares it.
     let sdk = integration_tests::sdk_config().await;
@@ -407,7 +407,7 @@ async fn release_artifact_serves_the_sample_events_through_the_lambda_runtime_ap
         .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
         .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
-        .env("AWS_ENDPOINT_URL", &endpoint)
+        .envs(endpoints.env())
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")

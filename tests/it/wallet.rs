@@ -376,8 +376,7 @@ async fn a_delayed_payment_through_the_pipeline_is_credited_once_when_its_funds_
     assert_eq!(send("evt_re", "charge.refunded", refund).await, "accepted");
     processor.handle_stream_batch(p.read_stream().await).await;
     assert_eq!(wallet(&store).await.balance.minor(), 1500);
-    // The stream redelivers the funds' batch (last: a redelivery's conflicting transactions make
-    // moto replace the table's stream, so nothing can be read from it afterwards).
+    // The stream redelivers the funds' batch.
     processor.handle_stream_batch(batch).await;
     assert_eq!(wallet(&store).await.balance.minor(), 1500);
     let kinds: Vec<_> = entries(&store)

@@ -1,4 +1,7 @@
-//! The local AWS emulator (moto): its endpoint and SDK configuration, tables created exactly as
+//! The local AWS emulators: DynamoDB Local for DynamoDB and its stream, moto for SQS, S3 and
+//! Secrets Manager. Here: their endpoints and the SDK configuration that reaches each service at
+//! its own (as the functions' `aws_config::load_from_env()` does from `AWS_ENDPOINT_URL_DYNAMODB`,
+//! `AWS_ENDPOINT_URL_DYNAMODB_STREAMS` and `AWS_ENDPOINT_URL`), tables created exactly as
 //! `template.yaml` declares them, and whole-table scans.
 
 use crate::{python, root};
@@ -7,33 +10,89 @@ use aws_sdk_dynamodb::types::{
     KeyType, Projection, ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
     TimeToLiveSpecification,
 };
+use aws_types::service_config::{LoadServiceConfig, ServiceConfigKey};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The emulator's endpoint; tests cannot run without one.
-pub fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL").expect(
-        "AWS_ENDPOINT_URL is not set: run the tests with `make test`, which starts the emulator",
-    )
+/// Where the local services answer: `dynamodb` serves DynamoDB and DynamoDB Streams (DynamoDB
+/// Local), `aws` every other service (moto).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoints {
+    /// SQS, S3, Secrets Manager (`AWS_ENDPOINT_URL`).
+    pub aws: String,
+    /// DynamoDB and DynamoDB Streams (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_DYNAMODB_STREAMS`).
+    pub dynamodb: String,
 }
 
-/// SDK configuration for the emulator (or for any endpoint, e.g. an unreachable one).
-pub async fn sdk_config_for(endpoint: &str) -> aws_config::SdkConfig {
-    aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(endpoint)
+impl Endpoints {
+    /// Every service at one endpoint (e.g. an unreachable one).
+    pub fn one(url: &str) -> Self {
+        Self {
+            aws: url.to_owned(),
+            dynamodb: url.to_owned(),
+        }
+    }
+
+    /// The variables that point the AWS SDK (Rust, boto3, the CLI) at these endpoints, for a child
+    /// process's environment.
+    pub fn env(&self) -> [(&'static str, String); 3] {
+        [
+            ("AWS_ENDPOINT_URL", self.aws.clone()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", self.dynamodb.clone()),
+            ("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", self.dynamodb.clone()),
+        ]
+    }
+}
+
+/// The emulators `make test` started: `AWS_ENDPOINT_URL` (moto) and `AWS_ENDPOINT_URL_DYNAMODB`
+/// (DynamoDB Local); tests cannot run without them.
+pub fn endpoints() -> Endpoints {
+    let var = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| {
+            panic!("{name} is not set: run the tests with `make test`, which starts the emulators")
+        })
+    };
+    Endpoints {
+        aws: var("AWS_ENDPOINT_URL"),
+        dynamodb: var("AWS_ENDPOINT_URL_DYNAMODB"),
+    }
+}
+
+/// DynamoDB and DynamoDB Streams at one endpoint, for the SDK's service-specific endpoint lookup
+/// (the one `AWS_ENDPOINT_URL_DYNAMODB` feeds when the configuration comes from the environment).
+#[derive(Debug)]
+struct DynamoDbAt(String);
+
+impl LoadServiceConfig for DynamoDbAt {
+    fn load_config(&self, key: ServiceConfigKey<'_>) -> Option<String> {
+        let dynamodb = matches!(key.service_id(), "DynamoDB" | "DynamoDB Streams");
+        (dynamodb && key.env() == "AWS_ENDPOINT_URL").then(|| self.0.clone())
+    }
+}
+
+/// SDK configuration for these emulators: each service client built from it reaches its own.
+pub async fn sdk_config_for(endpoints: &Endpoints) -> aws_config::SdkConfig {
+    let loaded = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
             "testing", "testing", None, None, "tests",
         ))
         .load()
-        .await
+        .await;
+    // Set on the built configuration, not the loader: a loader's endpoint would be an explicit
+    // client setting, which every service takes over its service-specific one.
+    loaded
+        .into_builder()
+        .endpoint_url(&endpoints.aws)
+        .service_config(DynamoDbAt(endpoints.dynamodb.clone()))
+        .build()
 }
 
-/// SDK configuration for the running emulator.
+/// SDK configuration for the running emulators.
 pub async fn sdk_config() -> aws_config::SdkConfig {
-    sdk_config_for(&endpoint()).await
+    sdk_config_for(&endpoints()).await
 }
 
 /// The table definition derived from `template.yaml` by `scripts/table_from_template.py`, the one
@@ -174,13 +233,13 @@ pub async fn scan_all(
     }
 }
 
-/// A new bucket in the emulator at `endpoint` and the S3 side of a store over it: bodies above
-/// `inline_max` bytes go there.
+/// A new bucket in the emulators at `endpoints` (moto's S3) and the S3 side of a store over it:
+/// bodies above `inline_max` bytes go there.
 pub async fn body_bucket(
-    endpoint: &str,
+    endpoints: &Endpoints,
     inline_max: usize,
 ) -> (aws_sdk_s3::Client, inbox_core::store::dynamo::S3Bodies) {
-    let sdk = sdk_config_for(endpoint).await;
+    let sdk = sdk_config_for(endpoints).await;
     let conf = aws_sdk_s3::config::Builder::from(&sdk)
         .force_path_style(true)
         .build();

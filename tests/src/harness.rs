@@ -1,7 +1,7 @@
-//! The ingest harness: a fresh table in the emulator with an ingest service writing to it, signing
+//! The ingest harness: a fresh table in DynamoDB Local with an ingest service writing to it, signing
 //! with the local secrets, and the handler's responses with their JSON bodies parsed.
 
-use crate::{create_table, endpoint, local_sources, scan_all, sdk_config_for};
+use crate::{create_table, endpoints, local_sources, scan_all, sdk_config_for, Endpoints};
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::SystemClock;
@@ -16,8 +16,8 @@ use std::collections::HashMap;
 
 /// A fresh table in the emulator and an ingest service writing to it.
 pub struct Harness {
-    /// The emulator this harness talks to.
-    pub endpoint: String,
+    /// The emulators this harness talks to.
+    pub endpoints: Endpoints,
     pub table: String,
     pub client: aws_sdk_dynamodb::Client,
     pub service: Ingestor<DynamoTable, SystemClock>,
@@ -33,20 +33,22 @@ impl Harness {
     }
 
     pub async fn with_max_body(max_body: usize) -> Self {
-        Self::on(&endpoint(), max_body).await
+        Self::on(&endpoints(), max_body).await
     }
 
-    /// A harness on a new table in the emulator at `endpoint` (a fault test's own emulator).
-    pub async fn on(endpoint: &str, max_body: usize) -> Self {
-        Self::with_sources(endpoint, max_body, local_sources()).await
+    /// A harness on a new table in the emulators at `endpoints` (a fault test's own emulators).
+    pub async fn on(endpoints: &Endpoints, max_body: usize) -> Self {
+        Self::with_sources(endpoints, max_body, local_sources()).await
     }
 
-    /// A harness on a new table in the emulator at `endpoint`, with these sources.
-    pub async fn with_sources(endpoint: &str, max_body: usize, sources: Sources) -> Self {
-        let sdk = sdk_config_for(endpoint).await;
+    /// A harness on a new table in the emulators at `endpoints`, with these sources.
+    pub async fn with_sources(endpoints: &Endpoints, max_body: usize, sources: Sources) -> Self {
+        let sdk = sdk_config_for(endpoints).await;
         let client = fail_fast_client(&sdk);
         let table = format!("inbox-test-{}", uuid::Uuid::new_v4().simple());
-        create_table(&client, &table).await;
+        // Created without the hot path's 5 s budget: DynamoDB Local's first CreateTable after
+        // its start takes seconds on a busy machine.
+        create_table(&aws_sdk_dynamodb::Client::new(&sdk), &table).await;
         let service = Ingestor::new(
             sources.clone(),
             DynamoTable::new(client.clone(), table.clone()),
@@ -55,7 +57,7 @@ impl Harness {
             30,
         );
         Self {
-            endpoint: endpoint.to_owned(),
+            endpoints: endpoints.clone(),
             table,
             client,
             service,

@@ -1,12 +1,13 @@
-//! Integration-test support: the local AWS emulator (moto), tables created from `template.yaml`,
+//! Integration-test support: the local AWS emulators (DynamoDB Local, moto), tables created from `template.yaml`,
 //! real-shaped API Gateway HTTP API (payload 2.0) events, and signing with the local secrets;
 //! the outbox's rig ([`outbox`]) and a programmable local receiver ([`receiver`]).
 //! Here: the workspace's paths, the local configuration and the venv's Python; the emulator
 //! ([`emulator`]), the ingest harness ([`harness`]) and the events ([`events`]) have their own
 //! modules, re-exported at the root; [`faults`] supports the fault-injection suite.
 //!
-//! Tests expect `AWS_ENDPOINT_URL` to point at a running moto server and `INBOX_VENV` at the
-//! project's Python venv: `make test` (scripts/test.sh) provides both.
+//! Tests expect `AWS_ENDPOINT_URL_DYNAMODB` to point at a running DynamoDB Local,
+//! `AWS_ENDPOINT_URL` at a running moto server and `INBOX_VENV` at the project's Python venv:
+//! `make test` (scripts/test.sh) provides them.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support: a failed setup is a failed test
 
@@ -23,7 +24,8 @@ pub mod receiver;
 mod code_size;
 
 pub use emulator::{
-    body_bucket, create_table, endpoint, scan_all, sdk_config, sdk_config_for, table_definition,
+    body_bucket, create_table, endpoints, scan_all, sdk_config, sdk_config_for, table_definition,
+    Endpoints,
 };
 pub use events::{api_event, mailer_event, realistic_padding, stripe_event};
 pub use harness::{raw_body, Harness, Reply, TEST_MAX_BODY_BYTES};

@@ -161,7 +161,7 @@ impl OutboxRig {
     }
 
     /// Stores `n` events and a pending delivery of each to `destination` directly (the fan-out is
-    /// tested on its own; through moto's transactions many events take long). Their ids.
+    /// tested on its own; through the emulator's transactions many events take long). Their ids.
     pub async fn pending_deliveries(
         &self,
         destination: &str,

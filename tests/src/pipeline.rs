@@ -47,14 +47,14 @@ impl Pipeline {
         Self::on_harness(Harness::new().await).await
     }
 
-    /// A pipeline on a new table in the emulator at `endpoint` (a fault test's own emulator).
-    pub async fn on(endpoint: &str) -> Self {
-        let harness = Harness::on(endpoint, inbox_core::config::DEFAULT_MAX_BODY_BYTES).await;
+    /// A pipeline on a new table in the emulators at `endpoints` (a fault test's own emulators).
+    pub async fn on(endpoints: &crate::Endpoints) -> Self {
+        let harness = Harness::on(endpoints, inbox_core::config::DEFAULT_MAX_BODY_BYTES).await;
         Self::on_harness(harness).await
     }
 
     async fn on_harness(harness: Harness) -> Self {
-        let sdk = sdk_config_for(&harness.endpoint).await;
+        let sdk = sdk_config_for(&harness.endpoints).await;
         let sqs = aws_sdk_sqs::Client::new(&sdk);
         let suffix = &harness.table["inbox-test-".len()..];
         let quarantine_url = sqs
@@ -114,7 +114,7 @@ impl Pipeline {
 
     /// A DynamoDB client that counts its requests in `self.counter`.
     pub async fn counted_dynamodb(&self) -> aws_sdk_dynamodb::Client {
-        let sdk = sdk_config_for(&self.harness.endpoint).await;
+        let sdk = sdk_config_for(&self.harness.endpoints).await;
         let conf = aws_sdk_dynamodb::config::Builder::from(&sdk)
             .interceptor(self.counter.clone())
             .build();
@@ -127,9 +127,7 @@ impl Pipeline {
         let store = DynamoTable::new(self.counted_dynamodb().await, self.harness.table.clone());
         let retry = SqsRetryQueue::new(self.sqs.clone(), self.retry_url.clone());
         let quarantine = SqsQuarantine::new(self.sqs.clone(), self.quarantine_url.clone());
-        // The deployed concurrency (10 records of a batch at once): the emulator runs DynamoDB
-        // requests one at a time (scripts/moto_server.py), so moto's non-isolated transaction
-        // rollback cannot erase what concurrent requests wrote.
+        // The deployed concurrency (10 records of a batch at once).
         let config = ProcessorConfig {
             lease: Duration::from_secs(60),
             ..ProcessorConfig::default()

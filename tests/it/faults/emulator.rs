@@ -1,5 +1,5 @@
-//! The emulator itself fails mid-load: paused (SIGSTOP, then SIGCONT) and killed (SIGKILL) and
-//! restarted from its write-ahead log, while providers deliver webhooks (re-sending until they get
+//! The emulators themselves fail mid-load: paused (SIGSTOP, then SIGCONT) and killed (SIGKILL) and
+//! restarted (DynamoDB Local on its `-dbPath`, moto from its write-ahead log), while providers deliver webhooks (re-sending until they get
 //! a 2xx, as providers do) and the pipeline processes them. Afterwards every acknowledged event
 //! is stored and processed with its effect applied exactly once.
 
@@ -23,7 +23,7 @@ const PAUSE: Duration = Duration::from_secs(6);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_then_killed_and_restarted_mid_load_loses_and_doubles_nothing() {
     let mut emulator = OwnEmulator::start();
-    let p = Pipeline::on(&emulator.endpoint()).await;
+    let p = Pipeline::on(&emulator.endpoints()).await;
     let handler = CounterHandler::new(&p.harness.table, false);
     let processor = p
         .processor(Pipeline::registry(handler.clone()), SystemClock)
@@ -102,7 +102,7 @@ async fn paused_then_killed_and_restarted_mid_load_loses_and_doubles_nothing() {
         "emulator paused (SIGSTOP/SIGCONT) and killed (SIGKILL) and restarted, mid-load",
         format!(
             "{total} webhooks from {PROVIDERS} providers re-sending until 2xx; paused {} s after \
-             {} acknowledgements, killed and restarted (write-ahead log replayed) after {}; the \
+             {} acknowledgements, killed and restarted (DynamoDB Local on its -dbPath, moto replaying its write-ahead log) after {}; the \
              pipeline running throughout",
             PAUSE.as_secs(),
             total / 4,

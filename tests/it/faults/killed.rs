@@ -11,7 +11,6 @@ use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::faults::kill::{KillQuarantine, KillStore, Step, Switch};
 use integration_tests::faults::report::record;
-use integration_tests::faults::OwnEmulator;
 use integration_tests::pipeline::{CounterHandler, Pipeline, TYPE};
 use serde_json::json;
 use std::sync::Arc;
@@ -32,8 +31,8 @@ async fn notices(p: &Pipeline) -> Vec<QuarantineNotice> {
 
 #[tokio::test]
 async fn the_process_function_killed_at_each_step_loses_and_doubles_nothing() {
-    let emulator = OwnEmulator::start();
-    let p = Pipeline::on(&emulator.endpoint()).await;
+    // The shared emulators, a table and queues of its own: nothing here pauses or kills them.
+    let p = Pipeline::new().await;
     let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis()));
     for (n, step) in Step::ALL.into_iter().enumerate() {
         let id = format!("evt_killed_{n}");

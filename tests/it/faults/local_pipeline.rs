@@ -91,7 +91,7 @@ async fn all_processed(p: &Pipeline, ids: &[String], deadline: Instant) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_local_pipeline_survives_an_emulator_restart() {
     let mut emulator = OwnEmulator::start();
-    let p = Pipeline::on(&emulator.endpoint()).await;
+    let p = Pipeline::on(&emulator.endpoints()).await;
     let handler = CounterHandler::new(&p.harness.table, false);
     let processor = p
         .processor(Pipeline::registry(handler.clone()), SystemClock)
@@ -111,12 +111,9 @@ async fn the_local_pipeline_survives_an_emulator_restart() {
         let _script = Script(
             Command::new(python())
                 .arg(root().join("scripts/local_pipeline.py"))
-                .args([
-                    "--lambda-url",
-                    &lambda_url,
-                    "--endpoint-url",
-                    &emulator.endpoint(),
-                ])
+                .args(["--lambda-url", &lambda_url])
+                // The emulators through the SDK's endpoint variables, as `make dev` gives them.
+                .envs(emulator.endpoints().env())
                 .arg("--table")
                 .arg(format!("InboxTable={}", p.harness.table))
                 .arg("--queue")

@@ -1,12 +1,14 @@
-//! The fault-injection suite: each test starts an emulator of its own (its own port and state
-//! file: it may pause, kill and restart it), injects faults at deterministic points, and checks
+//! The fault-injection suite: the tests that pause, kill or restart the emulators, or load them
+//! heavily, start a pair of their own ([`integration_tests::faults::OwnEmulator`]: DynamoDB Local
+//! and moto, durable across a kill); the others use the shared ones with a table and queues of
+//! their own (5-12 s of start and warm-up saved per test, docs/dynamodb-local.md). Each injects
+//! faults at deterministic points, and checks
 //! the invariants that matter — every acknowledged event present, every effect applied once,
 //! every failure ending with one quarantine notice — then records the counts it observed
 //! (`docs/faults.md`, `make fault-table`; each test's rows are keyed `<n>-<module>`, which orders
 //! the table). Time-bounded: every wait polls with a deadline.
 //!
-//! - [`serializable`]: concurrent ingest while processing transactions are cancelled (fails on
-//!   plain moto, `MOTO_SERIALIZE=0`).
+//! - [`serializable`]: concurrent ingest while processing transactions are cancelled.
 //! - [`emulator`]: the emulator paused (SIGSTOP/SIGCONT) and killed and restarted mid-load.
 //! - [`killed`]: the process function killed at each step.
 //! - [`queues`]: the retry and quarantine queues unavailable.

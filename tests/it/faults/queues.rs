@@ -10,7 +10,6 @@ use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
 use inbox_core::reaper::{Reaper, ReaperSettings};
 use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::faults::report::record;
-use integration_tests::faults::OwnEmulator;
 use integration_tests::pipeline::{CounterHandler, Pipeline, TYPE};
 use integration_tests::sdk_config_for;
 use serde_json::json;
@@ -21,13 +20,15 @@ const EACH: usize = 10;
 
 #[tokio::test]
 async fn unavailable_queues_mark_nothing_done_and_the_reaper_finds_what_was_not_sent() {
-    let emulator = OwnEmulator::start();
-    let p = Pipeline::on(&emulator.endpoint()).await;
+    // The shared emulators, a table and queues of its own: nothing here pauses or kills them.
+    let p = Pipeline::new().await;
     let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis()));
     let handler = CounterHandler::new(&p.harness.table, false);
     let store = || DynamoTable::new(p.harness.client.clone(), p.harness.table.clone());
     // Queues whose endpoint refuses every connection.
-    let down = aws_sdk_sqs::Client::new(&sdk_config_for("http://127.0.0.1:9").await);
+    let down = aws_sdk_sqs::Client::new(
+        &sdk_config_for(&integration_tests::Endpoints::one("http://127.0.0.1:9")).await,
+    );
     let down_retry = SqsRetryQueue::new(down.clone(), p.retry_url.clone());
     let down_quarantine = SqsQuarantine::new(down, p.quarantine_url.clone());
     let processor = Processor::new(

@@ -4,7 +4,6 @@
 //! Run: `make fault-table` (runs the fault tests with `FAULT_COUNTS` set, then this), or
 //! `cargo run -q -p integration-tests --bin fault_table -- <counts.jsonl> <out.md>`.
 
-use integration_tests::faults::own_emulator::OwnEmulator;
 use integration_tests::faults::report::{render, Row};
 use std::process::ExitCode;
 
@@ -41,7 +40,7 @@ fn main() -> ExitCode {
         eprintln!("fault_table: {input} holds no rows: did the fault tests run?");
         return ExitCode::FAILURE;
     }
-    if let Err(e) = std::fs::write(output, render(&rows, OwnEmulator::serialized())) {
+    if let Err(e) = std::fs::write(output, render(&rows)) {
         eprintln!("fault_table: writing {output}: {e}");
         return ExitCode::FAILURE;
     }

@@ -7,10 +7,11 @@
 //!   (the destinations are cached as deployed: one `Query` per cache period, not per delivery).
 //!
 //! The receiver answers 200 at once; the destination's rate limit is set far above what is
-//! measured. moto serializes every DynamoDB request, so the figures bound the worker's own cost
-//! from above. The processed → delivered latency on `make dev` is `scripts/outbox_latency.sh`.
+//! measured. The table is DynamoDB Local's, one process on the bench machine, so the figures
+//! bound the worker's own cost from above. The processed → delivered latency on `make dev` is `scripts/outbox_latency.sh`.
 //!
-//! Run: `make bench` (starts moto), or with `AWS_ENDPOINT_URL` pointing at a running moto:
+//! Run: `make bench` (starts the emulators), or with `AWS_ENDPOINT_URL_DYNAMODB` and
+//! `AWS_ENDPOINT_URL_DYNAMODB_STREAMS` pointing at a running DynamoDB Local, `AWS_ENDPOINT_URL` at moto:
 //! `cargo run --release -p integration-tests --bin outbox_figures`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement harness: a failed setup ends the run
@@ -80,7 +81,7 @@ async fn main() {
     assert_eq!(receiver.count(), 2 * N);
 
     println!(
-        "outbox figures ({N} deliveries each, moto on 127.0.0.1, local receiver answering 200):"
+        "outbox figures ({N} deliveries each, DynamoDB Local and moto on 127.0.0.1, local receiver answering 200):"
     );
     println!("  deliveries/s, one worker, one at a time:     {sequential:.0}");
     println!("  deliveries/s, one worker, 10 at once:        {batched:.0}");

@@ -8,7 +8,7 @@ use aws_sdk_dynamodbstreams::types::ShardIteratorType;
 use inbox_core::clock::Clock;
 
 /// A consumer's position in one shard: its iterator, and the last sequence number read (to
-/// resume from after an error, e.g. an emulator restart: iterators do not survive one).
+/// resume from after an error: the emulator paused or killed, a trimmed iterator).
 #[derive(Debug, Clone)]
 pub(super) struct Cursor {
     shard_id: String,
@@ -127,18 +127,56 @@ impl Pipeline {
         records: &mut Vec<EventRecord>,
         wanted: &dyn Fn(&str) -> bool,
     ) -> Result<(), String> {
+        // Page by page until a page comes back empty: DynamoDB (and DynamoDB Local) may return a
+        // shard's records over several pages.
+        for _ in 0..1000 {
+            if self.read_page(cursor, records, wanted).await? == 0 || cursor.iterator.is_none() {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// One `GetRecords` page: how many records it held (wanted or not).
+    async fn read_page(
+        &self,
+        cursor: &mut Cursor,
+        records: &mut Vec<EventRecord>,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<usize, String> {
         let iterator = match cursor.iterator.take() {
             Some(it) => it,
             None => self.iterator(cursor).await?,
         };
-        let out = self
+        let out = match self
             .streams
             .get_records()
             .shard_iterator(iterator)
             .send()
             .await
-            .map_err(|e| format!("{e:?}"))?;
-        for r in out.records.unwrap_or_default() {
+        {
+            Ok(out) => out,
+            // Trimmed: DynamoDB drops records after 24 hours; DynamoDB Local also refuses an
+            // iterator taken while the shard was empty once other tables' writes moved its shared
+            // sequence numbers on. Either way, what Lambda does: a fresh iterator from the
+            // checkpoint, else from the trim horizon.
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_trimmed_data_access_exception()) =>
+            {
+                let iterator = self.iterator(cursor).await?;
+                self.streams
+                    .get_records()
+                    .shard_iterator(iterator)
+                    .send()
+                    .await
+                    .map_err(|e| format!("{e:?}"))?
+            }
+            Err(e) => return Err(format!("{e:?}")),
+        };
+        let page = out.records.unwrap_or_default();
+        let read = page.len();
+        for r in page {
             let name = r
                 .event_name
                 .as_ref()
@@ -149,10 +187,7 @@ impl Pipeline {
             let keys = serde_dynamo::Item::from(change.keys.clone().unwrap_or_default());
             let sk_is_wanted =
                 matches!(keys.get("sk"), Some(serde_dynamo::AttributeValue::S(s)) if wanted(s));
-            // moto emits an extra key-only INSERT for an item an UpdateItem creates
-            // (DynamoDB does not): skip it, as the deliver function does.
-            let key_only = change.new_image.as_ref().is_some_and(|i| i.len() <= 2);
-            if name != "INSERT" || !sk_is_wanted || key_only {
+            if name != "INSERT" || !sk_is_wanted {
                 continue;
             }
             let mut stream_record = StreamRecord::default();
@@ -168,7 +203,7 @@ impl Pipeline {
             records.push(record);
         }
         cursor.iterator = out.next_shard_iterator;
-        Ok(())
+        Ok(read)
     }
 
     /// Receives what is visible on a queue now (long-poll 1 s), as a Lambda SQS event.

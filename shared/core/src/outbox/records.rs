@@ -31,9 +31,7 @@ fn stream_work(record: &EventRecord) -> Option<Result<StreamWork, String>> {
         Some(serde_dynamo::AttributeValue::S(s)) => s.as_str(),
         _ => return None,
     };
-    // Some emulators (moto) emit an extra INSERT with only the key for an item an `UpdateItem`
-    // creates; DynamoDB never does. Such an image carries nothing to act on.
-    if record.event_name != "INSERT" || image.len() <= 2 {
+    if record.event_name != "INSERT" {
         return None;
     }
     match sk {

@@ -3,7 +3,7 @@
 //! - DynamoDB requests per new webhook, end to end (ingest + processing), counted by an SDK
 //!   interceptor on the real clients, for the wallet handler (effects in DynamoDB);
 //! - processing throughput of a 100-record stream batch (records/s) through
-//!   `Processor::handle_stream_batch` against moto (at the deployed concurrency), and of the processor
+//!   `Processor::handle_stream_batch` against DynamoDB Local (at the deployed concurrency), and of the processor
 //!   against the in-memory store (its own cost, without I/O).
 //!
 //! - write units per webhook (2 KB and 64 KB events), ingest alone and end to end, by DynamoDB's
@@ -12,7 +12,8 @@
 //! It prints them and writes them for `bench-tools figures` and `bench-tools cost`:
 //! `target/bench-figures/units.json` (the counts) and `pipeline.jsonl` (the figures).
 //!
-//! Run: `make bench` (starts moto), or with `AWS_ENDPOINT_URL` pointing at a running moto:
+//! Run: `make bench` (starts the emulators), or with `AWS_ENDPOINT_URL_DYNAMODB` and
+//! `AWS_ENDPOINT_URL_DYNAMODB_STREAMS` pointing at a running DynamoDB Local, `AWS_ENDPOINT_URL` at moto:
 //! `cargo run --release -p integration-tests --bin pipeline_figures`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement harness: a failed setup ends the run
@@ -166,8 +167,8 @@ fn figure(id: &str, name: &str, target: &str, measured: String, met: Option<bool
 
 #[tokio::main]
 async fn main() {
-    // Against the emulator at the deployed concurrency (10 records at once): it serializes
-    // DynamoDB requests (scripts/moto_server.py), so this measures moto's one request at a time.
+    // Against DynamoDB Local at the deployed concurrency (10 records at once): one JVM over
+    // SQLite on the bench machine, far from DynamoDB's parallelism.
     let (concurrent, counts) = run(10).await;
     let memory = in_memory().await;
     let writes: usize = [
@@ -190,15 +191,15 @@ async fn main() {
         "  read requests per new webhook:  {:.2}",
         counts.get("GetItem").copied().unwrap_or(0) as f64 / BATCH as f64
     );
-    println!("  100-record batch against moto, 10 at a time:    {concurrent:>8.0} records/s");
+    println!("  100-record batch, DynamoDB Local, 10 at a time: {concurrent:>8.0} records/s");
     println!("  in-memory store (processor cost without I/O):  {memory:>8.0} records/s");
 
     let mut lines = vec![
         figure(
-            "throughput.moto",
-            "one process invocation: a 100-record stream batch, wallet handler, 10 at a time, against the emulator (serialized)",
+            "throughput.emulator",
+            "one process invocation: a 100-record stream batch, wallet handler, 10 at a time, against DynamoDB Local",
             "—",
-            format!("{concurrent:.0} records/s (bound: the emulator runs DynamoDB requests one at a time)"),
+            format!("{concurrent:.0} records/s (bound: DynamoDB Local, one process on the bench machine)"),
             None,
         ),
         figure(

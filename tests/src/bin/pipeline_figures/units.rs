@@ -96,7 +96,7 @@ fn index_entry(item: &Item) -> Option<usize> {
 /// One webhook of `size` bytes, end to end.
 pub async fn measure(size: usize) -> Units {
     let p = Pipeline::new().await;
-    let sdk = integration_tests::sdk_config_for(&p.harness.endpoint).await;
+    let sdk = integration_tests::sdk_config_for(&p.harness.endpoints).await;
     let s3_conf = aws_sdk_s3::config::Builder::from(&sdk)
         .force_path_style(true)
         .interceptor(p.counter.clone())

@@ -1,9 +1,9 @@
-//! End-to-end tests of the `inboxctl` binary against the local AWS emulator (moto).
+//! End-to-end tests of the `inboxctl` binary against the local AWS emulators (DynamoDB Local, moto).
 //!
 //! Each test gets its own table (created from `template.yaml`, filled through the real ingest
 //! handler) and its own SQS queues, runs the built binary as an operator would, and checks both
 //! its output (`--json`) and the resulting state in DynamoDB and SQS. Run with `make test`, which
-//! starts moto and sets `AWS_ENDPOINT_URL`.
+//! starts the emulators and sets `AWS_ENDPOINT_URL` and `AWS_ENDPOINT_URL_DYNAMODB`.
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use inbox_core::clock::{Clock as _, SystemClock};
@@ -93,7 +93,7 @@ impl Env {
     /// environment variables the Lambda functions use).
     fn command(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_inboxctl"));
-        c.env("AWS_ENDPOINT_URL", integration_tests::endpoint())
+        c.envs(integration_tests::endpoints().env())
             .env("AWS_REGION", "us-east-1")
             .env("AWS_ACCESS_KEY_ID", "testing")
             .env("AWS_SECRET_ACCESS_KEY", "testing")
@@ -1131,7 +1131,7 @@ async fn exit_codes() {
 #[tokio::test]
 async fn show_and_replay_read_a_body_kept_in_s3() {
     let env = Env::new().await;
-    let (_, bodies) = integration_tests::body_bucket(&integration_tests::endpoint(), 1024).await;
+    let (_, bodies) = integration_tests::body_bucket(&integration_tests::endpoints(), 1024).await;
     let store = DynamoTable::new(env.h.client.clone(), env.h.table.clone())
         .with_bodies(Some(bodies.clone()));
     let id = unique("evt_s3");

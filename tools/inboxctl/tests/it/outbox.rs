@@ -52,7 +52,7 @@ impl Env {
 
     fn command(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_inboxctl"));
-        c.env("AWS_ENDPOINT_URL", integration_tests::endpoint())
+        c.envs(integration_tests::endpoints().env())
             .env("AWS_REGION", "us-east-1")
             .env("AWS_ACCESS_KEY_ID", "testing")
             .env("AWS_SECRET_ACCESS_KEY", "testing")

@@ -1,8 +1,8 @@
-//! `inboxctl wallet …` against the local AWS emulator (moto): a wallet created by the CLI, real
+//! `inboxctl wallet …` against the local AWS emulators (DynamoDB Local): a wallet created by the CLI, real
 //! signed Stripe and mailer (Standard Webhooks) events ingested through the ingest handler, read
 //! from the table's stream and processed by the real processor with the wallet handler; then the
 //! CLI's balance, ledger and reconcile views of the result, before and after a balance is
-//! tampered with. Run with `make test`, which starts moto and sets `AWS_ENDPOINT_URL`.
+//! tampered with. Run with `make test`, which starts the emulators and sets their endpoints.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::SystemClock;
@@ -66,7 +66,7 @@ fn inboxctl(table: &str, args: &[&str]) -> Run {
 fn inboxctl_with(table: &str, vars: &[(&str, &str)], args: &[&str]) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_inboxctl"))
         .envs(vars.iter().copied())
-        .env("AWS_ENDPOINT_URL", integration_tests::endpoint())
+        .envs(integration_tests::endpoints().env())
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
