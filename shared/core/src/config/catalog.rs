@@ -325,10 +325,21 @@ pub const ALL: &[&Var] = &[
 ];
 
 /// Variables read by the libraries every function links, documented for completeness.
-pub const LIBRARY: &[&Var] = &[&Var {
-    name: "AWS_ENDPOINT_URL",
-    read_by: ReadBy::Library("every function, inboxctl (the AWS SDK)"),
-    unset: Unset::Optional,
-    meaning: "points the SDK at the emulator; the other standard AWS SDK variables \
-                  (`AWS_REGION`, `AWS_PROFILE`, credentials, …) apply as well",
-}];
+pub const LIBRARY: &[&Var] = &[
+    &Var {
+        name: "AWS_ENDPOINT_URL",
+        read_by: ReadBy::Library("every function, inboxctl (the AWS SDK)"),
+        unset: Unset::Optional,
+        meaning: "points the SDK at an emulator (locally: moto, for SQS, S3 and Secrets \
+                  Manager); the other standard AWS SDK variables (`AWS_REGION`, `AWS_PROFILE`, \
+                  credentials, …) apply as well",
+    },
+    &Var {
+        name: "AWS_ENDPOINT_URL_DYNAMODB",
+        read_by: ReadBy::Library("every function, inboxctl (the AWS SDK)"),
+        unset: Unset::Optional,
+        meaning: "points the SDK's DynamoDB client elsewhere than `AWS_ENDPOINT_URL` (locally: \
+                  AWS's DynamoDB Local, see `docs/dynamodb-local.md`); \
+                  `AWS_ENDPOINT_URL_DYNAMODB_STREAMS` does the same for the table's stream",
+    },
+];
