@@ -33,7 +33,10 @@
 
 mod cert;
 mod message;
+mod sample;
 mod subscribe;
+
+pub(super) use self::sample::samples;
 
 use std::sync::Arc;
 
@@ -50,12 +53,12 @@ use self::message::{
     Kind,
 };
 use super::fields::Fields;
-use super::sample::{random_alnum, random_uuid, rfc3339};
+use super::sample::random_uuid;
 use super::settings::settings;
 use super::tolerance::Tolerance;
 use super::{
-    Fetcher, FromSpec, Handshake, HttpsFetcher, Request, Sample, Sampler, Scheme, SchemeError,
-    SignError, SignatureError, Signed, Spec, Unsigned, Verdict,
+    Fetcher, FromSpec, Handshake, HttpsFetcher, Request, Scheme, SchemeError, SignError,
+    SignatureError, Signed, Spec, Unsigned, Verdict,
 };
 use crate::identity::FieldRule;
 
@@ -360,60 +363,6 @@ impl Scheme for Sns {
     /// A `SubscriptionConfirmation`: confirmed by visiting its `SubscribeURL` (`subscribe.rs`).
     fn handshake<'a>(&'a self, request: Request<'a>) -> Option<Handshake<'a>> {
         subscribe::handshake(&self.fetcher, &self.host, &self.topic_arn, request.body)
-    }
-}
-
-/// SNS's sample events (SES events of the source's topic), for `inboxctl send`.
-#[derive(Debug)]
-pub(super) struct Samples {
-    topic_arn: String,
-}
-
-/// The samples of a source: its `topic_arn` (checked when its scheme is built).
-pub(super) fn samples(spec: &Spec<'_>) -> Result<Arc<dyn Sampler>, SchemeError> {
-    let Settings { topic_arn } = settings(spec)?;
-    Ok(Arc::new(Samples {
-        topic_arn: topic_arn.unwrap_or_default(),
-    }))
-}
-
-impl Sampler for Samples {
-    fn sample_id(&self) -> String {
-        random_uuid()
-    }
-
-    fn sample_type(&self) -> &'static str {
-        "Delivery"
-    }
-
-    /// An unsigned SNS `Notification` whose `Message` is an SES event (event publishing).
-    fn sample(&self, event_id: &str, event_type: &str, now_secs: i64) -> Sample {
-        let ses = json!({
-            "eventType": event_type,
-            "mail": {
-                "timestamp": rfc3339(now_secs),
-                "source": "billing@example.com",
-                "messageId": format!("0100{}-{}-000000", random_alnum(12).to_ascii_lowercase(), random_uuid()),
-                "destination": ["customer@example.com"],
-                "tags": {"tenant": ["acme"]}
-            },
-            "delivery": {
-                "timestamp": rfc3339(now_secs),
-                "recipients": ["customer@example.com"],
-                "smtpResponse": "250 2.6.0 Message received"
-            }
-        });
-        let envelope = json!({
-            "Type": "Notification",
-            "MessageId": event_id,
-            "TopicArn": self.topic_arn,
-            "Message": ses.to_string(),
-            "Timestamp": sns_timestamp(now_secs),
-        });
-        Sample {
-            body: envelope.to_string().into_bytes(),
-            content_type: "text/plain; charset=UTF-8",
-        }
     }
 }
 

@@ -15,7 +15,9 @@ use serde_json::{json, Value};
 
 use super::super::test_support::*;
 use super::super::{FetchError, FetchFuture, Fetcher, Secret};
+use super::sample::Samples;
 use super::*;
+use crate::signature::Sampler as _;
 
 const TOPIC: &str = "arn:aws:sns:us-east-1:123456789012:ses-events";
 const CERT_URL: &str = "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-7506a1e35b36ef5a444dd1a8e7cc3ed8.pem";
