@@ -31,6 +31,7 @@ async fn concurrent_ingest_while_processing_transactions_conflict_loses_nothing(
         .await;
     let acknowledged = Mutex::new(Vec::new());
     let stop = AtomicBool::new(false);
+    let drained = AtomicBool::new(false);
     let stats = SourceStats::default();
     let cancelled = AtomicUsize::new(0);
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -52,10 +53,12 @@ async fn concurrent_ingest_while_processing_transactions_conflict_loses_nothing(
     };
     // A second consumer gets every batch again after the first handled it (a duplicate stream
     // delivery): each of its commits is a transaction cancelled by the version check, while the
-    // providers keep writing.
+    // providers keep writing. It races until the stream is drained and every batch was raced
+    // (one read of the stream may last the whole ingest: it pages until it is caught up).
     let racing = async {
         let mut raced = 0;
-        while !stop.load(Ordering::SeqCst) {
+        loop {
+            let done = drained.load(Ordering::SeqCst);
             let stale = {
                 let records = stats.records.lock().unwrap();
                 let stale = records[raced..].to_vec();
@@ -63,6 +66,9 @@ async fn concurrent_ingest_while_processing_transactions_conflict_loses_nothing(
                 stale
             };
             if stale.is_empty() {
+                if done {
+                    break;
+                }
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
             }
@@ -77,7 +83,11 @@ async fn concurrent_ingest_while_processing_transactions_conflict_loses_nothing(
             cancelled.fetch_add(lost, Ordering::SeqCst);
         }
     };
-    tokio::join!(writers, racing, stream_source(&p, &consumer, &stop, &stats));
+    let consuming = async {
+        stream_source(&p, &consumer, &stop, &stats).await;
+        drained.store(true, Ordering::SeqCst);
+    };
+    tokio::join!(writers, racing, consuming);
 
     let acknowledged = acknowledged.into_inner().unwrap();
     let ids: Vec<String> = acknowledged.iter().map(|(id, _)| id.clone()).collect();

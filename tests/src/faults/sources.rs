@@ -30,7 +30,8 @@ pub struct SourceStats {
     pub read_errors: AtomicUsize,
     /// The event ids delivered (stream: INSERTs of message items).
     pub delivered: Mutex<HashSet<String>>,
-    /// The stream records delivered, in order (a racer re-processes them as stale images).
+    /// The stream records whose batch was handled, in order (a racer re-processes them as stale
+    /// images).
     pub records: Mutex<Vec<EventRecord>>,
 }
 
@@ -72,12 +73,12 @@ pub async fn stream_source<C: Clock>(
             tokio::time::sleep(POLL).await;
             continue;
         }
-        {
-            let mut seen = stats.delivered.lock().expect("lock");
-            seen.extend(batch.records.iter().filter_map(event_id_of));
-            let mut records = stats.records.lock().expect("lock");
-            records.extend(batch.records.iter().cloned());
-        }
+        stats
+            .delivered
+            .lock()
+            .expect("lock")
+            .extend(batch.records.iter().filter_map(event_id_of));
+        let handled = batch.records.clone();
         // Lambda re-delivers from the first reported record until the batch succeeds.
         loop {
             stats.invocations.fetch_add(1, Ordering::SeqCst);
@@ -94,6 +95,7 @@ pub async fn stream_source<C: Clock>(
             stats.redeliveries.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(POLL).await;
         }
+        stats.records.lock().expect("lock").extend(handled);
     }
 }
 
