@@ -98,8 +98,15 @@ impl Source {
         secrets: &[Secret],
         fetcher: Option<&Arc<dyn Fetcher>>,
     ) -> Result<Self, SchemeError> {
-        let tolerance = Duration::from_secs(spec.tolerance_secs.unwrap_or(DEFAULT_TOLERANCE_SECS));
-        let base = Spec::new(&spec.settings, secrets, tolerance);
+        let base = match spec.tolerance_secs {
+            Some(secs) => Spec::new(&spec.settings, secrets, Duration::from_secs(secs)),
+            None => Spec::new(
+                &spec.settings,
+                secrets,
+                Duration::from_secs(DEFAULT_TOLERANCE_SECS),
+            )
+            .with_default_tolerance(),
+        };
         let scheme_spec = match fetcher {
             Some(fetcher) => base.with_fetcher(fetcher),
             None => base,

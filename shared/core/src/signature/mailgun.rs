@@ -13,6 +13,17 @@
 //! This keeps the one-write ingest path: no separate "seen tokens" item. (Overriding `event_id`,
 //! e.g. with `/event-data/id`, gives up this protection.)
 //!
+//! **Retries and the tolerance.** Mailgun retries a webhook it could not deliver for about 8 hours
+//! (its "Automatic Retries" page; 406 stops it). Its documentation does not say whether a retry
+//! is signed again, and the libraries that verify Mailgun's webhooks (django-anymail, the most
+//! used) key events on the token and check no timestamp: they rely on a retry carrying the
+//! signature first sent. So the default tolerance of a Mailgun source is [`RETRY_WINDOW`], not
+//! the 300 s of the other schemes: a retry of a request that was refused (a 503 while the store
+//! was down) or whose 200 was lost is still accepted, as a new event or as a `duplicate` of its
+//! token. A source's own `tolerance_secs` overrides it. Were a retry ever signed again (a new
+//! token), the lost-200 case would store a second message; the wallet settles an email by its
+//! `Message-Id`, so that second message debits nothing twice.
+//!
 //! Event type: `/event-data/event`. Sample: a `delivered` event; `msg_id` is the token.
 
 use http::HeaderName;
@@ -35,6 +46,11 @@ const TIMESTAMP: &str = "signature.timestamp";
 const TOKEN: &str = "signature.token";
 const SIGNATURE: &str = "signature.signature";
 const PARENT: &str = "signature.parent-signature";
+
+/// The default tolerance of a Mailgun source: Mailgun's retries of one webhook span about 8
+/// hours (5 min, 10 min, 15 min, 1 h, 2 h, 4 h after the first attempt); 9 hours leaves room for
+/// its queueing.
+pub const RETRY_WINDOW: std::time::Duration = std::time::Duration::from_secs(9 * 3600);
 
 /// The Mailgun scheme of one source.
 #[derive(Debug, Clone)]
@@ -106,11 +122,16 @@ impl Mailgun {
 }
 
 impl FromSpec for Mailgun {
-    /// Secrets are HTTP webhook signing keys, used as-is; no settings.
+    /// Secrets are HTTP webhook signing keys, used as-is; no settings. The default tolerance is
+    /// [`RETRY_WINDOW`].
     fn new(spec: &Spec<'_>) -> Result<Self, SchemeError> {
         Ok(Self {
             keys: HmacKeys::raw(spec.secrets)?,
-            tolerance: Tolerance::new(spec.tolerance),
+            tolerance: Tolerance::new(if spec.tolerance_is_default {
+                RETRY_WINDOW
+            } else {
+                spec.tolerance
+            }),
         })
     }
 }

@@ -299,6 +299,10 @@ pub struct Spec<'a> {
     pub secrets: &'a [Secret],
     /// The timestamp tolerance (for schemes whose signature covers a timestamp).
     pub tolerance: Duration,
+    /// Whether `tolerance` is the default rather than the source's own `tolerance_secs`: a
+    /// scheme whose provider retries with the signature it first sent (Mailgun) widens the
+    /// default to cover the provider's retries ([`Spec::with_default_tolerance`]).
+    pub tolerance_is_default: bool,
     /// What fetches the keys a provider publishes (the SNS signing certificates); `None`: the
     /// production [`HttpsFetcher`]. Tests inject their own ([`Spec::with_fetcher`]).
     pub fetcher: Option<&'a Arc<dyn Fetcher>>,
@@ -314,7 +318,16 @@ impl<'a> Spec<'a> {
             settings,
             secrets,
             tolerance,
+            tolerance_is_default: false,
             fetcher: None,
+        }
+    }
+
+    /// The same, saying the tolerance is the default (the source gave no `tolerance_secs`).
+    pub fn with_default_tolerance(self) -> Self {
+        Self {
+            tolerance_is_default: true,
+            ..self
         }
     }
 

@@ -44,6 +44,20 @@ fn defaults_and_overrides() {
 }
 
 #[test]
+fn a_mailgun_source_defaults_to_its_retry_window_unless_it_sets_a_tolerance() {
+    let sources = Sources::from_json(
+        r#"{"x": {"scheme": "mailgun"}, "custom": {"scheme": "mailgun", "tolerance_secs": 300},
+            "stripe": {"scheme": "stripe"}}"#,
+        &secrets(),
+    )
+    .unwrap();
+    let debug = |name: &str| format!("{:?}", sources.get(name).unwrap().scheme);
+    assert!(debug("x").contains("32400s"), "{}", debug("x"));
+    assert!(debug("custom").contains("300s"), "{}", debug("custom"));
+    assert!(debug("stripe").contains("300s"), "{}", debug("stripe"));
+}
+
+#[test]
 fn every_form_of_a_source() {
     let ok = [
         (r#"{"scheme":"stripe"}"#, "stripe"),

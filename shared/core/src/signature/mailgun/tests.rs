@@ -192,3 +192,37 @@ fn the_token_is_the_event_id_so_a_replayed_token_is_a_duplicate() {
     assert_eq!(id(&first), id(&replayed));
     assert_eq!(id(&first).as_str(), TOKEN);
 }
+
+/// A retry Mailgun sends hours later with the signature it first sent: accepted under the default
+/// tolerance (its retry window), refused once past it, and a source's own `tolerance_secs` wins.
+#[test]
+fn the_default_tolerance_covers_mailguns_retries() {
+    let settings = serde_json::Map::new();
+    let secrets = [super::super::Secret::from(KEY)];
+    let defaulted = super::super::build(
+        "mailgun",
+        &Spec::new(&settings, &secrets, TOLERANCE).with_default_tolerance(),
+    )
+    .unwrap();
+    let own = super::super::build("mailgun", &Spec::new(&settings, &secrets, TOLERANCE)).unwrap();
+    let last_retry = TS + 8 * 3600;
+    let window = i64::try_from(RETRY_WINDOW.as_secs()).unwrap();
+    assert_eq!(
+        defaulted.verify_at(&headers(&[]), &body(good()), last_retry),
+        Ok(())
+    );
+    assert_eq!(
+        defaulted.verify_at(&headers(&[]), &body(good()), TS + window + 1),
+        Err(SignatureError::TimestampTooOld {
+            age_secs: window + 1,
+            tolerance_secs: window
+        })
+    );
+    assert_eq!(
+        own.verify_at(&headers(&[]), &body(good()), last_retry),
+        Err(SignatureError::TimestampTooOld {
+            age_secs: 8 * 3600,
+            tolerance_secs: 300
+        })
+    );
+}
