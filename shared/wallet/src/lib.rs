@@ -2,6 +2,8 @@
 //! any configured email provider) hold, debit and refund it, each exactly once, in any order. An application of the inbox core: the
 //! core runs its handler and stores its items, and knows nothing of wallets.
 //!
+//! - [`autopay`]: autopay's pure rules: recurring charge dates from an anchor, the one charge a
+//!   wallet at its threshold needs, the monthly cap, and the dunning ladder for declines.
 //! - [`money`]: [`Currency`] and [`Money`] (amounts in minor units, formatted `12.34 USD`).
 //! - [`tenant`]: [`TenantId`], the tenant a wallet belongs to, parsed once where it enters.
 //! - [`rules`]: the pure rules (next state and money movement per event).
@@ -19,6 +21,7 @@
 //! - [`config`]: the ledger's environment variables (documented with the core's `Var`) and
 //!   [`WalletConfig`].
 
+pub mod autopay;
 pub mod config;
 pub mod handler;
 pub mod items;
