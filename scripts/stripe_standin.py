@@ -386,9 +386,14 @@ class StandIn:
             self.faults.extend(made)
             return list(self.faults)
 
-    def take_fault(self, method, path, key):
+    def take_fault(self, method, path, key, early):
+        """The first queued fault matching the request, used up. `early`: those answering before the
+        endpoint runs (phase before with a status or a reset); else the others, taken only by a
+        request that executes (not by a replay or a conflict)."""
         with self.lock:
             for f in self.faults:
+                if early != (f["phase"] == "before" and bool(f.get("reset") or f.get("status"))):
+                    continue
                 p = f["path"]
                 if f["method"].upper() != method:
                     continue
@@ -1283,13 +1288,18 @@ class Handler(BaseHTTPRequestHandler):
                               param="Idempotency-Key")
         except ApiError as e:
             return answer(e.status, e.body)
-        fault = s.take_fault(method, url.path, key)
+        def retry_header(f):
+            if f and f.get("should_retry") is not None:
+                return {"Stripe-Should-Retry": "true" if f["should_retry"] else "false"}
+            return {}
+
+        def name_of(f):
+            return f.get("kind") or ("reset" if f.get("reset") else str(f.get("status") or "fault"))
+
+        fault = s.take_fault(method, url.path, key, early=True)
+        retry_hdr = retry_header(fault)
         if fault:
-            entry["fault"] = fault.get("kind") or ("reset" if fault.get("reset") else str(fault.get("status")))
-        retry_hdr = {}
-        if fault and fault.get("should_retry") is not None:
-            retry_hdr = {"Stripe-Should-Retry": "true" if fault["should_retry"] else "false"}
-        if fault and fault["phase"] == "before" and (fault.get("reset") or fault.get("status")):
+            entry["fault"] = name_of(fault)
             if fault.get("delay_ms"):
                 time.sleep(fault["delay_ms"] / 1000)
             if fault.get("reset"):
@@ -1308,7 +1318,11 @@ class Handler(BaseHTTPRequestHandler):
             if prior is not None:
                 status, body, extra, replayed = prior
                 entry["replayed"] = replayed
-                return answer(status, body, {**extra, **retry_hdr})
+                return answer(status, body, extra)
+        fault = s.take_fault(method, url.path, key, early=False)
+        retry_hdr = retry_header(fault)
+        if fault:
+            entry["fault"] = name_of(fault)
         if fault and fault.get("delay_ms"):
             time.sleep(fault["delay_ms"] / 1000)  # the key is in flight meanwhile
         ctx = {"request_id": rid, "idempotency_key": key, "events": []}
@@ -1398,8 +1412,15 @@ class Handler(BaseHTTPRequestHandler):
                     api = Api(s)
                     obj = api.complete_setup(ctx, spec) if path == "/setup_intents" else api.complete_checkout(
                         ctx, spec)
-                except ApiError as e:
-                    return self._send(e.status, e.body)
+                except ApiError as e:  # e.g. a declining card in a Checkout Session: it stays open
+                    failed = e
+                else:
+                    failed = None
+            if failed:
+                self._send(failed.status, {**failed.body, "events": ctx["events"]})
+                s.flush_events(ctx["events"], spec.get("webhook", "after"))
+                return
+            with s.lock:
                 out = public(obj, s)
                 related = {k: public(s.objects[out[k]], s) for k in ("customer", "payment_method",
                                                                       "payment_intent", "setup_intent")

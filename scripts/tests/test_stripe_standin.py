@@ -311,6 +311,19 @@ def test_a_500_after_the_charge_is_saved_and_replayed(base, receiver):
     assert evt.data.object.id == made["data"][0]["payment_intent"]
 
 
+def test_a_fault_after_the_charge_waits_for_a_request_that_executes(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "done"})
+    fault(base, kind="error_after_charge")
+    replay = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "done"})
+    assert replay.last_response.headers["Idempotent-Replayed"] == "true"  # a replay executes nothing
+    assert len(ctl(base, "GET", "/faults")["faults"]) == 1
+    with pytest.raises(stripe.APIError):
+        c.v1.payment_intents.create(params=charge_params(cus, pm, "att_2"), options={"idempotency_key": "new"})
+    assert ctl(base, "GET", "/faults")["faults"] == [] and charges(base)["succeeded"] == 2
+
+
 def test_a_reset_after_the_charge_then_the_same_key_gets_the_saved_success(base):
     c = client(base)
     cus, pm = customer_with_card(c)
