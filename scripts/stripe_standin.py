@@ -1175,8 +1175,9 @@ def _json_body(handler) -> dict:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
-    server_version = "stripe-standin"
-    sys_version = ""
+
+    def version_string(self):
+        return "stripe-standin"
 
     @property
     def s(self) -> StandIn:
@@ -1443,7 +1444,8 @@ class Server(ThreadingHTTPServer):
 def start(port=0, host="127.0.0.1", **kwargs):
     """Start a stand-in in this process; returns (server, base URL). Stop with `stop(server)`."""
     server = Server((host, port), StandIn(**kwargs))
-    threading.Thread(target=server.serve_forever, name="standin-http", daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="standin-http",
+                     daemon=True).start()
     return server, f"http://{host}:{server.server_address[1]}"
 
 
