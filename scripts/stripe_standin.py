@@ -61,6 +61,7 @@ Injectable faults and the control API, under `/_standin/` (JSON in and out, no a
     DELETE /_standin/faults      drop them
     GET    /_standin/requests    every /v1 request: method, path, query, idempotency_key, status,
                                  replayed, request_id, fault, reset (?path=PREFIX filters)
+    GET    /_standin/keys        idempotency keys: endpoint, state (running or done), saved status
     GET    /_standin/charges     charges actually made ({"data", "succeeded", "failed"})
     GET    /_standin/events      every event, with its delivery attempts (?type=T filters)
     POST   /_standin/events/ID/resend   deliver an event again (a duplicate, or a held one)
@@ -1376,6 +1377,11 @@ class Handler(BaseHTTPRequestHandler):
         if (method, path) == ("GET", "/requests"):
             with s.lock:
                 data = [dict(r) for r in s.requests if r["path"].startswith(q.get("path", ""))]
+            return self._send(200, {"data": data})
+        if (method, path) == ("GET", "/keys"):
+            with s.lock:
+                data = [{"idempotency_key": k, "endpoint": e.endpoint, "state": e.state, "status": e.status,
+                         "request_id": e.request_id} for (_, k), e in s.idem.items()]
             return self._send(200, {"data": data})
         if (method, path) == ("GET", "/charges"):
             with s.lock:

@@ -9,6 +9,7 @@ local receiver. Nothing sleeps to synchronise: waits poll a condition until a de
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -172,6 +173,10 @@ def test_requests_need_a_test_secret_key(base):
     assert json.load(e.value)["error"]["type"] == "invalid_request_error"
     with pytest.raises(stripe.AuthenticationError):
         client(base, key="sk_live_nope").v1.customers.create(params={})
+    basic = urllib.request.Request(base + "/v1/customers", data=b"email=a%40b.c", method="POST",
+                                   headers={"Authorization": "Basic " + base64.b64encode(f"{KEY}:".encode()).decode()})
+    with urllib.request.urlopen(basic, timeout=5) as r:  # curl -u sk_test_...: works too
+        assert json.load(r)["email"] == "a@b.c"
 
 
 def test_bracket_notation_and_object_shapes(base):
@@ -231,12 +236,13 @@ def test_same_key_other_parameters_is_an_idempotency_error(base):
 def test_a_key_still_in_flight_answers_409(base):
     c = client(base)
     cus, pm = customer_with_card(c)
-    fault(base, kind="delay", delay_ms=400)
+    fault(base, kind="delay", delay_ms=300)
     result = {}
     t = threading.Thread(target=lambda: result.update(
         pi=c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "busy"})))
     t.start()
-    wait_for(lambda: requests_for(base, "busy"), what="the first request to arrive")
+    wait_for(lambda: [k for k in ctl(base, "GET", "/keys")["data"]
+                      if k["idempotency_key"] == "busy" and k["state"] == "running"], what="the key in flight")
     with pytest.raises(stripe.APIError) as e:
         c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "busy"})
     assert e.value.http_status == 409 and e.value.error.code == "idempotency_key_in_use"
