@@ -66,7 +66,8 @@ Injectable faults and the control API, under `/_standin/` (JSON in and out, no a
     GET    /_standin/events      every event, with its delivery attempts (?type=T filters)
     POST   /_standin/events/ID/resend   deliver an event again (a duplicate, or a held one)
     POST   /_standin/reset       forget everything (objects, keys, faults, logs, pending webhooks)
-    POST   /_standin/config      {"webhook_url", "webhook_secret", "retry_schedule": [s, ...]}
+    POST   /_standin/config      {"webhook_url", "webhook_secret", "retry_schedule": [s, ...],
+                                 "enabled_events": [...], "rate_limit": N | null}
     POST   /_standin/setup_intents       a customer completes a setup: {"customer"?, "email"?,
            "payment_method"? (default pm_card_visa), "metadata"?} -> customer (created if absent),
            payment method attached, a succeeded SetupIntent, `setup_intent.succeeded`
@@ -108,9 +109,14 @@ the whsec secret's UTF-8 bytes>`, signed again at each attempt, after the API an
 of their own. A non-2xx answer or a connection error is retried after each delay of
 `--retry-schedule` (seconds, default 0.5,2,5,15,30), then given up.
 
+A rate limit (`--rate-limit N` or `rate_limit` in /_standin/config; off by default): more than N
+API requests in the last second answer 429 `rate_limit`, not saved, as Stripe's limiter does
+(https://docs.stripe.com/rate-limits: 25 requests a second in test mode), so a client's token
+bucket can be shown to keep under it.
+
 Not emulated: other endpoints and parameters (an unknown parameter is a 400, as on Stripe),
 amounts' currency-specific minimums beyond usd/eur/gbp, the search index's lag (Stripe's search
-can be a minute behind; here it is immediate), rate limits (only as injected faults), key expiry,
+can be a minute behind; here it is immediate), the per-endpoint and per-object limits, key expiry,
 API versions (one `--api-version` for every event), Connect, refunds, disputes, Billing,
 asynchronous payment methods, 3DS completion, webhook endpoints' management API, event ordering
 guarantees beyond "in the order raised, retries interleaved".
@@ -336,7 +342,7 @@ class IdemEntry:
 class StandIn:
     def __init__(self, webhook_url=None, webhook_secret="whsec_standin", api_key=None,
                  retry_schedule=DEFAULT_RETRY_SCHEDULE, api_version=DEFAULT_API_VERSION,
-                 enabled_events=DEFAULT_EVENTS, webhook_timeout=5.0, log=None):
+                 enabled_events=DEFAULT_EVENTS, webhook_timeout=5.0, rate_limit=None, log=None):
         self.lock = threading.RLock()
         self.webhook_url = webhook_url
         self.webhook_secret = webhook_secret
@@ -345,6 +351,8 @@ class StandIn:
         self.api_version = api_version
         self.enabled_events = set(enabled_events)
         self.webhook_timeout = webhook_timeout
+        self.rate_limit = rate_limit  # API requests a second before 429 rate_limit (None: no limit)
+        self.recent: list[float] = []
         self.log = log or (lambda msg: None)
         self.deliverer = Deliverer(self)
         self.reset()
@@ -379,6 +387,18 @@ class StandIn:
         if obj is None or not id_.startswith(prefix):
             raise missing(kind, id_, param)
         return obj
+
+    def over_rate_limit(self) -> bool:
+        """Stripe's limiter, roughly: more than `rate_limit` API requests in the last second."""
+        if not self.rate_limit:
+            return False
+        now = time.monotonic()
+        with self.lock:
+            self.recent = [t for t in self.recent if now - t < 1.0]
+            if len(self.recent) >= self.rate_limit:
+                return True
+            self.recent.append(now)
+            return False
 
     # ---- faults
     def add_faults(self, specs):
@@ -1167,9 +1187,24 @@ def public(obj, s: StandIn, expand=()):
 
 # ------------------------------------------------------------------ HTTP
 
-def _json_body(handler) -> dict:
+def _read_body(handler) -> bytes:
+    """The request body, by Content-Length or chunked (as some HTTP clients send forms)."""
+    if "chunked" in (handler.headers.get("Transfer-Encoding") or "").lower():
+        out = b""
+        while True:
+            size = int(handler.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while handler.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return out
+            out += handler.rfile.read(size)
+            handler.rfile.readline()
     n = int(handler.headers.get("Content-Length") or 0)
-    raw = handler.rfile.read(n) if n else b""
+    return handler.rfile.read(n) if n else b""
+
+
+def _json_body(handler) -> dict:
+    raw = _read_body(handler)
     return json.loads(raw) if raw.strip() else {}
 
 
@@ -1265,8 +1300,7 @@ class Handler(BaseHTTPRequestHandler):
         s = self.s
         rid = new_id("req_", 14)
         headers = {"Request-Id": rid, "Stripe-Version": self.headers.get("Stripe-Version") or s.api_version}
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n).decode("utf-8", "replace") if n else ""
+        raw = _read_body(self).decode("utf-8", "replace")
         key = self.headers.get("Idempotency-Key") if method == "POST" else None
         if key is not None:
             headers["Idempotency-Key"] = key
@@ -1298,6 +1332,9 @@ class Handler(BaseHTTPRequestHandler):
         def name_of(f):
             return f.get("kind") or ("reset" if f.get("reset") else str(f.get("status") or "fault"))
 
+        if s.over_rate_limit():
+            entry["fault"] = "rate_limit"
+            return answer(*fault_error({"status": 429}))
         fault = s.take_fault(method, url.path, key, early=True)
         retry_hdr = retry_header(fault)
         if fault:
@@ -1409,7 +1446,11 @@ class Handler(BaseHTTPRequestHandler):
                     s.retry_schedule = [float(x) for x in spec["retry_schedule"]]
                 if "enabled_events" in spec:
                     s.enabled_events = set(spec["enabled_events"])
+                if "rate_limit" in spec:
+                    s.rate_limit = spec["rate_limit"] and int(spec["rate_limit"])
+                    s.recent = []
                 return self._send(200, {"webhook_url": s.webhook_url, "retry_schedule": s.retry_schedule,
+                                        "rate_limit": s.rate_limit,
                                         "enabled_events": sorted(s.enabled_events)})
         if method == "POST" and path in ("/setup_intents", "/checkout_sessions"):
             spec = _json_body(self)
@@ -1472,12 +1513,14 @@ def main(argv=None) -> int:
                     help="seconds before each webhook retry, comma-separated")
     ap.add_argument("--webhook-events", default=",".join(DEFAULT_EVENTS), help="event types delivered")
     ap.add_argument("--api-version", default=DEFAULT_API_VERSION)
+    ap.add_argument("--rate-limit", type=int, help="API requests a second before a 429 rate_limit (test mode: 25)")
     ap.add_argument("--quiet", action="store_true", help="no log line per request and delivery")
     a = ap.parse_args(argv)
     log = (lambda m: None) if a.quiet else (lambda m: print(f"[stripe-standin] {m}", file=sys.stderr, flush=True))
     server, base = start(a.port, a.host, webhook_url=a.webhook_url or None, webhook_secret=a.webhook_secret,
                          api_key=a.api_key, retry_schedule=[float(x) for x in a.retry_schedule.split(",") if x],
                          api_version=a.api_version, enabled_events=[e for e in a.webhook_events.split(",") if e],
+                         rate_limit=a.rate_limit,
                          log=log)
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -377,6 +377,25 @@ def test_a_lock_timeout_is_retried_by_the_library_with_one_charge(base):
     assert [r["status"] for r in requests_for(base, "lt")] == [429, 200]
 
 
+def test_a_rate_limit_answers_429_beyond_n_requests_a_second(base):
+    c = client(base)
+    ctl(base, "POST", "/config", {"rate_limit": 3})
+    try:
+        statuses, started = [], time.monotonic()
+        for i in range(5):
+            try:
+                c.v1.customers.create(params={}, options={"idempotency_key": f"rl{i}"})
+                statuses.append(200)
+            except stripe.RateLimitError as e:
+                statuses.append((e.http_status, e.error.code))
+        if time.monotonic() - started > 0.9:
+            pytest.skip("the machine too slow to fit 5 requests in the limiter's 1 s window")
+        assert statuses == [200, 200, 200, (429, "rate_limit"), (429, "rate_limit")]
+        assert ctl(base, "GET", "/keys")["data"].__len__() == statuses.count(200)  # 429s not saved
+    finally:
+        ctl(base, "POST", "/config", {"rate_limit": None})
+
+
 # ------------------------------------------------------------------ declines
 
 DECLINES = [
