@@ -195,7 +195,7 @@ CARDS = {
 AUTH_MESSAGE = "Your card was declined. This transaction requires authentication."
 
 
-def test_card(pm_or_token: str):
+def card_name_of(pm_or_token: str):
     """The card name behind a test id (`pm_card_visa_chargeDeclined`, `tok_chargeDeclined`), or None."""
     m = re.fullmatch(r"(?:pm_card_|tok_)(.+)", pm_or_token or "")
     if not m:
@@ -745,7 +745,7 @@ class Api:
 
     def _resolve_pm(self, pm_id, param="payment_method"):
         """A usable payment method for `pm_id`: a test id makes a new one, as on Stripe."""
-        name = test_card(pm_id)
+        name = card_name_of(pm_id)
         if name and pm_id not in self.s.objects:
             return self._new_pm(name)
         return self.s.get("payment method", "pm_", pm_id, param)
@@ -759,14 +759,16 @@ class Api:
         if not token:
             raise invalid("Missing required param: card[token] (the stand-in takes test tokens, e.g. tok_visa).",
                           param="card[token]", code="parameter_missing")
-        name = test_card(token)
+        name = card_name_of(token)
         if not name:
             raise missing("token", token, "card[token]")
         return self._new_pm(name, metadata=metadata_of(p))
 
     def pm_get(self, ctx, p, pm_id):
         check_params(p, set())
-        return self._resolve_pm(pm_id, None) if test_card(pm_id) else self.s.get("payment method", "pm_", pm_id)
+        if card_name_of(pm_id):
+            return self._resolve_pm(pm_id, None)
+        return self.s.get("payment method", "pm_", pm_id)
 
     def pm_list(self, ctx, p):
         check_params(p, {"customer", "type", "limit", "starting_after", "ending_before"})
@@ -1324,6 +1326,7 @@ class Handler(BaseHTTPRequestHandler):
                               param="Idempotency-Key")
         except ApiError as e:
             return answer(e.status, e.body)
+
         def retry_header(f):
             if f and f.get("should_retry") is not None:
                 return {"Stripe-Should-Retry": "true" if f["should_retry"] else "false"}
