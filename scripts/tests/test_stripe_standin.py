@@ -253,6 +253,28 @@ def test_a_key_still_in_flight_answers_409(base):
     assert charges(base)["succeeded"] == 1
 
 
+def test_a_burst_with_one_key_charges_once(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, kind="delay", delay_ms=150)
+    outcomes = []
+
+    def call():
+        try:
+            pi = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "burst"})
+            outcomes.append((200, pi.id))
+        except stripe.APIError as e:
+            outcomes.append((e.http_status, None))
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert {status for status, _ in outcomes} <= {200, 409} and len(outcomes) == 8
+    assert len({pi for status, pi in outcomes if status == 200}) == 1
+    assert charges(base)["succeeded"] == 1
+
+
 def test_a_429_lock_timeout_is_not_saved(base):
     c = client(base)
     cus, pm = customer_with_card(c)
