@@ -23,7 +23,8 @@ payment_intent, ...}}`; a `Request-Id` header on every answer):
   stolen_card, `..._chargeDeclinedFraudulent` fraudulent, all `card_declined`;
   `pm_card_chargeDeclinedExpiredCard` expired_card, `pm_card_chargeDeclinedIncorrectCvc`
   incorrect_cvc, `pm_card_chargeDeclinedProcessingError` processing_error; the names with and
-  without `visa_` both work; `pm_card_chargeCustomerFail` attaches but its charges are declined;
+  without `visa_` both work; every test card attaches here and declines when charged, where
+  Stripe documents `pm_card_chargeCustomerFail` as the one that attaches and then declines;
   `pm_card_authenticationRequired` needs 3DS on every charge), `tok_<same names>` in
   `card[token]`; create, retrieve, list, attach (a test id attaches a new `pm_...` copy, as on
   Stripe), detach (`payment_method.detached`; a detached method can't be used again);
@@ -36,7 +37,7 @@ payment_intent, ...}}`; a `Request-Id` header on every answer):
   `pm_card_authenticationRequired` off-session: 402 `authentication_required` (code and
   decline_code), the intent in `requires_payment_method`, `payment_intent.payment_failed`, as
   Stripe documents for off-session charges
-  (https://docs.stripe.com/payments/save-during-payment, "When a payment attempt fails, the
+  (https://docs.stripe.com/payments/checkout/save-and-reuse, "When a payment attempt fails, the
   request also fails with a 402 HTTP status code and the status of the PaymentIntent is
   requires_payment_method"); on-session: 200 with the intent in `requires_action`
   (`next_action.type = use_stripe_sdk`) and `payment_intent.requires_action` (or the 402 with
