@@ -1,0 +1,634 @@
+"""scripts/stripe_standin.py driven by Stripe's own Python library (stripe-python's StripeClient
+pointed at the stand-in with `base_addresses`), so what the library sees is what the Rust client
+will see: replays, idempotency errors, 409s, 429s, declines, Should-Retry headers, connection
+resets, and webhooks that `stripe.Webhook.construct_event` accepts.
+
+One stand-in runs in this process for the module (reset before each test); webhooks go to a
+local receiver. Nothing sleeps to synchronise: waits poll a condition until a deadline.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import stripe
+
+SCRIPTS = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(SCRIPTS))
+
+import stripe_standin as ss  # noqa: E402
+
+SECRET = "whsec_standin_test_secret"
+KEY = "sk_test_standin"
+
+
+def wait_for(pred, timeout=3.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+# ------------------------------------------------------------------ the webhook receiver
+
+class Receiver:
+    """Collects webhook deliveries; answers with `statuses` in turn (then 200)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.got: list[dict] = []
+        self.statuses: list[int] = []
+        self.on_delivery = None
+        receiver = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                extra = receiver.on_delivery(json.loads(body)) if receiver.on_delivery else None
+                with receiver.lock:
+                    status = receiver.statuses.pop(0) if receiver.statuses else 200
+                    receiver.got.append({"body": body, "sig": self.headers.get("Stripe-Signature"),
+                                         "status": status, "extra": extra})
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/webhooks/stripe"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def clear(self):
+        with self.lock:
+            self.got.clear()
+            self.statuses.clear()
+            self.on_delivery = None
+
+    def events(self, type_=None, ok_only=True):
+        with self.lock:
+            got = list(self.got)
+        out = []
+        for g in got:
+            if ok_only and not 200 <= g["status"] < 300:
+                continue
+            evt = stripe.Webhook.construct_event(g["body"], g["sig"], SECRET)  # verifies the signature
+            if type_ is None or evt.type == type_:
+                out.append(evt)
+        return out
+
+
+@pytest.fixture(scope="module")
+def receiver():
+    r = Receiver()
+    yield r
+    r.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def server(receiver):
+    srv, base = ss.start(webhook_url=receiver.url, webhook_secret=SECRET, retry_schedule=[0.02, 0.05, 0.1])
+    srv.base = base
+    yield srv
+    ss.stop(srv)
+
+
+@pytest.fixture(autouse=True)
+def fresh(server, receiver, monkeypatch):
+    server.standin.reset()
+    with server.standin.lock:
+        server.standin.retry_schedule = [0.02, 0.05, 0.1]
+    receiver.clear()
+    # the library waits >= 0.5 s between its own retries; the tests count retries, not time
+    monkeypatch.setattr(stripe._http_client.HTTPClient, "INITIAL_DELAY", 0.01)
+
+
+@pytest.fixture
+def base(server):
+    return server.base
+
+
+def client(base, retries=0, key=KEY):
+    return stripe.StripeClient(key, base_addresses={"api": base}, max_network_retries=retries)
+
+
+def ctl(base, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(base + "/_standin" + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=5) as r:
+        return json.load(r)
+
+
+def fault(base, **spec):
+    return ctl(base, "POST", "/faults", spec)
+
+
+def charges(base):
+    return ctl(base, "GET", "/charges")
+
+
+def requests_for(base, key):
+    return [r for r in ctl(base, "GET", "/requests")["data"] if r["idempotency_key"] == key]
+
+
+def customer_with_card(c, card="pm_card_visa"):
+    cus = c.v1.customers.create(params={"email": "ops@acme.test", "metadata": {"tenant": "acme"}})
+    pm = c.v1.payment_methods.attach(card, params={"customer": cus.id})
+    return cus, pm
+
+
+def charge_params(cus, pm, attempt="att_1", amount=2500):
+    pm_id = pm if isinstance(pm, str) else pm.id
+    return {"amount": amount, "currency": "usd", "customer": cus.id, "payment_method": pm_id,
+            "confirm": True, "off_session": True, "metadata": {"tenant": "acme", "attempt": attempt}}
+
+
+# ------------------------------------------------------------------ wire format
+
+def test_requests_need_a_test_secret_key(base):
+    req = urllib.request.Request(base + "/v1/customers", data=b"email=a%40b.c", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=5)
+    assert e.value.code == 401
+    assert e.value.headers["Request-Id"].startswith("req_")
+    assert json.load(e.value)["error"]["type"] == "invalid_request_error"
+    with pytest.raises(stripe.AuthenticationError):
+        client(base, key="sk_live_nope").v1.customers.create(params={})
+    basic = urllib.request.Request(base + "/v1/customers", data=b"email=a%40b.c", method="POST",
+                                   headers={"Authorization": "Basic " + base64.b64encode(f"{KEY}:".encode()).decode()})
+    with urllib.request.urlopen(basic, timeout=5) as r:  # curl -u sk_test_...: works too
+        assert json.load(r)["email"] == "a@b.c"
+
+
+def test_bracket_notation_and_object_shapes(base):
+    # expand[] and metadata[...] exactly as a hand-written form (the library uses expand[0])
+    cus = client(base).v1.customers.create(params={"metadata": {"tenant": "acme"}})
+    form = (f"amount=900&currency=eur&customer={cus.id}&payment_method=pm_card_visa&confirm=true"
+            "&metadata[tenant]=acme&metadata[attempt]=a%201&expand[]=customer&expand[]=latest_charge")
+    req = urllib.request.Request(base + "/v1/payment_intents", data=form.encode(), method="POST",
+                                 headers={"Authorization": f"Bearer {KEY}"})
+    with urllib.request.urlopen(req, timeout=5) as r:
+        pi = json.load(r)
+        assert r.headers["Request-Id"].startswith("req_")
+    assert re.fullmatch(r"pi_\w+", pi["id"]) and pi["object"] == "payment_intent"
+    assert pi["livemode"] is False and isinstance(pi["created"], int)
+    assert pi["metadata"] == {"tenant": "acme", "attempt": "a 1"}
+    assert pi["customer"]["id"] == cus.id and pi["customer"]["object"] == "customer"
+    assert pi["latest_charge"]["object"] == "charge" and pi["latest_charge"]["status"] == "succeeded"
+    assert pi["status"] == "succeeded" and pi["amount_received"] == 900
+
+
+def test_a_test_payment_method_attaches_as_a_new_one(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    assert pm.id.startswith("pm_") and pm.id != "pm_card_visa"
+    assert pm.customer == cus.id and pm.card.last4 == "4242"
+    assert [m.id for m in c.v1.customers.payment_methods.list(cus.id).data] == [pm.id]
+    assert c.v1.customers.retrieve(cus.id).metadata["tenant"] == "acme"
+
+
+# ------------------------------------------------------------------ idempotency
+
+def test_same_key_and_parameters_replay_the_saved_answer(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    first = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "att_1-try_1"})
+    again = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "att_1-try_1"})
+    assert first.status == "succeeded" and again.id == first.id
+    assert "Idempotent-Replayed" not in first.last_response.headers
+    assert again.last_response.headers["Idempotent-Replayed"] == "true"
+    assert again.last_response.headers["Original-Request"] == first.last_response.request_id
+    assert charges(base)["succeeded"] == 1
+    assert [r["replayed"] for r in requests_for(base, "att_1-try_1")] == [False, True]
+
+
+def test_same_key_other_parameters_is_an_idempotency_error(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "k"})
+    with pytest.raises(stripe.IdempotencyError) as e:
+        c.v1.payment_intents.create(params=charge_params(cus, pm, amount=2600), options={"idempotency_key": "k"})
+    assert e.value.http_status == 400 and e.value.error.type == "idempotency_error"
+    with pytest.raises(stripe.IdempotencyError):  # another endpoint, same key
+        c.v1.customers.create(params={}, options={"idempotency_key": "k"})
+    assert charges(base)["succeeded"] == 1
+
+
+def test_a_key_still_in_flight_answers_409(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, kind="delay", delay_ms=300)
+    result = {}
+    t = threading.Thread(target=lambda: result.update(
+        pi=c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "busy"})))
+    t.start()
+    wait_for(lambda: [k for k in ctl(base, "GET", "/keys")["data"]
+                      if k["idempotency_key"] == "busy" and k["state"] == "running"], what="the key in flight")
+    with pytest.raises(stripe.APIError) as e:
+        c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "busy"})
+    assert e.value.http_status == 409 and e.value.error.code == "idempotency_key_in_use"
+    t.join(5)
+    assert result["pi"].status == "succeeded"
+    again = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "busy"})
+    assert again.id == result["pi"].id and again.last_response.headers["Idempotent-Replayed"] == "true"
+    assert charges(base)["succeeded"] == 1
+
+
+def test_a_burst_with_one_key_charges_once(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, kind="delay", delay_ms=150)
+    outcomes = []
+
+    def call():
+        try:
+            pi = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "burst"})
+            outcomes.append((200, pi.id))
+        except stripe.APIError as e:
+            outcomes.append((e.http_status, None))
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert {status for status, _ in outcomes} <= {200, 409} and len(outcomes) == 8
+    assert len({pi for status, pi in outcomes if status == 200}) == 1
+    assert charges(base)["succeeded"] == 1
+
+
+def test_a_429_lock_timeout_is_not_saved(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, kind="lock_timeout")
+    with pytest.raises(stripe.RateLimitError) as e:
+        c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "k429"})
+    assert e.value.http_status == 429 and e.value.error.code == "lock_timeout"
+    assert e.value.headers["Stripe-Should-Retry"] == "true"
+    assert charges(base)["data"] == []
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "k429"})
+    assert pi.status == "succeeded" and "Idempotent-Replayed" not in pi.last_response.headers
+    assert charges(base)["succeeded"] == 1
+
+
+def test_a_parameter_validation_400_is_not_saved(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    bad = {k: v for k, v in charge_params(cus, pm).items() if k != "amount"}
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.payment_intents.create(params=bad, options={"idempotency_key": "kv"})
+    assert e.value.http_status == 400 and e.value.param == "amount" and e.value.code == "parameter_missing"
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.payment_intents.create(params={**charge_params(cus, pm), "colour": "red"},
+                                    options={"idempotency_key": "kv"})
+    assert e.value.code == "parameter_unknown"
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "kv"})
+    assert pi.status == "succeeded"
+
+
+def test_a_400_from_execution_is_saved(base):
+    c = client(base)
+    params = {"amount": 2000, "currency": "usd", "customer": "cus_missing"}
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.payment_intents.create(params=params, options={"idempotency_key": "kx"})
+    assert e.value.code == "resource_missing" and e.value.param == "customer"
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.payment_intents.create(params=params, options={"idempotency_key": "kx"})
+    assert e.value.headers["Idempotent-Replayed"] == "true"
+
+
+def test_idempotency_keys_are_at_most_255_characters(base):
+    c = client(base)
+    assert c.v1.customers.create(params={}, options={"idempotency_key": "k" * 255}).id.startswith("cus_")
+    with pytest.raises(stripe.InvalidRequestError):
+        c.v1.customers.create(params={}, options={"idempotency_key": "k" * 256})
+
+
+def test_a_500_after_the_charge_is_saved_and_replayed(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, kind="error_after_charge")
+    with pytest.raises(stripe.APIError) as e:
+        c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "k500"})
+    assert e.value.http_status == 500
+    with pytest.raises(stripe.APIError) as e:
+        c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "k500"})
+    assert e.value.http_status == 500 and e.value.headers["Idempotent-Replayed"] == "true"
+    made = charges(base)
+    assert made["succeeded"] == 1 and made["data"][0]["idempotency_key"] == "k500"
+    # the money moved, so its webhook comes: the one path that credits the wallet
+    evt = wait_for(lambda: receiver.events("payment_intent.succeeded"), what="payment_intent.succeeded")[0]
+    assert evt.data.object.id == made["data"][0]["payment_intent"]
+
+
+def test_a_fault_after_the_charge_waits_for_a_request_that_executes(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "done"})
+    fault(base, kind="error_after_charge")
+    replay = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "done"})
+    assert replay.last_response.headers["Idempotent-Replayed"] == "true"  # a replay executes nothing
+    assert len(ctl(base, "GET", "/faults")["faults"]) == 1
+    with pytest.raises(stripe.APIError):
+        c.v1.payment_intents.create(params=charge_params(cus, pm, "att_2"), options={"idempotency_key": "new"})
+    assert ctl(base, "GET", "/faults")["faults"] == [] and charges(base)["succeeded"] == 2
+
+
+def test_a_reset_after_the_charge_then_the_same_key_gets_the_saved_success(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, kind="reset_after_charge")
+    with pytest.raises(stripe.APIConnectionError):
+        c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "kr"})
+    assert charges(base)["succeeded"] == 1
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "kr"})
+    assert pi.status == "succeeded" and pi.last_response.headers["Idempotent-Replayed"] == "true"
+    assert pi.id == charges(base)["data"][0]["payment_intent"]
+    assert charges(base)["succeeded"] == 1
+    assert [(r["reset"], r["replayed"]) for r in requests_for(base, "kr")] == [(True, False), (False, True)]
+
+
+def test_the_librarys_own_retry_after_a_reset_reuses_its_key(base):
+    c = client(base, retries=2)
+    cus, pm = customer_with_card(c)
+    fault(base, kind="reset_after_charge")
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm))  # the library makes up the key
+    assert pi.status == "succeeded" and charges(base)["succeeded"] == 1
+    key = charges(base)["data"][0]["idempotency_key"]
+    assert [r["replayed"] for r in requests_for(base, key)] == [False, True]
+
+
+# ------------------------------------------------------------------ Stripe-Should-Retry
+
+def test_should_retry_false_stops_the_librarys_retries_and_true_forces_them(base):
+    c = client(base, retries=3)
+    fault(base, path="/v1/customers", status=503, should_retry=False)
+    with pytest.raises(stripe.APIError) as e:
+        c.v1.customers.create(params={}, options={"idempotency_key": "no-retry"})
+    assert e.value.http_status == 503 and e.value.headers["Stripe-Should-Retry"] == "false"
+    assert len(requests_for(base, "no-retry")) == 1
+    fault(base, path="/v1/customers", status=400, should_retry=True, times=2)
+    assert c.v1.customers.create(params={}, options={"idempotency_key": "retry"}).id.startswith("cus_")
+    assert [r["status"] for r in requests_for(base, "retry")] == [400, 400, 200]
+
+
+def test_a_lock_timeout_is_retried_by_the_library_with_one_charge(base):
+    c = client(base, retries=2)
+    cus, pm = customer_with_card(c)
+    fault(base, kind="lock_timeout")
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "lt"})
+    assert pi.status == "succeeded" and charges(base)["succeeded"] == 1
+    assert [r["status"] for r in requests_for(base, "lt")] == [429, 200]
+
+
+def test_a_rate_limit_answers_429_beyond_n_requests_a_second(base):
+    c = client(base)
+    ctl(base, "POST", "/config", {"rate_limit": 3})
+    try:
+        statuses, started = [], time.monotonic()
+        for i in range(5):
+            try:
+                c.v1.customers.create(params={}, options={"idempotency_key": f"rl{i}"})
+                statuses.append(200)
+            except stripe.RateLimitError as e:
+                statuses.append((e.http_status, e.error.code))
+        if time.monotonic() - started > 0.9:
+            pytest.skip("the machine too slow to fit 5 requests in the limiter's 1 s window")
+        assert statuses == [200, 200, 200, (429, "rate_limit"), (429, "rate_limit")]
+        assert ctl(base, "GET", "/keys")["data"].__len__() == statuses.count(200)  # 429s not saved
+    finally:
+        ctl(base, "POST", "/config", {"rate_limit": None})
+
+
+# ------------------------------------------------------------------ declines
+
+DECLINES = [
+    ("pm_card_visa_chargeDeclined", "card_declined", "generic_decline"),
+    ("pm_card_chargeDeclined", "card_declined", "generic_decline"),
+    ("pm_card_visa_chargeDeclinedInsufficientFunds", "card_declined", "insufficient_funds"),
+    ("pm_card_chargeDeclinedInsufficientFunds", "card_declined", "insufficient_funds"),
+    ("pm_card_visa_chargeDeclinedLostCard", "card_declined", "lost_card"),
+    ("pm_card_visa_chargeDeclinedStolenCard", "card_declined", "stolen_card"),
+    ("pm_card_chargeDeclinedFraudulent", "card_declined", "fraudulent"),
+    ("pm_card_chargeDeclinedExpiredCard", "expired_card", "expired_card"),
+    ("pm_card_chargeDeclinedIncorrectCvc", "incorrect_cvc", "incorrect_cvc"),
+    ("pm_card_chargeDeclinedProcessingError", "processing_error", "processing_error"),
+    ("pm_card_chargeCustomerFail", "card_declined", "generic_decline"),
+]
+
+
+@pytest.mark.parametrize("card,code,decline_code", DECLINES)
+def test_each_test_card_declines_with_its_code(base, card, code, decline_code):
+    c = client(base)
+    cus, pm = customer_with_card(c, card)
+    with pytest.raises(stripe.CardError) as e:
+        c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "d1"})
+    err = e.value.error
+    assert e.value.http_status == 402 and err.type == "card_error"
+    assert (err.code, err.decline_code) == (code, decline_code)
+    assert err.payment_intent.status == "requires_payment_method"
+    assert err.payment_intent.last_payment_error.decline_code == decline_code
+    assert err.payment_intent.metadata["attempt"] == "att_1"
+    made = charges(base)
+    assert (made["succeeded"], made["failed"]) == (0, 1) and made["data"][0]["failure_code"] == code
+    with pytest.raises(stripe.CardError) as e:  # a decline is saved like any answer
+        c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "d1"})
+    assert e.value.headers["Idempotent-Replayed"] == "true" and charges(base)["failed"] == 1
+
+
+def test_a_decline_posts_payment_failed(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c, "pm_card_visa_chargeDeclinedInsufficientFunds")
+    with pytest.raises(stripe.CardError) as e:
+        c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "kd"})
+    evt = wait_for(lambda: receiver.events("payment_intent.payment_failed"), what="payment_failed")[0]
+    assert evt.data.object.id == e.value.error.payment_intent.id
+    assert evt.data.object.last_payment_error.decline_code == "insufficient_funds"
+    assert evt.request.idempotency_key == "kd"
+
+
+def test_authentication_required_off_session(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c, "pm_card_authenticationRequired")
+    with pytest.raises(stripe.CardError) as e:
+        c.v1.payment_intents.create(params=charge_params(cus, pm))
+    err = e.value.error
+    assert e.value.http_status == 402
+    assert (err.code, err.decline_code) == ("authentication_required", "authentication_required")
+    # as Stripe documents for off-session charges: the intent goes back to requires_payment_method
+    assert err.payment_intent.status == "requires_payment_method"
+    wait_for(lambda: receiver.events("payment_intent.payment_failed"), what="payment_failed")
+
+
+def test_authentication_required_on_session_leaves_the_intent_in_requires_action(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c, "pm_card_authenticationRequired")
+    params = {k: v for k, v in charge_params(cus, pm).items() if k != "off_session"}
+    pi = c.v1.payment_intents.create(params=params)
+    assert pi.status == "requires_action" and pi.next_action.type == "use_stripe_sdk"
+    assert charges(base)["data"] == []
+    evt = wait_for(lambda: receiver.events("payment_intent.requires_action"), what="requires_action")[0]
+    assert evt.data.object.id == pi.id
+
+
+# ------------------------------------------------------------------ webhooks
+
+def test_webhooks_are_stripe_events_signed_with_the_secret(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "kw"})
+    evt = wait_for(lambda: receiver.events("payment_intent.succeeded"), what="payment_intent.succeeded")[0]
+    assert evt.id.startswith("evt_") and evt.object == "event" and evt.livemode is False
+    assert evt.api_version == ss.DEFAULT_API_VERSION and isinstance(evt.created, int)
+    assert evt.data.object.id == pi.id and evt.data.object.metadata["attempt"] == "att_1"
+    assert evt.request.id == pi.last_response.request_id and evt.request.idempotency_key == "kw"
+    with pytest.raises(stripe.SignatureVerificationError):
+        g = receiver.got[0]
+        stripe.Webhook.construct_event(g["body"], g["sig"], "whsec_other")
+    # only the enabled types are posted; the others are kept
+    types = {e["event"]["type"] for e in ctl(base, "GET", "/events")["data"]}
+    assert {"payment_intent.created", "charge.succeeded", "payment_method.attached"} <= types
+    assert {e.type for e in receiver.events()} == {"payment_intent.succeeded"}
+    # and a replay raises no event again
+    c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "kw"})
+    assert len(ctl(base, "GET", "/events?type=payment_intent.succeeded")["data"]) == 1
+
+
+def test_a_failed_delivery_is_retried_on_the_schedule(base, receiver):
+    receiver.statuses = [500, 503]
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    c.v1.payment_intents.create(params=charge_params(cus, pm))
+    wait_for(lambda: receiver.events("payment_intent.succeeded"), what="the third attempt")
+    assert [g["status"] for g in receiver.got] == [500, 503, 200]
+    [state] = ctl(base, "GET", "/events?type=payment_intent.succeeded")["data"]
+    assert state["status"] == "delivered" and [d["status"] for d in state["deliveries"]] == [500, 503, 200]
+
+
+def test_a_webhook_before_the_answer_after_it_or_held(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    # the receiver notes whether the API request had been answered when the event came
+    receiver.on_delivery = lambda evt: [r["status"] for r in ctl(base, "GET", "/requests")["data"]
+                                        if r["request_id"] == evt["request"]["id"]][0]
+    fault(base, kind="webhook", webhook="before")
+    before = c.v1.payment_intents.create(params=charge_params(cus, pm, "a-before"))
+    assert [g["extra"] for g in receiver.got] == [None]  # there already, the answer not yet sent
+    after = c.v1.payment_intents.create(params=charge_params(cus, pm, "a-after"))
+    wait_for(lambda: len(receiver.got) == 2, what="the second delivery")
+    assert receiver.got[1]["extra"] == 200
+    fault(base, kind="webhook", webhook="never")
+    held = c.v1.payment_intents.create(params=charge_params(cus, pm, "a-held"))
+    [state] = [e for e in ctl(base, "GET", "/events?type=payment_intent.succeeded")["data"]
+               if e["event"]["data"]["object"]["id"] == held.id]
+    assert state["status"] == "held" and len(receiver.got) == 2
+    ctl(base, "POST", f"/events/{state['event']['id']}/resend")
+    wait_for(lambda: len(receiver.got) == 3, what="the held event, resent")
+    assert [e.data.object.id for e in receiver.events()] == [before.id, after.id, held.id]
+
+
+def test_a_completed_setup_posts_setup_intent_succeeded(base, receiver):
+    c = client(base)
+    out = ctl(base, "POST", "/setup_intents", {"payment_method": "pm_card_visa", "metadata": {"tenant": "acme"}})
+    evt = wait_for(lambda: receiver.events("setup_intent.succeeded"), what="setup_intent.succeeded")[0]
+    seti = evt.data.object
+    assert seti.id.startswith("seti_") and seti.status == "succeeded" and seti.usage == "off_session"
+    assert seti.metadata["tenant"] == "acme" and seti.customer == out["customer"]["id"]
+    assert c.v1.payment_methods.retrieve(seti.payment_method).customer == seti.customer
+    pi = c.v1.payment_intents.create(params=charge_params(c.v1.customers.retrieve(seti.customer),
+                                                          seti.payment_method))
+    assert pi.status == "succeeded"
+
+
+def test_a_completed_checkout_session_with_setup_future_usage(base, receiver):
+    c = client(base)
+    ctl(base, "POST", "/checkout_sessions", {"amount": 5000, "currency": "usd", "metadata": {"tenant": "acme"},
+                                             "setup_future_usage": "off_session"})
+    evt = wait_for(lambda: receiver.events("checkout.session.completed"), what="checkout.session.completed")[0]
+    cs = evt.data.object
+    assert cs.id.startswith("cs_test_") and cs.metadata["tenant"] == "acme" and cs.payment_status == "paid"
+    pi = c.v1.payment_intents.retrieve(cs.payment_intent, params={"expand": ["payment_method"]})
+    assert pi.status == "succeeded" and pi.customer == cs.customer
+    assert pi.payment_method.customer == cs.customer  # saved for later, off-session charges
+    assert charges(base)["succeeded"] == 1
+    assert c.v1.checkout.sessions.retrieve(cs.id).payment_intent == pi.id
+
+
+def test_a_detached_method_posts_detached_and_cannot_be_charged(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    c.v1.payment_methods.detach(pm.id)
+    evt = wait_for(lambda: receiver.events("payment_method.detached"), what="payment_method.detached")[0]
+    assert evt.data.object.id == pm.id and evt.data.object.customer is None
+    with pytest.raises(stripe.InvalidRequestError):
+        c.v1.payment_intents.create(params=charge_params(cus, pm))
+    assert charges(base)["data"] == []
+
+
+# ------------------------------------------------------------------ lists, search, control API
+
+def test_list_by_customer_and_creation_and_search_by_metadata(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    other, opm = customer_with_card(c)
+    made = [c.v1.payment_intents.create(params=charge_params(cus, pm, f"att_{i}")) for i in range(3)]
+    c.v1.payment_intents.create(params=charge_params(other, opm, "att_x"))
+    page = c.v1.payment_intents.list(params={"customer": cus.id, "limit": 2})
+    assert [p.id for p in page.data] == [made[2].id, made[1].id] and page.has_more
+    rest = c.v1.payment_intents.list(params={"customer": cus.id, "limit": 2, "starting_after": made[1].id})
+    assert [p.id for p in rest.data] == [made[0].id] and not rest.has_more
+    recent = c.v1.payment_intents.list(params={"created": {"gte": made[0].created}, "limit": 100})
+    assert len(recent.data) == 4
+    assert c.v1.payment_intents.list(params={"created": {"gt": made[2].created + 1}}).data == []
+    found = c.v1.payment_intents.search(params={"query": "metadata['attempt']:'att_1'"})
+    assert [p.id for p in found.data] == [made[1].id]
+    both = c.v1.payment_intents.search(params={"query": "metadata['tenant']:'acme' AND status:'succeeded'"})
+    assert len(both.data) == 4
+
+
+def test_reset_forgets_everything(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "kz"})
+    fault(base, kind="lock_timeout")
+    ctl(base, "POST", "/reset")
+    assert charges(base)["data"] == [] and ctl(base, "GET", "/requests")["data"] == []
+    assert ctl(base, "GET", "/faults")["faults"] == []
+    with pytest.raises(stripe.InvalidRequestError):
+        c.v1.customers.retrieve(cus.id)
+
+
+def test_the_command_prints_one_ready_line_and_stops_on_sigterm(receiver):
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "stripe_standin.py"), "--port", "0", "--quiet",
+                             "--webhook-url", receiver.url, "--webhook-secret", SECRET],
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        line = proc.stdout.readline()
+        m = re.match(r"stripe-standin ready on (http://127\.0\.0\.1:\d+)", line)
+        assert m, line
+        assert ctl(m.group(1), "GET", "/health") == {"ok": True}
+        assert client(m.group(1)).v1.customers.create(params={}).id.startswith("cus_")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(5) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
