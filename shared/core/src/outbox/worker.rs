@@ -2,8 +2,9 @@
 //! lease) to its next state, in one tracing span per delivery.
 //!
 //! 1. Skip what is terminal, leased by another worker, or not due.
-//! 2. The destination (cached): removed or disabled → `failed` without an attempt; paused →
-//!    deferred (no attempt) and re-checked a minute later.
+//! 2. The destination (cached; a copy that does not know it or says disabled is read again once,
+//!    [`super::cache`]): removed or disabled → `failed` without an attempt; paused, or not
+//!    confirmed because the re-read failed → deferred (no attempt) and re-checked a minute later.
 //! 3. Rate: a token from the destination's shared bucket ([`super::bucket`]); over the rate the
 //!    worker waits up to `max_wait`, else defers the delivery until a token frees up, without
 //!    counting an attempt. The per-worker in-flight limit is a semaphore.
@@ -26,7 +27,7 @@
 use super::attempt::AttemptResult;
 use super::breaker::{self, Admit, BreakerConfig};
 use super::bucket::Rate;
-use super::cache::{DestinationCache, Loaded};
+use super::cache::{DestinationCache, Loaded, Lookup};
 use super::delivery::{AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery};
 use super::destination::{DestinationId, DestinationState};
 use super::queue::OutboxQueues;
@@ -242,11 +243,17 @@ where
             }
             _ => {}
         }
-        let snapshot = self.destinations.snapshot(now).await?;
-        let Some(loaded) = snapshot.get(&d.destination).cloned() else {
-            return self
-                .fail_unsent(d, "the destination was removed".into(), now)
-                .await;
+        let loaded = match self.destinations.lookup(&d.destination, now).await? {
+            Lookup::Known(loaded) => loaded,
+            Lookup::Removed => {
+                return self
+                    .fail_unsent(d, "the destination was removed".into(), now)
+                    .await
+            }
+            Lookup::Unconfirmed => {
+                let until = now + ms(self.config.paused_recheck);
+                return self.defer(d, until, "destination not confirmed", now).await;
+            }
         };
         let dest = &loaded.destination;
         match dest.state {

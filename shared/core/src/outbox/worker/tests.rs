@@ -548,6 +548,62 @@ async fn what_cannot_be_sent_fails_without_a_request() {
 }
 
 #[tokio::test]
+async fn a_copy_older_than_the_delivery_is_read_again_before_it_fails_the_delivery() {
+    let w = world(ScriptedTransport::new());
+    w.destination("other", |_| {}).await;
+    w.destination("paused", |d| d.state = DestinationState::Paused)
+        .await;
+    w.destination("resumed", |d| d.state = DestinationState::Disabled)
+        .await;
+    // The worker's copy is read now (a delivery to a paused destination, deferred).
+    let warm = w.pending("paused", "evt_0").await;
+    assert!(matches!(
+        w.worker.deliver(&warm).await.unwrap(),
+        DeliveryOutcome::Deferred { .. }
+    ));
+    // Within the copy's 5 s, a destination is added and another resumed; a process instance
+    // with a newer copy fans an event out to both.
+    w.destination("added", |_| {}).await;
+    admin::update(&*w.store, &did("resumed"), "ana", "resumed", T0, |d| {
+        d.state = DestinationState::Active;
+        Ok("resumed".into())
+    })
+    .await
+    .unwrap();
+    w.clock.advance_millis(1_000);
+    for dest in ["added", "resumed"] {
+        let r = w.pending(dest, "evt_1").await;
+        assert_eq!(
+            w.worker.deliver(&r).await.unwrap(),
+            DeliveryOutcome::Delivered,
+            "{dest}: read again, not failed on the old copy"
+        );
+    }
+    assert_eq!(w.transport.sent().len(), 2);
+    assert!(w.queues.notices.lock().unwrap().is_empty());
+
+    // Unknown and disabled for real: the read again confirms it, and the delivery fails.
+    admin::update(&*w.store, &did("resumed"), "ana", "disabled", T0, |d| {
+        d.state = DestinationState::Disabled;
+        Ok("disabled".into())
+    })
+    .await
+    .unwrap();
+    for (dest, why) in [
+        ("ghost", "the destination was removed"),
+        ("resumed", "the destination is disabled: no reason given"),
+    ] {
+        let r = w.pending(dest, "evt_2").await;
+        assert_eq!(
+            w.worker.deliver(&r).await.unwrap(),
+            DeliveryOutcome::Failed { attempts: 0 }
+        );
+        assert_eq!(w.stored(&r).await.last_error.as_deref(), Some(why));
+    }
+    assert_eq!(w.transport.sent().len(), 2, "nothing sent to either");
+}
+
+#[tokio::test]
 async fn a_stale_read_is_skipped_as_a_conflict() {
     let w = world(ScriptedTransport::new());
     w.destination("crm", |_| {}).await;
