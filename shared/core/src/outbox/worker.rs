@@ -1,7 +1,8 @@
 //! The delivery worker ([`Deliverer`]): takes one delivery from `pending`/`retrying` (or a lapsed
 //! lease) to its next state, in one tracing span per delivery.
 //!
-//! 1. Skip what is terminal, leased by another worker, or not due.
+//! 1. Skip what is terminal, leased by another worker, or not due (a failed one whose failure
+//!    notice is still pending past its deadline: send the notice, `record.rs`).
 //! 2. The destination (cached; a copy that does not know it or says disabled is read again once,
 //!    [`super::cache`]): removed or disabled → `failed` without an attempt; paused, or not
 //!    confirmed because the re-read failed → deferred (no attempt) and re-checked a minute later.
@@ -98,6 +99,10 @@ pub enum DeliveryOutcome {
     Missing,
     /// A fan-out item expanded into this many deliveries.
     Expanded(usize),
+    /// A failed delivery's pending failure notice, sent (past its deadline).
+    NoticeSent,
+    /// A failed delivery's pending failure notice, still not sent (the queue failed).
+    NoticePending,
 }
 
 impl DeliveryOutcome {
@@ -110,6 +115,8 @@ impl DeliveryOutcome {
             Self::Skipped(why) => why.as_str(),
             Self::Missing => "missing",
             Self::Expanded(_) => "expanded",
+            Self::NoticeSent => "notice_sent",
+            Self::NoticePending => "notice_pending",
         }
     }
 }
@@ -230,6 +237,9 @@ where
     pub async fn deliver_item(&self, d: OutboundDelivery) -> Result<DeliveryOutcome, InfraError> {
         let now = self.clock.now_millis();
         match d.status {
+            DeliveryStatus::Failed if d.due_at().is_some_and(|due| due <= now) => {
+                return self.finish_notice(d, now).await
+            }
             DeliveryStatus::Delivered | DeliveryStatus::Failed => {
                 return Ok(DeliveryOutcome::Skipped(Skip::Terminal))
             }

@@ -7,6 +7,7 @@ use crate::domain::{EventId, MessageKey, SourceName};
 use crate::metrics::RecordingSink;
 use crate::outbox::admin;
 use crate::outbox::breaker::Circuit;
+use crate::outbox::delivery::PendingDeliveryNotice;
 use crate::outbox::destination::did;
 use crate::outbox::destination::Destination;
 use crate::outbox::pattern::Pattern;
@@ -601,6 +602,99 @@ async fn a_copy_older_than_the_delivery_is_read_again_before_it_fails_the_delive
         assert_eq!(w.stored(&r).await.last_error.as_deref(), Some(why));
     }
     assert_eq!(w.transport.sent().len(), 2, "nothing sent to either");
+}
+
+#[tokio::test]
+async fn a_failure_notice_the_queue_refused_is_sent_once_the_sweep_finds_it() {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        410, None,
+    )]));
+    w.destination("crm", |_| {}).await;
+    let answered = w.pending("crm", "evt_1").await;
+    let unsent = w.pending("crm", "evt_2").await;
+    w.queues
+        .refuse_notices
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        w.worker.deliver(&answered).await.unwrap(),
+        DeliveryOutcome::Failed { attempts: 1 }
+    );
+    assert_eq!(
+        w.worker.deliver(&unsent).await.unwrap(),
+        DeliveryOutcome::Failed { attempts: 0 },
+        "disabled by the 410"
+    );
+    assert!(w.queues.notices.lock().unwrap().is_empty());
+    let pending = Some(PendingDeliveryNotice {
+        failed_at: T0,
+        deadline: T0 + 30_000,
+    });
+    for r in [&answered, &unsent] {
+        let d = w.stored(r).await;
+        assert_eq!(
+            (d.status, d.notice_pending),
+            (DeliveryStatus::Failed, pending)
+        );
+        assert_eq!(d.due_at(), Some(T0 + 30_000), "in the open index");
+    }
+    assert_eq!(
+        w.worker.deliver(&answered).await.unwrap(),
+        DeliveryOutcome::Skipped(Skip::Terminal),
+        "its sender still has it"
+    );
+    assert!(w.worker.due_work(100).await.unwrap().0.is_empty());
+
+    // The deadline passes: the sweep finds both, the workers it re-drives them to send them.
+    w.clock.set_millis(T0 + 30_000);
+    let (due, _) = w.worker.due_work(100).await.unwrap();
+    assert_eq!(due.len(), 2, "{due:?}");
+    for work in &due {
+        assert_eq!(
+            w.worker.work(work).await.unwrap(),
+            DeliveryOutcome::NoticeSent
+        );
+        assert_eq!(
+            w.worker.work(work).await.unwrap(),
+            DeliveryOutcome::Skipped(Skip::Terminal),
+            "once"
+        );
+    }
+    let notices = w.queues.notices.lock().unwrap().clone();
+    assert_eq!(notices.len(), 2);
+    assert!(notices.iter().all(|n| n.failed_at == T0), "{notices:?}");
+    assert_eq!(w.metrics.count("DeliveriesFailed"), 2);
+    for r in [&answered, &unsent] {
+        let d = w.stored(r).await;
+        assert_eq!((d.notice_pending, d.due_at()), (None, None));
+        assert_eq!(d.notes.last().unwrap().note, "failure notice sent");
+    }
+    assert!(w.worker.due_work(100).await.unwrap().0.is_empty());
+}
+
+#[tokio::test]
+async fn a_circuit_write_error_after_the_failure_does_not_hold_its_notice_back() {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        500, None,
+    )]));
+    w.destination("crm", |d| {
+        d.schedule = crate::outbox::schedule::RetrySchedule::parse("0").unwrap()
+    })
+    .await;
+    let r = w.pending("crm", "evt_1").await;
+    w.store.set_circuit_down(true);
+    assert!(
+        w.worker.deliver(&r).await.is_err(),
+        "the circuit's write failed: the record is delivered again"
+    );
+    let d = w.stored(&r).await;
+    assert_eq!((d.status, d.notice_pending), (DeliveryStatus::Failed, None));
+    assert_eq!(w.queues.notices.lock().unwrap().len(), 1);
+    w.store.set_circuit_down(false);
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Skipped(Skip::Terminal)
+    );
+    assert_eq!(w.queues.notices.lock().unwrap().len(), 1, "one notice");
 }
 
 #[tokio::test]
