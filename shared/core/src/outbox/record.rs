@@ -145,7 +145,7 @@ where
         }
     }
 
-    /// Puts a delivery off until `until` without counting an attempt.
+    /// Puts a delivery off until `until` (spread, [`super::deferral`]) without counting an attempt.
     pub(super) async fn defer(
         &self,
         d: OutboundDelivery,
@@ -153,6 +153,7 @@ where
         why: &'static str,
         now: i64,
     ) -> Result<DeliveryOutcome, InfraError> {
+        let until = super::deferral::spread(now, until, (self.deferral_jitter)());
         let mut x = d.clone();
         if x.status == DeliveryStatus::Delivering {
             x.status = if x.attempts == 0 {

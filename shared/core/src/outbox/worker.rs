@@ -158,6 +158,8 @@ pub struct Deliverer<S, T, Q, C> {
     pub(super) config: DeliverConfig,
     pub(super) destinations: DestinationCache<S>,
     pub(super) jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
+    /// The draw that spreads deferrals ([`super::deferral`]).
+    pub(super) deferral_jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
     pub(super) metrics: Arc<dyn MetricSink>,
     /// The last `tat` seen per destination: the first guess of the next token write.
     pub(super) guesses: Mutex<HashMap<DestinationId, i64>>,
@@ -202,6 +204,7 @@ where
             clock,
             config,
             jitter: Arc::new(fastrand::f64),
+            deferral_jitter: Arc::new(fastrand::f64),
             metrics: Arc::new(EmfWriter::stdout()),
             guesses: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
@@ -212,6 +215,12 @@ where
     /// Replaces the jitter's random draw (tests pin it).
     pub fn with_jitter(mut self, jitter: impl Fn() -> f64 + Send + Sync + 'static) -> Self {
         self.jitter = Arc::new(jitter);
+        self
+    }
+
+    /// Replaces the random draw that spreads deferral times (tests pin it).
+    pub fn with_deferral_jitter(mut self, draw: impl Fn() -> f64 + Send + Sync + 'static) -> Self {
+        self.deferral_jitter = Arc::new(draw);
         self
     }
 

@@ -63,6 +63,7 @@ fn world_with(transport: ScriptedTransport, config: DeliverConfig) -> World {
         Duration::from_secs(5),
     )
     .with_jitter(|| 0.5)
+    .with_deferral_jitter(|| 0.0)
     .with_metrics(metrics.clone());
     World {
         store,
@@ -695,6 +696,100 @@ async fn a_circuit_write_error_after_the_failure_does_not_hold_its_notice_back()
         DeliveryOutcome::Skipped(Skip::Terminal)
     );
     assert_eq!(w.queues.notices.lock().unwrap().len(), 1, "one notice");
+}
+
+/// A delivery to `crm` created at `created` (due then), in outbox shard `shard`, the `n`th such.
+async fn due_in(w: &World, shard: &str, n: usize, created: i64) -> Vec<DeliveryRef> {
+    let mut refs = Vec::new();
+    for i in 0.. {
+        if refs.len() == n {
+            break;
+        }
+        let key = MessageKey::new(
+            SourceName::parse("stripe").unwrap(),
+            EventId::parse(&format!("evt_{shard}_{i}")).unwrap(),
+        );
+        let d = OutboundDelivery::new(&did("crm"), &key, None, created);
+        if crate::outbox::schema::outbox_shard(&d.reference().pk()) == shard {
+            w.store.save_delivery(&d, None).await.unwrap();
+            refs.push(d.reference());
+        }
+    }
+    refs
+}
+
+#[tokio::test]
+async fn the_sweep_gives_every_shard_its_share_and_its_gauge_sees_the_oldest_of_all() {
+    let w = world(ScriptedTransport::new());
+    // A thousand due deliveries in the first shard (an open circuit's), one older in each other.
+    due_in(&w, "OUTBOX#0", 1_000, T0 - 1_000).await;
+    for shard in 1..16 {
+        due_in(&w, &format!("OUTBOX#{shard}"), 1, T0 - 600_000).await;
+    }
+    let shard_of = |work: &Work| match work {
+        Work::Delivery(r) => crate::outbox::schema::outbox_shard(&r.pk()),
+        Work::Fanout { .. } => unreachable!(),
+    };
+    let (work, oldest) = w.worker.due_work(100).await.unwrap();
+    let mut by: HashMap<String, usize> = HashMap::new();
+    for item in &work {
+        *by.entry(shard_of(item)).or_default() += 1;
+    }
+    assert_eq!(by.len(), 16, "every shard served: {by:?}");
+    assert_eq!(
+        by["OUTBOX#0"], 85,
+        "the first shard gets what the others leave"
+    );
+    assert_eq!(oldest, 600, "the oldest is in a later shard");
+    let report = w.worker.sweep(100).await.unwrap();
+    assert_eq!((report.due, report.oldest_due_secs), (100, 600));
+    // A limit smaller than the shards: the gauge still looks at every shard.
+    let (few, oldest) = w.worker.due_work(4).await.unwrap();
+    assert_eq!((few.len(), oldest), (4, 600));
+}
+
+#[tokio::test]
+async fn an_open_circuit_s_deferrals_do_not_share_one_instant() {
+    let w = world(ScriptedTransport::new());
+    w.destination("crm", |_| {}).await;
+    w.set_circuit(
+        "crm",
+        Circuit {
+            failures: 3,
+            failing_since: Some(T0 - 1_000),
+            opened_at: Some(T0),
+            probe_until: None,
+        },
+    );
+    let draws = std::sync::atomic::AtomicUsize::new(0);
+    let worker = Deliverer::new(
+        w.store.clone(),
+        w.transport.clone(),
+        w.queues.clone(),
+        w.clock.clone(),
+        config(),
+        Duration::from_secs(5),
+    )
+    .with_deferral_jitter(move || {
+        draws.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as f64 / 10.0
+    });
+    let mut untils = std::collections::BTreeSet::new();
+    for i in 0..10 {
+        let r = w.pending("crm", &format!("evt_{i}")).await;
+        let DeliveryOutcome::Deferred { until, why } = worker.deliver(&r).await.unwrap() else {
+            panic!("deferred");
+        };
+        assert_eq!(why, "circuit open");
+        assert!(
+            (T0 + 30_000..T0 + 36_000).contains(&until),
+            "the cool-down, spread by up to a fifth: {}",
+            until - T0
+        );
+        assert_eq!(w.stored(&r).await.due_at(), Some(until));
+        untils.insert(until);
+    }
+    assert_eq!(untils.len(), 10, "{untils:?}");
+    assert!(w.transport.sent().is_empty());
 }
 
 #[tokio::test]
