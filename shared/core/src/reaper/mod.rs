@@ -24,7 +24,6 @@ mod reap;
 pub use config::ReaperConfig;
 
 use crate::clock::Clock;
-use crate::domain::MessageKey;
 use crate::policy::RetryPolicy;
 use crate::process::InfraError;
 use crate::queue::{Quarantine, RetryQueue};
