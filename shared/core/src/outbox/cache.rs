@@ -76,14 +76,20 @@ impl<S: ItemStore> DestinationCache<S> {
 
     /// The destinations, read again when the copy is older than the ttl (or from the future).
     pub async fn snapshot(&self, now: i64) -> Result<Arc<Snapshot>, StoreError> {
-        Ok(self.copy_or_read(now).await?.0)
+        match self.copy(now) {
+            Some(s) => Ok(s),
+            None => self.read(now).await,
+        }
     }
 
     /// One destination, for a delivery: what the copy says, unless the copy (not read for this
     /// lookup) does not know it or says it is disabled: then the table is read again once, and
     /// that read's answer stands. `Err` only when the first read fails.
     pub async fn lookup(&self, id: &DestinationId, now: i64) -> Result<Lookup, StoreError> {
-        let (copy, read_now) = self.copy_or_read(now).await?;
+        let (copy, read_now) = match self.copy(now) {
+            Some(s) => (s, false),
+            None => (self.read(now).await?, true),
+        };
         let doubtful = |s: &Snapshot| {
             s.get(id)
                 .is_none_or(|l| l.destination.state == DestinationState::Disabled)
@@ -91,7 +97,13 @@ impl<S: ItemStore> DestinationCache<S> {
         let snapshot = if read_now || !doubtful(&copy) {
             copy
         } else {
-            match self.reread(&copy, now).await {
+            // Unless another lookup read the table since this copy was handed out.
+            let _one = self.rereading.lock().await;
+            let again = match self.cached() {
+                Some(current) if !Arc::ptr_eq(&current, &copy) => Ok(current),
+                _ => self.read(now).await,
+            };
+            match again {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(destination = %id, error = %e.chain(), "the destinations could not be read again; the delivery waits");
@@ -104,28 +116,17 @@ impl<S: ItemStore> DestinationCache<S> {
             .map_or(Lookup::Removed, |l| Lookup::Known(l.clone())))
     }
 
-    /// The copy if within its ttl, else a new read; `true` when read now.
-    async fn copy_or_read(&self, now: i64) -> Result<(Arc<Snapshot>, bool), StoreError> {
+    /// The copy, if within its ttl (and not from the future).
+    fn copy(&self, now: i64) -> Option<Arc<Snapshot>> {
         let ttl = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
-        if let Some(s) = self.cached() {
-            if now >= s.read_at && now - s.read_at < ttl {
-                return Ok((s, false));
-            }
-        }
-        Ok((self.read(now).await?, true))
+        self.cached()
+            .filter(|s| now >= s.read_at && now - s.read_at < ttl)
     }
 
-    /// Reads the table again unless another lookup did since `seen` was handed out.
-    async fn reread(&self, seen: &Arc<Snapshot>, now: i64) -> Result<Arc<Snapshot>, StoreError> {
-        let _one = self.rereading.lock().await;
-        match self.cached() {
-            Some(current) if !Arc::ptr_eq(&current, seen) => Ok(current),
-            _ => self.read(now).await,
-        }
-    }
-
+    /// Reads the table and keeps the result (boxed: the SDK's futures are deep, and every
+    /// delivery's future holds this one).
     async fn read(&self, now: i64) -> Result<Arc<Snapshot>, StoreError> {
-        let fresh = Arc::new(load(&self.store, now).await?);
+        let fresh = Arc::new(Box::pin(load(&self.store, now)).await?);
         if let Ok(mut c) = self.current.lock() {
             *c = Some(fresh.clone());
         }

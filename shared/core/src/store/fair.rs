@@ -70,8 +70,9 @@ impl<K: Eq + Hash> FairShares<K> {
                 continue;
             }
             // Items already taken this run may still be listed: ask for enough to skip them.
+            // (Boxed: a store's futures are deep, and a function's whole run holds this one.)
             self.asked[i] = true;
-            let found = fetch(i, self.taken[i] + want).await?;
+            let found = Box::pin(fetch(i, self.taken[i] + want)).await?;
             let fresh: Vec<T> = found
                 .into_iter()
                 .filter(|d| !self.seen.contains(&key(d)))
