@@ -15,11 +15,14 @@
 //! - [`storm`]: 1,000 deliveries of 100 ids at full concurrency.
 //! - [`ack`]: an ingest write whose answer is lost, retried by the SDK.
 //! - [`local_pipeline`]: `make dev`'s event sources across an emulator restart.
+//! - [`outbox`]: a destination newer than the deliver worker's copy, the delivery quarantine
+//!   unavailable, a thousand due deliveries in one shard.
 
 mod ack;
 mod emulator;
 mod killed;
 mod local_pipeline;
+mod outbox;
 mod queues;
 mod serializable;
 mod storm;

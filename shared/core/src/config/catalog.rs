@@ -261,7 +261,8 @@ pub const DELIVERY_SWEEP_MAX_PER_RUN: Var = Var {
     name: "DELIVERY_SWEEP_MAX_PER_RUN",
     read_by: ReadBy::Only(&[DELIVER]),
     unset: Unset::Default("1000"),
-    meaning: "most due deliveries the scheduled sweep re-drives per run",
+    meaning: "most due deliveries the scheduled sweep re-drives per run (fan-outs and pending \
+              failure notices included), spread evenly over the outbox's 16 open-index shards",
 };
 
 pub const AWS_LAMBDA_LOG_LEVEL: Var = Var {

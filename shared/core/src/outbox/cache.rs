@@ -1,9 +1,14 @@
 //! The destinations, read from the table and kept for a short while ([`DestinationCache`]): the
 //! process function reads them at most once per `DESTINATION_CACHE_MS` to fan events out, the
 //! deliver function to send. A change made by `inboxctl dest …` therefore reaches the functions
-//! within that time (5 s by default); the deliver function re-reads at once after a conflict.
+//! within that time (5 s by default). A copy can be older than the delivery it is asked about (the
+//! process instance that fanned the event out read a newer one): so when the deliver function's
+//! copy does not know a delivery's destination, or says it is disabled, [`DestinationCache::lookup`]
+//! reads the table again (one consistent read, shared by the lookups waiting on it) before that
+//! answer stands; a re-read that fails leaves the answer unconfirmed (the delivery is deferred,
+//! not failed).
 
-use super::destination::{Destination, DestinationId};
+use super::destination::{Destination, DestinationId, DestinationState};
 use super::sign::Signer;
 use crate::store::{ItemStore, StoreError};
 use std::sync::{Arc, Mutex};
@@ -36,6 +41,19 @@ pub struct DestinationCache<S> {
     store: S,
     ttl: Duration,
     current: Mutex<Option<Arc<Snapshot>>>,
+    /// Held while re-reading: lookups that find the same stale copy wait for one read.
+    rereading: tokio::sync::Mutex<()>,
+}
+
+/// What [`DestinationCache::lookup`] knows of a destination.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// As read (disabled included: a copy said so and a read made for this lookup confirmed it).
+    Known(Arc<Loaded>),
+    /// Not in the table (removed), as a read made for this lookup says.
+    Removed,
+    /// The copy did not know it (or said disabled) and the table could not be read again.
+    Unconfirmed,
 }
 
 impl<S> std::fmt::Debug for DestinationCache<S> {
@@ -52,18 +70,63 @@ impl<S: ItemStore> DestinationCache<S> {
             store,
             ttl,
             current: Mutex::new(None),
+            rereading: tokio::sync::Mutex::new(()),
         }
     }
 
     /// The destinations, read again when the copy is older than the ttl (or from the future).
     pub async fn snapshot(&self, now: i64) -> Result<Arc<Snapshot>, StoreError> {
-        let ttl = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
-        if let Some(s) = self.cached() {
-            if now >= s.read_at && now - s.read_at < ttl {
-                return Ok(s);
-            }
+        match self.copy(now) {
+            Some(s) => Ok(s),
+            None => self.read(now).await,
         }
-        let fresh = Arc::new(load(&self.store, now).await?);
+    }
+
+    /// One destination, for a delivery: what the copy says, unless the copy (not read for this
+    /// lookup) does not know it or says it is disabled: then the table is read again once, and
+    /// that read's answer stands. `Err` only when the first read fails.
+    pub async fn lookup(&self, id: &DestinationId, now: i64) -> Result<Lookup, StoreError> {
+        let (copy, read_now) = match self.copy(now) {
+            Some(s) => (s, false),
+            None => (self.read(now).await?, true),
+        };
+        let doubtful = |s: &Snapshot| {
+            s.get(id)
+                .is_none_or(|l| l.destination.state == DestinationState::Disabled)
+        };
+        let snapshot = if read_now || !doubtful(&copy) {
+            copy
+        } else {
+            // Unless another lookup read the table since this copy was handed out.
+            let _one = self.rereading.lock().await;
+            let again = match self.cached() {
+                Some(current) if !Arc::ptr_eq(&current, &copy) => Ok(current),
+                _ => self.read(now).await,
+            };
+            match again {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(destination = %id, error = %e.chain(), "the destinations could not be read again; the delivery waits");
+                    return Ok(Lookup::Unconfirmed);
+                }
+            }
+        };
+        Ok(snapshot
+            .get(id)
+            .map_or(Lookup::Removed, |l| Lookup::Known(l.clone())))
+    }
+
+    /// The copy, if within its ttl (and not from the future).
+    fn copy(&self, now: i64) -> Option<Arc<Snapshot>> {
+        let ttl = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
+        self.cached()
+            .filter(|s| now >= s.read_at && now - s.read_at < ttl)
+    }
+
+    /// Reads the table and keeps the result (boxed: the SDK's futures are deep, and every
+    /// delivery's future holds this one).
+    async fn read(&self, now: i64) -> Result<Arc<Snapshot>, StoreError> {
+        let fresh = Arc::new(Box::pin(load(&self.store, now)).await?);
         if let Ok(mut c) = self.current.lock() {
             *c = Some(fresh.clone());
         }
@@ -176,6 +239,55 @@ mod tests {
         assert_eq!(
             cache.snapshot(T0 + 1_001).await.unwrap().destinations.len(),
             4
+        );
+    }
+
+    #[tokio::test]
+    async fn a_lookup_reads_again_once_when_its_copy_does_not_know_the_destination() {
+        let store = Arc::new(MemoryStore::new());
+        put(&store, "a");
+        let cache = DestinationCache::new(store.clone(), Duration::from_secs(5));
+        assert!(
+            matches!(cache.lookup(&did("b"), T0).await.unwrap(), Lookup::Removed),
+            "read for this lookup: its answer stands"
+        );
+        put(&store, "b");
+        let Lookup::Known(b) = cache.lookup(&did("b"), T0 + 1).await.unwrap() else {
+            panic!("the copy did not know b: read again");
+        };
+        assert_eq!(b.destination.id, did("b"));
+        assert_eq!(
+            cache.snapshot(T0 + 2).await.unwrap().read_at,
+            T0 + 1,
+            "the read again is the new copy"
+        );
+        let mut disabled = put(&store, "c");
+        disabled.state = DestinationState::Disabled;
+        store.put_item(disabled.to_item().unwrap());
+        assert!(matches!(
+            cache.lookup(&did("c"), T0 + 3).await.unwrap(),
+            Lookup::Known(c) if c.destination.state == DestinationState::Disabled
+        ));
+        // The copy says `c` is disabled; the table cannot be read again: not confirmed.
+        store.set_down(true);
+        assert!(matches!(
+            cache.lookup(&did("c"), T0 + 4).await.unwrap(),
+            Lookup::Unconfirmed
+        ));
+        assert!(matches!(
+            cache.lookup(&did("nope"), T0 + 4).await.unwrap(),
+            Lookup::Unconfirmed
+        ));
+        assert!(
+            matches!(
+                cache.lookup(&did("a"), T0 + 4).await.unwrap(),
+                Lookup::Known(_)
+            ),
+            "what the copy knows active needs no read"
+        );
+        assert!(
+            cache.lookup(&did("a"), T0 + 10_000).await.is_err(),
+            "an expired copy is read"
         );
     }
 

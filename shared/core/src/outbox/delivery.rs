@@ -115,6 +115,21 @@ pub struct OutboundDelivery {
     pub version: u64,
     #[serde(default)]
     pub expires_at: Option<i64>,
+    /// A failed delivery whose failure notice is not yet known to be sent: it stays in the open
+    /// index, due at the notice's deadline, until the notice is sent (by the worker that failed
+    /// it, else by the worker the sweep re-drives it to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice_pending: Option<PendingDeliveryNotice>,
+}
+
+/// The failure notice a failed delivery waits to have sent: when it failed (the notice says it)
+/// and until when its sender has it (then the sweep hands it to another worker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingDeliveryNotice {
+    /// ms since the epoch.
+    pub failed_at: i64,
+    /// ms since the epoch.
+    pub deadline: i64,
 }
 
 /// Which delivery: the queue message body and the identity of a delivery.
@@ -172,6 +187,7 @@ impl OutboundDelivery {
             notes: Vec::new(),
             version: 0,
             expires_at: None,
+            notice_pending: None,
         }
     }
 
@@ -187,10 +203,12 @@ impl OutboundDelivery {
         }
     }
 
-    /// When it wants a worker next: `None` when terminal.
+    /// When it wants a worker next: `None` when terminal (a failed one whose notice is pending:
+    /// the notice's deadline).
     pub fn due_at(&self) -> Option<i64> {
         match self.status {
-            DeliveryStatus::Delivered | DeliveryStatus::Failed => None,
+            DeliveryStatus::Failed => self.notice_pending.map(|p| p.deadline),
+            DeliveryStatus::Delivered => None,
             DeliveryStatus::Delivering => self.lease_until,
             DeliveryStatus::Pending | DeliveryStatus::Retrying => {
                 Some(self.next_attempt_at.unwrap_or(self.created_at))
@@ -356,6 +374,25 @@ mod tests {
             Some(DeliveryStatus::Delivered)
         );
         assert_eq!(DeliveryStatus::parse("nope"), None);
+    }
+
+    #[test]
+    fn a_failed_delivery_stays_open_until_its_notice_is_sent() {
+        let mut d = OutboundDelivery::new(&did("crm"), &key(), None, 1_000);
+        d.status = DeliveryStatus::Failed;
+        d.notice_pending = Some(PendingDeliveryNotice {
+            failed_at: 2_000,
+            deadline: 32_000,
+        });
+        let item = d.to_item().unwrap();
+        assert!(get_s(&item, "open_shard").unwrap().starts_with("OUTBOX#"));
+        assert_ne!(get_s(&item, "open_shard"), Some(DONE_SHARD));
+        assert_eq!(get_n(&item, "open_due"), Some(32_000));
+        assert_eq!(OutboundDelivery::from_item(item).unwrap(), d);
+        d.notice_pending = None;
+        let sent = d.to_item().unwrap();
+        assert_eq!(get_s(&sent, "open_shard"), Some(DONE_SHARD));
+        assert!(!sent.contains_key("notice_pending"));
     }
 
     #[test]

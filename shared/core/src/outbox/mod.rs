@@ -9,7 +9,8 @@
 //! - [`delivery`], [`schema`], [`store`]: delivery items, the table layout, the storage capability.
 //! - Pure policies, each with an injectable time and random draw: [`schedule`] (retry schedule,
 //!   jitter, `Retry-After`), [`bucket`] (the shared token bucket), [`breaker`] (the circuit
-//!   breaker), [`attempt`] (what an attempt came back with and what that means for the delivery).
+//!   breaker), [`attempt`] (what an attempt came back with and what that means for the delivery),
+//!   `deferral` (a deferral's time, spread).
 //! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `sweep` (the scheduled sweep,
 //!   fan-out expansion), `records` (a stream record and a queue message, lifted over a batch by
 //!   [`crate::invocation`]), [`queue`], [`sign`], [`transport`] (the capability the deliver
@@ -26,6 +27,7 @@ pub mod breaker;
 pub mod bucket;
 pub mod cache;
 pub mod config;
+mod deferral;
 pub mod delivery;
 pub mod destination;
 pub mod fanout;

@@ -99,6 +99,8 @@ pub struct MemoryOutboxQueues {
     pub scheduled: Mutex<Vec<(Work, Duration)>>,
     pub redriven: Mutex<Vec<Work>>,
     pub notices: Mutex<Vec<DeliveryNotice>>,
+    /// How many of the next notices are refused (an outage of the delivery quarantine).
+    pub refuse_notices: std::sync::atomic::AtomicUsize,
 }
 
 impl OutboxQueues for MemoryOutboxQueues {
@@ -117,6 +119,14 @@ impl OutboxQueues for MemoryOutboxQueues {
     }
 
     async fn failed(&self, notice: &DeliveryNotice) -> Result<(), QueueError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let refused = self
+            .refuse_notices
+            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if refused {
+            return Err(QueueError("the delivery quarantine is down".into()));
+        }
         if let Ok(mut n) = self.notices.lock() {
             n.push(notice.clone());
         }

@@ -1,13 +1,22 @@
 //! Recording what happened to a delivery (the worker's steps 7 and the no-attempt exits): the
 //! attempt's result with its consequences (circuit, disabling the destination, the retry or the
 //! failure notice), a deferral without an attempt, a failure without an attempt.
+//!
+//! A failure's notice is never lost: `failed` is committed with the notice pending in the item
+//! (in the open index until a deadline), the notice is sent after the commit and then recorded
+//! sent. A notice that could not be sent (the queue was down, the worker died, a later write
+//! failed) is found by the sweep at its deadline and sent by the worker it re-drives it to, which
+//! first takes it over with a conditional write (as the reaper does for a message's quarantine
+//! notice, [`crate::process::notice`]). The one case that sends two identical notices: the sender
+//! dies between the send and the record.
 
 use super::admin;
 use super::attempt::{self, AttemptResult};
 use super::breaker;
 use super::cache::Loaded;
 use super::delivery::{
-    AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery, BODY_HEAD_BYTES,
+    AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery, PendingDeliveryNotice,
+    BODY_HEAD_BYTES,
 };
 use super::destination::{DestinationError, DestinationId, DestinationState};
 use super::queue::{DeliveryNotice, OutboxQueues, Work};
@@ -68,6 +77,9 @@ where
         d.last_status = status;
         d.last_error = decision.error.clone();
         d.next_attempt_at = decision.retry_in.map(|r| now + ms(r));
+        if decision.status == DeliveryStatus::Failed {
+            d.notice_pending = Some(self.pending_notice(now));
+        }
         if decision.status == DeliveryStatus::Delivered {
             d.delivered_at = Some(now);
             d.expires_at = Some(
@@ -78,6 +90,10 @@ where
         let recorded = self.store.save_delivery(&d, Some(claimed_version)).await? == Applied::Done;
         if !recorded {
             tracing::warn!(delivery = %d.reference(), "the attempt's result was not recorded: the delivery changed meanwhile (its lease lapsed?)");
+        } else if d.notice_pending.is_some() {
+            // Before the circuit's writes: an error there must not hold the notice back.
+            d.version = claimed_version + 1;
+            self.send_notice(&d, now).await;
         }
         let change = breaker::after(&self.config.breaker, &state.circuit, decision.breaker, now);
         let counted = self
@@ -123,16 +139,13 @@ where
                     delay,
                 })
             }
-            _ => {
-                self.announce_failure(&d, now).await?;
-                Ok(DeliveryOutcome::Failed {
-                    attempts: d.attempts,
-                })
-            }
+            _ => Ok(DeliveryOutcome::Failed {
+                attempts: d.attempts,
+            }),
         }
     }
 
-    /// Puts a delivery off until `until` without counting an attempt.
+    /// Puts a delivery off until `until` (spread, [`super::deferral`]) without counting an attempt.
     pub(super) async fn defer(
         &self,
         d: OutboundDelivery,
@@ -140,6 +153,7 @@ where
         why: &'static str,
         now: i64,
     ) -> Result<DeliveryOutcome, InfraError> {
+        let until = super::deferral::spread(now, until, (self.deferral_jitter)());
         let mut x = d.clone();
         if x.status == DeliveryStatus::Delivering {
             x.status = if x.attempts == 0 {
@@ -177,16 +191,58 @@ where
         x.next_attempt_at = None;
         x.last_error = Some(why.clone());
         x.note(now, format!("failed without an attempt: {why}"));
+        x.notice_pending = Some(self.pending_notice(now));
         if self.store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
             return Ok(DeliveryOutcome::Skipped(Skip::Conflict));
         }
-        self.announce_failure(&x, now).await?;
+        x.version = d.version + 1;
+        self.send_notice(&x, now).await;
         Ok(DeliveryOutcome::Failed {
             attempts: x.attempts,
         })
     }
 
-    async fn announce_failure(&self, d: &OutboundDelivery, now: i64) -> Result<(), InfraError> {
+    /// The notice of a delivery failing at `now`, its sender given until the lease margin ends.
+    fn pending_notice(&self, now: i64) -> PendingDeliveryNotice {
+        PendingDeliveryNotice {
+            failed_at: now,
+            deadline: now + ms(self.config.lease_margin),
+        }
+    }
+
+    /// A failed delivery whose notice's deadline passed (its sender did not record it sent): takes
+    /// it over (the deadline moves, so of two workers re-driven to it one goes on), then sends it.
+    pub(super) async fn finish_notice(
+        &self,
+        d: OutboundDelivery,
+        now: i64,
+    ) -> Result<DeliveryOutcome, InfraError> {
+        let Some(pending) = d.notice_pending else {
+            return Ok(DeliveryOutcome::Skipped(Skip::Terminal));
+        };
+        let mut x = d.clone();
+        x.notice_pending = Some(PendingDeliveryNotice {
+            deadline: now + ms(self.config.lease_margin),
+            ..pending
+        });
+        if self.store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
+            return Ok(DeliveryOutcome::Skipped(Skip::Conflict));
+        }
+        x.version = d.version + 1;
+        Ok(if self.send_notice(&x, now).await {
+            DeliveryOutcome::NoticeSent
+        } else {
+            DeliveryOutcome::NoticePending
+        })
+    }
+
+    /// Sends the pending notice of `d` (as stored, at its version) and records it sent. Never an
+    /// error: a notice not sent, or not recorded, stays pending and the sweep finds it again.
+    /// `true` when sent.
+    async fn send_notice(&self, d: &OutboundDelivery, now: i64) -> bool {
+        let Some(pending) = d.notice_pending else {
+            return true;
+        };
         let notice = DeliveryNotice {
             destination: d.destination.clone(),
             source: d.source.clone(),
@@ -195,13 +251,28 @@ where
             webhook_id: d.webhook_id.clone(),
             attempts: d.attempts,
             last_error: d.last_error.clone().unwrap_or_default(),
-            failed_at: now,
+            failed_at: pending.failed_at,
         };
-        self.queues.failed(&notice).await?;
+        if let Err(e) = self.queues.failed(&notice).await {
+            tracing::warn!(delivery = %d.reference(), error = %e, "failure notice not sent; the sweep will find it");
+            return false;
+        }
         let metric = Metric::count(NAMESPACE, "DeliveriesFailed", 1)
             .with_property("Destination", d.destination.clone());
         self.metrics.emit(now, &[metric]);
-        Ok(())
+        let mut sent = d.clone();
+        sent.notice_pending = None;
+        sent.note(now, "failure notice sent");
+        match self.store.save_delivery(&sent, Some(d.version)).await {
+            Ok(Applied::Done) => {}
+            Ok(_) => {
+                tracing::info!(delivery = %d.reference(), "the delivery changed after its notice was sent (retried?)")
+            }
+            Err(e) => {
+                tracing::warn!(delivery = %d.reference(), error = %e.chain(), "failure notice sent but not recorded; the sweep may send it again")
+            }
+        }
+        true
     }
 
     /// Schedules work through the queue when the delay fits SQS (else the sweep finds it).

@@ -62,6 +62,7 @@ pub async fn retry<S: OutboxStore, Q: OutboxQueues>(
     x.next_attempt_at = Some(now);
     x.lease_until = None;
     x.expires_at = None;
+    x.notice_pending = None;
     if store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
         return Ok(RetryOutcome::Conflict);
     }

@@ -1,5 +1,6 @@
 //! What the deliver function does besides sending: the sweep (every minute: re-drive the due
-//! deliveries and fan-outs the open index knows, emit the outbox's gauges), the expansion of a
+//! deliveries, fan-outs and pending failure notices the open index knows, its limit shared
+//! fairly by the shards as the reaper's budget is, and emit the outbox's gauges), the expansion of a
 //! fan-out item, and delivering what is due directly (the local stack and the tests).
 
 use super::delivery::{DeliveryRef, OutboundDelivery};
@@ -13,6 +14,7 @@ use crate::clock::{Clock, Millis};
 use crate::domain::{EventId, MessageKey, SourceName};
 use crate::metrics::Metric;
 use crate::process::InfraError;
+use crate::store::fair::FairShares;
 use crate::store::{ItemStore, ItemWriter, MessageStore};
 use serde::Serialize;
 use std::time::Duration;
@@ -62,20 +64,22 @@ where
     Q: OutboxQueues,
     C: Clock,
 {
-    /// Everything due now, at most `limit` (oldest first within each shard).
+    /// What is due now, at most `limit`, the limit spread fairly over the shards
+    /// ([`crate::store::fair`]: oldest first within each), and how late the most overdue item of
+    /// any shard is, s (the shards the limit did not reach asked for their oldest too).
     pub async fn due_work(&self, limit: usize) -> Result<(Vec<Work>, i64), InfraError> {
         let now = self.clock.now_millis();
+        let shards: Vec<String> = outbox_shards().collect();
+        let fetch = |i: usize, n: usize| self.store.due_work_items(&shards[i], Millis::new(now), n);
+        let mut fair = FairShares::new(shards.len(), limit, now);
         let mut work = Vec::new();
         let mut oldest = now;
-        for shard in outbox_shards() {
-            if work.len() >= limit {
+        loop {
+            let round = fair.next_round(fetch, |d: &DueItem| d.pk.clone()).await?;
+            if round.is_empty() {
                 break;
             }
-            for item in self
-                .store
-                .due_work_items(&shard, Millis::new(now), limit - work.len())
-                .await?
-            {
+            for item in round {
                 oldest = oldest.min(item.due.get());
                 match work_of(&item) {
                     Some(w) => work.push(w),
@@ -83,6 +87,12 @@ where
                         tracing::warn!(pk = %item.pk, "an open-index item of the outbox is unreadable; skipped")
                     }
                 }
+            }
+        }
+        let unasked: Vec<usize> = fair.unasked().collect();
+        for i in unasked {
+            for item in fetch(i, 1).await? {
+                oldest = oldest.min(item.due.get());
             }
         }
         Ok((work, (now - oldest).div_euclid(1000)))

@@ -1,9 +1,11 @@
 //! The delivery worker ([`Deliverer`]): takes one delivery from `pending`/`retrying` (or a lapsed
 //! lease) to its next state, in one tracing span per delivery.
 //!
-//! 1. Skip what is terminal, leased by another worker, or not due.
-//! 2. The destination (cached): removed or disabled → `failed` without an attempt; paused →
-//!    deferred (no attempt) and re-checked a minute later.
+//! 1. Skip what is terminal, leased by another worker, or not due (a failed one whose failure
+//!    notice is still pending past its deadline: send the notice, `record.rs`).
+//! 2. The destination (cached; a copy that does not know it or says disabled is read again once,
+//!    [`super::cache`]): removed or disabled → `failed` without an attempt; paused, or not
+//!    confirmed because the re-read failed → deferred (no attempt) and re-checked a minute later.
 //! 3. Rate: a token from the destination's shared bucket ([`super::bucket`]); over the rate the
 //!    worker waits up to `max_wait`, else defers the delivery until a token frees up, without
 //!    counting an attempt. The per-worker in-flight limit is a semaphore.
@@ -26,7 +28,7 @@
 use super::attempt::AttemptResult;
 use super::breaker::{self, Admit, BreakerConfig};
 use super::bucket::Rate;
-use super::cache::{DestinationCache, Loaded};
+use super::cache::{DestinationCache, Loaded, Lookup};
 use super::delivery::{AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery};
 use super::destination::{DestinationId, DestinationState};
 use super::queue::OutboxQueues;
@@ -97,6 +99,10 @@ pub enum DeliveryOutcome {
     Missing,
     /// A fan-out item expanded into this many deliveries.
     Expanded(usize),
+    /// A failed delivery's pending failure notice, sent (past its deadline).
+    NoticeSent,
+    /// A failed delivery's pending failure notice, still not sent (the queue failed).
+    NoticePending,
 }
 
 impl DeliveryOutcome {
@@ -109,6 +115,8 @@ impl DeliveryOutcome {
             Self::Skipped(why) => why.as_str(),
             Self::Missing => "missing",
             Self::Expanded(_) => "expanded",
+            Self::NoticeSent => "notice_sent",
+            Self::NoticePending => "notice_pending",
         }
     }
 }
@@ -150,6 +158,8 @@ pub struct Deliverer<S, T, Q, C> {
     pub(super) config: DeliverConfig,
     pub(super) destinations: DestinationCache<S>,
     pub(super) jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
+    /// The draw that spreads deferrals ([`super::deferral`]).
+    pub(super) deferral_jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
     pub(super) metrics: Arc<dyn MetricSink>,
     /// The last `tat` seen per destination: the first guess of the next token write.
     pub(super) guesses: Mutex<HashMap<DestinationId, i64>>,
@@ -194,6 +204,7 @@ where
             clock,
             config,
             jitter: Arc::new(fastrand::f64),
+            deferral_jitter: Arc::new(fastrand::f64),
             metrics: Arc::new(EmfWriter::stdout()),
             guesses: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
@@ -204,6 +215,12 @@ where
     /// Replaces the jitter's random draw (tests pin it).
     pub fn with_jitter(mut self, jitter: impl Fn() -> f64 + Send + Sync + 'static) -> Self {
         self.jitter = Arc::new(jitter);
+        self
+    }
+
+    /// Replaces the random draw that spreads deferral times (tests pin it).
+    pub fn with_deferral_jitter(mut self, draw: impl Fn() -> f64 + Send + Sync + 'static) -> Self {
+        self.deferral_jitter = Arc::new(draw);
         self
     }
 
@@ -229,6 +246,9 @@ where
     pub async fn deliver_item(&self, d: OutboundDelivery) -> Result<DeliveryOutcome, InfraError> {
         let now = self.clock.now_millis();
         match d.status {
+            DeliveryStatus::Failed if d.due_at().is_some_and(|due| due <= now) => {
+                return self.finish_notice(d, now).await
+            }
             DeliveryStatus::Delivered | DeliveryStatus::Failed => {
                 return Ok(DeliveryOutcome::Skipped(Skip::Terminal))
             }
@@ -242,11 +262,17 @@ where
             }
             _ => {}
         }
-        let snapshot = self.destinations.snapshot(now).await?;
-        let Some(loaded) = snapshot.get(&d.destination).cloned() else {
-            return self
-                .fail_unsent(d, "the destination was removed".into(), now)
-                .await;
+        let loaded = match self.destinations.lookup(&d.destination, now).await? {
+            Lookup::Known(loaded) => loaded,
+            Lookup::Removed => {
+                return self
+                    .fail_unsent(d, "the destination was removed".into(), now)
+                    .await
+            }
+            Lookup::Unconfirmed => {
+                let until = now + ms(self.config.paused_recheck);
+                return self.defer(d, until, "destination not confirmed", now).await;
+            }
         };
         let dest = &loaded.destination;
         match dest.state {

@@ -12,9 +12,9 @@
 //! queue was down, the sender died) is due too: the reaper sends that notice. So a message whose
 //! handler panics, times out or keeps hitting a store error still ends.
 //!
-//! The budget of a run (`REAPER_MAX_PER_RUN`) is spread over the 16 index shards: each gets an
-//! equal share, and what a shard does not use goes to the others (a thousand stuck messages in
-//! one shard never starve the rest). Per-message work runs a few at a time; a message's error is
+//! The budget of a run (`REAPER_MAX_PER_RUN`) is spread over the 16 index shards
+//! ([`crate::store::fair`]): each gets an equal share, and what a shard does not use goes to the
+//! others (a thousand stuck messages in one shard never starve the rest). Per-message work runs a few at a time; a message's error is
 //! counted in the report and the run goes on. `reap`: what happens to one due message;
 //! [`config`]: the reaper's configuration, read from the environment.
 
@@ -24,14 +24,14 @@ mod reap;
 pub use config::ReaperConfig;
 
 use crate::clock::Clock;
-use crate::domain::MessageKey;
 use crate::policy::RetryPolicy;
 use crate::process::InfraError;
 use crate::queue::{Quarantine, RetryQueue};
+use crate::store::fair::FairShares;
 use crate::store::schema::open_shards;
 use crate::store::{DueMessage, MessageStore};
 use reap::Reaped;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -124,47 +124,17 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Reaper<S, R, Q, C>
         let now = self.clock.now_millis();
         let shards: Vec<String> = open_shards().collect();
         let mut report = ReaperReport::default();
-        let mut live: Vec<usize> = (0..shards.len()).collect();
-        let mut taken = vec![0usize; shards.len()];
-        let mut seen: HashSet<MessageKey> = HashSet::new();
-        let mut budget = self.settings.max_per_run;
-        // When the budget cannot give every shard one, which shards go first rotates by minute.
-        let rotate = usize::try_from(now.div_euclid(60_000)).unwrap_or(0) % shards.len().max(1);
-        while budget > 0 && !live.is_empty() {
-            let share = (budget / live.len()).max(1);
-            let mut batch: Vec<DueMessage> = Vec::new();
-            let mut still_live = Vec::new();
-            let order = live
-                .iter()
-                .cycle()
-                .skip(rotate % live.len())
-                .take(live.len());
-            for &i in order {
-                let want = share.min(budget - batch.len());
-                if want == 0 {
-                    still_live.push(i);
-                    continue;
-                }
-                // Entries already handled this run may still be listed (the index is eventually
-                // consistent, or their write failed): ask for enough to skip them.
-                let found = self.store.due(&shards[i], now, taken[i] + want).await?;
-                let fresh: Vec<DueMessage> = found
-                    .into_iter()
-                    .filter(|d| !seen.contains(&d.key))
-                    .take(want)
-                    .collect();
-                if fresh.len() == want {
-                    still_live.push(i);
-                }
-                taken[i] += fresh.len();
-                seen.extend(fresh.iter().map(|d| d.key.clone()));
-                batch.extend(fresh);
-            }
+        let mut fair = FairShares::new(shards.len(), self.settings.max_per_run, now);
+        loop {
+            let batch = fair
+                .next_round(
+                    |i, limit| self.store.due(&shards[i], now, limit),
+                    |d: &DueMessage| d.key.clone(),
+                )
+                .await?;
             if batch.is_empty() {
                 break;
             }
-            budget -= batch.len();
-            live = still_live;
             let results: Vec<(DueMessage, Result<Reaped, InfraError>)> =
                 futures_util::stream::iter(batch.into_iter().map(|d| async move {
                     let r = self.reap(&d, now).await;

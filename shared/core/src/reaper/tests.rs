@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::clock::ManualClock;
-use crate::domain::{BodyDigest, EventId, SourceName, Status};
+use crate::domain::{BodyDigest, EventId, MessageKey, SourceName, Status};
 use crate::message::PendingNotice;
 use crate::queue::memory::{MemoryQuarantine, MemoryRetryQueue};
 use crate::store::memory::MemoryStore;

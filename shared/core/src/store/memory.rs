@@ -37,6 +37,7 @@ pub struct MemoryStore {
     items: Mutex<BTreeMap<(String, String), Item>>,
     circuit_openings: AtomicUsize,
     down: AtomicBool,
+    circuit_down: AtomicBool,
     writes: AtomicUsize,
 }
 
@@ -55,6 +56,12 @@ impl MemoryStore {
     /// Makes every later request fail as `Unavailable` (or succeed again).
     pub fn set_down(&self, down: bool) {
         self.down.store(down, Ordering::SeqCst);
+    }
+
+    /// Makes every later circuit write of the outbox fail as `Unavailable` (or succeed again):
+    /// a failure between a delivery's write and the next.
+    pub fn set_circuit_down(&self, down: bool) {
+        self.circuit_down.store(down, Ordering::SeqCst);
     }
 
     /// Write requests received so far (failed ones included).

@@ -11,12 +11,14 @@
 //!
 //! [`dynamo`] implements them on DynamoDB (one table, see [`schema`]); [`memory`] is an in-memory
 //! fake with the same semantics, for unit tests and benchmarks only. [`attr`] builds and reads
-//! attribute values; [`size`] is what DynamoDB bills for an item. The records of repeated
+//! attribute values; [`size`] is what DynamoDB bills for an item; [`fair`] spreads a run's budget
+//! over the open index's shards (the reaper's, the outbox sweep's). The records of repeated
 //! deliveries are in `journal.rs`. How a body is stored (inline and compressed, or in S3) is the
 //! DynamoDB adapter's business (`dynamo/body.rs`): the traits carry raw bodies.
 
 pub mod attr;
 pub mod dynamo;
+pub mod fair;
 mod journal;
 mod listing;
 pub mod memory;

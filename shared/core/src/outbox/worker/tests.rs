@@ -7,6 +7,7 @@ use crate::domain::{EventId, MessageKey, SourceName};
 use crate::metrics::RecordingSink;
 use crate::outbox::admin;
 use crate::outbox::breaker::Circuit;
+use crate::outbox::delivery::PendingDeliveryNotice;
 use crate::outbox::destination::did;
 use crate::outbox::destination::Destination;
 use crate::outbox::pattern::Pattern;
@@ -62,6 +63,7 @@ fn world_with(transport: ScriptedTransport, config: DeliverConfig) -> World {
         Duration::from_secs(5),
     )
     .with_jitter(|| 0.5)
+    .with_deferral_jitter(|| 0.0)
     .with_metrics(metrics.clone());
     World {
         store,
@@ -545,6 +547,249 @@ async fn what_cannot_be_sent_fails_without_a_request() {
     assert!(w.transport.sent().is_empty());
     assert_eq!(w.queues.notices.lock().unwrap().len(), 1);
     assert_eq!(w.metrics.count("DeliveriesFailed"), 1);
+}
+
+#[tokio::test]
+async fn a_copy_older_than_the_delivery_is_read_again_before_it_fails_the_delivery() {
+    let w = world(ScriptedTransport::new());
+    w.destination("other", |_| {}).await;
+    w.destination("paused", |d| d.state = DestinationState::Paused)
+        .await;
+    w.destination("resumed", |d| d.state = DestinationState::Disabled)
+        .await;
+    // The worker's copy is read now (a delivery to a paused destination, deferred).
+    let warm = w.pending("paused", "evt_0").await;
+    assert!(matches!(
+        w.worker.deliver(&warm).await.unwrap(),
+        DeliveryOutcome::Deferred { .. }
+    ));
+    // Within the copy's 5 s, a destination is added and another resumed; a process instance
+    // with a newer copy fans an event out to both.
+    w.destination("added", |_| {}).await;
+    admin::update(&*w.store, &did("resumed"), "ana", "resumed", T0, |d| {
+        d.state = DestinationState::Active;
+        Ok("resumed".into())
+    })
+    .await
+    .unwrap();
+    w.clock.advance_millis(1_000);
+    for dest in ["added", "resumed"] {
+        let r = w.pending(dest, "evt_1").await;
+        assert_eq!(
+            w.worker.deliver(&r).await.unwrap(),
+            DeliveryOutcome::Delivered,
+            "{dest}: read again, not failed on the old copy"
+        );
+    }
+    assert_eq!(w.transport.sent().len(), 2);
+    assert!(w.queues.notices.lock().unwrap().is_empty());
+
+    // Unknown and disabled for real: the read again confirms it, and the delivery fails.
+    admin::update(&*w.store, &did("resumed"), "ana", "disabled", T0, |d| {
+        d.state = DestinationState::Disabled;
+        Ok("disabled".into())
+    })
+    .await
+    .unwrap();
+    for (dest, why) in [
+        ("ghost", "the destination was removed"),
+        ("resumed", "the destination is disabled: no reason given"),
+    ] {
+        let r = w.pending(dest, "evt_2").await;
+        assert_eq!(
+            w.worker.deliver(&r).await.unwrap(),
+            DeliveryOutcome::Failed { attempts: 0 }
+        );
+        assert_eq!(w.stored(&r).await.last_error.as_deref(), Some(why));
+    }
+    assert_eq!(w.transport.sent().len(), 2, "nothing sent to either");
+}
+
+#[tokio::test]
+async fn a_failure_notice_the_queue_refused_is_sent_once_the_sweep_finds_it() {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        410, None,
+    )]));
+    w.destination("crm", |_| {}).await;
+    let answered = w.pending("crm", "evt_1").await;
+    let unsent = w.pending("crm", "evt_2").await;
+    w.queues
+        .refuse_notices
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        w.worker.deliver(&answered).await.unwrap(),
+        DeliveryOutcome::Failed { attempts: 1 }
+    );
+    assert_eq!(
+        w.worker.deliver(&unsent).await.unwrap(),
+        DeliveryOutcome::Failed { attempts: 0 },
+        "disabled by the 410"
+    );
+    assert!(w.queues.notices.lock().unwrap().is_empty());
+    let pending = Some(PendingDeliveryNotice {
+        failed_at: T0,
+        deadline: T0 + 30_000,
+    });
+    for r in [&answered, &unsent] {
+        let d = w.stored(r).await;
+        assert_eq!(
+            (d.status, d.notice_pending),
+            (DeliveryStatus::Failed, pending)
+        );
+        assert_eq!(d.due_at(), Some(T0 + 30_000), "in the open index");
+    }
+    assert_eq!(
+        w.worker.deliver(&answered).await.unwrap(),
+        DeliveryOutcome::Skipped(Skip::Terminal),
+        "its sender still has it"
+    );
+    assert!(w.worker.due_work(100).await.unwrap().0.is_empty());
+
+    // The deadline passes: the sweep finds both, the workers it re-drives them to send them.
+    w.clock.set_millis(T0 + 30_000);
+    let (due, _) = w.worker.due_work(100).await.unwrap();
+    assert_eq!(due.len(), 2, "{due:?}");
+    for work in &due {
+        assert_eq!(
+            w.worker.work(work).await.unwrap(),
+            DeliveryOutcome::NoticeSent
+        );
+        assert_eq!(
+            w.worker.work(work).await.unwrap(),
+            DeliveryOutcome::Skipped(Skip::Terminal),
+            "once"
+        );
+    }
+    let notices = w.queues.notices.lock().unwrap().clone();
+    assert_eq!(notices.len(), 2);
+    assert!(notices.iter().all(|n| n.failed_at == T0), "{notices:?}");
+    assert_eq!(w.metrics.count("DeliveriesFailed"), 2);
+    for r in [&answered, &unsent] {
+        let d = w.stored(r).await;
+        assert_eq!((d.notice_pending, d.due_at()), (None, None));
+        assert_eq!(d.notes.last().unwrap().note, "failure notice sent");
+    }
+    assert!(w.worker.due_work(100).await.unwrap().0.is_empty());
+}
+
+#[tokio::test]
+async fn a_circuit_write_error_after_the_failure_does_not_hold_its_notice_back() {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        500, None,
+    )]));
+    w.destination("crm", |d| {
+        d.schedule = crate::outbox::schedule::RetrySchedule::parse("0").unwrap()
+    })
+    .await;
+    let r = w.pending("crm", "evt_1").await;
+    w.store.set_circuit_down(true);
+    assert!(
+        w.worker.deliver(&r).await.is_err(),
+        "the circuit's write failed: the record is delivered again"
+    );
+    let d = w.stored(&r).await;
+    assert_eq!((d.status, d.notice_pending), (DeliveryStatus::Failed, None));
+    assert_eq!(w.queues.notices.lock().unwrap().len(), 1);
+    w.store.set_circuit_down(false);
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Skipped(Skip::Terminal)
+    );
+    assert_eq!(w.queues.notices.lock().unwrap().len(), 1, "one notice");
+}
+
+/// A delivery to `crm` created at `created` (due then), in outbox shard `shard`, the `n`th such.
+async fn due_in(w: &World, shard: &str, n: usize, created: i64) -> Vec<DeliveryRef> {
+    let mut refs = Vec::new();
+    for i in 0.. {
+        if refs.len() == n {
+            break;
+        }
+        let key = MessageKey::new(
+            SourceName::parse("stripe").unwrap(),
+            EventId::parse(&format!("evt_{shard}_{i}")).unwrap(),
+        );
+        let d = OutboundDelivery::new(&did("crm"), &key, None, created);
+        if crate::outbox::schema::outbox_shard(&d.reference().pk()) == shard {
+            w.store.save_delivery(&d, None).await.unwrap();
+            refs.push(d.reference());
+        }
+    }
+    refs
+}
+
+#[tokio::test]
+async fn the_sweep_gives_every_shard_its_share_and_its_gauge_sees_the_oldest_of_all() {
+    let w = world(ScriptedTransport::new());
+    // A thousand due deliveries in the first shard (an open circuit's), one older in each other.
+    due_in(&w, "OUTBOX#0", 1_000, T0 - 1_000).await;
+    for shard in 1..16 {
+        due_in(&w, &format!("OUTBOX#{shard}"), 1, T0 - 600_000).await;
+    }
+    let shard_of = |work: &Work| match work {
+        Work::Delivery(r) => crate::outbox::schema::outbox_shard(&r.pk()),
+        Work::Fanout { .. } => unreachable!(),
+    };
+    let (work, oldest) = w.worker.due_work(100).await.unwrap();
+    let mut by: HashMap<String, usize> = HashMap::new();
+    for item in &work {
+        *by.entry(shard_of(item)).or_default() += 1;
+    }
+    assert_eq!(by.len(), 16, "every shard served: {by:?}");
+    assert_eq!(
+        by["OUTBOX#0"], 85,
+        "the first shard gets what the others leave"
+    );
+    assert_eq!(oldest, 600, "the oldest is in a later shard");
+    let report = w.worker.sweep(100).await.unwrap();
+    assert_eq!((report.due, report.oldest_due_secs), (100, 600));
+    // A limit smaller than the shards: the gauge still looks at every shard.
+    let (few, oldest) = w.worker.due_work(4).await.unwrap();
+    assert_eq!((few.len(), oldest), (4, 600));
+}
+
+#[tokio::test]
+async fn an_open_circuit_s_deferrals_do_not_share_one_instant() {
+    let w = world(ScriptedTransport::new());
+    w.destination("crm", |_| {}).await;
+    w.set_circuit(
+        "crm",
+        Circuit {
+            failures: 3,
+            failing_since: Some(T0 - 1_000),
+            opened_at: Some(T0),
+            probe_until: None,
+        },
+    );
+    let draws = std::sync::atomic::AtomicUsize::new(0);
+    let worker = Deliverer::new(
+        w.store.clone(),
+        w.transport.clone(),
+        w.queues.clone(),
+        w.clock.clone(),
+        config(),
+        Duration::from_secs(5),
+    )
+    .with_deferral_jitter(move || {
+        draws.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as f64 / 10.0
+    });
+    let mut untils = std::collections::BTreeSet::new();
+    for i in 0..10 {
+        let r = w.pending("crm", &format!("evt_{i}")).await;
+        let DeliveryOutcome::Deferred { until, why } = worker.deliver(&r).await.unwrap() else {
+            panic!("deferred");
+        };
+        assert_eq!(why, "circuit open");
+        assert!(
+            (T0 + 30_000..T0 + 36_000).contains(&until),
+            "the cool-down, spread by up to a fifth: {}",
+            until - T0
+        );
+        assert_eq!(w.stored(&r).await.due_at(), Some(until));
+        untils.insert(until);
+    }
+    assert_eq!(untils.len(), 10, "{untils:?}");
+    assert!(w.transport.sent().is_empty());
 }
 
 #[tokio::test]

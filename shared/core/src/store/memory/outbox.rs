@@ -227,6 +227,9 @@ impl OutboxStore for MemoryStore {
             return Ok(None);
         }
         self.write()?;
+        if self.circuit_down.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable(Box::new(super::SwitchedOff)));
+        }
         let after = {
             let mut items = lock(&self.items);
             let item = Self::state_item(&mut items, destination);
