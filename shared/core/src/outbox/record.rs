@@ -6,9 +6,7 @@ use super::admin;
 use super::attempt::{self, AttemptResult};
 use super::breaker;
 use super::cache::Loaded;
-use super::delivery::{
-    AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery, BODY_HEAD_BYTES,
-};
+use super::delivery::{body_head, AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery};
 use super::destination::{DestinationError, DestinationId, DestinationState};
 use super::queue::{DeliveryNotice, OutboxQueues, Work};
 use super::store::{OutboxStore, WorkerState};
@@ -41,10 +39,7 @@ where
         let now = self.clock.now_millis();
         let decision = attempt::decide(&dest.schedule, d.attempts, &result, now, (self.jitter)());
         let (status, body) = match &result {
-            AttemptResult::Answered { status, body, .. } => {
-                let head = &body[..body.len().min(BODY_HEAD_BYTES)];
-                (Some(*status), String::from_utf8_lossy(head).into_owned())
-            }
+            AttemptResult::Answered { status, body, .. } => (Some(*status), body_head(body)),
             _ => (None, String::new()),
         };
         let outcome = match (decision.status, decision.retry_in) {

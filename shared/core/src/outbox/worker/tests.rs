@@ -594,3 +594,26 @@ fn skips_keep_their_names() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_response_of_invalid_utf8_is_journaled_within_its_byte_bound() {
+    use crate::outbox::delivery::BODY_HEAD_BYTES;
+    let w = world(ScriptedTransport::answering([AttemptResult::Answered {
+        status: 500,
+        retry_after: None,
+        body: vec![0xFF; BODY_HEAD_BYTES],
+    }]));
+    w.destination("crm", |_| {}).await;
+    let r = w.pending("crm", "evt_1").await;
+    assert!(matches!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Retrying { attempt: 1, .. }
+    ));
+    let head = &w.stored(&r).await.journal[0].body;
+    assert!(
+        head.len() <= BODY_HEAD_BYTES,
+        "4 KiB of 0xFF journaled as {} bytes",
+        head.len()
+    );
+    assert!(head.chars().all(|c| c == '\u{FFFD}') && !head.is_empty());
+}
