@@ -148,7 +148,7 @@ impl OutboxStore for DynamoTable {
             .key(PK, s(fanout_pk(&f.key())))
             .key(SK, s(FANOUT_SK))
             .update_expression("SET #x = :at, #exp = :exp, #shard = :done, #due = :at")
-            .expression_attribute_values(":done", s(DONE_SHARD))
+            .expression_attribute_values(":done", s(done_shard(&fanout_pk(&f.key()))))
             .expression_attribute_names("#x", "expanded_at")
             .expression_attribute_names("#exp", EXPIRES_AT)
             .expression_attribute_names("#shard", OPEN_SHARD)

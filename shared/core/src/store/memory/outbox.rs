@@ -135,13 +135,14 @@ impl OutboxStore for MemoryStore {
     ) -> Result<(), StoreError> {
         self.write()?;
         let (pk, sk) = (fanout_pk(&f.key()), FANOUT_SK.to_owned());
+        let done = done_shard(&pk);
         let mut items = lock(&self.items);
         let item = items
             .entry((pk.clone(), sk.clone()))
             .or_insert_with(|| Item::from([(PK.to_string(), s(pk)), (SK.to_string(), s(sk))]));
         item.insert("expanded_at".into(), n(at.get()));
         item.insert(EXPIRES_AT.into(), n(expires_at.as_secs()));
-        item.insert(OPEN_SHARD.into(), s(DONE_SHARD));
+        item.insert(OPEN_SHARD.into(), s(done));
         item.insert(OPEN_DUE.into(), n(at.get()));
         Ok(())
     }
