@@ -617,3 +617,67 @@ async fn a_response_of_invalid_utf8_is_journaled_within_its_byte_bound() {
     );
     assert!(head.chars().all(|c| c == '\u{FFFD}') && !head.is_empty());
 }
+
+#[tokio::test]
+async fn a_wait_for_an_in_flight_slot_ends_before_the_invocation_s_deadline() {
+    // One slot; the first POST hangs until a second request reaches the transport.
+    let w = world(ScriptedTransport::new().gated(2));
+    w.destination("slow", |d| d.max_in_flight = 1).await;
+    let first = w.pending("slow", "evt_1").await;
+    let second = w.pending("slow", "evt_2").await;
+    // Time for one POST's whole timeout and its recording, and 50 ms more.
+    let deadline = T0 + 10_000 + ms(config().finish_margin) + 50;
+    let run = until_deadline(deadline, async {
+        tokio::join!(w.worker.deliver(&first), async {
+            let outcome = w.worker.deliver(&second).await;
+            // Releases the first POST (the slow destination answers at last).
+            w.transport
+                .post(Outgoing {
+                    url: "https://x.example/other",
+                    headers: &[],
+                    body: b"",
+                    timeout: Duration::from_secs(1),
+                })
+                .await;
+            outcome
+        })
+    });
+    let (a, b) = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the second delivery waited for the slot past the deadline");
+    assert_eq!(a.unwrap(), DeliveryOutcome::Delivered);
+    assert_eq!(
+        b.unwrap(),
+        DeliveryOutcome::Deferred {
+            until: T0 + 1_000,
+            why: OUT_OF_TIME
+        }
+    );
+    let d = w.stored(&second).await;
+    assert_eq!((d.status, d.attempts), (DeliveryStatus::Pending, 0));
+    assert!(w
+        .scheduled()
+        .contains(&(Work::Delivery(second.clone()), Duration::from_secs(1))));
+}
+
+#[tokio::test]
+async fn a_post_that_would_outlast_the_invocation_is_deferred_unsent() {
+    let w = world(ScriptedTransport::new());
+    w.destination("crm", |d| d.timeout_ms = 20_000).await;
+    let r = w.pending("crm", "evt_1").await;
+    // 20 s of timeout and the margin do not fit in the 15 s left.
+    let outcome = until_deadline(T0 + 15_000, w.worker.deliver(&r)).await;
+    assert_eq!(
+        outcome.unwrap(),
+        DeliveryOutcome::Deferred {
+            until: T0 + 1_000,
+            why: OUT_OF_TIME
+        }
+    );
+    assert!(w.transport.sent().is_empty(), "not sent");
+    assert_eq!(w.stored(&r).await.attempts, 0, "no attempt counted");
+    // With the time, it is sent.
+    w.clock.set_millis(T0 + 1_000);
+    let outcome = until_deadline(T0 + 60_000, w.worker.deliver(&r)).await;
+    assert_eq!(outcome.unwrap(), DeliveryOutcome::Delivered);
+}
