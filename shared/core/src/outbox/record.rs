@@ -1,10 +1,12 @@
 //! Recording what happened to a delivery (the worker's steps 7 and the no-attempt exits): the
-//! attempt's result with its consequences (circuit, disabling the destination, the retry or the
-//! failure notice), a deferral without an attempt, a failure without an attempt.
+//! attempt's result with its consequences (circuit, disabling the destination, a 429's hold on its
+//! rate, the retry or the failure notice), a deferral without an attempt, a failure without an
+//! attempt.
 
 use super::admin;
 use super::attempt::{self, AttemptResult};
 use super::breaker;
+use super::bucket::Rate;
 use super::cache::Loaded;
 use super::delivery::{body_head, AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery};
 use super::destination::{DestinationError, DestinationId, DestinationState};
@@ -100,6 +102,13 @@ where
         }
         if let Some(why) = &decision.disable {
             self.disable(&dest.id, why, now).await;
+        }
+        if let Some(pause) = attempt::throttle(&result, now, dest.schedule.retry_after_cap()) {
+            let rate = Rate {
+                per_sec: dest.rate_per_sec,
+                burst: dest.burst,
+            };
+            self.hold(&dest.id, rate, now, pause).await;
         }
         if !recorded {
             return Ok(DeliveryOutcome::Skipped(Skip::Conflict));

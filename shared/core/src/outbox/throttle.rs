@@ -1,5 +1,5 @@
-//! The worker's throttles: the per-destination in-flight semaphore (per worker) and the token
-//! from the destination's shared bucket ([`super::bucket`]), waited for up to `max_wait` (or less,
+//! The worker's throttles: the per-destination in-flight semaphore (per worker), the hold a 429
+//! puts on the destination's shared bucket, and the token from that bucket ([`super::bucket`]), waited for up to `max_wait` (or less,
 //! as the invocation's deadline allows).
 
 use super::bucket::{self, Rate, Take};
@@ -30,6 +30,23 @@ where
         map.entry(id.clone())
             .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(permits.max(1) as usize)))
             .clone()
+    }
+
+    /// Holds the destination's bucket for `pause` from `now_ms` (a 429): every worker's next
+    /// token waits. Best effort: the refused delivery's own retry is already scheduled.
+    pub(super) async fn hold(&self, id: &DestinationId, rate: Rate, now_ms: i64, pause: Duration) {
+        let tat = bucket::held(rate, now_ms.saturating_add(ms(pause)).saturating_mul(1000));
+        match self.store.hold_tokens(id, tat).await {
+            Ok(()) => {
+                if let Ok(mut g) = self.guesses.lock() {
+                    let guess = g.entry(id.clone()).or_insert(tat);
+                    *guess = (*guess).max(tat);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(destination = %id, error = %e, "the destination's 429 could not hold its rate limit")
+            }
+        }
     }
 
     /// A token from the destination's bucket, waited for up to `max_wait`: the state after taking

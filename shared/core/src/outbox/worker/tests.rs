@@ -681,3 +681,55 @@ async fn a_post_that_would_outlast_the_invocation_is_deferred_unsent() {
     let outcome = until_deadline(T0 + 60_000, w.worker.deliver(&r)).await;
     assert_eq!(outcome.unwrap(), DeliveryOutcome::Delivered);
 }
+
+#[tokio::test]
+async fn a_429_holds_the_whole_destination_not_only_its_delivery() {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        429,
+        Some("7"),
+    )]));
+    w.destination("crm", |d| {
+        d.rate_per_sec = 10.0;
+        d.burst = 10;
+    })
+    .await;
+    let refused = w.pending("crm", "evt_1").await;
+    let other = w.pending("crm", "evt_2").await;
+    assert!(matches!(
+        w.worker.deliver(&refused).await.unwrap(),
+        DeliveryOutcome::Retrying { .. }
+    ));
+    // Another delivery a second later: the bucket had 9 tokens left, but the receiver asked for 7 s.
+    w.clock.set_millis(T0 + 1_000);
+    let outcome = w.worker.deliver(&other).await.unwrap();
+    let DeliveryOutcome::Deferred { until, why } = outcome else {
+        panic!("sent during the receiver's Retry-After: {outcome:?}");
+    };
+    assert_eq!((why, until), ("rate limit", T0 + 7_000));
+    assert_eq!(w.transport.sent().len(), 1);
+    w.clock.set_millis(T0 + 7_000);
+    assert_eq!(
+        w.worker.deliver(&other).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    // A worker that never saw the 429 (its own process) reads the hold from the store.
+    let fresh = Deliverer::new(
+        w.store.clone(),
+        w.transport.clone(),
+        w.queues.clone(),
+        w.clock.clone(),
+        config(),
+        Duration::from_secs(5),
+    );
+    let third = w.pending("crm", "evt_3").await;
+    assert!(
+        matches!(
+            fresh.deliver(&third).await.unwrap(),
+            DeliveryOutcome::Deferred {
+                why: "rate limit",
+                ..
+            }
+        ),
+        "the burst is spent: the next token at the steady rate"
+    );
+}

@@ -218,6 +218,22 @@ impl OutboxStore for MemoryStore {
         Ok(TokenAnswer::Granted(worker_state(Some(item))))
     }
 
+    async fn hold_tokens(
+        &self,
+        destination: &DestinationId,
+        at_least_us: i64,
+    ) -> Result<(), StoreError> {
+        self.write()?;
+        let mut items = lock(&self.items);
+        let item = Self::state_item(&mut items, destination);
+        // `attribute_not_exists(tat) OR tat < :hold`.
+        if get_n(item, TAT_US).is_none_or(|tat| tat < at_least_us) {
+            item.insert(TAT_US.into(), n(at_least_us));
+            item.insert(KIND.into(), s(KIND_DESTINATION_STATE));
+        }
+        Ok(())
+    }
+
     async fn change_circuit(
         &self,
         destination: &DestinationId,
