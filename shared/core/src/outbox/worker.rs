@@ -3,7 +3,8 @@
 //!
 //! 1. Skip what is terminal, leased by another worker, or not due.
 //! 2. The destination (cached): removed or disabled → `failed` without an attempt; paused →
-//!    deferred (no attempt) and re-checked a minute later.
+//!    parked (no attempt, no queue message) until the destination is resumed, which re-drives
+//!    it ([`super::resend::resume`]; re-checked hourly in case nothing does).
 //! 3. Rate: a token from the destination's shared bucket ([`super::bucket`]); over the rate the
 //!    worker waits up to `max_wait`, else defers the delivery until a token frees up, without
 //!    counting an attempt. The per-worker in-flight limit is a semaphore. Within an invocation's
@@ -60,6 +61,9 @@ pub async fn until_deadline<F: Future>(deadline_ms: i64, work: F) -> F::Output {
 
 /// No invocation runs longer than Lambda's 15 minutes (a later deadline is read as this).
 const MAX_INVOCATION_MS: i64 = 900_000;
+/// The deferral's reason for a paused destination: [`super::resend::resume`] re-drives the
+/// deliveries parked with it.
+pub const PAUSED: &str = "destination paused";
 /// How soon a delivery deferred for want of the invocation's time is due again (in another one).
 pub const OUT_OF_TIME_DELAY: Duration = Duration::from_secs(1);
 /// The deferral's reason when the invocation's time ran out before a delivery could be sent.
@@ -82,7 +86,9 @@ pub struct DeliverConfig {
     pub retention: Duration,
     /// A lease is the request's timeout plus this.
     pub lease_margin: Duration,
-    /// A paused destination's deliveries are looked at again after this.
+    /// A paused destination's deliveries are looked at again after this (they are parked:
+    /// resuming the destination re-drives them, [`super::resend::resume`]; this only catches a
+    /// destination resumed without that).
     pub paused_recheck: Duration,
     /// Kept before the invocation's deadline after a POST's whole timeout: the time to record
     /// its result.
@@ -97,7 +103,7 @@ impl Default for DeliverConfig {
             concurrency: 10,
             retention: Duration::from_secs(30 * 86_400),
             lease_margin: Duration::from_secs(30),
-            paused_recheck: Duration::from_secs(60),
+            paused_recheck: Duration::from_secs(3600),
             finish_margin: Duration::from_secs(5),
         }
     }
@@ -294,7 +300,7 @@ where
             DestinationState::Active => {}
             DestinationState::Paused => {
                 let until = now + ms(self.config.paused_recheck);
-                return self.defer(d, until, "destination paused", now).await;
+                return self.defer(d, until, PAUSED, now).await;
             }
             DestinationState::Disabled => {
                 let why = format!(

@@ -440,48 +440,87 @@ async fn a_lapsed_lease_is_attempted_again_with_the_same_webhook_id() {
 }
 
 #[tokio::test]
-async fn a_paused_destination_defers_without_an_attempt_until_resumed() {
+async fn a_paused_destination_parks_its_deliveries_until_resumed() {
     let w = world(ScriptedTransport::new());
     w.destination("crm", |d| d.state = DestinationState::Paused)
         .await;
     let r = w.pending("crm", "evt_1").await;
+    let hour = T0 + 3_600_000;
     let paused = DeliveryOutcome::Deferred {
-        until: T0 + 60_000,
-        why: "destination paused",
+        until: hour,
+        why: PAUSED,
     };
     assert_eq!(w.worker.deliver(&r).await.unwrap(), paused);
     let d = w.stored(&r).await;
     assert_eq!(
         (d.status, d.attempts, d.next_attempt_at),
-        (DeliveryStatus::Pending, 0, Some(T0 + 60_000))
+        (DeliveryStatus::Pending, 0, Some(hour)),
+        "parked: re-checked only hourly, in case nothing resumes it"
     );
     assert_eq!(d.notes.len(), 1);
     assert_eq!(d.notes[0].note, "destination paused: deferred");
-    assert_eq!(
-        w.scheduled(),
-        vec![(Work::Delivery(r.clone()), Duration::from_secs(60))]
+    assert!(
+        w.scheduled().is_empty(),
+        "no queue message per minute while paused"
     );
 
-    w.clock.set_millis(T0 + 60_000);
+    // Still paused at the hourly re-check: parked again, the same note once.
+    w.clock.set_millis(hour);
     assert!(matches!(
         w.worker.deliver(&r).await.unwrap(),
-        DeliveryOutcome::Deferred { until, .. } if until == T0 + 120_000
+        DeliveryOutcome::Deferred { until, .. } if until == hour + 3_600_000
     ));
     assert_eq!(w.stored(&r).await.notes.len(), 1, "the same note once");
+    // Another destination's open delivery is none of the resume's business.
+    w.destination("api", |_| {}).await;
+    let other = w.pending("api", "evt_1").await;
 
-    admin::update(&*w.store, &did("crm"), "ana", "resumed", T0, |d| {
+    let resumed_at = hour + 10_000;
+    admin::update(&*w.store, &did("crm"), "ana", "resumed", resumed_at, |d| {
         d.state = DestinationState::Active;
         Ok("resumed".into())
     })
     .await
     .unwrap();
-    w.clock.set_millis(T0 + 120_000);
+    let after = Duration::from_secs(6);
+    let redriven = crate::outbox::resend::resume(
+        &*w.store,
+        Some(&*w.queues),
+        &did("crm"),
+        "ana",
+        resumed_at,
+        after,
+    )
+    .await
+    .unwrap();
+    assert_eq!(redriven, 1);
+    assert_eq!(w.scheduled(), vec![(Work::Delivery(r.clone()), after)]);
+    let d = w.stored(&r).await;
+    assert_eq!(d.next_attempt_at, Some(resumed_at + 6_000));
+    assert_eq!(
+        d.notes.last().unwrap().note,
+        "destination resumed by ana: re-driven"
+    );
+    assert_eq!(w.stored(&other).await.next_attempt_at, None);
+
+    w.clock.set_millis(resumed_at + 6_000);
     assert_eq!(
         w.worker.deliver(&r).await.unwrap(),
         DeliveryOutcome::Delivered,
-        "the cache's copy (5 s) is older than a recheck"
+        "the cache's copy (5 s) is older than the re-drive's delay"
     );
     assert!(w.transport.sent().len() == 1);
+    let again = crate::outbox::resend::resume(
+        &*w.store,
+        Some(&*w.queues),
+        &did("crm"),
+        "ana",
+        resumed_at + 7_000,
+        after,
+    )
+    .await
+    .unwrap();
+    assert_eq!(again, 0, "nothing parked any more");
 }
 
 #[tokio::test]
