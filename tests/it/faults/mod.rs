@@ -15,6 +15,8 @@
 //! - [`storm`]: 1,000 deliveries of 100 ids at full concurrency.
 //! - [`ack`]: an ingest write whose answer is lost, retried by the SDK.
 //! - [`local_pipeline`]: `make dev`'s event sources across an emulator restart.
+//! - [`slow_destination`]: a slow destination against the invocation's deadline, and a 429's
+//!   hold on the destination's shared rate limit.
 
 mod ack;
 mod emulator;
@@ -22,6 +24,7 @@ mod killed;
 mod local_pipeline;
 mod queues;
 mod serializable;
+mod slow_destination;
 mod storm;
 
 use inbox_core::domain::Status;
