@@ -15,6 +15,8 @@
 //! - [`storm`]: 1,000 deliveries of 100 ids at full concurrency.
 //! - [`ack`]: an ingest write whose answer is lost, retried by the SDK.
 //! - [`local_pipeline`]: `make dev`'s event sources across an emulator restart.
+//! - [`outbox_load`]: what the outbox writes under load: done shards, bounded journals, parked
+//!   paused deliveries, a long `Retry-After`.
 //! - [`slow_destination`]: a slow destination against the invocation's deadline, and a 429's
 //!   hold on the destination's shared rate limit.
 
@@ -22,6 +24,7 @@ mod ack;
 mod emulator;
 mod killed;
 mod local_pipeline;
+mod outbox_load;
 mod queues;
 mod serializable;
 mod slow_destination;
