@@ -121,26 +121,31 @@ async fn finished_deliveries_spread_journals_stay_bounded_and_paused_ones_are_pa
         .unwrap_or(0);
     let item_bytes = serde_json::to_vec(&journaled).unwrap().len();
 
-    // 3. A paused destination: its deliveries parked, then resumed.
+    // 3. A paused destination: its deliveries parked, then resumed (a table and a delivery queue
+    // of their own: the queue holds only what this part sends).
+    let quiet = OutboxRig::new().await;
+    let quiet_worker = quiet.deliverer(clock.clone(), config).await;
     let later = Receiver::always(200);
-    rig.destination("later", &later.url, &["*"], |d| {
-        d.state = DestinationState::Paused;
-    })
-    .await;
-    let (visible_before, delayed_before) = queued(&rig).await;
-    let paused_ids = rig.pending_deliveries("later", "evt_paused", PAUSED).await;
+    quiet
+        .destination("later", &later.url, &["*"], |d| {
+            d.state = DestinationState::Paused;
+        })
+        .await;
+    let paused_ids = quiet
+        .pending_deliveries("later", "evt_paused", PAUSED)
+        .await;
     let mut parked_until = Vec::new();
     for id in &paused_ids {
         if let DeliveryOutcome::Deferred { until, .. } =
-            worker.deliver(&reference("later", id)).await.unwrap()
+            quiet_worker.deliver(&reference("later", id)).await.unwrap()
         {
             parked_until.push(until - clock.now_millis());
         }
     }
-    let (visible, delayed) = queued(&rig).await;
-    let messages_while_paused = (visible + delayed) - (visible_before + delayed_before);
+    let (visible, delayed) = queued(&quiet).await;
+    let messages_while_paused = visible + delayed;
     inbox_core::outbox::admin::update(
-        &rig.store(),
+        &quiet.store(),
         &dest_id("later"),
         "test",
         "resumed",
@@ -153,8 +158,8 @@ async fn finished_deliveries_spread_journals_stay_bounded_and_paused_ones_are_pa
     .await
     .unwrap();
     let redriven = resend::resume(
-        &rig.store(),
-        Some(&rig.queues()),
+        &quiet.store(),
+        Some(&quiet.queues()),
         &dest_id("later"),
         "test",
         clock.now_millis(),
@@ -162,12 +167,14 @@ async fn finished_deliveries_spread_journals_stay_bounded_and_paused_ones_are_pa
     )
     .await
     .unwrap();
-    let (visible, delayed) = queued(&rig).await;
-    let messages_on_resume = (visible + delayed) - (visible_before + delayed_before);
+    let (visible, delayed) = queued(&quiet).await;
+    let messages_on_resume = visible + delayed;
     clock.advance_millis(resend::RESUME_DELAY.as_millis() as i64);
     let mut delivered_after = 0;
     for id in &paused_ids {
-        if worker.deliver(&reference("later", id)).await.unwrap() == DeliveryOutcome::Delivered {
+        if quiet_worker.deliver(&reference("later", id)).await.unwrap()
+            == DeliveryOutcome::Delivered
+        {
             delivered_after += 1;
         }
     }
