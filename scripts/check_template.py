@@ -18,7 +18,10 @@ creates, the managed policies it attaches for event sources) is checked too:
                     alarms (the ingest function's ServerErrors and Unauthorized, the gateway's
                     5xx); the quarantine alarm watches new arrivals (NumberOfMessagesSent); every
                     alarm on the stack's own metrics (WebhookIngestor/*) filters on the Stage
-                    dimension, so stacks of two stages in one account never trip each other's.
+                    dimension, so stacks of two stages in one account never trip each other's;
+  parallelism       the deliver function's stream mappings set a ParallelizationFactor of at
+                    least 2, so a batch waiting on one slow destination does not hold up the
+                    shard's other deliveries.
 
 Usage:
   check_template.py [--template template.yaml]            run the checks (exit 1 on a problem)
@@ -251,6 +254,29 @@ def ingest_timeout(sam: dict[str, Any]) -> int:
     return int(timeout)
 
 
+DELIVER_FUNCTION = "DeliverFunction"
+
+
+def check_deliver_parallelism(sam: dict[str, Any]) -> list[str]:
+    """The deliver function's stream batches run several per shard: one batch waiting on a slow
+    destination must not hold up the shard's other deliveries."""
+    function = sam.get("Resources", {}).get(DELIVER_FUNCTION)
+    if function is None:
+        return []
+    problems = []
+    events = (function.get("Properties", {}) or {}).get("Events", {}) or {}
+    for name, event in events.items():
+        if event.get("Type") != "DynamoDB":
+            continue
+        factor = (event.get("Properties", {}) or {}).get("ParallelizationFactor", 1)
+        if not isinstance(factor, int) or factor < 2:
+            problems.append(
+                f"{DELIVER_FUNCTION}.{name}: ParallelizationFactor {factor}; a batch held up by "
+                "one slow destination holds up every delivery of its shard (set 2 to 10)"
+            )
+    return problems
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE)
@@ -266,12 +292,16 @@ def main(argv: list[str]) -> int:
         + check_secret_values(sam)
         + check_routes(cfn)
         + check_alarms(sam)
+        + check_deliver_parallelism(sam)
     )
     for problem in problems:
         print(f"{args.template.name}: {problem}", file=sys.stderr)
     if problems:
         return 1
-    print(f"{args.template.name}: least privilege, secret values, routes and alarms checked")
+    print(
+        f"{args.template.name}: least privilege, secret values, routes, alarms and the deliver "
+        "stream's parallelism checked"
+    )
     return 0
 
 

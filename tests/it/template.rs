@@ -1,7 +1,8 @@
 //! What a deployed stack would get wrong that `sam validate` and cfn-lint cannot see, checked on
 //! `template.yaml` by `scripts/check_template.py` (SAM's own translator, offline): least
 //! privilege, secret values out of the template's reach, every method routed to the ingest
-//! function, the alarms every function and the front door need (on the stage's own metrics).
+//! function, the alarms every function and the front door need (on the stage's own metrics), the
+//! deliver stream's parallelism.
 //! Here: the check passes on the template, catches each thing it guards against on a template
 //! that has it, and the ingest timeout leaves room above the ingest path's worst case.
 
@@ -97,6 +98,12 @@ fn the_check_catches_what_it_guards_against() {
             "            Method: ANY\n",
             "            Method: GET\n",
             "/webhooks/{source} routes only ['get', 'post']",
+        ),
+        (
+            "parallelism",
+            "            ParallelizationFactor: 10\n",
+            "",
+            "DeliverFunction.OutboxStream: ParallelizationFactor 1",
         ),
     ];
     for (name, from, to, expected) in cases {

@@ -29,6 +29,8 @@ pub struct Answer {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub delay: Duration,
+    /// The response body (`None`: `{"ok":true}`).
+    pub body: Option<Vec<u8>>,
 }
 
 impl Answer {
@@ -37,11 +39,17 @@ impl Answer {
             status,
             headers: Vec::new(),
             delay: Duration::ZERO,
+            body: None,
         }
     }
 
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn with_body(mut self, body: Vec<u8>) -> Self {
+        self.body = Some(body);
         self
     }
 
@@ -105,8 +113,12 @@ impl Receiver {
                 let answer = behaviour(n, &hit);
                 std::thread::spawn(move || {
                     std::thread::sleep(answer.delay);
-                    let mut response = tiny_http::Response::from_string("{\"ok\":true}")
-                        .with_status_code(answer.status);
+                    let body = answer
+                        .body
+                        .clone()
+                        .unwrap_or_else(|| b"{\"ok\":true}".to_vec());
+                    let mut response =
+                        tiny_http::Response::from_data(body).with_status_code(answer.status);
                     for (k, v) in &answer.headers {
                         response.add_header(
                             tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes())

@@ -17,7 +17,7 @@ use inbox_core::outbox::config::DeliverFunctionConfig;
 use inbox_core::outbox::queue::{OutboxQueues, SqsOutboxQueues};
 use inbox_core::outbox::store::OutboxStore;
 use inbox_core::outbox::transport::Transport;
-use inbox_core::outbox::worker::Deliverer;
+use inbox_core::outbox::worker::{until_deadline, Deliverer};
 use inbox_core::store::dynamo::{fail_fast_client, DynamoTable};
 use inbox_core::store::{ItemStore, ItemWriter, MessageStore};
 use lambda_runtime::{Error, LambdaEvent};
@@ -75,14 +75,22 @@ where
     Q: OutboxQueues,
     C: Clock,
 {
+    // Every wait of a delivery ends in time for its POST and its record before this (an event
+    // without one, as a hand-made test context has, sets none).
+    let deadline = match event.context.deadline {
+        0 => i64::MAX,
+        ms => i64::try_from(ms).unwrap_or(i64::MAX),
+    };
     match Incoming::parse(event.payload)? {
         Incoming::Stream(batch) => {
-            let (response, summary) = deliverer.handle_stream_batch(batch).await;
+            let (response, summary) =
+                until_deadline(deadline, deliverer.handle_stream_batch(batch)).await;
             summary.log("stream");
             Ok(serde_json::to_value(response)?)
         }
         Incoming::Queue(batch) => {
-            let (response, summary) = deliverer.handle_sqs_batch(batch).await;
+            let (response, summary) =
+                until_deadline(deadline, deliverer.handle_sqs_batch(batch)).await;
             summary.log("delivery_queue");
             Ok(serde_json::to_value(response)?)
         }

@@ -17,14 +17,20 @@
 //! - [`local_pipeline`]: `make dev`'s event sources across an emulator restart.
 //! - [`outbox`]: a destination newer than the deliver worker's copy, the delivery quarantine
 //!   unavailable, a thousand due deliveries in one shard.
+//! - [`outbox_load`]: what the outbox writes under load: done shards, bounded journals, parked
+//!   paused deliveries, a long `Retry-After`.
+//! - [`slow_destination`]: a slow destination against the invocation's deadline, and a 429's
+//!   hold on the destination's shared rate limit.
 
 mod ack;
 mod emulator;
 mod killed;
 mod local_pipeline;
 mod outbox;
+mod outbox_load;
 mod queues;
 mod serializable;
+mod slow_destination;
 mod storm;
 
 use inbox_core::domain::Status;

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | 2xx | `delivered` | up |
 //! | 410 Gone | `failed`; the destination is disabled with the reason | neutral |
-//! | 429 | next attempt at max(schedule, `Retry-After`), capped | neutral |
+//! | 429 | next attempt at max(schedule, `Retry-After`), capped; the destination's bucket is held until then ([`throttle`]) | neutral |
 //! | 503 | the same | down |
 //! | 408, other 5xx, timeout, connection error | next attempt by the schedule | down |
 //! | 1xx, 3xx (redirects are not followed), other 4xx | next attempt by the schedule | up |
@@ -123,6 +123,26 @@ pub fn decide(
     }
 }
 
+/// How long a result asks the WHOLE destination to slow down: a 429's `Retry-After` (capped at
+/// `cap`; none: no wait, the burst is spent), so every worker's next token waits, not only the
+/// refused delivery's retry. `None` for every other result.
+pub fn throttle(result: &AttemptResult, now_ms: i64, cap: Duration) -> Option<Duration> {
+    match result {
+        AttemptResult::Answered {
+            status: 429,
+            retry_after,
+            ..
+        } => Some(
+            retry_after
+                .as_deref()
+                .and_then(|v| parse_retry_after(v, now_ms))
+                .unwrap_or_default()
+                .min(cap),
+        ),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +214,20 @@ mod tests {
             (r.status, r.retry_in, r.breaker, r.disable),
             (Failed, None, Verdict::Neutral, None)
         );
+    }
+
+    #[test]
+    fn a_429_slows_the_destination() {
+        let cap = Duration::from_secs(3600);
+        let t = |r: &AttemptResult| throttle(r, 0, cap);
+        assert_eq!(t(&answer(429, Some("7"))), Some(Duration::from_secs(7)));
+        assert_eq!(t(&answer(429, None)), Some(Duration::ZERO));
+        assert_eq!(t(&answer(429, Some("soon"))), Some(Duration::ZERO));
+        assert_eq!(t(&answer(429, Some("86400"))), Some(cap), "capped");
+        for other in [200, 500, 503, 410] {
+            assert_eq!(t(&answer(other, Some("7"))), None, "{other}");
+        }
+        assert_eq!(t(&AttemptResult::Timeout), None);
     }
 
     #[test]

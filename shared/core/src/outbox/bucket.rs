@@ -10,7 +10,8 @@
 //! - [`Take::Advance`]: `now < tat ≤ now + τ`: `ADD tat T`.
 //!
 //! A write whose condition fails returns the stored `tat` (`ALL_OLD`), from which [`decide`]
-//! picks the next write or the wait. Both conditions are checked atomically by the store, so
+//! picks the next write or the wait. A 429 holds the bucket ([`held`]): `tat` moves to the
+//! moment the receiver asked for (plus `τ`), unless it is already later. Both conditions are checked atomically by the store, so
 //! however many workers race, no more than `b + r·t` requests pass in any `t` seconds.
 
 use std::time::Duration;
@@ -80,6 +81,13 @@ pub fn decide(rate: Rate, observed: Option<i64>, now_us: i64) -> Take {
             Take::Wait(Duration::from_micros(u64::try_from(wait_us).unwrap_or(0)))
         }
     }
+}
+
+/// The `tat` that lets no request conform before `until_us` (the first conforms then, the next
+/// ones at the steady rate: the burst is spent): `until + τ`. A destination's 429 holds its
+/// bucket this way, so every worker slows down, not only the refused delivery.
+pub fn held(rate: Rate, until_us: i64) -> i64 {
+    until_us.saturating_add(rate.tolerance_us())
 }
 
 /// Applies a write to a stored `tat` the way the store does (for tests and the in-memory model):
@@ -329,6 +337,28 @@ mod tests {
                 .count();
             assert!(n <= 2 + 5, "{n} in the second from {start}");
         }
+    }
+
+    #[test]
+    fn a_held_bucket_lets_nothing_through_before_the_hold_then_the_steady_rate() {
+        let rate = Rate {
+            per_sec: 2.0,
+            burst: 3,
+        };
+        let until = 10_000_000;
+        let mut tat = Some(held(rate, until));
+        let mut guess = tat;
+        assert_eq!(
+            take(rate, &mut tat, &mut guess, until - 1),
+            Some(Duration::from_micros(1)),
+            "nothing before the hold ends"
+        );
+        assert_eq!(take(rate, &mut tat, &mut guess, until), None, "one then");
+        assert_eq!(
+            take(rate, &mut tat, &mut guess, until),
+            Some(Duration::from_millis(500)),
+            "the burst is spent: the next at the rate"
+        );
     }
 
     #[test]

@@ -14,6 +14,25 @@ use serde::{Deserialize, Serialize};
 pub const BODY_HEAD_BYTES: usize = 4096;
 /// How many attempts the journal keeps (the oldest go first; `journal_dropped` counts them).
 pub const MAX_JOURNAL: usize = 30;
+/// The most bytes of response bodies the whole journal keeps: older attempts lose their body
+/// first (their status, error and outcome stay). With [`BODY_HEAD_BYTES`] per attempt, a
+/// receiver's answers cannot grow the item (and every write of it) beyond this.
+pub const JOURNAL_BODY_BYTES: usize = 16 * 1024;
+
+/// The journaled head of a response body: at most [`BODY_HEAD_BYTES`] bytes of UTF-8, cut on a
+/// character boundary AFTER the lossy conversion (each invalid byte becomes a 3-byte U+FFFD, so
+/// cutting only before it would let 4 KiB of `0xFF` become 12 KiB).
+pub fn body_head(body: &[u8]) -> String {
+    let mut text = String::from_utf8_lossy(&body[..body.len().min(BODY_HEAD_BYTES)]).into_owned();
+    if text.len() > BODY_HEAD_BYTES {
+        let mut end = BODY_HEAD_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
 
 /// Where a delivery stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -65,7 +84,8 @@ pub struct AttemptRecord {
     pub duration_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The first [`BODY_HEAD_BYTES`] of the response body (lossy UTF-8).
+    /// The head of the response body ([`body_head`]: lossy UTF-8, at most [`BODY_HEAD_BYTES`]
+    /// bytes); emptied on older attempts beyond [`JOURNAL_BODY_BYTES`].
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub body: String,
     /// What was decided: `delivered`, `retry in 5s`, `failed`, …
@@ -216,12 +236,20 @@ impl OutboundDelivery {
         }
     }
 
-    /// Appends an attempt, dropping the oldest beyond [`MAX_JOURNAL`].
+    /// Appends an attempt, dropping the oldest beyond [`MAX_JOURNAL`] and the bodies of the
+    /// oldest beyond [`JOURNAL_BODY_BYTES`].
     pub fn journal_attempt(&mut self, record: AttemptRecord) {
         self.journal.push(record);
         while self.journal.len() > MAX_JOURNAL {
             self.journal.remove(0);
             self.journal_dropped = self.journal_dropped.saturating_add(1);
+        }
+        let mut kept = 0usize;
+        for a in self.journal.iter_mut().rev() {
+            kept = kept.saturating_add(a.body.len());
+            if kept > JOURNAL_BODY_BYTES {
+                a.body.clear();
+            }
         }
     }
 
@@ -246,7 +274,7 @@ impl OutboundDelivery {
                 item.insert(OPEN_DUE.into(), n(due));
             }
             None => {
-                item.insert(OPEN_SHARD.into(), s(DONE_SHARD));
+                item.insert(OPEN_SHARD.into(), s(done_shard(&pk)));
                 item.insert(
                     OPEN_DUE.into(),
                     n(self.delivered_at.unwrap_or(self.created_at)),
@@ -300,7 +328,7 @@ impl FanoutItem {
                 item.insert(OPEN_DUE.into(), n(self.created_at + 60_000));
             }
             Some(at) => {
-                item.insert(OPEN_SHARD.into(), s(DONE_SHARD));
+                item.insert(OPEN_SHARD.into(), s(done_shard(&pk)));
                 item.insert(OPEN_DUE.into(), n(at));
             }
         }
@@ -351,9 +379,12 @@ mod tests {
         let done = d.to_item().unwrap();
         assert_eq!(
             get_s(&done, "open_shard"),
-            Some(DONE_SHARD),
+            Some(done_shard("OUT#crm#stripe#evt_1").as_str()),
             "finished: out of the swept shards"
         );
+        assert!(get_s(&done, "open_shard")
+            .unwrap()
+            .starts_with("OUTBOX#DONE#"));
         assert_eq!(get_n(&done, "open_due"), Some(8_000));
         // Every attribute of a new delivery is still there once it is done: an `Ensure` of the
         // new one would change nothing.
@@ -411,6 +442,40 @@ mod tests {
         }
         assert_eq!((d.journal.len(), d.journal_dropped), (MAX_JOURNAL, 5));
         assert_eq!(d.journal[0].attempt, 6);
+    }
+
+    #[test]
+    fn response_heads_are_bounded_in_bytes() {
+        // 4 KiB of 0xFF: each byte is a U+FFFD (3 bytes) after the conversion; the head is cut
+        // after it, on a character boundary.
+        let head = body_head(&[0xFF; 4096]);
+        assert!(head.len() <= BODY_HEAD_BYTES, "{} bytes", head.len());
+        assert_eq!(head, "\u{FFFD}".repeat(BODY_HEAD_BYTES / 3));
+        assert_eq!(body_head(b"ok"), "ok");
+        let long = "é".repeat(5000);
+        assert_eq!(body_head(long.as_bytes()), "é".repeat(BODY_HEAD_BYTES / 2));
+        assert_eq!(body_head(&[b'a'; 9000]).len(), BODY_HEAD_BYTES);
+        // Thirty such answers: the journal keeps the newest bodies up to its budget.
+        let mut d = OutboundDelivery::new(&did("crm"), &key(), None, 0);
+        for i in 0..MAX_JOURNAL as u32 {
+            d.journal_attempt(AttemptRecord {
+                at: i64::from(i),
+                attempt: i + 1,
+                status: Some(500),
+                duration_ms: 1,
+                error: None,
+                body: body_head(&[0xFF; 4096]),
+                outcome: "retry".into(),
+            });
+        }
+        let bytes: usize = d.journal.iter().map(|a| a.body.len()).sum();
+        assert!(bytes <= JOURNAL_BODY_BYTES, "{bytes} bytes of bodies");
+        assert!(
+            !d.journal.last().unwrap().body.is_empty(),
+            "the newest keeps its body"
+        );
+        assert!(d.journal[0].body.is_empty(), "the oldest lost theirs");
+        assert_eq!(d.journal.len(), MAX_JOURNAL, "but not their attempts");
     }
 
     #[test]

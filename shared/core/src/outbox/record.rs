@@ -1,6 +1,7 @@
 //! Recording what happened to a delivery (the worker's steps 7 and the no-attempt exits): the
-//! attempt's result with its consequences (circuit, disabling the destination, the retry or the
-//! failure notice), a deferral without an attempt, a failure without an attempt.
+//! attempt's result with its consequences (circuit, disabling the destination, a 429's hold on its
+//! rate, the retry or the failure notice), a deferral without an attempt, a failure without an
+//! attempt.
 //!
 //! A failure's notice is never lost: `failed` is committed with the notice pending in the item
 //! (in the open index until a deadline), the notice is sent after the commit and then recorded
@@ -13,10 +14,10 @@
 use super::admin;
 use super::attempt::{self, AttemptResult};
 use super::breaker;
+use super::bucket::Rate;
 use super::cache::Loaded;
 use super::delivery::{
-    AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery, PendingDeliveryNotice,
-    BODY_HEAD_BYTES,
+    body_head, AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery, PendingDeliveryNotice,
 };
 use super::destination::{DestinationError, DestinationId, DestinationState};
 use super::queue::{DeliveryNotice, OutboxQueues, Work};
@@ -50,10 +51,7 @@ where
         let now = self.clock.now_millis();
         let decision = attempt::decide(&dest.schedule, d.attempts, &result, now, (self.jitter)());
         let (status, body) = match &result {
-            AttemptResult::Answered { status, body, .. } => {
-                let head = &body[..body.len().min(BODY_HEAD_BYTES)];
-                (Some(*status), String::from_utf8_lossy(head).into_owned())
-            }
+            AttemptResult::Answered { status, body, .. } => (Some(*status), body_head(body)),
             _ => (None, String::new()),
         };
         let outcome = match (decision.status, decision.retry_in) {
@@ -121,6 +119,13 @@ where
         }
         if let Some(why) = &decision.disable {
             self.disable(&dest.id, why, now).await;
+        }
+        if let Some(pause) = attempt::throttle(&result, now, dest.schedule.retry_after_cap()) {
+            let rate = Rate {
+                per_sec: dest.rate_per_sec,
+                burst: dest.burst,
+            };
+            self.hold(&dest.id, rate, now, pause).await;
         }
         if !recorded {
             return Ok(DeliveryOutcome::Skipped(Skip::Conflict));

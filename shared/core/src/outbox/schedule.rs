@@ -4,8 +4,10 @@
 //! A schedule is the list of delays before each attempt: the default `0, 5s, 5m, 30m, 2h, 5h, 10h,
 //! 10h` sends at once, then retries 5 s after the first failure, 5 min after the second, … (8
 //! attempts). Each delay gets ±20 % jitter. A `Retry-After` (429, 503; seconds or an HTTP date)
-//! moves the next attempt to the later of the schedule and the header, capped at the schedule's
-//! longest step. After the last attempt the delivery fails.
+//! moves the next attempt to the later of the schedule and the header, capped at
+//! [`MAX_RETRY_AFTER`] (or the schedule's longest step when that is longer): a receiver's explicit
+//! request is honoured whatever the schedule (Svix: the backoff, up to 2 h more). After the last
+//! attempt the delivery fails.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -15,6 +17,9 @@ use std::time::Duration;
 pub const JITTER: f64 = 0.2;
 /// Longest schedule step accepted.
 pub const MAX_STEP: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The longest `Retry-After` honoured however short the destination's schedule (a longer one
+/// waits this long; a schedule with a longer step raises the cap to that step).
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 /// Most attempts a schedule may have.
 pub const MAX_STEPS: usize = 30;
 
@@ -95,9 +100,14 @@ impl RetrySchedule {
         u32::try_from(self.0.len()).unwrap_or(u32::MAX)
     }
 
-    /// The longest step: the cap on a `Retry-After`.
+    /// The longest step.
     pub fn longest(&self) -> Duration {
         self.0.iter().copied().max().unwrap_or_default()
+    }
+
+    /// The cap on a `Retry-After`: [`MAX_RETRY_AFTER`], or the longest step when longer.
+    pub fn retry_after_cap(&self) -> Duration {
+        self.longest().max(MAX_RETRY_AFTER)
     }
 
     /// The delay before attempt `attempt` (1-based) with jitter (`unit` a random draw in
@@ -108,12 +118,13 @@ impl RetrySchedule {
     }
 
     /// What follows the failure of attempt `attempt` (1-based): the next step with jitter, or the
-    /// `Retry-After` if later (capped at [`Self::longest`]); [`Next::GiveUp`] after the last.
+    /// `Retry-After` if later (capped at [`Self::retry_after_cap`]); [`Next::GiveUp`] after the
+    /// last.
     pub fn after_failure(&self, attempt: u32, retry_after: Option<Duration>, unit: f64) -> Next {
         match self.delay_before(attempt.saturating_add(1), unit) {
             None => Next::GiveUp,
             Some(scheduled) => {
-                let asked = retry_after.map_or(Duration::ZERO, |r| r.min(self.longest()));
+                let asked = retry_after.map_or(Duration::ZERO, |r| r.min(self.retry_after_cap()));
                 Next::RetryIn(scheduled.max(asked))
             }
         }
@@ -266,6 +277,25 @@ mod tests {
             "capped at the longest step"
         );
         assert_eq!(s.after_failure(8, Some(S(7)), 0.5), Next::GiveUp);
+    }
+
+    #[test]
+    fn retry_after_is_honoured_up_to_an_hour_whatever_the_schedule() {
+        // The longest step is 2 s: a receiver's `Retry-After: 7` still waits 7 s.
+        let s = RetrySchedule::parse("0,2s,2s,2s,2s").unwrap();
+        assert_eq!(s.after_failure(1, Some(S(7)), 0.5), Next::RetryIn(S(7)));
+        assert_eq!(
+            s.after_failure(1, Some(S(3600)), 0.5),
+            Next::RetryIn(S(3600))
+        );
+        assert_eq!(
+            s.after_failure(1, Some(S(7200)), 0.5),
+            Next::RetryIn(MAX_RETRY_AFTER),
+            "an absolute bound"
+        );
+        assert_eq!(s.after_failure(1, None, 0.5), Next::RetryIn(S(2)));
+        assert_eq!(s.retry_after_cap(), MAX_RETRY_AFTER);
+        assert_eq!(RetrySchedule::default().retry_after_cap(), S(36_000));
     }
 
     #[test]

@@ -14,7 +14,13 @@
 //! their own (the reaper only reads `OPEN#…`), so the deliver function's sweep finds what is due
 //! without scanning. Outbox items never lose an attribute (a repeated `Ensure` must find every
 //! attribute it would set already there, see [`crate::store::Effect::Ensure`]): finished ones
-//! move to the shard [`DONE_SHARD`], which nothing queries, and leave the table by TTL.
+//! move to a done shard (`OUTBOX#DONE#0`..`OUTBOX#DONE#15`, [`done_shard`]), which nothing
+//! queries, and leave the table by TTL. The done shards are hashed like the open ones: every
+//! finished delivery writes its index entry there, and one constant partition would cap the
+//! index at one partition's write rate (about 1,000 writes/s), throttling the base-table writes
+//! that record results. Items finished before the shards were hashed keep the single partition
+//! [`DONE_SHARD`]: nothing reads it, so they are neither read nor migrated; delivered ones leave
+//! by TTL, and a failed one moves to a hashed shard when it is retried and finishes again.
 
 use crate::domain::MessageKey;
 use sha2::{Digest, Sha256};
@@ -31,9 +37,10 @@ pub const LOG_PREFIX: &str = "LOG#";
 pub const DELIVERY_SK: &str = "OUT";
 /// The sort key of a fan-out item.
 pub const FANOUT_SK: &str = "FAN";
-/// The open-index partition of finished outbox items: they never lose an attribute (so that an
-/// `Ensure` repeated on them is a no-op, see [`crate::store::Effect::Ensure`]); the sweep never
-/// reads this partition.
+/// The prefix of the open-index partitions of finished outbox items (they never lose an
+/// attribute, so that an `Ensure` repeated on them is a no-op, see
+/// [`crate::store::Effect::Ensure`]); the sweep never reads them. Items finished before the
+/// shards were hashed hold this value itself.
 pub const DONE_SHARD: &str = "OUTBOX#DONE";
 /// How many open-index shards the outbox spreads over.
 pub const OUTBOX_SHARDS: u8 = 16;
@@ -86,6 +93,13 @@ pub fn fanout_pk(key: &MessageKey) -> String {
 pub fn outbox_shard(pk: &str) -> String {
     let h = Sha256::digest(pk.as_bytes());
     format!("OUTBOX#{}", h[0] % OUTBOX_SHARDS)
+}
+
+/// The open-index partition of a finished delivery or fan-out item (by its partition key):
+/// `OUTBOX#DONE#0`..`OUTBOX#DONE#15`, spread like [`outbox_shard`].
+pub fn done_shard(pk: &str) -> String {
+    let h = Sha256::digest(pk.as_bytes());
+    format!("{DONE_SHARD}#{}", h[0] % OUTBOX_SHARDS)
 }
 
 /// Every outbox open-index shard.
@@ -142,5 +156,16 @@ mod tests {
             .collect();
         assert_eq!(shards.len(), usize::from(OUTBOX_SHARDS));
         assert!(outbox_shards().all(|s| shards.contains(&s)));
+        let done: std::collections::HashSet<_> = (0..300)
+            .map(|i| done_shard(&format!("OUT#d#s#{i}")))
+            .collect();
+        assert_eq!(
+            done.len(),
+            usize::from(OUTBOX_SHARDS),
+            "finished items spread over as many partitions as open ones"
+        );
+        assert!(done.iter().all(|d| d.starts_with("OUTBOX#DONE#")
+            && !shards.contains(d)
+            && d.as_str() != DONE_SHARD));
     }
 }

@@ -1,6 +1,6 @@
 //! The outbox's storage capability ([`OutboxStore`]): delivery items (read, conditional write,
 //! create-if-absent), fan-out items, the open index's outbox shards, and each destination's shared
-//! worker state (token bucket and circuit). Destinations themselves are plain items
+//! worker state (token bucket, held back by a 429, and circuit). Destinations themselves are plain items
 //! ([`crate::store::ItemStore`] / [`crate::store::ItemWriter`], see [`super::admin`]).
 //!
 //! Implemented on DynamoDB in `store/dynamo/outbox.rs`, and in memory (same conditions, for unit
@@ -107,6 +107,14 @@ pub trait OutboxStore: Send + Sync {
         take: Take,
     ) -> impl Future<Output = Result<TokenAnswer, StoreError>> + Send;
 
+    /// Holds the destination's bucket: `tat` becomes `at_least_us` unless it is already later
+    /// (conditional: a concurrent take or hold that went further wins). See [`super::bucket::held`].
+    fn hold_tokens(
+        &self,
+        destination: &DestinationId,
+        at_least_us: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// Applies a circuit change at `now` (unconditional: counts commute); the circuit after it
     /// (`None` for [`Change::None`], which writes nothing).
     fn change_circuit(
@@ -202,6 +210,14 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
         take: Take,
     ) -> impl Future<Output = Result<TokenAnswer, StoreError>> + Send {
         (**self).take_token(destination, take)
+    }
+
+    fn hold_tokens(
+        &self,
+        destination: &DestinationId,
+        at_least_us: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).hold_tokens(destination, at_least_us)
     }
 
     fn change_circuit(

@@ -1,5 +1,6 @@
-//! The worker's throttles: the per-destination in-flight semaphore (per worker) and the token
-//! from the destination's shared bucket ([`super::bucket`]), waited for up to `max_wait`.
+//! The worker's throttles: the per-destination in-flight semaphore (per worker), the hold a 429
+//! puts on the destination's shared bucket, and the token from that bucket ([`super::bucket`]), waited for up to `max_wait` (or less,
+//! as the invocation's deadline allows).
 
 use super::bucket::{self, Rate, Take};
 use super::destination::DestinationId;
@@ -11,6 +12,7 @@ use crate::clock::Clock;
 use crate::process::InfraError;
 use crate::store::{ItemStore, ItemWriter, MessageStore};
 use std::sync::Arc;
+use std::time::Duration;
 
 impl<S, T, Q, C> Deliverer<S, T, Q, C>
 where
@@ -30,11 +32,30 @@ where
             .clone()
     }
 
-    /// A token from the destination's bucket: the state after taking it, or when to come back.
+    /// Holds the destination's bucket for `pause` from `now_ms` (a 429): every worker's next
+    /// token waits. Best effort: the refused delivery's own retry is already scheduled.
+    pub(super) async fn hold(&self, id: &DestinationId, rate: Rate, now_ms: i64, pause: Duration) {
+        let tat = bucket::held(rate, now_ms.saturating_add(ms(pause)).saturating_mul(1000));
+        match self.store.hold_tokens(id, tat).await {
+            Ok(()) => {
+                if let Ok(mut g) = self.guesses.lock() {
+                    let guess = g.entry(id.clone()).or_insert(tat);
+                    *guess = (*guess).max(tat);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(destination = %id, error = %e, "the destination's 429 could not hold its rate limit")
+            }
+        }
+    }
+
+    /// A token from the destination's bucket, waited for up to `max_wait`: the state after taking
+    /// it, or when to come back.
     pub(super) async fn token(
         &self,
         id: &DestinationId,
         rate: Rate,
+        max_wait: Duration,
     ) -> Result<Result<WorkerState, i64>, InfraError> {
         let started = self.clock.now_millis();
         let mut guess = self.guesses.lock().ok().and_then(|g| g.get(id).copied());
@@ -45,7 +66,7 @@ where
             match bucket::decide(rate, guess, now.saturating_mul(1000)) {
                 Take::Wait(w) => {
                     let until = now + ms(w).max(1);
-                    if until - started > ms(self.config.max_wait) {
+                    if until - started > ms(max_wait) {
                         return Ok(Err(until));
                     }
                     tokio::time::sleep(w).await;

@@ -4,11 +4,18 @@
 //! 1. Skip what is terminal, leased by another worker, or not due (a failed one whose failure
 //!    notice is still pending past its deadline: send the notice, `record.rs`).
 //! 2. The destination (cached; a copy that does not know it or says disabled is read again once,
-//!    [`super::cache`]): removed or disabled → `failed` without an attempt; paused, or not
-//!    confirmed because the re-read failed → deferred (no attempt) and re-checked a minute later.
+//!    [`super::cache`]): removed or disabled → `failed` without an attempt; not confirmed because
+//!    the re-read failed → deferred (no attempt) and re-checked a minute later
+//!    ([`UNCONFIRMED_RECHECK`]); paused → parked (no attempt, no queue message) until the
+//!    destination is resumed, which re-drives it ([`super::resend::resume`]; re-checked hourly in
+//!    case nothing does).
 //! 3. Rate: a token from the destination's shared bucket ([`super::bucket`]); over the rate the
 //!    worker waits up to `max_wait`, else defers the delivery until a token frees up, without
-//!    counting an attempt. The per-worker in-flight limit is a semaphore.
+//!    counting an attempt. The per-worker in-flight limit is a semaphore. Within an invocation's
+//!    deadline ([`until_deadline`]), every wait ends in time for the POST's whole timeout and the
+//!    recording of its result ([`DeliverConfig::finish_margin`]) before the deadline: what does
+//!    not fit is deferred (no attempt counted), so one slow destination never makes the batch
+//!    outlive the invocation (which would retry the batch and repeat its POSTs).
 //! 4. Circuit ([`super::breaker`]): open → deferred until the cool-down ends; half-open → one
 //!    worker takes the probe lease, the others defer.
 //! 5. Claim: `delivering` with a lease (the request's timeout plus a margin), conditioned on the
@@ -40,8 +47,35 @@ use crate::metrics::{EmfWriter, MetricSink};
 use crate::process::InfraError;
 use crate::store::{Applied, ItemStore, ItemWriter, MessageStore};
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+tokio::task_local! {
+    /// The running invocation's deadline (the clock's ms), set by [`until_deadline`].
+    static DEADLINE: i64;
+}
+
+/// Runs `work` (a batch's deliveries) against the invocation's deadline `deadline_ms` (the
+/// clock's ms: Lambda's context deadline): a delivery whose waits and POST would not end in time
+/// is deferred instead. Without it a delivery waits as long as its limits say.
+pub async fn until_deadline<F: Future>(deadline_ms: i64, work: F) -> F::Output {
+    DEADLINE.scope(deadline_ms, work).await
+}
+
+/// No invocation runs longer than Lambda's 15 minutes (a later deadline is read as this).
+const MAX_INVOCATION_MS: i64 = 900_000;
+/// The deferral's reason for a paused destination: [`super::resend::resume`] re-drives the
+/// deliveries parked with it.
+pub const PAUSED: &str = "destination paused";
+
+/// A delivery whose destination could not be confirmed (the re-read of a missing or disabled
+/// destination failed) is looked at again after this.
+pub const UNCONFIRMED_RECHECK: Duration = Duration::from_secs(60);
+/// How soon a delivery deferred for want of the invocation's time is due again (in another one).
+pub const OUT_OF_TIME_DELAY: Duration = Duration::from_secs(1);
+/// The deferral's reason when the invocation's time ran out before a delivery could be sent.
+pub const OUT_OF_TIME: &str = "no time left in this invocation";
 
 /// The metrics namespace of the outbox.
 pub const NAMESPACE: &str = "WebhookIngestor/Outbox";
@@ -60,8 +94,13 @@ pub struct DeliverConfig {
     pub retention: Duration,
     /// A lease is the request's timeout plus this.
     pub lease_margin: Duration,
-    /// A paused destination's deliveries are looked at again after this.
+    /// A paused destination's deliveries are looked at again after this (they are parked:
+    /// resuming the destination re-drives them, [`super::resend::resume`]; this only catches a
+    /// destination resumed without that).
     pub paused_recheck: Duration,
+    /// Kept before the invocation's deadline after a POST's whole timeout: the time to record
+    /// its result.
+    pub finish_margin: Duration,
 }
 
 impl Default for DeliverConfig {
@@ -72,7 +111,8 @@ impl Default for DeliverConfig {
             concurrency: 10,
             retention: Duration::from_secs(30 * 86_400),
             lease_margin: Duration::from_secs(30),
-            paused_recheck: Duration::from_secs(60),
+            paused_recheck: Duration::from_secs(3600),
+            finish_margin: Duration::from_secs(5),
         }
     }
 }
@@ -234,6 +274,19 @@ where
         &self.store
     }
 
+    /// How long a delivery to a destination with request timeout `timeout` may still wait at
+    /// `now` and finish before the invocation's deadline (negative: it no longer fits); `None`
+    /// outside [`until_deadline`].
+    fn spare(&self, now: i64, timeout: Duration) -> Option<i64> {
+        let deadline = DEADLINE.try_with(|d| *d).ok()?;
+        Some(
+            deadline
+                .saturating_sub(now)
+                .min(MAX_INVOCATION_MS)
+                .saturating_sub(ms(timeout + self.config.finish_margin)),
+        )
+    }
+
     /// Reads a delivery and delivers it.
     pub async fn deliver(&self, r: &DeliveryRef) -> Result<DeliveryOutcome, InfraError> {
         match self.store.delivery(r).await? {
@@ -270,7 +323,7 @@ where
                     .await
             }
             Lookup::Unconfirmed => {
-                let until = now + ms(self.config.paused_recheck);
+                let until = now + ms(UNCONFIRMED_RECHECK);
                 return self.defer(d, until, "destination not confirmed", now).await;
             }
         };
@@ -279,7 +332,7 @@ where
             DestinationState::Active => {}
             DestinationState::Paused => {
                 let until = now + ms(self.config.paused_recheck);
-                return self.defer(d, until, "destination paused", now).await;
+                return self.defer(d, until, PAUSED, now).await;
             }
             DestinationState::Disabled => {
                 let why = format!(
@@ -290,8 +343,26 @@ where
             }
         }
         let semaphore = self.semaphore(&dest.id, dest.max_in_flight);
-        let Ok(_permit) = semaphore.acquire_owned().await else {
+        let permit = match self.spare(now, dest.timeout()) {
+            None => semaphore.acquire_owned().await,
+            Some(spare) => {
+                let wait = Duration::from_millis(u64::try_from(spare).unwrap_or(0));
+                match tokio::time::timeout(wait, semaphore.acquire_owned()).await {
+                    Ok(permit) => permit,
+                    Err(_) => return self.out_of_time(d).await,
+                }
+            }
+        };
+        let Ok(_permit) = permit else {
             return Ok(DeliveryOutcome::Skipped(Skip::Closed));
+        };
+        let max_wait = match self.spare(self.clock.now_millis(), dest.timeout()) {
+            None => self.config.max_wait,
+            Some(spare) if spare < 0 => return self.out_of_time(d).await,
+            Some(spare) => self
+                .config
+                .max_wait
+                .min(Duration::from_millis(u64::try_from(spare).unwrap_or(0))),
         };
         let state = match self
             .token(
@@ -300,6 +371,7 @@ where
                     per_sec: dest.rate_per_sec,
                     burst: dest.burst,
                 },
+                max_wait,
             )
             .await?
         {
@@ -311,6 +383,9 @@ where
             }
         };
         let now = self.clock.now_millis();
+        if self.spare(now, dest.timeout()).is_some_and(|s| s < 0) {
+            return self.out_of_time(d).await;
+        }
         let lease = dest.timeout() + self.config.lease_margin;
         match breaker::admit(&self.config.breaker, &state.circuit, now, lease) {
             Admit::Send => {}
@@ -328,6 +403,13 @@ where
             }
         }
         self.attempt(d, &loaded, state, now, lease).await
+    }
+
+    /// Defers a delivery that the invocation has no time left for (no attempt counted).
+    async fn out_of_time(&self, d: OutboundDelivery) -> Result<DeliveryOutcome, InfraError> {
+        let now = self.clock.now_millis();
+        self.defer(d, now + ms(OUT_OF_TIME_DELAY), OUT_OF_TIME, now)
+            .await
     }
 
     /// Steps 5 to 7: claim, send, record.

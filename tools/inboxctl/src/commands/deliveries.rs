@@ -48,7 +48,7 @@ fn reference(destination: &DestinationId, source: &str, event_id: &str) -> Resul
 }
 
 /// The delivery queue, when configured (only re-drives are sent through it).
-async fn queue(ctx: &Context) -> Option<SqsOutboxQueues> {
+pub(crate) async fn queue(ctx: &Context) -> Option<SqsOutboxQueues> {
     let url = ctx.delivery_queue_url()?.to_owned();
     Some(SqsOutboxQueues::new(ctx.sqs().await, url, String::new()))
 }

@@ -14,6 +14,7 @@ use inbox_core::outbox::destination::{
     Destination, DestinationError, DestinationId, DestinationState, SecretText,
 };
 use inbox_core::outbox::pattern::Pattern;
+use inbox_core::outbox::resend;
 use inbox_core::outbox::schedule::{parse_duration, RetrySchedule};
 use inbox_core::outbox::store::OutboxStore as _;
 use serde_json::json;
@@ -263,7 +264,31 @@ async fn resume(ctx: &Context, args: DestIdArgs) -> Result<()> {
         Ok(was)
     })
     .await?;
-    report(ctx, &d, "resumed")
+    // Its deliveries were parked while it was paused: send them again.
+    let store = ctx.store().await?;
+    let queue = super::deliveries::queue(ctx).await;
+    let redriven = resend::resume(
+        &store,
+        queue.as_ref(),
+        &d.id,
+        &args.operator,
+        SystemClock.now_millis(),
+        resend::RESUME_DELAY,
+    )
+    .await?;
+    let how = if queue.is_some() {
+        "through the delivery queue"
+    } else {
+        "by the sweep (no --delivery-queue-url)"
+    };
+    report(
+        ctx,
+        &d,
+        &format!(
+            "resumed: {redriven} parked deliveries re-driven {how} in {} s",
+            resend::RESUME_DELAY.as_secs()
+        ),
+    )
 }
 
 async fn rotate(ctx: &Context, args: DestRotateArgs) -> Result<()> {

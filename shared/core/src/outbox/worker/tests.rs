@@ -442,48 +442,87 @@ async fn a_lapsed_lease_is_attempted_again_with_the_same_webhook_id() {
 }
 
 #[tokio::test]
-async fn a_paused_destination_defers_without_an_attempt_until_resumed() {
+async fn a_paused_destination_parks_its_deliveries_until_resumed() {
     let w = world(ScriptedTransport::new());
     w.destination("crm", |d| d.state = DestinationState::Paused)
         .await;
     let r = w.pending("crm", "evt_1").await;
+    let hour = T0 + 3_600_000;
     let paused = DeliveryOutcome::Deferred {
-        until: T0 + 60_000,
-        why: "destination paused",
+        until: hour,
+        why: PAUSED,
     };
     assert_eq!(w.worker.deliver(&r).await.unwrap(), paused);
     let d = w.stored(&r).await;
     assert_eq!(
         (d.status, d.attempts, d.next_attempt_at),
-        (DeliveryStatus::Pending, 0, Some(T0 + 60_000))
+        (DeliveryStatus::Pending, 0, Some(hour)),
+        "parked: re-checked only hourly, in case nothing resumes it"
     );
     assert_eq!(d.notes.len(), 1);
     assert_eq!(d.notes[0].note, "destination paused: deferred");
-    assert_eq!(
-        w.scheduled(),
-        vec![(Work::Delivery(r.clone()), Duration::from_secs(60))]
+    assert!(
+        w.scheduled().is_empty(),
+        "no queue message per minute while paused"
     );
 
-    w.clock.set_millis(T0 + 60_000);
+    // Still paused at the hourly re-check: parked again, the same note once.
+    w.clock.set_millis(hour);
     assert!(matches!(
         w.worker.deliver(&r).await.unwrap(),
-        DeliveryOutcome::Deferred { until, .. } if until == T0 + 120_000
+        DeliveryOutcome::Deferred { until, .. } if until == hour + 3_600_000
     ));
     assert_eq!(w.stored(&r).await.notes.len(), 1, "the same note once");
+    // Another destination's open delivery is none of the resume's business.
+    w.destination("api", |_| {}).await;
+    let other = w.pending("api", "evt_1").await;
 
-    admin::update(&*w.store, &did("crm"), "ana", "resumed", T0, |d| {
+    let resumed_at = hour + 10_000;
+    admin::update(&*w.store, &did("crm"), "ana", "resumed", resumed_at, |d| {
         d.state = DestinationState::Active;
         Ok("resumed".into())
     })
     .await
     .unwrap();
-    w.clock.set_millis(T0 + 120_000);
+    let after = Duration::from_secs(6);
+    let redriven = crate::outbox::resend::resume(
+        &*w.store,
+        Some(&*w.queues),
+        &did("crm"),
+        "ana",
+        resumed_at,
+        after,
+    )
+    .await
+    .unwrap();
+    assert_eq!(redriven, 1);
+    assert_eq!(w.scheduled(), vec![(Work::Delivery(r.clone()), after)]);
+    let d = w.stored(&r).await;
+    assert_eq!(d.next_attempt_at, Some(resumed_at + 6_000));
+    assert_eq!(
+        d.notes.last().unwrap().note,
+        "destination resumed by ana: re-driven"
+    );
+    assert_eq!(w.stored(&other).await.next_attempt_at, None);
+
+    w.clock.set_millis(resumed_at + 6_000);
     assert_eq!(
         w.worker.deliver(&r).await.unwrap(),
         DeliveryOutcome::Delivered,
-        "the cache's copy (5 s) is older than a recheck"
+        "the cache's copy (5 s) is older than the re-drive's delay"
     );
     assert!(w.transport.sent().len() == 1);
+    let again = crate::outbox::resend::resume(
+        &*w.store,
+        Some(&*w.queues),
+        &did("crm"),
+        "ana",
+        resumed_at + 7_000,
+        after,
+    )
+    .await
+    .unwrap();
+    assert_eq!(again, 0, "nothing parked any more");
 }
 
 #[tokio::test]
@@ -837,5 +876,144 @@ fn skips_keep_their_names() {
             "skipped_closed",
             "skipped_conflict"
         ]
+    );
+}
+
+#[tokio::test]
+async fn a_response_of_invalid_utf8_is_journaled_within_its_byte_bound() {
+    use crate::outbox::delivery::BODY_HEAD_BYTES;
+    let w = world(ScriptedTransport::answering([AttemptResult::Answered {
+        status: 500,
+        retry_after: None,
+        body: vec![0xFF; BODY_HEAD_BYTES],
+    }]));
+    w.destination("crm", |_| {}).await;
+    let r = w.pending("crm", "evt_1").await;
+    assert!(matches!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Retrying { attempt: 1, .. }
+    ));
+    let head = &w.stored(&r).await.journal[0].body;
+    assert!(
+        head.len() <= BODY_HEAD_BYTES,
+        "4 KiB of 0xFF journaled as {} bytes",
+        head.len()
+    );
+    assert!(head.chars().all(|c| c == '\u{FFFD}') && !head.is_empty());
+}
+
+#[tokio::test]
+async fn a_wait_for_an_in_flight_slot_ends_before_the_invocation_s_deadline() {
+    // One slot; the first POST hangs until a second request reaches the transport.
+    let w = world(ScriptedTransport::new().gated(2));
+    w.destination("slow", |d| d.max_in_flight = 1).await;
+    let first = w.pending("slow", "evt_1").await;
+    let second = w.pending("slow", "evt_2").await;
+    // Time for one POST's whole timeout and its recording, and 50 ms more.
+    let deadline = T0 + 10_000 + ms(config().finish_margin) + 50;
+    let run = until_deadline(deadline, async {
+        tokio::join!(w.worker.deliver(&first), async {
+            let outcome = w.worker.deliver(&second).await;
+            // Releases the first POST (the slow destination answers at last).
+            w.transport
+                .post(Outgoing {
+                    url: "https://x.example/other",
+                    headers: &[],
+                    body: b"",
+                    timeout: Duration::from_secs(1),
+                })
+                .await;
+            outcome
+        })
+    });
+    let (a, b) = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the second delivery waited for the slot past the deadline");
+    assert_eq!(a.unwrap(), DeliveryOutcome::Delivered);
+    assert_eq!(
+        b.unwrap(),
+        DeliveryOutcome::Deferred {
+            until: T0 + 1_000,
+            why: OUT_OF_TIME
+        }
+    );
+    let d = w.stored(&second).await;
+    assert_eq!((d.status, d.attempts), (DeliveryStatus::Pending, 0));
+    assert!(w
+        .scheduled()
+        .contains(&(Work::Delivery(second.clone()), Duration::from_secs(1))));
+}
+
+#[tokio::test]
+async fn a_post_that_would_outlast_the_invocation_is_deferred_unsent() {
+    let w = world(ScriptedTransport::new());
+    w.destination("crm", |d| d.timeout_ms = 20_000).await;
+    let r = w.pending("crm", "evt_1").await;
+    // 20 s of timeout and the margin do not fit in the 15 s left.
+    let outcome = until_deadline(T0 + 15_000, w.worker.deliver(&r)).await;
+    assert_eq!(
+        outcome.unwrap(),
+        DeliveryOutcome::Deferred {
+            until: T0 + 1_000,
+            why: OUT_OF_TIME
+        }
+    );
+    assert!(w.transport.sent().is_empty(), "not sent");
+    assert_eq!(w.stored(&r).await.attempts, 0, "no attempt counted");
+    // With the time, it is sent.
+    w.clock.set_millis(T0 + 1_000);
+    let outcome = until_deadline(T0 + 60_000, w.worker.deliver(&r)).await;
+    assert_eq!(outcome.unwrap(), DeliveryOutcome::Delivered);
+}
+
+#[tokio::test]
+async fn a_429_holds_the_whole_destination_not_only_its_delivery() {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        429,
+        Some("7"),
+    )]));
+    w.destination("crm", |d| {
+        d.rate_per_sec = 10.0;
+        d.burst = 10;
+    })
+    .await;
+    let refused = w.pending("crm", "evt_1").await;
+    let other = w.pending("crm", "evt_2").await;
+    assert!(matches!(
+        w.worker.deliver(&refused).await.unwrap(),
+        DeliveryOutcome::Retrying { .. }
+    ));
+    // Another delivery a second later: the bucket had 9 tokens left, but the receiver asked for 7 s.
+    w.clock.set_millis(T0 + 1_000);
+    let outcome = w.worker.deliver(&other).await.unwrap();
+    let DeliveryOutcome::Deferred { until, why } = outcome else {
+        panic!("sent during the receiver's Retry-After: {outcome:?}");
+    };
+    assert_eq!((why, until), ("rate limit", T0 + 7_000));
+    assert_eq!(w.transport.sent().len(), 1);
+    w.clock.set_millis(T0 + 7_000);
+    assert_eq!(
+        w.worker.deliver(&other).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    // A worker that never saw the 429 (its own process) reads the hold from the store.
+    let fresh = Deliverer::new(
+        w.store.clone(),
+        w.transport.clone(),
+        w.queues.clone(),
+        w.clock.clone(),
+        config(),
+        Duration::from_secs(5),
+    );
+    let third = w.pending("crm", "evt_3").await;
+    assert!(
+        matches!(
+            fresh.deliver(&third).await.unwrap(),
+            DeliveryOutcome::Deferred {
+                why: "rate limit",
+                ..
+            }
+        ),
+        "the burst is spent: the next token at the steady rate"
     );
 }

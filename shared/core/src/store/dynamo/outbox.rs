@@ -1,7 +1,8 @@
 //! The outbox's storage on DynamoDB ([`OutboxStore`]): delivery items as whole-item conditional
 //! `PutItem`s (conditioned on `version`), `Ensure`d creations, the outbox shards of the open index,
 //! and each destination's state item: the token bucket's `tat_us` by conditional `UpdateItem`s that
-//! return the old value on failure (no read first), the circuit by unconditional counts.
+//! return the old value on failure (no read first) and held back after a 429 by one conditional
+//! `UpdateItem`, the circuit by unconditional counts.
 
 use super::effects::ensure_update;
 use super::{classify, corrupt, DynamoTable};
@@ -148,7 +149,7 @@ impl OutboxStore for DynamoTable {
             .key(PK, s(fanout_pk(&f.key())))
             .key(SK, s(FANOUT_SK))
             .update_expression("SET #x = :at, #exp = :exp, #shard = :done, #due = :at")
-            .expression_attribute_values(":done", s(DONE_SHARD))
+            .expression_attribute_values(":done", s(done_shard(&fanout_pk(&f.key()))))
             .expression_attribute_names("#x", "expanded_at")
             .expression_attribute_names("#exp", EXPIRES_AT)
             .expression_attribute_names("#shard", OPEN_SHARD)
@@ -252,6 +253,36 @@ impl OutboxStore for DynamoTable {
                     _ => None,
                 };
                 Ok(TokenAnswer::Refused(old))
+            }
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn hold_tokens(
+        &self,
+        destination: &DestinationId,
+        at_least_us: i64,
+    ) -> Result<(), StoreError> {
+        let result = self
+            .state_update(destination)
+            .update_expression("SET #tat = :hold, #kind = :kind")
+            .condition_expression("attribute_not_exists(#tat) OR #tat < :hold")
+            .expression_attribute_names("#tat", TAT_US)
+            .expression_attribute_names("#kind", KIND)
+            .expression_attribute_values(":hold", n(at_least_us))
+            .expression_attribute_values(":kind", s(KIND_DESTINATION_STATE))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // Already held at least as long.
+            Err(SdkError::ServiceError(se))
+                if matches!(
+                    se.err(),
+                    UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                Ok(())
             }
             Err(e) => Err(classify(e)),
         }

@@ -135,13 +135,14 @@ impl OutboxStore for MemoryStore {
     ) -> Result<(), StoreError> {
         self.write()?;
         let (pk, sk) = (fanout_pk(&f.key()), FANOUT_SK.to_owned());
+        let done = done_shard(&pk);
         let mut items = lock(&self.items);
         let item = items
             .entry((pk.clone(), sk.clone()))
             .or_insert_with(|| Item::from([(PK.to_string(), s(pk)), (SK.to_string(), s(sk))]));
         item.insert("expanded_at".into(), n(at.get()));
         item.insert(EXPIRES_AT.into(), n(expires_at.as_secs()));
-        item.insert(OPEN_SHARD.into(), s(DONE_SHARD));
+        item.insert(OPEN_SHARD.into(), s(done));
         item.insert(OPEN_DUE.into(), n(at.get()));
         Ok(())
     }
@@ -215,6 +216,22 @@ impl OutboxStore for MemoryStore {
         item.insert(TAT_US.into(), n(new_tat));
         item.insert(KIND.into(), s(KIND_DESTINATION_STATE));
         Ok(TokenAnswer::Granted(worker_state(Some(item))))
+    }
+
+    async fn hold_tokens(
+        &self,
+        destination: &DestinationId,
+        at_least_us: i64,
+    ) -> Result<(), StoreError> {
+        self.write()?;
+        let mut items = lock(&self.items);
+        let item = Self::state_item(&mut items, destination);
+        // `attribute_not_exists(tat) OR tat < :hold`.
+        if get_n(item, TAT_US).is_none_or(|tat| tat < at_least_us) {
+            item.insert(TAT_US.into(), n(at_least_us));
+            item.insert(KIND.into(), s(KIND_DESTINATION_STATE));
+        }
+        Ok(())
     }
 
     async fn change_circuit(
