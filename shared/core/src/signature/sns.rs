@@ -356,7 +356,7 @@ impl Scheme for Sns {
                 .and_then(|p| p.split('/').next())
                 .is_some_and(|first| SIGNED.contains(&first)),
             FieldRule::FirstOf(rules) => rules.iter().all(|r| self.signs(r)),
-            FieldRule::Header(_) | FieldRule::BodySha256 => false,
+            FieldRule::Header(_) | FieldRule::BodySha256 | FieldRule::FormSha256 => false,
         }
     }
 
