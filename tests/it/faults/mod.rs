@@ -15,9 +15,12 @@
 //! - [`storm`]: 1,000 deliveries of 100 ids at full concurrency.
 //! - [`ack`]: an ingest write whose answer is lost, retried by the SDK.
 //! - [`local_pipeline`]: `make dev`'s event sources across an emulator restart.
+//! - [`hostile`]: hostile input (an oversized batch, a reordered Twilio resend, SNS certificate
+//!   URLs SNS never issued) and S3's 409 on the claim check.
 
 mod ack;
 mod emulator;
+mod hostile;
 mod killed;
 mod local_pipeline;
 mod queues;
