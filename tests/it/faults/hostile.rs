@@ -65,7 +65,12 @@ async fn a_signed_six_mib_array_of_ones_is_refused_whole_and_stores_nothing() {
     let started = Instant::now();
     let r = post(&h, "sendgrid", &headers, &body).await;
     let took_ms = started.elapsed().as_millis();
-    assert_eq!((r.status, r.code()), (413, "too_many_events"), "{:?}", r.json);
+    assert_eq!(
+        (r.status, r.code()),
+        (413, "too_many_events"),
+        "{:?}",
+        r.json
+    );
     let message = r.json["message"].as_str().unwrap_or_default().to_owned();
     let limit = inbox_core::config::DEFAULT_MAX_BATCH_EVENTS.to_string();
     assert!(
@@ -80,7 +85,13 @@ async fn a_signed_six_mib_array_of_ones_is_refused_whole_and_stores_nothing() {
         {"email": "b@example.com", "event": "open", "sg_event_id": unique("sg-"), "timestamp": now()},
     ])
     .to_string();
-    let r = post(&h, "sendgrid", &h.sign("sendgrid", batch.as_bytes(), ""), &batch).await;
+    let r = post(
+        &h,
+        "sendgrid",
+        &h.sign("sendgrid", batch.as_bytes(), ""),
+        &batch,
+    )
+    .await;
     assert_eq!((r.status, r.json["accepted"].as_u64()), (200, Some(2)));
     record(
         KEY,
@@ -93,8 +104,7 @@ async fn a_signed_six_mib_array_of_ones_is_refused_whole_and_stores_nothing() {
             "answered {} `{}` in {took_ms} ms naming the count and the limit; items stored \
              {items} (before: 1 write per element, three million); a 2-event batch then \
              accepted 2",
-            413,
-            "too_many_events"
+            413, "too_many_events"
         ),
     );
 }
@@ -145,7 +155,10 @@ async fn a_twilio_resend_with_reordered_or_repeated_parameters_is_a_duplicate() 
             "body": body, "resent": resent, "changed": changed}),
     );
     assert_eq!(
-        (out["resent_valid"].as_bool(), out["changed_valid"].as_bool()),
+        (
+            out["resent_valid"].as_bool(),
+            out["changed_valid"].as_bool()
+        ),
         (Some(true), Some(false)),
         "Twilio's library: the resend carries the same signature, a changed value does not: {out}"
     );
@@ -162,7 +175,11 @@ async fn a_twilio_resend_with_reordered_or_repeated_parameters_is_a_duplicate() 
     let first = post(&h, "twilio", &headers, &body).await;
     let again = post(&h, "twilio", &headers, &resent).await;
     assert_eq!((first.status, first.code()), (200, "accepted"), "{first:?}");
-    assert_eq!((again.status, again.code()), (200, "duplicate"), "{again:?}");
+    assert_eq!(
+        (again.status, again.code()),
+        (200, "duplicate"),
+        "{again:?}"
+    );
     assert_eq!(first.json["id"], again.json["id"], "one event");
     assert_eq!(
         first.json["id"].as_str(),
@@ -205,7 +222,12 @@ impl CountingFetcher {
 
 impl Fetcher for CountingFetcher {
     fn fetch<'a>(&'a self, url: &'a str) -> FetchFuture<'a> {
-        *self.calls.lock().unwrap().entry(url.to_owned()).or_default() += 1;
+        *self
+            .calls
+            .lock()
+            .unwrap()
+            .entry(url.to_owned())
+            .or_default() += 1;
         let answer = self.answer.lock().unwrap().clone();
         Box::pin(async move { answer })
     }
@@ -274,15 +296,29 @@ async fn sns_certificate_urls_cost_at_most_one_fetch_a_minute_and_only_for_sns_n
     *counting.answer.lock().unwrap() = Err(FetchError::new("the request timed out"));
     let unreachable =
         "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-fedcba9876543210fedcba9876543210.pem";
-    flood(&h, &headers, &mut answers, "SNS unreachable", &naming(unreachable)).await;
+    flood(
+        &h,
+        &headers,
+        &mut answers,
+        "SNS unreachable",
+        &naming(unreachable),
+    )
+    .await;
     let after_outage = counting.total();
-    assert_eq!(after_paths, 0, "no fetch for a path that is no SNS certificate");
+    assert_eq!(
+        after_paths, 0,
+        "no fetch for a path that is no SNS certificate"
+    );
     assert_eq!(after_missing, 1, "one fetch for {FLOOD} requests");
     assert_eq!(after_outage, 2, "one fetch for {FLOOD} requests");
     let expect = |label: &str, status: i64| {
         assert_eq!(
             answers[label].get(&status).copied().unwrap_or(0),
-            if label == "arbitrary paths" { 3 * FLOOD } else { FLOOD },
+            if label == "arbitrary paths" {
+                3 * FLOOD
+            } else {
+                FLOOD
+            },
             "{label}: {answers:?}"
         );
     };
@@ -407,7 +443,11 @@ async fn a_claim_check_put_answered_409_is_tried_again_and_acknowledged() {
         .await
         .unwrap()
         .into_bytes();
-    assert_eq!(stored.as_ref(), body.as_bytes(), "the body is durable in S3");
+    assert_eq!(
+        stored.as_ref(),
+        body.as_bytes(),
+        "the body is durable in S3"
+    );
 
     // 2. A conflict that outlasts the retries: 503, nothing acknowledged, no item; the
     //    provider's resend is then accepted.
@@ -417,7 +457,12 @@ async fn a_claim_check_put_answered_409_is_tried_again_and_acknowledged() {
     let body2 = stripe_event(&id2, "invoice.paid", 300 * 1024);
     let r2 = send(body2.clone()).await;
     let persistent_attempts = conflicts.attempts.load(Ordering::SeqCst) - before;
-    assert_eq!((r2.status, r2.code()), (503, "store_unavailable"), "{:?}", r2.json);
+    assert_eq!(
+        (r2.status, r2.code()),
+        (503, "store_unavailable"),
+        "{:?}",
+        r2.json
+    );
     assert_eq!(persistent_attempts, 4, "the put and its 3 retries");
     assert_eq!(h.items_of_kind("message").await.len(), 1, "no item for it");
     conflicts.conflicts.store(0, Ordering::SeqCst);

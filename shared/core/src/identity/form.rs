@@ -75,7 +75,12 @@ mod tests {
                 // `+` is a space, not a plus: another value, another event.
                 assert_ne!(digest(same), digest(body));
             } else {
-                assert_eq!(digest(same), digest(body), "{}", String::from_utf8_lossy(same));
+                assert_eq!(
+                    digest(same),
+                    digest(body),
+                    "{}",
+                    String::from_utf8_lossy(same)
+                );
             }
         }
         assert_ne!(

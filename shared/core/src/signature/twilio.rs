@@ -401,7 +401,10 @@ mod tests {
         let scheme = twilio(URL);
         let rule = scheme.default_event_id();
         assert_eq!(rule, FieldRule::FormSha256);
-        assert!(scheme.signs(&rule), "the signature covers what the id reads");
+        assert!(
+            scheme.signs(&rule),
+            "the signature covers what the id reads"
+        );
         assert!(!scheme.signs(&FieldRule::BodySha256));
         let id = |body: &[u8]| {
             let hash = crate::identity::BodyHash::new(body);
@@ -415,9 +418,20 @@ mod tests {
         let resent = b"To=%2B18005551212&Digits=1234&CallSid=CA1234567890ABCDE&From=%2B14158675310&Caller=%2B14158675310&Digits=1234";
         assert_eq!(check(EXPECTED, resent), Ok(()));
         assert_eq!(id(resent), id(BODY));
-        let signed = "CallSidCA1234567890ABCDECaller+14158675310Digits1234From+14158675310To+18005551212";
-        assert_eq!(id(BODY), crate::domain::BodyDigest::of(signed.as_bytes()).to_hex());
+        let signed =
+            "CallSidCA1234567890ABCDECaller+14158675310Digits1234From+14158675310To+18005551212";
+        assert_eq!(
+            id(BODY),
+            crate::domain::BodyDigest::of(signed.as_bytes()).to_hex()
+        );
         // Another value is another event.
-        assert_ne!(id(&BODY.to_vec().into_iter().map(|b| if b == b'4' { b'5' } else { b }).collect::<Vec<_>>()), id(BODY));
+        assert_ne!(
+            id(&BODY
+                .to_vec()
+                .into_iter()
+                .map(|b| if b == b'4' { b'5' } else { b })
+                .collect::<Vec<_>>()),
+            id(BODY)
+        );
     }
 }

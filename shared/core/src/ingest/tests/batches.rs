@@ -311,7 +311,11 @@ async fn a_batch_of_more_events_than_the_limit_is_refused_whole_and_stores_nothi
         e.to_string(),
         "the batch has 3 events; the limit is 2 per request (MAX_BATCH_EVENTS); send it in smaller batches"
     );
-    assert_eq!(ing.store().write_requests(), writes, "none of the three stored");
+    assert_eq!(
+        ing.store().write_requests(),
+        writes,
+        "none of the three stored"
+    );
     // A source that does not split arrays stores the same body as one event.
     assert!(matches!(
         receive(&ing, "unsplit", three).await,

@@ -212,7 +212,11 @@ impl Certificates {
 
     /// The key of an (allowed) URL, or the answer of its recent failed fetch, if known without
     /// I/O at `now` (Unix seconds).
-    pub(super) fn cached(&self, url: &str, now: i64) -> Option<Result<Arc<CertKey>, SignatureError>> {
+    pub(super) fn cached(
+        &self,
+        url: &str,
+        now: i64,
+    ) -> Option<Result<Arc<CertKey>, SignatureError>> {
         if let Some(key) = self.local.get(url) {
             return Some(Ok(Arc::clone(key)));
         }

@@ -290,7 +290,9 @@ async fn a_failed_fetch_decides_nothing_and_is_remembered_for_a_minute() {
         "one fetch for every request within the minute"
     );
     // After the minute it is tried again.
-    let e = verify(&s, &body, T + cert::FAILURE_TTL_SECS).await.unwrap_err();
+    let e = verify(&s, &body, T + cert::FAILURE_TTL_SECS)
+        .await
+        .unwrap_err();
     assert!(e.is_transient());
     assert_eq!(fetcher.calls.load(Ordering::SeqCst), 2);
     // A document that is not a certificate: the same.

@@ -376,7 +376,11 @@ mod tests {
             ),
             (Some(409), Some("OperationAborted"), PutAnswer::Conflict),
             (Some(409), None, PutAnswer::Conflict),
-            (None, Some("ConditionalRequestConflict"), PutAnswer::Conflict),
+            (
+                None,
+                Some("ConditionalRequestConflict"),
+                PutAnswer::Conflict,
+            ),
             (Some(409), Some("BucketAlreadyExists"), PutAnswer::Failed),
             (Some(503), Some("SlowDown"), PutAnswer::Failed),
             (Some(403), Some("AccessDenied"), PutAnswer::Failed),
