@@ -24,8 +24,8 @@ use inbox_core::store::dynamo::{DynamoTable, S3Bodies};
 use inbox_core::store::schema::BODY_REF;
 use integration_tests::faults::report::record;
 use integration_tests::{
-    api_event, body_bucket, endpoints, local_secret, local_sources_fetching, run_python,
-    stripe_event, Harness, Reply,
+    api_event, body_bucket, endpoints, local_secret, local_sources_fetching, now_secs, run_python,
+    stripe_event, unique, Harness, Reply,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -34,19 +34,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 const KEY: &str = "8-hostile";
-
-fn now() -> i64 {
-    inbox_core::clock::Clock::now_secs(&SystemClock)
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}{}", uuid::Uuid::new_v4().simple())
-}
-
-async fn post(h: &Harness, source: &str, headers: &[(String, String)], body: &str) -> Reply {
-    h.send(&api_event("POST", source, headers, Some(body), false))
-        .await
-}
 
 // ------------------------------------------------------------------ batches
 
@@ -63,7 +50,7 @@ async fn a_signed_six_mib_array_of_ones_is_refused_whole_and_stores_nothing() {
     // SendGrid batches by default: its signature covers the whole array.
     let headers = h.sign("sendgrid", body.as_bytes(), "");
     let started = Instant::now();
-    let r = post(&h, "sendgrid", &headers, &body).await;
+    let r = h.post("sendgrid", &headers, &body).await;
     let took_ms = started.elapsed().as_millis();
     assert_eq!(
         (r.status, r.code()),
@@ -81,17 +68,17 @@ async fn a_signed_six_mib_array_of_ones_is_refused_whole_and_stores_nothing() {
     assert_eq!(items, 0, "nothing stored");
     // A batch within the limit on the same source is split as before.
     let batch = json!([
-        {"email": "a@example.com", "event": "delivered", "sg_event_id": unique("sg-"), "timestamp": now()},
-        {"email": "b@example.com", "event": "open", "sg_event_id": unique("sg-"), "timestamp": now()},
+        {"email": "a@example.com", "event": "delivered", "sg_event_id": unique("sg-"), "timestamp": now_secs()},
+        {"email": "b@example.com", "event": "open", "sg_event_id": unique("sg-"), "timestamp": now_secs()},
     ])
     .to_string();
-    let r = post(
-        &h,
-        "sendgrid",
-        &h.sign("sendgrid", batch.as_bytes(), ""),
-        &batch,
-    )
-    .await;
+    let r = h
+        .post(
+            "sendgrid",
+            &h.sign("sendgrid", batch.as_bytes(), ""),
+            &batch,
+        )
+        .await;
     assert_eq!((r.status, r.json["accepted"].as_u64()), (200, Some(2)));
     record(
         KEY,
@@ -172,8 +159,8 @@ async fn a_twilio_resend_with_reordered_or_repeated_parameters_is_a_duplicate() 
             "application/x-www-form-urlencoded".to_owned(),
         ),
     ];
-    let first = post(&h, "twilio", &headers, &body).await;
-    let again = post(&h, "twilio", &headers, &resent).await;
+    let first = h.post("twilio", &headers, &body).await;
+    let again = h.post("twilio", &headers, &resent).await;
     assert_eq!((first.status, first.code()), (200, "accepted"), "{first:?}");
     assert_eq!(
         (again.status, again.code()),
@@ -248,7 +235,7 @@ async fn flood(
     body: &str,
 ) {
     for _ in 0..FLOOD {
-        let r = post(h, "ses", headers, body).await;
+        let r = h.post("ses", headers, body).await;
         *answers
             .entry(label.to_owned())
             .or_default()
@@ -273,7 +260,7 @@ async fn sns_certificate_urls_cost_at_most_one_fetch_a_minute_and_only_for_sns_n
     // A message of the pinned topic, signed locally; only its certificate URL is changed (the
     // topic check passes, as it would for anyone who knows the topic's ARN).
     let event = json!({"eventType": "Delivery", "mail": {"messageId": unique("m-")}}).to_string();
-    let (headers, signed) = h.sign_message("ses", event.as_bytes(), &unique(""), now());
+    let (headers, signed) = h.sign_message("ses", event.as_bytes(), &unique(""), now_secs());
     let naming = |url: &str| {
         let mut m: Value = serde_json::from_str(&signed).unwrap();
         m["SigningCertURL"] = json!(url);
