@@ -15,22 +15,17 @@ use inbox_core::signature::{FetchError, FetchFuture, Fetcher};
 use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::harness::Harness;
 use integration_tests::pipeline::Pipeline;
-use integration_tests::{api_event, endpoints, local_sources_fetching, Reply};
+use integration_tests::{api_event, endpoints, local_sources_fetching, now_secs, unique, Reply};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use wallet_ledger::{CreateOutcome, Currency, EmailProvider, Ledger, Wallet, WalletSources};
 
 fn now() -> i64 {
-    inbox_core::clock::Clock::now_secs(&SystemClock)
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}{}", uuid::Uuid::new_v4().simple())
+    now_secs()
 }
 
 async fn post(h: &Harness, source: &str, headers: &[(String, String)], body: &str) -> Reply {
-    h.send(&api_event("POST", source, headers, Some(body), false))
-        .await
+    h.post(source, headers, body).await
 }
 
 /// Answers 200 at the URLs it knows, fails elsewhere; records every URL visited.

@@ -131,6 +131,18 @@ impl Harness {
         Reply::from(ingest_function::respond(&self.service, event).await)
     }
 
+    /// POSTs `body` with `headers` to `source` through the ingest function's handler.
+    pub async fn post(&self, source: &str, headers: &[(String, String)], body: &str) -> Reply {
+        self.send(&crate::api_event(
+            "POST",
+            source,
+            headers,
+            Some(body),
+            false,
+        ))
+        .await
+    }
+
     /// Every item in the table.
     pub async fn items(&self) -> Vec<HashMap<String, AttributeValue>> {
         scan_all(&self.client, &self.table).await

@@ -56,6 +56,16 @@ pub fn python() -> PathBuf {
     venv().join("bin").join("python")
 }
 
+/// `prefix` followed by a fresh UUID's 32 hex digits: an id no other test uses.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The wall clock, in Unix seconds.
+pub fn now_secs() -> i64 {
+    inbox_core::clock::Clock::now_secs(&inbox_core::clock::SystemClock)
+}
+
 /// The local sources and secrets (`local/*.json`), the same ones `make dev` serves.
 pub fn local_sources() -> Sources {
     local_sources_fetching(None)

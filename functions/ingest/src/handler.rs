@@ -64,6 +64,7 @@ pub async fn build() -> Result<Service, ConfigError> {
         config.max_body_bytes,
         config.retention_days,
     )
+    .with_max_batch_events(config.max_batch_events)
     .with_metrics(Arc::new(EmfWriter::stdout()));
     Ok(match config.reloader {
         Some(reloader) => service.with_reload(reloader, config.secrets_ttl),

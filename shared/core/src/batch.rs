@@ -7,9 +7,14 @@
 //! for byte, so a batch whose events are all still stored can be re-verified with the signature
 //! headers kept on each of them (and checked against the digest).
 //!
+//! [`split_at_most`] bounds the number of events a request may become: the elements are counted
+//! first without keeping any (a 6 MiB `[1,1,…]` has three million), and an array with more than
+//! the limit is refused whole ([`TooManyEvents`]) before a single part is built.
+//!
 //! Splitting is the ingest's business (`crate::ingest`'s batch path); this module is pure.
 
-use serde::{Deserialize, Serialize};
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer as _, Serialize};
 use serde_json::value::RawValue;
 
 use crate::domain::BodyDigest;
@@ -37,14 +42,65 @@ pub struct Split<'a> {
     pub part: BatchPart,
 }
 
+/// A JSON array with more elements than a request may become.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the batch has {count} events; the limit is {limit} per request")]
+pub struct TooManyEvents {
+    /// How many elements the array has.
+    pub count: usize,
+    /// The most events one request may be split into.
+    pub limit: usize,
+}
+
 /// The events of `body` if it is a JSON array (each element's exact bytes, in order, with its
 /// [`BatchPart`]); `None` if it is not a JSON array (a single event: stored as it is). An empty
-/// array has no events.
+/// array has no events. No limit on their number: the ingest uses [`split_at_most`].
 pub fn split(body: &[u8]) -> Option<Vec<Split<'_>>> {
+    split_at_most(body, usize::MAX).unwrap_or(None)
+}
+
+/// [`split`], refusing an array of more than `limit` elements (counted without keeping them, so
+/// the refusal costs one pass over the body and no allocation per element).
+pub fn split_at_most(body: &[u8], limit: usize) -> Result<Option<Vec<Split<'_>>>, TooManyEvents> {
+    let Some(count) = count_elements(body) else {
+        return Ok(None);
+    };
+    if count > limit {
+        return Err(TooManyEvents { count, limit });
+    }
+    Ok(split_array(body))
+}
+
+/// How many elements `body` has if it is exactly one JSON array (whitespace around it allowed).
+fn count_elements(body: &[u8]) -> Option<usize> {
+    struct Count;
+    impl<'de> Visitor<'de> for Count {
+        type Value = usize;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON array")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
+            let mut count = 0usize;
+            while seq.next_element::<IgnoredAny>()?.is_some() {
+                count += 1;
+            }
+            Ok(count)
+        }
+    }
     let first = body.iter().find(|b| !b.is_ascii_whitespace())?;
     if *first != b'[' {
         return None;
     }
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let count = (&mut de).deserialize_seq(Count).ok()?;
+    de.end().ok()?;
+    Some(count)
+}
+
+/// The parts of a body already known to be a JSON array.
+fn split_array(body: &[u8]) -> Option<Vec<Split<'_>>> {
     let elements: Vec<&RawValue> = serde_json::from_slice(body).ok()?;
     let count = u32::try_from(elements.len()).ok()?;
     let sha256 = BodyDigest::of(body).to_hex();
@@ -156,6 +212,34 @@ mod tests {
         }
         assert_eq!(split(b"[]").unwrap(), Vec::new());
         assert_eq!(split(b" [ ] ").unwrap(), Vec::new());
+    }
+
+    #[test]
+    fn an_array_above_the_limit_is_refused_before_any_part_is_built() {
+        assert_eq!(split_at_most(b"[1,2,3]", 3).unwrap().unwrap().len(), 3);
+        assert_eq!(
+            split_at_most(b" [1, [2, 3], {\"a\": [4]}] ", 2),
+            Err(TooManyEvents { count: 3, limit: 2 }),
+            "nested arrays count once"
+        );
+        assert_eq!(split_at_most(b"[]", 0).unwrap(), Some(Vec::new()));
+        // What is not one JSON array is no batch, whatever its length.
+        for single in [&b"{\"a\":1}"[..], b"[1,2,3", b"[1,2,3] x", b"[1,,2]"] {
+            assert_eq!(split_at_most(single, 1), Ok(None));
+        }
+        // Six MiB of `1,`: three million elements, counted and refused.
+        let mut huge = Vec::with_capacity(6 << 20);
+        huge.push(b'[');
+        while huge.len() < (6 << 20) - 2 {
+            huge.extend_from_slice(b"1,");
+        }
+        huge.extend_from_slice(b"1]");
+        let count = huge.iter().filter(|&&b| b == b'1').count();
+        assert_eq!(
+            split_at_most(&huge, 1000),
+            Err(TooManyEvents { count, limit: 1000 })
+        );
+        assert!(count > 3_000_000);
     }
 
     #[test]

@@ -30,6 +30,10 @@ pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
 /// Default largest accepted body: what Lambda accepts per invocation (6 MiB), so every body the
 /// front door delivers (bodies above the inline limit go to S3).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
+/// Default most events one batched request may be split into (`MAX_BATCH_EVENTS`).
+pub const DEFAULT_MAX_BATCH_EVENTS: usize = 5_000;
+/// The largest `MAX_BATCH_EVENTS` accepted.
+pub const MAX_MAX_BATCH_EVENTS: usize = 100_000;
 /// Default retention of delivery journal records, in days.
 pub const DEFAULT_RETENTION_DAYS: u32 = 30;
 /// The longest one read of the secrets from Secrets Manager may take, retries included (a warm
@@ -46,6 +50,7 @@ pub mod vars {
     pub const WEBHOOK_SECRETS_TTL_SECS: &str = c::WEBHOOK_SECRETS_TTL_SECS.name;
     pub const STAGE: &str = c::STAGE.name;
     pub const MAX_BODY_BYTES: &str = c::MAX_BODY_BYTES.name;
+    pub const MAX_BATCH_EVENTS: &str = c::MAX_BATCH_EVENTS.name;
     pub const BODY_BUCKET: &str = c::BODY_BUCKET.name;
     pub const BODY_INLINE_MAX_BYTES: &str = c::BODY_INLINE_MAX_BYTES.name;
     pub const DELIVERY_RETENTION_DAYS: &str = c::DELIVERY_RETENTION_DAYS.name;

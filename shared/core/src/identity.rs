@@ -1,5 +1,6 @@
 //! An event's identity: where its id and type come from ([`FieldRule`]: a JSON pointer into the
-//! body, a header, or the body's hash) and their extraction from a verified request
+//! body, a header, the body's hash, or the hash of its signed form parameters: `form.rs`) and
+//! their extraction from a verified request
 //! ([`identify`] → [`Identity`]).
 //!
 //! Signature schemes name their default rules (`Scheme::default_event_id`) and say whether their
@@ -28,6 +29,7 @@ use crate::domain::{BodyDigest, EventId, EventType, InvalidValue};
 use http::{HeaderMap, HeaderName};
 use serde::Deserialize;
 
+pub(crate) mod form;
 mod json;
 mod scan;
 
@@ -45,6 +47,11 @@ pub enum FieldRule {
     Header(String),
     /// The lower-case hex SHA-256 of the raw body (for providers that give no id).
     BodySha256,
+    /// The lower-case hex SHA-256 of a form-encoded body's parameters as Twilio signs them
+    /// (`form.rs`): a resend with reordered or repeated parameters is the same event. Twilio's
+    /// default; not a `WEBHOOK_SOURCES` setting.
+    #[serde(skip_deserializing)]
+    FormSha256,
     /// The first of these rules that finds a value (a value that is present but invalid stops
     /// the search: it is the error).
     FirstOf(Vec<FieldRule>),
@@ -67,6 +74,7 @@ impl FieldRule {
             Self::JsonPointer(p) => format!("JSON pointer {p}"),
             Self::Header(h) => format!("header {h}"),
             Self::BodySha256 => "the body hash".into(),
+            Self::FormSha256 => "the hash of the signed form parameters".into(),
             Self::FirstOf(rules) => format!(
                 "the first of {}",
                 rules
@@ -83,7 +91,7 @@ impl FieldRule {
         match self {
             Self::JsonPointer(_) => true,
             Self::FirstOf(rules) => rules.iter().any(Self::reads_json),
-            Self::Header(_) | Self::BodySha256 => false,
+            Self::Header(_) | Self::BodySha256 | Self::FormSha256 => false,
         }
     }
 
@@ -97,7 +105,7 @@ impl FieldRule {
                 out.push(if first.contains('~') { "*" } else { first });
             }
             Self::FirstOf(rules) => rules.iter().for_each(|r| r.top_level_keys(out)),
-            Self::Header(_) | Self::BodySha256 => {}
+            Self::Header(_) | Self::BodySha256 | Self::FormSha256 => {}
         }
     }
 
@@ -106,7 +114,7 @@ impl FieldRule {
         match self {
             Self::Header(h) => vec![h.as_str()],
             Self::FirstOf(rules) => rules.iter().flat_map(Self::headers).collect(),
-            Self::JsonPointer(_) | Self::BodySha256 => Vec::new(),
+            Self::JsonPointer(_) | Self::BodySha256 | Self::FormSha256 => Vec::new(),
         }
     }
 
@@ -123,7 +131,7 @@ impl FieldRule {
                 "{:?} is not a JSON pointer (it must start with `/`)",
                 shown(p)
             )),
-            Self::JsonPointer(_) | Self::BodySha256 => Ok(()),
+            Self::JsonPointer(_) | Self::BodySha256 | Self::FormSha256 => Ok(()),
             Self::FirstOf(rules) => rules.iter().try_for_each(Self::check),
         }
     }
@@ -348,6 +356,10 @@ fn extract(
 ) -> Result<Lookup, IdentityError> {
     Ok(match rule {
         FieldRule::BodySha256 => Lookup::Found(digest.digest().to_hex()),
+        FieldRule::FormSha256 => match form::signed_params_digest(digest.body()) {
+            Some(d) => Lookup::Found(d.to_hex()),
+            None => Lookup::Invalid("is not form-encoded UTF-8"),
+        },
         FieldRule::Header(name) => {
             let mut values = headers.get_all(name.trim()).iter();
             match (values.next(), values.next()) {

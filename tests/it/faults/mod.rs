@@ -21,9 +21,12 @@
 //!   paused deliveries, a long `Retry-After`.
 //! - [`slow_destination`]: a slow destination against the invocation's deadline, and a 429's
 //!   hold on the destination's shared rate limit.
+//! - [`hostile`]: hostile input (an oversized batch, a reordered Twilio resend, SNS certificate
+//!   URLs SNS never issued) and S3's 409 on the claim check.
 
 mod ack;
 mod emulator;
+mod hostile;
 mod killed;
 mod local_pipeline;
 mod outbox;

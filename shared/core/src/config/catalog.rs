@@ -69,6 +69,16 @@ pub const MAX_BODY_BYTES: Var = Var {
               and the default is that",
 };
 
+pub const MAX_BATCH_EVENTS: Var = Var {
+    name: "MAX_BATCH_EVENTS",
+    read_by: ReadBy::Only(&[INGEST]),
+    unset: Unset::Default("5000"),
+    meaning: "most events one request of a batching source (SendGrid, `\"batch\": true`) may be \
+              split into; a JSON array with more elements is refused whole (413 \
+              `too_many_events`, naming the limit) and nothing of it is stored. Between 1 and \
+              100000; the default is above SendGrid's largest batch (768 KB of events)",
+};
+
 pub const BODY_BUCKET: Var = Var {
     name: "BODY_BUCKET",
     read_by: ReadBy::Only(&[INGEST, PROCESS, DELIVER, INBOXCTL]),
@@ -295,6 +305,7 @@ pub const ALL: &[&Var] = &[
     &WEBHOOK_SECRETS_ARN,
     &WEBHOOK_SECRETS_TTL_SECS,
     &MAX_BODY_BYTES,
+    &MAX_BATCH_EVENTS,
     &BODY_BUCKET,
     &BODY_INLINE_MAX_BYTES,
     &TRUST_SYSTEM_ROOTS,

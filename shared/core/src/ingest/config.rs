@@ -1,8 +1,11 @@
 //! The ingest function's configuration ([`IngestConfig`]), read through [`Env`] at cold start:
 //! the table, the sources and their secrets (from `WEBHOOK_SECRETS`, or from the Secrets Manager
-//! secret `WEBHOOK_SECRETS_ARN`, then read again on a TTL), the body limits and the retention.
+//! secret `WEBHOOK_SECRETS_ARN`, then read again on a TTL), the body and batch limits and the
+//! retention.
 
-use crate::config::{catalog, vars, ConfigError, Env, DEFAULT_MAX_BODY_BYTES};
+use crate::config::{
+    catalog, vars, ConfigError, Env, DEFAULT_MAX_BODY_BYTES, MAX_MAX_BATCH_EVENTS,
+};
 use crate::sources::{parse_secrets, Reloader, SecretsManagerSecrets, Sources};
 use crate::store::dynamo::body::{BodyConfig, MAX_INLINE_BYTES};
 use std::sync::Arc;
@@ -18,6 +21,8 @@ pub struct IngestConfig {
     pub table_name: String,
     pub sources: Sources,
     pub max_body_bytes: usize,
+    /// The most events one batched request may be split into (`MAX_BATCH_EVENTS`).
+    pub max_batch_events: usize,
     /// Where bodies above the inline limit go.
     pub bodies: BodyConfig,
     pub retention_days: u32,
@@ -71,6 +76,13 @@ impl IngestConfig {
         let sources = Sources::from_json(&sources_json, &secrets)?;
         let bodies = BodyConfig::read(env)?;
         let max_body_bytes = read_max_body(env, &bodies)?;
+        let max_batch_events: usize = env.parse(&catalog::MAX_BATCH_EVENTS)?;
+        if !(1..=MAX_MAX_BATCH_EVENTS).contains(&max_batch_events) {
+            return Err(ConfigError::Invalid {
+                var: vars::MAX_BATCH_EVENTS,
+                reason: format!("must be between 1 and {MAX_MAX_BATCH_EVENTS}"),
+            });
+        }
         let retention_days = env.parse(&catalog::DELIVERY_RETENTION_DAYS)?;
         let ttl_secs: u64 = env.parse(&catalog::WEBHOOK_SECRETS_TTL_SECS)?;
         if ttl_secs == 0 {
@@ -83,6 +95,7 @@ impl IngestConfig {
             table_name,
             sources,
             max_body_bytes,
+            max_batch_events,
             bodies,
             retention_days,
             secrets_ttl: Duration::from_secs(ttl_secs),
@@ -224,6 +237,24 @@ mod tests {
             Some(SECRETS),
         );
         assert!(too_big.contains("MAX_BODY_BYTES"));
+        for bad in ["0", "100001", "-1", "many"] {
+            let pairs = [
+                ("TABLE_NAME", "t"),
+                ("WEBHOOK_SOURCES", SOURCES),
+                ("MAX_BATCH_EVENTS", bad),
+            ];
+            let e = IngestConfig::read(&lookup(&pairs), Some(SECRETS.into()))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("MAX_BATCH_EVENTS"), "{bad}: {e}");
+        }
+        let pairs = [
+            ("TABLE_NAME", "t"),
+            ("WEBHOOK_SOURCES", SOURCES),
+            ("MAX_BATCH_EVENTS", "20"),
+        ];
+        let cfg = IngestConfig::read(&lookup(&pairs), Some(SECRETS.into())).unwrap();
+        assert_eq!(cfg.max_batch_events, 20);
     }
 
     #[test]
@@ -279,6 +310,14 @@ mod tests {
             crate::store::dynamo::body::DEFAULT_INLINE_MAX_BYTES
         );
         assert_eq!(cfg.retention_days, DEFAULT_RETENTION_DAYS);
+        assert_eq!(
+            cfg.max_batch_events,
+            crate::config::DEFAULT_MAX_BATCH_EVENTS
+        );
+        assert_eq!(
+            catalog::MAX_BATCH_EVENTS.default_value(),
+            Some(crate::config::DEFAULT_MAX_BATCH_EVENTS.to_string().as_str())
+        );
         assert_eq!(
             catalog::MAX_BODY_BYTES.default_value(),
             Some(DEFAULT_MAX_BODY_BYTES.to_string().as_str())

@@ -23,6 +23,9 @@ pub enum IngestError {
     BadBodyEncoding,
     #[error("the body is {len} bytes; the limit is {limit} bytes")]
     TooLarge { len: usize, limit: usize },
+    /// A verified batch with more events than one request may become (nothing was stored).
+    #[error("{0} (MAX_BATCH_EVENTS); send it in smaller batches")]
+    TooManyEvents(#[from] crate::batch::TooManyEvents),
     #[error("{0}")]
     Signature(#[from] SignatureError),
     #[error("the event could not be stored; retry later")]
@@ -62,7 +65,7 @@ impl IngestError {
         match self {
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::UnknownSource(_) | Self::NoSource => StatusCode::NOT_FOUND,
-            Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::TooLarge { .. } | Self::TooManyEvents(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Signature(e) if e.is_transient() => StatusCode::SERVICE_UNAVAILABLE,
             Self::Signature(_) => StatusCode::UNAUTHORIZED,
             Self::Store(_) | Self::Handshake(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -77,6 +80,7 @@ impl IngestError {
             Self::UnknownSource(_) | Self::NoSource => "unknown_source",
             Self::BadBodyEncoding => "invalid_body_encoding",
             Self::TooLarge { .. } => "payload_too_large",
+            Self::TooManyEvents(_) => "too_many_events",
             Self::Signature(e) => e.code(),
             Self::Store(_) => "store_unavailable",
             Self::Handshake(e) => e.code(),

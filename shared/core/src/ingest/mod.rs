@@ -157,6 +157,7 @@ pub struct Ingestor<S, C> {
     store: S,
     clock: C,
     max_body_bytes: usize,
+    max_batch_events: usize,
     retention_days: u32,
     journal_budget_ms: i64,
     metrics: Option<Arc<dyn MetricSink>>,
@@ -169,6 +170,7 @@ impl<S: std::fmt::Debug, C: std::fmt::Debug> std::fmt::Debug for Ingestor<S, C> 
             .field("store", &self.store)
             .field("clock", &self.clock)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_batch_events", &self.max_batch_events)
             .field("retention_days", &self.retention_days)
             .finish_non_exhaustive()
     }
@@ -188,6 +190,7 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
             store,
             clock,
             max_body_bytes,
+            max_batch_events: crate::config::DEFAULT_MAX_BATCH_EVENTS,
             retention_days,
             journal_budget_ms: JOURNAL_BUDGET_MS,
             metrics: None,
@@ -199,6 +202,14 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
     /// default).
     pub fn with_journal_budget(mut self, budget: Duration) -> Self {
         self.journal_budget_ms = i64::try_from(budget.as_millis()).unwrap_or(i64::MAX);
+        self
+    }
+
+    /// Splits a batch into at most `max` events ([`crate::config::DEFAULT_MAX_BATCH_EVENTS`]
+    /// unless set; `MAX_BATCH_EVENTS` in the function): a verified array of more elements is
+    /// refused whole, 413 `too_many_events`, nothing stored.
+    pub fn with_max_batch_events(mut self, max: usize) -> Self {
+        self.max_batch_events = max;
         self
     }
 

@@ -7,7 +7,8 @@
 //!    (the function's log line records it) — [`Reply::Handshake`];
 //! 2. a **batch** (a JSON array, for a source whose scheme posts several events at once or that
 //!    says `"batch": true`): each event stored as its own message (`batch.rs`) —
-//!    [`Reply::Batch`];
+//!    [`Reply::Batch`]; an array of more elements than the ingestor's limit
+//!    ([`Ingestor::with_max_batch_events`]) is refused whole, nothing stored;
 //! 3. else **one event**, exactly as [`Ingestor::ingest`] stores it — [`Reply::Event`].
 
 use super::batch::BatchAcknowledgement;
@@ -79,7 +80,7 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
             }
         }
         if source.batches {
-            if let Some(events) = crate::batch::split(&body) {
+            if let Some(events) = crate::batch::split_at_most(&body, self.max_batch_events)? {
                 return self
                     .store_batch(source, req.headers, events, now_ms)
                     .await

@@ -43,11 +43,31 @@ pub trait Fetcher: fmt::Debug + Send + Sync {
 #[error("{reason}")]
 pub struct FetchError {
     pub reason: &'static str,
+    /// The server answered that it has no such document (403, 404, 410): a decision, not an
+    /// outage.
+    absent: bool,
 }
 
 impl FetchError {
+    /// The document could not be fetched now (an outage, a timeout, an unexpected answer).
     pub fn new(reason: &'static str) -> Self {
-        Self { reason }
+        Self {
+            reason,
+            absent: false,
+        }
+    }
+
+    /// The server has no such document.
+    pub fn absent(reason: &'static str) -> Self {
+        Self {
+            reason,
+            absent: true,
+        }
+    }
+
+    /// Whether the server answered that it has no such document.
+    pub fn is_absent(&self) -> bool {
+        self.absent
     }
 }
 
@@ -154,8 +174,12 @@ fn parse_response(response: &[u8]) -> Result<Vec<u8>, FetchError> {
     if !matches!(version, Some("HTTP/1.1" | "HTTP/1.0")) {
         return Err(malformed());
     }
-    if code != Some("200") {
-        return Err(FetchError::new("the server did not answer 200"));
+    match code {
+        Some("200") => {}
+        Some("403" | "404" | "410") => {
+            return Err(FetchError::absent("the server has no such document"))
+        }
+        _ => return Err(FetchError::new("the server did not answer 200")),
     }
     let (mut length, mut chunked) = (None, false);
     for line in lines {
@@ -303,9 +327,15 @@ mod tests {
             ok(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\n\r\n").unwrap(),
             b"hello world"
         );
+        for status in ["403 Forbidden", "404 Not Found", "410 Gone"] {
+            let answer = format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n");
+            let e = ok(answer.as_bytes()).unwrap_err();
+            assert!(e.is_absent(), "{status}");
+            assert_eq!(e.reason, "the server has no such document");
+        }
         for (bad, reason) in [
             (
-                &b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"[..],
+                &b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"[..],
                 "the server did not answer 200",
             ),
             (

@@ -57,7 +57,7 @@ pub(super) fn parse_timestamp(text: &str) -> Result<(i64, &str), &'static str> {
 /// one of `signed_headers` (case-insensitive).
 pub(super) fn covers(rule: &FieldRule, signed_headers: &[&HeaderName]) -> bool {
     match rule {
-        FieldRule::JsonPointer(_) | FieldRule::BodySha256 => true,
+        FieldRule::JsonPointer(_) | FieldRule::BodySha256 | FieldRule::FormSha256 => true,
         FieldRule::Header(name) => signed_headers
             .iter()
             .any(|h| h.as_str().eq_ignore_ascii_case(name.trim())),

@@ -179,7 +179,7 @@ impl Scheme for Mailgun {
         match rule {
             FieldRule::JsonPointer(p) => p.starts_with("/signature/"),
             FieldRule::FirstOf(rules) => rules.iter().all(|r| self.signs(r)),
-            FieldRule::Header(_) | FieldRule::BodySha256 => false,
+            FieldRule::Header(_) | FieldRule::BodySha256 | FieldRule::FormSha256 => false,
         }
     }
 }

@@ -9,9 +9,12 @@
 //! PKCS#1 v1.5 signature: `SignatureVersion` `1` = SHA1withRSA, `2` = SHA256withRSA.
 //!
 //! **The key** is the certificate at `SigningCertURL`, accepted only as
-//! `https://sns.<region>.amazonaws.com/….pem` for the region of the pinned topic (never another
-//! host, never plain HTTP), fetched once (over TLS with the system's roots) and cached; a fetch
-//! that fails decides nothing (`signing_key_unavailable`, 503: SNS retries).
+//! `https://sns.<region>.amazonaws.com/SimpleNotificationService-<hex>.pem` for the region of the
+//! pinned topic (SNS's certificate names only: never another host or path, never plain HTTP),
+//! fetched once (over TLS with the system's roots) and cached. A fetch that fails decides nothing
+//! (`signing_key_unavailable`, 503: SNS retries), unless SNS answers it has no such certificate
+//! (403/404/410: `signature_malformed`, 401, as no message SNS signed names it); either failure is
+//! remembered for a minute, answered again without fetching (`sns/cert.rs`).
 //!
 //! **Order of checks**: the body's members (each required one present once, a string), `Type`,
 //! `SignatureVersion`, `Signature` (base64), `Timestamp` (ISO 8601), `SigningCertURL` (the rule
@@ -267,10 +270,11 @@ impl Scheme for Sns {
             Err(e) => return Err(e).into(),
         };
         let now = request.now_unix;
-        match self.certificates.cached(&envelope.cert_url) {
-            Some(key) => self.finish(&envelope, &key, now).into(),
+        match self.certificates.cached(&envelope.cert_url, now) {
+            Some(Ok(key)) => self.finish(&envelope, &key, now).into(),
+            Some(Err(recently_failed)) => Err(recently_failed).into(),
             None => Verdict::Pending(Box::pin(async move {
-                let key = self.certificates.fetch(&envelope.cert_url).await?;
+                let key = self.certificates.fetch(&envelope.cert_url, now).await?;
                 self.finish(&envelope, &key, now)
             })),
         }
@@ -356,7 +360,7 @@ impl Scheme for Sns {
                 .and_then(|p| p.split('/').next())
                 .is_some_and(|first| SIGNED.contains(&first)),
             FieldRule::FirstOf(rules) => rules.iter().all(|r| self.signs(r)),
-            FieldRule::Header(_) | FieldRule::BodySha256 => false,
+            FieldRule::Header(_) | FieldRule::BodySha256 | FieldRule::FormSha256 => false,
         }
     }
 

@@ -11,8 +11,11 @@
 //! with and without the scheme's default port. Twilio signs no timestamp: replays are caught by
 //! deduplication. JSON bodies (signed through a `bodySHA256` query parameter) are not supported.
 //!
-//! Event id: the body's SHA-256 (the `I-Twilio-Idempotency-Token` header is not signed); no
-//! type (`MessageStatus` is a form field). Sample: an SMS status callback.
+//! Event id: the SHA-256 of the signed parameters (every `name` + `value` in signing order, the
+//! signed string without the source's URL: `crate::identity::form`), so a resend with reordered
+//! or repeated parameters, which carries the same signature, is a duplicate and not a new event
+//! (the `I-Twilio-Idempotency-Token` header is not signed); no type (`MessageStatus` is a form
+//! field). Sample: an SMS status callback.
 
 use aws_lc_rs::hmac;
 use base64::Engine as _;
@@ -26,6 +29,7 @@ use super::{
     FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
     Spec, Unsigned, Verdict,
 };
+use crate::identity::form::signed_params;
 use crate::identity::FieldRule;
 
 const LABEL: &str = "X-Twilio-Signature";
@@ -76,45 +80,14 @@ impl std::fmt::Debug for Twilio {
     }
 }
 
-/// One form-encoded name or value, decoded (`+` is a space); `None` if it is not UTF-8 (Twilio
-/// sends UTF-8, and a lossy decoding would let different bodies sign alike).
-fn decode_form(part: &[u8]) -> Option<String> {
-    let spaced: Vec<u8> = part
-        .iter()
-        .map(|&b| if b == b'+' { b' ' } else { b })
-        .collect();
-    percent_encoding::percent_decode(&spaced)
-        .decode_utf8()
-        .ok()
-        .map(std::borrow::Cow::into_owned)
-}
-
-/// The POST parameters in signing order: names sorted, each name's distinct values sorted.
-/// `None` if the body is not form-encoded UTF-8.
-fn sorted_params(body: &[u8]) -> Option<Vec<(String, String)>> {
-    let mut params = Vec::new();
-    for pair in body.split(|&b| b == b'&').filter(|p| !p.is_empty()) {
-        let (name, value) = match pair.iter().position(|&b| b == b'=') {
-            Some(at) => (&pair[..at], &pair[at + 1..]),
-            None => (pair, &b""[..]),
-        };
-        params.push((decode_form(name)?, decode_form(value)?));
-    }
-    params.sort_unstable();
-    params.dedup();
-    Some(params)
-}
-
-fn mac(key: &Keys, algorithm: Algorithm, url: &str, params: &[(String, String)]) -> Vec<u8> {
+/// The MAC of the signed string: the URL, then the signed parameters (`signed_params`).
+fn mac(key: &Keys, algorithm: Algorithm, url: &str, params: &[u8]) -> Vec<u8> {
     let mut ctx = hmac::Context::with_key(match algorithm {
         Algorithm::Sha1 => &key.sha1,
         Algorithm::Sha256 => &key.sha256,
     });
     ctx.update(url.as_bytes());
-    for (name, value) in params {
-        ctx.update(name.as_bytes());
-        ctx.update(value.as_bytes());
-    }
+    ctx.update(params);
     ctx.sign().as_ref().to_vec()
 }
 
@@ -158,7 +131,7 @@ impl Twilio {
             ));
         }
         let candidate = &tag[..len];
-        let params = sorted_params(body).ok_or(SignatureError::MalformedField {
+        let params = signed_params(body).ok_or(SignatureError::MalformedField {
             field: "(form parameters)",
             reason: "the body is not form-encoded UTF-8",
         })?;
@@ -213,7 +186,7 @@ impl Scheme for Twilio {
         let key = self.keys.first().ok_or(SignError::Unsupported {
             reason: "no secret",
         })?;
-        let params = sorted_params(message.body).ok_or(SignError::Unsupported {
+        let params = signed_params(message.body).ok_or(SignError::Unsupported {
             reason: "a Twilio body is form-encoded UTF-8",
         })?;
         let tag = mac(key, Algorithm::Sha1, url, &params);
@@ -231,17 +204,18 @@ impl Scheme for Twilio {
     }
 
     fn default_event_id(&self) -> FieldRule {
-        FieldRule::BodySha256
+        FieldRule::FormSha256
     }
 
     fn default_event_type(&self) -> Option<FieldRule> {
         None
     }
 
-    /// Signed: the configured URL and the POST parameters, sorted: the parameters' values are
-    /// covered, not the body's bytes (a reordered body verifies too), so no rule here is.
-    fn signs(&self, _rule: &FieldRule) -> bool {
-        false
+    /// Signed: the configured URL and the POST parameters, sorted and de-duplicated: exactly
+    /// what the form parameters' hash reads; not the body's bytes (a reordered body verifies
+    /// too), so no other rule is.
+    fn signs(&self, rule: &FieldRule) -> bool {
+        matches!(rule, FieldRule::FormSha256)
     }
 }
 
@@ -283,6 +257,7 @@ impl Sampler for Samples {
 mod tests {
     use super::super::test_support::*;
     use super::*;
+    use crate::identity::form::sorted_params;
     use serde_json::json;
 
     // Twilio's documented example (the webhooks security guide and its code samples).
@@ -418,6 +393,45 @@ mod tests {
                 field: "(form parameters)",
                 reason: "the body is not form-encoded UTF-8"
             })
+        );
+    }
+
+    #[test]
+    fn the_id_is_the_hash_of_the_signed_parameters_so_a_reordered_resend_is_a_duplicate() {
+        let scheme = twilio(URL);
+        let rule = scheme.default_event_id();
+        assert_eq!(rule, FieldRule::FormSha256);
+        assert!(
+            scheme.signs(&rule),
+            "the signature covers what the id reads"
+        );
+        assert!(!scheme.signs(&FieldRule::BodySha256));
+        let id = |body: &[u8]| {
+            let hash = crate::identity::BodyHash::new(body);
+            let identity =
+                crate::identity::identify_lazy(&rule, true, None, &HeaderMap::new(), &hash);
+            assert_eq!(identity.unidentified, None);
+            identity.event_id.as_str().to_owned()
+        };
+        // The documented request, then the same parameters reordered and one repeated: the same
+        // signature verifies all three, and all three are one event.
+        let resent = b"To=%2B18005551212&Digits=1234&CallSid=CA1234567890ABCDE&From=%2B14158675310&Caller=%2B14158675310&Digits=1234";
+        assert_eq!(check(EXPECTED, resent), Ok(()));
+        assert_eq!(id(resent), id(BODY));
+        let signed =
+            "CallSidCA1234567890ABCDECaller+14158675310Digits1234From+14158675310To+18005551212";
+        assert_eq!(
+            id(BODY),
+            crate::domain::BodyDigest::of(signed.as_bytes()).to_hex()
+        );
+        // Another value is another event.
+        assert_ne!(
+            id(&BODY
+                .to_vec()
+                .into_iter()
+                .map(|b| if b == b'4' { b'5' } else { b })
+                .collect::<Vec<_>>()),
+            id(BODY)
         );
     }
 }

@@ -16,6 +16,11 @@ fn sendgrid_key() -> String {
 }
 
 fn batching() -> Ingestor<MemoryInbox, ManualClock> {
+    batching_up_to(256 * 1024)
+}
+
+/// [`batching`] accepting bodies of up to `max_body_bytes`.
+fn batching_up_to(max_body_bytes: usize) -> Ingestor<MemoryInbox, ManualClock> {
     let secrets = serde_json::to_string(&json!({
         "sendgrid": [sendgrid_key()], "custom": ["custom-secret"], "unsplit": ["custom-secret"],
     }))
@@ -33,7 +38,7 @@ fn batching() -> Ingestor<MemoryInbox, ManualClock> {
         sources,
         MemoryInbox::new(),
         ManualClock::at_secs(NOW),
-        256 * 1024,
+        max_body_bytes,
         30,
     )
 }
@@ -270,6 +275,50 @@ async fn any_source_may_split_arrays_and_single_events_keep_one_write() {
     // A source that does not batch stores an array as one message.
     assert!(matches!(
         receive(&ing, "unsplit", body).await,
+        Ok(Reply::Event(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_batch_of_more_events_than_the_limit_is_refused_whole_and_stores_nothing() {
+    // A signed 6 MiB `[1,1,…]`: three million elements, refused at the default limit.
+    let ing = batching_up_to(crate::config::DEFAULT_MAX_BODY_BYTES);
+    let mut huge = String::with_capacity(6 << 20);
+    huge.push('[');
+    while huge.len() < (6 << 20) - 8 {
+        huge.push_str("1,");
+    }
+    huge.push_str("1]");
+    let e = receive(&ing, "custom", &huge).await.unwrap_err();
+    assert_eq!((e.status().as_u16(), e.code()), (413, "too_many_events"));
+    let message = e.body().message.into_owned();
+    let limit = crate::config::DEFAULT_MAX_BATCH_EVENTS.to_string();
+    assert!(
+        message.contains(&limit) && message.contains("MAX_BATCH_EVENTS"),
+        "the answer names the limit: {message}"
+    );
+    assert_eq!(ing.store().write_requests(), 0, "nothing stored");
+
+    // A configured limit: exactly that many pass, one more is refused.
+    let ing = batching().with_max_batch_events(2);
+    let two = r#"[{"id":"l-1","kind":"a"},{"id":"l-2","kind":"a"}]"#;
+    assert_eq!(batch(receive(&ing, "custom", two).await).accepted(), 2);
+    let writes = ing.store().write_requests();
+    let three = r#"[{"id":"l-3","kind":"a"},{"id":"l-4","kind":"a"},{"id":"l-5","kind":"a"}]"#;
+    let e = receive(&ing, "custom", three).await.unwrap_err();
+    assert_eq!((e.status().as_u16(), e.code()), (413, "too_many_events"));
+    assert_eq!(
+        e.to_string(),
+        "the batch has 3 events; the limit is 2 per request (MAX_BATCH_EVENTS); send it in smaller batches"
+    );
+    assert_eq!(
+        ing.store().write_requests(),
+        writes,
+        "none of the three stored"
+    );
+    // A source that does not split arrays stores the same body as one event.
+    assert!(matches!(
+        receive(&ing, "unsplit", three).await,
         Ok(Reply::Event(_))
     ));
 }

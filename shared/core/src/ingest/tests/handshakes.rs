@@ -164,7 +164,7 @@ async fn a_forged_handshake_is_refused_before_anything_is_done() {
         "TopicArn": TOPIC, "Message": "confirm", "SubscribeURL": SUBSCRIBE,
         "Timestamp": "2023-11-14T22:13:20.000Z", "SignatureVersion": "2",
         "Signature": base64::engine::general_purpose::STANDARD.encode([1u8; 256]),
-        "SigningCertURL": "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-x.pem"});
+        "SigningCertURL": "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0123456789abcdef0123456789abcdef.pem"});
     let text = confirmation.to_string();
     let e = ing
         .receive(IngestRequest {

@@ -1,9 +1,12 @@
 //! SNS signing certificates: which `SigningCertURL`s may be fetched (HTTPS, the SNS host of the
-//! pinned topic's region, a `.pem` path), their parsing (X.509 PEM → the RSA public key, for
-//! SHA1withRSA and SHA256withRSA), the cache (each URL fetched once per cold start; failures are
-//! not cached, at most [`MAX_CACHED`] certificates kept), and local signing identities (a private
-//! key and its certificate, configured as a secret for `make dev` and tests, whose certificate is
-//! served from the cache and never fetched).
+//! pinned topic's region, and only SNS's certificate names: `/SimpleNotificationService-<hex>.pem`),
+//! their parsing (X.509 PEM → the RSA public key, for SHA1withRSA and SHA256withRSA), the cache
+//! (each URL fetched once per cold start, at most [`MAX_CACHED`] certificates kept; a failed fetch
+//! is remembered for [`FAILURE_TTL_SECS`], so a flood of requests naming a missing or unreachable
+//! certificate costs one fetch, not one each; SNS answering that it has no such certificate is a
+//! refusal, 401, not an outage), and local signing identities (a private key and its certificate,
+//! configured as a secret for `make dev` and tests, whose certificate is served from the cache and
+//! never fetched).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,6 +25,14 @@ use super::super::{FetchError, Fetcher, SignatureError};
 
 /// The most certificates kept (SNS rotates its certificate rarely; real URLs are few).
 pub(super) const MAX_CACHED: usize = 16;
+/// How long a failed fetch is remembered (its answer given again without fetching), seconds.
+pub(super) const FAILURE_TTL_SECS: i64 = 60;
+/// The most failed URLs remembered.
+const MAX_FAILED: usize = 64;
+/// The name of SNS's signing certificates: `SimpleNotificationService-` + hex + `.pem`.
+const CERT_PREFIX: &str = "SimpleNotificationService-";
+/// The length of the hex part SNS's certificate names have (32 in every region today).
+const CERT_HEX_LEN: std::ops::RangeInclusive<usize> = 16..=64;
 
 /// The SNS host of a topic ARN's region (`arn:aws:sns:us-east-1:…` → `sns.us-east-1.amazonaws.com`,
 /// `.amazonaws.com.cn` in the China partition).
@@ -33,8 +44,9 @@ pub(super) fn sns_host(partition: &str, region: &str) -> String {
     }
 }
 
-/// Whether `url` is `https://<host>/<path>.pem`, nothing else: no user info, port, query,
-/// fragment, `..` or non-visible characters.
+/// Whether `url` is `https://<host>/SimpleNotificationService-<hex>.pem` (16 to 64 hex digits),
+/// the name SNS gives its certificates, nothing else: no other path, user info, port, query or
+/// fragment.
 pub(super) fn allowed_cert_url(url: &str, host: &str) -> bool {
     let Some(rest) = url.strip_prefix("https://") else {
         return false;
@@ -42,13 +54,13 @@ pub(super) fn allowed_cert_url(url: &str, host: &str) -> bool {
     let Some((authority, path)) = rest.split_once('/') else {
         return false;
     };
+    let hex = path
+        .strip_prefix(CERT_PREFIX)
+        .and_then(|p| p.strip_suffix(".pem"));
     authority == host
-        && path.ends_with(".pem")
-        && path.len() > ".pem".len()
-        && !path.contains("..")
-        && path
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
+        && hex.is_some_and(|h| {
+            CERT_HEX_LEN.contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit())
+        })
 }
 
 /// A certificate's RSA public key, parsed for both signature versions.
@@ -139,9 +151,10 @@ impl Identity {
         }
         let fingerprint = Sha256::digest(cert.to_der().map_err(|_| "not an X.509 certificate")?);
         Ok(Self {
+            // Named as SNS names its certificates (the certificate's fingerprint as the hex).
             url: format!(
-                "https://{host}/SimpleNotificationService-local-{}.pem",
-                hex::encode(&fingerprint[..8])
+                "https://{host}/{CERT_PREFIX}{}.pem",
+                hex::encode(&fingerprint[..16])
             ),
             cert: Arc::new(CertKey::from_certificate(&cert)?),
             key,
@@ -149,11 +162,39 @@ impl Identity {
     }
 }
 
-/// The certificates of one source: local identities' (fixed) and fetched ones (cached).
+/// A fetch that failed, remembered until `until` (Unix seconds).
+#[derive(Clone, Copy)]
+struct Failure {
+    until: i64,
+    /// SNS answered that it has no such certificate.
+    absent: bool,
+}
+
+impl Failure {
+    /// What a request naming the URL is answered while the failure is remembered: SNS has no
+    /// such certificate, so the signature cannot be SNS's (401); or the key could not be obtained
+    /// (503, SNS retries).
+    fn error(self) -> SignatureError {
+        if self.absent {
+            SignatureError::MalformedField {
+                field: "SigningCertURL",
+                reason: "SNS has no certificate at this URL",
+            }
+        } else {
+            SignatureError::KeyUnavailable {
+                reason: "the SNS signing certificate could not be fetched",
+            }
+        }
+    }
+}
+
+/// The certificates of one source: local identities' (fixed), fetched ones (cached), and the
+/// URLs whose fetch failed recently.
 pub(super) struct Certificates {
     fetcher: Arc<dyn Fetcher>,
     local: HashMap<String, Arc<CertKey>>,
     fetched: Mutex<HashMap<String, Arc<CertKey>>>,
+    failed: Mutex<HashMap<String, Failure>>,
 }
 
 impl Certificates {
@@ -165,31 +206,47 @@ impl Certificates {
                 .map(|i| (i.url.clone(), Arc::clone(&i.cert)))
                 .collect(),
             fetched: Mutex::default(),
+            failed: Mutex::default(),
         }
     }
 
-    /// The key of an (allowed) URL if it is known without I/O.
-    pub(super) fn cached(&self, url: &str) -> Option<Arc<CertKey>> {
+    /// The key of an (allowed) URL, or the answer of its recent failed fetch, if known without
+    /// I/O at `now` (Unix seconds).
+    pub(super) fn cached(
+        &self,
+        url: &str,
+        now: i64,
+    ) -> Option<Result<Arc<CertKey>, SignatureError>> {
         if let Some(key) = self.local.get(url) {
-            return Some(Arc::clone(key));
+            return Some(Ok(Arc::clone(key)));
         }
-        self.fetched
+        if let Some(key) = self
+            .fetched
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(url)
-            .cloned()
+        {
+            return Some(Ok(Arc::clone(key)));
+        }
+        let failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        let failure = failed.get(url).filter(|f| now < f.until)?;
+        Some(Err(failure.error()))
     }
 
-    /// Fetches, parses and caches the certificate at an (allowed) URL.
-    pub(super) async fn fetch(&self, url: &str) -> Result<Arc<CertKey>, SignatureError> {
-        let unavailable = |reason| SignatureError::KeyUnavailable { reason };
-        let pem = self.fetcher.fetch(url).await.map_err(|e: FetchError| {
+    /// Fetches, parses and caches the certificate at an (allowed) URL at `now` (Unix seconds); a
+    /// failure is remembered for [`FAILURE_TTL_SECS`].
+    pub(super) async fn fetch(&self, url: &str, now: i64) -> Result<Arc<CertKey>, SignatureError> {
+        let fetched = self.fetcher.fetch(url).await;
+        let pem = fetched.map_err(|e: FetchError| {
             tracing::warn!(reason = e.reason, "SNS signing certificate not fetched");
-            unavailable("the SNS signing certificate could not be fetched")
+            self.remember_failure(url, now, e.is_absent())
         })?;
         let key = CertKey::from_pem(&pem).map_err(|reason| {
             tracing::warn!(reason, "SNS signing certificate not usable");
-            unavailable("the SNS signing certificate could not be read")
+            self.remember_failure(url, now, false);
+            SignatureError::KeyUnavailable {
+                reason: "the SNS signing certificate could not be read",
+            }
         })?;
         let key = Arc::new(key);
         let mut cache = self.fetched.lock().unwrap_or_else(PoisonError::into_inner);
@@ -198,6 +255,23 @@ impl Certificates {
         }
         cache.insert(url.to_owned(), Arc::clone(&key));
         Ok(key)
+    }
+
+    /// Remembers that fetching `url` failed at `now`; the answer to give meanwhile.
+    fn remember_failure(&self, url: &str, now: i64, absent: bool) -> SignatureError {
+        let failure = Failure {
+            until: now.saturating_add(FAILURE_TTL_SECS),
+            absent,
+        };
+        let mut failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        if failed.len() >= MAX_FAILED {
+            failed.retain(|_, f| now < f.until);
+            if failed.len() >= MAX_FAILED {
+                failed.clear();
+            }
+        }
+        failed.insert(url.to_owned(), failure);
+        failure.error()
     }
 }
 

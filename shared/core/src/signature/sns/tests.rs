@@ -275,24 +275,79 @@ async fn notifications_and_confirmations_verify_with_the_fetched_certificate_onc
 }
 
 #[tokio::test]
-async fn a_failed_fetch_decides_nothing_and_is_not_cached() {
+async fn a_failed_fetch_decides_nothing_and_is_remembered_for_a_minute() {
     let fetcher = FakeFetcher::serving(CERT_URL, Err(FetchError::new("timed out")));
     let s = scheme_with(Arc::clone(&fetcher), &[]);
     let body = signed(notification());
-    for _ in 0..2 {
-        let e = verify(&s, &body, T).await.unwrap_err();
+    for now in [T, T + 1, T + cert::FAILURE_TTL_SECS - 1] {
+        let e = verify(&s, &body, now).await.unwrap_err();
         assert!(e.is_transient(), "{e:?}");
         assert_eq!(e.code(), "signing_key_unavailable");
     }
     assert_eq!(
         fetcher.calls.load(Ordering::SeqCst),
-        2,
-        "retried, not cached"
+        1,
+        "one fetch for every request within the minute"
     );
+    // After the minute it is tried again.
+    let e = verify(&s, &body, T + cert::FAILURE_TTL_SECS)
+        .await
+        .unwrap_err();
+    assert!(e.is_transient());
+    assert_eq!(fetcher.calls.load(Ordering::SeqCst), 2);
     // A document that is not a certificate: the same.
     let garbage = FakeFetcher::serving(CERT_URL, Ok(b"<html>not a cert</html>".to_vec()));
-    let s = scheme_with(garbage, &[]);
+    let s = scheme_with(Arc::clone(&garbage), &[]);
     assert!(verify(&s, &body, T).await.unwrap_err().is_transient());
+    assert!(verify(&s, &body, T).await.unwrap_err().is_transient());
+    assert_eq!(garbage.calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_certificate_sns_does_not_have_is_a_refusal_not_an_outage() {
+    // SNS answers 404 (or 403) for a certificate name it never issued: no message it signed
+    // names it, so the request is refused (401), and remembered.
+    let fetcher = FakeFetcher::serving(CERT_URL, Err(FetchError::absent("no such document")));
+    let s = scheme_with(Arc::clone(&fetcher), &[]);
+    let body = signed(notification());
+    let refused = Err(SignatureError::MalformedField {
+        field: "SigningCertURL",
+        reason: "SNS has no certificate at this URL",
+    });
+    for _ in 0..3 {
+        let outcome = verify(&s, &body, T).await;
+        assert_eq!(outcome, refused);
+        assert!(!outcome.unwrap_err().is_transient(), "401, not 503");
+    }
+    assert_eq!(fetcher.calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn only_sns_certificate_names_are_ever_fetched() {
+    let fetcher = serving_cert();
+    let s = scheme_with(Arc::clone(&fetcher), &[]);
+    let hex = "7506a1e35b36ef5a444dd1a8e7cc3ed8";
+    for url in [
+        "https://sns.us-east-1.amazonaws.com/x.pem".to_owned(),
+        "https://sns.us-east-1.amazonaws.com/any/path/at/all.pem".to_owned(),
+        format!("https://sns.us-east-1.amazonaws.com/static/SimpleNotificationService-{hex}.pem"),
+        "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-xyz.pem".to_owned(),
+        "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-.pem".to_owned(),
+        format!("https://sns.us-east-1.amazonaws.com/SimpleNotificationService-{hex}.pem?x=1"),
+        format!("https://sns.us-east-1.amazonaws.com:443/SimpleNotificationService-{hex}.pem"),
+    ] {
+        let mut m = notification();
+        m["SigningCertURL"] = json!(url);
+        assert_eq!(
+            verify(&s, &signed(m), T).await,
+            Err(SignatureError::MalformedField {
+                field: "SigningCertURL",
+                reason: "not an HTTPS URL of SNS in the topic's region",
+            }),
+            "{url}"
+        );
+    }
+    assert_eq!(fetcher.calls.load(Ordering::SeqCst), 0, "nothing fetched");
 }
 
 #[tokio::test]
@@ -581,7 +636,11 @@ async fn a_local_identity_signs_and_its_certificate_is_never_fetched() {
     assert!(v["SigningCertURL"]
         .as_str()
         .unwrap()
-        .starts_with("https://sns.us-east-1.amazonaws.com/SimpleNotificationService-local-"));
+        .starts_with("https://sns.us-east-1.amazonaws.com/SimpleNotificationService-"));
+    assert!(allowed_cert_url(
+        v["SigningCertURL"].as_str().unwrap(),
+        "sns.us-east-1.amazonaws.com"
+    ));
     let h = headers(&[]);
     assert_eq!(s.verify(Request::new(&h, &body, T)).ready(), Some(Ok(())));
     // An SNS message is signed as it is (its Timestamp set to the signing time).
@@ -670,9 +729,18 @@ fn certificate_urls_and_timestamps() {
         sns_host("aws-cn", "cn-north-1"),
         "sns.cn-north-1.amazonaws.com.cn"
     );
+    assert!(allowed_cert_url(
+        "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-F3ECFB7224C7233FE7BB5F59F96DE52F.pem",
+        &host
+    ));
     for bad in [
         "https://sns.us-east-1.amazonaws.com/",
         "https://sns.us-east-1.amazonaws.com/.pem",
+        "https://sns.us-east-1.amazonaws.com/a.pem",
+        "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0123.pem",
+        "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-7506a1e35b36ef5a444dd1a8e7cc3ed8.pem/",
+        "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-7506a1e35b36ef5a444dd1a8e7cc3ed8.PEM",
+        "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-7506a1e35b36ef5a444dd1a8e7cc3ed8.pem",
         "https://sns.us-east-1.amazonaws.com/a.pem#x",
         "https://SNS.us-east-1.amazonaws.com/a.pem",
         "https://sns.us-east-1.amazonaws.com/a%2e.pem",

@@ -7,7 +7,9 @@
 //! - **In S3 (a claim check)**: above the inline limit, when a bucket is configured, the body is
 //!   written to S3 first, under a content-addressed key (`{source}/{event_id}/{sha256 of the
 //!   body}`, so a retried or repeated write of the same body is the same object, written once:
-//!   `If-None-Match: *`), encrypted (SSE-S3) and tagged for the bucket's lifecycle rule, which
+//!   `If-None-Match: *`; S3's 412 says the same bytes are there, its 409 `ConditionalRequestConflict`
+//!   that another write of them is under way, and the put is tried again: [`put_answer`]),
+//!   encrypted (SSE-S3) and tagged for the bucket's lifecycle rule, which
 //!   expires it after the retention; only then is the item written, with `body_ref` = that key
 //!   and no `body`. So a 200 still means the body is durable. A failed message's body is exempted
 //!   from expiry (its tag removed) when it fails, as failed messages never expire.
@@ -204,6 +206,33 @@ impl BodyConfig {
     }
 }
 
+/// How many times a conditional put that conflicted with another write of the same key is tried
+/// again, and the pause before the first retry (doubling after each).
+const PUT_CONFLICT_RETRIES: u32 = 3;
+const PUT_CONFLICT_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// What a conditional (`If-None-Match: *`) `PutObject` of a content-addressed key answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PutAnswer {
+    /// Written now, or already there (412: the key names the content, so the same bytes).
+    Durable,
+    /// Another write of the key was under way (409 `ConditionalRequestConflict`, or S3's older
+    /// `OperationAborted`): S3 asks for the put to be tried again, which then answers 200 or 412.
+    Conflict,
+    /// Anything else: the store's error.
+    Failed,
+}
+
+/// Sorts a conditional put's error by its HTTP status and S3 error code.
+pub(crate) fn put_answer(status: Option<u16>, code: Option<&str>) -> PutAnswer {
+    match (status, code) {
+        (Some(412), _) | (_, Some("PreconditionFailed")) => PutAnswer::Durable,
+        (Some(409), Some("ConditionalRequestConflict" | "OperationAborted") | None)
+        | (_, Some("ConditionalRequestConflict")) => PutAnswer::Conflict,
+        _ => PutAnswer::Failed,
+    }
+}
+
 /// Bodies above the inline limit, in an S3 bucket.
 #[derive(Debug, Clone)]
 pub struct S3Bodies {
@@ -237,10 +266,43 @@ impl S3Bodies {
     }
 
     /// Writes `body` under `key` unless it is there (same key, same bytes), encrypted and
-    /// tagged for expiry.
+    /// tagged for expiry. A put that conflicted with another write of the key is tried again
+    /// (up to [`PUT_CONFLICT_RETRIES`] times), as S3 asks: `Ok` only once the bytes are durable.
     pub async fn put(&self, key: &str, body: &[u8]) -> Result<(), StoreError> {
-        let result = self
-            .client
+        let mut pause = PUT_CONFLICT_PAUSE;
+        let mut retries = 0;
+        loop {
+            let Err(e) = self.put_once(key, body).await else {
+                return Ok(());
+            };
+            let status = e.raw_response().map(|r| r.status().as_u16());
+            let code = aws_sdk_s3::error::ProvideErrorMetadata::code(&e);
+            match put_answer(status, code) {
+                PutAnswer::Durable => return Ok(()),
+                PutAnswer::Conflict if retries < PUT_CONFLICT_RETRIES => {
+                    retries += 1;
+                    tracing::info!(
+                        retries,
+                        "the body's S3 put conflicted with another write of it: trying again"
+                    );
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                }
+                PutAnswer::Conflict | PutAnswer::Failed => return Err(classify(e)),
+            }
+        }
+    }
+
+    /// One conditional put of `body` under `key`.
+    async fn put_once(
+        &self,
+        key: &str,
+        body: &[u8],
+    ) -> Result<
+        aws_sdk_s3::operation::put_object::PutObjectOutput,
+        aws_sdk_s3::error::SdkError<aws_sdk_s3::operation::put_object::PutObjectError>,
+    > {
+        self.client
             .put_object()
             .bucket(&self.bucket)
             .key(key)
@@ -250,13 +312,7 @@ impl S3Bodies {
             .tagging(format!("{EXPIRY_TAG_KEY}={EXPIRY_TAG_VALUE}"))
             .if_none_match("*")
             .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            // Already there: the key names the content.
-            Err(e) if e.raw_response().map(|r| r.status().as_u16()) == Some(412) => Ok(()),
-            Err(e) => Err(classify(e)),
-        }
+            .await
     }
 
     /// The body under `key`.
@@ -306,6 +362,33 @@ impl S3Bodies {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_conditional_put_is_durable_on_412_and_tried_again_on_409() {
+        for (status, code, answer) in [
+            (Some(412), Some("PreconditionFailed"), PutAnswer::Durable),
+            (Some(412), None, PutAnswer::Durable),
+            (None, Some("PreconditionFailed"), PutAnswer::Durable),
+            (
+                Some(409),
+                Some("ConditionalRequestConflict"),
+                PutAnswer::Conflict,
+            ),
+            (Some(409), Some("OperationAborted"), PutAnswer::Conflict),
+            (Some(409), None, PutAnswer::Conflict),
+            (
+                None,
+                Some("ConditionalRequestConflict"),
+                PutAnswer::Conflict,
+            ),
+            (Some(409), Some("BucketAlreadyExists"), PutAnswer::Failed),
+            (Some(503), Some("SlowDown"), PutAnswer::Failed),
+            (Some(403), Some("AccessDenied"), PutAnswer::Failed),
+            (None, None, PutAnswer::Failed),
+        ] {
+            assert_eq!(put_answer(status, code), answer, "{status:?} {code:?}");
+        }
+    }
 
     #[test]
     fn json_bodies_are_compressed_and_read_back_byte_for_byte() {
