@@ -380,3 +380,118 @@ fn no_scheme_passes_a_request_without_headers_or_with_only_some() {
         }
     }
 }
+
+#[test]
+fn the_known_bug_classes_of_other_verifiers_fail_closed() {
+    // The seeds of the fuzz targets, as a table: each was a real bug in a provider's library.
+    let secret = "whsec_c2VjcmV0LXRleHQ=";
+    let body: &[u8] = br#"{"id":"evt_1"}"#;
+    let ts = T.to_string();
+    let standard = verifier("standard-webhooks", &[secret]);
+    let good = value_of(&standard.sign_at(body, T, "msg_1"), "webhook-signature");
+    let good_b64 = good.trim_start_matches("v1,");
+    let stripe = verifier("stripe", &[secret]);
+    let stripe_good = value_of(&stripe.sign_at(body, T, "msg_1"), "stripe-signature");
+    let stripe_hex = stripe_good.rsplit('=').next().unwrap().to_owned();
+    let cases: Vec<(&str, &dyn Scheme, Vec<(&str, String)>)> = vec![
+        // svix (RUSTSEC-2024-0010): an empty or truncated `v1` signature compared on its length.
+        ("svix v1,", &*standard, standard_headers(&ts, "v1,")),
+        (
+            "svix v1, only",
+            &*standard,
+            standard_headers(&ts, "v1, v1,"),
+        ),
+        (
+            "svix truncated",
+            &*standard,
+            standard_headers(&ts, &format!("v1,{}", &good_b64[..10])),
+        ),
+        (
+            "svix one byte",
+            &*standard,
+            standard_headers(&ts, &format!("v1,{}", &good_b64[..4])),
+        ),
+        (
+            "svix prefixed",
+            &*standard,
+            standard_headers(&ts, &format!("v1,A{good_b64}")),
+        ),
+        (
+            "svix unpadded",
+            &*standard,
+            standard_headers(&ts, &format!("v1,{}", good_b64.trim_end_matches('='))),
+        ),
+        // stripe-php #1984: a header part without `=`.
+        (
+            "stripe t=,v1",
+            &*stripe,
+            vec![("stripe-signature", format!("t={ts},v1"))],
+        ),
+        (
+            "stripe v1 only",
+            &*stripe,
+            vec![("stripe-signature", "v1".into())],
+        ),
+        (
+            "stripe t only",
+            &*stripe,
+            vec![("stripe-signature", format!("t={ts}"))],
+        ),
+        (
+            "stripe ,,,",
+            &*stripe,
+            vec![("stripe-signature", ",,,=,=".into())],
+        ),
+        (
+            "stripe v1=",
+            &*stripe,
+            vec![("stripe-signature", format!("t={ts},v1="))],
+        ),
+        (
+            "stripe truncated",
+            &*stripe,
+            vec![(
+                "stripe-signature",
+                format!("t={ts},v1={}", &stripe_hex[..62]),
+            )],
+        ),
+        (
+            "stripe prefixed",
+            &*stripe,
+            vec![("stripe-signature", format!("t={ts},v1=00{stripe_hex}"))],
+        ),
+        // novu #11829: a verifier passing when its headers are missing.
+        ("standard no headers", &*standard, vec![]),
+        ("stripe no headers", &*stripe, vec![]),
+        (
+            "standard no signature",
+            &*standard,
+            standard_headers(&ts, "")
+                .into_iter()
+                .filter(|(n, _)| *n != "webhook-signature")
+                .collect(),
+        ),
+    ];
+    for (label, scheme, pairs) in cases {
+        let pairs: Vec<(&str, &str)> = pairs.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let map = headers(&pairs);
+        assert!(
+            outcome(scheme, &map, body, T).is_err(),
+            "{label}: {pairs:?} passed"
+        );
+    }
+    // And the genuine ones pass (the table above is not refused for another reason).
+    let map = headers(&[("stripe-signature", &stripe_good)]);
+    assert_eq!(outcome(&*stripe, &map, body, T), Ok(()));
+    let pairs = standard_headers(&ts, &good);
+    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    assert_eq!(outcome(&*standard, &headers(&pairs), body, T), Ok(()));
+}
+
+fn standard_headers(ts: &str, signature: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("webhook-id", "msg_1".to_owned()),
+        ("webhook-timestamp", ts.to_owned()),
+        ("webhook-signature", signature.to_owned()),
+    ]
+}
