@@ -102,8 +102,8 @@ config-docs:
 
 # The fault-injection suite (tests/it/faults/: shared emulators on FAULT_PORT/FAULT_DYNAMODB_PORT,
 # and a pair of its own for the tests that pause, kill or load them), its observed counts collected
-# as JSON lines and rendered into docs/faults.md. `make test` runs the same tests; this also
-# writes the table.
+# as JSON lines and rendered into docs/faults.md with the last `make fuzz` run's row
+# (docs/fuzz-counts.jsonl). `make test` runs the same tests; this also writes the table.
 FAULT_COUNTS := $(CURDIR)/target/fault-counts.jsonl
 FAULT_PORT ?= 5068
 FAULT_DYNAMODB_PORT ?= 5069
@@ -118,6 +118,7 @@ fault-table: venv
 	  INBOX_VENV=$(CURDIR)/$(VENV) FAULT_COUNTS=$(FAULT_COUNTS) \
 	  cargo test -p integration-tests --test it -- faults::; \
 	  rc=$$?; scripts/moto.sh stop $(FAULT_PORT); scripts/dynamodb_local.sh stop $(FAULT_DYNAMODB_PORT); exit $$rc
+	cat docs/fuzz-counts.jsonl >> $(FAULT_COUNTS)
 	cargo run -q -p integration-tests --bin fault_table -- $(FAULT_COUNTS) docs/faults.md
 
 clean-local:

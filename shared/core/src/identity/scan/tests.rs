@@ -257,6 +257,11 @@ proptest! {
         }
     }
 
+}
+
+proptest! {
+    #![proptest_config(crate::fuzz::config(32))]
+
     #[test]
     fn fuzz_deep_nesting_is_refused_or_agreed_without_overflowing_the_stack(
         depth in 0usize..4000,

@@ -324,6 +324,11 @@ proptest! {
         }
     }
 
+}
+
+proptest! {
+    #![proptest_config(crate::fuzz::config(48))]
+
     #[test]
     fn fuzz_a_damaged_signed_request_fails_closed(
         which in any::<Index>(),

@@ -457,6 +457,11 @@ mod tests {
                 let _ = original_of(Some(&item));
             }
 
+        }
+
+        proptest! {
+            #![proptest_config(crate::fuzz::config(128))]
+
             #[test]
             fn fuzz_any_stored_bytes_and_encoding_are_read_or_refused(
                 body in prop::collection::vec(any::<u8>(), 0..300),
