@@ -424,7 +424,7 @@ fn the_known_bug_classes_of_other_verifiers_fail_closed() {
     let stripe = verifier("stripe", &[secret]);
     let stripe_good = value_of(&stripe.sign_at(body, T, "msg_1"), "stripe-signature");
     let stripe_hex = stripe_good.rsplit('=').next().unwrap().to_owned();
-    let cases: Vec<(&str, &dyn Scheme, Vec<(&str, String)>)> = vec![
+    let cases: Vec<(&str, &dyn Scheme, OwnedPairs)> = vec![
         // svix (RUSTSEC-2024-0010): an empty or truncated `v1` signature compared on its length.
         ("svix v1,", &*standard, standard_headers(&ts, "v1,")),
         (
@@ -519,7 +519,10 @@ fn the_known_bug_classes_of_other_verifiers_fail_closed() {
     assert_eq!(outcome(&*standard, &headers(&pairs), body, T), Ok(()));
 }
 
-fn standard_headers(ts: &str, signature: &str) -> Vec<(&'static str, String)> {
+/// Header (name, value) pairs, owned.
+type OwnedPairs = Vec<(&'static str, String)>;
+
+fn standard_headers(ts: &str, signature: &str) -> OwnedPairs {
     vec![
         ("webhook-id", "msg_1".to_owned()),
         ("webhook-timestamp", ts.to_owned()),

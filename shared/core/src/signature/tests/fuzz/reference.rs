@@ -485,7 +485,7 @@ proptest! {
                 prop_assert_eq!(&body["signature"]["signature"], &json!(reference));
             } else {
                 let map = signed.header_map();
-                let (wanted, _) = (model.request)(&msg, &[reference.clone()]);
+                let (wanted, _) = (model.request)(&msg, std::slice::from_ref(&reference));
                 for (name, value) in &wanted {
                     prop_assert_eq!(map.get(name), Some(value), "{}: {}", model.name, name);
                 }
