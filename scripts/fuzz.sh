@@ -73,7 +73,7 @@ while (( SECONDS - start < BUDGET )); do
     fi
     round=$(( round + 1 ))
     if (( rc != 0 )); then
-        grep -E 'minimal failing input|Test failed|panicked at' -A3 "$LOG" >&2 || cat "$LOG" >&2
+        grep -E 'Test failed|minimal failing input' -A12 "$LOG" | tail -40 >&2 || tail -40 "$LOG" >&2
         failed="$(grep -oE '^    [a-z_:]+fuzz[a-z_:]*' "$LOG" | sort -u | paste -sd, | tr -d ' ')"
         log "round $round FAILED after $(( SECONDS - start ))s (full output: $LOG)"
         log "the failing seed is saved under shared/core/proptest-regressions/: commit it"

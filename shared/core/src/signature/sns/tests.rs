@@ -784,10 +784,11 @@ mod fuzz {
 
     fn apply(text: &mut Vec<u8>, damage: &Damage) {
         match damage {
-            Damage::Flip(i, b) => {
+            Damage::Flip(i, b) if !text.is_empty() => {
                 let at = i.index(text.len());
                 text[at] ^= 1 << b;
             }
+            Damage::Flip(..) => {}
             Damage::Cut(i) => text.truncate(i.index(text.len() + 1)),
             Damage::Insert(i, s) => {
                 let at = i.index(text.len() + 1);
