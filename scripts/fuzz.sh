@@ -49,7 +49,7 @@ row = {
     "test": "90-fuzz",
     "fault": "hostile bytes into every parser of outside input (`make fuzz`, proptest on stable Rust)",
     "injected": f"{properties} property targets and {tables} tables: the 15 schemes' headers and verify (made-up, damaged and reference-MAC requests, "
-                f"empty secrets), the identity scan and identify, batch split, base64 bodies, zstd frames and S3 "
+                f"empty secrets), SNS certificates, the identity scan and identify, batch split, base64 bodies, zstd frames and S3 "
                 f"bodies, Retry-After, destination patterns, WEBHOOK_SOURCES/SECRETS; {rounds} rounds at {scale}x: "
                 f"{int(cases):,} cases in {secs} s",
     "found": found,

@@ -8,8 +8,8 @@
 //!
 //! The targets: every signature scheme (`signature/tests/fuzz.rs`: arbitrary and damaged
 //! requests, the reference MAC of each HMAC scheme in `signature/tests/fuzz/reference.rs`, empty
-//! secrets, the known bug classes), the identity scanner (`identity/scan/tests.rs`), batch
-//! splitting (`batch.rs`), body decoding (`ingest/body.rs`: API Gateway's base64;
+//! secrets, the known bug classes), SNS certificates and identities (`signature/sns/tests.rs`),
+//! the identity scanner (`identity/scan/tests.rs`), batch splitting (`batch.rs`), body decoding (`ingest/body.rs`: API Gateway's base64;
 //! `store/dynamo/body.rs`: zstd frames inline and bodies read back from S3), `Retry-After`
 //! (`outbox/schedule.rs`), destination patterns (`outbox/pattern.rs`) and `WEBHOOK_SOURCES`
 //! (`sources/tests.rs`).
