@@ -2,6 +2,7 @@
 #
 #   make dev           run locally: DynamoDB Local + moto + table + `cargo lambda watch` (scripts/dev.sh)
 #   make test          every test against DynamoDB Local and moto, then template checks (scripts/test.sh)
+#   make fuzz          the fuzz targets of every parser of outside bytes, time-boxed (FUZZ_SECONDS, default 600; scripts/fuzz.sh)
 #   make lint          rustfmt, clippy (-D warnings), cfn-lint, sam validate --lint, template checks
 #   make venv          .venv with the Python tooling pinned in scripts/requirements-dev.txt
 #   make build-lambda  release artifact target/lambda/ingest/bootstrap (cargo lambda, x86_64)
@@ -26,7 +27,7 @@ STAMP  := $(VENV)/.stamp-$(REQS_HASH)
 SAM_ENV := AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 \
            AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 
-.PHONY: help dev test lint venv build-lambda bench bench-docs config-docs fault-table clean-local
+.PHONY: help dev test fuzz lint venv build-lambda bench bench-docs config-docs fault-table clean-local
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -36,6 +37,9 @@ dev:
 
 test:
 	scripts/test.sh
+
+fuzz:
+	scripts/fuzz.sh
 
 lint: venv
 	cargo fmt --all --check
@@ -98,8 +102,8 @@ config-docs:
 
 # The fault-injection suite (tests/it/faults/: shared emulators on FAULT_PORT/FAULT_DYNAMODB_PORT,
 # and a pair of its own for the tests that pause, kill or load them), its observed counts collected
-# as JSON lines and rendered into docs/faults.md. `make test` runs the same tests; this also
-# writes the table.
+# as JSON lines and rendered into docs/faults.md with the last `make fuzz` run's row
+# (docs/fuzz-counts.jsonl). `make test` runs the same tests; this also writes the table.
 FAULT_COUNTS := $(CURDIR)/target/fault-counts.jsonl
 FAULT_PORT ?= 5068
 FAULT_DYNAMODB_PORT ?= 5069
@@ -114,6 +118,7 @@ fault-table: venv
 	  INBOX_VENV=$(CURDIR)/$(VENV) FAULT_COUNTS=$(FAULT_COUNTS) \
 	  cargo test -p integration-tests --test it -- faults::; \
 	  rc=$$?; scripts/moto.sh stop $(FAULT_PORT); scripts/dynamodb_local.sh stop $(FAULT_DYNAMODB_PORT); exit $$rc
+	cat docs/fuzz-counts.jsonl >> $(FAULT_COUNTS)
 	cargo run -q -p integration-tests --bin fault_table -- $(FAULT_COUNTS) docs/faults.md
 
 clean-local:

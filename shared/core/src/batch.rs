@@ -300,4 +300,38 @@ mod tests {
             }
         }
     }
+
+    proptest! {
+        #![proptest_config(crate::fuzz::config(256))]
+
+        /// Any bytes: never a panic; a split is exactly serde_json's array, element by element,
+        /// and puts the body back together byte for byte.
+        #[test]
+        fn fuzz_split_takes_any_bytes(
+            bytes in prop::collection::vec(any::<u8>(), 0..96),
+            pieces in prop::collection::vec(
+                prop::sample::select(vec![
+                    "[", "]", "{", "}", ",", ":", " ", "\n", "\"", "\\", "1", "-0", "1e5",
+                    "null", "true", "\"a\"", "{\"id\":1}", "[]", "\u{e9}", "\u{1}", "\u{feff}",
+                ]),
+                0..20,
+            ),
+            raw in any::<bool>(),
+        ) {
+            let body = if raw { bytes } else { pieces.concat().into_bytes() };
+            let Some(parts) = split(&body) else {
+                return Ok(());
+            };
+            let elements: Vec<serde_json::Value> = serde_json::from_slice(&body).unwrap();
+            prop_assert_eq!(parts.len(), elements.len());
+            for (part, element) in parts.iter().zip(&elements) {
+                let parsed: serde_json::Value = serde_json::from_slice(part.bytes).unwrap();
+                prop_assert_eq!(&parsed, element);
+            }
+            if !parts.is_empty() {
+                let again = reassemble(parts.iter().map(|p| (p.bytes, &p.part))).unwrap();
+                prop_assert_eq!(again, body);
+            }
+        }
+    }
 }

@@ -73,6 +73,9 @@ pub mod store;
 pub mod tls;
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     /// The `# Layout` section above names every module of the crate.
     #[test]

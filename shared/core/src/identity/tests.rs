@@ -346,3 +346,52 @@ fn only_the_members_a_rule_reads_are_kept_but_the_whole_body_is_validated() {
     rule.top_level_keys(&mut keys);
     assert_eq!(keys, vec!["a", "*"]);
 }
+
+mod fuzz {
+    //! `identify` on any body and headers: never a panic, and always an id (the provider's,
+    //! when the rule reads one, else the body's hash).
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rule() -> impl Strategy<Value = FieldRule> {
+        let leaf = prop_oneof![
+            "/[a-z~01/]{0,8}".prop_map(|p| FieldRule::json_pointer(&p)),
+            "[a-z-]{1,8}".prop_map(|h| FieldRule::header(&h)),
+            Just(FieldRule::BodySha256),
+        ];
+        leaf.prop_recursive(2, 6, 3, |inner| {
+            prop::collection::vec(inner, 1..3).prop_map(FieldRule::FirstOf)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz::config(128))]
+
+        #[test]
+        fn fuzz_identify_takes_any_body_and_header(
+            id_rule in rule(),
+            type_rule in prop::option::of(rule()),
+            signed in any::<bool>(),
+            body in prop_oneof![
+                prop::collection::vec(any::<u8>(), 0..96),
+                "\\{\"[a-z~/]{0,4}\":(\"[ -~]{0,12}\"|[0-9]{1,30}|null|\\{\"[a-z]{0,2}\":\"[ -~]{0,4}\"\\}),?\\}"
+                    .prop_map(String::into_bytes),
+            ],
+            header in "[a-z-]{1,8}",
+            value in prop::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let mut headers = HeaderMap::new();
+            if let (Ok(name), Ok(value)) =
+                (http::HeaderName::from_bytes(header.as_bytes()), HeaderValue::from_bytes(&value))
+            {
+                headers.insert(name, value);
+            }
+            let digest = BodyDigest::of(&body);
+            let identity = identify(&id_rule, signed, type_rule.as_ref(), &headers, &body, &digest);
+            prop_assert!(!identity.event_id.as_str().is_empty());
+            if !signed {
+                prop_assert_eq!(identity.event_id.as_str(), digest.to_hex());
+            }
+        }
+    }
+}

@@ -42,3 +42,46 @@ pub fn decode_body(
     }
     Ok(Cow::Owned(bytes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(crate::fuzz::config(512))]
+
+        /// Any body text, either flag, any limit: the body, or refused; never a panic, never a
+        /// body above the limit, and a valid base64 body within the limit is never refused
+        /// (the early refusal by estimated length is never wrong).
+        #[test]
+        fn fuzz_bodies_decode_within_the_limit(
+            raw in prop::collection::vec(any::<u8>(), 0..300),
+            noise in "[A-Za-z0-9+/=\\- _\\n]{0,40}",
+            encode in any::<bool>(),
+            is_base64 in any::<bool>(),
+            limit in 0usize..320,
+        ) {
+            let engine = &base64::engine::general_purpose::STANDARD;
+            let text = if encode { engine.encode(&raw) } else { noise };
+            let decoded = decode_body(Some(&text), is_base64, limit);
+            match (&decoded, is_base64) {
+                (Ok(bytes), true) => {
+                    prop_assert!(bytes.len() <= limit);
+                    prop_assert_eq!(Some(bytes.to_vec()), engine.decode(&text).ok());
+                }
+                (Ok(bytes), false) => prop_assert_eq!(&bytes[..], text.as_bytes()),
+                (Err(_), true) => prop_assert!(
+                    engine.decode(&text).map_or(true, |b| b.len() > limit),
+                    "{:?} refused under the limit {}", text, limit
+                ),
+                (Err(_), false) => prop_assert!(text.len() > limit),
+            }
+        }
+    }
+
+    #[test]
+    fn no_body_is_an_empty_one() {
+        assert_eq!(decode_body(None, true, 0).unwrap().len(), 0);
+    }
+}

@@ -210,4 +210,48 @@ mod tests {
         assert!(!any_matches(&ps, "b", Some("y")));
         assert!(!any_matches(&[], "a", None));
     }
+
+    /// The glob by its definition (recursive; exponential, so only on short inputs).
+    fn reference_glob(p: &[u8], t: &[u8]) -> bool {
+        match p.split_first() {
+            None => t.is_empty(),
+            Some((b'*', rest)) => (0..=t.len()).any(|k| reference_glob(rest, &t[k..])),
+            Some((c, rest)) => t.first() == Some(c) && reference_glob(rest, &t[1..]),
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz::config(512))]
+
+        /// Any text: parsed or refused, never a panic; what parses prints back to itself (`*:*`
+        /// as `*`) and matches exactly as the glob's definition says.
+        #[test]
+        fn fuzz_patterns_parse_print_and_match_by_definition(
+            text in proptest::prop_oneof![
+                "[a-c*:]{0,10}",
+                "[ -~\u{e9}\u{0}]{0,12}",
+                proptest::strategy::Just("*".repeat(250)),
+            ],
+            source in "[a-c]{0,6}",
+            event_type in proptest::option::of("[a-c:*]{0,6}"),
+        ) {
+            let Ok(pattern) = Pattern::parse(&text) else {
+                return Ok(());
+            };
+            let printed = pattern.to_string();
+            proptest::prop_assert!(printed == text || (text == "*:*" && printed == "*"));
+            proptest::prop_assert_eq!(Pattern::parse(&printed), Ok(pattern.clone()));
+            let (ps, pt) = text.split_once(':').unwrap_or(("*", "*"));
+            let expected = reference_glob(ps.as_bytes(), source.as_bytes())
+                && match &event_type {
+                    Some(t) => reference_glob(pt.as_bytes(), t.as_bytes()),
+                    None => pt == "*",
+                };
+            proptest::prop_assert_eq!(
+                pattern.matches(&source, event_type.as_deref()),
+                expected,
+                "{} vs {}:{:?}", text, source, event_type
+            );
+        }
+    }
 }

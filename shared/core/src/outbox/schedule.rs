@@ -351,4 +351,40 @@ mod tests {
         assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
         assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
     }
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz::config(512))]
+
+        /// A receiver's `Retry-After`, any text: seconds, an HTTP date, or ignored; never a panic,
+        /// never a negative wait. Seconds are taken as they are; a date in the past is now.
+        #[test]
+        fn fuzz_retry_after_takes_any_text(
+            text in proptest::prop_oneof![
+                "[ -~]{0,40}",
+                "[0-9 ]{0,30}",
+                proptest::prelude::any::<String>(),
+            ],
+            secs in 0i64..4_000_000_000,
+            now_ms in proptest::prop_oneof![0i64..4_000_000_000_000, proptest::prelude::Just(i64::MIN), proptest::prelude::Just(i64::MAX)],
+        ) {
+            let _ = parse_retry_after(&text, now_ms);
+            let digits = text.trim();
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                proptest::prop_assert_eq!(
+                    parse_retry_after(&text, now_ms),
+                    digits.parse::<u64>().ok().map(Duration::from_secs)
+                );
+            }
+            let at = jiff::Timestamp::from_second(secs).unwrap();
+            let date = jiff::fmt::rfc2822::DateTimePrinter::new()
+                .timestamp_to_rfc9110_string(&at)
+                .unwrap();
+            let expected = u64::try_from((secs * 1000).saturating_sub(now_ms)).unwrap_or(0);
+            proptest::prop_assert_eq!(
+                parse_retry_after(&date, now_ms),
+                Some(Duration::from_millis(expected)),
+                "{}", date
+            );
+        }
+    }
 }

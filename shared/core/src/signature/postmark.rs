@@ -173,11 +173,15 @@ impl FromSpec for Postmark {
             if text.is_empty() {
                 return Err(invalid("the secret is empty"));
             }
-            let (user, _) = text
+            let (user, password) = text
                 .split_once(':')
                 .ok_or(invalid("the credentials are not of the form user:password"))?;
             if user.is_empty() {
                 return Err(invalid("the user name is empty"));
+            }
+            // `user:` would let anyone who knows (or guesses) the user name in.
+            if password.is_empty() {
+                return Err(invalid("the password is empty"));
             }
             digests.push(digest(text.as_bytes()));
             first.get_or_insert_with(|| text.to_owned());
@@ -376,7 +380,8 @@ mod tests {
                 "{bad}"
             );
         }
-        for (secret, index) in [("nocolon", 0), (":pass", 0)] {
+        // An empty password (`user:`) is no secret (found by the fuzz targets' empty-secret table).
+        for (secret, index) in [("nocolon", 0), (":pass", 0), ("user:", 0), ("postmark:", 0)] {
             assert!(matches!(
                 try_scheme("postmark", json!({}), &[secret], TOLERANCE),
                 Err(SchemeError::Invalid { index: i, .. }) if i == index

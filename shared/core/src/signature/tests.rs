@@ -14,6 +14,8 @@ use super::test_support::*;
 use super::tolerance::*;
 use super::*;
 
+mod fuzz;
+
 /// How the cross-scheme tests build a scheme: its settings and one secret. Most schemes need no
 /// settings and take any secret; those that do not are listed in [`fixture`].
 struct Fixture {

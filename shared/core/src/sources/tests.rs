@@ -247,3 +247,134 @@ fn whether_a_source_id_is_signed() {
         assert_eq!(source.id_signed, signed, "{json}");
     }
 }
+
+mod fuzz {
+    //! `WEBHOOK_SOURCES` and `WEBHOOK_SECRETS` as anyone could write them: parsed or refused with
+    //! an error, never a panic, and no error quotes a secret.
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const MARK: &str = "S3CRETmark";
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            prop::sample::select(vec![
+                "stripe",
+                "standard-webhooks",
+                "hmac-sha256",
+                "sns",
+                "twilio",
+                "postmark",
+                "sendgrid",
+                "discord",
+                "hex",
+                "base64",
+                "sha256=",
+                "X-Sig",
+                "svix-",
+                "/id",
+                "",
+                "https://hooks.example.com/x",
+                "http://",
+                "arn:aws:sns:us-east-1:1:t",
+                "10.0.0.0/8",
+                "::1/200",
+                "*",
+                "webhook-",
+                "Ä",
+            ])
+            .prop_map(|s| json!(s)),
+            "[ -~]{0,10}".prop_map(Value::String),
+            prop_oneof![
+                Just(json!(0)),
+                Just(json!(-1)),
+                Just(json!(u64::MAX)),
+                Just(json!(1e300)),
+                Just(json!(0.5)),
+                Just(json!(true)),
+                Just(Value::Null)
+            ],
+        ];
+        leaf.prop_recursive(2, 8, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec((key(), inner), 0..3)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "scheme",
+                "tolerance_secs",
+                "event_id",
+                "event_type",
+                "handshake",
+                "batch",
+                "header",
+                "encoding",
+                "prefix",
+                "header_prefix",
+                "url",
+                "topic_arn",
+                "allowed_ips",
+                "json_pointer",
+                "first_of",
+                "body_sha256",
+            ])
+            .prop_map(str::to_owned),
+            "[a-z_]{0,6}",
+        ]
+    }
+
+    fn source() -> impl Strategy<Value = Value> {
+        (
+            prop::sample::select(signature::scheme_names().collect::<Vec<_>>()),
+            prop::collection::vec((key(), value()), 0..4),
+        )
+            .prop_map(|(scheme, members)| {
+                let mut object: Map<String, Value> = members.into_iter().collect();
+                object.entry("scheme").or_insert(json!(scheme));
+                Value::Object(object)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz::config(128))]
+
+        #[test]
+        fn fuzz_webhook_sources_and_secrets_are_parsed_or_refused_without_quoting_a_secret(
+            sources in prop::collection::vec(("[a-z0-9_.-]{0,8}", source()), 0..3),
+            secret in "[ -~]{0,12}",
+            cut in prop::option::of(any::<prop::sample::Index>()),
+            raw in "[ -~]{0,40}",
+        ) {
+            let names: Vec<&String> = sources.iter().map(|(n, _)| n).collect();
+            let object: Map<String, Value> = sources.iter().cloned().collect();
+            let mut text = Value::Object(object).to_string();
+            if let Some(cut) = cut {
+                let mut at = cut.index(text.len() + 1);
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                text.truncate(at);
+            }
+            let secret = format!("{MARK}{secret}");
+            let secrets_json = json!(names.iter().map(|n| (n.to_string(), json!([secret.clone()]))).collect::<Map<_, _>>()).to_string();
+            let secrets = parse_secrets(&secrets_json, vars::WEBHOOK_SECRETS).unwrap();
+            if let Err(e) = Sources::from_json(&text, &secrets) {
+                prop_assert!(!e.to_string().contains(MARK), "{}", e);
+            }
+            let _ = Sources::from_json(&raw, &secrets);
+            // The secrets' own JSON, damaged: its errors never quote it.
+            for damaged in [&secrets_json[..secrets_json.len() / 2], &format!("{secrets_json}{raw}")] {
+                if let Err(e) = parse_secrets(damaged, vars::WEBHOOK_SECRETS) {
+                    prop_assert!(!e.to_string().contains(MARK), "{}", e);
+                }
+            }
+        }
+    }
+}

@@ -185,3 +185,89 @@ fn control_check_agrees_with_the_definition_on_every_byte() {
         }
     }
 }
+
+/// Pieces of JSON and of its edge cases, for the fuzz target.
+fn json_piece() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "{",
+            "}",
+            "[",
+            "]",
+            ":",
+            ",",
+            "\"",
+            "\\",
+            "\\u",
+            "\\ud83d",
+            "\\ude00",
+            "\\ud800",
+            "\\u00e9",
+            "\\n",
+            "\\x",
+            "0",
+            "-",
+            "1e",
+            "1e+",
+            "-0.5",
+            ".5",
+            "01",
+            "1.",
+            "true",
+            "tru",
+            "null",
+            "nul",
+            "false",
+            " ",
+            "\t",
+            "\n",
+            "\u{1}",
+            "\u{7f}",
+            "\u{e9}",
+            "\u{ffff}",
+            "\"id\"",
+            "\"id\":\"evt_1\"",
+            "\"type\"",
+            "[[[[[[[[",
+            "]]]]]]]]",
+        ])
+        .prop_map(str::to_owned),
+        "[a-z0-9]{0,6}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(crate::fuzz::config(256))]
+
+    #[test]
+    fn fuzz_the_scan_takes_any_bytes_and_accepts_only_what_serde_json_accepts(
+        bytes in prop::collection::vec(any::<u8>(), 0..128),
+        pieces in prop::collection::vec(json_piece(), 0..24),
+        raw in any::<bool>(),
+    ) {
+        let body = if raw { bytes } else { pieces.concat().into_bytes() };
+        let scanned = members(&body, &["*"]);
+        let named = members(&body, &["id", "type"]);
+        prop_assert_eq!(scanned.is_ok(), named.is_ok());
+        if let Ok(found) = scanned {
+            let text = std::str::from_utf8(&body).unwrap();
+            let found: HashMap<String, String> =
+                found.into_iter().map(|(k, v)| (k.into_owned(), v.to_owned())).collect();
+            prop_assert_eq!(Some(found), serde(text), "{:?}", text);
+        }
+    }
+
+}
+
+proptest! {
+    #![proptest_config(crate::fuzz::config(32))]
+
+    #[test]
+    fn fuzz_deep_nesting_is_refused_or_agreed_without_overflowing_the_stack(
+        depth in 0usize..4000,
+        open in prop::sample::select(vec!["[", "{\"a\":"]),
+    ) {
+        let body = format!("{{\"x\":{}1", open.repeat(depth));
+        let _ = members(body.as_bytes(), &["*"]);
+    }
+}

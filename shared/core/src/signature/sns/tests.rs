@@ -816,3 +816,76 @@ async fn a_confirmation_is_confirmed_by_visiting_sns_and_nothing_else() {
         })
     );
 }
+
+mod fuzz {
+    //! A fetched certificate and a configured identity, as any bytes: a damaged PEM or DER is
+    //! refused, never a panic; a certificate that still parses never verifies a signature its
+    //! key did not make.
+    use super::super::cert::{CertKey, Identity};
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+
+    /// What is done to a PEM document: bytes of its base64 text flipped, a cut, an insertion.
+    #[derive(Debug, Clone)]
+    enum Damage {
+        Flip(Index, u8),
+        Cut(Index),
+        Insert(Index, String),
+    }
+
+    fn damage() -> impl Strategy<Value = Damage> {
+        prop_oneof![
+            (any::<Index>(), 0u8..8).prop_map(|(i, b)| Damage::Flip(i, b)),
+            any::<Index>().prop_map(Damage::Cut),
+            (
+                any::<Index>(),
+                prop_oneof![
+                    Just("-----END CERTIFICATE-----".to_owned()),
+                    Just("-----BEGIN CERTIFICATE-----\n".to_owned()),
+                    "[A-Za-z0-9+/=\n]{0,8}",
+                ]
+            )
+                .prop_map(|(i, s)| Damage::Insert(i, s)),
+        ]
+    }
+
+    fn apply(text: &mut Vec<u8>, damage: &Damage) {
+        match damage {
+            Damage::Flip(i, b) if !text.is_empty() => {
+                let at = i.index(text.len());
+                text[at] ^= 1 << b;
+            }
+            Damage::Flip(..) => {}
+            Damage::Cut(i) => text.truncate(i.index(text.len() + 1)),
+            Damage::Insert(i, s) => {
+                let at = i.index(text.len() + 1);
+                text.splice(at..at, s.bytes());
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz::config(64))]
+
+        #[test]
+        fn fuzz_certificates_and_identities_take_any_bytes(
+            damages in prop::collection::vec(damage(), 1..4),
+            junk in prop::collection::vec(any::<u8>(), 0..64),
+            message in prop::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let identity = identity_pem().into_bytes();
+            let mut damaged = identity.clone();
+            for d in &damages {
+                apply(&mut damaged, d);
+            }
+            let _ = Identity::parse(&damaged, "sns.us-east-1.amazonaws.com");
+            let _ = CertKey::from_pem(&junk);
+            if let Ok(key) = CertKey::from_pem(&damaged) {
+                // Whatever key it holds, it is not one that signed `junk` over `message`.
+                prop_assert!(!key.verifies(2, &message, &junk));
+                prop_assert!(!key.verifies(1, &message, &junk));
+            }
+        }
+    }
+}

@@ -473,4 +473,118 @@ mod tests {
         let mut item = Item::from([(BODY_ENC.to_string(), AttributeValue::S("lz9".into()))]);
         assert!(decode_item(&mut item).unwrap_err().contains("unknown"));
     }
+
+    mod fuzz {
+        //! The stored body's decoding on any bytes: a damaged or made-up zstd frame, a wrong
+        //! `body_bytes`, an unknown `body_enc`, a body as S3 returned it: an error or the body,
+        //! never a panic, and never more than `body_bytes` bytes out of a sized frame.
+        use super::*;
+        use proptest::prelude::*;
+
+        fn item_with(body: Vec<u8>, enc: Option<AttributeValue>, len: Option<u64>) -> Item {
+            let mut item = Item::from([(BODY.to_string(), AttributeValue::B(Blob::new(body)))]);
+            if let Some(enc) = enc {
+                item.insert(BODY_ENC.into(), enc);
+            }
+            if let Some(len) = len {
+                item.insert(
+                    crate::store::schema::BODY_BYTES.into(),
+                    AttributeValue::N(len.to_string()),
+                );
+            }
+            item
+        }
+
+        proptest! {
+            #![proptest_config(crate::fuzz::config(128))]
+
+            #[test]
+            fn fuzz_bodies_round_trip_and_damaged_frames_are_errors(
+                body in prop_oneof![
+                    prop::collection::vec(any::<u8>(), 0..600),
+                    "[a-z\\{\\}\":, ]{0,600}".prop_map(String::into_bytes),
+                ],
+                flips in prop::collection::vec((any::<prop::sample::Index>(), 0u8..8), 0..4),
+                cut in prop::option::of(any::<prop::sample::Index>()),
+                claimed in prop::option::of(0u64..2048),
+            ) {
+                let stored = StoredBody::inline(&body);
+                let StoredBody::Inline { bytes: mut frame, zstd } = stored.clone() else {
+                    unreachable!("inline")
+                };
+                let mut item = Item::new();
+                item.insert(
+                    crate::store::schema::BODY_BYTES.into(),
+                    AttributeValue::N(body.len().to_string()),
+                );
+                stored.put_into(&mut item);
+                decode_item(&mut item).unwrap();
+                prop_assert_eq!(item.get(BODY), Some(&AttributeValue::B(Blob::new(body.clone()))));
+                if !zstd {
+                    return Ok(());
+                }
+                for (at, bit) in &flips {
+                    let at = at.index(frame.len());
+                    frame[at] ^= 1 << bit;
+                }
+                if let Some(cut) = cut {
+                    frame.truncate(cut.index(frame.len() + 1));
+                }
+                let sized = decompress(&frame, claimed.map(|n| n as usize));
+                if let (Ok(out), Some(n)) = (&sized, claimed) {
+                    prop_assert!(out.len() as u64 <= n);
+                }
+                let _ = decompress(&frame, None);
+                let mut item = item_with(frame, Some(AttributeValue::S(ZSTD.into())), claimed);
+                let _ = decode_item(&mut item);
+                let _ = original_of(Some(&item));
+            }
+
+        }
+
+        proptest! {
+            #![proptest_config(crate::fuzz::config(128))]
+
+            #[test]
+            fn fuzz_any_stored_bytes_and_encoding_are_read_or_refused(
+                body in prop::collection::vec(any::<u8>(), 0..300),
+                enc in prop::option::of(prop_oneof![
+                    Just(AttributeValue::S(ZSTD.into())),
+                    "[ -~]{0,6}".prop_map(AttributeValue::S),
+                    Just(AttributeValue::Null(true)),
+                    Just(AttributeValue::N("1".into())),
+                ]),
+                claimed in prop::option::of(prop_oneof![0u64..1024, Just(u64::MAX)]),
+                magic in any::<bool>(),
+            ) {
+                // A zstd frame header (magic number) in front makes the decoder read further.
+                let mut bytes = if magic { vec![0x28, 0xb5, 0x2f, 0xfd] } else { Vec::new() };
+                bytes.extend(body);
+                let plain = enc.is_none();
+                // As the item reads after its S3 body was fetched (`body_ref`, the fetched bytes).
+                let mut item = item_with(bytes.clone(), enc.clone(), claimed.filter(|n| *n < 1024));
+                item.insert(BODY_REF.into(), AttributeValue::S("src/evt/abc".into()));
+                let result = decode_item(&mut item);
+                if plain {
+                    prop_assert!(result.is_ok());
+                    prop_assert_eq!(item.get(BODY), Some(&AttributeValue::B(Blob::new(bytes.clone()))));
+                }
+                let _ = original_of(Some(&item));
+                let mut image = serde_dynamo::Item::from(std::collections::HashMap::from([(
+                    BODY.to_string(),
+                    serde_dynamo::AttributeValue::B(bytes),
+                )]));
+                if enc.is_some() {
+                    image.insert(BODY_ENC.to_string(), serde_dynamo::AttributeValue::S(ZSTD.into()));
+                }
+                if let Some(n) = claimed {
+                    image.insert(
+                        crate::store::schema::BODY_BYTES.to_string(),
+                        serde_dynamo::AttributeValue::N(n.min(1023).to_string()),
+                    );
+                }
+                let _ = decode_image(&mut image);
+            }
+        }
+    }
 }
