@@ -102,10 +102,30 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                 {
                     return Ok(Outcome::Skipped(Skip::Conflict));
                 }
-                if let Err(e) = self.retry.schedule(&key, delay).await {
+                let send = crate::queue::patiently(self.config.queue_patience, || {
+                    self.retry.schedule(&key, delay)
+                });
+                if let Err(e) = send.await {
                     // The message is durably `retrying` with its deadline in the open index: the
-                    // reaper re-drives it, so this is not worth failing the batch for.
+                    // reaper re-drives it, so this is not worth failing the batch for. No retry is
+                    // on its way, so no grace is owed to one: due at the retry time, the reaper's
+                    // next run after it takes it (a minute late at most, not the grace).
                     tracing::warn!(source = %key.source, event_id = %key.event_id, error = %e, "retry not scheduled; the reaper will re-drive it");
+                    let mut sent = m.clone();
+                    t.apply_to(&mut sent);
+                    let due_now = Transition {
+                        attempts: sent.attempts,
+                        next_attempt_at: Some(next),
+                        open_due: Some(next),
+                        ..Transition::keeping_history(&sent, Status::Retrying, a.now)
+                    };
+                    if let Err(e) = self
+                        .store
+                        .transition(&key, sent.version, &due_now, Vec::new())
+                        .await
+                    {
+                        tracing::warn!(source = %key.source, event_id = %key.event_id, error = %e, "retry not scheduled and its deadline not advanced; the reaper re-drives it after the grace");
+                    }
                 }
                 Ok(Outcome::Retrying {
                     attempt: a.attempt,

@@ -3,13 +3,15 @@
 //! a batch (concurrency, spans, batch item failures) is [`crate::invocation`]'s.
 //!
 //! Only infrastructure errors (store or queue unreachable) fail a record: handler failures go
-//! through the retry path, so a poison message never blocks its shard.
+//! through the retry path, so a poison message never blocks its shard. A failed retry-queue
+//! message is made visible again within a minute rather than after the queue's visibility timeout.
 
 use super::{Outcome, Processor};
 use crate::clock::Clock;
 use crate::domain::{EventId, MessageKey, SourceName};
 use crate::invocation::{self, Summary, Task};
 use crate::message::{RetryRequest, StoredMessage};
+use crate::policy;
 use crate::queue::{Quarantine, RetryQueue};
 use crate::store::schema::{BODY_REF, MESSAGE_SK};
 use crate::store::{MessageStore, StoreError};
@@ -18,6 +20,15 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use serde_dynamo::AttributeValue;
 use std::future::Future;
+
+/// How often SQS delivered `message` (its `ApproximateReceiveCount`; 1 when not given).
+fn receive_count(message: &SqsMessage) -> u32 {
+    message
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+}
 
 fn text(item: &serde_dynamo::Item, name: &str) -> Option<String> {
     match item.get(name) {
@@ -66,9 +77,31 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
     }
 
     /// Processes a retry-queue batch, up to `concurrency` messages at once; each that hit an
-    /// infrastructure error is reported and comes back after the visibility timeout.
+    /// infrastructure error is reported and made visible again soon
+    /// ([`policy::redelivery_after`] its receive count), not after the queue's visibility timeout.
     pub async fn handle_sqs_batch(&self, event: SqsEvent) -> (SqsBatchResponse, Summary) {
-        invocation::lift(&event, self.config.concurrency, |m| self.queue_record(m)).await
+        let (response, summary) =
+            invocation::lift(&event, self.config.concurrency, |m| self.queue_record(m)).await;
+        // Each at once: the batch's failures share one patience, within the invocation's time.
+        let early = response.batch_item_failures.iter().filter_map(|failure| {
+            let message = event
+                .records
+                .iter()
+                .find(|m| m.message_id.as_deref() == Some(failure.item_identifier.as_str()))?;
+            let handle = message.receipt_handle.as_deref()?;
+            let after = policy::redelivery_after(receive_count(message));
+            Some(async move {
+                let early = crate::queue::patiently(self.config.queue_patience, || {
+                    self.retry.redeliver_in(handle, after)
+                });
+                if let Err(e) = early.await {
+                    // It comes back after the visibility timeout instead: later, not lost.
+                    tracing::warn!(message_id = %failure.item_identifier, error = %crate::error::one_line(&e), "could not bring the retry back early");
+                }
+            })
+        });
+        futures_util::future::join_all(early).await;
+        (response, summary)
     }
 
     /// A stream record: a new message, processed from its image (or read by key).

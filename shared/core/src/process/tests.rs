@@ -126,6 +126,7 @@ impl World {
             lease: Duration::from_secs(60),
             retention: Duration::from_secs(30 * 86_400),
             concurrency: 4,
+            queue_patience: Duration::from_millis(20),
         };
         Processor::new(
             self.store.clone(),
@@ -584,7 +585,7 @@ async fn store_outage_is_an_infrastructure_error() {
 }
 
 #[tokio::test]
-async fn retry_queue_outage_leaves_the_retry_to_the_reaper() {
+async fn retry_queue_outage_leaves_the_retry_to_the_reaper_due_at_the_retry_time() {
     let w = World::new();
     let p = w.processor(registry(Scripted::new(1)));
     let m = w.ingest("evt_1", "invoice.paid").await;
@@ -603,17 +604,29 @@ async fn retry_queue_outage_leaves_the_retry_to_the_reaper() {
     let after = w.store.message(&key).unwrap();
     assert_eq!(after.status, Status::Retrying);
     assert_eq!(after.next_attempt_at, Some(T0 + 1_000));
+    assert_eq!(
+        after.open_due,
+        Some(T0 + 1_000),
+        "no retry is on its way: no grace is owed to one"
+    );
+    assert_eq!(
+        after.history.len(),
+        2,
+        "the bookkeeping write adds no entry"
+    );
     w.retry.set_down(false);
-    w.clock.advance_millis(1_000);
     let reaper = w.reaper(100);
     assert_eq!(
         reaper.run().await.unwrap().due,
         0,
-        "a retry on its way is not re-driven beside it"
+        "not before the retry time"
     );
-    w.clock
-        .advance_millis(crate::store::schema::PENDING_GRACE_MS);
-    assert_eq!(reaper.run().await.unwrap().redriven, 1);
+    w.clock.advance_millis(1_000);
+    assert_eq!(
+        reaper.run().await.unwrap().redriven,
+        1,
+        "the reaper's next run after the retry time re-drives it, not one after the grace"
+    );
     // The scheduled attempt (2) never reported: counted lost, re-driven after its backoff.
     assert_eq!(
         w.retry.take_scheduled(),

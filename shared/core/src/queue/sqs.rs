@@ -135,6 +135,18 @@ impl RetryQueue for SqsRetryQueue {
         let requests: Vec<RetryRequest> = keys.iter().map(RetryRequest::from).collect();
         send_batch(&self.client, &self.url, &requests).await
     }
+
+    async fn redeliver_in(&self, receipt_handle: &str, after: Duration) -> Result<(), QueueError> {
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(delay_seconds(after))
+            .send()
+            .await
+            .map_err(boxed)?;
+        Ok(())
+    }
 }
 
 impl Quarantine for SqsQuarantine {
