@@ -6,7 +6,8 @@
 //! processing side ([`super::MessageStore`]); `items`: applications' item reads
 //! ([`super::ItemStore`]); `effects`: effects as conditional writes ([`super::ItemWriter`]);
 //! `outbox`: the outbox's deliveries and destination state ([`crate::outbox::store::OutboxStore`]);
-//! `body`: how a body is stored (compressed inline, or in S3 above the inline limit).
+//! `body`: how a body is stored (compressed inline, or in S3 above the inline limit); `sealed`:
+//! destinations' signing secrets encrypted with a KMS key ([`SecretsKey`]).
 
 pub mod body;
 mod cancel;
@@ -15,6 +16,7 @@ mod items;
 mod messages;
 mod open_index;
 mod outbox;
+mod sealed;
 
 use super::attr::{get_n, get_s, n, s, string_map};
 use super::schema::*;
@@ -28,6 +30,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 pub use body::{S3Bodies, StoredBody};
+pub use sealed::SecretsKey;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -59,6 +62,7 @@ pub struct DynamoTable {
     client: Client,
     table: String,
     bodies: Option<S3Bodies>,
+    secrets_key: Option<SecretsKey>,
 }
 
 impl DynamoTable {
@@ -68,6 +72,7 @@ impl DynamoTable {
             client,
             table: table.into(),
             bodies: None,
+            secrets_key: None,
         }
     }
 
