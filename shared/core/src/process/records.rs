@@ -4,11 +4,12 @@
 //!
 //! Only infrastructure errors (store or queue unreachable) fail a record: handler failures go
 //! through the retry path, so a poison message never blocks its shard. A failed retry-queue
-//! message is made visible again within a minute rather than after the queue's visibility timeout.
+//! message is made visible again within a minute rather than after the queue's visibility timeout;
+//! one that arrived before its retry time is sent again for the time left.
 
-use super::{Outcome, Processor};
+use super::{Outcome, Processor, Skip};
 use crate::clock::Clock;
-use crate::domain::{EventId, MessageKey, SourceName};
+use crate::domain::{EventId, MessageKey, SourceName, Status};
 use crate::invocation::{self, Summary, Task};
 use crate::message::{RetryRequest, StoredMessage};
 use crate::policy;
@@ -151,10 +152,33 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             origin = "retry_queue"
         );
         Task::Run(span, async move {
-            let result = self.process_key(&request.key()).await;
+            let key = request.key();
+            let result = match self.process_key(&key).await {
+                Ok(Outcome::Skipped(Skip::NotDue)) => self.arrived_early(&key).await,
+                other => other,
+            };
             self.observe(&result);
             result.map(|o| o.as_str())
         })
+    }
+
+    /// A retry delivered before its time (a queue's delay is not exact): sent again for the time
+    /// that is left, so that dropping this delivery loses nothing (it would otherwise wait for the
+    /// reaper's deadline, the retry time plus its grace).
+    async fn arrived_early(&self, key: &MessageKey) -> Result<Outcome, super::InfraError> {
+        let now = self.clock.now_millis();
+        let left = match self.store.get(key).await? {
+            Some(m) if m.status == Status::Retrying => m.next_attempt_at.map(|at| at - now),
+            _ => None,
+        };
+        if let Some(left) = left.filter(|ms| *ms > 0) {
+            let delay = std::time::Duration::from_millis(u64::try_from(left).unwrap_or(0));
+            crate::queue::patiently(self.config.queue_patience, || {
+                self.retry.schedule(key, delay)
+            })
+            .await?;
+        }
+        Ok(Outcome::Skipped(Skip::NotDue))
     }
 
     /// Logs a record's result; a throttled store request also counts `StoreThrottled`.
