@@ -62,6 +62,23 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
         }
     }
 
+    /// Whether `t`, answered as a conflict, is nevertheless what the store holds now: the write
+    /// applied and its answer was lost (a timeout), then the SDK's retry met the version condition
+    /// the write itself had moved. Then the caller's follow-up (the retry's send) is still its to
+    /// do; otherwise the message would wait for the reaper's grace with no retry on its way.
+    async fn wrote(&self, m: &StoredMessage, t: &Transition) -> bool {
+        match self.store.get(&m.key()).await {
+            Ok(Some(now)) => {
+                now.version == m.version + 1
+                    && now.status == t.to
+                    && now.attempts == t.attempts
+                    && now.next_attempt_at == t.next_attempt_at
+                    && now.open_due == t.open_due
+            }
+            _ => false,
+        }
+    }
+
     /// A failed attempt: `retrying` with backoff, or `failed` with its quarantine notice.
     pub(super) async fn fail(
         &self,
@@ -94,12 +111,11 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                     last_error: Some(error),
                     ..Transition::of(m, Status::Retrying, entry)
                 };
-                if self
+                let applied = self
                     .store
                     .transition(&key, m.version, &t, Vec::new())
-                    .await?
-                    != Applied::Done
-                {
+                    .await?;
+                if applied != Applied::Done && !self.wrote(m, &t).await {
                     return Ok(Outcome::Skipped(Skip::Conflict));
                 }
                 let send = crate::queue::patiently(self.config.queue_patience, || {

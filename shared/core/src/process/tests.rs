@@ -783,3 +783,30 @@ async fn an_effect_conflict_reruns_the_handler_on_fresh_state_then_counts_as_a_f
 
 mod faults;
 mod records;
+
+#[tokio::test]
+async fn a_retrying_write_whose_answer_was_lost_still_sends_its_retry() {
+    let w = World::new();
+    let p = w.processor(registry(Scripted::new(1)));
+    let m = w.ingest("evt_1", "invoice.paid").await;
+    let key = m.key();
+    w.store.lose_replies(1);
+    assert_eq!(
+        p.process(m.clone()).await.unwrap(),
+        Outcome::Retrying {
+            attempt: 1,
+            delay: Duration::from_secs(1)
+        },
+        "the write applied: it is ours, not a conflict"
+    );
+    assert_eq!(
+        w.retry.take_scheduled(),
+        vec![(key.clone(), Duration::from_secs(1))]
+    );
+    // A stale copy (the stream's image, re-delivered): its commit meets a real conflict, nothing sent.
+    assert_eq!(
+        p.process(m).await.unwrap(),
+        Outcome::Skipped(Skip::Conflict)
+    );
+    assert!(w.retry.take_scheduled().is_empty());
+}

@@ -38,6 +38,7 @@ pub struct MemoryStore {
     circuit_openings: AtomicUsize,
     down: AtomicBool,
     writes: AtomicUsize,
+    lose_replies: AtomicUsize,
 }
 
 /// The name the ingest path's tests and benchmarks know it by.
@@ -55,6 +56,12 @@ impl MemoryStore {
     /// Makes every later request fail as `Unavailable` (or succeed again).
     pub fn set_down(&self, down: bool) {
         self.down.store(down, Ordering::SeqCst);
+    }
+
+    /// The next `n` transitions are applied but answered as conflicts: what a lost answer looks
+    /// like once the SDK retried the write and met its own version condition.
+    pub fn lose_replies(&self, n: usize) {
+        self.lose_replies.store(n, Ordering::SeqCst);
     }
 
     /// Write requests received so far (failed ones included).
@@ -229,7 +236,15 @@ impl MessageStore for MemoryStore {
         t.apply_to(row.message_mut());
         row.open_due = t.open_due;
         lock(&self.effects).extend(effects.into_iter().map(|e| (key.clone(), e)));
-        Ok(Applied::Done)
+        let lost = self
+            .lose_replies
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        Ok(if lost {
+            Applied::MessageConflict
+        } else {
+            Applied::Done
+        })
     }
 
     async fn due(
