@@ -14,7 +14,13 @@ creates, the managed policies it attaches for event sources) is checked too:
                     real secrets and take every source down);
   routes            every method of /webhooks/{source} reaches the ingest function, so a GET
                     gets its documented 405, not the gateway's 404;
-  alarms            every function has an Errors and a Throttles alarm; the front door has its
+  leading keys      a role named in LEADING_KEYS writes the table (PutItem, UpdateItem, …) only
+                    with a `dynamodb:LeadingKeys` condition listing exactly its prefixes;
+  schedules         every scheduled function has an EventInvokeConfig; one scheduled every
+                    minute (a sweep) is never retried (MaximumRetryAttempts 0, events at most
+                    a minute old): a retry would overlap the next run;
+  alarms            every function has an Errors and a Throttles alarm, and an IteratorAge alarm
+                    when a stream invokes it; the front door has its
                     alarms (the ingest function's ServerErrors and Unauthorized, the gateway's
                     5xx); the quarantine alarm watches new arrivals (NumberOfMessagesSent); every
                     alarm on the stack's own metrics (WebhookIngestor/*) filters on the Stage
@@ -26,6 +32,7 @@ creates, the managed policies it attaches for event sources) is checked too:
 Usage:
   check_template.py [--template template.yaml]            run the checks (exit 1 on a problem)
   check_template.py [--template …] --ingest-timeout       print the ingest function's timeout, s
+  check_template.py [--template …] --leading-keys ROLE    print the role's write prefixes, one a line
 
 Needs the venv (`make venv`): samtranslator and aws-sam-cli's YAML loader.
 """
@@ -58,6 +65,19 @@ ALLOWED_WILDCARDS: dict[tuple[str, str], str] = {
 # AWSLambdaBasicExecutionRole, AWSXrayWriteOnlyAccess, AWSLambdaDynamoDBExecutionRole and
 # AWSLambdaSQSQueueExecutionRole all grant their actions on "*".
 ALLOWED_MANAGED_POLICIES: dict[str, str] = {}
+
+# Roles whose table writes are limited to their own partition-key prefixes (dynamodb:LeadingKeys),
+# with the prefixes. DeliverRole's are inbox_core::outbox::schema::DELIVER_WRITES (tests/it/template.rs
+# compares them).
+LEADING_KEYS: dict[str, list[str]] = {
+    "DeliverRole": ["OUT#*", "FAN#*", "DEST#*", "DESTINATIONS"],
+}
+TABLE_WRITES = {
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+}
 
 INGEST_FUNCTION = "IngestFunction"
 WEBHOOK_PATH = "/webhooks/{source}"
@@ -148,6 +168,87 @@ def check_least_privilege(cfn: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _leading_keys(statement: dict[str, Any]) -> list[str] | None:
+    """The `dynamodb:LeadingKeys` a statement is limited to (ForAllValues:StringLike), if any."""
+    condition = (statement.get("Condition") or {}).get("ForAllValues:StringLike") or {}
+    keys = condition.get("dynamodb:LeadingKeys")
+    return None if keys is None else [str(k) for k in _as_list(keys)]
+
+
+def leading_keys(cfn: dict[str, Any], role: str) -> list[str]:
+    """The prefixes `role`'s table writes are limited to (those of its first write statement)."""
+    for name, statement in _statements(cfn):
+        actions = set(map(str, _as_list(statement.get("Action", []))))
+        if name == role and statement.get("Effect") == "Allow" and actions & TABLE_WRITES:
+            return _leading_keys(statement) or []
+    return []
+
+
+def check_leading_keys(cfn: dict[str, Any]) -> list[str]:
+    problems = []
+    for name, statement in _statements(cfn):
+        if name not in LEADING_KEYS or statement.get("Effect") != "Allow":
+            continue
+        writes = sorted(set(map(str, _as_list(statement.get("Action", [])))) & TABLE_WRITES)
+        if not writes:
+            continue
+        where = f"{name}, statement {statement.get('Sid') or '(no Sid)'}"
+        keys = _leading_keys(statement)
+        if keys is None:
+            problems.append(
+                f"{where}: {', '.join(writes)} without a dynamodb:LeadingKeys condition "
+                f"(ForAllValues:StringLike {LEADING_KEYS[name]}): it may write any item"
+            )
+        elif sorted(keys) != sorted(LEADING_KEYS[name]):
+            problems.append(
+                f"{where}: dynamodb:LeadingKeys {keys}, expected exactly {LEADING_KEYS[name]}"
+            )
+    return problems
+
+
+def _schedule_rate_seconds(function: dict[str, Any]) -> list[int | None]:
+    """The period of every schedule event of a function (None: not a rate expression)."""
+    periods: list[int | None] = []
+    for event in ((function.get("Properties") or {}).get("Events") or {}).values():
+        if (event or {}).get("Type") not in ("Schedule", "ScheduleV2"):
+            continue
+        expression = str(((event or {}).get("Properties") or {}).get("ScheduleExpression", ""))
+        units = {"minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "day": 86400, "days": 86400}
+        parts = expression.removeprefix("rate(").removesuffix(")").split()
+        if expression.startswith("rate(") and len(parts) == 2 and parts[1] in units:
+            periods.append(int(parts[0]) * units[parts[1]])
+        else:
+            periods.append(None)
+    return periods
+
+
+def check_schedules(sam: dict[str, Any]) -> list[str]:
+    problems = []
+    for name, resource in sam.get("Resources", {}).items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        periods = _schedule_rate_seconds(resource)
+        if not periods:
+            continue
+        config = (resource.get("Properties") or {}).get("EventInvokeConfig")
+        if config is None:
+            problems.append(
+                f"{name}: scheduled without an EventInvokeConfig (Lambda retries a failed run "
+                "twice by default, beside the next one)"
+            )
+            continue
+        if any(p is not None and p <= 60 for p in periods):
+            retries = config.get("MaximumRetryAttempts")
+            age = config.get("MaximumEventAgeInSeconds")
+            if retries != 0 or not isinstance(age, int) or age > 60:
+                problems.append(
+                    f"{name}: scheduled every minute with EventInvokeConfig MaximumRetryAttempts "
+                    f"{retries}, MaximumEventAgeInSeconds {age}: a retried run overlaps the next "
+                    "(want 0 and at most 60)"
+                )
+    return problems
+
+
 def check_secret_values(sam: dict[str, Any]) -> list[str]:
     problems = []
     for name, resource in sam.get("Resources", {}).items():
@@ -222,6 +323,10 @@ def check_alarms(sam: dict[str, Any]) -> list[str]:
         for metric in ("Errors", "Throttles"):
             if not has("AWS/Lambda", metric, FunctionName={"Ref": function}):
                 problems.append(f"{function}: no alarm on its Lambda {metric}")
+        events = ((resource.get("Properties") or {}).get("Events") or {}).values()
+        streamed = any((e or {}).get("Type") in ("DynamoDB", "Kinesis") for e in events)
+        if streamed and not has("AWS/Lambda", "IteratorAge", FunctionName={"Ref": function}):
+            problems.append(f"{function}: a stream invokes it but no alarm watches its IteratorAge")
     for namespace, name, what in [
         ("WebhookIngestor/Ingest", "ServerErrors", "the ingest function's 5xx"),
         ("WebhookIngestor/Ingest", "Unauthorized", "a spike of 401s (a bad secret rotation)"),
@@ -281,14 +386,20 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE)
     parser.add_argument("--ingest-timeout", action="store_true")
+    parser.add_argument("--leading-keys", metavar="ROLE")
     args = parser.parse_args(argv)
     sam = load(args.template)
     if args.ingest_timeout:
         print(ingest_timeout(sam))
         return 0
     cfn = translate(sam)
+    if args.leading_keys:
+        print("\n".join(leading_keys(cfn, args.leading_keys)))
+        return 0
     problems = (
         check_least_privilege(cfn)
+        + check_leading_keys(cfn)
+        + check_schedules(sam)
         + check_secret_values(sam)
         + check_routes(cfn)
         + check_alarms(sam)
@@ -299,8 +410,8 @@ def main(argv: list[str]) -> int:
     if problems:
         return 1
     print(
-        f"{args.template.name}: least privilege, secret values, routes, alarms and the deliver "
-        "stream's parallelism checked"
+        f"{args.template.name}: least privilege, leading keys, schedules, secret values, routes, "
+        "alarms and the deliver stream's parallelism checked"
     )
     return 0
 

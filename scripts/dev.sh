@@ -39,6 +39,7 @@
 #   DELIVERY_QUEUE_URL, DELIVERY_QUARANTINE_QUEUE_URL (the moto queue URLs)
 #   DELIVERY_ALLOW_LOOPBACK=true (deliveries to the local listener: loopback, plain http)
 #   BODY_BUCKET=webhook-bodies-local WALLET_EMAIL_SOURCES (the local email providers' sources)
+#   DESTINATION_SECRETS_KEY (a key created in moto's KMS: destination secrets encrypted)
 # and RUST_LOG (default info; your RUST_LOG if set) through --env-file .local/dev.env.
 # The same settings, for inboxctl or the AWS CLI in another shell, go to .local/dev-env-<moto port>.sh.
 set -euo pipefail
@@ -172,6 +173,14 @@ python scripts/bucket_from_template.py create --bucket-name "$BODY_BUCKET" --end
     die "could not create the body bucket $BODY_BUCKET from template.yaml"
 export BODY_BUCKET
 log "bucket $BODY_BUCKET created for bodies above 8 KiB (BODY_BUCKET)"
+# Destinations' signing secrets are encrypted in the table with a key of the emulator's KMS, as
+# with DestinationSecretsKey in AWS (inboxctl encrypts, the deliver function decrypts).
+DESTINATION_SECRETS_KEY="$(python -c 'import boto3, sys
+kms = boto3.client("kms", endpoint_url=sys.argv[1], region_name="us-east-1")
+print(kms.create_key(Description="webhook-ingestor local destination secrets")["KeyMetadata"]["Arn"])' "$AWS_ENDPOINT_URL")" ||
+    die "could not create the destination secrets key in the emulator's KMS"
+export DESTINATION_SECRETS_KEY
+log "KMS key $DESTINATION_SECRETS_KEY created for destination secrets (DESTINATION_SECRETS_KEY)"
 # Deliveries go to the local listener: loopback and plain http:// allowed (never in the template).
 export DELIVERY_ALLOW_LOOPBACK=true
 log "queues $RETRY_QUEUE and $QUARANTINE_QUEUE (its dead-letter queue) created from template.yaml"
@@ -190,7 +199,7 @@ DEV_ENV_SH="$STATE_DIR/dev-env-$MOTO_PORT.sh"
     echo "# written by scripts/dev.sh: the local stack's settings, for inboxctl / the AWS CLI"
     for v in AWS_ENDPOINT_URL AWS_ENDPOINT_URL_DYNAMODB AWS_ENDPOINT_URL_DYNAMODB_STREAMS \
         AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY TABLE_NAME \
-        RETRY_QUEUE_URL QUARANTINE_QUEUE_URL DELIVERY_QUEUE_URL BODY_BUCKET; do
+        RETRY_QUEUE_URL QUARANTINE_QUEUE_URL DELIVERY_QUEUE_URL BODY_BUCKET DESTINATION_SECRETS_KEY; do
         printf 'export %s=%q\n' "$v" "${!v}"
     done
     printf 'export AWS_DEFAULT_REGION=%q\n' "$AWS_REGION" # boto3 and the AWS CLI read this one
@@ -244,10 +253,12 @@ PIPELINE_PID=$!
 # ------------------------------------------------------------------ 6. a local receiver
 INBOXCTL="$ROOT/target/debug/inboxctl"
 LISTEN_SECRET="$(python -c 'import base64, os; print("whsec_" + base64.b64encode(os.urandom(32)).decode())')"
-setsid "$INBOXCTL" listen --port "$LISTEN_PORT" --secret "$LISTEN_SECRET" </dev/null &
+# The secret goes by environment, not on a command line (where the process list shows it).
+INBOXCTL_SECRET="$LISTEN_SECRET" setsid "$INBOXCTL" listen --port "$LISTEN_PORT" </dev/null &
 LISTEN_PID=$!
-"$INBOXCTL" dest add dev-listener --url "http://127.0.0.1:$LISTEN_PORT/webhooks" --pattern '*' \
-    --secret "$LISTEN_SECRET" --allow-http --operator dev.sh >/dev/null ||
+INBOXCTL_SECRET="$LISTEN_SECRET" "$INBOXCTL" dest add dev-listener \
+    --url "http://127.0.0.1:$LISTEN_PORT/webhooks" --pattern '*' \
+    --allow-http --operator dev.sh >/dev/null ||
     die "could not add the destination dev-listener"
 log "destination dev-listener: every event, delivered to inboxctl listen on 127.0.0.1:$LISTEN_PORT"
 

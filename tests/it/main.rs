@@ -9,12 +9,14 @@
 //!   through the pipeline into the wallet.
 //! - [`replays`]: captured requests resent, repeated deliveries bounded, unidentifiable events kept.
 //! - [`secrets`]: secrets re-read from Secrets Manager by a warm function (TTL, after a mismatch).
+//! - [`sealed`]: destinations' signing secrets encrypted at rest with a KMS key (moto's).
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
 //! - [`wallet`]: the wallet ledger through the real pipeline.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
-//! - [`template`]: least privilege, secrets, routes and timeouts of `template.yaml`.
+//! - [`template`]: least privilege (leading keys too), schedules, secrets, routes, alarms and
+//!   timeouts of `template.yaml`.
 //! - [`config_docs`]: the tables of `docs/configuration.md` match the variables documented in code.
 //! - [`faults`]: the fault-injection suite, each test against an emulator of its own.
 
@@ -31,6 +33,7 @@ mod pipeline;
 mod provider_libs;
 mod providers;
 mod replays;
+mod sealed;
 mod secrets;
 mod smoke;
 mod template;

@@ -1,8 +1,9 @@
 //! What a deployed stack would get wrong that `sam validate` and cfn-lint cannot see, checked on
 //! `template.yaml` by `scripts/check_template.py` (SAM's own translator, offline): least
-//! privilege, secret values out of the template's reach, every method routed to the ingest
-//! function, the alarms every function and the front door need (on the stage's own metrics), the
-//! deliver stream's parallelism.
+//! privilege (the deliver role's writes limited to its own key prefixes), scheduled functions never
+//! retried beside their next run, secret values out of the template's reach, every method routed
+//! to the ingest function, the alarms every function and the front door need (on the stage's own
+//! metrics), the deliver stream's parallelism.
 //! Here: the check passes on the template, catches each thing it guards against on a template
 //! that has it, and the ingest timeout leaves room above the ingest path's worst case.
 
@@ -105,6 +106,45 @@ fn the_check_catches_what_it_guards_against() {
             "",
             "DeliverFunction.OutboxStream: ParallelizationFactor 1",
         ),
+        (
+            "leading-keys-missing",
+            "                Condition:\n                  ForAllValues:StringLike:\n                    \
+             dynamodb:LeadingKeys:\n                      - OUT#*\n",
+            "                Condition:\n                  ForAllValues:StringLike:\n                    \
+             dynamodb:Attributes:\n                      - OUT#*\n",
+            "DeliverRole, statement OutboxWrite: dynamodb:PutItem, dynamodb:UpdateItem without a \
+             dynamodb:LeadingKeys condition",
+        ),
+        (
+            "leading-keys-wide",
+            "                      - FAN#*\n",
+            "                      - \"*\"\n",
+            "DeliverRole, statement OutboxWrite: dynamodb:LeadingKeys ['OUT#*', '*', 'DEST#*', \
+             'DESTINATIONS'], expected exactly",
+        ),
+        (
+            "sweep-retried",
+            "      EventInvokeConfig:\n        MaximumRetryAttempts: 0\n        \
+             MaximumEventAgeInSeconds: 60\n      Role: !GetAtt DeliverRole.Arn\n",
+            "      EventInvokeConfig:\n        MaximumRetryAttempts: 2\n        \
+             MaximumEventAgeInSeconds: 60\n      Role: !GetAtt DeliverRole.Arn\n",
+            "DeliverFunction: scheduled every minute with EventInvokeConfig MaximumRetryAttempts 2",
+        ),
+        (
+            "sweep-no-invoke-config",
+            "      EventInvokeConfig:\n        MaximumRetryAttempts: 0\n        \
+             MaximumEventAgeInSeconds: 60\n      Role: !GetAtt ReaperRole.Arn\n",
+            "      Role: !GetAtt ReaperRole.Arn\n",
+            "ReaperFunction: scheduled without an EventInvokeConfig",
+        ),
+        (
+            "iterator-age",
+            "      MetricName: IteratorAge\n      Dimensions:\n        - Name: FunctionName\n          \
+             Value: !Ref DeliverFunction\n",
+            "      MetricName: IteratorAge\n      Dimensions:\n        - Name: FunctionName\n          \
+             Value: !Ref ProcessFunction\n",
+            "DeliverFunction: a stream invokes it but no alarm watches its IteratorAge",
+        ),
     ];
     for (name, from, to, expected) in cases {
         let path = mutated(name, from, to);
@@ -116,15 +156,20 @@ fn the_check_catches_what_it_guards_against() {
     }
 }
 
-#[test]
-fn the_ingest_timeout_leaves_room_above_the_worst_case() {
-    let out = check(&root().join("template.yaml"), &["--ingest-timeout"]);
+/// What the check prints about `template.yaml` with `extra` (a query, not the checks).
+fn answer(extra: &[&str]) -> String {
+    let out = check(&root().join("template.yaml"), extra);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let secs: u64 = String::from_utf8_lossy(&out.stdout)
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_ingest_timeout_leaves_room_above_the_worst_case() {
+    let secs: u64 = answer(&["--ingest-timeout"])
         .trim()
         .parse()
         .expect("a number of seconds");
@@ -139,4 +184,19 @@ fn the_ingest_timeout_leaves_room_above_the_worst_case() {
         timeout < Duration::from_secs(30),
         "API Gateway gives up after 30 s: a longer timeout only hides the 503"
     );
+}
+
+#[test]
+fn the_deliver_role_writes_only_the_outbox_keys_the_code_writes() {
+    let mut template: Vec<String> = answer(&["--leading-keys", "DeliverRole"])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut code: Vec<String> = inbox_core::outbox::schema::DELIVER_WRITES
+        .iter()
+        .map(|p| (*p).to_owned())
+        .collect();
+    template.sort();
+    code.sort();
+    assert_eq!(template, code, "template.yaml's DeliverRole LeadingKeys");
 }

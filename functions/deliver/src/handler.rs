@@ -36,8 +36,16 @@ pub async fn build() -> Result<Service, Error> {
     let bodies =
         inbox_core::store::dynamo::body::BodyConfig::read(&inbox_core::config::Env::process())?
             .s3(&sdk);
-    let store =
-        DynamoTable::new(fail_fast_client(&sdk), config.table_name.clone()).with_bodies(bodies);
+    let secrets_key =
+        inbox_core::store::dynamo::SecretsKey::from_env(&inbox_core::config::Env::process(), &sdk);
+    if secrets_key.is_none() {
+        tracing::warn!(
+            "DESTINATION_SECRETS_KEY is not set: encrypted destination secrets cannot be read"
+        );
+    }
+    let store = DynamoTable::new(fail_fast_client(&sdk), config.table_name.clone())
+        .with_bodies(bodies)
+        .with_secrets_key(secrets_key);
     let queues = SqsOutboxQueues::new(
         aws_sdk_sqs::Client::new(&sdk),
         config.delivery_queue_url.clone(),

@@ -44,7 +44,7 @@ pub async fn build() -> Result<Service, ConfigError> {
     let sdk = inbox_core::tls::sdk_config(&env).await?;
     let bodies = inbox_core::store::dynamo::body::BodyConfig::read(&env)?.s3(&sdk);
     let store = DynamoTable::new(fail_fast_client(&sdk), config.table_name).with_bodies(bodies);
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let sqs = inbox_core::queue::sqs::fail_fast_sqs(&sdk);
     let retry = SqsRetryQueue::new(sqs.clone(), config.retry_queue_url);
     let quarantine = SqsQuarantine::new(sqs, config.quarantine_queue_url);
     let registry = registry(store.clone(), wallet);

@@ -127,12 +127,38 @@ pub fn lost_attempt(status: Status, attempts: u32) -> u32 {
     }
 }
 
+/// The first redelivery's wait after a retry-queue message met an infrastructure error.
+pub const REDELIVERY_FIRST: Duration = Duration::from_secs(10);
+/// The longest such wait: a message back within about a minute of the store's return.
+pub const REDELIVERY_MAX: Duration = Duration::from_secs(60);
+
+/// How long a retry-queue message that met an infrastructure error (the store or a queue
+/// unreachable) stays invisible before its next delivery, by its receive count (1 for the first
+/// delivery): 10 s, doubling, at most a minute. Without it the message waits out the queue's
+/// visibility timeout (six function timeouts); with it an effect is late by at most about a minute
+/// once the store is back, and the queue's `maxReceiveCount` still ends a message that never works.
+pub fn redelivery_after(receive_count: u32) -> Duration {
+    let doublings = receive_count.saturating_sub(1).min(16);
+    REDELIVERY_FIRST
+        .saturating_mul(1 << doublings)
+        .min(REDELIVERY_MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn policy() -> RetryPolicy {
         RetryPolicy::new(5, Duration::from_secs(2), Duration::from_secs(60))
+    }
+
+    #[test]
+    fn a_failed_redelivery_comes_back_within_a_minute() {
+        let waits: Vec<u64> = [0, 1, 2, 3, 4, 5, 6, 40, u32::MAX]
+            .into_iter()
+            .map(|n| redelivery_after(n).as_secs())
+            .collect();
+        assert_eq!(waits, vec![10, 10, 20, 40, 60, 60, 60, 60, 60]);
     }
 
     #[test]

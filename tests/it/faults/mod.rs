@@ -12,6 +12,8 @@
 //! - [`emulator`]: the emulator paused (SIGSTOP/SIGCONT) and killed and restarted mid-load.
 //! - [`killed`]: the process function killed at each step.
 //! - [`queues`]: the retry and quarantine queues unavailable.
+//! - [`outage`]: a short outage of the store and queues while retries are handled: how late an
+//!   effect is once they are back.
 //! - [`storm`]: 1,000 deliveries of 100 ids at full concurrency.
 //! - [`ack`]: an ingest write whose answer is lost, retried by the SDK.
 //! - [`local_pipeline`]: `make dev`'s event sources across an emulator restart.
@@ -31,6 +33,7 @@ mod killed;
 mod local_pipeline;
 mod outbox;
 mod outbox_load;
+mod outage;
 mod queues;
 mod serializable;
 mod slow_destination;

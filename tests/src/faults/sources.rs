@@ -1,7 +1,8 @@
 //! Event sources and providers that survive faults, for tests that break the emulator under load:
 //! the stream played like Lambda's event source mapping (batches at the processor's concurrency,
 //! a batch re-delivered from its first reported failure until it succeeds, iterators re-acquired
-//! from the checkpoint after an error), the retry queue (receive, process, delete the handled),
+//! from the checkpoint after an error), the retry queue (receive with the receive count, process,
+//! delete the handled),
 //! and a provider that re-sends a webhook until it is acknowledged with a 2xx. Idle and failed
 //! polls wait [`POLL`] before the next one, as the real pollers do.
 
@@ -106,17 +107,32 @@ pub async fn retry_source<C: Clock>(
     stop: &AtomicBool,
     stats: &SourceStats,
 ) {
+    retry_source_with(p, processor, stop, stats, &|| ()).await
+}
+
+/// [`retry_source`], calling `received` after each receive that got messages and before they are
+/// handled (a fault test injects its fault there: the batch is then handled during it).
+pub async fn retry_source_with<C: Clock>(
+    p: &Pipeline,
+    processor: &TestProcessor<C>,
+    stop: &AtomicBool,
+    stats: &SourceStats,
+    received: &(dyn Fn() + Sync),
+) {
     loop {
         let stopping = stop.load(Ordering::SeqCst);
-        let received = p
+        let received_batch = p
             .sqs
             .receive_message()
             .queue_url(&p.retry_url)
             .max_number_of_messages(10)
             .wait_time_seconds(0)
+            .message_system_attribute_names(
+                aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+            )
             .send()
             .await;
-        let messages = match received {
+        let messages = match received_batch {
             Ok(out) => out.messages.unwrap_or_default(),
             Err(_) => {
                 stats.read_errors.fetch_add(1, Ordering::SeqCst);
@@ -139,9 +155,17 @@ pub async fn retry_source<C: Clock>(
                 msg.message_id = m.message_id;
                 msg.receipt_handle = m.receipt_handle;
                 msg.body = m.body;
+                // As Lambda passes them: the receive count among the message's attributes.
+                msg.attributes = m
+                    .attributes
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k.as_str().to_owned(), v))
+                    .collect();
                 msg
             })
             .collect();
+        received();
         stats.invocations.fetch_add(1, Ordering::SeqCst);
         let (response, _) = processor.handle_sqs_batch(event.clone()).await;
         for m in &event.records {
@@ -176,10 +200,20 @@ pub struct Delivered {
 /// Sends `event_id` (a Stripe-signed test event of `TYPE`, re-signed on every attempt, as a
 /// provider does) until it is answered 2xx, within `deadline`.
 pub async fn deliver(p: &Pipeline, event_id: &str, deadline: Instant) -> Delivered {
+    deliver_with(p, event_id, serde_json::json!({}), deadline).await
+}
+
+/// [`deliver`] with `extra` merged into the event (`fail_times`, … : what the test handlers read).
+pub async fn deliver_with(
+    p: &Pipeline,
+    event_id: &str,
+    extra: serde_json::Value,
+    deadline: Instant,
+) -> Delivered {
     let mut seen = Delivered::default();
     loop {
         let reply: Reply = p
-            .ingest(event_id, crate::pipeline::TYPE, serde_json::json!({}))
+            .ingest(event_id, crate::pipeline::TYPE, extra.clone())
             .await;
         if (200..300).contains(&reply.status) {
             seen.code = reply.code().to_owned();

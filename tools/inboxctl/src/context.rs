@@ -93,13 +93,17 @@ impl Context {
         aws_sdk_dynamodb::Client::from_conf(config)
     }
 
-    /// The message store on the table, with the operator's client ([`Self::dynamodb`]).
+    /// The message store on the table, with the operator's client ([`Self::dynamodb`]); the
+    /// destinations' secrets sealed with `DESTINATION_SECRETS_KEY` when it is set.
     pub async fn store(&self) -> Result<DynamoTable> {
         let table = self.table()?.to_owned();
         let bodies =
             inbox_core::store::dynamo::body::BodyConfig::read(&inbox_core::config::Env::process())?
                 .s3(self.sdk().await);
-        Ok(DynamoTable::new(self.dynamodb().await, table).with_bodies(bodies))
+        let key = inbox_core::store::dynamo::SecretsKey::from_env(&self.env, self.sdk().await);
+        Ok(DynamoTable::new(self.dynamodb().await, table)
+            .with_bodies(bodies)
+            .with_secrets_key(key))
     }
 
     /// An SQS client.

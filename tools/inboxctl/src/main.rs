@@ -14,6 +14,7 @@ mod context;
 mod error;
 mod output;
 mod sample;
+mod secret_input;
 mod when;
 
 use clap::Parser as _;

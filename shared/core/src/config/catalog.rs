@@ -88,6 +88,16 @@ pub const BODY_BUCKET: Var = Var {
               item, so at most 358400 bytes",
 };
 
+pub const DESTINATION_SECRETS_KEY: Var = Var {
+    name: "DESTINATION_SECRETS_KEY",
+    read_by: ReadBy::Only(&[DELIVER, INBOXCTL]),
+    unset: Unset::Optional,
+    meaning: "the KMS key (id, ARN or alias) the outbox destinations' signing secrets are \
+              encrypted with in the table: `inboxctl dest add`/`rotate-secret` encrypt, the deliver \
+              function decrypts (the stack's `DestinationSecretsKeyArn` output). Unset: secrets are \
+              written in plaintext (inboxctl warns) and encrypted ones cannot be read",
+};
+
 pub const BODY_INLINE_MAX_BYTES: Var = Var {
     name: "BODY_INLINE_MAX_BYTES",
     read_by: ReadBy::Only(&[INGEST]),
@@ -185,6 +195,15 @@ pub const INBOXCTL_JSON: Var = Var {
     read_by: ReadBy::Only(&[INBOXCTL]),
     unset: Unset::Default("false"),
     meaning: "`true`: print JSON instead of tables, as `--json` does",
+};
+
+pub const INBOXCTL_SECRET: Var = Var {
+    name: "INBOXCTL_SECRET",
+    read_by: ReadBy::Only(&[INBOXCTL]),
+    unset: Unset::Optional,
+    meaning: "a destination's signing secret (`whsec_…`; comma-separated for several) for \
+              `inboxctl listen` and `dest add`/`rotate-secret`, instead of `--secret` on the command \
+              line. Unset: `listen` asks for it (or reads standard input), `dest` generates one",
 };
 
 pub const USER: Var = Var {
@@ -307,6 +326,7 @@ pub const ALL: &[&Var] = &[
     &MAX_BODY_BYTES,
     &MAX_BATCH_EVENTS,
     &BODY_BUCKET,
+    &DESTINATION_SECRETS_KEY,
     &BODY_INLINE_MAX_BYTES,
     &TRUST_SYSTEM_ROOTS,
     &DELIVERY_RETENTION_DAYS,
@@ -330,6 +350,7 @@ pub const ALL: &[&Var] = &[
     &BREAKER_DISABLE_AFTER_MS,
     &DELIVERY_SWEEP_MAX_PER_RUN,
     &INBOXCTL_JSON,
+    &INBOXCTL_SECRET,
     &USER,
     &AWS_LAMBDA_LOG_LEVEL,
     &RUST_LOG,

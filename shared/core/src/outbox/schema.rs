@@ -42,6 +42,12 @@ pub const FANOUT_SK: &str = "FAN";
 /// [`crate::store::Effect::Ensure`]); the sweep never reads them. Items finished before the
 /// shards were hashed hold this value itself.
 pub const DONE_SHARD: &str = "OUTBOX#DONE";
+/// The partition-key prefixes of every item the deliver function writes (deliveries, fan-outs, a
+/// destination's state and journal, a destination it disables): its role may write nothing else
+/// (template.yaml's `dynamodb:LeadingKeys` on `DeliverRole`, compared by tests/it/template.rs).
+/// `*` ends a prefix; an entry without it is a whole key.
+pub const DELIVER_WRITES: [&str; 4] = ["OUT#*", "FAN#*", "DEST#*", DESTINATIONS_PK];
+
 /// How many open-index shards the outbox spreads over.
 pub const OUTBOX_SHARDS: u8 = 16;
 
@@ -124,6 +130,34 @@ pub fn webhook_id(destination: &str, key: &MessageKey) -> String {
 mod tests {
     use super::*;
     use crate::domain::{EventId, SourceName};
+
+    fn deliver_may_write(pk: &str) -> bool {
+        DELIVER_WRITES.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => pk.starts_with(prefix),
+            None => pk == *p,
+        })
+    }
+
+    #[test]
+    fn every_key_the_deliverer_writes_is_under_its_prefixes_and_no_inbox_key_is() {
+        let k = key("stripe", "evt_1");
+        for pk in [
+            delivery_pk("dest_1", &k),
+            fanout_pk(&k),
+            destination_pk("dest_1"),
+            DESTINATIONS_PK.to_owned(),
+        ] {
+            assert!(deliver_may_write(&pk), "{pk}");
+        }
+        for pk in [
+            crate::store::schema::message_pk(&k),
+            "WALLET#acct_1".to_owned(),
+            "DESTINATIONS2".to_owned(),
+            "EFFECT#evt_1".to_owned(),
+        ] {
+            assert!(!deliver_may_write(&pk), "{pk}");
+        }
+    }
 
     fn key(source: &str, id: &str) -> MessageKey {
         MessageKey::new(

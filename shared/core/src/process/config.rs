@@ -44,6 +44,7 @@ impl ProcessorConfig {
             lease,
             retention: Duration::from_secs(u64::from(days) * 86_400),
             concurrency: env.parse::<usize>(&catalog::PROCESS_CONCURRENCY)?.max(1),
+            queue_patience: crate::queue::QUEUE_PATIENCE,
         })
     }
 }

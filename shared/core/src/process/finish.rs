@@ -62,6 +62,23 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
         }
     }
 
+    /// Whether `t`, answered as a conflict, is nevertheless what the store holds now: the write
+    /// applied and its answer was lost (a timeout), then the SDK's retry met the version condition
+    /// the write itself had moved. Then the caller's follow-up (the retry's send) is still its to
+    /// do; otherwise the message would wait for the reaper's grace with no retry on its way.
+    async fn wrote(&self, m: &StoredMessage, t: &Transition) -> bool {
+        match self.store.get(&m.key()).await {
+            Ok(Some(now)) => {
+                now.version == m.version + 1
+                    && now.status == t.to
+                    && now.attempts == t.attempts
+                    && now.next_attempt_at == t.next_attempt_at
+                    && now.open_due == t.open_due
+            }
+            _ => false,
+        }
+    }
+
     /// A failed attempt: `retrying` with backoff, or `failed` with its quarantine notice.
     pub(super) async fn fail(
         &self,
@@ -94,18 +111,37 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                     last_error: Some(error),
                     ..Transition::of(m, Status::Retrying, entry)
                 };
-                if self
+                let applied = self
                     .store
                     .transition(&key, m.version, &t, Vec::new())
-                    .await?
-                    != Applied::Done
-                {
+                    .await?;
+                if applied != Applied::Done && !self.wrote(m, &t).await {
                     return Ok(Outcome::Skipped(Skip::Conflict));
                 }
-                if let Err(e) = self.retry.schedule(&key, delay).await {
+                let send = crate::queue::patiently(self.config.queue_patience, || {
+                    self.retry.schedule(&key, delay)
+                });
+                if let Err(e) = send.await {
                     // The message is durably `retrying` with its deadline in the open index: the
-                    // reaper re-drives it, so this is not worth failing the batch for.
+                    // reaper re-drives it, so this is not worth failing the batch for. No retry is
+                    // on its way, so no grace is owed to one: due at the retry time, the reaper's
+                    // next run after it takes it (a minute late at most, not the grace).
                     tracing::warn!(source = %key.source, event_id = %key.event_id, error = %e, "retry not scheduled; the reaper will re-drive it");
+                    let mut sent = m.clone();
+                    t.apply_to(&mut sent);
+                    let due_now = Transition {
+                        attempts: sent.attempts,
+                        next_attempt_at: Some(next),
+                        open_due: Some(next),
+                        ..Transition::keeping_history(&sent, Status::Retrying, a.now)
+                    };
+                    if let Err(e) = self
+                        .store
+                        .transition(&key, sent.version, &due_now, Vec::new())
+                        .await
+                    {
+                        tracing::warn!(source = %key.source, event_id = %key.event_id, error = %e, "retry not scheduled and its deadline not advanced; the reaper re-drives it after the grace");
+                    }
                 }
                 Ok(Outcome::Retrying {
                     attempt: a.attempt,

@@ -17,6 +17,9 @@ pub struct ProcessorConfig {
     /// How many records of a batch are processed at once (messages are independent: each has
     /// its own key and version, and handlers must not depend on arrival order).
     pub concurrency: usize,
+    /// How long a failing queue request (a retry's send, a failed retry's early redelivery) is
+    /// retried within the invocation ([`crate::queue::patiently`]).
+    pub queue_patience: Duration,
 }
 
 impl Default for ProcessorConfig {
@@ -26,6 +29,7 @@ impl Default for ProcessorConfig {
             lease: Duration::from_secs(60),
             retention: Duration::from_secs(30 * 86_400),
             concurrency: 10,
+            queue_patience: crate::queue::QUEUE_PATIENCE,
         }
     }
 }

@@ -3,13 +3,16 @@
 //! a batch (concurrency, spans, batch item failures) is [`crate::invocation`]'s.
 //!
 //! Only infrastructure errors (store or queue unreachable) fail a record: handler failures go
-//! through the retry path, so a poison message never blocks its shard.
+//! through the retry path, so a poison message never blocks its shard. A failed retry-queue
+//! message is made visible again within a minute rather than after the queue's visibility timeout;
+//! one that arrived before its retry time is sent again for the time left.
 
-use super::{Outcome, Processor};
+use super::{Outcome, Processor, Skip};
 use crate::clock::Clock;
-use crate::domain::{EventId, MessageKey, SourceName};
+use crate::domain::{EventId, MessageKey, SourceName, Status};
 use crate::invocation::{self, Summary, Task};
 use crate::message::{RetryRequest, StoredMessage};
+use crate::policy;
 use crate::queue::{Quarantine, RetryQueue};
 use crate::store::schema::{BODY_REF, MESSAGE_SK};
 use crate::store::{MessageStore, StoreError};
@@ -18,6 +21,15 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use serde_dynamo::AttributeValue;
 use std::future::Future;
+
+/// How often SQS delivered `message` (its `ApproximateReceiveCount`; 1 when not given).
+fn receive_count(message: &SqsMessage) -> u32 {
+    message
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+}
 
 fn text(item: &serde_dynamo::Item, name: &str) -> Option<String> {
     match item.get(name) {
@@ -66,9 +78,31 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
     }
 
     /// Processes a retry-queue batch, up to `concurrency` messages at once; each that hit an
-    /// infrastructure error is reported and comes back after the visibility timeout.
+    /// infrastructure error is reported and made visible again soon
+    /// ([`policy::redelivery_after`] its receive count), not after the queue's visibility timeout.
     pub async fn handle_sqs_batch(&self, event: SqsEvent) -> (SqsBatchResponse, Summary) {
-        invocation::lift(&event, self.config.concurrency, |m| self.queue_record(m)).await
+        let (response, summary) =
+            invocation::lift(&event, self.config.concurrency, |m| self.queue_record(m)).await;
+        // Each at once: the batch's failures share one patience, within the invocation's time.
+        let early = response.batch_item_failures.iter().filter_map(|failure| {
+            let message = event
+                .records
+                .iter()
+                .find(|m| m.message_id.as_deref() == Some(failure.item_identifier.as_str()))?;
+            let handle = message.receipt_handle.as_deref()?;
+            let after = policy::redelivery_after(receive_count(message));
+            Some(async move {
+                let early = crate::queue::patiently(self.config.queue_patience, || {
+                    self.retry.redeliver_in(handle, after)
+                });
+                if let Err(e) = early.await {
+                    // It comes back after the visibility timeout instead: later, not lost.
+                    tracing::warn!(message_id = %failure.item_identifier, error = %crate::error::one_line(&e), "could not bring the retry back early");
+                }
+            })
+        });
+        futures_util::future::join_all(early).await;
+        (response, summary)
     }
 
     /// A stream record: a new message, processed from its image (or read by key).
@@ -118,10 +152,33 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             origin = "retry_queue"
         );
         Task::Run(span, async move {
-            let result = self.process_key(&request.key()).await;
+            let key = request.key();
+            let result = match self.process_key(&key).await {
+                Ok(Outcome::Skipped(Skip::NotDue)) => self.arrived_early(&key).await,
+                other => other,
+            };
             self.observe(&result);
             result.map(|o| o.as_str())
         })
+    }
+
+    /// A retry delivered before its time (a queue's delay is not exact): sent again for the time
+    /// that is left, so that dropping this delivery loses nothing (it would otherwise wait for the
+    /// reaper's deadline, the retry time plus its grace).
+    async fn arrived_early(&self, key: &MessageKey) -> Result<Outcome, super::InfraError> {
+        let now = self.clock.now_millis();
+        let left = match self.store.get(key).await? {
+            Some(m) if m.status == Status::Retrying => m.next_attempt_at.map(|at| at - now),
+            _ => None,
+        };
+        if let Some(left) = left.filter(|ms| *ms > 0) {
+            let delay = std::time::Duration::from_millis(u64::try_from(left).unwrap_or(0));
+            crate::queue::patiently(self.config.queue_patience, || {
+                self.retry.schedule(key, delay)
+            })
+            .await?;
+        }
+        Ok(Outcome::Skipped(Skip::NotDue))
     }
 
     /// Logs a record's result; a throttled store request also counts `StoreThrottled`.

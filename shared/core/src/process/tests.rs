@@ -126,6 +126,7 @@ impl World {
             lease: Duration::from_secs(60),
             retention: Duration::from_secs(30 * 86_400),
             concurrency: 4,
+            queue_patience: Duration::from_millis(20),
         };
         Processor::new(
             self.store.clone(),
@@ -584,7 +585,7 @@ async fn store_outage_is_an_infrastructure_error() {
 }
 
 #[tokio::test]
-async fn retry_queue_outage_leaves_the_retry_to_the_reaper() {
+async fn retry_queue_outage_leaves_the_retry_to_the_reaper_due_at_the_retry_time() {
     let w = World::new();
     let p = w.processor(registry(Scripted::new(1)));
     let m = w.ingest("evt_1", "invoice.paid").await;
@@ -603,17 +604,29 @@ async fn retry_queue_outage_leaves_the_retry_to_the_reaper() {
     let after = w.store.message(&key).unwrap();
     assert_eq!(after.status, Status::Retrying);
     assert_eq!(after.next_attempt_at, Some(T0 + 1_000));
+    assert_eq!(
+        after.open_due,
+        Some(T0 + 1_000),
+        "no retry is on its way: no grace is owed to one"
+    );
+    assert_eq!(
+        after.history.len(),
+        2,
+        "the bookkeeping write adds no entry"
+    );
     w.retry.set_down(false);
-    w.clock.advance_millis(1_000);
     let reaper = w.reaper(100);
     assert_eq!(
         reaper.run().await.unwrap().due,
         0,
-        "a retry on its way is not re-driven beside it"
+        "not before the retry time"
     );
-    w.clock
-        .advance_millis(crate::store::schema::PENDING_GRACE_MS);
-    assert_eq!(reaper.run().await.unwrap().redriven, 1);
+    w.clock.advance_millis(1_000);
+    assert_eq!(
+        reaper.run().await.unwrap().redriven,
+        1,
+        "the reaper's next run after the retry time re-drives it, not one after the grace"
+    );
     // The scheduled attempt (2) never reported: counted lost, re-driven after its backoff.
     assert_eq!(
         w.retry.take_scheduled(),
@@ -770,3 +783,30 @@ async fn an_effect_conflict_reruns_the_handler_on_fresh_state_then_counts_as_a_f
 
 mod faults;
 mod records;
+
+#[tokio::test]
+async fn a_retrying_write_whose_answer_was_lost_still_sends_its_retry() {
+    let w = World::new();
+    let p = w.processor(registry(Scripted::new(1)));
+    let m = w.ingest("evt_1", "invoice.paid").await;
+    let key = m.key();
+    w.store.lose_replies(1);
+    assert_eq!(
+        p.process(m.clone()).await.unwrap(),
+        Outcome::Retrying {
+            attempt: 1,
+            delay: Duration::from_secs(1)
+        },
+        "the write applied: it is ours, not a conflict"
+    );
+    assert_eq!(
+        w.retry.take_scheduled(),
+        vec![(key.clone(), Duration::from_secs(1))]
+    );
+    // A stale copy (the stream's image, re-delivered): its commit meets a real conflict, nothing sent.
+    assert_eq!(
+        p.process(m).await.unwrap(),
+        Outcome::Skipped(Skip::Conflict)
+    );
+    assert!(w.retry.take_scheduled().is_empty());
+}

@@ -1,5 +1,5 @@
 //! In-memory fakes of the queue roles for unit tests: [`MemoryRetryQueue`] records what was
-//! scheduled and re-driven, [`MemoryQuarantine`] the notices; each can be switched off.
+//! scheduled, re-driven and brought back early, [`MemoryQuarantine`] the notices; each can be switched off.
 
 use super::{Quarantine, QueueError, RetryQueue};
 use crate::domain::MessageKey;
@@ -33,10 +33,11 @@ impl Switch {
     }
 }
 
-/// A fake retry queue: records retry requests (delay zero for re-drives).
+/// A fake retry queue: records retry requests (delay zero for re-drives) and early redeliveries.
 #[derive(Debug, Default)]
 pub struct MemoryRetryQueue {
     scheduled: Mutex<Vec<(MessageKey, Duration)>>,
+    redeliveries: Mutex<Vec<(String, Duration)>>,
     switch: Switch,
 }
 
@@ -52,6 +53,11 @@ impl MemoryRetryQueue {
     /// Retry requests so far (delay zero for re-drives).
     pub fn scheduled(&self) -> Vec<(MessageKey, Duration)> {
         lock(&self.scheduled).clone()
+    }
+
+    /// The early redeliveries asked for so far: (receipt handle, after).
+    pub fn redeliveries(&self) -> Vec<(String, Duration)> {
+        lock(&self.redeliveries).clone()
     }
 
     /// Takes the retry requests so far.
@@ -71,6 +77,12 @@ impl RetryQueue for MemoryRetryQueue {
         self.switch.up()?;
         lock(&self.scheduled).extend(keys.iter().map(|k| (k.clone(), Duration::ZERO)));
         Ok(keys.len())
+    }
+
+    async fn redeliver_in(&self, receipt_handle: &str, after: Duration) -> Result<(), QueueError> {
+        self.switch.up()?;
+        lock(&self.redeliveries).push((receipt_handle.to_owned(), after));
+        Ok(())
     }
 }
 

@@ -10,6 +10,22 @@ use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use aws_sdk_sqs::Client;
 use std::time::Duration;
 
+/// The SQS client the process function uses: a request that gets no answer (the queue
+/// unreachable, a connection that hangs) fails within 5 s instead of holding the invocation until
+/// its timeout, so the patient retries ([`super::patiently`]) can try again.
+pub fn fail_fast_sqs(sdk: &aws_config::SdkConfig) -> Client {
+    let config = aws_sdk_sqs::config::Builder::from(sdk)
+        .timeout_config(
+            aws_sdk_sqs::config::timeout::TimeoutConfig::builder()
+                .connect_timeout(Duration::from_millis(1_000))
+                .operation_attempt_timeout(Duration::from_millis(2_000))
+                .operation_timeout(Duration::from_millis(5_000))
+                .build(),
+        )
+        .build();
+    Client::from_conf(config)
+}
+
 /// The retry queue, by URL.
 #[derive(Debug, Clone)]
 pub struct SqsRetryQueue {
@@ -134,6 +150,18 @@ impl RetryQueue for SqsRetryQueue {
     async fn redrive(&self, keys: &[MessageKey]) -> Result<usize, QueueError> {
         let requests: Vec<RetryRequest> = keys.iter().map(RetryRequest::from).collect();
         send_batch(&self.client, &self.url, &requests).await
+    }
+
+    async fn redeliver_in(&self, receipt_handle: &str, after: Duration) -> Result<(), QueueError> {
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(delay_seconds(after))
+            .send()
+            .await
+            .map_err(boxed)?;
+        Ok(())
     }
 }
 

@@ -6,7 +6,7 @@
 //! processing side ([`super::MessageStore`]); `items`: applications' item reads
 //! ([`super::ItemStore`]); `effects`: effects as conditional writes ([`super::ItemWriter`]);
 //! `outbox`: the outbox's deliveries and destination state ([`crate::outbox::store::OutboxStore`]);
-//! `body`: how a body is stored (compressed inline, or in S3 above the inline limit).
+//! `body`: bodies inline or in S3; `sealed`: destinations' secrets under KMS ([`SecretsKey`]).
 
 pub mod body;
 mod cancel;
@@ -15,6 +15,7 @@ mod items;
 mod messages;
 mod open_index;
 mod outbox;
+mod sealed;
 
 use super::attr::{get_n, get_s, n, s, string_map};
 use super::schema::*;
@@ -28,6 +29,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 pub use body::{S3Bodies, StoredBody};
+pub use sealed::SecretsKey;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -52,13 +54,13 @@ pub fn fail_fast_client(sdk: &aws_config::SdkConfig) -> Client {
     Client::from_conf(config)
 }
 
-/// The inbox on a DynamoDB table laid out as in [`super::schema`], with large bodies in S3 when
-/// [`DynamoTable::with_bodies`] names a bucket (`body.rs`).
+/// The inbox on a DynamoDB table laid out as in [`super::schema`] (large bodies in S3: `body.rs`).
 #[derive(Debug, Clone)]
 pub struct DynamoTable {
     client: Client,
     table: String,
     bodies: Option<S3Bodies>,
+    secrets_key: Option<SecretsKey>,
 }
 
 impl DynamoTable {
@@ -68,11 +70,11 @@ impl DynamoTable {
             client,
             table: table.into(),
             bodies: None,
+            secrets_key: None,
         }
     }
 
-    /// Bodies above the inline limit go to S3 (and are read back from there); `None` keeps
-    /// every body inline.
+    /// Bodies above the inline limit go to S3 (and are read back); `None` keeps every body inline.
     pub fn with_bodies(mut self, bodies: Option<S3Bodies>) -> Self {
         self.bodies = bodies;
         self
@@ -110,8 +112,7 @@ impl DynamoTable {
         &self.table
     }
 
-    /// Scans the items whose `kind` is `kind`, page by page (strongly consistent), until the table
-    /// ends or `page` answers `false`.
+    /// Scans the items of `kind`, page by page (consistent), until the end or `page` says `false`.
     async fn scan_kind(
         &self,
         kind: &str,

@@ -39,6 +39,7 @@ pub struct MemoryStore {
     down: AtomicBool,
     circuit_down: AtomicBool,
     writes: AtomicUsize,
+    lose_replies: AtomicUsize,
 }
 
 /// The name the ingest path's tests and benchmarks know it by.
@@ -62,6 +63,12 @@ impl MemoryStore {
     /// a failure between a delivery's write and the next.
     pub fn set_circuit_down(&self, down: bool) {
         self.circuit_down.store(down, Ordering::SeqCst);
+    }
+
+    /// The next `n` transitions are applied but answered as conflicts: what a lost answer looks
+    /// like once the SDK retried the write and met its own version condition.
+    pub fn lose_replies(&self, n: usize) {
+        self.lose_replies.store(n, Ordering::SeqCst);
     }
 
     /// Write requests received so far (failed ones included).
@@ -236,7 +243,15 @@ impl MessageStore for MemoryStore {
         t.apply_to(row.message_mut());
         row.open_due = t.open_due;
         lock(&self.effects).extend(effects.into_iter().map(|e| (key.clone(), e)));
-        Ok(Applied::Done)
+        let lost = self
+            .lose_replies
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        Ok(if lost {
+            Applied::MessageConflict
+        } else {
+            Applied::Done
+        })
     }
 
     async fn due(

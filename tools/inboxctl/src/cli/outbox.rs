@@ -35,7 +35,8 @@ pub struct DestAddArgs {
     /// `mailer:*`, `*`.
     #[arg(long = "pattern", value_name = "PATTERN", required = true)]
     pub patterns: Vec<String>,
-    /// The signing secret (`whsec_…`); generated when not given.
+    /// The signing secret (`whsec_…`) [default: $INBOXCTL_SECRET, else generated]. On the command
+    /// line it is visible in the process list: prefer the variable.
     #[arg(long)]
     pub secret: Option<String>,
     /// Requests per second (all workers together).
@@ -87,7 +88,7 @@ pub struct DestReasonArgs {
 pub struct DestRotateArgs {
     /// The destination's id.
     pub id: DestinationId,
-    /// The new secret (`whsec_…`); generated when not given, and printed once.
+    /// The new secret (`whsec_…`) [default: $INBOXCTL_SECRET, else generated and printed once].
     #[arg(long)]
     pub secret: Option<String>,
     /// How long the previous secrets keep signing: 30m, 24h, 7d.
@@ -198,8 +199,10 @@ pub struct ListenArgs {
     /// The port to listen on (127.0.0.1).
     #[arg(long, default_value_t = 9100)]
     pub port: u16,
-    /// The destination's signing secret (`whsec_…`, repeatable): any one verifying passes.
-    #[arg(long = "secret", value_name = "WHSEC", required = true)]
+    /// The destination's signing secret (`whsec_…`, repeatable): any one verifying passes
+    /// [default: $INBOXCTL_SECRET, comma-separated; else asked for, or read from standard input].
+    /// On the command line it is visible in the process list: prefer the variable.
+    #[arg(long = "secret", value_name = "WHSEC")]
     pub secrets: Vec<String>,
     /// Answer every delivery with this status instead of 200 (e.g. 500, 410, 429).
     #[arg(long, default_value_t = 200)]
@@ -213,9 +216,10 @@ pub struct ListenArgs {
     /// Wait this long before answering, ms.
     #[arg(long, default_value_t = 0)]
     pub delay_ms: u64,
-    /// Print the payload of each delivery too.
-    #[arg(long)]
-    pub body: bool,
+    /// Print the payload of each delivery too (by default only its size: a payload may hold
+    /// personal data).
+    #[arg(long = "show-body", alias = "body")]
+    pub show_body: bool,
     /// Stop after this many deliveries (default: run until Ctrl-C).
     #[arg(long)]
     pub max: Option<u64>,

@@ -6,6 +6,7 @@ use crate::cli::{DestAddArgs, DestCommand, DestIdArgs, DestReasonArgs, DestRotat
 use crate::context::Context;
 use crate::error::{failed, usage, Error, Result};
 use crate::output::{fields, or_dash, print_json, say, table};
+use crate::secret_input;
 use crate::when;
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::outbox::admin::{self, AdminError};
@@ -41,6 +42,31 @@ fn admin_error(e: AdminError) -> Error {
     }
 }
 
+/// The secret given by `--secret` or `INBOXCTL_SECRET` (checked), if any; and a warning when it
+/// is going to be stored in plaintext (no `DESTINATION_SECRETS_KEY`).
+fn given_secret(ctx: &Context, flag: &Option<String>) -> Result<Option<SecretText>> {
+    if ctx
+        .env()
+        .optional(&inbox_core::config::catalog::DESTINATION_SECRETS_KEY)
+        .is_none_or(|k| k.is_empty())
+    {
+        eprintln!(
+            "warning: DESTINATION_SECRETS_KEY is not set: the signing secret is stored in \
+             plaintext (set it to the stack's DestinationSecretsKeyArn output)"
+        );
+    }
+    let given = secret_input::secrets_from(
+        flag.as_slice(),
+        ctx.env(),
+        secret_input::Ask::Never,
+        Vec::new,
+    )?;
+    given
+        .first()
+        .map(|s| SecretText::parse(s).map_err(|e| usage(e.to_string())))
+        .transpose()
+}
+
 async fn add(ctx: &Context, args: DestAddArgs) -> Result<()> {
     let store = ctx.store().await?;
     let patterns = args
@@ -48,12 +74,7 @@ async fn add(ctx: &Context, args: DestAddArgs) -> Result<()> {
         .iter()
         .map(|p| Pattern::parse(p).map_err(|e| usage(e.to_string())))
         .collect::<Result<Vec<_>>>()?;
-    let secret = args
-        .secret
-        .as_deref()
-        .map(SecretText::parse)
-        .transpose()
-        .map_err(|e| usage(e.to_string()))?;
+    let secret = given_secret(ctx, &args.secret)?;
     let generated = secret.is_none();
     let now = SystemClock.now_millis();
     let mut d = Destination::new(&args.id, &args.url, patterns, secret, now);
@@ -298,10 +319,9 @@ async fn rotate(ctx: &Context, args: DestRotateArgs) -> Result<()> {
             args.keep_old_for
         ))
     })?;
-    let secret = match &args.secret {
-        Some(s) => SecretText::parse(s).map_err(|e| usage(e.to_string()))?,
-        None => SecretText::generate(),
-    };
+    let given = given_secret(ctx, &args.secret)?;
+    let generated = given.is_none();
+    let secret = given.unwrap_or_else(SecretText::generate);
     let shown = secret.expose().to_owned();
     let now = SystemClock.now_millis();
     let d = change(ctx, &args.id, &args.operator, "secret-rotated", |d| {
@@ -314,11 +334,11 @@ async fn rotate(ctx: &Context, args: DestRotateArgs) -> Result<()> {
     .await?;
     if ctx.json() {
         return print_json(
-            &json!({"id": d.id, "secret": args.secret.is_none().then_some(shown), "active_secrets": d.active_secrets(now).count()}),
+            &json!({"id": d.id, "secret": generated.then_some(shown), "active_secrets": d.active_secrets(now).count()}),
         );
     }
     say(format!("destination {}: new signing secret; every delivery is signed with each of its {} active secrets", d.id, d.active_secrets(now).count()))?;
-    if args.secret.is_none() {
+    if generated {
         say(format!("new secret (shown once): {shown}"))?;
     }
     Ok(())

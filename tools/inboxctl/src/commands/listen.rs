@@ -3,11 +3,13 @@
 //! prints one line per delivery (`--json`: one JSON object per line), and answers as told:
 //! 200, or `--status`, with `--retry-after` on a 429/503, a 500 on every `--fail-every`-th, after
 //! `--delay-ms`. A delivery whose signature does not verify gets a 401. For demos, `make dev`, and
-//! tests.
+//! tests. The secret comes from `INBOXCTL_SECRET` or a prompt rather than the command line
+//! ([`crate::secret_input`]); a payload is printed only with `--show-body`.
 
 use crate::cli::ListenArgs;
 use crate::context::Context;
 use crate::error::{failed, usage, Result};
+use crate::secret_input;
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::outbox::destination::SecretText;
 use inbox_core::signature::{self, Request, Scheme, Secret, Spec};
@@ -31,8 +33,13 @@ pub fn answer(args: &ListenArgs, n: u64, verified: bool) -> (u16, Option<u64>) {
 }
 
 pub async fn run(ctx: &Context, args: ListenArgs) -> Result<()> {
-    let secrets = args
-        .secrets
+    let given = secret_input::secrets_from(
+        &args.secrets,
+        ctx.env(),
+        secret_input::Ask::Required,
+        secret_input::ask_stdin,
+    )?;
+    let secrets = given
         .iter()
         .map(|s| {
             SecretText::parse(s)
@@ -92,7 +99,7 @@ pub async fn run(ctx: &Context, args: ListenArgs) -> Result<()> {
                     "source": header("webhook-source"), "event_type": header("webhook-event-type"),
                     "verified": error.is_none(), "error": error, "answered": status, "bytes": body.len(),
                 });
-                if args2.body {
+                if args2.show_body {
                     v["body"] = json!(String::from_utf8_lossy(&body));
                 }
                 v.to_string()
@@ -106,7 +113,7 @@ pub async fn run(ctx: &Context, args: ListenArgs) -> Result<()> {
                     header("webhook-id"),
                     error.as_deref().map_or_else(|| "signature ok".to_owned(), |e| format!("SIGNATURE INVALID ({e})")),
                 );
-                if args2.body {
+                if args2.show_body {
                     line.push('\n');
                     line.push_str(&String::from_utf8_lossy(&body));
                 }
@@ -150,7 +157,7 @@ mod tests {
             retry_after,
             fail_every,
             delay_ms: 0,
-            body: false,
+            show_body: false,
             max: None,
         }
     }

@@ -60,6 +60,8 @@ impl Env {
             .env("USER", "ana")
             .env_remove("INBOXCTL_JSON")
             .env_remove("DELIVERY_QUEUE_URL")
+            .env_remove("INBOXCTL_SECRET")
+            .env_remove("DESTINATION_SECRETS_KEY")
             .current_dir(integration_tests::root());
         c
     }
@@ -399,6 +401,144 @@ async fn deliveries_are_listed_shown_retried_in_bulk_and_replayed() {
     assert_eq!(crm["circuit"], "closed");
     assert!(crm["oldest_pending_age_secs"].as_i64().unwrap() >= 59);
     assert!(env.run(&["stats"]).ok().stdout.contains("analytics"));
+}
+
+#[tokio::test]
+async fn dest_takes_its_secret_from_the_environment_and_stores_it_encrypted() {
+    let env = Env::new().await;
+    let kms = aws_sdk_kms::Client::new(&integration_tests::sdk_config().await);
+    let key = kms
+        .create_key()
+        .send()
+        .await
+        .unwrap()
+        .key_metadata
+        .and_then(|m| m.arn)
+        .unwrap();
+    let secret = SecretText::generate();
+    let out = env
+        .command()
+        .env("INBOXCTL_SECRET", secret.expose())
+        .env("DESTINATION_SECRETS_KEY", &key)
+        .args([
+            "--json",
+            "dest",
+            "add",
+            "crm",
+            "--url",
+            "https://crm.example/h",
+            "--pattern",
+            "*",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let added: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        added["secret"],
+        Value::Null,
+        "given, so not printed: {stdout}"
+    );
+    let item = env
+        .h
+        .client
+        .get_item()
+        .table_name(&env.h.table)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S("DESTINATIONS".into()),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S("DEST#crm".into()),
+        )
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    let raw = format!("{item:?}");
+    assert!(!raw.contains("whsec_"), "plaintext in the table: {raw}");
+    let keyed = env
+        .store
+        .clone()
+        .with_secrets_key(Some(inbox_core::store::dynamo::SecretsKey::new(kms, key)));
+    let id = inbox_core::outbox::destination::DestinationId::parse("crm").unwrap();
+    let read = inbox_core::outbox::admin::get(&keyed, &id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.secrets[0].secret.expose(), secret.expose());
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test]
+async fn listen_takes_its_secret_from_the_environment_and_prints_a_payload_only_when_asked() {
+    let env = Env::new().await;
+    let out = env
+        .command()
+        .args(["listen", "--port", &free_port().to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("INBOXCTL_SECRET"), "{stderr}");
+
+    let secret = SecretText::generate();
+    let body = br#"{"id":"evt_1","type":"invoice.paid","email":"ana@example.com"}"#;
+    for show in [false, true] {
+        let port = free_port().to_string();
+        let mut args = vec!["--json", "listen", "--port", &port, "--max", "1"];
+        if show {
+            args.push("--show-body");
+        }
+        let mut child = env
+            .command()
+            .env("INBOXCTL_SECRET", secret.expose())
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the listener did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let signed = Signer::new([&secret])
+            .unwrap()
+            .sign("msg_env", SystemClock.now_secs(), body)
+            .unwrap();
+        assert_eq!(post(port.parse().unwrap(), &signed, body).0, 200);
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = lines.next().unwrap().unwrap();
+        let printed: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(printed["verified"].as_bool(), Some(true), "{line}");
+        assert_eq!(printed["bytes"].as_u64(), Some(body.len() as u64));
+        assert_eq!(
+            line.contains("ana@example.com"),
+            show,
+            "the payload only with --show-body: {line}"
+        );
+        assert!(child.wait().unwrap().success());
+    }
 }
 
 /// Sends one POST to 127.0.0.1:`port` and returns the status line and the headers.

@@ -142,3 +142,62 @@ async fn a_retry_queue_batch_drops_what_is_unreadable_and_answers_each_failure()
         (2, [("unreadable", 1)].into())
     );
 }
+
+#[tokio::test]
+async fn a_retry_that_met_an_outage_comes_back_soon_not_after_the_visibility_timeout() {
+    let w = World::new();
+    let p = w.processor(Registry::new());
+    w.ingest("evt_1", "customer.created").await;
+    w.store.set_down(true);
+    let mut batch = queue(&[&retry_request("evt_1"), &retry_request("evt_2")]);
+    batch.records[0].receipt_handle = Some("first-delivery".into());
+    batch.records[1].receipt_handle = Some("third-delivery".into());
+    batch.records[1]
+        .attributes
+        .insert("ApproximateReceiveCount".into(), "3".into());
+    let (response, _) = p.handle_sqs_batch(batch).await;
+    assert_eq!(response.batch_item_failures.len(), 2);
+    let mut back = w.retry.redeliveries();
+    back.sort();
+    assert_eq!(
+        back,
+        [
+            ("first-delivery".to_owned(), Duration::from_secs(10)),
+            ("third-delivery".to_owned(), Duration::from_secs(40)),
+        ]
+    );
+    w.store.set_down(false);
+    let (response, _) = p.handle_sqs_batch(queue(&[&retry_request("evt_1")])).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(
+        w.retry.redeliveries().len(),
+        2,
+        "only failures come back early"
+    );
+}
+
+#[tokio::test]
+async fn a_retry_delivered_before_its_time_is_sent_again_for_the_time_left() {
+    let w = World::new();
+    let p = w.processor(registry(Scripted::new(1)));
+    let key = w.ingest("evt_1", "invoice.paid").await.key();
+    assert!(matches!(
+        p.process_key(&key).await.unwrap(),
+        Outcome::Retrying { .. }
+    ));
+    let due = w.store.message(&key).unwrap().next_attempt_at.unwrap();
+    w.retry.take_scheduled();
+    w.clock.set_millis(due - 400);
+    let (response, summary) = p.handle_sqs_batch(queue(&[&retry_request("evt_1")])).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(summary.outcomes, [("skipped_not_due", 1)].into());
+    assert_eq!(
+        w.retry.take_scheduled(),
+        vec![(key.clone(), Duration::from_millis(400))],
+        "not dropped: due again when its time comes"
+    );
+    w.clock.set_millis(due);
+    p.handle_sqs_batch(queue(&[&retry_request("evt_1")])).await;
+    assert_eq!(w.store.message(&key).unwrap().status, Status::Processed);
+    assert!(w.retry.take_scheduled().is_empty());
+}

@@ -135,6 +135,14 @@ impl ItemWriter for DynamoTable {
                 effects.len(),
             ))));
         }
+        let mut effects = effects;
+        for effect in &mut effects {
+            if let Effect::Create(item) | Effect::Replace { item, .. } | Effect::Ensure(item) =
+                effect
+            {
+                self.seal_destination(item).await?;
+            }
+        }
         let mut items = effects
             .into_iter()
             .map(|e| effect_item(self.table(), e))

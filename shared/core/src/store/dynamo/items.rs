@@ -1,4 +1,5 @@
-//! Plain item access on DynamoDB for applications' own items (strongly consistent reads).
+//! Plain item access on DynamoDB for applications' own items (strongly consistent reads; a
+//! destination's sealed secrets opened, see `sealed`).
 
 use super::{classify, DynamoTable};
 use crate::store::attr::s;
@@ -17,7 +18,11 @@ impl ItemStore for DynamoTable {
             .send()
             .await
             .map_err(classify)?;
-        Ok(out.item)
+        let mut item = out.item;
+        if let Some(item) = item.as_mut() {
+            self.open_destination(item).await?;
+        }
+        Ok(item)
     }
 
     async fn query_items(&self, pk: &str, sk_prefix: &str) -> Result<Vec<Item>, StoreError> {
@@ -38,7 +43,10 @@ impl ItemStore for DynamoTable {
                 .send()
                 .await
                 .map_err(classify)?;
-            items.extend(page.items.unwrap_or_default());
+            for mut item in page.items.unwrap_or_default() {
+                self.open_destination(&mut item).await?;
+                items.push(item);
+            }
             start = page.last_evaluated_key;
             if start.is_none() {
                 return Ok(items);
@@ -53,6 +61,9 @@ impl ItemStore for DynamoTable {
             Ok(true)
         })
         .await?;
+        for item in &mut items {
+            self.open_destination(item).await?;
+        }
         Ok(items)
     }
 }
