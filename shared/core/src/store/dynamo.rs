@@ -6,7 +6,8 @@
 //! processing side ([`super::MessageStore`]); `items`: applications' item reads
 //! ([`super::ItemStore`]); `effects`: effects as conditional writes ([`super::ItemWriter`]);
 //! `outbox`: the outbox's deliveries and destination state ([`crate::outbox::store::OutboxStore`]);
-//! `body`: how a body is stored (compressed inline, or in S3 above the inline limit).
+//! `body`: how a body is stored (compressed inline, or in S3 above the inline limit); `read`: a
+//! message's item and its body read back.
 
 pub mod body;
 mod cancel;
@@ -15,6 +16,7 @@ mod items;
 mod messages;
 mod open_index;
 mod outbox;
+mod read;
 
 use super::attr::{get_n, get_s, n, s, string_map};
 use super::schema::*;

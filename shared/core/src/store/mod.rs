@@ -150,6 +150,11 @@ pub enum StoreError {
     /// message whose handler asked for it fails permanently, with the reason.
     #[error("the store refused the request as invalid")]
     Invalid(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// What is stored cannot be read back: a body kept in S3 that is gone (expired or deleted),
+    /// a damaged compressed body. Reading again gives the same answer, so whoever needs the body
+    /// ends the work with the reason instead of retrying.
+    #[error("the stored body cannot be read")]
+    Unreadable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl StoreError {
@@ -160,6 +165,7 @@ impl StoreError {
             Self::Unavailable(_) => "unavailable",
             Self::Rejected(_) => "rejected",
             Self::Invalid(_) => "invalid",
+            Self::Unreadable(_) => "unreadable",
         }
     }
 
@@ -282,6 +288,32 @@ pub trait MessageStore: Send + Sync {
         key: &MessageKey,
     ) -> impl Future<Output = Result<Option<StoredMessage>, StoreError>> + Send;
 
+    /// Reads a message without its body (left empty): for those that decide on its status alone
+    /// (the reaper), so a body kept elsewhere is never fetched.
+    fn get_head(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<Option<StoredMessage>, StoreError>> + Send {
+        self.get(key)
+    }
+
+    /// The raw body of a message, shareable without a copy (`None`: no such message). A body
+    /// that is gone or damaged is [`StoreError::Unreadable`].
+    fn read_body(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<Option<bytes::Bytes>, StoreError>> + Send {
+        async move { Ok(self.get(key).await?.map(|m| bytes::Bytes::from(m.body))) }
+    }
+
+    /// Makes a message's body live a whole retention again from now (a replay or a resend needs
+    /// it later than its first life allows). A body kept in the item lives with it: nothing to
+    /// do; one kept in S3 is renewed ([`StoreError::Unreadable`] when it is already gone).
+    fn renew_body(&self, key: &MessageKey) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = key;
+        async { Ok(()) }
+    }
+
     /// Applies `transition` if the message is still at `expected_version`, incrementing it, and
     /// commits `effects` in the same transaction: the effects and the status never disagree.
     fn transition(
@@ -335,6 +367,24 @@ impl<T: MessageStore> MessageStore for std::sync::Arc<T> {
         key: &MessageKey,
     ) -> impl Future<Output = Result<Option<StoredMessage>, StoreError>> + Send {
         (**self).get(key)
+    }
+
+    fn get_head(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<Option<StoredMessage>, StoreError>> + Send {
+        (**self).get_head(key)
+    }
+
+    fn read_body(
+        &self,
+        key: &MessageKey,
+    ) -> impl Future<Output = Result<Option<bytes::Bytes>, StoreError>> + Send {
+        (**self).read_body(key)
+    }
+
+    fn renew_body(&self, key: &MessageKey) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).renew_body(key)
     }
 
     fn transition(
