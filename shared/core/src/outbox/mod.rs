@@ -10,7 +10,8 @@
 //! - Pure policies, each with an injectable time and random draw: [`schedule`] (retry schedule,
 //!   jitter, `Retry-After`), [`bucket`] (the shared token bucket), [`breaker`] (the circuit
 //!   breaker), [`attempt`] (what an attempt came back with and what that means for the delivery).
-//! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `sweep` (the scheduled sweep,
+//! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `body` (the body of an event,
+//!   read once for its deliveries in flight and shared), `sweep` (the scheduled sweep,
 //!   fan-out expansion), `records` (a stream record and a queue message, lifted over a batch by
 //!   [`crate::invocation`]), [`queue`], [`sign`], [`transport`] (the capability the deliver
 //!   function's SSRF-guarded HTTP client implements), [`cache`];
@@ -22,6 +23,7 @@
 
 pub mod admin;
 pub mod attempt;
+mod body;
 pub mod breaker;
 pub mod bucket;
 pub mod cache;
