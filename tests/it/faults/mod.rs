@@ -15,8 +15,11 @@
 //! - [`storm`]: 1,000 deliveries of 100 ids at full concurrency.
 //! - [`ack`]: an ingest write whose answer is lost, retried by the SDK.
 //! - [`local_pipeline`]: `make dev`'s event sources across an emulator restart.
+//! - [`bodies`]: bodies kept in S3 when a message never reports, a body is gone, an attempt
+//!   lapses at the limit, a resend comes late, and one event fans out in a batch.
 
 mod ack;
+mod bodies;
 mod emulator;
 mod killed;
 mod local_pipeline;
