@@ -6,8 +6,7 @@
 //! processing side ([`super::MessageStore`]); `items`: applications' item reads
 //! ([`super::ItemStore`]); `effects`: effects as conditional writes ([`super::ItemWriter`]);
 //! `outbox`: the outbox's deliveries and destination state ([`crate::outbox::store::OutboxStore`]);
-//! `body`: how a body is stored (compressed inline, or in S3 above the inline limit); `read`: a
-//! message's item and its body read back.
+//! `body`: how a body is stored (inline, or in S3); `read`: a message and its body read back.
 
 pub mod body;
 mod cancel;
