@@ -19,6 +19,10 @@ creates, the managed policies it attaches for event sources) is checked too:
   schedules         every scheduled function has an EventInvokeConfig; one scheduled every
                     minute (a sweep) is never retried (MaximumRetryAttempts 0, events at most
                     a minute old): a retry would overlap the next run;
+  bodies            the S3 permissions on BodyBucket are exactly what each function does with
+                    a body (BODY_ACTIONS below), and every function given any has BODY_BUCKET:
+                    each function that can fail a message may remove its body's expiry tag
+                    (s3:DeleteObjectTagging), or a failed message's body would expire;
   alarms            every function has an Errors and a Throttles alarm, and an IteratorAge alarm
                     when a stream invokes it; the front door has its
                     alarms (the ingest function's ServerErrors and Unauthorized, the gateway's
@@ -78,6 +82,15 @@ TABLE_WRITES = {
     "dynamodb:DeleteItem",
     "dynamodb:BatchWriteItem",
 }
+# What each function does with bodies kept in BodyBucket; a function not named has no business
+# there. Those that fail messages (process, reaper) remove a failed message's expiry tag.
+BODY_ACTIONS: dict[str, set[str]] = {
+    "IngestFunction": {"s3:PutObject", "s3:PutObjectTagging"},
+    "ProcessFunction": {"s3:GetObject", "s3:DeleteObjectTagging"},
+    "ReaperFunction": {"s3:DeleteObjectTagging"},
+    "DeliverFunction": {"s3:GetObject"},
+}
+BODY_BUCKET = "BodyBucket"
 
 INGEST_FUNCTION = "IngestFunction"
 WEBHOOK_PATH = "/webhooks/{source}"
@@ -344,6 +357,47 @@ def check_alarms(sam: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _role_of(function: dict[str, Any]) -> str | None:
+    role = (function.get("Properties", {}) or {}).get("Role")
+    if isinstance(role, dict) and "Fn::GetAtt" in role:
+        return str(role["Fn::GetAtt"][0]).split(".")[0]
+    return None
+
+
+def _on_bucket(statement: dict[str, Any]) -> bool:
+    return any(BODY_BUCKET in str(r) for r in _as_list(statement.get("Resource", [])))
+
+
+def check_bodies(sam: dict[str, Any], cfn: dict[str, Any]) -> list[str]:
+    """Each function's S3 actions on the body bucket are what BODY_ACTIONS says it needs."""
+    statements = list(_statements(cfn))
+    problems = []
+    for name, function in sam.get("Resources", {}).items():
+        if function.get("Type") != "AWS::Serverless::Function":
+            continue
+        role = _role_of(function)
+        granted = {
+            str(action)
+            for owner, statement in statements
+            if owner == role and statement.get("Effect") == "Allow" and _on_bucket(statement)
+            for action in _as_list(statement.get("Action", []))
+        }
+        needed = BODY_ACTIONS.get(name, set())
+        env = ((function.get("Properties", {}) or {}).get("Environment", {}) or {}).get("Variables", {}) or {}
+        if needed - granted:
+            problems.append(
+                f"{name}: missing {', '.join(sorted(needed - granted))} on {BODY_BUCKET} "
+                "(a failed message's body would expire, or a body could not be read or written)"
+            )
+        if granted - needed:
+            problems.append(
+                f"{name}: {', '.join(sorted(granted - needed))} on {BODY_BUCKET} is more than it needs"
+            )
+        if needed and "BODY_BUCKET" not in env:
+            problems.append(f"{name}: no BODY_BUCKET, though it works on bodies kept in {BODY_BUCKET}")
+    return problems
+
+
 def ingest_timeout(sam: dict[str, Any]) -> int:
     """The ingest function's timeout in seconds (its own, else the Globals', else Lambda's 3)."""
     function = sam["Resources"][INGEST_FUNCTION].get("Properties", {}) or {}
@@ -404,6 +458,7 @@ def main(argv: list[str]) -> int:
         + check_routes(cfn)
         + check_alarms(sam)
         + check_deliver_parallelism(sam)
+        + check_bodies(sam, cfn)
     )
     for problem in problems:
         print(f"{args.template.name}: {problem}", file=sys.stderr)
@@ -411,7 +466,7 @@ def main(argv: list[str]) -> int:
         return 1
     print(
         f"{args.template.name}: least privilege, leading keys, schedules, secret values, routes, "
-        "alarms and the deliver stream's parallelism checked"
+        "bodies, alarms and the deliver stream's parallelism checked"
     )
     return 0
 

@@ -26,7 +26,7 @@ def test_the_body_bucket_gets_the_templates_settings():
     assert all(defn["PublicAccessBlock"].values()) and len(defn["PublicAccessBlock"]) == 4
     rules = {r["ID"]: r for r in defn["Lifecycle"]["Rules"]}
     expiry = rules["expire-after-retention"]
-    days = doc["Parameters"]["BodyExpirationDays"]["Default"]
+    days = doc["Parameters"]["RetentionDays"]["Default"]
     assert expiry == {
         "ID": "expire-after-retention",
         "Status": "Enabled",

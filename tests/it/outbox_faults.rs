@@ -163,7 +163,7 @@ async fn ssrf_targets_are_refused_at_connect_time_on_the_resolved_address() {
                 .post(Outgoing {
                     url: &url,
                     headers: &[],
-                    body: b"{}",
+                    body: &inbox_core::outbox::transport::Bytes::from_static(b"{}"),
                     timeout: Duration::from_secs(2),
                 })
                 .await
@@ -194,7 +194,7 @@ async fn ssrf_targets_are_refused_at_connect_time_on_the_resolved_address() {
         .post(Outgoing {
             url: &receiver.url,
             headers: &[],
-            body: b"{}",
+            body: &inbox_core::outbox::transport::Bytes::from_static(b"{}"),
             timeout: Duration::from_secs(2),
         })
         .await;
@@ -206,7 +206,7 @@ async fn ssrf_targets_are_refused_at_connect_time_on_the_resolved_address() {
         .post(Outgoing {
             url: "https://metadata.test/",
             headers: &[],
-            body: b"{}",
+            body: &inbox_core::outbox::transport::Bytes::from_static(b"{}"),
             timeout: Duration::from_secs(2),
         })
         .await;

@@ -95,6 +95,28 @@ fn the_check_catches_what_it_guards_against() {
             "ReaperFunction: no alarm on its Lambda Throttles",
         ),
         (
+            "reaper-bucket",
+            "          BODY_BUCKET: !Ref BodyBucket\n          REAPER_MAX_PER_RUN",
+            "          REAPER_MAX_PER_RUN",
+            "ReaperFunction: no BODY_BUCKET",
+        ),
+        (
+            "reaper-keeps-bodies",
+            "              - Sid: KeepFailedBodies\n                Effect: Allow\n                \
+             Action: s3:DeleteObjectTagging\n",
+            "              - Sid: KeepFailedBodies\n                Effect: Allow\n                \
+             Action: s3:GetObject\n",
+            "ReaperFunction: missing s3:DeleteObjectTagging on BodyBucket",
+        ),
+        (
+            "reaper-reads-bodies",
+            "              - Sid: KeepFailedBodies\n                Effect: Allow\n                \
+             Action: s3:DeleteObjectTagging\n",
+            "              - Sid: KeepFailedBodies\n                Effect: Allow\n                \
+             Action: [s3:DeleteObjectTagging, s3:GetObject]\n",
+            "ReaperFunction: s3:GetObject on BodyBucket is more than it needs",
+        ),
+        (
             "route",
             "            Method: ANY\n",
             "            Method: GET\n",

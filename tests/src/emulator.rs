@@ -239,9 +239,24 @@ pub async fn body_bucket(
     endpoints: &Endpoints,
     inline_max: usize,
 ) -> (aws_sdk_s3::Client, inbox_core::store::dynamo::S3Bodies) {
+    let (client, bodies, _) = counted_body_bucket(endpoints, inline_max).await;
+    (client, bodies)
+}
+
+/// [`body_bucket`], its client counting the S3 requests it sends, by operation.
+pub async fn counted_body_bucket(
+    endpoints: &Endpoints,
+    inline_max: usize,
+) -> (
+    aws_sdk_s3::Client,
+    inbox_core::store::dynamo::S3Bodies,
+    crate::pipeline::RequestCounter,
+) {
     let sdk = sdk_config_for(endpoints).await;
+    let counter = crate::pipeline::RequestCounter::default();
     let conf = aws_sdk_s3::config::Builder::from(&sdk)
         .force_path_style(true)
+        .interceptor(counter.clone())
         .build();
     let client = aws_sdk_s3::Client::from_conf(conf);
     let name = format!("bodies-{}", uuid::Uuid::new_v4().simple());
@@ -252,5 +267,5 @@ pub async fn body_bucket(
         .await
         .expect("create a bucket in the emulator");
     let bodies = inbox_core::store::dynamo::S3Bodies::new(client.clone(), name, inline_max);
-    (client, bodies)
+    (client, bodies, counter)
 }

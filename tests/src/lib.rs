@@ -24,8 +24,8 @@ pub mod receiver;
 mod code_size;
 
 pub use emulator::{
-    body_bucket, create_table, endpoints, scan_all, sdk_config, sdk_config_for, table_definition,
-    Endpoints,
+    body_bucket, counted_body_bucket, create_table, endpoints, scan_all, sdk_config,
+    sdk_config_for, table_definition, Endpoints,
 };
 pub use events::{api_event, mailer_event, realistic_padding, stripe_event};
 pub use harness::{raw_body, Harness, Reply, TEST_MAX_BODY_BYTES};

@@ -188,7 +188,7 @@ impl HttpTransport {
             builder = builder.header(name.as_str(), value.as_str());
         }
         builder = builder.header("user-agent", "webhook-ingestor-outbox/1");
-        let req = builder.body(Full::new(Bytes::copy_from_slice(request.body)))?;
+        let req = builder.body(Full::new(request.body.clone()))?;
         let response = self.client.request(req).await?;
         let status = response.status().as_u16();
         let retry_after = response

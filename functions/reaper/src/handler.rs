@@ -18,19 +18,24 @@ pub type Service = Reaper<DynamoTable, SqsRetryQueue, SqsQuarantine, SystemClock
 pub async fn build() -> Result<Service, ConfigError> {
     let config = ReaperConfig::from_env()?;
     let sdk = inbox_core::tls::sdk_config(&inbox_core::config::Env::process()).await?;
-    let store = DynamoTable::new(fail_fast_client(&sdk), config.table_name);
-    // Re-drives through the retry queue; sends the notices of messages it fails (their last
-    // attempt never reported) and the notices left pending, to the quarantine queue.
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    Ok(compose(config, &sdk, SystemClock))
+}
+
+/// The reaper as deployed, on `clock`: the table (with the bucket of large bodies, where a
+/// message it fails has its body exempted from expiry), the retry queue it re-drives through,
+/// and the quarantine queue of the notices of messages it fails (their last attempt never
+/// reported) and of the notices left pending.
+pub fn compose<C: Clock>(
+    config: ReaperConfig,
+    sdk: &aws_config::SdkConfig,
+    clock: C,
+) -> Reaper<DynamoTable, SqsRetryQueue, SqsQuarantine, C> {
+    let store = DynamoTable::new(fail_fast_client(sdk), config.table_name)
+        .with_bodies(config.bodies.s3(sdk));
+    let sqs = aws_sdk_sqs::Client::new(sdk);
     let retry = SqsRetryQueue::new(sqs.clone(), config.retry_queue_url);
     let quarantine = SqsQuarantine::new(sqs, config.quarantine_queue_url);
-    Ok(Reaper::new(
-        store,
-        retry,
-        quarantine,
-        SystemClock,
-        config.settings,
-    ))
+    Reaper::new(store, retry, quarantine, clock, config.settings)
 }
 
 /// The Lambda entry point (the scheduled event's content is not needed). Fails the invocation on

@@ -24,7 +24,10 @@ pub enum ReplayOutcome {
 }
 
 /// Puts a failed or ignored message back to `pending` (attempts reset, a history entry naming the
-/// operator) and re-drives it. The status change is durable before the re-drive is sent.
+/// operator) and re-drives it. The status change is durable before the re-drive is sent. The
+/// message's body is renewed first (it lives a whole retention from the replay: a failed
+/// message's body, kept until now, expires with the replayed message again); a body that is
+/// gone refuses the replay ([`crate::store::StoreError::Unreadable`]).
 pub async fn replay<S: MessageStore, R: RetryQueue, C: Clock>(
     store: &S,
     retry: &R,
@@ -33,7 +36,7 @@ pub async fn replay<S: MessageStore, R: RetryQueue, C: Clock>(
     operator: &str,
     force: bool,
 ) -> Result<ReplayOutcome, InfraError> {
-    let Some(m) = store.get(key).await? else {
+    let Some(m) = store.get_head(key).await? else {
         return Ok(ReplayOutcome::Missing);
     };
     let allowed = match m.status {
@@ -44,6 +47,7 @@ pub async fn replay<S: MessageStore, R: RetryQueue, C: Clock>(
     if !allowed {
         return Ok(ReplayOutcome::NotReplayable(m.status));
     }
+    store.renew_body(key).await?;
     let now = clock.now_millis();
     let entry = HistoryEntry::new(
         now,

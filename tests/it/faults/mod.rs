@@ -25,15 +25,18 @@
 //!   hold on the destination's shared rate limit.
 //! - [`hostile`]: hostile input (an oversized batch, a reordered Twilio resend, SNS certificate
 //!   URLs SNS never issued) and S3's 409 on the claim check.
+//! - [`bodies`]: bodies kept in S3 when a message never reports, a body is gone, an attempt
+//!   lapses at the limit, a resend comes late, and one event fans out in a batch.
 
 mod ack;
+mod bodies;
 mod emulator;
 mod hostile;
 mod killed;
 mod local_pipeline;
+mod outage;
 mod outbox;
 mod outbox_load;
-mod outage;
 mod queues;
 mod serializable;
 mod slow_destination;

@@ -81,11 +81,14 @@ pub const MAX_BATCH_EVENTS: Var = Var {
 
 pub const BODY_BUCKET: Var = Var {
     name: "BODY_BUCKET",
-    read_by: ReadBy::Only(&[INGEST, PROCESS, DELIVER, INBOXCTL]),
+    read_by: ReadBy::Only(&[INGEST, PROCESS, REAPER, DELIVER, INBOXCTL]),
     unset: Unset::Optional,
     meaning: "the S3 bucket of bodies above `BODY_INLINE_MAX_BYTES` (the claim check: written \
-              before the message, read back transparently). Unset: every body is kept in its \
-              item, so at most 358400 bytes",
+              before the message, read back transparently; the reaper reads none, but removes \
+              the expiry tag of the body of a message it fails; inboxctl's replays and resends \
+              renew a body). Its lifecycle rule expires a body the retention \
+              (`DELIVERY_RETENTION_DAYS`, the template's `RetentionDays`) after it was written or \
+              renewed. Unset: every body is kept in its item, so at most 358400 bytes",
 };
 
 pub const DESTINATION_SECRETS_KEY: Var = Var {
@@ -124,6 +127,7 @@ pub const DELIVERY_RETENTION_DAYS: Var = Var {
     unset: Unset::Default("30"),
     meaning: "days a record is kept (TTL): a duplicate-delivery journal record (ingest), a \
               processed or ignored message (process), a delivered outbound delivery (deliver); \
+              the template's `RetentionDays` sets it and the body bucket's lifecycle rule alike; \
               reconciliation (reconcile, inboxctl) expects the message of every entry younger \
               than this to be still in the inbox",
 };

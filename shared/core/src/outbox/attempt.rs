@@ -143,6 +143,19 @@ pub fn throttle(result: &AttemptResult, now_ms: i64, cap: Duration) -> Option<Du
     }
 }
 
+/// Why a delivery that already made `attempts` attempts gets no other on `schedule` (checked
+/// when it is claimed), if it does not: its last attempt never reported (the worker stopped
+/// after claiming it, its lease lapsed), or the schedule was shortened since.
+pub fn exhausted(schedule: &RetrySchedule, attempts: u32) -> Option<String> {
+    let max = schedule.max_attempts();
+    (attempts >= max).then(|| {
+        format!(
+            "the attempt limit was reached: {attempts} attempts made, the schedule allows {max} \
+             (the last reported no result)"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,6 +241,20 @@ mod tests {
             assert_eq!(t(&answer(other, Some("7"))), None, "{other}");
         }
         assert_eq!(t(&AttemptResult::Timeout), None);
+    }
+
+    #[test]
+    fn the_attempt_limit_is_checked_before_another_claim() {
+        let s = RetrySchedule::parse("0,1s,1s").unwrap();
+        assert_eq!(s.max_attempts(), 3);
+        for (attempts, claimable) in [(0, true), (1, true), (2, true), (3, false), (9, false)] {
+            assert_eq!(exhausted(&s, attempts).is_none(), claimable, "{attempts}");
+        }
+        let why = exhausted(&s, 3).unwrap();
+        assert!(
+            why.contains("3 attempts") && why.contains("allows 3"),
+            "{why}"
+        );
     }
 
     #[test]

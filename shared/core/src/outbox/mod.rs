@@ -11,7 +11,8 @@
 //!   jitter, `Retry-After`), [`bucket`] (the shared token bucket), [`breaker`] (the circuit
 //!   breaker), [`attempt`] (what an attempt came back with and what that means for the delivery),
 //!   `deferral` (a deferral's time, spread).
-//! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `sweep` (the scheduled sweep,
+//! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `body` (the body of an event,
+//!   read once for its deliveries in flight and shared), `sweep` (the scheduled sweep,
 //!   fan-out expansion), `records` (a stream record and a queue message, lifted over a batch by
 //!   [`crate::invocation`]), [`queue`], [`sign`], [`transport`] (the capability the deliver
 //!   function's SSRF-guarded HTTP client implements), [`cache`];
@@ -23,6 +24,7 @@
 
 pub mod admin;
 pub mod attempt;
+mod body;
 pub mod breaker;
 pub mod bucket;
 pub mod cache;

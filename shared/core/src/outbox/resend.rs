@@ -1,6 +1,8 @@
 //! The operator's resends of deliveries, shared by `inboxctl` and the tests: retry a delivery (a new
 //! round of the schedule, same `webhook-id`), replay an event to one destination or all, and
-//! re-drive the deliveries a paused destination parked once it is resumed.
+//! re-drive the deliveries a paused destination parked once it is resumed. A retry or replay
+//! renews the event's body first ([`MessageStore::renew_body`]: a resend may come late in the
+//! body's life), and resends nothing when the body is already gone.
 
 use super::admin;
 use super::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery};
@@ -12,7 +14,7 @@ use super::worker::PAUSED;
 use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::process::InfraError;
-use crate::store::{Applied, ItemStore, MessageStore};
+use crate::store::{Applied, ItemStore, MessageStore, StoreError};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -29,18 +31,46 @@ pub enum RetryOutcome {
     NotRetryable(DeliveryStatus),
     /// It changed meanwhile; try again.
     Conflict,
+    /// The event's body can no longer be read (expired after the retention, or deleted): there is
+    /// nothing to send, so nothing was changed.
+    BodyGone,
+}
+
+/// Renews the body of `key` for a resend; `false` when it is gone.
+async fn renewed<S: MessageStore>(store: &S, key: &MessageKey) -> Result<bool, InfraError> {
+    match store.renew_body(key).await {
+        Ok(()) => Ok(true),
+        Err(StoreError::Unreadable(e)) => {
+            tracing::warn!(source = %key.source, event_id = %key.event_id, error = %crate::error::one_line(e.as_ref()), "not resent: the event's body is gone");
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Puts a delivery back to `pending` (attempts of the new round at 0, the journal kept, a note
 /// naming the operator) and re-drives it through `queue` when given (else the sweep finds it
-/// within a minute). Without `force`, only failed deliveries.
-pub async fn retry<S: OutboxStore, Q: OutboxQueues>(
+/// within a minute). Without `force`, only failed deliveries. The event's body is renewed first.
+pub async fn retry<S: OutboxStore + MessageStore, Q: OutboxQueues>(
     store: &S,
     queue: Option<&Q>,
     r: &DeliveryRef,
     operator: &str,
     force: bool,
     now: i64,
+) -> Result<RetryOutcome, InfraError> {
+    retry_with(store, queue, r, operator, force, now, true).await
+}
+
+/// [`retry`], renewing the body first when `renew` (a replay renews it once for all).
+async fn retry_with<S: OutboxStore + MessageStore, Q: OutboxQueues>(
+    store: &S,
+    queue: Option<&Q>,
+    r: &DeliveryRef,
+    operator: &str,
+    force: bool,
+    now: i64,
+    renew: bool,
 ) -> Result<RetryOutcome, InfraError> {
     let Some(d) = store.delivery(r).await? else {
         return Ok(RetryOutcome::Missing);
@@ -52,6 +82,9 @@ pub async fn retry<S: OutboxStore, Q: OutboxQueues>(
     };
     if !allowed {
         return Ok(RetryOutcome::NotRetryable(d.status));
+    }
+    if renew && !renewed(store, &r.key()).await? {
+        return Ok(RetryOutcome::BodyGone);
     }
     let mut x = d.clone();
     x.note(
@@ -79,7 +112,8 @@ pub async fn retry<S: OutboxStore, Q: OutboxQueues>(
 
 /// Delivers `key` again: to `only` if given, else to every destination that has a delivery of it
 /// and every active destination that wants it now (created for those without one). Existing
-/// deliveries keep their `webhook-id`.
+/// deliveries keep their `webhook-id`. The event's body is renewed once first; when it is gone,
+/// every target answers [`RetryOutcome::BodyGone`].
 pub async fn replay<S: OutboxStore + ItemStore + MessageStore, Q: OutboxQueues>(
     store: &S,
     queue: Option<&Q>,
@@ -88,9 +122,10 @@ pub async fn replay<S: OutboxStore + ItemStore + MessageStore, Q: OutboxQueues>(
     operator: &str,
     now: i64,
 ) -> Result<Vec<(DestinationId, RetryOutcome)>, InfraError> {
-    let Some(message) = store.get(key).await? else {
+    let Some(message) = store.get_head(key).await? else {
         return Ok(Vec::new());
     };
+    let body_kept = renewed(store, key).await?;
     let destinations = admin::list(store).await.map_err(|e| match e {
         admin::AdminError::Store(s) => InfraError::Store(s),
         other => InfraError::Store(crate::store::StoreError::Rejected(other.to_string().into())),
@@ -119,8 +154,12 @@ pub async fn replay<S: OutboxStore + ItemStore + MessageStore, Q: OutboxQueues>(
             source: key.source.clone(),
             event_id: key.event_id.clone(),
         };
+        if !body_kept {
+            out.push((id, RetryOutcome::BodyGone));
+            continue;
+        }
         let outcome = match store.delivery(&r).await? {
-            Some(_) => retry(store, queue, &r, operator, true, now).await?,
+            Some(_) => retry_with(store, queue, &r, operator, true, now, false).await?,
             None => {
                 let mut d = OutboundDelivery::new(&id, key, message.event_type.clone(), now);
                 d.note(now, format!("replayed by {operator}"));

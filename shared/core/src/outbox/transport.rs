@@ -3,6 +3,7 @@
 //! tests use [`ScriptedTransport`], which answers what it is told and keeps what was sent.
 
 use super::attempt::AttemptResult;
+pub use bytes::Bytes;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::{Mutex, MutexGuard};
@@ -14,8 +15,9 @@ pub struct Outgoing<'a> {
     pub url: &'a str,
     /// Header names in lower case; values are signatures and ids (never logged).
     pub headers: &'a [(String, String)],
-    /// The event's original payload bytes.
-    pub body: &'a [u8],
+    /// The event's original payload bytes, shared by the deliveries of the event (sent as they
+    /// are: never copied).
+    pub body: &'a bytes::Bytes,
     /// The whole request's deadline (connect, send, answer, first bytes of the body).
     pub timeout: Duration,
 }

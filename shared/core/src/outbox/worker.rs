@@ -20,10 +20,11 @@
 //!    worker takes the probe lease, the others defer.
 //! 5. Claim: `delivering` with a lease (the request's timeout plus a margin), conditioned on the
 //!    version read: never two concurrent deliveries of the same (destination, event). The attempt
-//!    is counted here.
-//! 6. POST the event's original bytes, signed ([`super::sign`]), with `webhook-id` fixed for the
-//!    pair: a crash after the POST and before step 7 lets the lease lapse, and the next attempt
-//!    sends the same `webhook-id` again (at least once, never a new id).
+//!    is counted here, within the schedule's limit: one whose last attempt never reported fails.
+//! 6. POST the event's original bytes (read once for the deliveries of the event in flight, and
+//!    refused for good when unreadable: `body.rs`), signed ([`super::sign`]), with `webhook-id`
+//!    fixed for the pair: a crash after the POST and before step 7 lets the lease lapse, and the
+//!    next attempt sends the same `webhook-id` again (at least once, never a new id).
 //! 7. Record the attempt ([`super::attempt::decide`]) conditioned on the claimed version; update the
 //!    circuit; disable the destination on a 410 or after failing for too long; schedule the retry
 //!    (≤ 15 min through the queue; longer ones are found by the sweep) or announce the failure.
@@ -206,6 +207,7 @@ pub struct Deliverer<S, T, Q, C> {
     pub(super) in_flight: Mutex<HashMap<DestinationId, Arc<tokio::sync::Semaphore>>>,
     /// Who the journal names for the workers' own changes (a 410, the circuit breaker).
     pub(super) actor: String,
+    pub(super) bodies: super::body::SharedBodies,
 }
 
 impl<S, T, Q, C> std::fmt::Debug for Deliverer<S, T, Q, C> {
@@ -249,6 +251,7 @@ where
             guesses: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             actor: "deliver".into(),
+            bodies: Default::default(),
         }
     }
 
@@ -434,6 +437,9 @@ where
                 outcome: "lease lapsed".into(),
             });
         }
+        if let Some(why) = super::attempt::exhausted(&dest.schedule, d.attempts) {
+            return self.fail_unsent(claimed, why, now).await;
+        }
         let attempt = d.attempts.saturating_add(1);
         claimed.status = DeliveryStatus::Delivering;
         claimed.attempts = attempt;
@@ -443,33 +449,14 @@ where
             return Ok(DeliveryOutcome::Skipped(Skip::Conflict));
         }
         claimed.version = d.version + 1;
-        let Some(message) = self.store.get(&d.key()).await? else {
-            return self
-                .record(
-                    claimed,
-                    loaded,
-                    state,
-                    AttemptResult::Refused(
-                        "the event is no longer in the inbox (purged or expired)".into(),
-                    ),
-                    0,
-                    now,
-                )
-                .await;
+        let (body, signer) = match self.sendable(&d.key(), loaded).await? {
+            Ok(sendable) => sendable,
+            Err(why) => {
+                let refused = AttemptResult::Refused(why);
+                return self.record(claimed, loaded, state, refused, 0, now).await;
+            }
         };
-        let Some(signer) = &loaded.signer else {
-            return self
-                .record(
-                    claimed,
-                    loaded,
-                    state,
-                    AttemptResult::Refused("the destination has no active signing secret".into()),
-                    0,
-                    now,
-                )
-                .await;
-        };
-        let mut headers = match signer.sign(&d.webhook_id, self.clock.now_secs(), &message.body) {
+        let mut headers = match signer.sign(&d.webhook_id, self.clock.now_secs(), body.bytes()) {
             Ok(h) => h,
             Err(e) => {
                 return self
@@ -495,7 +482,7 @@ where
             .post(Outgoing {
                 url: &dest.url,
                 headers: &headers,
-                body: &message.body,
+                body: body.bytes(),
                 timeout: dest.timeout(),
             })
             .await;

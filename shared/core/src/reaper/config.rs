@@ -1,10 +1,11 @@
-//! The reaper's configuration, read through [`Env`] at cold start: the table and the two queues
-//! ([`ReaperConfig`]), and its [`ReaperSettings`] (its budget, and the processor's retry policy
+//! The reaper's configuration, read through [`Env`] at cold start: the table, the bucket of large
+//! bodies and the two queues ([`ReaperConfig`]), and its [`ReaperSettings`] (its budget, and the processor's retry policy
 //! and lease, read as the process function reads them: [`crate::process::config::read_retry`]).
 
 use super::ReaperSettings;
 use crate::config::{catalog, ConfigError, Env};
 use crate::process::config::read_retry;
+use crate::store::dynamo::body::BodyConfig;
 
 /// Everything the reaper needs.
 #[derive(Debug, Clone)]
@@ -12,6 +13,9 @@ pub struct ReaperConfig {
     pub table_name: String,
     pub retry_queue_url: String,
     pub quarantine_queue_url: String,
+    /// The bucket of large bodies (`BODY_BUCKET`): the reaper never reads a body, but a message it
+    /// fails has its body exempted from expiry there.
+    pub bodies: BodyConfig,
     pub settings: ReaperSettings,
 }
 
@@ -27,6 +31,7 @@ impl ReaperConfig {
             table_name: env.required(&catalog::TABLE_NAME)?,
             retry_queue_url: env.required(&catalog::RETRY_QUEUE_URL)?,
             quarantine_queue_url: env.required(&catalog::QUARANTINE_QUEUE_URL)?,
+            bodies: BodyConfig::read(env)?,
             settings: ReaperSettings {
                 max_per_run: env.parse(&catalog::REAPER_MAX_PER_RUN)?,
                 policy,
@@ -79,6 +84,15 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(r.settings.max_per_run, 1000);
+        assert_eq!(r.bodies.bucket, None, "BODY_BUCKET is optional");
+        let with_bucket = ReaperConfig::read(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("RETRY_QUEUE_URL", "r"),
+            ("QUARANTINE_QUEUE_URL", "q"),
+            ("BODY_BUCKET", "bodies"),
+        ]))
+        .unwrap();
+        assert_eq!(with_bucket.bodies.bucket.as_deref(), Some("bodies"));
         assert_eq!(
             (r.settings.policy, r.settings.lease),
             (p.processor.policy, p.processor.lease),

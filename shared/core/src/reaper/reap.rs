@@ -1,6 +1,7 @@
-//! One due message: read it (the index is eventually consistent and projects no version), check
-//! it is still due, then count its lost attempt and re-drive or fail it, or send its pending
-//! quarantine notice. Every write is conditioned on the version read: a message that moved
+//! One due message: read it without its body (the index is eventually consistent and projects no
+//! version; the decision needs no body, so one kept in S3 is never fetched), check it is still
+//! due, then count its lost attempt and re-drive or fail it, or send its pending quarantine
+//! notice. Every write is conditioned on the version read: a message that moved
 //! meanwhile is left alone.
 
 use super::Reaper;
@@ -35,7 +36,7 @@ fn millis(d: std::time::Duration) -> i64 {
 
 impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Reaper<S, R, Q, C> {
     pub(super) async fn reap(&self, d: &DueMessage, now: i64) -> Result<Reaped, InfraError> {
-        let Some(m) = self.store.get(&d.key).await? else {
+        let Some(m) = self.store.get_head(&d.key).await? else {
             return Ok(Reaped::Skipped);
         };
         let Some(due) = m.open_due.filter(|due| *due <= now) else {

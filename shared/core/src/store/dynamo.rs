@@ -6,7 +6,8 @@
 //! processing side ([`super::MessageStore`]); `items`: applications' item reads
 //! ([`super::ItemStore`]); `effects`: effects as conditional writes ([`super::ItemWriter`]);
 //! `outbox`: the outbox's deliveries and destination state ([`crate::outbox::store::OutboxStore`]);
-//! `body`: bodies inline or in S3; `sealed`: destinations' secrets under KMS ([`SecretsKey`]).
+//! `body`: how a body is stored (inline, or in S3); `read`: a message and its body read back;
+//! `sealed`: destinations' secrets under KMS ([`SecretsKey`]).
 
 pub mod body;
 mod cancel;
@@ -15,6 +16,7 @@ mod items;
 mod messages;
 mod open_index;
 mod outbox;
+mod read;
 mod sealed;
 
 use super::attr::{get_n, get_s, n, s, string_map};

@@ -13,8 +13,9 @@
 //! fake with the same semantics, for unit tests and benchmarks only. [`attr`] builds and reads
 //! attribute values; [`size`] is what DynamoDB bills for an item; [`fair`] spreads a run's budget
 //! over the open index's shards (the reaper's, the outbox sweep's). The records of repeated
-//! deliveries are in `journal.rs`. How a body is stored (inline and compressed, or in S3) is the
-//! DynamoDB adapter's business (`dynamo/body.rs`): the traits carry raw bodies.
+//! deliveries are in `journal.rs`; [`MessageStore`] in `messages.rs`. How a body is stored (inline
+//! and compressed, or in S3) is the DynamoDB adapter's business (`dynamo/body.rs`): the traits
+//! carry raw bodies.
 
 pub mod attr;
 pub mod dynamo;
@@ -22,6 +23,7 @@ pub mod fair;
 mod journal;
 mod listing;
 pub mod memory;
+mod messages;
 pub mod schema;
 pub mod size;
 mod transition;
@@ -29,12 +31,12 @@ mod writer;
 
 pub use journal::{Repeat, RepeatCount, RepeatRecord, MAX_JOURNALED_REPEATS};
 pub use listing::{DueMessage, ListFilter};
+pub use messages::MessageStore;
 pub use transition::{Applied, Transition};
 pub use writer::{ItemWriter, TooManyEffects, MAX_COMMIT_EFFECTS};
 
 use crate::clock::Millis;
 use crate::domain::{BodyDigest, EventId, EventType, MessageKey};
-use crate::message::StoredMessage;
 use std::future::Future;
 
 /// An item: attribute name → value (the DynamoDB SDK's types, also used by the in-memory store).
@@ -152,6 +154,11 @@ pub enum StoreError {
     /// message whose handler asked for it fails permanently, with the reason.
     #[error("the store refused the request as invalid")]
     Invalid(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// What is stored cannot be read back: a body kept in S3 that is gone (expired or deleted),
+    /// a damaged compressed body. Reading again gives the same answer, so whoever needs the body
+    /// ends the work with the reason instead of retrying.
+    #[error("the stored body cannot be read")]
+    Unreadable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl StoreError {
@@ -162,6 +169,7 @@ impl StoreError {
             Self::Unavailable(_) => "unavailable",
             Self::Rejected(_) => "rejected",
             Self::Invalid(_) => "invalid",
+            Self::Unreadable(_) => "unreadable",
         }
     }
 
@@ -273,118 +281,5 @@ impl<T: ItemStore> ItemStore for std::sync::Arc<T> {
         kind: &str,
     ) -> impl Future<Output = Result<Vec<Item>, StoreError>> + Send {
         (**self).items_of_kind(kind)
-    }
-}
-
-/// The processing side's view of the store.
-pub trait MessageStore: Send + Sync {
-    /// Reads a message (strongly consistent).
-    fn get(
-        &self,
-        key: &MessageKey,
-    ) -> impl Future<Output = Result<Option<StoredMessage>, StoreError>> + Send;
-
-    /// Applies `transition` if the message is still at `expected_version`, incrementing it, and
-    /// commits `effects` in the same transaction: the effects and the status never disagree.
-    fn transition(
-        &self,
-        key: &MessageKey,
-        expected_version: u64,
-        transition: &Transition,
-        effects: Vec<Effect>,
-    ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
-
-    /// Messages of one open-index shard whose due time is at or before `now`, oldest first.
-    fn due(
-        &self,
-        shard: &str,
-        now: i64,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<DueMessage>, StoreError>> + Send;
-
-    /// Messages passing `filter`, without their bodies' interpretation; at most `limit`.
-    fn list(
-        &self,
-        filter: &ListFilter,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<StoredMessage>, StoreError>> + Send;
-
-    /// The journal of repeated deliveries of a message (time, digest, whether the body differed):
-    /// the first [`MAX_JOURNALED_REPEATS`] of them.
-    fn deliveries(
-        &self,
-        key: &MessageKey,
-    ) -> impl Future<Output = Result<Vec<RepeatRecord>, StoreError>> + Send;
-
-    /// How many repeated deliveries of a message were counted (journaled or not; 0 when none,
-    /// or when the counter expired with its journal).
-    fn repeat_count(
-        &self,
-        key: &MessageKey,
-    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
-
-    /// Deletes a terminal message and its journal, if it is still at `expected_version`.
-    fn purge(
-        &self,
-        key: &MessageKey,
-        expected_version: u64,
-    ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
-}
-
-impl<T: MessageStore> MessageStore for std::sync::Arc<T> {
-    fn get(
-        &self,
-        key: &MessageKey,
-    ) -> impl Future<Output = Result<Option<StoredMessage>, StoreError>> + Send {
-        (**self).get(key)
-    }
-
-    fn transition(
-        &self,
-        key: &MessageKey,
-        expected_version: u64,
-        transition: &Transition,
-        effects: Vec<Effect>,
-    ) -> impl Future<Output = Result<Applied, StoreError>> + Send {
-        (**self).transition(key, expected_version, transition, effects)
-    }
-
-    fn due(
-        &self,
-        shard: &str,
-        now: i64,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<DueMessage>, StoreError>> + Send {
-        (**self).due(shard, now, limit)
-    }
-
-    fn list(
-        &self,
-        filter: &ListFilter,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<StoredMessage>, StoreError>> + Send {
-        (**self).list(filter, limit)
-    }
-
-    fn deliveries(
-        &self,
-        key: &MessageKey,
-    ) -> impl Future<Output = Result<Vec<RepeatRecord>, StoreError>> + Send {
-        (**self).deliveries(key)
-    }
-
-    fn repeat_count(
-        &self,
-        key: &MessageKey,
-    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        (**self).repeat_count(key)
-    }
-
-    fn purge(
-        &self,
-        key: &MessageKey,
-        expected_version: u64,
-    ) -> impl Future<Output = Result<Applied, StoreError>> + Send {
-        (**self).purge(key, expected_version)
     }
 }

@@ -207,6 +207,9 @@ async fn show(ctx: &Context, args: DeliveryKeyArgs) -> Result<()> {
 fn outcome_text(o: &RetryOutcome) -> String {
     match o {
         RetryOutcome::NotRetryable(s) => format!("not retryable ({})", s.as_str()),
+        RetryOutcome::BodyGone => {
+            "not resent: the event's body is gone (expired after the retention, or deleted)".into()
+        }
         other => serde_json::to_value(other)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))

@@ -919,7 +919,7 @@ async fn a_wait_for_an_in_flight_slot_ends_before_the_invocation_s_deadline() {
                 .post(Outgoing {
                     url: "https://x.example/other",
                     headers: &[],
-                    body: b"",
+                    body: &crate::outbox::transport::Bytes::new(),
                     timeout: Duration::from_secs(1),
                 })
                 .await;

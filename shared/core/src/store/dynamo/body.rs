@@ -9,8 +9,9 @@
 //!   body}`, so a retried or repeated write of the same body is the same object, written once:
 //!   `If-None-Match: *`; S3's 412 says the same bytes are there, its 409 `ConditionalRequestConflict`
 //!   that another write of them is under way, and the put is tried again: [`put_answer`]),
-//!   encrypted (SSE-S3) and tagged for the bucket's lifecycle rule, which
-//!   expires it after the retention; only then is the item written, with `body_ref` = that key
+//!   encrypted (SSE-S3) and tagged for the bucket's lifecycle rule, which expires it the
+//!   retention after it was written, or renewed by a replay or a resend ([`S3Bodies::renew`]);
+//!   only then is the item written, with `body_ref` = that key
 //!   and no `body`. So a 200 still means the body is durable. A failed message's body is exempted
 //!   from expiry (its tag removed) when it fails, as failed messages never expire.
 //!
@@ -315,8 +316,9 @@ impl S3Bodies {
             .await
     }
 
-    /// The body under `key`.
-    pub async fn get(&self, key: &str) -> Result<Vec<u8>, StoreError> {
+    /// The body under `key`, as one buffer that deliveries share without copying. A body that is
+    /// not there (expired, deleted) is [`StoreError::Unreadable`].
+    pub async fn get(&self, key: &str) -> Result<bytes::Bytes, StoreError> {
         let out = self
             .client
             .get_object()
@@ -324,13 +326,41 @@ impl S3Bodies {
             .key(key)
             .send()
             .await
-            .map_err(classify)?;
+            .map_err(|e| gone_or(key, e))?;
         let bytes = out
             .body
             .collect()
             .await
             .map_err(|e| StoreError::Unavailable(Box::new(e)))?;
-        Ok(bytes.into_bytes().to_vec())
+        Ok(bytes.into_bytes())
+    }
+
+    /// Makes the body under `key` live a whole retention from now, tagged for expiry again: a
+    /// copy onto itself, which S3 dates now (the lifecycle rule counts from an object's date;
+    /// a tag alone would not move it). For a replay or a resend of its message.
+    pub async fn renew(&self, key: &str) -> Result<(), StoreError> {
+        use aws_sdk_s3::types::{MetadataDirective, ServerSideEncryption, TaggingDirective};
+        let source = format!(
+            "{}/{}",
+            self.bucket,
+            percent_encoding::utf8_percent_encode(key, COPY_SOURCE)
+        );
+        self.client
+            .copy_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .copy_source(source)
+            // S3 copies an object onto itself only when something changes: the metadata is
+            // replaced by the same.
+            .metadata_directive(MetadataDirective::Replace)
+            .content_type("application/octet-stream")
+            .server_side_encryption(ServerSideEncryption::Aes256)
+            .tagging_directive(TaggingDirective::Replace)
+            .tagging(format!("{EXPIRY_TAG_KEY}={EXPIRY_TAG_VALUE}"))
+            .send()
+            .await
+            .map_err(|e| gone_or(key, e))?;
+        Ok(())
     }
 
     /// Exempts the body under `key` from expiry (its message failed: it is kept until replayed
@@ -357,6 +387,36 @@ impl S3Bodies {
             .map_err(classify)?;
         Ok(())
     }
+}
+
+/// What a copy source's key escapes (its `/` separate the key's parts and stay).
+const COPY_SOURCE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'/')
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// The body is gone: the object is not there.
+#[derive(Debug, thiserror::Error)]
+#[error("the body in S3 under {0} is gone (expired after the retention, or deleted)")]
+pub struct BodyGone(String);
+
+/// An S3 error on the object `key`: a missing object is [`StoreError::Unreadable`], the rest
+/// classified as any store error.
+fn gone_or<E>(
+    key: &str,
+    e: aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+) -> StoreError
+where
+    E: aws_sdk_s3::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    use aws_sdk_s3::error::ProvideErrorMetadata as _;
+    let status = e.raw_response().map(|r| r.status().as_u16());
+    if e.code() == Some("NoSuchKey") || status == Some(404) {
+        return StoreError::Unreadable(Box::new(BodyGone(key.to_owned())));
+    }
+    classify(e)
 }
 
 #[cfg(test)]

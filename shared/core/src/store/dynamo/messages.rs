@@ -115,30 +115,32 @@ fn transition_update(
 
 impl MessageStore for DynamoTable {
     async fn get(&self, key: &MessageKey) -> Result<Option<StoredMessage>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(message_key_attrs(key)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        let Some(mut item) = out.item else {
+        let Some(mut item) = self.message_item(key).await? else {
             return Ok(None);
         };
-        if let Some(s3_key) = get_s(&item, BODY_REF).map(str::to_owned) {
-            let Some(bodies) = &self.bodies else {
-                return Err(corrupt(format!(
-                    "the body of {} is in S3 ({s3_key}) but no BODY_BUCKET is configured",
-                    message_pk(key)
-                )));
-            };
-            let body = bodies.get(&s3_key).await?;
-            item.insert(BODY.into(), AttributeValue::B(Blob::new(body)));
-        }
-        body::decode_item(&mut item).map_err(corrupt)?;
+        let body = self.take_body(key, &mut item).await?;
+        item.insert(BODY.into(), AttributeValue::B(Blob::new(Vec::from(body))));
         serde_dynamo::from_item(item).map(Some).map_err(corrupt)
+    }
+
+    async fn get_head(&self, key: &MessageKey) -> Result<Option<StoredMessage>, StoreError> {
+        let Some(mut item) = self.message_item(key).await? else {
+            return Ok(None);
+        };
+        item.remove(BODY);
+        item.remove(BODY_ENC);
+        serde_dynamo::from_item(item).map(Some).map_err(corrupt)
+    }
+
+    async fn read_body(&self, key: &MessageKey) -> Result<Option<bytes::Bytes>, StoreError> {
+        let Some(mut item) = self.message_item(key).await? else {
+            return Ok(None);
+        };
+        self.take_body(key, &mut item).await.map(Some)
+    }
+
+    async fn renew_body(&self, key: &MessageKey) -> Result<(), StoreError> {
+        self.renew_message_body(key).await
     }
 
     async fn transition(
