@@ -29,43 +29,27 @@
 //!    circuit; disable the destination on a 410 or after failing for too long; schedule the retry
 //!    (≤ 15 min through the queue; longer ones are found by the sweep) or announce the failure.
 //!
-//! Here: steps 1 to 6; `record.rs`: step 7 and the exits without an attempt; `throttle.rs`: the
+//! Here: steps 1 to 4; `send.rs`: steps 5 and 6; `record.rs`: step 7 and the exits without an attempt; `throttle.rs`: the
 //! token and the in-flight limit; `sweep.rs`: the sweep, the fan-out expansion and the direct
 //! delivery of what is due; [`super::batch`]: the stream and queue batches.
 
-use super::attempt::AttemptResult;
 use super::breaker::{self, Admit, BreakerConfig};
 use super::bucket::Rate;
-use super::cache::{DestinationCache, Loaded, Lookup};
-use super::delivery::{AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery};
+use super::cache::{DestinationCache, Lookup};
+pub use super::deadline::until_deadline;
+use super::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery};
 use super::destination::{DestinationId, DestinationState};
 use super::queue::OutboxQueues;
-use super::sign::{SOURCE_HEADER, TYPE_HEADER};
-use super::store::{OutboxStore, WorkerState};
-use super::transport::{Outgoing, Transport};
+use super::store::OutboxStore;
+use super::transport::Transport;
 use crate::clock::Clock;
 use crate::metrics::{EmfWriter, MetricSink};
 use crate::process::InfraError;
-use crate::store::{Applied, ItemStore, ItemWriter, MessageStore};
+use crate::store::{ItemStore, ItemWriter, MessageStore};
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-tokio::task_local! {
-    /// The running invocation's deadline (the clock's ms), set by [`until_deadline`].
-    static DEADLINE: i64;
-}
-
-/// Runs `work` (a batch's deliveries) against the invocation's deadline `deadline_ms` (the
-/// clock's ms: Lambda's context deadline): a delivery whose waits and POST would not end in time
-/// is deferred instead. Without it a delivery waits as long as its limits say.
-pub async fn until_deadline<F: Future>(deadline_ms: i64, work: F) -> F::Output {
-    DEADLINE.scope(deadline_ms, work).await
-}
-
-/// No invocation runs longer than Lambda's 15 minutes (a later deadline is read as this).
-const MAX_INVOCATION_MS: i64 = 900_000;
 /// The deferral's reason for a paused destination: [`super::resend::resume`] re-drives the
 /// deliveries parked with it.
 pub const PAUSED: &str = "destination paused";
@@ -281,13 +265,7 @@ where
     /// `now` and finish before the invocation's deadline (negative: it no longer fits); `None`
     /// outside [`until_deadline`].
     fn spare(&self, now: i64, timeout: Duration) -> Option<i64> {
-        let deadline = DEADLINE.try_with(|d| *d).ok()?;
-        Some(
-            deadline
-                .saturating_sub(now)
-                .min(MAX_INVOCATION_MS)
-                .saturating_sub(ms(timeout + self.config.finish_margin)),
-        )
+        super::deadline::spare(now, ms(timeout + self.config.finish_margin))
     }
 
     /// Reads a delivery and delivers it.
@@ -412,82 +390,6 @@ where
     async fn out_of_time(&self, d: OutboundDelivery) -> Result<DeliveryOutcome, InfraError> {
         let now = self.clock.now_millis();
         self.defer(d, now + ms(OUT_OF_TIME_DELAY), OUT_OF_TIME, now)
-            .await
-    }
-
-    /// Steps 5 to 7: claim, send, record.
-    async fn attempt(
-        &self,
-        d: OutboundDelivery,
-        loaded: &Loaded,
-        state: WorkerState,
-        now: i64,
-        lease: Duration,
-    ) -> Result<DeliveryOutcome, InfraError> {
-        let dest = &loaded.destination;
-        let mut claimed = d.clone();
-        if d.status == DeliveryStatus::Delivering {
-            claimed.journal_attempt(AttemptRecord {
-                at: d.lease_until.unwrap_or(now),
-                attempt: d.attempts,
-                status: None,
-                duration_ms: 0,
-                error: Some("no result recorded: the worker stopped after claiming (its lease lapsed); the request may have been sent".into()),
-                body: String::new(),
-                outcome: "lease lapsed".into(),
-            });
-        }
-        if let Some(why) = super::attempt::exhausted(&dest.schedule, d.attempts) {
-            return self.fail_unsent(claimed, why, now).await;
-        }
-        let attempt = d.attempts.saturating_add(1);
-        claimed.status = DeliveryStatus::Delivering;
-        claimed.attempts = attempt;
-        claimed.lease_until = Some(now + ms(lease));
-        claimed.next_attempt_at = None;
-        if self.store.save_delivery(&claimed, Some(d.version)).await? != Applied::Done {
-            return Ok(DeliveryOutcome::Skipped(Skip::Conflict));
-        }
-        claimed.version = d.version + 1;
-        let (body, signer) = match self.sendable(&d.key(), loaded).await? {
-            Ok(sendable) => sendable,
-            Err(why) => {
-                let refused = AttemptResult::Refused(why);
-                return self.record(claimed, loaded, state, refused, 0, now).await;
-            }
-        };
-        let mut headers = match signer.sign(&d.webhook_id, self.clock.now_secs(), body.bytes()) {
-            Ok(h) => h,
-            Err(e) => {
-                return self
-                    .record(
-                        claimed,
-                        loaded,
-                        state,
-                        AttemptResult::Refused(e.to_string()),
-                        0,
-                        now,
-                    )
-                    .await
-            }
-        };
-        headers.push(("content-type".into(), "application/json".into()));
-        headers.push((SOURCE_HEADER.into(), d.source.to_string()));
-        if let Some(t) = &d.event_type {
-            headers.push((TYPE_HEADER.into(), t.to_string()));
-        }
-        let started = Instant::now();
-        let result = self
-            .transport
-            .post(Outgoing {
-                url: &dest.url,
-                headers: &headers,
-                body: body.bytes(),
-                timeout: dest.timeout(),
-            })
-            .await;
-        let duration = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.record(claimed, loaded, state, result, duration, now)
             .await
     }
 }

@@ -1,13 +1,10 @@
-//! The DynamoDB adapter of the store traits.
-//!
-//! The hot path is one conditional `PutItem`; the old item of a failed condition comes back in
-//! the same response (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so a duplicate costs no read.
+//! The DynamoDB adapter of the store traits. The hot path is one conditional `PutItem`; the old
+//! item of a failed condition comes back in the same response (`ALL_OLD`): a duplicate costs no read.
 //! Here: the client, the ingest path ([`super::Inbox`]) and error classification; `messages`: the
-//! processing side ([`super::MessageStore`]); `items`: applications' item reads
-//! ([`super::ItemStore`]); `effects`: effects as conditional writes ([`super::ItemWriter`]);
-//! `outbox`: the outbox's deliveries and destination state ([`crate::outbox::store::OutboxStore`]);
-//! `body`: how a body is stored (inline, or in S3); `read`: a message and its body read back;
-//! `sealed`: destinations' secrets under KMS ([`SecretsKey`]).
+//! processing side ([`super::MessageStore`]); `items`: applications' item reads ([`super::ItemStore`]);
+//! `effects`: effects as conditional writes ([`super::ItemWriter`]); `outbox`: deliveries and
+//! destination state ([`crate::outbox::store::OutboxStore`]); `body`: how a body is stored (inline,
+//! or in S3); `read`: a message and its body read back; `sealed`: secrets under KMS ([`SecretsKey`]).
 
 pub mod body;
 mod cancel;
