@@ -11,8 +11,9 @@
 //!   jitter, `Retry-After`), [`bucket`] (the shared token bucket), [`breaker`] (the circuit
 //!   breaker), [`attempt`] (what an attempt came back with and what that means for the delivery),
 //!   `deferral` (a deferral's time, spread).
-//! - [`worker`] (one delivery: rate, circuit, lease, POST, record), `body` (the body of an event,
-//!   read once for its deliveries in flight and shared), `sweep` (the scheduled sweep,
+//! - [`worker`] (one delivery: rate, circuit, lease, POST, record; `throttle`, `send` and `record`
+//!   hold its steps, `deadline` the invocation's deadline it waits against), `body` (the body of an
+//!   event, read once for its deliveries in flight and shared), `sweep` (the scheduled sweep,
 //!   fan-out expansion), `records` (a stream record and a queue message, lifted over a batch by
 //!   [`crate::invocation`]), [`queue`], [`sign`], [`transport`] (the capability the deliver
 //!   function's SSRF-guarded HTTP client implements), [`cache`];
