@@ -176,10 +176,12 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
     /// message since moved on, perhaps by this message's own write whose answer was lost in an
     /// outage, or a racing invocation's). Dropping the record would leave a message `retrying`
     /// with no retry on its way until the reaper's grace ran out: it is read again and processed
-    /// as it now is, and a retry not due yet is sent for the time left.
+    /// as it now is, and a retry not due yet is sent for the time left. One that another
+    /// invocation finished or holds is still this record's conflict (what it counts as).
     async fn read_again(&self, key: &MessageKey) -> Result<Outcome, super::InfraError> {
         match self.process_key(key).await? {
             Outcome::Skipped(Skip::NotDue) => self.arrived_early(key).await,
+            Outcome::Skipped(_) => Ok(Outcome::Skipped(Skip::Conflict)),
             other => Ok(other),
         }
     }
