@@ -5,7 +5,8 @@
 //! Only infrastructure errors (store or queue unreachable) fail a record: handler failures go
 //! through the retry path, so a poison message never blocks its shard. A failed retry-queue
 //! message is made visible again within a minute rather than after the queue's visibility timeout;
-//! one that arrived before its retry time is sent again for the time left.
+//! one that arrived before its retry time is sent again for the time left, and one whose message
+//! moved on since it was read (a conflict) is read again and processed as it now is.
 
 use super::{Outcome, Processor, Skip};
 use crate::clock::Clock;
@@ -119,9 +120,17 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
         };
         let span = tracing::info_span!("record", source, event_id, origin = "stream");
         Task::Run(span, async move {
+            let key = match &target {
+                Ok(m) => m.key(),
+                Err(k) => k.clone(),
+            };
             let result = match target {
                 Ok(m) => self.process(m).await,
                 Err(k) => self.process_key(&k).await,
+            };
+            let result = match result {
+                Ok(Outcome::Skipped(Skip::Conflict)) => self.read_again(&key).await,
+                other => other,
             };
             self.observe(&result);
             result.map(|o| o.as_str())
@@ -155,11 +164,26 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
             let key = request.key();
             let result = match self.process_key(&key).await {
                 Ok(Outcome::Skipped(Skip::NotDue)) => self.arrived_early(&key).await,
+                Ok(Outcome::Skipped(Skip::Conflict)) => self.read_again(&key).await,
                 other => other,
             };
             self.observe(&result);
             result.map(|o| o.as_str())
         })
+    }
+
+    /// A conflict: the item this record was processed from was stale (the stream's image of a
+    /// message since moved on, perhaps by this message's own write whose answer was lost in an
+    /// outage, or a racing invocation's). Dropping the record would leave a message `retrying`
+    /// with no retry on its way until the reaper's grace ran out: it is read again and processed
+    /// as it now is, and a retry not due yet is sent for the time left. One that another
+    /// invocation finished or holds is still this record's conflict (what it counts as).
+    async fn read_again(&self, key: &MessageKey) -> Result<Outcome, super::InfraError> {
+        match self.process_key(key).await? {
+            Outcome::Skipped(Skip::NotDue) => self.arrived_early(key).await,
+            Outcome::Skipped(_) => Ok(Outcome::Skipped(Skip::Conflict)),
+            other => Ok(other),
+        }
     }
 
     /// A retry delivered before its time (a queue's delay is not exact): sent again for the time

@@ -201,3 +201,49 @@ async fn a_retry_delivered_before_its_time_is_sent_again_for_the_time_left() {
     assert_eq!(w.store.message(&key).unwrap().status, Status::Processed);
     assert!(w.retry.take_scheduled().is_empty());
 }
+
+/// A stream record whose new image is `m` as stored (readable as a message: processed as read).
+fn image_of(seq: &str, m: &StoredMessage) -> EventRecord {
+    let mut item: std::collections::HashMap<String, AttributeValue> =
+        serde_dynamo::to_item(m).unwrap();
+    item.insert("sk".into(), s("MSG"));
+    let mut r = record(seq, "INSERT", "MSG", m.event_id.as_str());
+    r.change.new_image = item.into();
+    r
+}
+
+#[tokio::test]
+async fn a_stale_image_that_meets_a_conflict_is_read_again_not_dropped() {
+    let w = World::new();
+    let p = w.processor(registry(Scripted::new(1)));
+    // The stream's image, then the message's own `retrying` write (in an outage its answer is
+    // lost: the record fails and the stream delivers this image again).
+    let stale = w.ingest("evt_1", "invoice.paid").await;
+    let key = stale.key();
+    assert!(matches!(
+        p.process_key(&key).await.unwrap(),
+        Outcome::Retrying { .. }
+    ));
+    w.retry.take_scheduled();
+    let due = w.store.message(&key).unwrap().next_attempt_at.unwrap();
+
+    // Before its retry time: not dropped, a retry is on its way for the time left.
+    w.clock.set_millis(due - 400);
+    let (response, summary) = p
+        .handle_stream_batch(stream(vec![image_of("1", &stale)]))
+        .await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(summary.outcomes, [("skipped_not_due", 1)].into());
+    assert_eq!(
+        w.retry.take_scheduled(),
+        vec![(key.clone(), Duration::from_millis(400))]
+    );
+
+    // At its retry time: processed as it now is.
+    w.clock.set_millis(due);
+    let (_, summary) = p
+        .handle_stream_batch(stream(vec![image_of("2", &stale)]))
+        .await;
+    assert_eq!(summary.outcomes, [("processed", 1)].into());
+    assert_eq!(w.store.message(&key).unwrap().status, Status::Processed);
+}
