@@ -220,8 +220,8 @@ async fn finished_deliveries_spread_journals_stay_bounded_and_paused_ones_are_pa
         "a paused destination's deliveries, then `dest resume`",
         format!("{PAUSED} deliveries to a paused destination, the destination resumed"),
         format!(
-            "parked for {:?} s, queue messages while paused {messages_while_paused} (before: one \
-             per delivery per minute); re-driven on resume {redriven}, queue messages \
+            "parked for {:?} s (the hourly re-check, spread by the deferral jitter), queue \
+             messages while paused {messages_while_paused} (before: one per delivery per minute); re-driven on resume {redriven}, queue messages \
              {messages_on_resume}; delivered after the resume's delay {delivered_after}/{PAUSED}",
             parked_until
                 .iter()
