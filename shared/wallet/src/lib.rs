@@ -4,6 +4,8 @@
 //!
 //! - [`autopay`]: autopay's pure rules: recurring charge dates from an anchor, the one charge a
 //!   wallet at its threshold needs, the monthly cap, and the dunning ladder for declines.
+//! - [`events`]: the wallet's own events ([`events::WalletEvent`]: topped up, autopay failed,
+//!   suspended, limit reached), published through the outbox in the transaction of what they report.
 //! - [`money`]: [`Currency`] and [`Money`] (amounts in minor units, formatted `12.34 USD`).
 //! - [`tenant`]: [`TenantId`], the tenant a wallet belongs to, parsed once where it enters.
 //! - [`rules`]: the pure rules (next state and money movement per event).
@@ -23,6 +25,7 @@
 
 pub mod autopay;
 pub mod config;
+pub mod events;
 pub mod handler;
 pub mod items;
 pub mod ledger;
