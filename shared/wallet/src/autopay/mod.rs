@@ -12,11 +12,18 @@
 //!   the monthly cap ([`MonthlyCap`]).
 //! - [`ladder`]: the dunning ladder for declined charges ([`Ladder`], [`ChargeOutcome`]), counted
 //!   from the first failure.
+//! - [`pass`]: the charging pass ([`Pass`]): recurring periods made attempts, each due attempt
+//!   claimed, charged and recorded by the ladder, late credits reported.
+//! - `fakes` (tests, and the `fakes` feature): an in-memory [`AttemptStore`] and a scripted
+//!   [`Charger`].
 
 pub mod attempt;
 pub mod calendar;
 pub mod charge;
+#[cfg(any(test, feature = "fakes"))]
+pub mod fakes;
 pub mod ladder;
+pub mod pass;
 pub mod threshold;
 
 pub use attempt::{
@@ -26,4 +33,5 @@ pub use attempt::{
 pub use calendar::{Every, Schedule};
 pub use charge::{idempotency_key, ChargeReply, ChargeRequest, Charger, ProviderUnavailable};
 pub use ladder::{ChargeOutcome, Ladder, LadderEnd, NextTry};
+pub use pass::{Pass, PassConfig, PassReport, ReportOnly, Settle, Uncredited};
 pub use threshold::{CapRefusal, MonthlyCap, TopUpRule};

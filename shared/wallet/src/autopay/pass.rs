@@ -1,0 +1,419 @@
+//! The charging pass: one run of the charging function. Generic over the table
+//! ([`AttemptStore`]), the payment provider ([`Charger`]) and the clock, so the composition root
+//! picks them and tests run it on fakes with a manual clock.
+//!
+//! A run, bounded by [`PassConfig::batch`] and the invocation's deadline:
+//!
+//! 1. **recurring periods**: each wallet whose recurring charge is due gets the period's attempt
+//!    (id derived from the period: a re-run makes the same one), its `next` advanced and its open
+//!    attempt set, in one write; a wallet with another open attempt waits; the monthly cap refuses
+//!    a period with `wallet.autopay_limit_reached` (an `Ended` attempt says so, never silent).
+//! 2. **due attempts**: a `Due` attempt (or a `Charging` one past its lease: a crash after the
+//!    call) is claimed, `Charging` with its try's idempotency key, BEFORE the call; the provider
+//!    is called; the reply is recorded on the attempt as re-read after the call (the webhook may
+//!    have credited it meanwhile: then it is left alone), following the ladder
+//!    ([`decide::record`]). A write that answers `Conflict` is re-read and decided again.
+//! 3. **late credits**: a `Charged` attempt past its credit deadline is looked up at the provider
+//!    ([`Charger::find`]) and reported (`AutopayUncredited`, journaled on the attempt), never
+//!    charged again; [`Settle`] credits it through the ledger (the composition root's choice).
+//!
+//! Effects (metrics) are only those of writes that committed: the run returns them in its
+//! [`PassReport`] for the function to emit.
+
+pub mod decide;
+mod report;
+
+pub use decide::{RecurringStep, Timings, Transition};
+pub use report::{PassReport, Uncredited};
+
+use super::attempt::{Attempt, AttemptState, AttemptStore, Autopay, Written};
+use super::charge::{ChargeReply, ChargeRequest, Charger};
+use super::ladder::{ChargeOutcome, Ladder};
+use crate::items::{wallet_pk, WALLET_SK};
+use inbox_core::clock::{Clock, Millis};
+use inbox_core::store::{attr, Effect, StoreError};
+use std::future::Future;
+use std::time::Duration;
+
+/// The wallet item's flag set when autopay suspends itself (a boolean, beside `overdrawn` and
+/// `review`), written with an `Effect::Adjust` in the transaction that suspends it.
+pub const AUTOPAY_SUSPENDED_ATTR: &str = "autopay_suspended";
+
+/// How often one attempt is re-read after a conflicting write before the run leaves it to the
+/// next.
+const MAX_REREADS: usize = 3;
+
+/// The pass's settings (the charging function reads them from its environment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassConfig {
+    /// The dunning ladder: days from the first failure.
+    pub ladder: Ladder,
+    /// How long a claimed try holds before it is repeated with the same key (a crash after the
+    /// call); longer than one call with the provider module's own retries.
+    pub lease: Duration,
+    /// How long after a success its credit (its payment's webhook) may take before
+    /// reconciliation asks the provider.
+    pub credit_within: Duration,
+    /// Most attempts (and most recurring wallets) per run.
+    pub batch: usize,
+    /// The time one call may take (the provider module's retries included): a try is not started
+    /// when less than this is left before the invocation's deadline.
+    pub call_budget: Duration,
+}
+
+impl Default for PassConfig {
+    /// The documented defaults: ladder 0,1,3,5,7; lease 300 s; credit within 3600 s; 50 a run;
+    /// 30 s a call.
+    fn default() -> Self {
+        Self {
+            ladder: Ladder::default(),
+            lease: Duration::from_secs(300),
+            credit_within: Duration::from_secs(3600),
+            batch: 50,
+            call_budget: Duration::from_secs(30),
+        }
+    }
+}
+
+impl PassConfig {
+    fn timings(&self) -> Timings {
+        Timings {
+            ladder: self.ladder.clone(),
+            lease: self.lease,
+            credit_within: self.credit_within,
+        }
+    }
+}
+
+/// Credits a charge whose webhook never came, through the ledger's rules (the same path as its
+/// `payment_intent.succeeded`: the payment index, the credit and the attempt closed in one
+/// transaction, exactly once however the webhook races it). The ledger implements it; the
+/// composition root hands it to the pass.
+pub trait Settle: Send + Sync {
+    /// Whether it credited `charge` now (`false`: already credited, or not creditable).
+    fn settle(&self, charge: &Uncredited) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+/// Reports late credits and credits nothing (the default until the ledger's [`Settle`] is
+/// plugged in).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReportOnly;
+
+impl Settle for ReportOnly {
+    async fn settle(&self, _charge: &Uncredited) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+}
+
+/// The charging pass.
+#[derive(Debug)]
+pub struct Pass<S, P, C, U = ReportOnly> {
+    store: S,
+    charger: P,
+    clock: C,
+    config: PassConfig,
+    settle: U,
+}
+
+enum Flow {
+    Done,
+    Reread,
+}
+
+impl<S: AttemptStore, P: Charger, C: Clock> Pass<S, P, C, ReportOnly> {
+    pub fn new(store: S, charger: P, clock: C, config: PassConfig) -> Self {
+        Self {
+            store,
+            charger,
+            clock,
+            config,
+            settle: ReportOnly,
+        }
+    }
+}
+
+impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
+    /// The same pass, crediting late charges with `settle`.
+    pub fn settling_with<V: Settle>(self, settle: V) -> Pass<S, P, C, V> {
+        Pass {
+            store: self.store,
+            charger: self.charger,
+            clock: self.clock,
+            config: self.config,
+            settle,
+        }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub fn charger(&self) -> &P {
+        &self.charger
+    }
+
+    pub fn config(&self) -> &PassConfig {
+        &self.config
+    }
+
+    /// One run; `deadline` is the invocation's (no try starts that would not end before it).
+    pub async fn run(&self, deadline: Option<Millis>) -> PassReport {
+        let mut report = PassReport::default();
+        let now = self.clock.now();
+        match self.store.due_recurring(now, self.config.batch).await {
+            Ok(wallets) => {
+                for autopay in wallets {
+                    self.recurring(autopay, &mut report).await;
+                }
+            }
+            Err(e) => report.error("reading the due recurring charges", e),
+        }
+        let now = self.clock.now();
+        match self.store.due_attempts(now, self.config.batch).await {
+            Ok(attempts) => {
+                report.due = attempts.len();
+                for attempt in attempts {
+                    if self.out_of_time(deadline) {
+                        report.deferred += 1;
+                        continue;
+                    }
+                    self.attempt(attempt, &mut report).await;
+                }
+            }
+            Err(e) => report.error("reading the due attempts", e),
+        }
+        report
+    }
+
+    fn out_of_time(&self, deadline: Option<Millis>) -> bool {
+        deadline.is_some_and(|d| self.clock.now().plus(self.config.call_budget) > d)
+    }
+
+    async fn recurring(&self, mut autopay: Autopay, report: &mut PassReport) {
+        for _ in 0..MAX_REREADS {
+            let now = self.clock.now();
+            let t = match decide::recurring(&autopay, now) {
+                RecurringStep::NotDue => return,
+                RecurringStep::Waits { .. } => {
+                    report.recurring_waiting += 1;
+                    return;
+                }
+                RecurringStep::Make(t) => *t,
+            };
+            let made = matches!(t.attempt.state, AttemptState::Due);
+            let limited = !t.events.is_empty();
+            match self.commit(t, report).await {
+                Ok(Written::Done) => {
+                    if made {
+                        report.recurring_made += 1;
+                    } else {
+                        report.recurring_skipped += 1;
+                        report.limit_reached += usize::from(limited);
+                    }
+                    return;
+                }
+                Ok(Written::Conflict) => {
+                    report.conflicts += 1;
+                    match self.store.autopay(&autopay.tenant).await {
+                        Ok(Some(fresh)) => autopay = fresh,
+                        Ok(None) => return,
+                        Err(e) => return report.error("re-reading an autopay", e),
+                    }
+                }
+                Err(e) => return report.error("making a recurring attempt", e),
+            }
+        }
+    }
+
+    async fn attempt(&self, mut attempt: Attempt, report: &mut PassReport) {
+        for _ in 0..MAX_REREADS {
+            match self.step(&attempt, report).await {
+                Ok(Flow::Done) => return,
+                Ok(Flow::Reread) => {
+                    report.conflicts += 1;
+                    match self.store.attempt(&attempt.tenant, &attempt.id).await {
+                        Ok(Some(fresh)) => attempt = fresh,
+                        Ok(None) => return,
+                        Err(e) => return report.error("re-reading an attempt", e),
+                    }
+                }
+                Err(e) => return report.error(&format!("attempt {}", attempt.id), e),
+            }
+        }
+    }
+
+    async fn step(&self, attempt: &Attempt, report: &mut PassReport) -> Result<Flow, StoreError> {
+        let now = self.clock.now();
+        if attempt.state.is_terminal() || attempt.due > now {
+            return Ok(Flow::Done);
+        }
+        match attempt.state {
+            AttemptState::Charged => self.late_credit(attempt, report).await,
+            _ => self.charge(attempt, report).await,
+        }
+    }
+
+    /// Claims the try, calls the provider, records the reply.
+    async fn charge(&self, attempt: &Attempt, report: &mut PassReport) -> Result<Flow, StoreError> {
+        let now = self.clock.now();
+        let autopay = self.store.autopay(&attempt.tenant).await?;
+        // A try already sent (`Charging`) is repeated whatever changed since: it may have charged.
+        let refused = match attempt.state {
+            AttemptState::Due => decide::refusal(autopay.as_ref()),
+            _ => None,
+        };
+        let method = autopay.as_ref().and_then(|a| a.method.clone());
+        let refused = refused.or_else(|| {
+            method
+                .is_none()
+                .then(|| ("no_payment_method: none saved".to_owned(), true))
+        });
+        if let Some((reason, suspend)) = refused {
+            let t = decide::ended(attempt, autopay.as_ref(), &reason, now, suspend);
+            return Ok(match self.commit(t, report).await? {
+                Written::Done => Flow::Done,
+                Written::Conflict => Flow::Reread,
+            });
+        }
+        let Some(method) = method else {
+            return Ok(Flow::Done);
+        };
+        let claimed = decide::claim(attempt, now, self.config.lease);
+        if self.store.write(&claimed, None, Vec::new()).await? == Written::Conflict {
+            return Ok(Flow::Reread);
+        }
+        let request = ChargeRequest {
+            tenant: attempt.tenant.clone(),
+            attempt: attempt.id.clone(),
+            try_no: claimed.try_no,
+            amount: attempt.amount,
+            customer: method.customer,
+            payment_method: method.payment_method,
+            idempotency_key: claimed.idempotency_key.clone().unwrap_or_default(),
+        };
+        let reply = self.charger.charge(&request).await;
+        report.tries += 1;
+        report.requests += u64::from(reply.requests);
+        self.record(&request, &reply, report).await?;
+        Ok(Flow::Done)
+    }
+
+    /// Records `reply` on the attempt as it is now: only while it is still the claimed try
+    /// (`Charging` with the request's key); anything else (credited by its webhook meanwhile,
+    /// recorded by another run) is left alone.
+    async fn record(
+        &self,
+        request: &ChargeRequest,
+        reply: &ChargeReply,
+        report: &mut PassReport,
+    ) -> Result<(), StoreError> {
+        for _ in 0..MAX_REREADS {
+            let current = self
+                .store
+                .attempt(&request.tenant, &request.attempt)
+                .await?;
+            let Some(current) = current.filter(|a| {
+                a.state == AttemptState::Charging
+                    && a.idempotency_key.as_deref() == Some(request.idempotency_key.as_str())
+            }) else {
+                report.left_alone += 1;
+                return Ok(());
+            };
+            let autopay = self.store.autopay(&request.tenant).await?;
+            let t = decide::record(
+                &current,
+                autopay.as_ref(),
+                reply,
+                &self.config.timings(),
+                self.clock.now(),
+            );
+            let ended = matches!(t.attempt.state, AttemptState::Ended { .. });
+            if self.commit(t, report).await? == Written::Done {
+                match reply.outcome {
+                    ChargeOutcome::Succeeded => report.succeeded += 1,
+                    ChargeOutcome::Indeterminate => report.indeterminate += 1,
+                    _ => report.declined += 1,
+                }
+                report.ended += usize::from(ended);
+                return Ok(());
+            }
+            report.conflicts += 1;
+        }
+        Ok(())
+    }
+
+    /// A `Charged` attempt past its credit deadline: what the provider says, journaled and
+    /// reported; credited by [`Settle`] when the provider confirms it.
+    async fn late_credit(
+        &self,
+        attempt: &Attempt,
+        report: &mut PassReport,
+    ) -> Result<Flow, StoreError> {
+        let found = match self.charger.find(&attempt.tenant, &attempt.id).await {
+            Ok(found) => found,
+            Err(e) => {
+                report.error(&format!("looking up attempt {}", attempt.id), e);
+                return Ok(Flow::Done);
+            }
+        };
+        let t = decide::uncredited(
+            attempt,
+            found.as_ref(),
+            self.clock.now(),
+            self.config.credit_within,
+        );
+        let provider_ref = t.attempt.provider_ref.clone();
+        if self.commit(t, report).await? == Written::Conflict {
+            return Ok(Flow::Reread);
+        }
+        let succeeded = found.is_some_and(|f| f.outcome == ChargeOutcome::Succeeded);
+        let charge = Uncredited::new(
+            &attempt.tenant,
+            &attempt.id,
+            attempt.amount,
+            provider_ref,
+            succeeded,
+        );
+        if succeeded && self.settle.settle(&charge).await? {
+            report.settled += 1;
+        }
+        report.uncredited.push(charge);
+        Ok(Flow::Done)
+    }
+
+    /// Writes `t` in one transaction; its metrics join the report once it committed.
+    async fn commit(&self, t: Transition, report: &mut PassReport) -> Result<Written, StoreError> {
+        let mut also = Vec::with_capacity(t.events.len() + 1);
+        for event in &t.events {
+            let effect = event
+                .publish(self.clock.now())
+                .map_err(|e| StoreError::Invalid(Box::new(e)))?;
+            also.push(effect);
+        }
+        if t.flag_wallet {
+            also.push(suspended_flag(&t.attempt));
+        }
+        let written = self
+            .store
+            .write(&t.attempt, t.autopay.as_ref(), also)
+            .await?;
+        if written == Written::Done {
+            report.suspended += usize::from(t.flag_wallet);
+            report.metrics.extend(t.metrics);
+        }
+        Ok(written)
+    }
+}
+
+/// The write that flags `attempt`'s wallet `autopay_suspended`.
+pub fn suspended_flag(attempt: &Attempt) -> Effect {
+    Effect::Adjust {
+        pk: wallet_pk(attempt.tenant.as_str()),
+        sk: WALLET_SK.to_owned(),
+        add: Vec::new(),
+        set: vec![(AUTOPAY_SUSPENDED_ATTR.to_owned(), attr::bool(true))],
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,419 @@
+//! The charging pass's decisions, pure: what an attempt becomes when a try is claimed, when the
+//! provider's reply is recorded, when it cannot be charged at all, when a recurring period falls
+//! due, and when a charge's credit is late. Each returns a [`Transition`]: the records to write in
+//! one transaction, the events published with them and the metrics that become true once they
+//! commit. The pass ([`super::Pass`]) does the I/O.
+//!
+//! | the try | the attempt becomes | autopay | events |
+//! |---|---|---|---|
+//! | claimed (`Due`, or `Charging` past its lease) | `Charging`, the try's key, due at the lease's end | — | — |
+//! | succeeded | `Charged`, due at the credit deadline | — | — (the credit publishes `topped_up`) |
+//! | declined soft, a rung left | `Due` at the rung's time from the FIRST failure, the next try | — | `autopay_failed` (next try's time) |
+//! | declined hard, needs the customer, the last rung | `Ended` with the reason | `Suspended`, open attempt cleared, the wallet flagged | `autopay_failed` (no next try), `autopay_suspended` |
+//! | indeterminate | `Charging`, the SAME key, due at the lease's end | — | — |
+
+use super::super::attempt::{
+    Attempt, AttemptState, Autopay, AutopayStatus, Reason, Recurring, TryRecord,
+};
+use super::super::charge::{idempotency_key, ChargeReply};
+use super::super::ladder::{ChargeOutcome, Ladder, LadderEnd, NextTry};
+use crate::events::WalletEvent;
+use crate::model::month_of;
+use crate::METRICS_NAMESPACE;
+use inbox_core::clock::Millis;
+use inbox_core::metrics::Metric;
+use std::time::Duration;
+
+/// One transaction's worth of change: what to write, publish and count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    pub attempt: Attempt,
+    /// The wallet's autopay, when it changes (at the version it was read).
+    pub autopay: Option<Autopay>,
+    /// Published in the same write ([`WalletEvent::publish`]).
+    pub events: Vec<WalletEvent>,
+    /// Sets the wallet's `autopay_suspended` flag in the same write.
+    pub flag_wallet: bool,
+    /// True once the write commits; emitted by the charging function.
+    pub metrics: Vec<Metric>,
+}
+
+impl Transition {
+    fn of(attempt: Attempt) -> Self {
+        Self {
+            attempt,
+            autopay: None,
+            events: Vec::new(),
+            flag_wallet: false,
+            metrics: Vec::new(),
+        }
+    }
+}
+
+fn metric(name: &str, attempt: &Attempt) -> Metric {
+    Metric::count(METRICS_NAMESPACE, name, 1)
+        .with_property("Tenant", attempt.tenant.as_str())
+        .with_property("Attempt", attempt.id.clone())
+}
+
+/// The try is claimed before its call: `Charging`, its idempotency key stored, due again at the
+/// lease's end (a crash after the call repeats the same key then). A `Charging` attempt keeps its
+/// key: the try is the same.
+pub fn claim(attempt: &Attempt, now: Millis, lease: Duration) -> Attempt {
+    let key = match (&attempt.state, &attempt.idempotency_key) {
+        (AttemptState::Charging, Some(key)) => key.clone(),
+        _ => idempotency_key(&attempt.id, attempt.try_no),
+    };
+    Attempt {
+        state: AttemptState::Charging,
+        idempotency_key: Some(key),
+        due: now.plus(lease),
+        ..attempt.clone()
+    }
+}
+
+/// Why a ladder ended, as the attempt and the suspension say it.
+pub fn end_reason(end: &LadderEnd) -> String {
+    match end {
+        LadderEnd::Succeeded => "succeeded".into(),
+        LadderEnd::HardDecline { code } => format!("hard_decline: {code}"),
+        LadderEnd::NeedsCustomer { code } => format!("needs_customer: {code}"),
+        LadderEnd::Exhausted { tries, code } => {
+            format!("ladder_exhausted: {code} after {tries} tries")
+        }
+    }
+}
+
+/// What the timings of a recorded reply are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timings {
+    pub ladder: Ladder,
+    pub lease: Duration,
+    /// How long after a success its credit may take before reconciliation asks the provider.
+    pub credit_within: Duration,
+}
+
+/// The reply to the claimed try of `attempt` (`Charging`, as re-read after the call), recorded.
+pub fn record(
+    attempt: &Attempt,
+    autopay: Option<&Autopay>,
+    reply: &ChargeReply,
+    timings: &Timings,
+    now: Millis,
+) -> Transition {
+    let mut next = attempt.clone();
+    if reply.provider_ref.is_some() {
+        next.provider_ref = reply.provider_ref.clone();
+    }
+    let journal = |outcome: &str, next_due| TryRecord {
+        try_no: attempt.try_no,
+        at: now,
+        outcome: outcome.to_owned(),
+        next_due,
+    };
+    let first_failure = attempt.first_failure.unwrap_or(now);
+    match timings
+        .ladder
+        .after(attempt.rung, &reply.outcome, first_failure)
+    {
+        NextTry::End(LadderEnd::Succeeded) => {
+            next.state = AttemptState::Charged;
+            next.due = now.plus(timings.credit_within);
+            next.tries.push(journal("succeeded", None));
+            let mut t = Transition::of(next);
+            let m = metric("AutopayCharged", attempt)
+                .with_property("Replayed", reply.replayed.to_string());
+            t.metrics.push(m);
+            t
+        }
+        NextTry::Repeat => {
+            next.due = now.plus(timings.lease);
+            next.tries.push(journal("indeterminate", Some(next.due)));
+            let mut t = Transition::of(next);
+            t.metrics.push(
+                metric("AutopayIndeterminate", attempt)
+                    .with_note("the provider's answer was not decisive; the same key is repeated"),
+            );
+            t
+        }
+        NextTry::Rung { rung, due } => {
+            let code = decline_code(&reply.outcome);
+            next.state = AttemptState::Due;
+            next.rung = rung;
+            next.try_no = attempt.try_no + 1;
+            next.first_failure = Some(first_failure);
+            next.idempotency_key = None;
+            next.due = due;
+            next.tries.push(journal(&code, Some(due)));
+            let mut t = Transition::of(next);
+            t.events.push(WalletEvent::AutopayFailed {
+                tenant: attempt.tenant.clone(),
+                attempt: attempt.id.clone(),
+                try_no: attempt.try_no,
+                code: code.clone(),
+                next_try_at: Some(due),
+            });
+            t.metrics.push(declined(attempt, &reply.outcome));
+            t
+        }
+        NextTry::End(end) => {
+            let code = decline_code(&reply.outcome);
+            let mut t = ended(attempt, autopay, &end_reason(&end), now, true);
+            t.attempt.provider_ref = next.provider_ref;
+            t.attempt.first_failure = Some(first_failure);
+            if let Some(last) = t.attempt.tries.last_mut() {
+                last.outcome = code.clone();
+            }
+            t.events.insert(
+                0,
+                WalletEvent::AutopayFailed {
+                    tenant: attempt.tenant.clone(),
+                    attempt: attempt.id.clone(),
+                    try_no: attempt.try_no,
+                    code,
+                    next_try_at: None,
+                },
+            );
+            t.metrics.insert(0, declined(attempt, &reply.outcome));
+            t
+        }
+    }
+}
+
+fn decline_code(outcome: &ChargeOutcome) -> String {
+    match outcome {
+        ChargeOutcome::DeclinedSoft { code }
+        | ChargeOutcome::DeclinedHard { code }
+        | ChargeOutcome::NeedsCustomer { code } => code.clone(),
+        ChargeOutcome::Succeeded => "succeeded".into(),
+        ChargeOutcome::Indeterminate => "indeterminate".into(),
+    }
+}
+
+fn declined(attempt: &Attempt, outcome: &ChargeOutcome) -> Metric {
+    let kind = match outcome {
+        ChargeOutcome::DeclinedHard { .. } => "hard",
+        ChargeOutcome::NeedsCustomer { .. } => "needs_customer",
+        _ => "soft",
+    };
+    metric("AutopayDeclined", attempt)
+        .with_property("Code", decline_code(outcome))
+        .with_property("Kind", kind)
+}
+
+/// `attempt` ended without a charge, with `reason`; its wallet's open attempt cleared. With
+/// `suspend`, autopay is suspended with the reason, the wallet flagged and
+/// `wallet.autopay_suspended` published.
+pub fn ended(
+    attempt: &Attempt,
+    autopay: Option<&Autopay>,
+    reason: &str,
+    now: Millis,
+    suspend: bool,
+) -> Transition {
+    let mut next = attempt.clone();
+    next.state = AttemptState::Ended {
+        reason: reason.to_owned(),
+    };
+    next.idempotency_key = None;
+    next.tries.push(TryRecord {
+        try_no: attempt.try_no,
+        at: now,
+        outcome: reason.to_owned(),
+        next_due: None,
+    });
+    let mut t = Transition::of(next);
+    let mut counted = metric("AutopayEnded", attempt).with_property("Reason", reason);
+    if let Some(autopay) = autopay {
+        let mut a = autopay.clone();
+        if a.open_attempt.as_deref() == Some(attempt.id.as_str()) {
+            a.open_attempt = None;
+        }
+        if suspend {
+            a.status = AutopayStatus::Suspended {
+                reason: reason.to_owned(),
+            };
+            t.flag_wallet = true;
+            t.events.push(WalletEvent::AutopaySuspended {
+                tenant: attempt.tenant.clone(),
+                subject: attempt.id.clone(),
+                reason: reason.to_owned(),
+            });
+            counted = metric("AutopaySuspended", attempt)
+                .with_property("Reason", reason)
+                .with_note("autopay suspended: the wallet's owner must act");
+        }
+        a.updated_at = now;
+        t.autopay = Some(a);
+    }
+    t.metrics.push(counted);
+    t
+}
+
+/// Why a `Due` attempt cannot be charged at all (ended before any call), if it cannot:
+/// `Some((reason, suspend))`.
+pub fn refusal(autopay: Option<&Autopay>) -> Option<(String, bool)> {
+    let Some(autopay) = autopay else {
+        return Some((
+            "no_autopay: the wallet has no autopay settings".into(),
+            false,
+        ));
+    };
+    match &autopay.status {
+        AutopayStatus::Paused => return Some(("autopay_paused".into(), false)),
+        AutopayStatus::Suspended { reason } => {
+            return Some((format!("autopay_suspended: {reason}"), false))
+        }
+        AutopayStatus::Active => {}
+    }
+    if autopay.method.is_none() {
+        return Some(("no_payment_method: none saved".into(), true));
+    }
+    None
+}
+
+/// A recurring charge's next step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecurringStep {
+    /// No recurring charge, or its next period is not due (or past the calendar's end).
+    NotDue,
+    /// Another attempt of the wallet is open: the period waits for it to end.
+    Waits { open: String },
+    /// The period's attempt (`Due`, or `Ended` when it is skipped or refused) and the autopay
+    /// advanced past it.
+    Make(Box<Transition>),
+}
+
+/// The attempt id of period `k` of `recurring`: the same on every re-run, new for a new anchor.
+pub fn recurring_id(recurring: &Recurring, k: u32) -> String {
+    let anchor = recurring.schedule.anchor();
+    format!(
+        "rec-{:04}{:02}{:02}-{}-{k}",
+        anchor.year(),
+        anchor.month(),
+        anchor.day(),
+        recurring.schedule.every().as_str()
+    )
+}
+
+/// The next step of `autopay`'s recurring charge at `now`: the period `next` is made an
+/// attempt at its due date (computed from the anchor), checked against the monthly cap; a paused
+/// or suspended autopay skips it (an `Ended` attempt says so).
+pub fn recurring(autopay: &Autopay, now: Millis) -> RecurringStep {
+    let Some(recurring) = &autopay.recurring else {
+        return RecurringStep::NotDue;
+    };
+    let k = recurring.next;
+    let Some(due) = recurring.schedule.due_at(k).filter(|due| *due <= now) else {
+        return RecurringStep::NotDue;
+    };
+    if let Some(open) = &autopay.open_attempt {
+        return RecurringStep::Waits { open: open.clone() };
+    }
+    let attempt = Attempt {
+        id: recurring_id(recurring, k),
+        tenant: autopay.tenant.clone(),
+        reason: Reason::Recurring { period: k },
+        amount: recurring.amount,
+        state: AttemptState::Due,
+        try_no: 0,
+        rung: 0,
+        first_failure: None,
+        due,
+        idempotency_key: None,
+        provider_ref: None,
+        tries: Vec::new(),
+        created_at: now,
+        version: None,
+    };
+    let mut next = autopay.clone();
+    next.updated_at = now;
+    if let Some(r) = next.recurring.as_mut() {
+        r.next = k.saturating_add(1);
+    }
+    let skip = match &autopay.status {
+        AutopayStatus::Active => None,
+        AutopayStatus::Paused => Some("autopay_paused".to_owned()),
+        AutopayStatus::Suspended { reason } => Some(format!("autopay_suspended: {reason}")),
+    };
+    if let Some(reason) = skip {
+        let mut t = ended(&attempt, None, &reason, now, false);
+        t.metrics = vec![metric("AutopaySkipped", &attempt)
+            .with_property("Reason", reason)
+            .with_note("a recurring charge fell due while autopay was not active; skipped")];
+        t.autopay = Some(next);
+        return RecurringStep::Make(Box::new(t));
+    }
+    let month = month_of(now.get());
+    let charged = recurring
+        .amount
+        .currency()
+        .amount(autopay.month_charged.get(&month).copied().unwrap_or(0));
+    if let Some(cap) = autopay.cap {
+        if let Err(refusal) = cap.allows(charged, recurring.amount) {
+            let mut t = ended(
+                &attempt,
+                None,
+                &format!("limit_reached: {refusal}"),
+                now,
+                false,
+            );
+            t.events.push(WalletEvent::LimitReached {
+                tenant: autopay.tenant.clone(),
+                month: month.clone(),
+                wanted: refusal.wanted,
+                charged: refusal.charged,
+                cap: refusal.cap,
+            });
+            t.metrics = vec![metric("AutopayLimitReached", &attempt)
+                .with_property("Month", month)
+                .with_note("the monthly cap refused a recurring charge")];
+            t.autopay = Some(next);
+            return RecurringStep::Make(Box::new(t));
+        }
+    }
+    *next.month_charged.entry(month).or_insert(0) += recurring.amount.minor();
+    next.open_attempt = Some(attempt.id.clone());
+    let mut t = Transition::of(attempt);
+    t.autopay = Some(next);
+    RecurringStep::Make(Box::new(t))
+}
+
+/// A `Charged` attempt whose credit did not come by its deadline: journaled with what the
+/// provider says now, due again for the next look; never charged again.
+pub fn uncredited(
+    attempt: &Attempt,
+    found: Option<&ChargeReply>,
+    now: Millis,
+    credit_within: Duration,
+) -> Transition {
+    let says = match found {
+        None => "no charge found".to_owned(),
+        Some(reply) => format!(
+            "{} {}",
+            decline_code(&reply.outcome),
+            reply.provider_ref.as_deref().unwrap_or("(no reference)")
+        ),
+    };
+    let mut next = attempt.clone();
+    next.due = now.plus(credit_within);
+    if let Some(r) = found.and_then(|f| f.provider_ref.clone()) {
+        next.provider_ref = Some(r);
+    }
+    next.tries.push(TryRecord {
+        try_no: attempt.try_no,
+        at: now,
+        outcome: format!("uncredited: the provider says {says}"),
+        next_due: Some(next.due),
+    });
+    let mut t = Transition::of(next);
+    t.metrics.push(
+        metric("AutopayUncredited", attempt)
+            .with_property("ProviderSays", says)
+            .with_note("a charge's credit did not come by its deadline; never charged again"),
+    );
+    t
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,166 @@
+//! The decisions' table: a claim keeps its try's key, each reply's next state, refusals, the
+//! recurring attempt's id.
+
+use super::*;
+use crate::autopay::attempt::{Reason, SavedMethod};
+use crate::autopay::calendar::{Every, Schedule};
+use crate::money::Currency;
+use crate::tenant::TenantId;
+use std::collections::BTreeMap;
+
+const T0: Millis = Millis::new(1_800_000_000_000);
+const DAY: Duration = Duration::from_secs(86_400);
+
+fn attempt() -> Attempt {
+    Attempt {
+        id: "a1".into(),
+        tenant: TenantId::parse("acme").expect("tenant"),
+        reason: Reason::Threshold,
+        amount: Currency::parse("USD").expect("usd").amount(500),
+        state: AttemptState::Due,
+        try_no: 0,
+        rung: 0,
+        first_failure: None,
+        due: T0,
+        idempotency_key: None,
+        provider_ref: None,
+        tries: Vec::new(),
+        created_at: T0,
+        version: Some(3),
+    }
+}
+
+fn autopay() -> Autopay {
+    Autopay {
+        tenant: TenantId::parse("acme").expect("tenant"),
+        top_up: None,
+        recurring: None,
+        cap: None,
+        ladder: Ladder::default(),
+        method: Some(SavedMethod {
+            customer: "cus".into(),
+            payment_method: "pm".into(),
+        }),
+        status: AutopayStatus::Active,
+        open_attempt: Some("a1".into()),
+        month_charged: BTreeMap::new(),
+        updated_at: T0,
+        version: Some(1),
+    }
+}
+
+fn timings() -> Timings {
+    Timings {
+        ladder: Ladder::default(),
+        lease: Duration::from_secs(300),
+        credit_within: Duration::from_secs(3600),
+    }
+}
+
+fn reply(outcome: ChargeOutcome) -> ChargeReply {
+    ChargeReply {
+        outcome,
+        provider_ref: Some("pi_1".into()),
+        replayed: false,
+        requests: 1,
+    }
+}
+
+#[test]
+fn a_claim_stores_the_tries_key_and_keeps_it_when_repeated() {
+    let lease = Duration::from_secs(300);
+    let claimed = claim(&attempt(), T0, lease);
+    assert_eq!(claimed.state, AttemptState::Charging);
+    assert_eq!(claimed.idempotency_key, Some(idempotency_key("a1", 0)));
+    assert_eq!(claimed.due, T0.plus(lease));
+    assert_eq!(claimed.version, Some(3), "written at the version read");
+    let again = claim(&claimed, T0.plus(lease), lease);
+    assert_eq!(again.idempotency_key, claimed.idempotency_key);
+}
+
+#[test]
+fn each_reply_is_recorded_by_the_ladder() {
+    let charging = claim(&attempt(), T0, Duration::from_secs(300));
+    let w = autopay();
+    let soft = ChargeOutcome::DeclinedSoft {
+        code: "insufficient_funds".into(),
+    };
+    let hard = ChargeOutcome::DeclinedHard {
+        code: "lost_card".into(),
+    };
+    let cases = [
+        (
+            ChargeOutcome::Succeeded,
+            AttemptState::Charged,
+            T0.plus(Duration::from_secs(3600)),
+            0,
+            0,
+        ),
+        (
+            ChargeOutcome::Indeterminate,
+            AttemptState::Charging,
+            T0.plus(Duration::from_secs(300)),
+            0,
+            0,
+        ),
+        (soft, AttemptState::Due, T0.plus(DAY), 1, 1),
+        (
+            hard,
+            AttemptState::Ended {
+                reason: "hard_decline: lost_card".into(),
+            },
+            T0.plus(Duration::from_secs(300)),
+            0,
+            2,
+        ),
+    ];
+    for (outcome, state, due, try_no, events) in cases {
+        let t = record(&charging, Some(&w), &reply(outcome.clone()), &timings(), T0);
+        assert_eq!(t.attempt.state, state, "{outcome:?}");
+        assert_eq!(t.attempt.due, due, "{outcome:?}");
+        assert_eq!(t.attempt.try_no, try_no, "{outcome:?}");
+        assert_eq!(t.events.len(), events, "{outcome:?}");
+        assert_eq!(t.attempt.tries.len(), 1, "journaled: {outcome:?}");
+        let ended = matches!(t.attempt.state, AttemptState::Ended { .. });
+        assert_eq!(t.flag_wallet, ended, "{outcome:?}");
+        assert_eq!(t.autopay.is_some(), ended, "{outcome:?}");
+    }
+}
+
+#[test]
+fn a_later_rung_counts_from_the_first_failure() {
+    let mut a = claim(&attempt(), T0.plus(DAY * 2), Duration::from_secs(300));
+    a.rung = 1;
+    a.try_no = 1;
+    a.first_failure = Some(T0);
+    let soft = ChargeOutcome::DeclinedSoft {
+        code: "processing_error".into(),
+    };
+    let t = record(&a, None, &reply(soft), &timings(), T0.plus(DAY * 2));
+    assert_eq!((t.attempt.rung, t.attempt.due), (2, T0.plus(DAY * 3)));
+    assert_eq!(t.attempt.first_failure, Some(T0));
+}
+
+#[test]
+fn refusals_before_any_call() {
+    let mut w = autopay();
+    assert_eq!(refusal(Some(&w)), None);
+    assert!(refusal(None).is_some_and(|(_, suspend)| !suspend));
+    w.status = AutopayStatus::Paused;
+    assert_eq!(refusal(Some(&w)), Some(("autopay_paused".into(), false)));
+    w.status = AutopayStatus::Active;
+    w.method = None;
+    assert!(refusal(Some(&w)).is_some_and(|(_, suspend)| suspend));
+}
+
+#[test]
+fn a_recurring_attempt_is_named_by_its_anchor_and_period() {
+    let r = Recurring {
+        schedule: Schedule::new(jiff::civil::date(2027, 1, 31), Every::Month),
+        amount: Currency::parse("USD").expect("usd").amount(100),
+        next: 0,
+    };
+    assert_eq!(recurring_id(&r, 3), "rec-20270131-month-3");
+    assert_eq!(recurring_id(&r, 3), recurring_id(&r, 3));
+    assert_ne!(recurring_id(&r, 3), recurring_id(&r, 4));
+}

@@ -1,0 +1,581 @@
+//! The charging pass on the fakes with a manual clock: the dunning ladder on its days (and after
+//! a scheduler outage), the ends of the ladder, the same key after a crash, conflicts, recurring
+//! periods over years, the monthly cap, late credits, the invocation's deadline.
+
+use super::*;
+use crate::autopay::attempt::{AutopayStatus, Reason, Recurring, SavedMethod};
+use crate::autopay::calendar::{Every, Schedule};
+use crate::autopay::charge::idempotency_key;
+use crate::autopay::fakes::{self, MemoryAttempts, ScriptedCharger, Step};
+use crate::autopay::threshold::MonthlyCap;
+use crate::money::{Currency, Money};
+use crate::tenant::TenantId;
+use inbox_core::clock::ManualClock;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const T0: Millis = Millis::new(1_800_000_000_000);
+const MINUTE: i64 = 60_000;
+const HOUR: i64 = 60 * MINUTE;
+const DAY: i64 = 24 * HOUR;
+
+type TestPass = Pass<MemoryAttempts, ScriptedCharger, Arc<ManualClock>>;
+
+fn tenant() -> TenantId {
+    TenantId::parse("acme").expect("tenant")
+}
+
+fn usd(minor: i64) -> Money {
+    Currency::parse("USD").expect("usd").amount(minor)
+}
+
+fn at(ms: i64) -> Millis {
+    Millis::new(T0.get() + ms)
+}
+
+fn autopay() -> Autopay {
+    Autopay {
+        tenant: tenant(),
+        top_up: None,
+        recurring: None,
+        cap: None,
+        ladder: Ladder::default(),
+        method: Some(SavedMethod {
+            customer: "cus_1".into(),
+            payment_method: "pm_1".into(),
+        }),
+        status: AutopayStatus::Active,
+        open_attempt: Some("thr-1".into()),
+        month_charged: BTreeMap::new(),
+        updated_at: T0,
+        version: None,
+    }
+}
+
+fn attempt(id: &str, due: Millis) -> Attempt {
+    Attempt {
+        id: id.into(),
+        tenant: tenant(),
+        reason: Reason::Threshold,
+        amount: usd(4000),
+        state: AttemptState::Due,
+        try_no: 0,
+        rung: 0,
+        first_failure: None,
+        due,
+        idempotency_key: None,
+        provider_ref: None,
+        tries: Vec::new(),
+        created_at: due,
+        version: None,
+    }
+}
+
+fn soft() -> Step {
+    Step::Answer(ChargeOutcome::DeclinedSoft {
+        code: "insufficient_funds".into(),
+    })
+}
+
+/// A pass over one wallet with the threshold attempt `thr-1` due at T0, answering `steps`.
+fn setup(steps: Vec<Step>) -> (TestPass, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::at_millis(T0.get()));
+    let store = MemoryAttempts::new();
+    store.put_autopay(autopay());
+    store.put_attempt(attempt("thr-1", T0));
+    let charger = ScriptedCharger::new(steps).timed(clock.clone());
+    let pass = Pass::new(store, charger, clock.clone(), PassConfig::default());
+    (pass, clock)
+}
+
+fn thr(pass: &TestPass) -> Attempt {
+    pass.store().get_attempt("acme", "thr-1").expect("thr-1")
+}
+
+/// Runs the pass at each time (ms after T0).
+async fn run_at(pass: &TestPass, clock: &ManualClock, times: &[i64]) -> Vec<PassReport> {
+    let mut reports = Vec::new();
+    for t in times {
+        clock.set_millis(T0.get() + t);
+        reports.push(pass.run(None).await);
+    }
+    reports
+}
+
+/// Runs the pass every hour for `days` days.
+async fn run_hourly(pass: &TestPass, clock: &ManualClock, days: i64) {
+    let times: Vec<i64> = (0..=days * 24).map(|h| h * HOUR).collect();
+    run_at(pass, clock, &times).await;
+}
+
+/// The times of the requests, in ms after T0.
+fn request_times(pass: &TestPass) -> Vec<i64> {
+    let requests = pass.charger().requests();
+    requests.iter().map(|(t, _)| t.get() - T0.get()).collect()
+}
+
+fn names(report: &PassReport) -> Vec<&str> {
+    report.metrics.iter().map(|m| m.name.as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_soft_decline_walks_the_ladder_on_its_days_then_suspends() {
+    let (pass, clock) = setup(vec![soft(), soft(), soft(), soft(), soft()]);
+    run_hourly(&pass, &clock, 10).await;
+    assert_eq!(
+        request_times(&pass),
+        vec![0, DAY, 3 * DAY, 5 * DAY, 7 * DAY],
+        "the rungs of 0,1,3,5,7 days from the first failure"
+    );
+    let keys: Vec<String> = pass
+        .charger()
+        .requests()
+        .into_iter()
+        .map(|(_, r)| r.idempotency_key)
+        .collect();
+    assert_eq!(
+        pass.charger().distinct_keys(),
+        5,
+        "a new key per rung: {keys:?}"
+    );
+    let a = thr(&pass);
+    assert_eq!(
+        a.state,
+        AttemptState::Ended {
+            reason: "ladder_exhausted: insufficient_funds after 5 tries".into()
+        }
+    );
+    assert_eq!(a.first_failure, Some(T0));
+    let next: Vec<Option<Millis>> = a.tries.iter().map(|t| t.next_due).collect();
+    assert_eq!(
+        next,
+        vec![
+            Some(at(DAY)),
+            Some(at(3 * DAY)),
+            Some(at(5 * DAY)),
+            Some(at(7 * DAY)),
+            None
+        ]
+    );
+    let w = pass.store().get_autopay("acme").expect("autopay");
+    assert!(
+        matches!(w.status, AutopayStatus::Suspended { .. }),
+        "{:?}",
+        w.status
+    );
+    assert_eq!(w.open_attempt, None);
+    assert!(pass.store().tables().flagged.contains("WALLET#acme"));
+    let mut expected = vec!["wallet.autopay_failed"; 5];
+    expected.push("wallet.autopay_suspended");
+    assert_eq!(pass.store().event_types(), expected);
+}
+
+#[tokio::test]
+async fn a_hard_decline_and_authentication_required_end_it_at_once() {
+    for (outcome, reason) in [
+        (
+            ChargeOutcome::DeclinedHard {
+                code: "expired_card".into(),
+            },
+            "hard_decline: expired_card",
+        ),
+        (
+            ChargeOutcome::NeedsCustomer {
+                code: "authentication_required".into(),
+            },
+            "needs_customer: authentication_required",
+        ),
+    ] {
+        let (pass, clock) = setup(vec![Step::Answer(outcome)]);
+        let first = run_at(&pass, &clock, &[0]).await.remove(0);
+        run_hourly(&pass, &clock, 10).await;
+        assert_eq!(request_times(&pass), vec![0], "{reason}: not retried");
+        assert_eq!(
+            thr(&pass).state,
+            AttemptState::Ended {
+                reason: reason.into()
+            }
+        );
+        let w = pass.store().get_autopay("acme").expect("autopay");
+        assert_eq!(
+            w.status,
+            AutopayStatus::Suspended {
+                reason: reason.into()
+            }
+        );
+        assert_eq!(w.open_attempt, None);
+        assert!(pass.store().tables().flagged.contains("WALLET#acme"));
+        assert_eq!(
+            pass.store().event_types(),
+            vec!["wallet.autopay_failed", "wallet.autopay_suspended"]
+        );
+        assert_eq!((first.ended, first.suspended), (1, 1));
+        assert_eq!(names(&first), vec!["AutopayDeclined", "AutopaySuspended"]);
+    }
+}
+
+#[tokio::test]
+async fn a_scheduler_down_for_two_days_fires_the_missed_rungs_at_once() {
+    let (pass, clock) = setup(vec![
+        soft(),
+        soft(),
+        soft(),
+        Step::Answer(ChargeOutcome::Succeeded),
+    ]);
+    run_at(&pass, &clock, &[0]).await;
+    // Down from the first failure until day 3 + 1 h: rungs 1 (day 1) and 2 (day 3) missed.
+    let back = 3 * DAY + HOUR;
+    run_at(&pass, &clock, &[back, back + MINUTE, back + 2 * MINUTE]).await;
+    assert_eq!(
+        request_times(&pass),
+        vec![0, back, back + MINUTE],
+        "both missed rungs at once"
+    );
+    assert_eq!(
+        thr(&pass).due,
+        at(5 * DAY),
+        "rung 3 still on day 5, not stretched"
+    );
+    run_at(&pass, &clock, &[5 * DAY - MINUTE, 5 * DAY]).await;
+    assert_eq!(request_times(&pass), vec![0, back, back + MINUTE, 5 * DAY]);
+    assert_eq!(thr(&pass).state, AttemptState::Charged);
+}
+
+#[tokio::test]
+async fn a_crash_after_the_call_repeats_the_same_key_and_charges_once() {
+    // The reply's write is lost (the function died after the call).
+    let (pass, clock) = setup(vec![Step::Answer(ChargeOutcome::Succeeded)]);
+    pass.store()
+        .fail_write(|a| a.state == AttemptState::Charged);
+    let lease = i64::try_from(pass.config().lease.as_millis()).expect("lease");
+    let reports = run_at(&pass, &clock, &[0, MINUTE, lease - 1, lease]).await;
+    assert_eq!(reports[0].errors, 1, "{:?}", reports[0]);
+    assert_eq!(
+        request_times(&pass),
+        vec![0, lease],
+        "repeated once its lease lapsed"
+    );
+    let keys: Vec<String> = pass
+        .charger()
+        .requests()
+        .into_iter()
+        .map(|(_, r)| r.idempotency_key)
+        .collect();
+    assert_eq!(keys[0], keys[1], "the same Idempotency-Key");
+    assert_eq!(pass.charger().charged_keys().len(), 1, "one charge");
+    assert_eq!(thr(&pass).state, AttemptState::Charged);
+    assert_eq!(names(&reports[3]), vec!["AutopayCharged"]);
+}
+
+#[tokio::test]
+async fn an_indeterminate_answer_repeats_the_same_key_and_charges_once() {
+    // A 500 after the charge was made: indeterminate, then the saved success.
+    let (pass, clock) = setup(vec![Step::ChargedButLost]);
+    let lease = i64::try_from(pass.config().lease.as_millis()).expect("lease");
+    let reports = run_at(&pass, &clock, &[0, MINUTE, lease + MINUTE]).await;
+    assert_eq!(reports[0].indeterminate, 1);
+    assert_eq!(request_times(&pass), vec![0, lease + MINUTE]);
+    assert_eq!(pass.charger().distinct_keys(), 1);
+    assert_eq!(pass.charger().charged_keys().len(), 1);
+    let a = thr(&pass);
+    assert_eq!((a.state, a.try_no), (AttemptState::Charged, 0));
+    assert!(
+        pass.store().event_types().is_empty(),
+        "an indeterminate try is not a failure"
+    );
+}
+
+#[tokio::test]
+async fn a_conflict_is_read_again_and_a_credited_attempt_left_alone() {
+    let (pass, clock) = setup(vec![Step::Answer(ChargeOutcome::Succeeded)]);
+    // The payment's webhook credits the attempt between the call and the write of its reply.
+    pass.store().race(
+        |a| a.state == AttemptState::Charged,
+        |t| fakes::credit(t, "acme", "thr-1"),
+    );
+    let report = run_at(&pass, &clock, &[0]).await.remove(0);
+    assert_eq!((report.conflicts, report.left_alone), (1, 1), "{report:?}");
+    assert_eq!(thr(&pass).state, AttemptState::Credited);
+    assert!(
+        report.metrics.is_empty(),
+        "nothing counted for a write that lost"
+    );
+    run_hourly(&pass, &clock, 2).await;
+    assert_eq!(pass.charger().requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_try_claimed_by_another_run_is_not_charged_twice() {
+    let (pass, clock) = setup(vec![]);
+    pass.store().race(
+        |a| a.state == AttemptState::Charging,
+        |t| {
+            let a = t
+                .attempts
+                .get_mut(&("acme".into(), "thr-1".into()))
+                .expect("thr-1");
+            a.state = AttemptState::Charging;
+            a.idempotency_key = Some(idempotency_key("thr-1", 0));
+            a.due = at(5 * MINUTE);
+            a.version = a.version.map(|v| v + 1);
+        },
+    );
+    let report = run_at(&pass, &clock, &[0]).await.remove(0);
+    assert_eq!(report.conflicts, 1);
+    assert!(pass.charger().requests().is_empty(), "the other run's try");
+}
+
+fn recurring_autopay(anchor: jiff::civil::Date, cap: Option<MonthlyCap>) -> Autopay {
+    Autopay {
+        recurring: Some(Recurring {
+            schedule: Schedule::new(anchor, Every::Month),
+            amount: usd(2000),
+            next: 0,
+        }),
+        cap,
+        open_attempt: None,
+        ..autopay()
+    }
+}
+
+fn recurring_setup(w: Autopay, steps: Vec<Step>, start: Millis) -> (TestPass, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::at_millis(start.get()));
+    let store = MemoryAttempts::new();
+    store.put_autopay(w);
+    let charger = ScriptedCharger::new(steps).timed(clock.clone());
+    (
+        Pass::new(store, charger, clock.clone(), PassConfig::default()),
+        clock,
+    )
+}
+
+fn utc(date: jiff::civil::Date) -> Millis {
+    Schedule::new(date, Every::Month).due_at(0).expect("a date")
+}
+
+/// The UTC date of a time.
+fn at_date(ms: Millis) -> jiff::civil::Date {
+    let ts = jiff::Timestamp::from_millisecond(ms.get()).expect("a time");
+    jiff::tz::Offset::UTC.to_datetime(ts).date()
+}
+
+#[tokio::test]
+async fn recurring_charges_stay_on_the_anchor_for_three_years() {
+    use jiff::civil::date;
+    let anchor = date(2027, 1, 31);
+    // The first period succeeds on its fourth try (day 5): the next still falls on Feb 28.
+    let (pass, clock) = recurring_setup(
+        recurring_autopay(anchor, None),
+        vec![soft(), soft(), soft()],
+        utc(anchor),
+    );
+    let end = utc(date(2030, 2, 1));
+    let mut day = utc(anchor).get() + 5 * MINUTE;
+    while day < end.get() {
+        clock.set_millis(day);
+        let report = pass.run(None).await;
+        assert_eq!(report.errors, 0, "{report:?}");
+        let charged: Vec<String> = pass
+            .store()
+            .tables()
+            .attempts
+            .values()
+            .filter(|a| a.state == AttemptState::Charged)
+            .map(|a| a.id.clone())
+            .collect();
+        for id in charged {
+            pass.store().credit("acme", &id);
+        }
+        day += DAY;
+    }
+    let t = pass.store().tables();
+    let mut made: Vec<(u32, jiff::civil::Date)> = t
+        .attempts
+        .values()
+        .filter_map(|a| match a.reason {
+            Reason::Recurring { period } => Some((period, at_date(a.created_at))),
+            _ => None,
+        })
+        .collect();
+    made.sort();
+    // Every month's last day (the anchor is the 31st), Jan 2027 to Jan 2030: leap Feb 2028.
+    let expected: Vec<(u32, jiff::civil::Date)> = (0..37u32)
+        .map(|k| {
+            let (y, m) = (
+                2027 + i16::try_from(k / 12).expect("year"),
+                i8::try_from(k % 12 + 1).expect("month"),
+            );
+            (k, date(y, m, 1).last_of_month())
+        })
+        .collect();
+    assert_eq!(made, expected);
+    assert!(made.contains(&(13, date(2028, 2, 29))));
+    assert!(t
+        .attempts
+        .values()
+        .all(|a| a.state == AttemptState::Credited));
+    drop(t);
+    let firsts: Vec<i64> = pass
+        .charger()
+        .requests()
+        .iter()
+        .map(|(at, _)| at.get())
+        .collect();
+    assert_eq!(
+        firsts.len(),
+        37 + 3,
+        "one try a period, plus the first period's three declines"
+    );
+    assert_eq!(
+        firsts[3],
+        utc(date(2027, 2, 5)).get() + 5 * MINUTE,
+        "paid on day 5"
+    );
+    assert_eq!(
+        firsts[4],
+        utc(date(2027, 2, 28)).get() + 5 * MINUTE,
+        "next on the anchor"
+    );
+}
+
+#[tokio::test]
+async fn the_monthly_cap_refuses_a_recurring_charge_and_reports_it() {
+    use jiff::civil::date;
+    let anchor = date(2027, 3, 15);
+    let cap = MonthlyCap::new(usd(3000)).expect("cap");
+    let mut w = recurring_autopay(anchor, Some(cap));
+    w.month_charged.insert("2027_03".into(), 2000);
+    let (pass, clock) = recurring_setup(w, vec![], utc(anchor));
+    let report = pass.run(None).await;
+    assert_eq!(
+        (report.limit_reached, report.recurring_made),
+        (1, 0),
+        "{report:?}"
+    );
+    assert_eq!(names(&report), vec!["AutopayLimitReached"]);
+    assert_eq!(
+        pass.store().event_types(),
+        vec!["wallet.autopay_limit_reached"]
+    );
+    assert!(pass.charger().requests().is_empty());
+    let refused = pass
+        .store()
+        .get_attempt("acme", "rec-20270315-month-0")
+        .expect("journaled");
+    assert!(
+        matches!(&refused.state, AttemptState::Ended { reason } if reason.starts_with("limit_reached"))
+    );
+    // Next month the cap has room again.
+    clock.set_millis(utc(date(2027, 4, 15)).get());
+    let report = pass.run(None).await;
+    assert_eq!(
+        (report.recurring_made, report.succeeded),
+        (1, 1),
+        "{report:?}"
+    );
+    let w = pass.store().get_autopay("acme").expect("autopay");
+    assert_eq!(w.month_charged.get("2027_04"), Some(&2000));
+}
+
+#[tokio::test]
+async fn a_recurring_period_waits_for_the_open_attempt_and_is_made_once() {
+    use jiff::civil::date;
+    let anchor = date(2027, 3, 15);
+    let mut w = recurring_autopay(anchor, None);
+    w.open_attempt = Some("thr-1".into());
+    let (pass, _clock) = recurring_setup(w, vec![], utc(anchor));
+    let report = pass.run(None).await;
+    assert_eq!((report.recurring_waiting, report.recurring_made), (1, 0));
+    pass.store().credit("acme", "thr-1");
+    // Another run makes the same period first: this one meets its write and reads again.
+    pass.store().race(
+        |a| a.id == "rec-20270315-month-0",
+        |t| {
+            let w = t.autopays.get_mut("acme").expect("autopay");
+            w.recurring.as_mut().expect("recurring").next = 1;
+            w.version = w.version.map(|v| v + 1);
+        },
+    );
+    let report = pass.run(None).await;
+    assert_eq!(
+        (report.conflicts, report.recurring_made),
+        (1, 0),
+        "{report:?}"
+    );
+    assert!(pass
+        .store()
+        .get_attempt("acme", "rec-20270315-month-0")
+        .is_none());
+}
+
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl Settle for Counting {
+    async fn settle(&self, _charge: &Uncredited) -> Result<bool, StoreError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(true)
+    }
+}
+
+#[tokio::test]
+async fn a_late_credit_is_reported_and_never_charged_again() {
+    let (pass, clock) = setup(vec![Step::Answer(ChargeOutcome::Succeeded)]);
+    let pass = pass.settling_with(Counting(Default::default()));
+    clock.set_millis(T0.get());
+    pass.run(None).await;
+    let within = i64::try_from(pass.config().credit_within.as_millis()).expect("ms");
+    pass.charger().set_found(
+        "thr-1",
+        Some(ChargeReply {
+            outcome: ChargeOutcome::Succeeded,
+            provider_ref: Some("pi_1".into()),
+            replayed: false,
+            requests: 1,
+        }),
+    );
+    clock.set_millis(T0.get() + within - 1);
+    assert!(pass.run(None).await.uncredited.is_empty(), "not late yet");
+    clock.set_millis(T0.get() + within);
+    let report = pass.run(None).await;
+    assert_eq!(report.uncredited.len(), 1);
+    assert!(report.uncredited[0].succeeded);
+    assert_eq!(report.settled, 1);
+    assert_eq!(names(&report), vec!["AutopayUncredited"]);
+    assert_eq!(pass.charger().requests().len(), 1, "never a second charge");
+    let a = pass.store().get_attempt("acme", "thr-1").expect("thr-1");
+    assert!(a
+        .tries
+        .last()
+        .is_some_and(|t| t.outcome.starts_with("uncredited")));
+    assert_eq!(
+        a.due,
+        at(2 * within),
+        "looked at again after another deadline"
+    );
+    clock.set_millis(T0.get() + within + MINUTE);
+    assert!(pass.run(None).await.uncredited.is_empty());
+}
+
+#[tokio::test]
+async fn no_try_starts_that_would_outlast_the_invocation() {
+    let (pass, clock) = setup(vec![]);
+    let budget = pass.config().call_budget;
+    let report = pass.run(Some(T0.plus(budget / 2))).await;
+    assert_eq!((report.deferred, report.tries), (1, 0));
+    assert_eq!(thr(&pass).state, AttemptState::Due);
+    clock.set_millis(T0.get());
+    let report = pass.run(Some(T0.plus(budget * 2))).await;
+    assert_eq!(report.tries, 1);
+}
+
+#[tokio::test]
+async fn nothing_is_charged_without_a_saved_method_and_autopay_suspends() {
+    let (pass, clock) = setup(vec![]);
+    let mut w = pass.store().get_autopay("acme").expect("autopay");
+    w.method = None;
+    pass.store().tables().autopays.insert("acme".into(), w);
+    run_at(&pass, &clock, &[0]).await;
+    assert!(pass.charger().requests().is_empty());
+    assert!(matches!(thr(&pass).state, AttemptState::Ended { .. }));
+    assert_eq!(pass.store().event_types(), vec!["wallet.autopay_suspended"]);
+}
