@@ -12,8 +12,8 @@ use inbox_core::config::doc::{ReadBy, Unset};
 use inbox_core::config::{ConfigError, Env, Var};
 use std::time::Duration;
 
-/// The reconcile function, as `template.yaml` names it.
-pub use inbox_core::config::doc::readers::RECONCILE;
+/// The reconcile and charge functions, as `template.yaml` names them.
+pub use inbox_core::config::doc::readers::{CHARGE, RECONCILE};
 
 pub const WALLET_STRIPE_SOURCE: Var = Var {
     name: "WALLET_STRIPE_SOURCE",
@@ -71,6 +71,41 @@ pub const RECONCILE_STALE_AFTER_HOURS: Var = Var {
     meaning: "hours after which a hold with no terminal event counts as stale, at least 1",
 };
 
+pub const AUTOPAY_LADDER_DAYS: Var = Var {
+    name: "AUTOPAY_LADDER_DAYS",
+    read_by: ReadBy::Only(&[CHARGE]),
+    unset: Unset::Default("0,1,3,5,7"),
+    meaning: "the dunning ladder: days from an autopay charge's FIRST failure on which a soft \
+              decline is tried again (comma-separated, starting at 0, strictly increasing); after \
+              the last, autopay is suspended (see [Autopay](autopay.md))",
+};
+
+pub const AUTOPAY_LEASE_SECS: Var = Var {
+    name: "AUTOPAY_LEASE_SECS",
+    read_by: ReadBy::Only(&[CHARGE]),
+    unset: Unset::Default("300"),
+    meaning: "seconds a try being charged holds its attempt: an attempt whose answer was never \
+              recorded (a crash after the call, an indeterminate answer) is tried again after it \
+              with the SAME idempotency key; longer than the function's timeout, 1 to 3600",
+};
+
+pub const AUTOPAY_CREDIT_WITHIN_SECS: Var = Var {
+    name: "AUTOPAY_CREDIT_WITHIN_SECS",
+    read_by: ReadBy::Only(&[CHARGE]),
+    unset: Unset::Default("3600"),
+    meaning: "seconds a successful autopay charge may wait for its payment's webhook to credit \
+              the wallet; then the provider is asked and the charge reported \
+              (`AutopayUncredited`), never charged again; at least 1",
+};
+
+pub const AUTOPAY_BATCH: Var = Var {
+    name: "AUTOPAY_BATCH",
+    read_by: ReadBy::Only(&[CHARGE]),
+    unset: Unset::Default("50"),
+    meaning: "most due autopay attempts (and most wallets with a recurring charge due) one run of \
+              the charging function handles; the rest wait for the next minute; at least 1",
+};
+
 /// The wallet ledger's variables, in the order `docs/configuration.md` lists them.
 pub const VARS: &[&Var] = &[
     &WALLET_STRIPE_SOURCE,
@@ -79,6 +114,10 @@ pub const VARS: &[&Var] = &[
     &WALLET_STRIPE_MODE,
     &WALLET_MAX_AMOUNT,
     &RECONCILE_STALE_AFTER_HOURS,
+    &AUTOPAY_LADDER_DAYS,
+    &AUTOPAY_LEASE_SECS,
+    &AUTOPAY_CREDIT_WITHIN_SECS,
+    &AUTOPAY_BATCH,
 ];
 
 /// Everything the [`crate::WalletHandler`] is configured with.

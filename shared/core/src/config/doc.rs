@@ -50,6 +50,7 @@ pub mod readers {
     pub const REAPER: &str = "reaper";
     pub const RECONCILE: &str = "reconcile";
     pub const DELIVER: &str = "deliver";
+    pub const CHARGE: &str = "charge";
     pub const INBOXCTL: &str = "inboxctl";
 }
 

@@ -20,20 +20,23 @@
 //! Effects (metrics) are only those of writes that committed: the run returns them in its
 //! [`PassReport`] for the function to emit.
 
+mod config;
 pub mod decide;
+pub mod recurring;
 mod report;
 
-pub use decide::{RecurringStep, Timings, Transition};
+pub use config::PassConfig;
+pub use decide::{Timings, Transition};
+pub use recurring::RecurringStep;
 pub use report::{PassReport, Uncredited};
 
 use super::attempt::{Attempt, AttemptState, AttemptStore, Autopay, Written};
 use super::charge::{ChargeReply, ChargeRequest, Charger};
-use super::ladder::{ChargeOutcome, Ladder};
+use super::ladder::ChargeOutcome;
 use crate::items::{wallet_pk, WALLET_SK};
 use inbox_core::clock::{Clock, Millis};
 use inbox_core::store::{attr, Effect, StoreError};
 use std::future::Future;
-use std::time::Duration;
 
 /// The wallet item's flag set when autopay suspends itself (a boolean, beside `overdrawn` and
 /// `review`), written with an `Effect::Adjust` in the transaction that suspends it.
@@ -42,48 +45,6 @@ pub const AUTOPAY_SUSPENDED_ATTR: &str = "autopay_suspended";
 /// How often one attempt is re-read after a conflicting write before the run leaves it to the
 /// next.
 const MAX_REREADS: usize = 3;
-
-/// The pass's settings (the charging function reads them from its environment).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PassConfig {
-    /// The dunning ladder: days from the first failure.
-    pub ladder: Ladder,
-    /// How long a claimed try holds before it is repeated with the same key (a crash after the
-    /// call); longer than one call with the provider module's own retries.
-    pub lease: Duration,
-    /// How long after a success its credit (its payment's webhook) may take before
-    /// reconciliation asks the provider.
-    pub credit_within: Duration,
-    /// Most attempts (and most recurring wallets) per run.
-    pub batch: usize,
-    /// The time one call may take (the provider module's retries included): a try is not started
-    /// when less than this is left before the invocation's deadline.
-    pub call_budget: Duration,
-}
-
-impl Default for PassConfig {
-    /// The documented defaults: ladder 0,1,3,5,7; lease 300 s; credit within 3600 s; 50 a run;
-    /// 30 s a call.
-    fn default() -> Self {
-        Self {
-            ladder: Ladder::default(),
-            lease: Duration::from_secs(300),
-            credit_within: Duration::from_secs(3600),
-            batch: 50,
-            call_budget: Duration::from_secs(30),
-        }
-    }
-}
-
-impl PassConfig {
-    fn timings(&self) -> Timings {
-        Timings {
-            ladder: self.ladder.clone(),
-            lease: self.lease,
-            credit_within: self.credit_within,
-        }
-    }
-}
 
 /// Credits a charge whose webhook never came, through the ledger's rules (the same path as its
 /// `payment_intent.succeeded`: the payment index, the credit and the attempt closed in one
@@ -152,6 +113,10 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
         &self.charger
     }
 
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
     pub fn config(&self) -> &PassConfig {
         &self.config
     }
@@ -192,7 +157,7 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
     async fn recurring(&self, mut autopay: Autopay, report: &mut PassReport) {
         for _ in 0..MAX_REREADS {
             let now = self.clock.now();
-            let t = match decide::recurring(&autopay, now) {
+            let t = match recurring::recurring(&autopay, now) {
                 RecurringStep::NotDue => return,
                 RecurringStep::Waits { .. } => {
                     report.recurring_waiting += 1;

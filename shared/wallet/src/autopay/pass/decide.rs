@@ -2,7 +2,7 @@
 //! provider's reply is recorded, when it cannot be charged at all, when a recurring period falls
 //! due, and when a charge's credit is late. Each returns a [`Transition`]: the records to write in
 //! one transaction, the events published with them and the metrics that become true once they
-//! commit. The pass ([`super::Pass`]) does the I/O.
+//! commit. The pass ([`super::Pass`]) does the I/O; recurring periods are [`super::recurring`]'s.
 //!
 //! | the try | the attempt becomes | autopay | events |
 //! |---|---|---|---|
@@ -12,13 +12,10 @@
 //! | declined hard, needs the customer, the last rung | `Ended` with the reason | `Suspended`, open attempt cleared, the wallet flagged | `autopay_failed` (no next try), `autopay_suspended` |
 //! | indeterminate | `Charging`, the SAME key, due at the lease's end | — | — |
 
-use super::super::attempt::{
-    Attempt, AttemptState, Autopay, AutopayStatus, Reason, Recurring, TryRecord,
-};
+use super::super::attempt::{Attempt, AttemptState, Autopay, AutopayStatus, TryRecord};
 use super::super::charge::{idempotency_key, ChargeReply};
 use super::super::ladder::{ChargeOutcome, Ladder, LadderEnd, NextTry};
 use crate::events::WalletEvent;
-use crate::model::month_of;
 use crate::METRICS_NAMESPACE;
 use inbox_core::clock::Millis;
 use inbox_core::metrics::Metric;
@@ -39,7 +36,7 @@ pub struct Transition {
 }
 
 impl Transition {
-    fn of(attempt: Attempt) -> Self {
+    pub(super) fn of(attempt: Attempt) -> Self {
         Self {
             attempt,
             autopay: None,
@@ -50,7 +47,7 @@ impl Transition {
     }
 }
 
-fn metric(name: &str, attempt: &Attempt) -> Metric {
+pub(super) fn metric(name: &str, attempt: &Attempt) -> Metric {
     Metric::count(METRICS_NAMESPACE, name, 1)
         .with_property("Tenant", attempt.tenant.as_str())
         .with_property("Attempt", attempt.id.clone())
@@ -270,113 +267,6 @@ pub fn refusal(autopay: Option<&Autopay>) -> Option<(String, bool)> {
         return Some(("no_payment_method: none saved".into(), true));
     }
     None
-}
-
-/// A recurring charge's next step.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RecurringStep {
-    /// No recurring charge, or its next period is not due (or past the calendar's end).
-    NotDue,
-    /// Another attempt of the wallet is open: the period waits for it to end.
-    Waits { open: String },
-    /// The period's attempt (`Due`, or `Ended` when it is skipped or refused) and the autopay
-    /// advanced past it.
-    Make(Box<Transition>),
-}
-
-/// The attempt id of period `k` of `recurring`: the same on every re-run, new for a new anchor.
-pub fn recurring_id(recurring: &Recurring, k: u32) -> String {
-    let anchor = recurring.schedule.anchor();
-    format!(
-        "rec-{:04}{:02}{:02}-{}-{k}",
-        anchor.year(),
-        anchor.month(),
-        anchor.day(),
-        recurring.schedule.every().as_str()
-    )
-}
-
-/// The next step of `autopay`'s recurring charge at `now`: the period `next` is made an
-/// attempt at its due date (computed from the anchor), checked against the monthly cap; a paused
-/// or suspended autopay skips it (an `Ended` attempt says so).
-pub fn recurring(autopay: &Autopay, now: Millis) -> RecurringStep {
-    let Some(recurring) = &autopay.recurring else {
-        return RecurringStep::NotDue;
-    };
-    let k = recurring.next;
-    let Some(due) = recurring.schedule.due_at(k).filter(|due| *due <= now) else {
-        return RecurringStep::NotDue;
-    };
-    if let Some(open) = &autopay.open_attempt {
-        return RecurringStep::Waits { open: open.clone() };
-    }
-    let attempt = Attempt {
-        id: recurring_id(recurring, k),
-        tenant: autopay.tenant.clone(),
-        reason: Reason::Recurring { period: k },
-        amount: recurring.amount,
-        state: AttemptState::Due,
-        try_no: 0,
-        rung: 0,
-        first_failure: None,
-        due,
-        idempotency_key: None,
-        provider_ref: None,
-        tries: Vec::new(),
-        created_at: now,
-        version: None,
-    };
-    let mut next = autopay.clone();
-    next.updated_at = now;
-    if let Some(r) = next.recurring.as_mut() {
-        r.next = k.saturating_add(1);
-    }
-    let skip = match &autopay.status {
-        AutopayStatus::Active => None,
-        AutopayStatus::Paused => Some("autopay_paused".to_owned()),
-        AutopayStatus::Suspended { reason } => Some(format!("autopay_suspended: {reason}")),
-    };
-    if let Some(reason) = skip {
-        let mut t = ended(&attempt, None, &reason, now, false);
-        t.metrics = vec![metric("AutopaySkipped", &attempt)
-            .with_property("Reason", reason)
-            .with_note("a recurring charge fell due while autopay was not active; skipped")];
-        t.autopay = Some(next);
-        return RecurringStep::Make(Box::new(t));
-    }
-    let month = month_of(now.get());
-    let charged = recurring
-        .amount
-        .currency()
-        .amount(autopay.month_charged.get(&month).copied().unwrap_or(0));
-    if let Some(cap) = autopay.cap {
-        if let Err(refusal) = cap.allows(charged, recurring.amount) {
-            let mut t = ended(
-                &attempt,
-                None,
-                &format!("limit_reached: {refusal}"),
-                now,
-                false,
-            );
-            t.events.push(WalletEvent::LimitReached {
-                tenant: autopay.tenant.clone(),
-                month: month.clone(),
-                wanted: refusal.wanted,
-                charged: refusal.charged,
-                cap: refusal.cap,
-            });
-            t.metrics = vec![metric("AutopayLimitReached", &attempt)
-                .with_property("Month", month)
-                .with_note("the monthly cap refused a recurring charge")];
-            t.autopay = Some(next);
-            return RecurringStep::Make(Box::new(t));
-        }
-    }
-    *next.month_charged.entry(month).or_insert(0) += recurring.amount.minor();
-    next.open_attempt = Some(attempt.id.clone());
-    let mut t = Transition::of(attempt);
-    t.autopay = Some(next);
-    RecurringStep::Make(Box::new(t))
 }
 
 /// A `Charged` attempt whose credit did not come by its deadline: journaled with what the

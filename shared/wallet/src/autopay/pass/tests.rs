@@ -7,6 +7,7 @@ use crate::autopay::attempt::{AutopayStatus, Reason, Recurring, SavedMethod};
 use crate::autopay::calendar::{Every, Schedule};
 use crate::autopay::charge::idempotency_key;
 use crate::autopay::fakes::{self, MemoryAttempts, ScriptedCharger, Step};
+use crate::autopay::ladder::Ladder;
 use crate::autopay::threshold::MonthlyCap;
 use crate::money::{Currency, Money};
 use crate::tenant::TenantId;

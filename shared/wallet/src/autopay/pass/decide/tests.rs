@@ -2,8 +2,9 @@
 //! recurring attempt's id.
 
 use super::*;
-use crate::autopay::attempt::{Reason, SavedMethod};
+use crate::autopay::attempt::{Reason, Recurring, SavedMethod};
 use crate::autopay::calendar::{Every, Schedule};
+use crate::autopay::pass::recurring::recurring_id;
 use crate::money::Currency;
 use crate::tenant::TenantId;
 use std::collections::BTreeMap;

@@ -1,0 +1,119 @@
+//! The charging pass's settings, read from the charging function's environment (the variables
+//! are documented in [`crate::config`]: `AUTOPAY_LADDER_DAYS`, `AUTOPAY_LEASE_SECS`,
+//! `AUTOPAY_CREDIT_WITHIN_SECS`, `AUTOPAY_BATCH`).
+
+use super::Timings;
+use crate::autopay::ladder::Ladder;
+use crate::config::{
+    AUTOPAY_BATCH, AUTOPAY_CREDIT_WITHIN_SECS, AUTOPAY_LADDER_DAYS, AUTOPAY_LEASE_SECS,
+};
+use inbox_core::config::{ConfigError, Env};
+use std::time::Duration;
+
+/// The longest lease: well below the 24 hours a provider keeps an idempotency key (Stripe's),
+/// so a repeated try always meets its saved answer.
+const MAX_LEASE_SECS: u64 = 3600;
+
+/// The pass's settings (the charging function reads them from its environment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassConfig {
+    /// The dunning ladder: days from the first failure.
+    pub ladder: Ladder,
+    /// How long a claimed try holds before it is repeated with the same key (a crash after the
+    /// call); longer than one call with the provider module's own retries.
+    pub lease: Duration,
+    /// How long after a success its credit (its payment's webhook) may take before
+    /// reconciliation asks the provider.
+    pub credit_within: Duration,
+    /// Most attempts (and most recurring wallets) per run.
+    pub batch: usize,
+    /// The time one call may take (the provider module's retries included): a try is not started
+    /// when less than this is left before the invocation's deadline.
+    pub call_budget: Duration,
+}
+
+impl Default for PassConfig {
+    /// The documented defaults: ladder 0,1,3,5,7; lease 300 s; credit within 3600 s; 50 a run;
+    /// 30 s a call.
+    fn default() -> Self {
+        Self {
+            ladder: Ladder::default(),
+            lease: Duration::from_secs(300),
+            credit_within: Duration::from_secs(3600),
+            batch: 50,
+            call_budget: Duration::from_secs(30),
+        }
+    }
+}
+
+impl PassConfig {
+    /// The settings from `env`, the defaults where unset.
+    pub fn read(env: &Env) -> Result<Self, ConfigError> {
+        let days = env.optional(&AUTOPAY_LADDER_DAYS);
+        let ladder = match days {
+            Some(text) => Ladder::parse(&text).map_err(|e| ConfigError::Invalid {
+                var: AUTOPAY_LADDER_DAYS.name,
+                reason: e.to_string(),
+            })?,
+            None => Ladder::default(),
+        };
+        let lease: u64 = env.parse(&AUTOPAY_LEASE_SECS)?;
+        if lease == 0 || lease > MAX_LEASE_SECS {
+            return Err(ConfigError::Invalid {
+                var: AUTOPAY_LEASE_SECS.name,
+                reason: format!("must be 1 to {MAX_LEASE_SECS} seconds"),
+            });
+        }
+        let credit_within: u64 = env.parse(&AUTOPAY_CREDIT_WITHIN_SECS)?;
+        let batch: usize = env.parse(&AUTOPAY_BATCH)?;
+        if credit_within == 0 || batch == 0 {
+            return Err(ConfigError::Invalid {
+                var: if batch == 0 {
+                    AUTOPAY_BATCH.name
+                } else {
+                    AUTOPAY_CREDIT_WITHIN_SECS.name
+                },
+                reason: "must be at least 1".into(),
+            });
+        }
+        Ok(Self {
+            ladder,
+            lease: Duration::from_secs(lease),
+            credit_within: Duration::from_secs(credit_within),
+            batch,
+            ..Self::default()
+        })
+    }
+
+    pub(super) fn timings(&self) -> Timings {
+        Timings {
+            ladder: self.ladder.clone(),
+            lease: self.lease,
+            credit_within: self.credit_within,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_documented_and_bad_values_refused() {
+        let read =
+            |pairs: &[(&str, &str)]| PassConfig::read(&Env::from_pairs(pairs.iter().copied()));
+        assert_eq!(read(&[]).expect("defaults"), PassConfig::default());
+        let c = read(&[("AUTOPAY_LADDER_DAYS", "0, 2, 4"), ("AUTOPAY_BATCH", "7")]).expect("set");
+        assert_eq!((c.ladder.days(), c.batch), (&[0, 2, 4][..], 7));
+        for bad in [
+            ("AUTOPAY_LADDER_DAYS", "1,3"),
+            ("AUTOPAY_LEASE_SECS", "0"),
+            ("AUTOPAY_LEASE_SECS", "86400"),
+            ("AUTOPAY_BATCH", "0"),
+            ("AUTOPAY_CREDIT_WITHIN_SECS", "soon"),
+        ] {
+            let e = read(&[bad]).expect_err(bad.0);
+            assert!(e.to_string().contains(bad.0), "{e}");
+        }
+    }
+}
