@@ -62,6 +62,7 @@ ALLOWED_WILDCARDS: dict[tuple[str, str], str] = {
     ("ReaperRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     ("DeliverRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     ("ReconcileRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
+    ("ChargeRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     # CloudWatch metrics come from EMF log lines, not PutMetricData: nothing else needs "*".
 }
 
@@ -71,10 +72,11 @@ ALLOWED_WILDCARDS: dict[tuple[str, str], str] = {
 ALLOWED_MANAGED_POLICIES: dict[str, str] = {}
 
 # Roles whose table writes are limited to their own partition-key prefixes (dynamodb:LeadingKeys),
-# with the prefixes. DeliverRole's are inbox_core::outbox::schema::DELIVER_WRITES (tests/it/template.rs
-# compares them).
+# with the prefixes. DeliverRole's are inbox_core::outbox::schema::DELIVER_WRITES, ChargeRole's
+# wallet_ledger::autopay::pass::CHARGE_WRITES (tests/it/template.rs compares them).
 LEADING_KEYS: dict[str, list[str]] = {
     "DeliverRole": ["OUT#*", "FAN#*", "DEST#*", "DESTINATIONS"],
+    "ChargeRole": ["WALLET#*", "MSG#wallet#*"],
 }
 TABLE_WRITES = {
     "dynamodb:PutItem",

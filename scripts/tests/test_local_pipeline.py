@@ -88,7 +88,7 @@ def test_the_template_is_read_with_its_settings(sources):
     retry = [q for q in sources.queues if q.function == "process"]
     assert len(retry) == 1 and retry[0].queue_url == "http://127.0.0.1/RetryQueue"
     assert retry[0].batch_size <= 10 and retry[0].report_failures
-    assert {s.function for s in sources.schedules} >= {"reaper", "deliver", "reconcile"}
+    assert {s.function for s in sources.schedules} >= {"reaper", "deliver", "reconcile", "charge"}
 
 
 def test_no_filters_pass_everything():

@@ -3,7 +3,7 @@
 //! privilege (the deliver role's writes limited to its own key prefixes), scheduled functions never
 //! retried beside their next run, secret values out of the template's reach, every method routed
 //! to the ingest function, the alarms every function and the front door need (on the stage's own
-//! metrics), the deliver stream's parallelism.
+//! metrics), the deliver stream's parallelism, the charge role's writes limited to the wallets' keys.
 //! Here: the check passes on the template, catches each thing it guards against on a template
 //! that has it, and the ingest timeout leaves room above the ingest path's worst case.
 
@@ -160,6 +160,34 @@ fn the_check_catches_what_it_guards_against() {
             "ReaperFunction: scheduled without an EventInvokeConfig",
         ),
         (
+            "charge-retried",
+            "      EventInvokeConfig:\n        MaximumRetryAttempts: 0\n        \
+             MaximumEventAgeInSeconds: 60\n      Role: !GetAtt ChargeRole.Arn\n",
+            "      EventInvokeConfig:\n        MaximumRetryAttempts: 2\n        \
+             MaximumEventAgeInSeconds: 60\n      Role: !GetAtt ChargeRole.Arn\n",
+            "ChargeFunction: scheduled every minute with EventInvokeConfig MaximumRetryAttempts 2",
+        ),
+        (
+            "charge-any-secret",
+            "                Resource: !Sub arn:${AWS::Partition}:secretsmanager:${AWS::Region}:\
+             ${AWS::AccountId}:secret:${StripeSecretName}-??????\n",
+            "                Resource: \"*\"\n",
+            "ChargeRole, statement ReadStripeKey: Resource \"*\"",
+        ),
+        (
+            "charge-leading-keys-wide",
+            "                      - MSG#wallet#*\n",
+            "                      - MSG#*\n",
+            "ChargeRole, statement AutopayWrite: dynamodb:LeadingKeys ['WALLET#*', 'MSG#*'], \
+             expected exactly",
+        ),
+        (
+            "stripe-429-stage",
+            "      MetricName: StripeRateLimited\n      Dimensions:\n        - Name: Stage\n",
+            "      MetricName: StripeRateLimited\n      Dimensions:\n        - Name: Tier\n",
+            "WebhookIngestor/Wallet StripeRateLimited does not filter on the Stage dimension",
+        ),
+        (
             "iterator-age",
             "      MetricName: IteratorAge\n      Dimensions:\n        - Name: FunctionName\n          \
              Value: !Ref DeliverFunction\n",
@@ -221,4 +249,16 @@ fn the_deliver_role_writes_only_the_outbox_keys_the_code_writes() {
     template.sort();
     code.sort();
     assert_eq!(template, code, "template.yaml's DeliverRole LeadingKeys");
+}
+
+#[test]
+fn the_charge_role_writes_only_the_wallet_keys_the_pass_writes() {
+    let mut template: Vec<String> = answer(&["--leading-keys", "ChargeRole"])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut code = wallet_ledger::autopay::pass::charge_writes();
+    template.sort();
+    code.sort();
+    assert_eq!(template, code, "template.yaml's ChargeRole LeadingKeys");
 }

@@ -42,6 +42,16 @@ use std::future::Future;
 /// `review`), written with an `Effect::Adjust` in the transaction that suspends it.
 pub const AUTOPAY_SUSPENDED_ATTR: &str = "autopay_suspended";
 
+/// The partition-key patterns the pass writes (`dynamodb:LeadingKeys` of the charging function's
+/// role in `template.yaml`, compared by its test): the wallets' partitions (autopay, attempts, the
+/// wallet's flag) and the messages of the wallet's own events.
+pub fn charge_writes() -> Vec<String> {
+    vec![
+        format!("{}*", wallet_pk("")),
+        format!("MSG#{}#*", crate::events::SOURCE),
+    ]
+}
+
 /// How often one attempt is re-read after a conflicting write before the run leaves it to the
 /// next.
 const MAX_REREADS: usize = 3;
