@@ -2,7 +2,8 @@
 //! function's with the `fakes` feature): [`MemoryAttempts`], an [`AttemptStore`] in memory with
 //! versioned writes, a racing writer and a lost write to inject; and [`ScriptedCharger`], a
 //! [`Charger`] answering from a script with the provider's idempotency (the same key gets the
-//! saved answer, replayed) and counting the distinct keys it charged.
+//! saved answer, replayed, for 24 hours as Stripe keeps a key) and counting the distinct keys it
+//! charged.
 
 use super::attempt::{Attempt, AttemptState, AttemptStore, Autopay, Written};
 use super::charge::{ChargeReply, ChargeRequest, Charger, ProviderUnavailable};
@@ -251,7 +252,11 @@ pub enum Step {
 #[derive(Debug, Default)]
 struct Script {
     steps: VecDeque<Step>,
-    saved: HashMap<String, ChargeReply>,
+    /// Each key's answer, with when it was saved.
+    saved: HashMap<String, (Millis, ChargeReply)>,
+    /// The latest charge per attempt (what `find` answers when not told otherwise).
+    latest: HashMap<String, ChargeReply>,
+    down: bool,
     requests: Vec<(Millis, ChargeRequest)>,
     charged: Vec<String>,
     found: HashMap<String, Option<ChargeReply>>,
@@ -293,6 +298,12 @@ impl ScriptedCharger {
         lock(&self.script).found.insert(attempt.to_owned(), found);
     }
 
+    /// Whether the provider is unreachable: every charge is indeterminate (nothing made), every
+    /// look-up fails.
+    pub fn set_down(&self, down: bool) {
+        lock(&self.script).down = down;
+    }
+
     /// Whether [`Charger::find`] cannot reach the provider.
     pub fn set_unavailable(&self, unavailable: bool) {
         lock(&self.script).unavailable = unavailable;
@@ -326,7 +337,18 @@ impl Charger for ScriptedCharger {
         let mut s = lock(&self.script);
         s.requests.push((at, request.clone()));
         let key = request.idempotency_key.clone();
-        if let Some(saved) = s.saved.get(&key) {
+        if s.down {
+            return ChargeReply {
+                outcome: ChargeOutcome::Indeterminate,
+                provider_ref: None,
+                replayed: false,
+                requests: 3,
+            };
+        }
+        // Stripe keeps a key's answer for 24 hours.
+        s.saved
+            .retain(|_, (saved_at, _)| saved_at.get() + 86_400_000 > at.get());
+        if let Some((_, saved)) = s.saved.get(&key) {
             return ChargeReply {
                 replayed: true,
                 ..saved.clone()
@@ -353,12 +375,15 @@ impl Charger for ScriptedCharger {
                 if outcome == ChargeOutcome::Succeeded {
                     s.charged.push(key.clone());
                 }
-                s.saved.insert(key, reply.clone());
+                s.saved.insert(key, (at, reply.clone()));
+                s.latest.insert(request.attempt.clone(), reply.clone());
                 reply
             }
             Step::ChargedButLost => {
                 s.charged.push(key.clone());
-                s.saved.insert(key, made(ChargeOutcome::Succeeded));
+                s.saved.insert(key, (at, made(ChargeOutcome::Succeeded)));
+                s.latest
+                    .insert(request.attempt.clone(), made(ChargeOutcome::Succeeded));
                 ChargeReply {
                     provider_ref: None,
                     ..made(ChargeOutcome::Indeterminate)
@@ -373,9 +398,12 @@ impl Charger for ScriptedCharger {
         attempt: &str,
     ) -> Result<Option<ChargeReply>, ProviderUnavailable> {
         let s = lock(&self.script);
-        if s.unavailable {
+        if s.unavailable || s.down {
             return Err(ProviderUnavailable("scripted".into()));
         }
-        Ok(s.found.get(attempt).cloned().flatten())
+        match s.found.get(attempt) {
+            Some(found) => Ok(found.clone()),
+            None => Ok(s.latest.get(attempt).cloned()),
+        }
     }
 }

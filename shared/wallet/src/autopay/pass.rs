@@ -22,35 +22,22 @@
 
 mod config;
 pub mod decide;
+mod layout;
 pub mod recurring;
 mod report;
 
 pub use config::PassConfig;
 pub use decide::{Timings, Transition};
+pub use layout::{charge_writes, suspended_flag, AUTOPAY_SUSPENDED_ATTR};
 pub use recurring::RecurringStep;
 pub use report::{PassReport, Uncredited};
 
 use super::attempt::{Attempt, AttemptState, AttemptStore, Autopay, Written};
 use super::charge::{ChargeReply, ChargeRequest, Charger};
 use super::ladder::ChargeOutcome;
-use crate::items::{wallet_pk, WALLET_SK};
 use inbox_core::clock::{Clock, Millis};
-use inbox_core::store::{attr, Effect, StoreError};
+use inbox_core::store::StoreError;
 use std::future::Future;
-
-/// The wallet item's flag set when autopay suspends itself (a boolean, beside `overdrawn` and
-/// `review`), written with an `Effect::Adjust` in the transaction that suspends it.
-pub const AUTOPAY_SUSPENDED_ATTR: &str = "autopay_suspended";
-
-/// The partition-key patterns the pass writes (`dynamodb:LeadingKeys` of the charging function's
-/// role in `template.yaml`, compared by its test): the wallets' partitions (autopay, attempts, the
-/// wallet's flag) and the messages of the wallet's own events.
-pub fn charge_writes() -> Vec<String> {
-    vec![
-        format!("{}*", wallet_pk("")),
-        format!("MSG#{}#*", crate::events::SOURCE),
-    ]
-}
 
 /// How often one attempt is re-read after a conflicting write before the run leaves it to the
 /// next.
@@ -266,7 +253,26 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
             payment_method: method.payment_method,
             idempotency_key: claimed.idempotency_key.clone().unwrap_or_default(),
         };
-        let reply = self.charger.charge(&request).await;
+        let known = if decide::beyond_key_window(&claimed, now) {
+            // The provider may have forgotten the key: what it knows of the attempt decides.
+            match self.charger.find(&attempt.tenant, &attempt.id).await {
+                Ok(found) => found.filter(|f| {
+                    f.outcome != ChargeOutcome::Indeterminate
+                        && f.provider_ref.is_some()
+                        && f.provider_ref != attempt.provider_ref
+                }),
+                Err(e) => {
+                    report.error(&format!("looking up attempt {}", attempt.id), e);
+                    return Ok(Flow::Done);
+                }
+            }
+        } else {
+            None
+        };
+        let reply = match known {
+            Some(found) => found,
+            None => self.charger.charge(&request).await,
+        };
         report.tries += 1;
         report.requests += u64::from(reply.requests);
         self.record(&request, &reply, report).await?;
@@ -377,16 +383,6 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
             report.metrics.extend(t.metrics);
         }
         Ok(written)
-    }
-}
-
-/// The write that flags `attempt`'s wallet `autopay_suspended`.
-pub fn suspended_flag(attempt: &Attempt) -> Effect {
-    Effect::Adjust {
-        pk: wallet_pk(attempt.tenant.as_str()),
-        sk: WALLET_SK.to_owned(),
-        add: Vec::new(),
-        set: vec![(AUTOPAY_SUSPENDED_ATTR.to_owned(), attr::bool(true))],
     }
 }
 

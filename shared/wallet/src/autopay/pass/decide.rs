@@ -69,6 +69,20 @@ pub fn claim(attempt: &Attempt, now: Millis, lease: Duration) -> Attempt {
     }
 }
 
+/// How long a try's answer may stay unknown before its key is not repeated blindly: well within
+/// the 24 hours Stripe keeps an idempotency key, after which the same key could charge again.
+pub const KEY_WINDOW: Duration = Duration::from_secs(12 * 3600);
+
+/// Whether the claimed try's first indeterminate answer is older than [`KEY_WINDOW`]: then the
+/// provider is asked what became of the attempt before the key is sent again.
+pub fn beyond_key_window(attempt: &Attempt, now: Millis) -> bool {
+    let first = attempt
+        .tries
+        .iter()
+        .find(|t| t.try_no == attempt.try_no && t.outcome == "indeterminate");
+    first.is_some_and(|t| t.at.plus(KEY_WINDOW) <= now)
+}
+
 /// Why a ladder ended, as the attempt and the suspension say it.
 pub fn end_reason(end: &LadderEnd) -> String {
     match end {
@@ -125,7 +139,13 @@ pub fn record(
         }
         NextTry::Repeat => {
             next.due = now.plus(timings.lease);
-            next.tries.push(journal("indeterminate", Some(next.due)));
+            // One line per try however often it is repeated (the first keeps its time).
+            match next.tries.last_mut() {
+                Some(last) if last.try_no == attempt.try_no && last.outcome == "indeterminate" => {
+                    last.next_due = Some(next.due);
+                }
+                _ => next.tries.push(journal("indeterminate", Some(next.due))),
+            }
             let mut t = Transition::of(next);
             t.metrics.push(
                 metric("AutopayIndeterminate", attempt)

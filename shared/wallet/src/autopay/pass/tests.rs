@@ -580,3 +580,27 @@ async fn nothing_is_charged_without_a_saved_method_and_autopay_suspends() {
     assert!(matches!(thr(&pass).state, AttemptState::Ended { .. }));
     assert_eq!(pass.store().event_types(), vec!["wallet.autopay_suspended"]);
 }
+
+#[tokio::test]
+async fn an_answer_unknown_past_the_keys_lifetime_is_looked_up_not_charged_again() {
+    // Charged, the answer lost; then the provider unreachable for 25 hours, longer than it keeps
+    // the key: sending the key again then would charge again.
+    let (pass, clock) = setup(vec![Step::ChargedButLost]);
+    run_at(&pass, &clock, &[0]).await;
+    pass.charger().set_down(true);
+    let lease = i64::try_from(pass.config().lease.as_millis()).expect("lease");
+    let times: Vec<i64> = (1..=25 * HOUR / lease).map(|k| k * lease).collect();
+    run_at(&pass, &clock, &times).await;
+    pass.charger().set_down(false);
+    run_at(&pass, &clock, &[25 * HOUR + lease]).await;
+    assert_eq!(pass.charger().charged_keys().len(), 1, "one charge");
+    let a = thr(&pass);
+    assert_eq!(a.state, AttemptState::Charged);
+    assert_eq!(a.provider_ref.as_deref(), Some("pi_1"));
+    let outcomes: Vec<&str> = a.tries.iter().map(|t| t.outcome.as_str()).collect();
+    assert_eq!(
+        outcomes,
+        vec!["indeterminate", "succeeded"],
+        "one line for the repeats"
+    );
+}
