@@ -4,6 +4,8 @@
 //!
 //! - [`autopay`]: autopay's pure rules: recurring charge dates from an anchor, the one charge a
 //!   wallet at its threshold needs, the monthly cap, and the dunning ladder for declines.
+//! - [`attempts`]: [`attempts::TableAttempts`], the charging pass's storage over the table
+//!   (the due attempts and recurring charges through the sparse open index).
 //! - [`events`]: the wallet's own events ([`events::WalletEvent`]: topped up, autopay failed,
 //!   suspended, limit reached), published through the outbox in the transaction of what they report.
 //! - [`money`]: [`Currency`] and [`Money`] (amounts in minor units, formatted `12.34 USD`).
@@ -23,6 +25,7 @@
 //! - [`config`]: the ledger's environment variables (documented with the core's `Var`) and
 //!   [`WalletConfig`].
 
+pub mod attempts;
 pub mod autopay;
 pub mod config;
 pub mod events;
