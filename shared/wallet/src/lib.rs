@@ -18,7 +18,9 @@
 //!   [`PaymentIndex`].
 //! - [`items`]: how those records are laid out in the table (keys, attributes, writes).
 //! - [`handler`]: the [`WalletHandler`] the processor runs (writes and metrics as its outcome);
-//!   [`payment`]: its Stripe payments (tenant through the payment index, refunds settled).
+//!   [`payment`]: its Stripe payments (tenant through the payment index, refunds settled);
+//!   [`autopay_handler`]: its autopay (the attempt at the threshold, the credit that closes it,
+//!   the saved method).
 //! - [`ledger`]: [`Ledger`], what operators and reports use: create a wallet, find the wallets
 //!   (registry), read a wallet, its entries and rows.
 //! - [`reconcile`]: the consistency report.
@@ -27,6 +29,7 @@
 
 pub mod attempts;
 pub mod autopay;
+pub mod autopay_handler;
 pub mod config;
 pub mod events;
 pub mod handler;

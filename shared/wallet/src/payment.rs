@@ -89,6 +89,7 @@ impl<S: ItemStore> WalletHandler<S> {
                 state.refund_total = state.refund_total.max(parked.refund_total);
             }
         }
+        let paid = matches!(notice.event, PaymentEvent::Paid { .. });
         let (state, moves) = rules::payment(state, notice.event, wallet.currency)
             .map_err(|e| HandlerOutcome::Permanent(format!("refused: payment {key}: {e}")))?;
         let event_id = m.event_id.to_string();
@@ -112,6 +113,19 @@ impl<S: ItemStore> WalletHandler<S> {
             let (effects, metrics) = self.money(m, &wallet, &key, &moves)?;
             commit.effects.extend(effects);
             commit.metrics.extend(metrics);
+        }
+        let credited = wallet.currency.amount(state.credited);
+        match (&notice.attempt, &notice.method) {
+            // One write of the autopay settings per transaction: an attempt's own charge saves
+            // no method.
+            (Some(attempt), _) if paid => commit.effects.extend(
+                self.close_attempt(m, &tenant, attempt, &key, credited)
+                    .await?,
+            ),
+            (None, Some(method)) => commit
+                .effects
+                .extend(self.method_effects(m, &tenant, method).await?),
+            _ => {}
         }
         Ok(HandlerOutcome::Commit(commit))
     }
