@@ -3,20 +3,24 @@
 //! autopay journal `AUTOPAY_LOG#…`; and the payment-method index `PAYMENT_METHOD#{id}`. Open
 //! attempts and next recurring charges carry the sparse open index's attributes in shards of
 //! their own ([`ATTEMPT_SHARD_PREFIX`], [`RECURRING_SHARD_PREFIX`]). Reading is strict: an unknown
-//! state, status or rule is an error saying what is wrong, never a default.
+//! state, status or rule is an error saying what is wrong, never a default. The attempt item is in
+//! `autopay/attempt.rs`; the journal and the payment-method index in `autopay/journal.rs`.
+
+mod attempt;
+mod journal;
+
+pub use journal::{AutopayLog, MethodIndex};
 
 use super::{number, tenant, text, version, wallet_pk};
 use crate::autopay::{
-    Attempt, AttemptState, Autopay, AutopayStatus, Every, Ladder, MonthlyCap, Reason, Recurring,
-    SavedMethod, Schedule, TopUpRule, TryRecord,
+    Autopay, AutopayStatus, Every, Ladder, MonthlyCap, Recurring, SavedMethod, Schedule, TopUpRule,
 };
 use crate::money::{Currency, Money};
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
-use inbox_core::store::attr::{self, get_bool, get_s, n, s};
+use inbox_core::store::attr::{get_s, n, s};
 use inbox_core::store::schema::{OPEN_DUE, OPEN_SHARD};
 use inbox_core::store::{Effect, Item};
-use serde_json::json;
 use sha2::{Digest, Sha256};
 
 pub const KIND_AUTOPAY: &str = "autopay";
@@ -26,7 +30,7 @@ pub const KIND_METHOD_INDEX: &str = "payment_method_index";
 pub const AUTOPAY_SK: &str = "AUTOPAY";
 pub const ATTEMPT_PREFIX: &str = "ATTEMPT#";
 pub const AUTOPAY_LOG_PREFIX: &str = "AUTOPAY_LOG#";
-const METHOD_INDEX_PREFIX: &str = "PAYMENT_METHOD#";
+pub(super) const METHOD_INDEX_PREFIX: &str = "PAYMENT_METHOD#";
 const METHOD_INDEX_SK: &str = "PAYMENT_METHOD";
 const CHARGED_PREFIX: &str = "charged_";
 /// The open-index shards of open attempts (`AUTOPAY#ATTEMPT#0`..`15`), keyed by their `due`.
@@ -42,7 +46,7 @@ pub fn shards(prefix: &str) -> impl Iterator<Item = String> + '_ {
     (0..AUTOPAY_SHARDS).map(move |i| format!("{prefix}{i}"))
 }
 
-fn shard_of(prefix: &str, key: &str) -> String {
+pub(super) fn shard_of(prefix: &str, key: &str) -> String {
     let h = Sha256::digest(key.as_bytes());
     format!("{prefix}{}", h[0] % AUTOPAY_SHARDS)
 }
@@ -73,7 +77,7 @@ pub fn derived_attempt_id(kind: &str, parts: &[&str]) -> String {
     format!("{kind}_{hex}")
 }
 
-fn money(item: &Item, k: &str, c: Option<Currency>) -> Result<Option<Money>, String> {
+pub(super) fn money(item: &Item, k: &str, c: Option<Currency>) -> Result<Option<Money>, String> {
     match number(item, k)? {
         None => Ok(None),
         Some(minor) => {
@@ -83,15 +87,15 @@ fn money(item: &Item, k: &str, c: Option<Currency>) -> Result<Option<Money>, Str
     }
 }
 
-fn need<T>(v: Option<T>, k: &str) -> Result<T, String> {
+pub(super) fn need<T>(v: Option<T>, k: &str) -> Result<T, String> {
     v.ok_or_else(|| format!("{k} is missing"))
 }
 
-fn millis(item: &Item, k: &str) -> Result<Option<Millis>, String> {
+pub(super) fn millis(item: &Item, k: &str) -> Result<Option<Millis>, String> {
     Ok(number(item, k)?.map(Millis::new))
 }
 
-fn count(item: &Item, k: &str) -> Result<u32, String> {
+pub(super) fn count(item: &Item, k: &str) -> Result<u32, String> {
     let v = number(item, k)?.unwrap_or(0);
     u32::try_from(v).map_err(|_| format!("{k} {v} is not a count"))
 }
@@ -302,232 +306,5 @@ fn ladder_text(l: &Ladder) -> String {
         .join(",")
 }
 
-fn state_name(s: &AttemptState) -> &'static str {
-    match s {
-        AttemptState::Due => "due",
-        AttemptState::Charging => "charging",
-        AttemptState::Charged => "charged",
-        AttemptState::Credited => "credited",
-        AttemptState::Ended { .. } => "ended",
-    }
-}
-
-impl Attempt {
-    /// The item; in the attempt shards of the open index (due at `due`) while not terminal.
-    pub fn to_item(&self) -> Item {
-        let t = self.tenant.as_str();
-        let tries: Vec<_> = self
-            .tries
-            .iter()
-            .map(|r| {
-                json!({"try": r.try_no, "at": r.at.get(), "outcome": r.outcome,
-                            "next_due": r.next_due.map(Millis::get)})
-            })
-            .collect();
-        let mut item = Item::from([
-            ("pk".to_string(), s(wallet_pk(t))),
-            ("sk".to_string(), s(attempt_sk(&self.id))),
-            ("kind".to_string(), s(KIND_ATTEMPT)),
-            ("tenant".to_string(), s(t)),
-            ("id".to_string(), s(&self.id)),
-            ("amount".to_string(), n(self.amount.minor())),
-            ("currency".to_string(), s(self.amount.currency().as_str())),
-            ("state".to_string(), s(state_name(&self.state))),
-            ("try_no".to_string(), n(i64::from(self.try_no))),
-            ("rung".to_string(), n(self.rung as i64)),
-            ("due".to_string(), n(self.due.get())),
-            (
-                "tries".to_string(),
-                s(serde_json::Value::from(tries).to_string()),
-            ),
-            ("created_at".to_string(), n(self.created_at.get())),
-        ]);
-        match self.reason {
-            Reason::Threshold => item.insert("reason".into(), s("threshold")),
-            Reason::Recurring { period } => {
-                item.insert("period".into(), n(i64::from(period)));
-                item.insert("reason".into(), s("recurring"))
-            }
-        };
-        if let AttemptState::Ended { reason } = &self.state {
-            item.insert("ended_reason".into(), s(reason));
-        }
-        if let Some(t) = self.first_failure {
-            item.insert("first_failure".into(), n(t.get()));
-        }
-        if let Some(k) = &self.idempotency_key {
-            item.insert("idempotency_key".into(), s(k));
-        }
-        if let Some(r) = &self.provider_ref {
-            item.insert("provider_ref".into(), s(r));
-        }
-        if !self.state.is_terminal() {
-            let key = format!("{t}#{}", self.id);
-            item.insert(OPEN_SHARD.into(), s(shard_of(ATTEMPT_SHARD_PREFIX, &key)));
-            item.insert(OPEN_DUE.into(), n(self.due.get()));
-        }
-        item
-    }
-
-    /// Reads an attempt item; an error says what is wrong with it.
-    pub fn from_item(item: &Item) -> Result<Self, String> {
-        let code = need(get_s(item, "currency"), "currency")?;
-        let currency = Currency::parse(code).map_err(|e| e.to_string())?;
-        let state = match get_s(item, "state") {
-            Some("due") => AttemptState::Due,
-            Some("charging") => AttemptState::Charging,
-            Some("charged") => AttemptState::Charged,
-            Some("credited") => AttemptState::Credited,
-            Some("ended") => AttemptState::Ended {
-                reason: text(item, "ended_reason").unwrap_or_default(),
-            },
-            Some(other) => return Err(format!("state {other:?} is not a known state")),
-            None => return Err("state is missing".into()),
-        };
-        let reason = match get_s(item, "reason") {
-            Some("threshold") => Reason::Threshold,
-            Some("recurring") => Reason::Recurring {
-                period: count(item, "period")?,
-            },
-            Some(other) => return Err(format!("reason {other:?} is not a known reason")),
-            None => return Err("reason is missing".into()),
-        };
-        let tries_text = need(get_s(item, "tries"), "tries")?;
-        let tries: Vec<serde_json::Value> =
-            serde_json::from_str(tries_text).map_err(|e| format!("tries: {e}"))?;
-        let tries = tries
-            .iter()
-            .map(|t| {
-                let bad = || format!("tries: {t} is not a try");
-                Ok(TryRecord {
-                    try_no: t["try"]
-                        .as_u64()
-                        .and_then(|v| u32::try_from(v).ok())
-                        .ok_or_else(bad)?,
-                    at: Millis::new(t["at"].as_i64().ok_or_else(bad)?),
-                    outcome: t["outcome"].as_str().ok_or_else(bad)?.to_owned(),
-                    next_due: t["next_due"].as_i64().map(Millis::new),
-                })
-            })
-            .collect::<Result<_, String>>()?;
-        let rung = number(item, "rung")?.unwrap_or(0);
-        Ok(Self {
-            id: need(text(item, "id"), "id")?,
-            tenant: tenant(item)?,
-            reason,
-            amount: currency.amount(need(number(item, "amount")?, "amount")?),
-            state,
-            try_no: count(item, "try_no")?,
-            rung: usize::try_from(rung).map_err(|_| format!("rung {rung} is not a rung"))?,
-            first_failure: millis(item, "first_failure")?,
-            due: need(millis(item, "due")?, "due")?,
-            idempotency_key: text(item, "idempotency_key"),
-            provider_ref: text(item, "provider_ref"),
-            tries,
-            created_at: Millis::new(number(item, "created_at")?.unwrap_or(0)),
-            version: version(item),
-        })
-    }
-
-    /// Writes `self` at the version it was read (`None`: a new attempt, never over one).
-    pub fn replace(&self) -> Effect {
-        Effect::Replace {
-            item: self.to_item(),
-            expected_version: self.version,
-        }
-    }
-}
-
-/// A change of a wallet's autopay, journaled in the transaction that makes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AutopayLog {
-    pub at: Millis,
-    /// Who: an operator's name, or the source whose event changed it (`stripe`).
-    pub actor: String,
-    /// `set`, `paused`, `resumed`, `removed`, `method-saved`, `suspended`, …
-    pub action: String,
-    /// What changed, in words.
-    pub detail: String,
-}
-
-impl AutopayLog {
-    /// The journal item; `unique` tells entries of the same millisecond apart (an event's id, so
-    /// a re-run writes the same one).
-    pub fn to_item(&self, tenant: &str, unique: &str) -> Item {
-        Item::from([
-            ("pk".to_string(), s(wallet_pk(tenant))),
-            (
-                "sk".to_string(),
-                s(format!(
-                    "{AUTOPAY_LOG_PREFIX}{:013}#{unique}",
-                    self.at.get().max(0)
-                )),
-            ),
-            ("kind".to_string(), s(KIND_AUTOPAY_LOG)),
-            ("at".to_string(), n(self.at.get())),
-            ("actor".to_string(), s(&self.actor)),
-            ("action".to_string(), s(&self.action)),
-            ("detail".to_string(), s(&self.detail)),
-        ])
-    }
-
-    pub fn from_item(item: &Item) -> Result<Self, String> {
-        Ok(Self {
-            at: need(millis(item, "at")?, "at")?,
-            actor: need(text(item, "actor"), "actor")?,
-            action: need(text(item, "action"), "action")?,
-            detail: text(item, "detail").unwrap_or_default(),
-        })
-    }
-
-    /// The journal entry's write (never over another).
-    pub fn create(&self, tenant: &str, unique: &str) -> Effect {
-        Effect::Ensure(self.to_item(tenant, unique))
-    }
-}
-
-/// Where a payment method belongs: the tenant whose autopay saved it, and whether the provider
-/// said it was detached (a detached method is never saved again, whichever event comes first).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct MethodIndex {
-    pub payment_method: String,
-    pub tenant: Option<TenantId>,
-    pub detached: bool,
-    pub version: Option<u64>,
-}
-
-impl MethodIndex {
-    pub fn from_item(item: &Item) -> Result<Self, String> {
-        let (pk, _) = method_index_key("");
-        Ok(Self {
-            payment_method: get_s(item, "pk")
-                .and_then(|p| p.strip_prefix(pk.as_str()))
-                .unwrap_or_default()
-                .to_owned(),
-            tenant: item
-                .contains_key("tenant")
-                .then(|| tenant(item))
-                .transpose()?,
-            detached: get_bool(item, "detached").unwrap_or(false),
-            version: version(item),
-        })
-    }
-
-    /// Writes `self` at the version read (`None`: there must be none).
-    pub fn replace(&self) -> Effect {
-        let (pk, sk) = method_index_key(&self.payment_method);
-        let mut item = Item::from([
-            ("pk".to_string(), s(pk)),
-            ("sk".to_string(), s(sk)),
-            ("kind".to_string(), s(KIND_METHOD_INDEX)),
-            ("detached".to_string(), attr::bool(self.detached)),
-        ]);
-        if let Some(t) = &self.tenant {
-            item.insert("tenant".into(), s(t));
-        }
-        Effect::Replace {
-            item,
-            expected_version: self.version,
-        }
-    }
-}
+#[cfg(test)]
+mod tests;

@@ -490,3 +490,104 @@ proptest! {
         prop_assert!(w.p.quarantine().quarantined().is_empty());
     }
 }
+
+#[tokio::test]
+async fn operators_changes_are_checked_versioned_and_journaled() {
+    let w = World::new().autopay(true, None).await;
+    let ledger = Ledger::new(&*w.store);
+    let paused = ledger
+        .set_autopay(
+            &tid("acme"),
+            "ops",
+            "pause",
+            Millis::new(T0 + 1),
+            crate::ledger::pause,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (paused.status, paused.version),
+        (AutopayStatus::Paused, Some(1))
+    );
+    w.debits(0, 500).await;
+    assert!(w.attempts().await.is_empty(), "paused: no attempt");
+    let resumed = ledger
+        .set_autopay(
+            &tid("acme"),
+            "ops",
+            "resume",
+            Millis::new(T0 + 2),
+            crate::ledger::resume,
+        )
+        .await
+        .unwrap();
+    assert_eq!(resumed.status, AutopayStatus::Active);
+    w.debits(500, 1).await;
+    assert_eq!(
+        w.attempts().await.len(),
+        1,
+        "level-triggered: the next debit below the threshold"
+    );
+    let eur = Currency::parse("eur").unwrap();
+    let wrong = ledger
+        .set_autopay(&tid("acme"), "ops", "set", Millis::new(T0 + 3), |a| {
+            a.cap = Some(MonthlyCap::new(eur.amount(100)).unwrap());
+            Ok("cap".into())
+        })
+        .await;
+    assert!(
+        matches!(wrong, Err(crate::ledger::AutopayError::Invalid(_))),
+        "{wrong:?}"
+    );
+    let refused = ledger
+        .set_autopay(&tid("acme"), "ops", "set", Millis::new(T0 + 3), |_| {
+            Err("no".into())
+        })
+        .await;
+    assert!(matches!(
+        refused,
+        Err(crate::ledger::AutopayError::Invalid(_))
+    ));
+    let none = ledger
+        .set_autopay(&tid("nobody"), "ops", "set", Millis::new(T0), |_| {
+            Ok(String::new())
+        })
+        .await;
+    assert!(matches!(
+        none,
+        Err(crate::ledger::AutopayError::NoWallet(_))
+    ));
+    let log = ledger.autopay_journal(&tid("acme")).await.unwrap();
+    let actions: Vec<_> = log
+        .iter()
+        .map(|l| (l.actor.as_str(), l.action.as_str()))
+        .collect();
+    assert_eq!(
+        actions,
+        vec![("ops", "set"), ("ops", "pause"), ("ops", "resume")]
+    );
+    assert_eq!(log[2].detail, "resumed (was paused)");
+    // A change against a stale read is refused, nothing written.
+    let stale = w.settings().await;
+    ledger
+        .set_autopay(
+            &tid("acme"),
+            "ops",
+            "pause",
+            Millis::new(T0 + 4),
+            crate::ledger::pause,
+        )
+        .await
+        .unwrap();
+    let mut item = stale.to_item();
+    item.insert("status".into(), inbox_core::store::attr::s("active"));
+    let conflict = w
+        .store
+        .commit(vec![inbox_core::store::Effect::Replace {
+            item,
+            expected_version: stale.version,
+        }])
+        .await
+        .unwrap();
+    assert_eq!(conflict, Applied::EffectConflict);
+}

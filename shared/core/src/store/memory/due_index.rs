@@ -44,3 +44,44 @@ impl DueIndex for MemoryStore {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::attr::{n, s};
+    use crate::store::{Effect, ItemWriter};
+
+    fn item(pk: &str, shard: Option<&str>, due: i64) -> Item {
+        let mut i = Item::from([("pk".to_string(), s(pk)), ("sk".to_string(), s("X"))]);
+        if let Some(shard) = shard {
+            i.insert(OPEN_SHARD.into(), s(shard));
+            i.insert(OPEN_DUE.into(), n(due));
+        }
+        i
+    }
+
+    #[tokio::test]
+    async fn due_items_are_one_shards_due_ones_oldest_first() {
+        let store = MemoryStore::new();
+        let effects = vec![
+            Effect::Create(item("a", Some("APP#1"), 30)),
+            Effect::Create(item("b", Some("APP#1"), 10)),
+            Effect::Create(item("c", Some("APP#1"), 99)),
+            Effect::Create(item("d", Some("APP#2"), 5)),
+            Effect::Create(item("e", None, 0)),
+        ];
+        store.commit(effects).await.unwrap();
+        let pks = |items: Vec<Item>| -> Vec<String> {
+            items
+                .iter()
+                .map(|i| get_s(i, "pk").unwrap_or_default().to_owned())
+                .collect()
+        };
+        let due = store.due_items("APP#1", Millis::new(50), 10).await.unwrap();
+        assert_eq!(pks(due), ["b", "a"]);
+        let one = store.due_items("APP#1", Millis::new(50), 1).await.unwrap();
+        assert_eq!(pks(one), ["b"]);
+        store.set_down(true);
+        assert!(store.due_items("APP#1", Millis::new(50), 1).await.is_err());
+    }
+}
