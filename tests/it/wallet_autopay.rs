@@ -9,7 +9,9 @@ use inbox_core::store::{Effect, ItemWriter};
 use integration_tests::pipeline::Pipeline;
 use serde_json::json;
 use wallet_ledger::attempts::TableAttempts;
-use wallet_ledger::autopay::{AttemptState, AttemptStore, SavedMethod, TopUpRule};
+use wallet_ledger::autopay::{
+    AttemptState, AttemptStore, Every, Recurring, SavedMethod, Schedule, TopUpRule,
+};
 use wallet_ledger::items::{wallet_pk, WALLET_SK};
 use wallet_ledger::{CreateOutcome, Currency, Ledger, TenantId, Wallet, WalletSources};
 
@@ -123,4 +125,23 @@ async fn a_burst_of_debits_across_the_threshold_makes_one_attempt_credited_once(
         None
     );
     assert!(pass.due_attempts(far, 10).await.unwrap().is_empty());
+    // The next recurring charge waits in its own shards once no attempt is open.
+    assert!(pass.due_recurring(far, 10).await.unwrap().is_empty());
+    ledger
+        .set_autopay(&acme(), "ops", "set", Millis::new(0), |a| {
+            a.recurring = Some(Recurring {
+                schedule: Schedule::new(jiff::civil::date(2027, 1, 31), Every::Month),
+                amount: usd().amount(9900),
+                next: 0,
+            });
+            Ok("every month from 2027-01-31".into())
+        })
+        .await
+        .unwrap();
+    let waiting = pass.due_recurring(far, 10).await.unwrap();
+    assert_eq!(
+        waiting.len(),
+        1,
+        "found through the open index's recurring shards"
+    );
 }

@@ -5,7 +5,10 @@
 //! different emails never conflict), the entries `Create`d — and the metrics (`WalletOverdrawn`,
 //! `WalletReviewFlagged`) the processor emits once, after that transaction committed. An event
 //! that is not the wallet's business (another Stripe mode, a payment of no wallet's) is declined
-//! with the reason (`ignored`, no alarm). Stripe payments are in [`crate::payment`].
+//! with the reason (`ignored`, no alarm). Stripe payments are in [`crate::payment`]; autopay (the
+//! attempt a hold or debit at the threshold writes with it, `AutopayAttemptMade`, and the cap's
+//! `AutopayLimitReached`; the credit that closes an attempt; saved methods) in
+//! [`crate::autopay_handler`].
 
 use crate::config::WalletConfig;
 use crate::items::adjust_wallet;

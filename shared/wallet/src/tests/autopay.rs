@@ -591,3 +591,40 @@ async fn operators_changes_are_checked_versioned_and_journaled() {
         .unwrap();
     assert_eq!(conflict, Applied::EffectConflict);
 }
+
+#[tokio::test]
+async fn a_recurring_charge_waits_in_the_index_only_while_it_can_be_made() {
+    let w = World::new().autopay(true, None).await;
+    let ledger = Ledger::new(&*w.store);
+    let set = ledger
+        .set_autopay(&tid("acme"), "ops", "set", Millis::new(T0), |a| {
+            a.recurring = Some(crate::autopay::Recurring {
+                schedule: crate::autopay::Schedule::new(
+                    jiff::civil::date(2026, 11, 30),
+                    crate::autopay::Every::Month,
+                ),
+                amount: usd().amount(9900),
+                next: 0,
+            });
+            Ok("every month from 2026-11-30".into())
+        })
+        .await
+        .unwrap();
+    let pass = TableAttempts::new(w.store.clone());
+    let due_at = set.recurring_due().unwrap();
+    assert!(pass
+        .due_recurring(Millis::new(due_at.get() - 1), 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let due = pass.due_recurring(due_at, 10).await.unwrap();
+    assert_eq!(
+        due.iter().map(|a| a.tenant.clone()).collect::<Vec<_>>(),
+        vec![tid("acme")]
+    );
+    w.debits(0, 400).await;
+    assert!(
+        pass.due_recurring(due_at, 10).await.unwrap().is_empty(),
+        "an attempt is open: the next charge waits for it"
+    );
+}
