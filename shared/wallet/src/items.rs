@@ -19,7 +19,9 @@
 //!
 //! - `pk = PAYMENT#{payment intent}`, `sk = PAYMENT`: the payment index — the tenant of a payment
 //!   (refunds and payment intents find it there), or, while no event named one, the refunds
-//!   reported for it (with a TTL: a payment of no wallet's is forgotten after the retention);
+//!   reported for it and the method it saved for later (`parked_customer`,
+//!   `parked_payment_method`), with a TTL: a payment of no wallet's is forgotten after the
+//!   retention;
 //! - `pk = PAYMENT_METHOD#{payment method}`, `sk = PAYMENT_METHOD`: the payment-method index — the
 //!   tenant whose autopay saved it (`payment_method.detached` finds it there) and `detached` (a
 //!   method the provider detached is never saved again, whichever event came first);

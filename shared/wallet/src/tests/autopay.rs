@@ -628,3 +628,45 @@ async fn a_recurring_charge_waits_in_the_index_only_while_it_can_be_made() {
         "an attempt is open: the next charge waits for it"
     );
 }
+
+#[tokio::test]
+async fn a_checkout_saving_its_method_is_saved_whichever_of_intent_and_session_comes_first() {
+    for intent_first in [true, false] {
+        let w = World::new().autopay(false, None).await;
+        let session = json!({"id": "cs_7", "object": "checkout.session", "mode": "payment",
+            "amount_total": 2000, "currency": "usd", "customer": "cus_7", "payment_status": "paid",
+            "status": "complete", "livemode": false, "metadata": {"tenant": "acme"},
+            "payment_intent": "pi_7"});
+        // As Stripe sends it: the session's metadata is not the intent's.
+        let intent = json!({"id": "pi_7", "object": "payment_intent", "amount": 2000,
+            "amount_received": 2000, "currency": "usd", "customer": "cus_7",
+            "payment_method": "pm_7", "setup_future_usage": "off_session", "livemode": false,
+            "status": "succeeded", "metadata": {}});
+        let (pi, cs) = (
+            ("evt_pi", "payment_intent.succeeded", intent),
+            ("evt_cs", "checkout.session.completed", session),
+        );
+        let order = if intent_first { [pi, cs] } else { [cs, pi] };
+        for (id, kind, object) in order {
+            assert_eq!(
+                w.stripe(id, kind, object).await,
+                Outcome::Processed,
+                "{kind}"
+            );
+        }
+        let saved = Some(SavedMethod {
+            customer: "cus_7".into(),
+            payment_method: "pm_7".into(),
+        });
+        assert_eq!(
+            w.settings().await.method,
+            saved,
+            "intent first: {intent_first}"
+        );
+        assert_eq!(
+            w.balance("acme").balance.minor(),
+            START + 2000,
+            "credited once"
+        );
+    }
+}
