@@ -247,7 +247,7 @@ impl<S: ItemStore> WalletHandler<S> {
             commit.metrics.extend(metrics);
             if matches!(mv.kind, rules::EntryKind::Hold | rules::EntryKind::Debit) {
                 // The wallet as read plus this movement: level-triggered, so a stale read delays
-                // an attempt by one event at most, never skips it.
+                // an attempt to the next hold or debit, never skips it.
                 let available = wallet
                     .view(now)
                     .after(&mv)

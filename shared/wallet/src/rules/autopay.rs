@@ -1,9 +1,10 @@
 //! Autopay's ledger rules, pure: whether a hold or debit that leaves `available` where it is makes
 //! a top-up attempt, and what the monthly cap says of it. Level-triggered: a wallet AT or below
 //! its threshold with autopay active, a saved method and no open attempt gets one, whatever the
-//! state it was read in, so a stale read can delay an attempt by one event but never skip it; the
-//! one-open-attempt rule (the settings item written at the version read, in the same
-//! transaction) makes a burst of debits one attempt.
+//! state it was read in, so a stale read (two debits each reading the balance before the other)
+//! can delay an attempt to the next hold or debit but never skip it; the one-open-attempt rule
+//! (the settings item written at the version read, in the same transaction) makes a burst of
+//! debits one attempt.
 //!
 //! | autopay | available (after the movement) | open attempt | cap | decision |
 //! |---|---|---|---|---|
