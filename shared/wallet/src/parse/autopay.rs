@@ -90,3 +90,86 @@ pub fn stripe(event_type: &str, obj: &Value) -> Result<Option<StripeNotice>, Unu
     };
     Ok(Some(notice))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn method(c: &str, pm: &str) -> SavedMethod {
+        SavedMethod {
+            customer: c.into(),
+            payment_method: pm.into(),
+        }
+    }
+
+    #[test]
+    fn setups_name_their_method_and_tenant() {
+        let seti = json!({"id": "seti_1", "object": "setup_intent", "customer": {"id": "cus_1"},
+            "payment_method": "pm_1", "metadata": {"tenant": "acme"}});
+        assert_eq!(
+            stripe("setup_intent.succeeded", &seti),
+            Ok(Some(StripeNotice::Method(MethodNotice {
+                tenant: Some(TenantId::parse("acme").unwrap()),
+                method: method("cus_1", "pm_1"),
+            })))
+        );
+        let bare = json!({"id": "seti_2", "object": "setup_intent", "payment_method": "pm_1"});
+        assert!(matches!(
+            stripe("setup_intent.succeeded", &bare),
+            Ok(Some(StripeNotice::NoMoney(why))) if why.contains("seti_2")
+        ));
+        let session = |si: serde_json::Value| {
+            json!({"id": "cs_1", "object": "checkout.session", "mode": "setup",
+                "customer": "cus_2", "setup_intent": si, "metadata": {"tenant": "acme"}})
+        };
+        let expanded =
+            session(json!({"id": "seti_3", "object": "setup_intent", "payment_method": "pm_3"}));
+        assert!(matches!(
+            stripe("checkout.session.completed", &expanded),
+            Ok(Some(StripeNotice::Method(MethodNotice { method: m, .. }))) if m == method("cus_2", "pm_3")
+        ));
+        assert!(matches!(
+            stripe("checkout.session.completed", &session(json!("seti_3"))),
+            Ok(Some(StripeNotice::NoMoney(_)))
+        ));
+        let payment_mode = json!({"mode": "payment", "payment_status": "paid"});
+        assert_eq!(
+            stripe("checkout.session.completed", &payment_mode),
+            Ok(None),
+            "a payment: the payment parser's"
+        );
+    }
+
+    #[test]
+    fn an_intent_saves_its_method_only_when_set_up_for_later() {
+        let pi = json!({"id": "pi_1", "object": "payment_intent", "customer": "cus_1",
+            "payment_method": "pm_1", "metadata": {"attempt": " thr_1 "}});
+        assert_eq!(method_of(&pi, None), None);
+        assert_eq!(attempt_of(&pi).as_deref(), Some("thr_1"));
+        let mut later = pi.clone();
+        later["setup_future_usage"] = json!("off_session");
+        assert_eq!(method_of(&later, None), Some(method("cus_1", "pm_1")));
+        let session = json!({"customer": "cus_9", "payment_intent": {"object": "payment_intent",
+            "payment_method": {"id": "pm_9"}, "setup_future_usage": "on_session"}});
+        assert_eq!(session_method(&session), Some(method("cus_9", "pm_9")));
+    }
+
+    #[test]
+    fn detaches_and_failures() {
+        assert_eq!(
+            stripe(
+                "payment_method.detached",
+                &json!({"id": "pm_1", "customer": null})
+            ),
+            Ok(Some(StripeNotice::Detached("pm_1".into())))
+        );
+        assert!(stripe("payment_method.detached", &json!({"customer": null})).is_err());
+        let failed = json!({"id": "pi_1", "metadata": {"attempt": "thr_1"}});
+        assert!(matches!(
+            stripe("payment_intent.payment_failed", &failed),
+            Ok(Some(StripeNotice::NoMoney(why))) if why.contains("thr_1") && why.contains("counts no try")
+        ));
+        assert_eq!(stripe("customer.created", &failed), Ok(None));
+    }
+}
