@@ -38,3 +38,4 @@ mod secrets;
 mod smoke;
 mod template;
 mod wallet;
+mod wallet_autopay;

@@ -5,7 +5,10 @@
 //! different emails never conflict), the entries `Create`d — and the metrics (`WalletOverdrawn`,
 //! `WalletReviewFlagged`) the processor emits once, after that transaction committed. An event
 //! that is not the wallet's business (another Stripe mode, a payment of no wallet's) is declined
-//! with the reason (`ignored`, no alarm). Stripe payments are in [`crate::payment`].
+//! with the reason (`ignored`, no alarm). Stripe payments are in [`crate::payment`]; autopay (the
+//! attempt a hold or debit at the threshold writes with it, `AutopayAttemptMade`, and the cap's
+//! `AutopayLimitReached`; the credit that closes an attempt; saved methods) in
+//! [`crate::autopay_handler`].
 
 use crate::config::WalletConfig;
 use crate::items::adjust_wallet;
@@ -72,12 +75,15 @@ impl WalletSources {
 }
 
 /// The Stripe event types the wallet handles.
-pub const STRIPE_TYPES: [&str; 5] = [
+pub const STRIPE_TYPES: [&str; 8] = [
     "checkout.session.completed",
     "checkout.session.async_payment_succeeded",
     "checkout.session.async_payment_failed",
     "payment_intent.succeeded",
     "charge.refunded",
+    "payment_intent.payment_failed",
+    "setup_intent.succeeded",
+    "payment_method.detached",
 ];
 
 /// A wallet's hold took `available` below its floor (recorded all the same).
@@ -239,6 +245,18 @@ impl<S: ItemStore> WalletHandler<S> {
             let (effects, metrics) = self.money(m, &wallet, &notice.message_id, &[mv])?;
             commit.effects.extend(effects);
             commit.metrics.extend(metrics);
+            if matches!(mv.kind, rules::EntryKind::Hold | rules::EntryKind::Debit) {
+                // The wallet as read plus this movement: level-triggered, so a stale read delays
+                // an attempt to the next hold or debit, never skips it.
+                let available = wallet
+                    .view(now)
+                    .after(&mv)
+                    .and_then(|v| v.available())
+                    .map_err(|e| HandlerOutcome::Permanent(format!("refused: {e}")))?;
+                let (effects, metrics) = self.at_threshold(m, &notice.tenant, available).await?;
+                commit.effects.extend(effects);
+                commit.metrics.extend(metrics);
+            }
         }
         Ok(HandlerOutcome::Commit(commit))
     }
@@ -277,6 +295,8 @@ impl<S: ItemStore> WalletHandler<S> {
             match parse::stripe(event_type, &body, self.config.max_amount).map_err(unusable)? {
                 Some(StripeNotice::Payment(notice)) => self.payment(m, notice).await,
                 Some(StripeNotice::NoMoney(reason)) => Ok(HandlerOutcome::Ignore(reason)),
+                Some(StripeNotice::Method(notice)) => self.saved_method(m, notice).await,
+                Some(StripeNotice::Detached(pm)) => self.detached(m, pm).await,
                 None => nothing(),
             }
         } else if let Some(provider) = sources.email_provider(m.source.as_str()) {

@@ -11,12 +11,20 @@
 //! | email | `EMAIL#{message_id}` | state, amount, the webhook event ids that moved it, version |
 //! | payment | `PAY#{payment intent}` | funds (`unknown`, `awaiting`, `paid`, `failed`), expected, credited, refund total, refunded, event ids, version |
 //! | entry | `ENTRY#{ms}#{uuid}` | kind, amount, balance and held deltas, email or payment id, webhook event id, time |
+//! | autopay | `AUTOPAY` | status (`active`, `paused`, `suspended` + reason), the top-up rule (`to_target` / `fixed`, threshold, target or amount), the recurring charge (every, anchor, amount, next period), monthly cap, ladder, saved customer and payment method, `open_attempt`, `charged_YYYY_MM`, `limit_reported`, version; `open_shard` `AUTOPAY#RECURRING#0..15` / `open_due` (the next charge) while a recurring charge waits |
+//! | attempt | `ATTEMPT#{id}` | reason (threshold, recurring + period), amount, state (`due`, `charging`, `charged`, `credited`, `ended` + reason), try, rung, first failure, due, idempotency key, provider's ref, tries, version; `open_shard` `AUTOPAY#ATTEMPT#0..15` / `open_due` (= due) while not terminal |
+//! | autopay journal | `AUTOPAY_LOG#{ms}#{unique}` | every change of the autopay item: when, who (an operator, `stripe`), what |
 //!
 //! plus
 //!
 //! - `pk = PAYMENT#{payment intent}`, `sk = PAYMENT`: the payment index — the tenant of a payment
 //!   (refunds and payment intents find it there), or, while no event named one, the refunds
-//!   reported for it (with a TTL: a payment of no wallet's is forgotten after the retention);
+//!   reported for it and the method it saved for later (`parked_customer`,
+//!   `parked_payment_method`), with a TTL: a payment of no wallet's is forgotten after the
+//!   retention;
+//! - `pk = PAYMENT_METHOD#{payment method}`, `sk = PAYMENT_METHOD`: the payment-method index — the
+//!   tenant whose autopay saved it (`payment_method.detached` finds it there) and `detached` (a
+//!   method the provider detached is never saved again, whichever event came first);
 //! - `pk = WALLETS`, `sk = TENANT#{tenant}`: the wallet registry, one item per wallet, written
 //!   with it, so reconciliation finds wallets with a `Query` instead of a scan; `sk = REGISTRY`
 //!   marks the registry complete (`inboxctl wallet reindex` registered the wallets created before
@@ -26,7 +34,15 @@
 //! that is present but not a whole number fitting 64 bits makes the item unreadable (an error,
 //! never 0).
 
+mod autopay;
 mod lookup;
+
+pub(crate) use autopay::attempt_sk;
+pub use autopay::{
+    derived_attempt_id, method_index_key, shards, AutopayLog, MethodIndex, ATTEMPT_PREFIX,
+    ATTEMPT_SHARD_PREFIX, AUTOPAY_LOG_PREFIX, AUTOPAY_SHARDS, AUTOPAY_SK, KIND_ATTEMPT,
+    KIND_AUTOPAY, KIND_AUTOPAY_LOG, KIND_METHOD_INDEX, RECURRING_SHARD_PREFIX,
+};
 
 pub use lookup::{
     payment_index_key, KIND_PAYMENT_INDEX, KIND_REGISTRY, REGISTRY_COMPLETE_SK, REGISTRY_PK,

@@ -1,7 +1,12 @@
 //! [`Ledger`]: the wallets as operators, reports and the handler read them, and the writes outside
 //! event processing (creating a wallet, registering the wallets created before the registry),
 //! over the core's item store. Reconciliation reads through it ([`crate::reconcile`]); it knows
-//! nothing of reconciliation.
+//! nothing of reconciliation. Its autopay (settings, attempts, journal, the operator's changes):
+//! `ledger/autopay.rs`.
+
+mod autopay;
+
+pub use autopay::{pause, resume, AutopayError};
 
 use crate::items::{
     email_sk, payment_index_key, payment_sk, register_wallet, registered_tenant, registry_complete,
@@ -34,7 +39,7 @@ pub enum LedgerError {
     Unreadable(String),
 }
 
-fn unreadable(what: &str) -> impl FnOnce(String) -> LedgerError + '_ {
+pub(crate) fn unreadable(what: &str) -> impl FnOnce(String) -> LedgerError + '_ {
     move |reason| LedgerError::Unreadable(format!("{what} is unreadable: {reason}"))
 }
 

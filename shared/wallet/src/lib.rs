@@ -4,6 +4,8 @@
 //!
 //! - [`autopay`]: autopay's pure rules: recurring charge dates from an anchor, the one charge a
 //!   wallet at its threshold needs, the monthly cap, and the dunning ladder for declines.
+//! - [`attempts`]: [`attempts::TableAttempts`], the charging pass's storage over the table
+//!   (the due attempts and recurring charges through the sparse open index).
 //! - [`events`]: the wallet's own events ([`events::WalletEvent`]: topped up, autopay failed,
 //!   suspended, limit reached), published through the outbox in the transaction of what they report.
 //! - [`money`]: [`Currency`] and [`Money`] (amounts in minor units, formatted `12.34 USD`).
@@ -16,14 +18,18 @@
 //!   [`PaymentIndex`].
 //! - [`items`]: how those records are laid out in the table (keys, attributes, writes).
 //! - [`handler`]: the [`WalletHandler`] the processor runs (writes and metrics as its outcome);
-//!   [`payment`]: its Stripe payments (tenant through the payment index, refunds settled).
+//!   [`payment`]: its Stripe payments (tenant through the payment index, refunds settled);
+//!   [`autopay_handler`]: its autopay (the attempt at the threshold, the credit that closes it,
+//!   the saved method).
 //! - [`ledger`]: [`Ledger`], what operators and reports use: create a wallet, find the wallets
 //!   (registry), read a wallet, its entries and rows.
 //! - [`reconcile`]: the consistency report.
 //! - [`config`]: the ledger's environment variables (documented with the core's `Var`) and
 //!   [`WalletConfig`].
 
+pub mod attempts;
 pub mod autopay;
+pub mod autopay_handler;
 pub mod config;
 pub mod events;
 pub mod handler;

@@ -187,6 +187,9 @@ pub struct PaymentIndex {
     pub refund_total: i64,
     /// The webhook events that recorded it.
     pub events: Vec<String>,
+    /// A payment method the payment saved for later (`setup_future_usage`), reported before the
+    /// payment's tenant was known: saved for autopay when an event names the tenant.
+    pub method: Option<crate::autopay::SavedMethod>,
     /// `None` for an index written before versions (it always names its tenant).
     pub version: Option<u64>,
 }

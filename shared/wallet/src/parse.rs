@@ -4,8 +4,11 @@
 //! `payment_status` (`paid`, `unpaid` for delayed methods, `no_payment_required`), its async
 //! outcomes, payment intents (whose `metadata` is the session's only if
 //! `payment_intent_data.metadata` set it), charges with their cumulative `amount_refunded`, and
-//! every event's `livemode`.
+//! every event's `livemode`. Autopay's (saved methods, detached methods, attempts): [`autopay`].
 
+pub mod autopay;
+
+use super::autopay::SavedMethod;
 use super::rules::{Bounce, EmailEvent, PaymentEvent};
 use super::tenant::TenantId;
 use serde_json::Value;
@@ -80,6 +83,10 @@ pub struct PaymentNotice {
     /// Lower-case ISO currency.
     pub currency: Option<String>,
     pub event: PaymentEvent,
+    /// The autopay attempt the payment intent's `metadata.attempt` names.
+    pub attempt: Option<String>,
+    /// The method the payment saved for later (`setup_future_usage`), if it did.
+    pub method: Option<SavedMethod>,
 }
 
 /// What a Stripe event the wallet handles means.
@@ -89,6 +96,10 @@ pub enum StripeNotice {
     Payment(PaymentNotice),
     /// It moves no money, for this reason (e.g. a checkout that needed no payment).
     NoMoney(String),
+    /// A payment method saved for autopay.
+    Method(autopay::MethodNotice),
+    /// This payment method was detached.
+    Detached(String),
 }
 
 /// An amount in minor units no larger than `max` (`WALLET_MAX_AMOUNT`).
@@ -104,7 +115,7 @@ pub fn capped(v: &Value, field: &str, max: i64) -> Result<i64, Unusable> {
 }
 
 /// An id field: a string, or an expanded object's `id`.
-fn id_of(v: &Value) -> Option<String> {
+pub(crate) fn id_of(v: &Value) -> Option<String> {
     text(v).or_else(|| text(&v["id"]))
 }
 
@@ -121,6 +132,9 @@ pub fn stripe(event_type: &str, body: &Value, max: i64) -> Result<Option<StripeN
     let obj = &body["data"]["object"];
     if !obj.is_object() {
         return Err(unusable("data.object is missing"));
+    }
+    if let Some(notice) = autopay::stripe(event_type, obj)? {
+        return Ok(Some(notice));
     }
     let currency = text(&obj["currency"]).map(|c| c.to_ascii_lowercase());
     let total = || capped(&obj["amount_total"], "data.object.amount_total", max);
@@ -172,11 +186,18 @@ pub fn stripe(event_type: &str, body: &Value, max: i64) -> Result<Option<StripeN
     } else {
         payment_key_of(obj)?
     };
+    let (attempt, method) = match event_type {
+        "payment_intent.succeeded" => (autopay::attempt_of(obj), autopay::method_of(obj, None)),
+        "checkout.session.completed" => (None, autopay::session_method(obj)),
+        _ => (None, None),
+    };
     Ok(Some(StripeNotice::Payment(PaymentNotice {
         tenant,
         payment_key,
         currency,
         event,
+        attempt,
+        method,
     })))
 }
 
@@ -216,7 +237,7 @@ pub(crate) fn tenant_of(tenant: &str, field: &str) -> Result<TenantId, Unusable>
 }
 
 /// A Stripe object's `metadata.tenant`, if it names one.
-fn stripe_tenant(obj: &Value) -> Result<Option<TenantId>, Unusable> {
+pub(crate) fn stripe_tenant(obj: &Value) -> Result<Option<TenantId>, Unusable> {
     text(&obj["metadata"]["tenant"])
         .map(|t| tenant_of(&t, "data.object.metadata.tenant"))
         .transpose()
@@ -324,7 +345,9 @@ mod tests {
                 tenant: Some(TenantId::parse("acme").unwrap()),
                 payment_key: "pi_1".into(),
                 currency: Some("usd".into()),
-                event: PaymentEvent::Paid { amount: 2500 }
+                event: PaymentEvent::Paid { amount: 2500 },
+                attempt: None,
+                method: None,
             }
         );
         assert_eq!(

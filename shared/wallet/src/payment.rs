@@ -12,10 +12,13 @@
 //! - A refund of a payment no wallet knows (yet) is recorded on the payment's index (the largest
 //!   cumulative `amount_refunded`, expiring after the retention) and settled by the payment's
 //!   credit if it comes later — so a refund processed before its payment is never lost, and one
-//!   of another business's payment moves nothing and never alarms.
+//!   of another business's payment moves nothing and never alarms. A payment intent that saved
+//!   its method for later (`setup_future_usage`) and names no tenant parks the method there the
+//!   same way: its session, which names the tenant, saves it for autopay.
 //! - [`crate::rules::payment`] decides the money: credited once per payment, a delayed payment
 //!   awaiting its funds, refunds never beyond what was credited.
 
+use crate::autopay::SavedMethod;
 use crate::handler::{read_failed, WalletHandler};
 use crate::model::{PaymentIndex, PaymentRow};
 use crate::parse::PaymentNotice;
@@ -55,13 +58,19 @@ impl<S: ItemStore> WalletHandler<S> {
             (None, Some(named)) => named,
             (None, None) => {
                 return Ok(match notice.event {
-                    PaymentEvent::Refunded { total } => self.park(m, &key, index, total),
+                    PaymentEvent::Refunded { total } => {
+                        self.park(m, &key, index, Some(total), None)
+                    }
+                    // A method saved for later, before its session named the tenant: kept for it.
+                    _ if notice.method.is_some() => {
+                        self.park(m, &key, index, None, notice.method.clone())
+                    }
                     _ => HandlerOutcome::Ignore(format!(
                         "not ours: payment {key} names no tenant (metadata.tenant) and no wallet's \
                          checkout recorded it; a Checkout top-up is credited by its session's \
                          events, which carry the tenant"
                     )),
-                })
+                });
             }
         };
         let wallet = self.wallet(&tenant).await?;
@@ -89,6 +98,11 @@ impl<S: ItemStore> WalletHandler<S> {
                 state.refund_total = state.refund_total.max(parked.refund_total);
             }
         }
+        let paid = matches!(notice.event, PaymentEvent::Paid { .. });
+        let method = notice
+            .method
+            .clone()
+            .or_else(|| index.as_ref().and_then(|i| i.method.clone()));
         let (state, moves) = rules::payment(state, notice.event, wallet.currency)
             .map_err(|e| HandlerOutcome::Permanent(format!("refused: payment {key}: {e}")))?;
         let event_id = m.event_id.to_string();
@@ -113,24 +127,44 @@ impl<S: ItemStore> WalletHandler<S> {
             commit.effects.extend(effects);
             commit.metrics.extend(metrics);
         }
+        let credited = wallet.currency.amount(state.credited);
+        match (&notice.attempt, &method) {
+            // One write of the autopay settings per transaction: an attempt's own charge saves
+            // no method.
+            (Some(attempt), _) if paid => commit.effects.extend(
+                self.close_attempt(m, &tenant, attempt, &key, credited)
+                    .await?,
+            ),
+            (None, Some(method)) => commit
+                .effects
+                .extend(self.method_effects(m, &tenant, method).await?),
+            _ => {}
+        }
         Ok(HandlerOutcome::Commit(commit))
     }
 
     /// Records a refund of a payment no wallet knows (yet) on its index, to be settled by its
-    /// credit; forgotten after the retention if that never comes.
+    /// credit, or the method it saved for later, to be saved when an event names its tenant;
+    /// forgotten after the retention if that never comes.
     fn park(
         &self,
         m: &StoredMessage,
         key: &str,
         index: Option<PaymentIndex>,
-        total: i64,
+        total: Option<i64>,
+        method: Option<SavedMethod>,
     ) -> HandlerOutcome {
         let read = index.is_some();
         let mut parked = index.unwrap_or_else(|| PaymentIndex {
             payment_key: key.to_owned(),
             ..Default::default()
         });
-        parked.refund_total = parked.refund_total.max(total);
+        if let Some(total) = total {
+            parked.refund_total = parked.refund_total.max(total);
+        }
+        if method.is_some() {
+            parked.method = method;
+        }
         link(&mut parked.events, m.event_id.as_str());
         let retention = i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX / 2);
         let expires_at = m.received_at.div_euclid(1000).saturating_add(retention);

@@ -2,7 +2,10 @@
 //! the money movement ([`Money`], in the wallet's currency). No I/O, no clock, checked arithmetic
 //! (an [`Overflow`] is refused, never wrapped); exhaustively tested here and against a reference
 //! model (proptest) in `tests.rs`. A payment's state ([`PaymentState`]) is in minor units of the
-//! wallet's currency, as its row stores it.
+//! wallet's currency, as its row stores it. Autopay's ledger rule (a hold or debit at the
+//! threshold makes one attempt, the monthly cap): [`autopay`].
+
+pub mod autopay;
 
 use crate::money::{checked_add, checked_sub, Currency, Money, Overflow};
 use serde::{Deserialize, Serialize};

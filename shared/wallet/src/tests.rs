@@ -1,6 +1,7 @@
 //! Ledger tests on the in-memory store through the real processor: the rules end to end, the
 //! flags, reconciliation, and property tests against a reference model.
 
+mod autopay;
 mod metrics;
 mod reconciliation;
 mod stripe;

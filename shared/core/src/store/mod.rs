@@ -8,6 +8,7 @@
 //!   (`transition.rs`).
 //! - [`ItemStore`] and [`ItemWriter`]: an application's own items in the same table: reads, and
 //!   [`Effect`]s committed atomically outside a message transition (e.g. creating an account).
+//! - [`DueIndex`]: an application's own due items in the open index, by shard (`due_index.rs`).
 //!
 //! [`dynamo`] implements them on DynamoDB (one table, see [`schema`]); [`memory`] is an in-memory
 //! fake with the same semantics, for unit tests and benchmarks only. [`attr`] builds and reads
@@ -18,6 +19,7 @@
 //! carry raw bodies.
 
 pub mod attr;
+mod due_index;
 pub mod dynamo;
 pub mod fair;
 mod journal;
@@ -29,6 +31,7 @@ pub mod size;
 mod transition;
 mod writer;
 
+pub use due_index::DueIndex;
 pub use journal::{Repeat, RepeatCount, RepeatRecord, MAX_JOURNALED_REPEATS};
 pub use listing::{DueMessage, ListFilter};
 pub use messages::MessageStore;

@@ -65,6 +65,8 @@ pub struct Autopay {
     pub open_attempt: Option<String>,
     /// Amounts of the attempts made per month (`YYYY_MM`, minor units), for the cap.
     pub month_charged: BTreeMap<String, i64>,
+    /// The last month (`YYYY_MM`) whose cap refusal was reported (metric and event): once a month.
+    pub limit_reported: Option<String>,
     pub updated_at: Millis,
     /// `None` before it is first stored.
     pub version: Option<u64>,

@@ -1,9 +1,10 @@
 //! The items that find things (their layout is described in [`super`]): the payment index
-//! (`PAYMENT#{payment intent}` / `PAYMENT`: a payment's tenant, or the refunds reported before it
-//! was known) and the wallet registry (`WALLETS` / `TENANT#{tenant}`, and `REGISTRY` once it is
+//! (`PAYMENT#{payment intent}` / `PAYMENT`: a payment's tenant, or the refunds and the saved
+//! payment method reported before it was known) and the wallet registry (`WALLETS` / `TENANT#{tenant}`, and `REGISTRY` once it is
 //! complete).
 
 use super::{number, tenant, version};
+use crate::autopay::SavedMethod;
 use crate::model::PaymentIndex;
 use crate::tenant::TenantId;
 use inbox_core::store::attr::{self, get_s, get_strings, n, s};
@@ -43,6 +44,17 @@ impl PaymentIndex {
                 .transpose()?,
             refund_total: number(item, "refund_total")?.unwrap_or(0),
             events: get_strings(item, "events"),
+            method: match (
+                get_s(item, "parked_customer"),
+                get_s(item, "parked_payment_method"),
+            ) {
+                (Some(c), Some(pm)) => Some(SavedMethod {
+                    customer: c.to_owned(),
+                    payment_method: pm.to_owned(),
+                }),
+                (None, None) => None,
+                _ => return Err("parked_customer and parked_payment_method go together".into()),
+            },
             version: version(item),
         })
     }
@@ -61,6 +73,10 @@ impl PaymentIndex {
         ]);
         if let Some(tenant) = &self.tenant {
             item.insert("tenant".into(), s(tenant));
+        }
+        if let Some(m) = &self.method {
+            item.insert("parked_customer".into(), s(&m.customer));
+            item.insert("parked_payment_method".into(), s(&m.payment_method));
         }
         if let Some(at) = expires_at {
             item.insert("expires_at".into(), n(at));

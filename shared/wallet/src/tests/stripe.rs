@@ -49,7 +49,7 @@ fn key(id: &str) -> MessageKey {
 }
 
 impl World {
-    async fn stripe(&self, id: &str, kind: &str, object: serde_json::Value) -> Outcome {
+    pub(super) async fn stripe(&self, id: &str, kind: &str, object: serde_json::Value) -> Outcome {
         self.send("stripe", id, kind, stripe_body(kind, object))
             .await
     }

@@ -49,3 +49,15 @@ impl DynamoTable {
         }
     }
 }
+
+impl crate::store::DueIndex for DynamoTable {
+    async fn due_items(
+        &self,
+        shard: &str,
+        now: crate::clock::Millis,
+        limit: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        self.due_in_shard(shard, now.get(), limit, |item| Ok(Some(item.clone())))
+            .await
+    }
+}

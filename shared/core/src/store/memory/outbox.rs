@@ -155,24 +155,19 @@ impl OutboxStore for MemoryStore {
     ) -> Result<Vec<DueItem>, StoreError> {
         self.up()?;
         let items = lock(&self.items);
-        let mut due: Vec<DueItem> = items
-            .values()
-            .filter(|i| get_s(i, OPEN_SHARD) == Some(shard))
-            .filter_map(|i| {
-                let due = Millis::new(get_n(i, OPEN_DUE)?);
-                let text = |k: &str| get_s(i, k).unwrap_or_default().to_owned();
-                (due <= now).then(|| DueItem {
+        Ok(super::due_index::due_in(&items, shard, now, limit)
+            .into_iter()
+            .map(|(due, i)| {
+                let text = |k: &str| get_s(&i, k).unwrap_or_default().to_owned();
+                DueItem {
                     pk: text(PK),
                     sk: text(SK),
                     due,
                     source: text(SOURCE),
                     event_id: text(EVENT_ID),
-                })
+                }
             })
-            .collect();
-        due.sort_by_key(|d| d.due);
-        due.truncate(limit);
-        Ok(due)
+            .collect())
     }
 
     async fn all_deliveries(&self) -> Result<Vec<OutboundDelivery>, StoreError> {
