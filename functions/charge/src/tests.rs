@@ -32,6 +32,7 @@ fn service(steps: Vec<Step>) -> (Fakes, Arc<RecordingSink>) {
         status: AutopayStatus::Active,
         open_attempt: Some("thr-1".into()),
         month_charged: BTreeMap::new(),
+        limit_reported: None,
         updated_at: Millis::new(T0),
         version: None,
     });

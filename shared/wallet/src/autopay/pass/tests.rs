@@ -48,6 +48,7 @@ fn autopay() -> Autopay {
         status: AutopayStatus::Active,
         open_attempt: Some("thr-1".into()),
         month_charged: BTreeMap::new(),
+        limit_reported: None,
         updated_at: T0,
         version: None,
     }

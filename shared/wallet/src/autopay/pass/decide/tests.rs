@@ -45,6 +45,7 @@ fn autopay() -> Autopay {
         status: AutopayStatus::Active,
         open_attempt: Some("a1".into()),
         month_charged: BTreeMap::new(),
+        limit_reported: None,
         updated_at: T0,
         version: Some(1),
     }
