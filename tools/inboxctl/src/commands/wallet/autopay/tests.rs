@@ -59,19 +59,10 @@ impl AutopayStore for Memory {
         edit: impl FnOnce(&mut Autopay) -> std::result::Result<String, String> + Send,
     ) -> Result<Autopay> {
         let mut records = self.records.lock().unwrap();
-        let mut a = records.get(tenant.as_str()).cloned().unwrap_or(Autopay {
-            tenant: tenant.clone(),
-            top_up: None,
-            recurring: None,
-            cap: None,
-            ladder: Ladder::default(),
-            method: None,
-            status: AutopayStatus::Active,
-            open_attempt: None,
-            month_charged: BTreeMap::new(),
-            updated_at: now,
-            version: None,
-        });
+        let mut a = records
+            .get(tenant.as_str())
+            .cloned()
+            .unwrap_or_else(|| fresh(tenant, now));
         let detail = edit(&mut a).map_err(usage)?;
         a.updated_at = now;
         a.version = Some(a.version.map_or(0, |v| v + 1));
@@ -345,7 +336,7 @@ fn a_recurring_charge_starts_at_the_first_date_not_past_and_keeps_its_place_when
     let monthly = |anchor: &str, amount: &str| {
         set(&["--every", "month", "--amount", amount, "--anchor", anchor])
     };
-    let mut a = fresh();
+    let mut a = fresh(&TenantId::parse("acme").unwrap(), NOW);
     // Anchored on 2026-10-31, set on 2027-01-15: the next charge is 2027-01-31 (index 3), no
     // past period charged.
     monthly("2026-10-31", "2000").apply(&mut a);
@@ -368,9 +359,10 @@ fn a_recurring_charge_starts_at_the_first_date_not_past_and_keeps_its_place_when
     assert_eq!(a.recurring.as_ref().map(|r| r.next), Some(0));
 }
 
-fn fresh() -> Autopay {
+/// Settings as the ledger starts them: no rules, active, the default ladder.
+fn fresh(tenant: &TenantId, now: Millis) -> Autopay {
     Autopay {
-        tenant: TenantId::parse("acme").unwrap(),
+        tenant: tenant.clone(),
         top_up: None,
         recurring: None,
         cap: None,
@@ -379,7 +371,7 @@ fn fresh() -> Autopay {
         status: AutopayStatus::Active,
         open_attempt: None,
         month_charged: BTreeMap::new(),
-        updated_at: NOW,
+        updated_at: now,
         version: None,
     }
 }
