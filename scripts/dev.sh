@@ -24,10 +24,14 @@
 #     and the delivery sweep every minute, reconcile hourly) run at start and then on schedule;
 #  6. starts `inboxctl listen` on 127.0.0.1:9100 (DEV_LISTEN_PORT to change) and adds the
 #     destination `dev-listener` (every event, `http://127.0.0.1:9100/webhooks`, a fresh secret):
-#     every processed or ignored event is delivered to it, signed, and printed by the listener.
+#     every processed or ignored event is delivered to it, signed, and printed by the listener;
+#  7. (with the emulators) starts the Stripe stand-in, scripts/stripe_standin.py, on 127.0.0.1:12111
+#     (DEV_STRIPE_PORT to change): the API autopay charges through (STRIPE_API_BASE), its webhooks
+#     signed with the `stripe` source's secret from local/secrets.json and posted to ingest's
+#     `stripe` URL; scripts/autopay_demo.py drives it (a saved card, a charge).
 #
-# Ctrl-C stops everything this script started (the emulators, cargo lambda watch and its children, the
-# pipeline). The functions get their configuration from this script's environment (cargo lambda
+# Ctrl-C stops everything this script started (the emulators, the Stripe stand-in, cargo lambda
+# watch and its children, the pipeline). The functions get their configuration from this script's environment (cargo lambda
 # watch passes its environment on to the function processes):
 #   AWS_ENDPOINT_URL=http://127.0.0.1:5000 (moto) AWS_REGION=us-east-1
 #   AWS_ENDPOINT_URL_DYNAMODB=AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:8000 (DynamoDB Local)
@@ -40,6 +44,8 @@
 #   DELIVERY_ALLOW_LOOPBACK=true (deliveries to the local listener: loopback, plain http)
 #   BODY_BUCKET=webhook-bodies-local WALLET_EMAIL_SOURCES (the local email providers' sources)
 #   DESTINATION_SECRETS_KEY (a key created in moto's KMS: destination secrets encrypted)
+#   STRIPE_API_BASE=http://127.0.0.1:12111 (the stand-in) STRIPE_SECRET_KEY=sk_test_local (the
+#   only key the stand-in accepts here)
 # and RUST_LOG (default info; your RUST_LOG if set) through --env-file .local/dev.env.
 # The same settings, for inboxctl or the AWS CLI in another shell, go to .local/dev-env-<moto port>.sh.
 set -euo pipefail
@@ -53,6 +59,7 @@ MOTO_PORT="${DEV_MOTO_PORT:-5000}"
 DYNAMODB_PORT="${DEV_DYNAMODB_PORT:-8000}"
 LAMBDA_PORT="${DEV_LAMBDA_PORT:-9000}"
 LISTEN_PORT="${DEV_LISTEN_PORT:-9100}"
+STRIPE_PORT="${DEV_STRIPE_PORT:-12111}"
 TABLE="webhook-inbox-local"
 RETRY_QUEUE="webhook-retry-local"
 QUARANTINE_QUEUE="webhook-quarantine-local"
@@ -100,12 +107,15 @@ port_in_use "$LAMBDA_PORT" &&
     die "something already listens on 127.0.0.1:$LAMBDA_PORT (cargo lambda watch's port). Stop it or run with DEV_LAMBDA_PORT=<port>"
 port_in_use "$LISTEN_PORT" &&
     die "something already listens on 127.0.0.1:$LISTEN_PORT (inboxctl listen's port). Stop it or run with DEV_LISTEN_PORT=<port>"
+port_in_use "$STRIPE_PORT" &&
+    die "something already listens on 127.0.0.1:$STRIPE_PORT (the Stripe stand-in's port). Stop it or run with DEV_STRIPE_PORT=<port>"
 
 # ------------------------------------------------------------------ cleanup
 WATCH_PID=""
 PIPELINE_PID=""
 LISTEN_PID=""
 EMULATORS_STARTED=0
+STANDIN_STARTED=0
 stop_group() { # stop_group PID NAME: TERM the process group led by PID (setsid), KILL after 5 s
     local pid=$1 name=$2
     [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
@@ -120,6 +130,9 @@ cleanup() {
     stop_group "$LISTEN_PID" "inboxctl listen"
     stop_group "$PIPELINE_PID" "the local pipeline"
     stop_group "$WATCH_PID" "cargo lambda watch"
+    if ((STANDIN_STARTED)); then
+        emu_stop >&2 || true
+    fi
     if ((EMULATORS_STARTED)); then
         "$ROOT/scripts/moto.sh" stop "$MOTO_PORT" >&2 || true
         "$ROOT/scripts/dynamodb_local.sh" stop "$DYNAMODB_PORT" >&2 || true
@@ -134,6 +147,35 @@ trap 'exit 143' TERM
 EMULATORS_STARTED=1
 DYNAMODB_LOCAL_DB_PATH="${DEV_DYNAMODB_DB_PATH:-}" "$ROOT/scripts/dynamodb_local.sh" start "$DYNAMODB_PORT" >&2
 "$ROOT/scripts/moto.sh" start "$MOTO_PORT" >&2
+
+# ------------------------------------------------------------------ 7. the Stripe stand-in
+# Started like the emulators (scripts/lib/emulator.sh: own process group, ready when its health
+# page answers, stopped by cleanup). Its webhooks go to ingest's `stripe` URL, signed with the
+# secret the `stripe` source verifies (local/secrets.json's committed test secret, so on its
+# command line); events sent before cargo lambda watch listens are retried by its schedule.
+STRIPE_WEBHOOK_URL="http://127.0.0.1:$LAMBDA_PORT/lambda-url/ingest/webhooks/stripe"
+STRIPE_WEBHOOK_SECRET="$(python -c 'import json, sys; print(json.loads(sys.argv[1])["stripe"][0])' "$SECRETS_JSON")" ||
+    die "local/secrets.json has no secret for the source stripe"
+export STRIPE_API_BASE="http://127.0.0.1:$STRIPE_PORT"
+export STRIPE_SECRET_KEY="sk_test_local"
+# shellcheck source=lib/emulator.sh
+. "$ROOT/scripts/lib/emulator.sh"
+EMU_NAME="the Stripe stand-in"
+EMU_TAG="dev.sh"
+EMU_PORT="$STRIPE_PORT"
+EMU_PIDFILE="$STATE_DIR/stripe-standin-$STRIPE_PORT.pid"
+EMU_LOGFILE="$STATE_DIR/stripe-standin-$STRIPE_PORT.log"
+EMU_URL="$STRIPE_API_BASE/_standin/health"
+EMU_START_TIMEOUT=20
+EMU_STOP_TIMEOUT=5
+EMU_CURL_FAIL=1
+emu_prepare() {
+    EMU_CMD=(python "$ROOT/scripts/stripe_standin.py" --port "$STRIPE_PORT"
+        --webhook-url "$STRIPE_WEBHOOK_URL" --webhook-secret "$STRIPE_WEBHOOK_SECRET"
+        --api-key "$STRIPE_SECRET_KEY")
+}
+STANDIN_STARTED=1
+emu_start >&2
 
 # ------------------------------------------------------------------ environment for the functions
 # Each service at its own emulator through the SDK's endpoint variables: the functions keep no
@@ -199,7 +241,8 @@ DEV_ENV_SH="$STATE_DIR/dev-env-$MOTO_PORT.sh"
     echo "# written by scripts/dev.sh: the local stack's settings, for inboxctl / the AWS CLI"
     for v in AWS_ENDPOINT_URL AWS_ENDPOINT_URL_DYNAMODB AWS_ENDPOINT_URL_DYNAMODB_STREAMS \
         AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY TABLE_NAME \
-        RETRY_QUEUE_URL QUARANTINE_QUEUE_URL DELIVERY_QUEUE_URL BODY_BUCKET DESTINATION_SECRETS_KEY; do
+        RETRY_QUEUE_URL QUARANTINE_QUEUE_URL DELIVERY_QUEUE_URL BODY_BUCKET DESTINATION_SECRETS_KEY \
+        STRIPE_API_BASE STRIPE_SECRET_KEY; do
         printf 'export %s=%q\n' "$v" "${!v}"
     done
     printf 'export AWS_DEFAULT_REGION=%q\n' "$AWS_REGION" # boto3 and the AWS CLI read this one
@@ -279,6 +322,8 @@ cat >&2 <<EOF
     queues        $RETRY_QUEUE_URL
                   $QUARANTINE_QUEUE_URL  (dead-letter)
     secrets       local/secrets.json
+    stripe        $STRIPE_API_BASE  (the Stripe stand-in: STRIPE_API_BASE, key $STRIPE_SECRET_KEY;
+                  webhooks to $base/stripe; log ${EMU_LOGFILE#"$ROOT"/})
 
   send a signed Stripe test event (in another terminal):
     .venv/bin/python scripts/send_stripe_example.py $base/stripe
@@ -295,7 +340,12 @@ cat >&2 <<EOF
     cargo run -q -p inboxctl -- list
     cargo run -q -p inboxctl -- show stripe <event id>
 
-  Ctrl-C stops the pipeline, cargo lambda watch, DynamoDB Local and moto.
+  autopay against the stand-in: a saved card for a tenant (setup_intent.succeeded to ingest),
+  then an off-session charge (payment_intent.succeeded to ingest):
+    .venv/bin/python scripts/autopay_demo.py setup acme
+    .venv/bin/python scripts/autopay_demo.py charge acme --amount 2000 --currency usd
+
+  Ctrl-C stops the pipeline, cargo lambda watch, the Stripe stand-in, DynamoDB Local and moto.
   ================================================================================
 
 EOF

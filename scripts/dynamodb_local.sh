@@ -18,14 +18,16 @@
 # restart). DYNAMODB_LOCAL_JAVA_OPTS adds JVM options. State lives in .local/: dynamodb-PORT.pid (also its process-group id), dynamodb-PORT.log.
 # Needs Java 17+ (`java` on PATH, or JAVA=/path/to/java; Debian: openjdk-17-jre-headless) and npm.
 # Readiness: polls http://127.0.0.1:PORT/ until it answers (deadline DYNAMODB_LOCAL_START_TIMEOUT,
-# default 60 s).
+# default 60 s). Start, stop, status and the readiness poll are scripts/lib/emulator.sh's (shared
+# with scripts/moto.sh).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PKG="$ROOT/local/dynamodb"
 STATE_DIR="$ROOT/.local"
 JAVA="${JAVA:-java}"
-START_TIMEOUT="${DYNAMODB_LOCAL_START_TIMEOUT:-60}"
+# shellcheck source=lib/emulator.sh
+. "$ROOT/scripts/lib/emulator.sh"
 
 usage() {
     echo "usage: $0 install|start|stop|status|warm|command [PORT]" >&2
@@ -37,9 +39,18 @@ port="${2:-8000}"
 [[ -n "$cmd" ]] || usage
 [[ "$port" =~ ^[0-9]+$ ]] || { echo "dynamodb_local.sh: invalid port '$port'" >&2; exit 2; }
 
-pidfile="$STATE_DIR/dynamodb-$port.pid"
-logfile="$STATE_DIR/dynamodb-$port.log"
-url="http://127.0.0.1:$port/"
+EMU_NAME="DynamoDB Local"
+EMU_TAG="dynamodb_local.sh"
+EMU_PORT="$port"
+EMU_PIDFILE="$STATE_DIR/dynamodb-$port.pid"
+EMU_LOGFILE="$STATE_DIR/dynamodb-$port.log"
+EMU_URL="http://127.0.0.1:$port/"
+EMU_START_TIMEOUT="${DYNAMODB_LOCAL_START_TIMEOUT:-60}"
+EMU_STOP_TIMEOUT=10
+EMU_CURL_FAIL=0 # no health page: any HTTP answer on / means it serves
+# The working directory is .local/: DynamoDB Local writes nothing there in memory, but its
+# native library may.
+EMU_CWD="$STATE_DIR"
 
 # The directory holding DynamoDBLocal.jar inside the npm package (its name carries the release date).
 lib_dir() {
@@ -83,71 +94,22 @@ command_line() {
         -sharedDb -disableTelemetry
 }
 
-answers() {
-    curl -s -o /dev/null --max-time 1 "$url" 2>/dev/null
-}
-
-our_pid_alive() {
-    [[ -f "$pidfile" ]] || return 1
-    local pid
-    pid="$(cat "$pidfile" 2>/dev/null || true)"
-    [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
-}
-
-port_in_use() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null
-}
-
-start() {
-    mkdir -p "$STATE_DIR"
-    if our_pid_alive; then
-        if answers; then
-            echo "DynamoDB Local already running on 127.0.0.1:$port (pid $(cat "$pidfile"))"
-            return 0
-        fi
-        echo "dynamodb_local.sh: stale DynamoDB Local (pid $(cat "$pidfile")) on port $port does not answer; stopping it" >&2
-        stop
-    fi
-    rm -f "$pidfile"
-    if port_in_use; then
-        echo "dynamodb_local.sh: something else already listens on 127.0.0.1:$port; pick another port" >&2
-        exit 1
-    fi
+# After the port was found free: Java, the package, the command line and its storage flags.
+emu_prepare() {
     java_ok || { echo "dynamodb_local.sh: Java 17 or newer is required (Debian: apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
     install
-
     local storage=(-inMemory)
     if [[ -n "${DYNAMODB_LOCAL_DB_PATH:-}" ]]; then
         mkdir -p "$DYNAMODB_LOCAL_DB_PATH"
         storage=(-dbPath "$DYNAMODB_LOCAL_DB_PATH")
     fi
-    local java_cmd
-    mapfile -t java_cmd < <(command_line)
-    # setsid: own session and process group (pgid == pid) so `stop` can kill the whole group.
-    # The working directory is .local/: DynamoDB Local writes nothing there in memory, but its
-    # native library may.
-    (cd "$STATE_DIR" && exec setsid "${java_cmd[@]}" -port "$port" "${storage[@]}") >"$logfile" 2>&1 </dev/null &
-    local pid=$!
-    echo "$pid" >"$pidfile"
+    mapfile -t EMU_CMD < <(command_line)
+    EMU_CMD+=(-port "$port" "${storage[@]}")
+}
 
-    local deadline=$((SECONDS + START_TIMEOUT))
-    until answers; do
-        if ! kill -0 "$pid" 2>/dev/null; then
-            echo "dynamodb_local.sh: DynamoDB Local exited during startup; last log lines ($logfile):" >&2
-            tail -n 20 "$logfile" >&2 || true
-            rm -f "$pidfile"
-            exit 1
-        fi
-        if ((SECONDS >= deadline)); then
-            echo "dynamodb_local.sh: DynamoDB Local did not answer on $url within ${START_TIMEOUT}s; log: $logfile" >&2
-            tail -n 20 "$logfile" >&2 || true
-            stop
-            exit 1
-        fi
-        sleep 0.1
-    done
+# Once it answers: a fresh JVM's first requests are slow.
+emu_ready() {
     warm
-    echo "DynamoDB Local ready on http://127.0.0.1:$port (pid $pid, log $logfile)"
 }
 
 # One of each request kind the product sends (CreateTable with the stream, conditional PutItem,
@@ -179,42 +141,11 @@ ddb.delete_table(TableName=name)
 PY
 }
 
-stop() {
-    if [[ ! -f "$pidfile" ]]; then
-        echo "dynamodb_local.sh: no DynamoDB Local started by this script on port $port ($pidfile missing)" >&2
-        return 0
-    fi
-    local pid
-    pid="$(cat "$pidfile" 2>/dev/null || true)"
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-        kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-        local deadline=$((SECONDS + 10))
-        while kill -0 "$pid" 2>/dev/null; do
-            if ((SECONDS >= deadline)); then
-                kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-                break
-            fi
-            sleep 0.1
-        done
-        echo "DynamoDB Local on port $port stopped (pid $pid)"
-    fi
-    rm -f "$pidfile"
-}
-
-status() {
-    if our_pid_alive && answers; then
-        echo "DynamoDB Local running on 127.0.0.1:$port (pid $(cat "$pidfile"))"
-    else
-        echo "DynamoDB Local not running on port $port (as started by this script)"
-        return 1
-    fi
-}
-
 case "$cmd" in
     install) install ;;
-    start) start ;;
-    stop) stop ;;
-    status) status ;;
+    start) emu_start ;;
+    stop) emu_stop ;;
+    status) emu_status ;;
     warm) warm ;;
     command) install && command_line ;;
     *) usage ;;

@@ -12,6 +12,7 @@
 //! - [`sealed`]: destinations' signing secrets encrypted at rest with a KMS key (moto's).
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
 //! - [`wallet`]: the wallet ledger through the real pipeline.
+//! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
@@ -39,3 +40,4 @@ mod smoke;
 mod template;
 mod wallet;
 mod wallet_autopay;
+mod wallet_events;

@@ -36,7 +36,11 @@ for secret in req["secrets"]:
 print(json.dumps(out))
 "#;
 
-fn verify_with_library(hit: &integration_tests::receiver::Hit, secrets: &[&str]) -> Vec<String> {
+/// Verifies `hit` with the `standardwebhooks` library, once per secret: `ok` or the error.
+pub(crate) fn verify_with_library(
+    hit: &integration_tests::receiver::Hit,
+    secrets: &[&str],
+) -> Vec<String> {
     let headers: serde_json::Map<String, Value> =
         ["webhook-id", "webhook-timestamp", "webhook-signature"]
             .iter()

@@ -121,8 +121,9 @@ impl WalletEvent {
     }
 
     /// The write that publishes it: a new message of [`SOURCE`], created unless it exists (a
-    /// re-run or a racer that lost writes nothing twice), to be committed with the change it
-    /// reports.
+    /// re-run or a racer that lost writes nothing twice, and never touches the message: one
+    /// already processed stays as it is, out of the open index), to be committed with the change
+    /// it reports.
     pub fn publish(&self, now: Millis) -> Result<Effect, InvalidValue> {
         let key = MessageKey::new(SourceName::parse(SOURCE)?, EventId::parse(&self.id())?);
         let body = self.body(now).to_string().into_bytes();
@@ -139,7 +140,7 @@ impl WalletEvent {
         };
         let stored = StoredBody::inline(&body);
         let msg = NewMessage { body, ..msg };
-        Ok(Effect::Ensure(message_item(&msg, "wallet", stored)))
+        Ok(Effect::CreateIfAbsent(message_item(&msg, "wallet", stored)))
     }
 }
 
@@ -179,8 +180,8 @@ mod tests {
             amount: usd.amount(4000),
             payment: "pi_1".into(),
         };
-        let Ok(Effect::Ensure(item)) = e.publish(Millis::new(7)) else {
-            panic!("an Ensure of the message item");
+        let Ok(Effect::CreateIfAbsent(item)) = e.publish(Millis::new(7)) else {
+            panic!("a creation of the message item unless it exists");
         };
         assert_eq!(
             item.get("source")

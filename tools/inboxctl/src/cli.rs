@@ -5,8 +5,10 @@
 //! `INBOXCTL_JSON`. The environment is read by [`crate::context::Context::new`] through the core's
 //! `Env`, by the same rules as the functions (trimmed, empty counts as unset), not by clap.
 
+mod autopay;
 mod outbox;
 
+pub use autopay::*;
 pub use outbox::*;
 
 use crate::when::When;
@@ -65,7 +67,8 @@ pub enum Command {
     Purge(PurgeArgs),
     /// Send a signed test event to an ingest endpoint (like `stripe trigger`).
     Send(SendArgs),
-    /// Prepaid wallets: create one, show its balance and ledger, reconcile every wallet.
+    /// Prepaid wallets: create one, show its balance and ledger, reconcile every wallet, set its
+    /// autopay.
     #[command(subcommand)]
     Wallet(WalletCommand),
     /// Outbound destinations: add, list, show, pause, resume, rotate-secret, rm.
@@ -285,6 +288,9 @@ pub enum WalletCommand {
     /// reconciliation finds wallets without scanning. Run once after upgrading from a version
     /// without the registry; idempotent.
     Reindex,
+    /// Automatic top-ups and a recurring charge: set, show, pause, resume, rm.
+    #[command(subcommand)]
+    Autopay(AutopayCommand),
 }
 
 #[derive(Debug, Clone, Args)]

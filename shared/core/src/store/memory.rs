@@ -144,7 +144,9 @@ fn effect_applies(items: &BTreeMap<(String, String), Item>, e: &Effect) -> bool 
             (Some(existing), Some(v)) => version_of(existing) == Some(*v),
             _ => false,
         },
-        Effect::Ensure(_) | Effect::Adjust { .. } | Effect::Raw(_) => true,
+        Effect::Ensure(_) | Effect::CreateIfAbsent(_) | Effect::Adjust { .. } | Effect::Raw(_) => {
+            true
+        }
     }
 }
 
@@ -173,7 +175,7 @@ fn apply_effect(items: &mut BTreeMap<(String, String), Item>, e: Effect) {
                 item.insert(attr, value);
             }
         }
-        Effect::Ensure(item) => {
+        Effect::Ensure(item) | Effect::CreateIfAbsent(item) => {
             items.entry(key_of(&item)).or_insert(item);
         }
         Effect::Raw(_) => {}

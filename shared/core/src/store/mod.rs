@@ -46,7 +46,7 @@ use std::future::Future;
 pub type Item = std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>;
 
 /// A write a handler wants committed atomically with the message's transition (one element of
-/// the same `TransactWriteItems`). Both stores apply the first four kinds with the same
+/// the same `TransactWriteItems`). Both stores apply every kind but `Raw` with the same
 /// semantics; `Raw` is for handlers that need a DynamoDB feature the others do not cover.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -74,7 +74,16 @@ pub enum Effect {
     /// so it is unchanged (no stream record) PROVIDED it still has every attribute the ensured
     /// item sets (one it lacks would be added): items written this way must never lose an
     /// attribute (the outbox moves finished items to a done shard instead of removing keys).
+    /// An item that loses attributes later (a message leaves the open index) takes
+    /// [`Effect::CreateIfAbsent`].
     Ensure(Item),
+    /// Creates the item (it carries `pk` and `sk`) unless one with that key exists, which is then
+    /// left exactly as it is: never a conflict, and never a change to an existing item whatever
+    /// became of it since (a message written this way that was processed meanwhile stays out of
+    /// the open index). For an item written once per fact by writers that may repeat it, such as
+    /// the wallet's own events. On DynamoDB a conditional `PutItem`; in a transaction, an
+    /// element cancelled only because its item exists is dropped and the rest sent again.
+    CreateIfAbsent(Item),
     /// Any DynamoDB transaction element (only the DynamoDB adapter applies it; the in-memory
     /// store records it).
     Raw(Box<aws_sdk_dynamodb::types::TransactWriteItem>),

@@ -217,7 +217,7 @@ impl AttemptStore for MemoryAttempts {
         }
         for effect in also {
             match effect {
-                Effect::Ensure(item) => {
+                Effect::Ensure(item) | Effect::CreateIfAbsent(item) => {
                     let id = get_s(&item, "event_id").unwrap_or_default().to_owned();
                     let kind = get_s(&item, "event_type").unwrap_or_default().to_owned();
                     if !t.events.iter().any(|(e, _)| *e == id) {

@@ -1192,3 +1192,70 @@ async fn show_and_replay_read_a_body_kept_in_s3() {
     assert_ne!(without.code, 0);
     assert!(without.stderr.contains("BODY_BUCKET"), "{}", without.stderr);
 }
+
+/// The wallet's own events (source `wallet`, no signature scheme, no handler) as an operator
+/// meets them: listed, shown with their body, ignored by the processor, replayed.
+#[tokio::test]
+async fn the_wallets_own_events_are_listed_shown_and_replayed_like_any_message() {
+    use inbox_core::store::ItemWriter as _;
+    use wallet_ledger::events::WalletEvent;
+    let env = Env::new().await;
+    let event = WalletEvent::AutopaySuspended {
+        tenant: wallet_ledger::TenantId::parse("acme").unwrap(),
+        subject: unique("att"),
+        reason: "the dunning ladder ended (expired_card)".into(),
+    };
+    let now = inbox_core::clock::Millis::new(SystemClock.now_millis());
+    let publish = event.publish(now).expect("a valid event");
+    assert_eq!(
+        env.store.commit(vec![publish]).await.expect("commit"),
+        Applied::Done
+    );
+    let id = event.id();
+    let k = key("wallet", &id);
+    assert_eq!(env.process(&k).await, Outcome::Ignored, "no handler for it");
+
+    let listed = env
+        .run(&["list", "--source", "wallet", "--json"])
+        .ok()
+        .json();
+    assert_eq!(ids(&listed), vec![id.clone()]);
+    let shown = env
+        .run(&["show", "wallet", &id, "--body", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        (
+            &shown["status"],
+            &shown["event_type"],
+            &shown["body_sha256_matches"]
+        ),
+        (
+            &json!("ignored"),
+            &json!("wallet.autopay_suspended"),
+            &json!(true)
+        )
+    );
+    assert_eq!(
+        shown["body"]["data"]["reason"],
+        "the dunning ladder ended (expired_card)"
+    );
+    assert_eq!(shown["body"]["id"], id.as_str());
+    let human = env.run(&["show", "wallet", &id]).ok().stdout;
+    assert!(human.contains("wallet.autopay_suspended"), "{human}");
+
+    let out = env
+        .run(&["replay", "wallet", &id, "--operator", "tester", "--json"])
+        .ok()
+        .json();
+    assert_eq!(out["outcome"], "replayed");
+    assert_eq!(env.status(&k).await, Some(Status::Pending));
+    let requested: Vec<RetryRequest> = env
+        .peek(&env.retry_url)
+        .await
+        .iter()
+        .map(|b| serde_json::from_str(b).expect("a retry request"))
+        .collect();
+    assert_eq!(requested, vec![RetryRequest::from(&k)]);
+    assert_eq!(env.process(&k).await, Outcome::Ignored);
+}

@@ -10,6 +10,9 @@
 //! - `ThrottlingError`, `ProvisionedThroughputExceeded`, `RequestLimitExceeded`: transient, and
 //!   reported as throttling ([`StoreError::Throttled`]);
 //! - anything else: transient ([`StoreError::Unavailable`]).
+//!
+//! Before that, [`existing_only`]: a transaction cancelled only because items it creates if absent
+//! ([`crate::store::Effect::CreateIfAbsent`]) exist is sent again without them.
 
 use crate::store::{Applied, StoreError};
 use aws_sdk_dynamodb::types::CancellationReason;
@@ -67,6 +70,24 @@ pub(super) fn classify(
         return Err(StoreError::Throttled(Box::new(describe(reasons))));
     }
     Err(StoreError::Unavailable(Box::new(describe(reasons))))
+}
+
+/// The elements to leave out when the transaction is sent again: when every element that has a
+/// reason failed its condition and creates an item only if absent (`creates_if_absent[i]`), their
+/// indexes (their items exist, so there is nothing for them to do). `None` when anything else
+/// cancelled it: then it means what [`classify`] says.
+pub(super) fn existing_only(reasons: &[Reason], creates_if_absent: &[bool]) -> Option<Vec<usize>> {
+    let mut existing = Vec::new();
+    for (i, r) in reasons.iter().enumerate() {
+        match r.code.as_deref() {
+            None => {}
+            Some("ConditionalCheckFailed") if creates_if_absent.get(i) == Some(&true) => {
+                existing.push(i);
+            }
+            Some(_) => return None,
+        }
+    }
+    (!existing.is_empty()).then_some(existing)
 }
 
 /// `element 2: ValidationError (Item size has exceeded the maximum allowed size)`, for every
@@ -165,6 +186,62 @@ mod tests {
             kind(classify(&reasons(&["ConditionalCheckFailed"]), None)),
             "EffectConflict"
         );
+    }
+
+    #[test]
+    fn only_creations_of_existing_items_are_left_out_and_sent_again() {
+        // Elements 0 and 2 create their items if absent; element 3 is the message.
+        let once = [true, false, true, false];
+        let cases: [(&[&str], Option<Vec<usize>>); 8] = [
+            (
+                &["ConditionalCheckFailed", "None", "None", "None"],
+                Some(vec![0]),
+            ),
+            (
+                &[
+                    "ConditionalCheckFailed",
+                    "None",
+                    "ConditionalCheckFailed",
+                    "None",
+                ],
+                Some(vec![0, 2]),
+            ),
+            // Another element's condition too: a real conflict, nothing left out.
+            (
+                &[
+                    "ConditionalCheckFailed",
+                    "ConditionalCheckFailed",
+                    "None",
+                    "None",
+                ],
+                None,
+            ),
+            (
+                &[
+                    "ConditionalCheckFailed",
+                    "None",
+                    "None",
+                    "ConditionalCheckFailed",
+                ],
+                None,
+            ),
+            (
+                &[
+                    "ConditionalCheckFailed",
+                    "TransactionConflict",
+                    "None",
+                    "None",
+                ],
+                None,
+            ),
+            (&["None", "None", "ValidationError", "None"], None),
+            (&["ThrottlingError", "None", "None", "None"], None),
+            (&["None", "None", "None", "None"], None),
+        ];
+        for (codes, expected) in cases {
+            assert_eq!(existing_only(&reasons(codes), &once), expected, "{codes:?}");
+        }
+        assert_eq!(existing_only(&[], &once), None, "no reasons at all");
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Effects on DynamoDB: each [`Effect`] as a transaction element with its condition, and
-//! [`ItemWriter::commit`]: one effect as one conditional write, several as one transaction.
+//! [`ItemWriter::commit`]: one effect as one conditional write, several as one transaction. A
+//! transaction cancelled only because items it creates if absent exist is sent again without
+//! them ([`DynamoTable::transact`], also for a transition's effects).
 
 use super::cancel::{self, Reason};
 use super::{classify, corrupt, DynamoTable};
@@ -17,7 +19,7 @@ use std::collections::HashMap;
 pub(super) fn effect_item(table: &str, effect: Effect) -> Result<TransactWriteItem, StoreError> {
     let built = match effect {
         Effect::Raw(item) => *item,
-        Effect::Create(item) => TransactWriteItem::builder()
+        Effect::Create(item) | Effect::CreateIfAbsent(item) => TransactWriteItem::builder()
             .put(
                 Put::builder()
                     .table_name(table)
@@ -137,25 +139,40 @@ impl ItemWriter for DynamoTable {
         }
         let mut effects = effects;
         for effect in &mut effects {
-            if let Effect::Create(item) | Effect::Replace { item, .. } | Effect::Ensure(item) =
-                effect
+            if let Effect::Create(item)
+            | Effect::Replace { item, .. }
+            | Effect::Ensure(item)
+            | Effect::CreateIfAbsent(item) = effect
             {
                 self.seal_destination(item).await?;
             }
         }
+        let once = creates_if_absent(&effects);
         let mut items = effects
             .into_iter()
             .map(|e| effect_item(self.table(), e))
             .collect::<Result<Vec<_>, _>>()?;
         match (items.pop(), items.is_empty()) {
             (None, _) => Ok(Applied::Done),
-            (Some(one), true) => self.write_one(one).await,
+            (Some(one), true) => match self.write_one(one).await? {
+                // Its item exists: created if absent is done.
+                Applied::EffectConflict if once[0] => Ok(Applied::Done),
+                applied => Ok(applied),
+            },
             (Some(last), false) => {
                 items.push(last);
-                self.transact(items).await
+                self.transact(items, once, false).await
             }
         }
     }
+}
+
+/// Which effects create their item only if absent ([`Effect::CreateIfAbsent`]), in order.
+pub(super) fn creates_if_absent(effects: &[Effect]) -> Vec<bool> {
+    effects
+        .iter()
+        .map(|e| matches!(e, Effect::CreateIfAbsent(_)))
+        .collect()
 }
 
 impl DynamoTable {
@@ -221,33 +238,60 @@ impl DynamoTable {
                     Err(e) => Err(classify(e)),
                 }
             }
-            other => self.transact(vec![other]).await,
+            other => self.transact(vec![other], vec![false], false).await,
         }
     }
 
-    /// The elements as one transaction: a failed condition or a conflicting transaction on any of
-    /// them is an effect conflict (nothing written); other reasons are classified by
-    /// [`cancel::classify`].
-    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Applied, StoreError> {
-        let result = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(Applied::Done),
-            Err(SdkError::ServiceError(se)) => match se.err() {
-                TransactWriteItemsError::TransactionCanceledException(c) => {
-                    let reasons: Vec<Reason> =
-                        c.cancellation_reasons().iter().map(Reason::from).collect();
-                    cancel::classify(&reasons, None)
-                }
-                _ => Err(classify(
-                    SdkError::<TransactWriteItemsError, _>::ServiceError(se),
-                )),
-            },
-            Err(e) => Err(classify(e)),
+    /// The elements as one transaction. Cancelled only because elements that create their item
+    /// if absent (`once[i]`) found it existing: sent again without them (each round drops one at
+    /// least, so this ends). Otherwise a failed condition or a conflicting transaction on an
+    /// element is an effect conflict (nothing written), the message's own condition (the last
+    /// element when `message_last`) a message conflict, other reasons as [`cancel::classify`]
+    /// says.
+    pub(super) async fn transact(
+        &self,
+        mut items: Vec<TransactWriteItem>,
+        mut once: Vec<bool>,
+        message_last: bool,
+    ) -> Result<Applied, StoreError> {
+        loop {
+            if items.is_empty() {
+                return Ok(Applied::Done);
+            }
+            let count = items.len();
+            // Kept for a second round only if one may follow (no copy on the usual path).
+            let sent = if once.contains(&true) {
+                items.clone()
+            } else {
+                std::mem::take(&mut items)
+            };
+            let result = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(sent))
+                .send()
+                .await;
+            let reasons: Vec<Reason> = match result {
+                Ok(_) => return Ok(Applied::Done),
+                Err(SdkError::ServiceError(se)) => match se.err() {
+                    TransactWriteItemsError::TransactionCanceledException(c) => {
+                        c.cancellation_reasons().iter().map(Reason::from).collect()
+                    }
+                    _ => {
+                        return Err(classify(
+                            SdkError::<TransactWriteItemsError, _>::ServiceError(se),
+                        ))
+                    }
+                },
+                Err(e) => return Err(classify(e)),
+            };
+            let Some(existing) = cancel::existing_only(&reasons, &once) else {
+                return cancel::classify(&reasons, message_last.then(|| count - 1));
+            };
+            for i in existing.into_iter().rev() {
+                items.remove(i);
+                once.remove(i);
+            }
         }
     }
 }

@@ -1,7 +1,6 @@
 //! The processing side on DynamoDB: versioned transitions (one `UpdateItem`, or one
 //! `TransactWriteItems` with a handler's effects), the open index, listing and purging.
 
-use super::cancel::{self, Reason};
 use super::effects::effect_item;
 use super::{body, classify, corrupt, DynamoTable};
 use crate::domain::{EventId, MessageKey, SourceName, Status};
@@ -13,7 +12,6 @@ use crate::store::{
     Transition,
 };
 use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, TransactWriteItem, Update};
@@ -184,7 +182,8 @@ impl MessageStore for DynamoTable {
                 Err(e) => Err(classify(e)),
             };
         }
-        let effect_count = effects.len();
+        let mut once = super::effects::creates_if_absent(&effects);
+        once.push(false);
         let message_update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(message_key_attrs(key)))
@@ -198,28 +197,9 @@ impl MessageStore for DynamoTable {
             .into_iter()
             .map(|e| effect_item(&self.table, e))
             .collect::<Result<Vec<_>, _>>()?;
+        // The message's update is the last element.
         items.push(TransactWriteItem::builder().update(message_update).build());
-        let result = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(Applied::Done),
-            Err(SdkError::ServiceError(se)) => match se.err() {
-                TransactWriteItemsError::TransactionCanceledException(c) => {
-                    let reasons: Vec<Reason> =
-                        c.cancellation_reasons().iter().map(Reason::from).collect();
-                    // The message's update is the last element.
-                    cancel::classify(&reasons, Some(effect_count))
-                }
-                _ => Err(classify(
-                    SdkError::<TransactWriteItemsError, _>::ServiceError(se),
-                )),
-            },
-            Err(e) => Err(classify(e)),
-        }
+        self.transact(items, once, true).await
     }
 
     async fn due(

@@ -9,11 +9,13 @@
 //! - `reconcile`: [`wallet_ledger::reconcile::reconcile`] over every wallet; exit 1 when anything does not
 //!   reconcile, so a cron job or CI step can alert on it.
 //! - `reindex`: [`Ledger::reindex`], registers the wallets created before the wallet registry.
+//! - `autopay …`: a wallet's automatic top-ups and recurring charge ([`autopay`]).
 //!
 //! This module: the command dispatch, input checks, amount formatting, `create`, `balance` and
 //! `reindex`;
 //! [`view`] presents a wallet, [`ledger`] the entries and rows, [`reconcile`] the report.
 
+mod autopay;
 mod ledger;
 mod reconcile;
 mod view;
@@ -35,6 +37,7 @@ pub async fn run(ctx: &Context, command: WalletCommand) -> Result<()> {
         WalletCommand::Ledger(args) => ledger::ledger(ctx, args).await,
         WalletCommand::Reconcile(args) => reconcile::reconcile_all(ctx, args).await,
         WalletCommand::Reindex => reindex(ctx).await,
+        WalletCommand::Autopay(command) => autopay::run(ctx, command).await,
     }
 }
 
