@@ -511,3 +511,85 @@ async fn create_process_inspect_and_reconcile_a_wallet() {
         again.stdout
     );
 }
+
+#[tokio::test]
+async fn autopay_is_set_shown_paused_resumed_and_removed_in_the_table_each_change_journaled() {
+    let p = Pipeline::new().await;
+    let t = p.harness.table.clone();
+    let t = t.as_str();
+    let refused = inboxctl(t, &["wallet", "autopay", "set", "acme", "--cap", "100"]).fails(1);
+    assert!(refused.stderr.contains("no wallet"), "{}", refused.stderr);
+    inboxctl(
+        t,
+        &[
+            "wallet",
+            "create",
+            "acme",
+            "--currency",
+            "USD",
+            "--price",
+            "25",
+        ],
+    )
+    .ok();
+    let set = &[
+        "wallet",
+        "autopay",
+        "set",
+        "acme",
+        "--threshold",
+        "1000",
+        "--target",
+        "5000",
+        "--cap",
+        "20000",
+        "--customer",
+        "cus_1",
+        "--payment-method",
+        "pm_1",
+        "--operator",
+        "ana",
+    ];
+    inboxctl(t, set).ok();
+    let shown = inboxctl(t, &["wallet", "autopay", "show", "acme", "--json"])
+        .ok()
+        .json();
+    assert_eq!(shown["status"], "active", "{shown}");
+    assert_eq!(shown["top_up"]["target"], 5000, "{shown}");
+    inboxctl(
+        t,
+        &[
+            "wallet",
+            "autopay",
+            "pause",
+            "acme",
+            "--reason",
+            "card review",
+        ],
+    )
+    .ok();
+    let paused = inboxctl(t, &["wallet", "autopay", "show", "acme", "--json"])
+        .ok()
+        .json();
+    assert_eq!(paused["status"], "paused", "{paused}");
+    inboxctl(t, &["wallet", "autopay", "resume", "acme"]).ok();
+    inboxctl(t, &["wallet", "autopay", "rm", "acme"]).ok();
+    let removed = inboxctl(t, &["wallet", "autopay", "show", "acme", "--json"])
+        .ok()
+        .json();
+    assert_eq!(removed["top_up"], Value::Null, "{removed}");
+
+    // What the commands wrote is what the ledger reads, and each change left a journal entry.
+    let store = DynamoTable::new(p.harness.client.clone(), t);
+    let ledger = wallet_ledger::Ledger::new(&store);
+    let tenant = wallet_ledger::TenantId::parse("acme").expect("tenant");
+    let stored = ledger
+        .autopay(&tenant)
+        .await
+        .expect("readable")
+        .expect("stored");
+    assert_eq!(stored.top_up, None);
+    assert_eq!(stored.method, None, "rm removes the saved method");
+    let journal = ledger.autopay_journal(&tenant).await.expect("journal");
+    assert_eq!(journal.len(), 4, "set, pause, resume, rm: {journal:?}");
+}
