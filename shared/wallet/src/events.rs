@@ -10,17 +10,24 @@
 //! | `wallet.autopay_failed` | a try of an attempt failed (one per try) | tenant, attempt, try, code, next_try_at (ms, absent at the end) |
 //! | `wallet.autopay_suspended` | autopay stopped itself (the ladder ended, the method was detached) | tenant, reason |
 //! | `wallet.autopay_limit_reached` | the monthly cap refused a charge | tenant, wanted, charged, cap, currency, month |
+//! | `wallet.autopay_reconciled` | the provider confirms a charge whose webhook never came: the wallet's handler credits it (the same rules and payment row as the webhook, so whichever comes first credits, once) | tenant, attempt, amount, currency, payment |
 
-use crate::money::Money;
+use crate::autopay::{Settle, Uncredited};
+use crate::money::{Currency, Money};
+use crate::parse::PaymentNotice;
+use crate::rules::PaymentEvent;
 use crate::tenant::TenantId;
-use inbox_core::clock::Millis;
+use inbox_core::clock::{Clock, Millis};
 use inbox_core::domain::{EventId, EventType, InvalidValue, MessageKey, SourceName};
 use inbox_core::store::dynamo::{message_item, StoredBody};
-use inbox_core::store::{Effect, NewMessage};
+use inbox_core::store::{Applied, Effect, ItemWriter, NewMessage, StoreError};
 use serde_json::{json, Value};
 
 /// The source of the wallet's own events.
 pub const SOURCE: &str = "wallet";
+
+/// The type of [`WalletEvent::Reconciled`], the one wallet event the wallet's handler handles.
+pub const RECONCILED: &str = "wallet.autopay_reconciled";
 
 /// One event the wallet publishes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +51,13 @@ pub enum WalletEvent {
         subject: String,
         reason: String,
     },
+    /// A charge the provider confirms whose webhook never came; handled by the wallet itself.
+    Reconciled {
+        tenant: TenantId,
+        attempt: String,
+        amount: Money,
+        payment: String,
+    },
     LimitReached {
         tenant: TenantId,
         /// The month (`YYYY_MM`): one event per wallet and month.
@@ -62,6 +76,7 @@ impl WalletEvent {
             Self::AutopayFailed { .. } => "wallet.autopay_failed",
             Self::AutopaySuspended { .. } => "wallet.autopay_suspended",
             Self::LimitReached { .. } => "wallet.autopay_limit_reached",
+            Self::Reconciled { .. } => RECONCILED,
         }
     }
 
@@ -70,6 +85,7 @@ impl WalletEvent {
             Self::ToppedUp { tenant, .. }
             | Self::AutopayFailed { tenant, .. }
             | Self::AutopaySuspended { tenant, .. }
+            | Self::Reconciled { tenant, .. }
             | Self::LimitReached { tenant, .. } => tenant,
         }
     }
@@ -84,6 +100,7 @@ impl WalletEvent {
             } => format!("wevt_{t}_{attempt}_failed_{try_no}"),
             Self::AutopaySuspended { subject, .. } => format!("wevt_{t}_{subject}_suspended"),
             Self::LimitReached { month, .. } => format!("wevt_{t}_limit_{month}"),
+            Self::Reconciled { attempt, .. } => format!("wevt_{t}_{attempt}_reconciled"),
         }
     }
 
@@ -92,6 +109,12 @@ impl WalletEvent {
         let tenant = self.tenant().as_str();
         let data = match self {
             Self::ToppedUp {
+                attempt,
+                amount,
+                payment,
+                ..
+            }
+            | Self::Reconciled {
                 attempt,
                 amount,
                 payment,
@@ -141,6 +164,61 @@ impl WalletEvent {
         let stored = StoredBody::inline(&body);
         let msg = NewMessage { body, ..msg };
         Ok(Effect::CreateIfAbsent(message_item(&msg, "wallet", stored)))
+    }
+}
+
+/// What a [`WalletEvent::Reconciled`] body says, as the payment its webhook would have reported.
+pub(crate) fn reconciled_notice(body: &Value) -> Result<PaymentNotice, String> {
+    let data = &body["data"];
+    let text = |k: &str| {
+        data[k]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("a {RECONCILED} event without data.{k}"))
+    };
+    let tenant = TenantId::parse(&text("tenant")?).map_err(|e| e.to_string())?;
+    let amount = data["amount"]
+        .as_i64()
+        .filter(|a| *a > 0)
+        .ok_or_else(|| format!("a {RECONCILED} event without a positive data.amount"))?;
+    Ok(PaymentNotice {
+        tenant: Some(tenant),
+        payment_key: text("payment")?,
+        currency: Some(text("currency")?.to_ascii_lowercase()),
+        event: PaymentEvent::Paid { amount },
+        attempt: Some(text("attempt")?),
+        method: None,
+    })
+}
+
+/// Settles a charge whose webhook never came by publishing [`WalletEvent::Reconciled`]: the
+/// wallet's handler then credits it on the one path money moves on, once.
+#[derive(Debug, Clone)]
+pub struct SettleByEvent<W, C> {
+    pub writer: W,
+    pub clock: C,
+}
+
+impl<W: ItemWriter, C: Clock> Settle for SettleByEvent<W, C> {
+    async fn settle(&self, charge: &Uncredited) -> Result<bool, StoreError> {
+        let invalid = |e: String| StoreError::Invalid(e.into());
+        let Some(payment) = charge.provider_ref.clone().filter(|_| charge.succeeded) else {
+            return Ok(false);
+        };
+        let currency = Currency::parse(&charge.currency).map_err(|e| invalid(e.to_string()))?;
+        let event = WalletEvent::Reconciled {
+            tenant: TenantId::parse(&charge.tenant).map_err(|e| invalid(e.to_string()))?,
+            attempt: charge.attempt.clone(),
+            amount: currency.amount(charge.amount),
+            payment,
+        };
+        let effect = event
+            .publish(self.clock.now())
+            .map_err(|e| invalid(e.to_string()))?;
+        match self.writer.commit(vec![effect]).await? {
+            Applied::Done => Ok(true),
+            other => Err(invalid(format!("publishing {}: {other:?}", event.id()))),
+        }
     }
 }
 

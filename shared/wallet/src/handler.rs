@@ -133,7 +133,8 @@ impl<S: ItemStore> WalletHandler<S> {
         let me: Arc<dyn Handler> = Arc::new(self);
         let registry = STRIPE_TYPES
             .iter()
-            .fold(registry, |r, t| r.on(&sources.stripe, t, me.clone()));
+            .fold(registry, |r, t| r.on(&sources.stripe, t, me.clone()))
+            .on(crate::events::SOURCE, crate::events::RECONCILED, me.clone());
         sources
             .email_sources()
             .fold(registry, |r, source| r.on_any(source, me.clone()))
@@ -299,6 +300,13 @@ impl<S: ItemStore> WalletHandler<S> {
                 Some(StripeNotice::Detached(pm)) => self.detached(m, pm).await,
                 None => nothing(),
             }
+        } else if m.source.as_str() == crate::events::SOURCE
+            && event_type == crate::events::RECONCILED
+        {
+            // A charge the charging pass found confirmed at the provider, its webhook missing.
+            let notice =
+                crate::events::reconciled_notice(&body).map_err(HandlerOutcome::Permanent)?;
+            self.payment(m, notice).await
         } else if let Some(provider) = sources.email_provider(m.source.as_str()) {
             match provider.notice(event_type, &body).map_err(unusable)? {
                 Some(notice) => self.email(m, notice).await,

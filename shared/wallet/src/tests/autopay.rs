@@ -10,6 +10,7 @@ use crate::attempts::TableAttempts;
 use crate::autopay::{
     AttemptState, AttemptStore, AutopayStatus, MonthlyCap, SavedMethod, TopUpRule, Written,
 };
+use crate::autopay::Settle as _;
 use crate::events::WalletEvent;
 use inbox_core::clock::Millis;
 use inbox_core::process::registry::{Handler, HandlerOutcome};
@@ -669,4 +670,85 @@ async fn a_checkout_saving_its_method_is_saved_whichever_of_intent_and_session_c
             "credited once"
         );
     }
+}
+
+#[tokio::test]
+async fn a_charge_reconciled_without_its_webhook_is_credited_once_whichever_comes_first() {
+    for settle_first in [true, false] {
+        let w = World::new().autopay(true, None).await;
+        w.debits(0, 400).await;
+        let read = w.attempts().await.remove(0);
+        let id = read.id.clone();
+        assert_eq!(pass_charged(&w, &id, read).await, Written::Done);
+        if !settle_first {
+            assert_eq!(
+                w.charge_succeeded("evt_pi_1", &id, 4000).await,
+                Outcome::Processed
+            );
+        }
+        // The pass finds the charge confirmed at the provider and settles it by an event.
+        let settle = crate::events::SettleByEvent {
+            writer: w.store.clone(),
+            clock: inbox_core::clock::ManualClock::at_millis(T0),
+        };
+        let charge = crate::autopay::Uncredited {
+            tenant: "acme".into(),
+            attempt: id.clone(),
+            amount: 4000,
+            currency: "usd".into(),
+            provider_ref: Some(format!("pi_{id}")),
+            succeeded: true,
+        };
+        assert!(settle.settle(&charge).await.unwrap(), "published");
+        let reconciled = WalletEvent::Reconciled {
+            tenant: tid("acme"),
+            attempt: id.clone(),
+            amount: usd().amount(4000),
+            payment: format!("pi_{id}"),
+        };
+        assert!(w.published(&reconciled));
+        assert_eq!(
+            w.send(
+                crate::events::SOURCE,
+                &reconciled.id(),
+                crate::events::RECONCILED,
+                reconciled.body(Millis::new(T0)),
+            )
+            .await,
+            Outcome::Processed
+        );
+        if settle_first {
+            assert_eq!(
+                w.charge_succeeded("evt_pi_1", &id, 4000).await,
+                Outcome::Processed
+            );
+        }
+        assert_eq!(
+            w.balance("acme").balance.minor(),
+            START - 400 * PRICE + 4000,
+            "credited once (settled first: {settle_first})"
+        );
+        let attempt = Ledger::new(&*w.store)
+            .attempt(&tid("acme"), &id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(attempt.state, AttemptState::Credited);
+        assert_eq!(w.settings().await.open_attempt, None);
+    }
+    // Nothing to settle for a charge the provider does not confirm.
+    let w = World::new().autopay(true, None).await;
+    let settle = crate::events::SettleByEvent {
+        writer: w.store.clone(),
+        clock: inbox_core::clock::ManualClock::at_millis(T0),
+    };
+    let unconfirmed = crate::autopay::Uncredited {
+        tenant: "acme".into(),
+        attempt: "a1".into(),
+        amount: 4000,
+        currency: "usd".into(),
+        provider_ref: Some("pi_a1".into()),
+        succeeded: false,
+    };
+    assert!(!settle.settle(&unconfirmed).await.unwrap());
 }
