@@ -14,9 +14,8 @@
 //! - [`wallet`]: the wallet ledger through the real pipeline.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
-//! - [`stripe_client`]: the Stripe client against the local Stripe stand-in (idempotent
-//!   re-sends, 429 storms and the shared bucket, `Stripe-Should-Retry`, faults after the charge,
-//!   decline cards).
+//! - [`stripe_client`]: the Stripe client against the local Stripe stand-in: the decline cards
+//!   (its faults are in `faults::stripe`).
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
 //! - [`template`]: least privilege (leading keys too), schedules, secrets, routes, alarms and
 //!   timeouts of `template.yaml`.
