@@ -5,12 +5,12 @@
 //!
 //! | the request came back with | retried? | why (Stripe's documentation) |
 //! |---|---|---|
-//! | `Stripe-Should-Retry: false` (any status) | **never** | Stripe knows a retry cannot help ([Advanced error handling](https://docs.stripe.com/error-low-level): the header "indicates whether a retry will succeed") |
-//! | `Stripe-Should-Retry: true` (any status) | yes | the same page: Stripe says a retry may succeed |
-//! | 429 (`rate_limit`, `lock_timeout`) | yes | [Rate limits](https://docs.stripe.com/rate-limits): 429s are shed before the idempotency layer, so nothing ran and nothing was saved; a `lock_timeout` is an object locked by a concurrent request (the official libraries retry it: stripe-ruby #841, stripe-php #718) |
+//! | `Stripe-Should-Retry: false` (any status) | **never** | Stripe's answer says a retry cannot succeed; its official libraries stop on it whatever the status (stripe-python #621, stripe-php #755), and so do we |
+//! | `Stripe-Should-Retry: true` (any status) | yes | the same libraries retry on it whatever the status |
+//! | 429 (`rate_limit`, `lock_timeout`) | yes | [Error handling](https://docs.stripe.com/error-handling): rate limiters run before the idempotency layer, so a 429 ran nothing and saved nothing for the key ([Rate limits](https://docs.stripe.com/rate-limits): back off and retry); a `lock_timeout` is an object locked by a concurrent request (the official libraries retry it: stripe-ruby #841, stripe-php #718) |
 //! | 409 (`idempotency_key_in_use`) | yes | [Idempotent requests](https://docs.stripe.com/api/idempotent_requests): the first request with the key still runs; once it ends, the same key returns its saved answer |
-//! | 5xx | yes | the same page: "results are saved only after the execution of an endpoint begins", including a 500: the same key then returns the saved 500 (the charge's outcome is not known: [`wallet_ledger::autopay::ChargeOutcome::Indeterminate`] after the budget) |
-//! | a connection error, a reset, a timeout | yes | [Advanced error handling](https://docs.stripe.com/error-low-level), network errors: "retry with the same idempotency key" so a charge made before the connection broke is not made twice |
+//! | 5xx | yes | [Idempotent requests](https://docs.stripe.com/api/idempotent_requests): Stripe saves the first answer once the endpoint began executing, a 500 included, and returns it for the same key (the charge's outcome is then not known: [`wallet_ledger::autopay::ChargeOutcome::Indeterminate`] after the budget) |
+//! | a connection error, a reset, a timeout | yes | [Advanced error handling](https://docs.stripe.com/error-low-level), network errors: the outcome is unknown, so the request is repeated with the same idempotency key, and a charge made before the connection broke is answered from the key, not made twice |
 //! | any other answer (200, a 402 decline, a 400) | no | final: its content decides ([`crate::answer`]) |
 //!
 //! The wait before retry `n` (0 for the first) is a uniform draw in `[0, min(cap, base·2ⁿ))`
