@@ -138,8 +138,12 @@ pub fn config(s: &Standin) -> StripeConfig {
 }
 
 pub fn charger(s: &Standin) -> StripeCharger<HttpTransport, LocalBucket> {
-    let transport = HttpTransport::new(&config(s)).unwrap();
-    StripeCharger::new(transport, LocalBucket::default(), fast(), quick())
+    let config = StripeConfig {
+        rate: fast(),
+        retry: quick(),
+        ..config(s)
+    };
+    StripeCharger::from_config(&config, LocalBucket::default()).unwrap()
 }
 
 pub fn request(customer: &str, pm: &str, attempt: &str) -> ChargeRequest {

@@ -11,7 +11,9 @@
 //! never sleep.
 
 use crate::answer;
+use crate::config::StripeConfig;
 use crate::form;
+use crate::http::HttpTransport;
 use crate::metrics::Tally;
 use crate::retry::{self, Next, Observed, RetryPolicy};
 use crate::transport::{Answer, Failure, Request, Transport};
@@ -264,6 +266,19 @@ impl<T: Transport, B: SharedBucket> StripeCharger<T, B> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .extend(metrics);
+    }
+}
+
+impl<B: SharedBucket> StripeCharger<HttpTransport, B> {
+    /// The client the composition root builds: HTTP to `config`'s API base with its key, at its
+    /// rate on `bucket` (the table, for every worker of the account).
+    pub fn from_config(config: &StripeConfig, bucket: B) -> Result<Self, rustls::Error> {
+        Ok(Self::new(
+            HttpTransport::new(config)?,
+            bucket,
+            config.rate,
+            config.retry,
+        ))
     }
 }
 
