@@ -15,6 +15,8 @@
 //! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
+//! - [`stripe_client`]: the Stripe client against the local Stripe stand-in: the decline cards
+//!   (its faults are in `faults::stripe`).
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
 //! - [`template`]: least privilege (leading keys too), schedules, secrets, routes, alarms and
 //!   timeouts of `template.yaml`.
@@ -37,6 +39,7 @@ mod replays;
 mod sealed;
 mod secrets;
 mod smoke;
+mod stripe_client;
 mod template;
 mod wallet;
 mod wallet_autopay;

@@ -1,6 +1,7 @@
 //! Integration-test support: the local AWS emulators (DynamoDB Local, moto), tables created from `template.yaml`,
 //! real-shaped API Gateway HTTP API (payload 2.0) events, and signing with the local secrets;
-//! the outbox's rig ([`outbox`]) and a programmable local receiver ([`receiver`]).
+//! the outbox's rig ([`outbox`]), a programmable local receiver ([`receiver`]) and the local
+//! Stripe stand-in ([`stripe`]).
 //! Here: the workspace's paths, the local configuration and the venv's Python; the emulator
 //! ([`emulator`]), the ingest harness ([`harness`]) and the events ([`events`]) have their own
 //! modules, re-exported at the root; [`faults`] supports the fault-injection suite.
@@ -19,6 +20,7 @@ pub mod harness;
 pub mod outbox;
 pub mod pipeline;
 pub mod receiver;
+pub mod stripe;
 
 #[cfg(test)]
 mod code_size;

@@ -164,15 +164,7 @@ impl HttpTransport {
 
     /// A client with `resolve` (tests).
     pub fn with_resolver(policy: AddressPolicy, resolve: Resolve) -> Result<Self, rustls::Error> {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::aws_lc_rs::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        let tls = inbox_core::tls::web_client_config()?;
         let guarded = GuardedConnector::new(policy, resolve, Duration::from_secs(5));
         let https = hyper_rustls::HttpsConnector::from((guarded, Arc::new(tls)));
         let client = Client::builder(TokioExecutor::new())

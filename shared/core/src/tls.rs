@@ -71,6 +71,23 @@ pub fn root_store(system: bool) -> rustls::RootCertStore {
     roots
 }
 
+/// The TLS client configuration for HTTPS to the public web (outbox destinations, a payment
+/// provider's API): rustls on aws-lc-rs (the provider the AWS SDK already builds), trusting the
+/// webpki roots (Mozilla's, compiled in: no file read at cold start).
+pub fn web_client_config() -> Result<rustls::ClientConfig, rustls::Error> {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    Ok(
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,6 +25,8 @@
 //!   hold on the destination's shared rate limit.
 //! - [`hostile`]: hostile input (an oversized batch, a reordered Twilio resend, SNS certificate
 //!   URLs SNS never issued) and S3's 409 on the claim check.
+//! - [`stripe`]: Stripe's faults against the autopay client: a crash after the call, a 429
+//!   storm and the shared bucket, `Stripe-Should-Retry: false`, a 500 or a reset after the charge.
 //! - [`bodies`]: bodies kept in S3 when a message never reports, a body is gone, an attempt
 //!   lapses at the limit, a resend comes late, and one event fans out in a batch.
 
@@ -41,6 +43,7 @@ mod queues;
 mod serializable;
 mod slow_destination;
 mod storm;
+mod stripe;
 
 use inbox_core::domain::Status;
 use integration_tests::pipeline::Pipeline;

@@ -13,8 +13,12 @@
 //! picks the next write or the wait. A 429 holds the bucket ([`held`]): `tat` moves to the
 //! moment the receiver asked for (plus `τ`), unless it is already later. Both conditions are checked atomically by the store, so
 //! however many workers race, no more than `b + r·t` requests pass in any `t` seconds.
+//!
+//! [`shared`]: the same bucket for any account (a payment provider's), stored in one item.
 
 use std::time::Duration;
+
+pub mod shared;
 
 /// Requests per second and burst.
 #[derive(Debug, Clone, Copy, PartialEq)]

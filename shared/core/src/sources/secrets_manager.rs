@@ -36,7 +36,12 @@ impl SecretsManagerSecrets {
 
     /// Reads the secret now.
     pub async fn read(&self) -> Result<String, ConfigError> {
-        read_secret(&self.client, &self.arn).await
+        read_secret(&self.client, &self.arn, vars::WEBHOOK_SECRETS_ARN).await
+    }
+
+    /// Reads the secret now; errors name `var` (the variable that gave its ARN).
+    pub async fn read_for(&self, var: &'static str) -> Result<String, ConfigError> {
+        read_secret(&self.client, &self.arn, var).await
     }
 }
 
@@ -54,6 +59,7 @@ pub async fn fetch_secret(aws: &aws_config::SdkConfig, arn: &str) -> Result<Stri
 async fn read_secret(
     client: &aws_sdk_secretsmanager::Client,
     arn: &str,
+    var: &'static str,
 ) -> Result<String, ConfigError> {
     let out = client
         .get_secret_value()
@@ -61,12 +67,12 @@ async fn read_secret(
         .send()
         .await
         .map_err(|e| ConfigError::SecretsManager {
-            var: vars::WEBHOOK_SECRETS_ARN,
+            var,
             reason: aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string(),
         })?;
     out.secret_string
         .ok_or_else(|| ConfigError::SecretsManager {
-            var: vars::WEBHOOK_SECRETS_ARN,
+            var,
             reason: "the secret has no SecretString".into(),
         })
 }

@@ -7,6 +7,7 @@
 //! or in S3); `read`: a message and its body read back; `sealed`: secrets under KMS ([`SecretsKey`]).
 
 pub mod body;
+mod bucket;
 mod cancel;
 mod effects;
 mod items;

@@ -59,6 +59,13 @@ pub trait Charger: Send + Sync {
         tenant: &TenantId,
         attempt: &str,
     ) -> impl Future<Output = Result<Option<ChargeReply>, ProviderUnavailable>> + Send;
+
+    /// The metrics of the calls made since the last take (requests, retries, throttling,
+    /// declines by code), for the caller to emit once it committed what the calls decided: a
+    /// provider's module emits nothing itself. None by default.
+    fn take_metrics(&self) -> Vec<inbox_core::metrics::Metric> {
+        Vec::new()
+    }
 }
 
 /// The provider could not be asked (down, throttling past the module's retries).

@@ -1,14 +1,14 @@
 //! The outbox's storage on DynamoDB ([`OutboxStore`]): delivery items as whole-item conditional
 //! `PutItem`s (conditioned on `version`), `Ensure`d creations, the outbox shards of the open index,
-//! and each destination's state item: the token bucket's `tat_us` by conditional `UpdateItem`s that
-//! return the old value on failure (no read first) and held back after a 429 by one conditional
-//! `UpdateItem`, the circuit by unconditional counts.
+//! and each destination's state item: the token bucket's `tat_us` (written by `bucket.rs`, the
+//! functions of every shared bucket) and the circuit by unconditional counts.
 
 use super::effects::ensure_update;
 use super::{classify, corrupt, DynamoTable};
 use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::outbox::breaker::{Change, Circuit};
+use crate::outbox::bucket::shared::BucketKey;
 use crate::outbox::bucket::Take;
 use crate::outbox::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
 use crate::outbox::destination::DestinationId;
@@ -22,7 +22,7 @@ use crate::store::{Applied, Item, StoreError};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::ReturnValue;
 
 fn worker_state(item: &Item) -> WorkerState {
     let u32_of = |k: &str| {
@@ -51,6 +51,15 @@ impl DynamoTable {
             .table_name(&self.table)
             .key(PK, s(destination_pk(destination.as_str())))
             .key(SK, s(STATE_SK))
+    }
+}
+
+/// The destination's state item, as a bucket ([`super::bucket`] writes its `tat_us`).
+fn state_key(destination: &DestinationId) -> BucketKey {
+    BucketKey {
+        pk: destination_pk(destination.as_str()),
+        sk: STATE_SK.to_owned(),
+        kind: KIND_DESTINATION_STATE,
     }
 }
 
@@ -212,50 +221,15 @@ impl OutboxStore for DynamoTable {
         destination: &DestinationId,
         take: Take,
     ) -> Result<TokenAnswer, StoreError> {
-        let update = self
-            .state_update(destination)
-            .expression_attribute_names("#tat", TAT_US)
-            .expression_attribute_names("#kind", KIND)
-            .expression_attribute_values(":kind", s(KIND_DESTINATION_STATE))
-            .return_values(ReturnValue::AllNew)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        let update = match take {
-            Take::Wait(_) => return Ok(TokenAnswer::Refused(None)),
-            Take::Reset { now, new_tat } => update
-                .update_expression("SET #tat = :new, #kind = :kind")
-                .condition_expression("attribute_not_exists(#tat) OR #tat <= :now")
-                .expression_attribute_values(":new", n(new_tat))
-                .expression_attribute_values(":now", n(now)),
-            Take::Advance { now, at_most, by } => update
-                .update_expression("SET #kind = :kind ADD #tat :by")
-                .condition_expression("#tat > :now AND #tat <= :most")
-                .expression_attribute_values(":by", n(by))
-                .expression_attribute_values(":now", n(now))
-                .expression_attribute_values(":most", n(at_most)),
-        };
-        match update.send().await {
-            Ok(out) => Ok(TokenAnswer::Granted(
-                out.attributes
-                    .as_ref()
-                    .map(worker_state)
-                    .unwrap_or_default(),
-            )),
-            Err(SdkError::ServiceError(se))
-                if matches!(
-                    se.err(),
-                    UpdateItemError::ConditionalCheckFailedException(_)
-                ) =>
+        Ok(
+            match self
+                .take_bucket_token(&state_key(destination), take)
+                .await?
             {
-                let old = match se.err() {
-                    UpdateItemError::ConditionalCheckFailedException(c) => {
-                        c.item().and_then(|i| get_n(i, TAT_US))
-                    }
-                    _ => None,
-                };
-                Ok(TokenAnswer::Refused(old))
-            }
-            Err(e) => Err(classify(e)),
-        }
+                Ok(item) => TokenAnswer::Granted(worker_state(&item)),
+                Err(old) => TokenAnswer::Refused(old),
+            },
+        )
     }
 
     async fn hold_tokens(
@@ -263,29 +237,7 @@ impl OutboxStore for DynamoTable {
         destination: &DestinationId,
         at_least_us: i64,
     ) -> Result<(), StoreError> {
-        let result = self
-            .state_update(destination)
-            .update_expression("SET #tat = :hold, #kind = :kind")
-            .condition_expression("attribute_not_exists(#tat) OR #tat < :hold")
-            .expression_attribute_names("#tat", TAT_US)
-            .expression_attribute_names("#kind", KIND)
-            .expression_attribute_values(":hold", n(at_least_us))
-            .expression_attribute_values(":kind", s(KIND_DESTINATION_STATE))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            // Already held at least as long.
-            Err(SdkError::ServiceError(se))
-                if matches!(
-                    se.err(),
-                    UpdateItemError::ConditionalCheckFailedException(_)
-                ) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(classify(e)),
-        }
+        self.hold_bucket(&state_key(destination), at_least_us).await
     }
 
     async fn change_circuit(

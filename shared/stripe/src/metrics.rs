@@ -1,0 +1,103 @@
+//! What the client counts, by stage of a call: requests sent, retries, 429s (rate limited or
+//! locked), declines by code, and calls that ended indeterminate. Counted as values
+//! ([`Tally::metrics`]) for the caller to emit after it committed what the call decided; the
+//! client emits nothing itself. Names are the provider-neutral ones of autopay (the `Provider`
+//! property says which), so an alarm on the 429 rate reads `ProviderRateLimited`.
+
+use inbox_core::metrics::Metric;
+use wallet_ledger::autopay::ChargeOutcome;
+
+/// The CloudWatch namespace of autopay's provider metrics.
+pub const METRICS_NAMESPACE: &str = "WebhookIngestor/Autopay";
+
+/// The counts of one call (a charge or a find).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub requests: u32,
+    pub retries: u32,
+    /// Answers with status 429 (`rate_limit`, `lock_timeout`).
+    pub rate_limited: u32,
+    /// The decline's code, when the call ended in one.
+    pub decline: Option<(String, &'static str)>,
+    pub indeterminate: bool,
+}
+
+impl Tally {
+    /// Notes the outcome a charge ended with.
+    pub fn outcome(&mut self, outcome: &ChargeOutcome) {
+        match outcome {
+            ChargeOutcome::DeclinedSoft { code } => self.decline = Some((code.clone(), "soft")),
+            ChargeOutcome::DeclinedHard { code } => self.decline = Some((code.clone(), "hard")),
+            ChargeOutcome::NeedsCustomer { code } => {
+                self.decline = Some((code.clone(), "needs_customer"))
+            }
+            ChargeOutcome::Indeterminate => self.indeterminate = true,
+            ChargeOutcome::Succeeded => {}
+        }
+    }
+
+    /// The metrics of this call (zero counts left out).
+    pub fn metrics(&self) -> Vec<Metric> {
+        let count = |name: &str, value: u32| {
+            Metric::count(METRICS_NAMESPACE, name, i64::from(value))
+                .with_property("Provider", "stripe")
+        };
+        let mut out = Vec::new();
+        for (name, value) in [
+            ("ProviderRequests", self.requests),
+            ("ProviderRetries", self.retries),
+            ("ProviderRateLimited", self.rate_limited),
+        ] {
+            if value > 0 {
+                out.push(count(name, value));
+            }
+        }
+        if let Some((code, kind)) = &self.decline {
+            out.push(
+                count("ChargeDeclined", 1)
+                    .with_property("Code", code.as_str())
+                    .with_property("Decline", *kind),
+            );
+        }
+        if self.indeterminate {
+            out.push(count("ChargeIndeterminate", 1).with_note(
+                "a charge's outcome is not known after the client's retries: the same \
+                 idempotency key is sent again on the next try",
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_by_stage_and_declines_by_code() {
+        let mut t = Tally {
+            requests: 3,
+            retries: 2,
+            rate_limited: 2,
+            ..Tally::default()
+        };
+        t.outcome(&ChargeOutcome::DeclinedSoft {
+            code: "insufficient_funds".into(),
+        });
+        let m = t.metrics();
+        let names: Vec<_> = m.iter().map(|m| (m.name.as_str(), m.value)).collect();
+        assert_eq!(
+            names,
+            [
+                ("ProviderRequests", 3),
+                ("ProviderRetries", 2),
+                ("ProviderRateLimited", 2),
+                ("ChargeDeclined", 1)
+            ]
+        );
+        assert!(m[3]
+            .properties
+            .contains(&("Code".into(), "insufficient_funds".into())));
+        assert!(Tally::default().metrics().is_empty());
+    }
+}

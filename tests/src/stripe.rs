@@ -1,0 +1,166 @@
+//! The local Stripe stand-in (`scripts/stripe_standin.py`) for tests: started per test on a free
+//! port (its ready line read, no sleeping), its control API (faults, the requests and charges it
+//! saw, customers with saved cards), and the Stripe client configured against it.
+
+use inbox_core::outbox::bucket::shared::LocalBucket;
+use inbox_core::outbox::bucket::Rate;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use stripe_charges::retry::RetryPolicy;
+use stripe_charges::{HttpTransport, SecretKey, StripeCharger, StripeConfig};
+use wallet_ledger::autopay::{idempotency_key, ChargeRequest};
+use wallet_ledger::money::Currency;
+use wallet_ledger::tenant::TenantId;
+
+/// A stand-in process, stopped when dropped.
+pub struct Standin {
+    child: Child,
+    pub port: u16,
+}
+
+impl Standin {
+    /// Starts one on a free port and waits for its ready line (no sleeping).
+    pub fn start() -> Self {
+        let mut child = Command::new(crate::python())
+            .arg(crate::root().join("scripts/stripe_standin.py"))
+            .args([
+                "--port",
+                "0",
+                "--webhook-url",
+                "",
+                "--webhook-secret",
+                "whsec_test",
+                "--quiet",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the Stripe stand-in (INBOX_VENV)");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the stand-in's ready line");
+        let port = line
+            .split("http://127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {line:?}"));
+        Self { child, port }
+    }
+
+    pub fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A control or API request (HTTP/1.1, one connection each): the JSON answer.
+    pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer sk_test_it\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).expect("an answer");
+        let json = raw
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b)
+            .unwrap_or_default();
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {raw}"))
+    }
+
+    pub fn fault(&self, spec: Value) {
+        self.call("POST", "/_standin/faults", Some(&spec));
+    }
+
+    /// A customer with `card` saved (a SetupIntent completed): (customer, payment method).
+    pub fn customer(&self, card: &str) -> (String, String) {
+        let out = self.call(
+            "POST",
+            "/_standin/setup_intents",
+            Some(&json!({"payment_method": card, "metadata": {"tenant": "acme"}})),
+        );
+        let id = |v: &Value| v["id"].as_str().expect("an id").to_owned();
+        (id(&out["customer"]), id(&out["payment_method"]))
+    }
+
+    /// The PaymentIntent requests it received.
+    pub fn intent_requests(&self) -> Vec<Value> {
+        let all = self.call("GET", "/_standin/requests?path=/v1/payment_intents", None);
+        all["data"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Charges actually made: (succeeded, failed).
+    pub fn charges(&self) -> (u64, u64) {
+        let c = self.call("GET", "/_standin/charges", None);
+        (
+            c["succeeded"].as_u64().unwrap(),
+            c["failed"].as_u64().unwrap(),
+        )
+    }
+}
+
+impl Drop for Standin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Quick retries, so a test of the budget takes milliseconds of backoff, not seconds.
+pub fn quick() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 4,
+        base: Duration::from_millis(20),
+        cap: Duration::from_millis(100),
+    }
+}
+
+pub fn fast() -> Rate {
+    Rate {
+        per_sec: 1000.0,
+        burst: 50,
+    }
+}
+
+pub fn config(s: &Standin) -> StripeConfig {
+    StripeConfig::new(&s.base(), SecretKey::new("sk_test_it").unwrap())
+}
+
+pub fn charger(s: &Standin) -> StripeCharger<HttpTransport, LocalBucket> {
+    let config = StripeConfig {
+        rate: fast(),
+        retry: quick(),
+        ..config(s)
+    };
+    StripeCharger::from_config(&config, LocalBucket::default()).unwrap()
+}
+
+pub fn request(customer: &str, pm: &str, attempt: &str) -> ChargeRequest {
+    ChargeRequest {
+        tenant: TenantId::parse("acme").unwrap(),
+        attempt: attempt.into(),
+        try_no: 0,
+        amount: Currency::parse("usd").unwrap().amount(2500),
+        customer: customer.into(),
+        payment_method: pm.into(),
+        idempotency_key: idempotency_key(attempt, 0),
+    }
+}
+
+pub fn keys_of(requests: &[Value]) -> Vec<&str> {
+    requests
+        .iter()
+        .map(|r| r["idempotency_key"].as_str().unwrap_or_default())
+        .collect()
+}
