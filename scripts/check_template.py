@@ -73,10 +73,11 @@ ALLOWED_MANAGED_POLICIES: dict[str, str] = {}
 
 # Roles whose table writes are limited to their own partition-key prefixes (dynamodb:LeadingKeys),
 # with the prefixes. DeliverRole's are inbox_core::outbox::schema::DELIVER_WRITES, ChargeRole's
-# wallet_ledger::autopay::pass::CHARGE_WRITES (tests/it/template.rs compares them).
+# wallet_ledger::autopay::pass::charge_writes() and the Stripe account's token bucket,
+# stripe_charges::client::BUCKET_PK (tests/it/template.rs compares them).
 LEADING_KEYS: dict[str, list[str]] = {
     "DeliverRole": ["OUT#*", "FAN#*", "DEST#*", "DESTINATIONS"],
-    "ChargeRole": ["WALLET#*", "MSG#wallet#*"],
+    "ChargeRole": ["WALLET#*", "MSG#wallet#*", "PROVIDER#stripe"],
 }
 TABLE_WRITES = {
     "dynamodb:PutItem",

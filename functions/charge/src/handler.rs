@@ -11,17 +11,19 @@
 //! Reads `AUTOPAY_LADDER_DAYS`, `AUTOPAY_LEASE_SECS`, `AUTOPAY_CREDIT_WITHIN_SECS` and
 //! `AUTOPAY_BATCH` ([`PassConfig::read`]), documented in `wallet_ledger::config`.
 
-mod unplugged;
-
-pub use unplugged::Unplugged;
-
 use inbox_core::clock::{Clock, Millis, SystemClock};
-use inbox_core::config::{ConfigError, Env};
+use inbox_core::config::{catalog, ConfigError, Env};
 use inbox_core::metrics::{EmfWriter, MetricSink};
+use inbox_core::store::dynamo::{fail_fast_client, DynamoTable};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
 use std::sync::Arc;
+use stripe_charges::client::StripeCharger;
+use stripe_charges::config::StripeConfig;
+use stripe_charges::http::HttpTransport;
+use wallet_ledger::attempts::TableAttempts;
 use wallet_ledger::autopay::{AttemptStore, Charger, Pass, PassConfig, PassReport, Settle};
+use wallet_ledger::events::SettleByEvent;
 
 /// The charging pass and where its metrics go.
 pub struct Service<S, P, C, U> {
@@ -48,14 +50,42 @@ pub fn compose<S: AttemptStore, P: Charger, C: Clock>(
     }
 }
 
-/// The function as deployed, built once per cold start. The composition root: the table's
-/// `AttemptStore` and the payment provider's `Charger` are plugged in here.
-pub async fn build() -> Result<
-    Service<Unplugged, Unplugged, SystemClock, wallet_ledger::autopay::ReportOnly>,
-    ConfigError,
-> {
-    let config = PassConfig::read(&Env::process())?;
-    Ok(compose(Unplugged, Unplugged, SystemClock, config))
+/// The table as the charging pass and the settlement of late credits use it.
+pub type Table = TableAttempts<DynamoTable>;
+
+/// The function as deployed: the pass on the table, Stripe, the system clock, and late credits
+/// settled by the wallet's own event.
+pub type Deployed = Service<
+    Table,
+    StripeCharger<HttpTransport, DynamoTable>,
+    SystemClock,
+    SettleByEvent<DynamoTable, SystemClock>,
+>;
+
+/// The function as deployed, built once per cold start. The composition root: the ledger's
+/// `AttemptStore` over the table, the Stripe `Charger` (its account's token bucket in the same
+/// table), and the wallet's settlement of charges whose webhook never came.
+pub async fn build() -> Result<Deployed, ConfigError> {
+    let env = Env::process();
+    let config = PassConfig::read(&env)?;
+    let table_name = env.required(&catalog::TABLE_NAME)?;
+    let sdk = inbox_core::tls::sdk_config(&env).await?;
+    let table = DynamoTable::new(fail_fast_client(&sdk), table_name);
+    let stripe = StripeConfig::read(&env, &sdk).await?;
+    let charger =
+        StripeCharger::from_config(&stripe, table.clone()).map_err(|e| ConfigError::Invalid {
+            var: "STRIPE_API_BASE",
+            reason: format!("no TLS configuration for the Stripe client: {e}"),
+        })?;
+    let settle = SettleByEvent {
+        writer: table.clone(),
+        clock: SystemClock,
+    };
+    let service = compose(TableAttempts::new(table), charger, SystemClock, config);
+    Ok(Service {
+        pass: service.pass.settling_with(settle),
+        metrics: service.metrics,
+    })
 }
 
 /// The Lambda entry point (the scheduled event's content is not needed): one pass that starts
@@ -77,9 +107,12 @@ pub async fn run<S: AttemptStore, P: Charger, C: Clock, U: Settle>(
     deadline: Option<Millis>,
 ) -> Result<Value, Error> {
     let report: PassReport = service.pass.run(deadline).await;
+    let now = service.pass.clock().now_millis();
+    service.metrics.emit(now, &report.metrics);
+    // The provider module's own counts (requests, retries, throttling, declines by code).
     service
         .metrics
-        .emit(service.pass.clock().now_millis(), &report.metrics);
+        .emit(now, &service.pass.charger().take_metrics());
     log(&report);
     if report.errors > 0 {
         return Err(format!(

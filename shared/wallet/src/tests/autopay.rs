@@ -7,10 +7,10 @@
 
 use super::*;
 use crate::attempts::TableAttempts;
+use crate::autopay::Settle as _;
 use crate::autopay::{
     AttemptState, AttemptStore, AutopayStatus, MonthlyCap, SavedMethod, TopUpRule, Written,
 };
-use crate::autopay::Settle as _;
 use crate::events::WalletEvent;
 use inbox_core::clock::Millis;
 use inbox_core::process::registry::{Handler, HandlerOutcome};
