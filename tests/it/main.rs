@@ -25,6 +25,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers of tests: a failed setup is a failed test
 
+mod autopay_loop;
 mod bad_input;
 mod bodies;
 mod config_docs;

@@ -1,0 +1,239 @@
+//! Autopay's whole loop on DynamoDB Local and the local Stripe stand-in, as deployed but in one
+//! process: a burst of debits across the threshold makes one attempt, the charging pass (the
+//! ledger's `TableAttempts`, the Stripe charger) charges it ONCE however often it runs, and the
+//! stand-in's own `payment_intent.succeeded`, signed and ingested twice, credits it once and
+//! closes the attempt; a declining card walks the dunning ladder with a new key per rung and an
+//! event per failed try.
+
+use inbox_core::clock::{Clock as _, ManualClock, Millis, SystemClock};
+use inbox_core::store::dynamo::DynamoTable;
+use inbox_core::store::{Effect, ItemStore as _, ItemWriter};
+use integration_tests::pipeline::Pipeline;
+use integration_tests::stripe::{charger, Standin};
+use serde_json::Value;
+use std::sync::Arc;
+use wallet_ledger::attempts::TableAttempts;
+use wallet_ledger::autopay::{
+    idempotency_key, AttemptState, Pass, PassConfig, SavedMethod, TopUpRule,
+};
+use wallet_ledger::events::{SettleByEvent, WalletEvent};
+use wallet_ledger::items::{wallet_pk, WALLET_SK};
+use wallet_ledger::{Currency, Ledger, TenantId, Wallet, WalletSources};
+
+const PRICE: i64 = 7;
+
+fn usd() -> Currency {
+    Currency::parse("usd").unwrap()
+}
+
+fn acme() -> TenantId {
+    TenantId::parse("acme").unwrap()
+}
+
+async fn send(p: &Pipeline, source: &str, id: &str, body: &Value) -> String {
+    let body = body.to_string();
+    let headers = p.harness.sign(source, body.as_bytes(), id);
+    let event = integration_tests::api_event("POST", source, &headers, Some(&body), false);
+    p.harness.send(&event).await.code().to_owned()
+}
+
+/// A wallet of 17.00 with autopay to 50.00 at 10.00 on the stand-in's customer with `card`, and
+/// 150 debits of 0.07 sent and processed (the 100th reaches the threshold).
+async fn drained(p: &Pipeline, s: &Standin, card: &str) -> DynamoTable {
+    let store = DynamoTable::new(p.harness.client.clone(), p.harness.table.clone());
+    let ledger = Ledger::new(&store);
+    let wallet = Wallet::new(
+        acme(),
+        usd().amount(PRICE),
+        usd().amount(-1_000_000),
+        None,
+        0,
+    );
+    ledger.create(&wallet).await.unwrap();
+    store
+        .commit(vec![Effect::Adjust {
+            pk: wallet_pk("acme"),
+            sk: WALLET_SK.into(),
+            add: vec![("balance".into(), 1000 + 100 * PRICE)],
+            set: Vec::new(),
+        }])
+        .await
+        .unwrap();
+    let (customer, payment_method) = s.customer(card);
+    ledger
+        .set_autopay(&acme(), "ops", "set", Millis::new(0), |a| {
+            a.top_up = Some(TopUpRule::to_target(usd().amount(1000), usd().amount(5000)).unwrap());
+            a.method = Some(SavedMethod {
+                customer,
+                payment_method,
+            });
+            Ok("to 50.00 at 10.00".into())
+        })
+        .await
+        .unwrap();
+    for i in 0..150 {
+        let body = serde_json::json!({"type": "message.accepted",
+            "timestamp": "2026-11-30T10:00:00Z",
+            "data": {"message_id": format!("m{i}"), "tenant": "acme"}});
+        assert_eq!(
+            send(p, "mailer", &format!("msg_acc_{i}"), &body).await,
+            "accepted"
+        );
+    }
+    store
+}
+
+async fn published(store: &DynamoTable, e: &WalletEvent) -> bool {
+    let pk = format!("MSG#{}#{}", wallet_ledger::events::SOURCE, e.id());
+    store
+        .get_item(&pk, inbox_core::store::schema::MESSAGE_SK)
+        .await
+        .unwrap()
+        .is_some()
+}
+
+#[tokio::test]
+async fn one_burst_one_charge_its_own_webhook_credits_once() {
+    let s = Standin::start();
+    let p = Pipeline::new().await;
+    let store = drained(&p, &s, "pm_card_visa").await;
+    let registry = process_function::registry(store.clone(), WalletSources::default());
+    let processor = p.processor(registry, SystemClock).await;
+    processor.handle_stream_batch(p.read_stream().await).await;
+    let ledger = Ledger::new(&store);
+    let attempts = ledger.attempts(&acme()).await.unwrap();
+    assert_eq!(attempts.len(), 1, "one attempt for the burst: {attempts:?}");
+    let attempt = attempts[0].clone();
+
+    let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis() + 1_000));
+    let pass = Pass::new(
+        TableAttempts::new(store.clone()),
+        charger(&s),
+        clock.clone(),
+        PassConfig::default(),
+    )
+    .settling_with(SettleByEvent {
+        writer: store.clone(),
+        clock: clock.clone(),
+    });
+    let first = pass.run(None).await;
+    assert_eq!(
+        (first.tries, first.succeeded, first.errors),
+        (1, 1, 0),
+        "{first:?}"
+    );
+    // Runs after it (a minute apart) charge nothing more: the attempt waits for its webhook.
+    for _ in 0..3 {
+        clock.advance_millis(60_000);
+        let again = pass.run(None).await;
+        assert_eq!(again.tries, 0, "{again:?}");
+    }
+    assert_eq!(s.charges(), (1, 0), "one charge");
+    let keys: Vec<Value> = s
+        .intent_requests()
+        .iter()
+        .map(|r| r["idempotency_key"].clone())
+        .collect();
+    assert_eq!(keys, vec![Value::from(idempotency_key(&attempt.id, 0))]);
+    let charged = ledger.attempt(&acme(), &attempt.id).await.unwrap().unwrap();
+    assert_eq!(charged.state, AttemptState::Charged);
+
+    // The stand-in's own event of that charge, ingested twice: credited once.
+    let events = s.call(
+        "GET",
+        "/_standin/events?type=payment_intent.succeeded",
+        None,
+    );
+    let event = events["data"][0].clone();
+    let event = event.get("event").cloned().unwrap_or(event);
+    let id = event["id"].as_str().expect("an event id").to_owned();
+    assert_eq!(
+        event["data"]["object"]["metadata"]["attempt"],
+        attempt.id.as_str()
+    );
+    assert_eq!(send(&p, "stripe", &id, &event).await, "accepted");
+    assert_eq!(send(&p, "stripe", &id, &event).await, "duplicate");
+    processor.handle_stream_batch(p.read_stream().await).await;
+    let w = ledger.wallet(&acme()).await.unwrap().unwrap();
+    assert_eq!(
+        w.balance.minor(),
+        1000 - 50 * PRICE + attempt.amount.minor(),
+        "150 debits and one credit of {}",
+        attempt.amount
+    );
+    let closed = ledger.attempt(&acme(), &attempt.id).await.unwrap().unwrap();
+    assert_eq!(closed.state, AttemptState::Credited);
+    let payment = charged.provider_ref.clone().expect("the intent's id");
+    assert!(
+        published(
+            &store,
+            &WalletEvent::ToppedUp {
+                tenant: acme(),
+                attempt: attempt.id.clone(),
+                amount: attempt.amount,
+                payment,
+            }
+        )
+        .await
+    );
+}
+
+#[tokio::test]
+async fn a_declining_card_walks_the_ladder_with_a_new_key_per_rung() {
+    let s = Standin::start();
+    let p = Pipeline::new().await;
+    let store = drained(&p, &s, "pm_card_visa_chargeDeclinedInsufficientFunds").await;
+    let registry = process_function::registry(store.clone(), WalletSources::default());
+    let processor = p.processor(registry, SystemClock).await;
+    processor.handle_stream_batch(p.read_stream().await).await;
+    let ledger = Ledger::new(&store);
+    let attempt = ledger.attempts(&acme()).await.unwrap().remove(0);
+    let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis() + 1_000));
+    let pass = Pass::new(
+        TableAttempts::new(store.clone()),
+        charger(&s),
+        clock.clone(),
+        PassConfig::default(),
+    );
+    let first = pass.run(None).await;
+    assert_eq!((first.tries, first.declined), (1, 1), "{first:?}");
+    // Not due again within the day; due at the first failure + 1 day (rung 1 of 0,1,3,5,7).
+    clock.advance_millis(23 * 3_600_000);
+    assert_eq!(pass.run(None).await.tries, 0);
+    clock.advance_millis(3_600_000);
+    assert_eq!(pass.run(None).await.declined, 1);
+    let keys: Vec<Value> = s
+        .intent_requests()
+        .iter()
+        .map(|r| r["idempotency_key"].clone())
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            Value::from(idempotency_key(&attempt.id, 0)),
+            Value::from(idempotency_key(&attempt.id, 1))
+        ]
+    );
+    assert_eq!(s.charges(), (0, 2));
+    let walked = ledger.attempt(&acme(), &attempt.id).await.unwrap().unwrap();
+    assert_eq!(walked.state, AttemptState::Due);
+    for try_no in [0, 1] {
+        let failed = walked
+            .tries
+            .iter()
+            .find(|t| t.try_no == try_no)
+            .expect("the try journaled");
+        assert_eq!(failed.outcome, "insufficient_funds");
+        let event = WalletEvent::AutopayFailed {
+            tenant: acme(),
+            attempt: attempt.id.clone(),
+            try_no,
+            code: failed.outcome.clone(),
+            next_try_at: failed.next_due,
+        };
+        assert!(
+            published(&store, &event).await,
+            "wallet.autopay_failed of try {try_no}"
+        );
+    }
+}
