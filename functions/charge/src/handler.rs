@@ -94,9 +94,8 @@ pub async fn handle<S: AttemptStore, P: Charger, C: Clock, U: Settle>(
     service: &Service<S, P, C, U>,
     event: LambdaEvent<Value>,
 ) -> Result<Value, Error> {
-    let deadline = i64::try_from(event.context.deadline)
-        .ok()
-        .filter(|d| *d > 0);
+    let now = service.pass.clock().now_millis();
+    let deadline = inbox_core::invocation::deadline(event.context.deadline, now);
     run(service, deadline.map(Millis::new)).await
 }
 

@@ -95,6 +95,18 @@ async fn no_try_starts_past_the_invocations_deadline() {
 }
 
 #[tokio::test]
+async fn a_deadline_already_past_at_the_start_is_no_deadline() {
+    // cargo lambda's emulator hands the function a context deadline that is not epoch ms: read
+    // as a deadline, every try was deferred in `make dev` and nothing was ever charged.
+    let (s, _sink) = service(vec![Step::Answer(ChargeOutcome::Succeeded)]);
+    let out = handle(&s, event(4_200_000)).await.expect("a run");
+    assert_eq!(
+        (out["tries"].as_u64(), out["deferred"].as_u64()),
+        (Some(1), Some(0))
+    );
+}
+
+#[tokio::test]
 async fn a_failed_write_fails_the_invocation() {
     let (s, _sink) = service(vec![]);
     s.pass

@@ -84,11 +84,10 @@ where
     C: Clock,
 {
     // Every wait of a delivery ends in time for its POST and its record before this (an event
-    // without one, as a hand-made test context has, sets none).
-    let deadline = match event.context.deadline {
-        0 => i64::MAX,
-        ms => i64::try_from(ms).unwrap_or(i64::MAX),
-    };
+    // without one, as a hand-made test context or a local emulator's has, sets none).
+    let deadline =
+        inbox_core::invocation::deadline(event.context.deadline, SystemClock.now_millis())
+            .unwrap_or(i64::MAX);
     match Incoming::parse(event.payload)? {
         Incoming::Stream(batch) => {
             let (response, summary) =

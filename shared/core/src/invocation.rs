@@ -17,6 +17,8 @@
 //! A failure means an infrastructure error (the store or a queue unreachable), logged by the
 //! per-record function: what a record's own content makes fail goes through that function's retry
 //! path and is an outcome, not a failure. [`Summary`] counts what a batch did, for its log line.
+//!
+//! [`deadline`] reads the invocation's deadline from Lambda's context, once, for every function.
 
 use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
@@ -26,6 +28,16 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::future::Future;
 use tracing::Instrument;
+
+/// The invocation's deadline (ms since the epoch) from Lambda's context deadline `context_ms`,
+/// read at `now_ms` when the invocation starts: `None` when there is none (`0`, as a hand-made
+/// test context has) or when it is not after the start. A deadline already past when an
+/// invocation starts is not Lambda's (`cargo lambda watch`'s emulator hands the function a value
+/// that is not epoch milliseconds): read as one, every delivery and every charge was deferred
+/// in `make dev`, run after run.
+pub fn deadline(context_ms: u64, now_ms: i64) -> Option<i64> {
+    i64::try_from(context_ms).ok().filter(|d| *d > now_ms)
+}
 
 /// What invoked the function, read once from the raw event.
 #[derive(Debug, Clone)]

@@ -379,3 +379,28 @@ async fn each_record_runs_inside_its_own_span() {
     assert_eq!(ids.len(), 4, "one span per record");
     assert!(tracing::Span::current().is_none(), "and none outside them");
 }
+
+#[test]
+fn a_deadline_is_one_only_after_the_start() {
+    let now = 1_796_140_000_000;
+    assert_eq!(super::deadline(0, now), None, "none in a hand-made context");
+    assert_eq!(
+        super::deadline(4_200_000, now),
+        None,
+        "not epoch ms: cargo lambda's emulator"
+    );
+    assert_eq!(
+        super::deadline(1_796_140_000_000, now),
+        None,
+        "not after the start"
+    );
+    assert_eq!(
+        super::deadline(1_796_140_060_000, now),
+        Some(1_796_140_060_000)
+    );
+    assert_eq!(
+        super::deadline(u64::MAX, now),
+        None,
+        "not a number of ms that fits"
+    );
+}
