@@ -77,7 +77,9 @@ pub const AUTOPAY_LADDER_DAYS: Var = Var {
     unset: Unset::Default("0,1,3,5,7"),
     meaning: "the dunning ladder: days from an autopay charge's FIRST failure on which a soft \
               decline is tried again (comma-separated, starting at 0, strictly increasing); after \
-              the last, autopay is suspended (see [Autopay](autopay.md))",
+              the last, autopay is suspended; a wallet that set its own (`inboxctl wallet \
+              autopay set --ladder`, other than the default) follows that one (see \
+              [Autopay](autopay.md))",
 };
 
 pub const AUTOPAY_LEASE_SECS: Var = Var {

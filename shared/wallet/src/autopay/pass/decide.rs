@@ -104,6 +104,15 @@ pub struct Timings {
     pub credit_within: Duration,
 }
 
+/// The ladder a wallet's declines follow: its own (`inboxctl wallet autopay set --ladder`) when
+/// it set one other than the default, else the function's (`AUTOPAY_LADDER_DAYS`).
+pub fn ladder_of<'a>(autopay: Option<&'a Autopay>, configured: &'a Ladder) -> &'a Ladder {
+    match autopay {
+        Some(a) if a.ladder != Ladder::default() => &a.ladder,
+        _ => configured,
+    }
+}
+
 /// The reply to the claimed try of `attempt` (`Charging`, as re-read after the call), recorded.
 pub fn record(
     attempt: &Attempt,
@@ -123,10 +132,7 @@ pub fn record(
         next_due,
     };
     let first_failure = attempt.first_failure.unwrap_or(now);
-    match timings
-        .ladder
-        .after(attempt.rung, &reply.outcome, first_failure)
-    {
+    match ladder_of(autopay, &timings.ladder).after(attempt.rung, &reply.outcome, first_failure) {
         NextTry::End(LadderEnd::Succeeded) => {
             next.state = AttemptState::Charged;
             next.due = now.plus(timings.credit_within);

@@ -166,3 +166,28 @@ fn a_recurring_attempt_is_named_by_its_anchor_and_period() {
     assert_eq!(recurring_id(&r, 3), recurring_id(&r, 3));
     assert_ne!(recurring_id(&r, 3), recurring_id(&r, 4));
 }
+
+#[test]
+fn a_wallets_own_ladder_overrides_the_functions() {
+    let charging = claim(&attempt(), T0, Duration::from_secs(300));
+    let soft = reply(ChargeOutcome::DeclinedSoft {
+        code: "insufficient_funds".into(),
+    });
+    let configured = Timings {
+        ladder: Ladder::parse("0,2,4").unwrap(),
+        ..timings()
+    };
+    // A wallet on the default follows the function's ladder: rung 1 two days on.
+    let t = record(&charging, Some(&autopay()), &soft, &configured, T0);
+    assert_eq!(t.attempt.due, T0.plus(DAY * 2));
+    // One that set its own follows it: rung 1 three days on.
+    let mut own = autopay();
+    own.ladder = Ladder::parse("0,3").unwrap();
+    let t = record(&charging, Some(&own), &soft, &configured, T0);
+    assert_eq!(t.attempt.due, T0.plus(DAY * 3));
+    assert_eq!(
+        ladder_of(None, &configured.ladder),
+        &configured.ladder,
+        "no settings: the function's"
+    );
+}
