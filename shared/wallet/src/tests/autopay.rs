@@ -353,7 +353,9 @@ async fn a_setup_saves_the_method_and_its_detach_suspends_in_either_order() {
             .autopay_journal(&tid("acme"))
             .await
             .unwrap();
-        assert_eq!(log.first().map(|l| l.action.as_str()), Some("set"));
+        // The operator's set and the provider's changes may share a millisecond (then the
+        // journal's order between them is its unique suffix's): each is there.
+        assert!(log.iter().any(|l| l.action == "set"), "{log:?}");
         assert!(
             log.iter()
                 .any(|l| l.action == "suspended" && l.actor == "stripe"),
