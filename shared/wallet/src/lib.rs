@@ -8,6 +8,11 @@
 //!   (the due attempts and recurring charges through the sparse open index).
 //! - [`events`]: the wallet's own events ([`events::WalletEvent`]: topped up, autopay failed,
 //!   suspended, limit reached), published through the outbox in the transaction of what they report.
+//! - [`holds`]: holds placed before a send (the wallet API), exact under concurrency, and their
+//!   release.
+//! - [`checkout`]: the neutral face of a provider's hosted checkout (a top-up the wallet API
+//!   starts).
+//! - [`notices`]: what movements announce besides the money (low balance, review threshold).
 //! - [`money`]: [`Currency`] and [`Money`] (amounts in minor units, formatted `12.34 USD`).
 //! - [`tenant`]: [`TenantId`], the tenant a wallet belongs to, parsed once where it enters.
 //! - [`rules`]: the pure rules (next state and money movement per event).
@@ -30,13 +35,16 @@
 pub mod attempts;
 pub mod autopay;
 pub mod autopay_handler;
+pub mod checkout;
 pub mod config;
 pub mod events;
 pub mod handler;
+pub mod holds;
 pub mod items;
 pub mod ledger;
 pub mod model;
 pub mod money;
+pub mod notices;
 pub mod parse;
 pub mod payment;
 pub mod providers;
