@@ -12,6 +12,8 @@
 //! - [`sealed`]: destinations' signing secrets encrypted at rest with a KMS key (moto's).
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
 //! - [`wallet`]: the wallet ledger through the real pipeline.
+//! - [`wallet_holds`]: the wallet API's holds on DynamoDB (exact under 200 concurrent holds, the
+//!   floor, settled by the delivery webhooks) and core's bounded adjustment.
 //! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
@@ -45,3 +47,4 @@ mod template;
 mod wallet;
 mod wallet_autopay;
 mod wallet_events;
+mod wallet_holds;
