@@ -42,7 +42,7 @@ pub type Draw = Arc<dyn Fn() -> f64 + Send + Sync>;
 
 /// How many times a hold or release is tried against a wallet that keeps changing, and the
 /// backoff between tries (full jitter under a doubling ceiling): 8 tries, 10 ms doubling to
-/// 320 ms, about a second and a quarter at worst.
+/// 320 ms: under a second of waiting in all at worst.
 pub const RETRY: RetryPolicy = RetryPolicy {
     max_attempts: 8,
     base: Duration::from_millis(10),
