@@ -7,7 +7,8 @@
 //!
 //! | item | `sk` | holds |
 //! |---|---|---|
-//! | wallet | `WALLET` | currency, balance, held, floor, price per email, review threshold, flags, `debits_YYYY_MM`, `changes` (movements so far) |
+//! | wallet | `WALLET` | currency, balance, held, floor, price per email, review threshold, flags, `debits_YYYY_MM`, `changes` (movements so far), the notices' `low`, `low_crossings`, `review_reported` (`YYYY_MM`) |
+//! | limits journal | `LIMITS_LOG#{ms}#{unique}` | every change of a wallet's floor or review threshold (`inboxctl wallet set`): when, who, before and after |
 //! | email | `EMAIL#{message_id}` | state, amount, the webhook event ids that moved it, version |
 //! | payment | `PAY#{payment intent}` | funds (`unknown`, `awaiting`, `paid`, `failed`), expected, credited, refund total, refunded, event ids, version |
 //! | entry | `ENTRY#{ms}#{uuid}` | kind, amount, balance and held deltas, email or payment id, webhook event id, time |
@@ -67,6 +68,10 @@ pub const EMAIL_PREFIX: &str = "EMAIL#";
 pub const PAYMENT_PREFIX: &str = "PAY#";
 pub const ENTRY_PREFIX: &str = "ENTRY#";
 const MONTH_DEBITS_PREFIX: &str = "debits_";
+/// The wallet's notice attributes ([`crate::notices`]).
+pub(crate) const LOW: &str = "low";
+pub(crate) const LOW_CROSSINGS: &str = "low_crossings";
+pub(crate) const REVIEW_REPORTED: &str = "review_reported";
 
 /// The partition of a tenant's wallet, rows and entries.
 pub fn wallet_pk(tenant: &str) -> String {
@@ -154,11 +159,16 @@ impl Wallet {
             ("message_price".to_string(), n(self.message_price.minor())),
             ("overdrawn".to_string(), attr::bool(self.overdrawn)),
             ("review".to_string(), attr::bool(self.review)),
+            (LOW.to_string(), attr::bool(self.low)),
+            (LOW_CROSSINGS.to_string(), n(self.low_crossings)),
             ("created_at".to_string(), n(self.created_at)),
             ("changes".to_string(), n(self.changes)),
         ]);
         if let Some(t) = self.review_threshold {
             item.insert("review_threshold".into(), n(t.minor()));
+        }
+        if let Some(month) = &self.review_reported {
+            item.insert(REVIEW_REPORTED.into(), s(month));
         }
         for (month, debits) in &self.month_debits {
             item.insert(format!("{MONTH_DEBITS_PREFIX}{month}"), n(*debits));
@@ -188,6 +198,9 @@ impl Wallet {
             review_threshold: number(item, "review_threshold")?.map(|t| currency.amount(t)),
             overdrawn: get_bool(item, "overdrawn").unwrap_or(false),
             review: get_bool(item, "review").unwrap_or(false),
+            low: get_bool(item, LOW).unwrap_or(false),
+            low_crossings: number(item, LOW_CROSSINGS)?.unwrap_or(0),
+            review_reported: text(item, REVIEW_REPORTED),
             month_debits,
             created_at: number(item, "created_at")?.unwrap_or(0),
             changes: number(item, "changes")?.unwrap_or(0),
