@@ -765,3 +765,83 @@ async fn each_provider_debits_and_refunds_through_its_own_source() {
     w.send("resend", "r-1", &t, body).await;
     assert_eq!(w.balance("acme").balance.minor(), 0);
 }
+
+// ---- The notices, against the same model: exactly once per crossing and per month. ----
+
+/// Per prefix of the processing order (distinct events only): the wallet's available amount and
+/// the month's debits, as the model sees them (an email holds or debits its price unless it
+/// hard-bounced; it counts as a debit if accepted before any hard bounce).
+fn model_states(events: &[(u8, Kind)]) -> Vec<(i64, i64)> {
+    let mut seen: HashMap<u8, HashSet<Kind>> = HashMap::new();
+    let mut debited: HashSet<u8> = HashSet::new();
+    let mut states = Vec::new();
+    for (m, k) in events {
+        let kinds = seen.entry(*m).or_default();
+        if *k == Kind::Accepted && !kinds.contains(&Kind::Hard) {
+            debited.insert(*m);
+        }
+        kinds.insert(*k);
+        let available = seen
+            .values()
+            .filter(|k| {
+                !k.contains(&Kind::Hard) && (k.contains(&Kind::Sent) || k.contains(&Kind::Accepted))
+            })
+            .count() as i64
+            * -PRICE;
+        states.push((available, debited.len() as i64 * PRICE));
+    }
+    states
+}
+
+fn wallet_event(w: &World, id: &str) -> bool {
+    let key = MessageKey::new(
+        SourceName::parse(events::SOURCE).unwrap(),
+        EventId::parse(id).unwrap(),
+    );
+    let pk = inbox_core::store::schema::message_pk(&key);
+    w.store
+        .item(&pk, inbox_core::store::schema::MESSAGE_SK)
+        .is_some()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn notices_are_published_once_per_crossing_and_once_per_month_in_any_order(plan in email_plan()) {
+        // Floor −10, price 5: low at −10 available and below (it cannot afford one more send);
+        // review past 5 of debits (the second debit).
+        let w = World::new().wallet("acme", -10, Some(PRICE));
+        futures_block(async {
+            for (m, k, i) in &plan {
+                let (kind, extra) = k.event();
+                w.email(&format!("evt_{i}"), kind, &format!("m{m}"), extra).await;
+            }
+        });
+        let distinct: Vec<(u8, Kind)> = {
+            let mut seen = HashSet::new();
+            plan.iter().filter(|(_, _, i)| seen.insert(*i)).map(|(m, k, _)| (*m, *k)).collect()
+        };
+        let states = model_states(&distinct);
+        let low = |available: i64| available - PRICE < -10;
+        let mut crossings = 0;
+        let mut before = 0;
+        for (available, _) in &states {
+            if low(*available) && !low(before) {
+                crossings += 1;
+            }
+            before = *available;
+        }
+        let wallet = w.balance("acme");
+        prop_assert_eq!(wallet.available().unwrap().minor(), before);
+        prop_assert_eq!((wallet.low, wallet.low_crossings), (low(before), crossings));
+        for n in 1..=crossings {
+            prop_assert!(wallet_event(&w, &format!("wevt_acme_low_{n}")), "crossing {} published", n);
+        }
+        let next = format!("wevt_acme_low_{}", crossings + 1);
+        prop_assert!(!wallet_event(&w, &next), "no event beyond the crossings: {}", next);
+        let reviewed = states.iter().any(|(_, debits)| *debits > PRICE);
+        prop_assert_eq!(wallet_event(&w, "wevt_acme_review_2026_11"), reviewed);
+        prop_assert_eq!(wallet.review_reported.is_some(), reviewed);
+    }
+}
