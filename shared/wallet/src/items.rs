@@ -36,6 +36,7 @@
 //! never 0).
 
 mod autopay;
+mod limits;
 mod lookup;
 
 pub(crate) use autopay::attempt_sk;
@@ -44,6 +45,9 @@ pub use autopay::{
     ATTEMPT_SHARD_PREFIX, AUTOPAY_LOG_PREFIX, AUTOPAY_SHARDS, AUTOPAY_SK, KIND_ATTEMPT,
     KIND_AUTOPAY, KIND_AUTOPAY_LOG, KIND_METHOD_INDEX, RECURRING_SHARD_PREFIX,
 };
+
+pub(crate) use limits::{set_limits, LOW, LOW_CROSSINGS, REVIEW_REPORTED};
+pub use limits::{LimitsLog, KIND_LIMITS_LOG, LIMITS_LOG_PREFIX};
 
 pub use lookup::{
     payment_index_key, KIND_PAYMENT_INDEX, KIND_REGISTRY, REGISTRY_COMPLETE_SK, REGISTRY_PK,
@@ -68,10 +72,6 @@ pub const EMAIL_PREFIX: &str = "EMAIL#";
 pub const PAYMENT_PREFIX: &str = "PAY#";
 pub const ENTRY_PREFIX: &str = "ENTRY#";
 const MONTH_DEBITS_PREFIX: &str = "debits_";
-/// The wallet's notice attributes ([`crate::notices`]).
-pub(crate) const LOW: &str = "low";
-pub(crate) const LOW_CROSSINGS: &str = "low_crossings";
-pub(crate) const REVIEW_REPORTED: &str = "review_reported";
 
 /// The partition of a tenant's wallet, rows and entries.
 pub fn wallet_pk(tenant: &str) -> String {
@@ -195,7 +195,7 @@ impl Wallet {
             held: amount("held")?,
             floor: amount("floor")?,
             message_price: amount("message_price")?,
-            review_threshold: number(item, "review_threshold")?.map(|t| currency.amount(t)),
+            review_threshold: limits::read_threshold(item)?.map(|t| currency.amount(t)),
             overdrawn: get_bool(item, "overdrawn").unwrap_or(false),
             review: get_bool(item, "review").unwrap_or(false),
             low: get_bool(item, LOW).unwrap_or(false),

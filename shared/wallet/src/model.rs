@@ -94,6 +94,14 @@ impl Wallet {
         self.balance.checked_sub(self.held, "the available amount")
     }
 
+    /// Its floor and review threshold.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            floor: self.floor,
+            review_threshold: self.review_threshold,
+        }
+    }
+
     /// The debits of a month (`YYYY_MM`, see [`month_of`]).
     pub fn debits_in(&self, month: &str) -> Money {
         self.currency
@@ -110,6 +118,17 @@ impl Wallet {
             review_threshold: self.review_threshold,
         }
     }
+}
+
+/// A wallet's limits: what an operator may change on it after it was created
+/// ([`crate::Ledger::set_limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// A hold may not take `available` below it; a webhook-driven debit that does is recorded and
+    /// flags the wallet `overdrawn`.
+    pub floor: Money,
+    /// Monthly debits above it flag the wallet for review (`None`: never).
+    pub review_threshold: Option<Money>,
 }
 
 /// One ledger entry: a single change of a wallet's balance or held amount.

@@ -845,3 +845,76 @@ proptest! {
         prop_assert_eq!(wallet.review_reported.is_some(), reviewed);
     }
 }
+
+#[tokio::test]
+async fn an_operator_changes_a_wallets_limits_without_touching_its_amounts() {
+    let w = World::new().wallet("acme", 0, Some(1000));
+    w.email("e1", "message.accepted", "m1", json!({})).await;
+    let ledger = Ledger::new(&*w.store);
+    let change = LimitsChange {
+        floor: Some(-500),
+        review_threshold: Some(None),
+    };
+    let set = ledger
+        .set_limits(&tid("acme"), "ops", T0 + 10, change)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (set.before.floor.minor(), set.before.review_threshold),
+        (0, Some(usd().amount(1000)))
+    );
+    assert_eq!(
+        (set.after.floor.minor(), set.after.review_threshold),
+        (-500, None)
+    );
+    let wallet = w.balance("acme");
+    assert_eq!(wallet.limits(), set.after);
+    assert_eq!(
+        (wallet.balance.minor(), wallet.changes),
+        (-PRICE, 1),
+        "the movement before is kept"
+    );
+    // Only the floor this time: the threshold stays removed; a movement after adds as ever.
+    let floor_only = LimitsChange {
+        floor: Some(2000),
+        ..LimitsChange::default()
+    };
+    ledger
+        .set_limits(&tid("acme"), "ops2", T0 + 20, floor_only)
+        .await
+        .unwrap();
+    w.email("e2", "message.accepted", "m2", json!({})).await;
+    let wallet = w.balance("acme");
+    assert_eq!(
+        (
+            wallet.floor.minor(),
+            wallet.review_threshold,
+            wallet.balance.minor()
+        ),
+        (2000, None, -2 * PRICE)
+    );
+    assert!(wallet.overdrawn, "the new floor counts for the next debit");
+    let journal = ledger.limits_log(&tid("acme")).await.unwrap();
+    assert_eq!(
+        journal
+            .iter()
+            .map(|l| (
+                l.actor.as_str(),
+                l.before.floor.minor(),
+                l.after.floor.minor()
+            ))
+            .collect::<Vec<_>>(),
+        vec![("ops", 0, -500), ("ops2", -500, 2000)]
+    );
+    assert_eq!(journal[1].after.review_threshold, None);
+    assert_eq!(
+        ledger
+            .set_limits(&tid("ghost"), "ops", T0, floor_only)
+            .await
+            .unwrap(),
+        None,
+        "no wallet: nothing written"
+    );
+    assert!(w.store.item(&wallet_pk("ghost"), WALLET_SK).is_none());
+}
