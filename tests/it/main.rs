@@ -45,3 +45,4 @@ mod template;
 mod wallet;
 mod wallet_autopay;
 mod wallet_events;
+mod wallet_notices;
