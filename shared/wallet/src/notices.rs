@@ -163,6 +163,18 @@ mod tests {
     const T0: i64 = 1_795_000_000_000; // 2026-11-18
     const PRICE: i64 = 5;
 
+    /// Available before, `low` as read, the movement → publishes a crossing?, `low` set to, what.
+    type LowCase = (i64, bool, Movement, bool, Option<bool>, &'static str);
+    /// The month's debits before, the month reported, the movements, when → publishes?, what.
+    type ReviewCase = (
+        i64,
+        Option<&'static str>,
+        Vec<Movement>,
+        i64,
+        bool,
+        &'static str,
+    );
+
     fn usd(minor: i64) -> Money {
         Currency::parse("usd").unwrap().amount(minor)
     }
@@ -231,8 +243,7 @@ mod tests {
 
     #[test]
     fn low_balance_once_per_crossing_and_rearmed_by_a_way_back() {
-        // (available before, low as read, movement) → (published low?, `low` set to)
-        let cases: [(i64, bool, Movement, bool, Option<bool>, &str); 8] = [
+        let cases: [LowCase; 8] = [
             (29, false, debit(), true, Some(true), "29 → 24: crosses"),
             (29, false, hold(), true, Some(true), "a hold crosses alike"),
             (
@@ -330,9 +341,8 @@ mod tests {
 
     #[test]
     fn review_once_per_month_when_the_debits_pass_the_threshold() {
-        // (month's debits before, reported month, movements) → published?
         let next_month = T0 + 31 * 86_400_000;
-        let cases: [(i64, Option<&str>, Vec<Movement>, i64, bool, &str); 7] = [
+        let cases: [ReviewCase; 7] = [
             (
                 95,
                 None,
