@@ -655,6 +655,15 @@ fn email_plan() -> impl Strategy<Value = Vec<(u8, Kind, usize)>> {
     })
 }
 
+/// The events of a plan as processed: each once, in the order of its first delivery.
+fn distinct(plan: &[(u8, Kind, usize)]) -> Vec<(u8, Kind)> {
+    let mut seen = HashSet::new();
+    plan.iter()
+        .filter(|(_, _, i)| seen.insert(*i))
+        .map(|(m, k, _)| (*m, *k))
+        .collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -667,10 +676,7 @@ proptest! {
                 w.email(&format!("evt_{i}"), kind, &format!("m{m}"), extra).await;
             }
         });
-        let distinct: Vec<(u8, Kind)> = {
-            let mut seen = HashSet::new();
-            plan.iter().filter(|(_, _, i)| seen.insert(*i)).map(|(m, k, _)| (*m, *k)).collect()
-        };
+        let distinct = distinct(&plan);
         let wallet = w.balance("acme");
         prop_assert_eq!((wallet.balance.minor(), wallet.held.minor()), model(&distinct));
         let report = futures_block(reconcile(&*w.store, T0, opts(i64::MAX)));
@@ -818,10 +824,7 @@ proptest! {
                 w.email(&format!("evt_{i}"), kind, &format!("m{m}"), extra).await;
             }
         });
-        let distinct: Vec<(u8, Kind)> = {
-            let mut seen = HashSet::new();
-            plan.iter().filter(|(_, _, i)| seen.insert(*i)).map(|(m, k, _)| (*m, *k)).collect()
-        };
+        let distinct = distinct(&plan);
         let states = model_states(&distinct);
         let low = |available: i64| available - PRICE < -10;
         let mut crossings = 0;

@@ -100,8 +100,14 @@ fn wallet_arguments() {
         panic!("wallet create parses");
     };
     assert_eq!(
-        (c.price, c.floor, c.review_threshold, c.no_review_threshold),
-        (25, Some(-500), None, false)
+        (c.price, c.limits.change()),
+        (
+            25,
+            wallet_ledger::LimitsChange {
+                floor: Some(-500),
+                review_threshold: None
+            }
+        )
     );
     let Ok(Cli {
         command: Command::Wallet(WalletCommand::Create(c)),
@@ -119,7 +125,7 @@ fn wallet_arguments() {
         panic!("wallet create parses without limits");
     };
     assert_eq!(
-        (c.floor, c.review_threshold),
+        (c.limits.floor, c.limits.review_threshold),
         (None, None),
         "the defaults apply"
     );
@@ -140,9 +146,9 @@ fn wallet_arguments() {
     assert_eq!(
         (
             s.tenant.as_str(),
-            s.floor,
-            s.review_threshold,
-            s.no_review_threshold
+            s.limits.floor,
+            s.limits.review_threshold,
+            s.limits.no_review_threshold
         ),
         ("acme", Some(-100), None, true)
     );

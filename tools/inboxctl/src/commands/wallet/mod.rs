@@ -105,11 +105,11 @@ async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
     let currency = currency_arg(&args.currency)?;
     let max = wallet_ledger::config::max_amount(ctx.env()).map_err(|e| usage(e.to_string()))?;
     let defaults = DefaultLimits::read(ctx.env()).map_err(|e| usage(e.to_string()))?;
-    let floor = args.floor.unwrap_or(defaults.floor);
-    let review_threshold = match (args.review_threshold, args.no_review_threshold) {
-        (_, true) => None,
-        (t, false) => Some(t.unwrap_or(defaults.review_threshold)),
-    };
+    let change = args.limits.change();
+    let floor = change.floor.unwrap_or(defaults.floor);
+    let review_threshold = change
+        .review_threshold
+        .unwrap_or(Some(defaults.review_threshold));
     amount_arg("the price", args.price, max)?;
     amount_arg("the floor", floor, max)?;
     if let Some(t) = review_threshold {
@@ -146,14 +146,7 @@ async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
 async fn set(ctx: &Context, args: WalletSetArgs) -> Result<()> {
     let tenant = tenant_arg(&args.tenant)?;
     let max = wallet_ledger::config::max_amount(ctx.env()).map_err(|e| usage(e.to_string()))?;
-    let change = LimitsChange {
-        floor: args.floor,
-        review_threshold: match (args.review_threshold, args.no_review_threshold) {
-            (_, true) => Some(None),
-            (Some(t), false) => Some(Some(t)),
-            (None, false) => None,
-        },
-    };
+    let change = args.limits.change();
     if change == LimitsChange::default() {
         return Err(usage(
             "nothing to change: give --floor, --review-threshold or --no-review-threshold",
