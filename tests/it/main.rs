@@ -48,3 +48,4 @@ mod wallet;
 mod wallet_autopay;
 mod wallet_events;
 mod wallet_holds;
+mod wallet_notices;

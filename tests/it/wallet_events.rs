@@ -25,7 +25,7 @@ use std::time::Duration;
 use wallet_ledger::events::{WalletEvent, SOURCE};
 use wallet_ledger::{TenantId, WalletSources};
 
-fn config() -> DeliverConfig {
+pub(crate) fn config() -> DeliverConfig {
     DeliverConfig {
         max_wait: Duration::ZERO,
         ..DeliverConfig::default()

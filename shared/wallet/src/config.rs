@@ -64,6 +64,34 @@ pub const WALLET_MAX_AMOUNT: Var = Var {
               one is refused with the reason (the event fails into quarantine), at least 1",
 };
 
+/// The default of [`WALLET_DEFAULT_FLOOR`]: 2,000 minor units (USD 20).
+pub const DEFAULT_FLOOR: i64 = 2_000;
+
+pub const WALLET_DEFAULT_FLOOR: Var = Var {
+    name: "WALLET_DEFAULT_FLOOR",
+    read_by: ReadBy::Only(&[INBOXCTL]),
+    unset: Unset::Default("2000"),
+    meaning: "the floor, in minor units, of a wallet `inboxctl wallet create` makes without \
+              `--floor` (the prepaid floor: a hold may not take `available` below it, a \
+              webhook-driven debit that does is recorded and flags the wallet `overdrawn`; \
+              negative grants credit); per stage: the stack's `WalletDefaultFloor` output (its \
+              parameter of the same name); one wallet's: `inboxctl wallet set --floor`",
+};
+
+/// The default of [`WALLET_DEFAULT_REVIEW_THRESHOLD`]: 100,000 minor units (USD 1,000).
+pub const DEFAULT_REVIEW_THRESHOLD: i64 = 100_000;
+
+pub const WALLET_DEFAULT_REVIEW_THRESHOLD: Var = Var {
+    name: "WALLET_DEFAULT_REVIEW_THRESHOLD",
+    read_by: ReadBy::Only(&[INBOXCTL]),
+    unset: Unset::Default("100000"),
+    meaning: "the monthly review threshold, in minor units, of a wallet `inboxctl wallet create` \
+              makes without `--review-threshold`: a month's debits above it flag the wallet for \
+              review and publish `wallet.review_threshold_reached` once that month; at least 1; \
+              per stage: the stack's `WalletDefaultReviewThreshold` output; one wallet's: \
+              `inboxctl wallet set --review-threshold`",
+};
+
 pub const RECONCILE_STALE_AFTER_HOURS: Var = Var {
     name: "RECONCILE_STALE_AFTER_HOURS",
     read_by: ReadBy::Only(&[RECONCILE]),
@@ -115,6 +143,8 @@ pub const VARS: &[&Var] = &[
     &WALLET_EMAIL_SOURCES,
     &WALLET_STRIPE_MODE,
     &WALLET_MAX_AMOUNT,
+    &WALLET_DEFAULT_FLOOR,
+    &WALLET_DEFAULT_REVIEW_THRESHOLD,
     &RECONCILE_STALE_AFTER_HOURS,
     &AUTOPAY_LADDER_DAYS,
     &AUTOPAY_LEASE_SECS,
@@ -181,6 +211,46 @@ pub fn max_amount(env: &Env) -> Result<i64, ConfigError> {
         });
     }
     Ok(max)
+}
+
+/// The limits a new wallet gets when its creator names none: `WALLET_DEFAULT_FLOOR` and
+/// `WALLET_DEFAULT_REVIEW_THRESHOLD` (or their defaults), in minor units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultLimits {
+    pub floor: i64,
+    pub review_threshold: i64,
+}
+
+impl Default for DefaultLimits {
+    /// 2,000 and 100,000 minor units.
+    fn default() -> Self {
+        Self {
+            floor: DEFAULT_FLOOR,
+            review_threshold: DEFAULT_REVIEW_THRESHOLD,
+        }
+    }
+}
+
+impl DefaultLimits {
+    /// From `env`: whole numbers of minor units, the threshold at least 1.
+    pub fn read(env: &Env) -> Result<Self, ConfigError> {
+        let floor: i64 = env
+            .parse(&WALLET_DEFAULT_FLOOR)
+            .map_err(|e| e.expecting("a whole number of minor units"))?;
+        let review_threshold: i64 = env
+            .parse(&WALLET_DEFAULT_REVIEW_THRESHOLD)
+            .map_err(|e| e.expecting("a whole number of minor units"))?;
+        if review_threshold < 1 {
+            return Err(ConfigError::Invalid {
+                var: WALLET_DEFAULT_REVIEW_THRESHOLD.name,
+                reason: "must be at least 1".into(),
+            });
+        }
+        Ok(Self {
+            floor,
+            review_threshold,
+        })
+    }
 }
 
 impl WalletSources {
@@ -304,6 +374,51 @@ mod tests {
                 e.contains("WALLET_EMAIL_SOURCES") && e.contains(says),
                 "{bad}: {e}"
             );
+        }
+    }
+
+    #[test]
+    fn new_wallets_limits_default_to_the_prepaid_floor_and_the_review_threshold() {
+        let none = Env::from_pairs::<&str, &str>([]);
+        assert_eq!(
+            DefaultLimits::read(&none).unwrap(),
+            DefaultLimits {
+                floor: 2_000,
+                review_threshold: 100_000
+            }
+        );
+        assert_eq!(
+            DefaultLimits::read(&none).unwrap(),
+            DefaultLimits::default()
+        );
+        assert_eq!(
+            WALLET_DEFAULT_FLOOR.default_value(),
+            Some(DEFAULT_FLOOR.to_string().as_str())
+        );
+        assert_eq!(
+            WALLET_DEFAULT_REVIEW_THRESHOLD.default_value(),
+            Some(DEFAULT_REVIEW_THRESHOLD.to_string().as_str())
+        );
+        let set = Env::from_pairs([
+            ("WALLET_DEFAULT_FLOOR", " -500 "),
+            ("WALLET_DEFAULT_REVIEW_THRESHOLD", "7"),
+        ]);
+        assert_eq!(
+            DefaultLimits::read(&set).unwrap(),
+            DefaultLimits {
+                floor: -500,
+                review_threshold: 7
+            }
+        );
+        for (var, bad) in [
+            ("WALLET_DEFAULT_FLOOR", "20.00"),
+            ("WALLET_DEFAULT_REVIEW_THRESHOLD", "0"),
+            ("WALLET_DEFAULT_REVIEW_THRESHOLD", "lots"),
+        ] {
+            let e = DefaultLimits::read(&Env::from_pairs([(var, bad)]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(var), "{var}={bad}: {e}");
         }
     }
 

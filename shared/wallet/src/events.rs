@@ -11,6 +11,8 @@
 //! | `wallet.autopay_suspended` | autopay stopped itself (the ladder ended, the method was detached) | tenant, reason |
 //! | `wallet.autopay_limit_reached` | the monthly cap refused a charge | tenant, wanted, charged, cap, currency, month |
 //! | `wallet.autopay_reconciled` | the provider confirms a charge whose webhook never came: the wallet's handler credits it (the same rules and payment row as the webhook, so whichever comes first credits, once) | tenant, attempt, amount, currency, payment |
+//! | `wallet.low_balance` | a movement took the wallet into "cannot afford one more send at its price" (`available − price < floor`), once per crossing ([`crate::notices`]) | tenant, crossing (the wallet's count of crossings, which makes the id), available, floor, price, currency |
+//! | `wallet.review_threshold_reached` | a month's debits passed the wallet's review threshold, once per wallet and month ([`crate::notices`]) | tenant, month (`YYYY_MM`), debits, threshold, currency |
 
 use crate::autopay::{Settle, Uncredited};
 use crate::money::{Currency, Money};
@@ -28,6 +30,12 @@ pub const SOURCE: &str = "wallet";
 
 /// The type of [`WalletEvent::Reconciled`], the one wallet event the wallet's handler handles.
 pub const RECONCILED: &str = "wallet.autopay_reconciled";
+
+/// The type of [`WalletEvent::LowBalance`].
+pub const LOW_BALANCE: &str = "wallet.low_balance";
+
+/// The type of [`WalletEvent::ReviewThresholdReached`].
+pub const REVIEW_THRESHOLD_REACHED: &str = "wallet.review_threshold_reached";
 
 /// One event the wallet publishes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +74,25 @@ pub enum WalletEvent {
         charged: Money,
         cap: Money,
     },
+    /// The wallet can no longer afford one more send at its price.
+    LowBalance {
+        tenant: TenantId,
+        /// The wallet's crossing count this crossing makes (one event per crossing).
+        crossing: i64,
+        /// `available` after the movement, as its commit read the wallet.
+        available: Money,
+        floor: Money,
+        price: Money,
+    },
+    /// A month's debits passed the review threshold.
+    ReviewThresholdReached {
+        tenant: TenantId,
+        /// The month (`YYYY_MM`): one event per wallet and month.
+        month: String,
+        /// The month's debits after the movement, as its commit read the wallet.
+        debits: Money,
+        threshold: Money,
+    },
 }
 
 impl WalletEvent {
@@ -77,6 +104,8 @@ impl WalletEvent {
             Self::AutopaySuspended { .. } => "wallet.autopay_suspended",
             Self::LimitReached { .. } => "wallet.autopay_limit_reached",
             Self::Reconciled { .. } => RECONCILED,
+            Self::LowBalance { .. } => LOW_BALANCE,
+            Self::ReviewThresholdReached { .. } => REVIEW_THRESHOLD_REACHED,
         }
     }
 
@@ -86,7 +115,9 @@ impl WalletEvent {
             | Self::AutopayFailed { tenant, .. }
             | Self::AutopaySuspended { tenant, .. }
             | Self::Reconciled { tenant, .. }
-            | Self::LimitReached { tenant, .. } => tenant,
+            | Self::LimitReached { tenant, .. }
+            | Self::LowBalance { tenant, .. }
+            | Self::ReviewThresholdReached { tenant, .. } => tenant,
         }
     }
 
@@ -101,6 +132,8 @@ impl WalletEvent {
             Self::AutopaySuspended { subject, .. } => format!("wevt_{t}_{subject}_suspended"),
             Self::LimitReached { month, .. } => format!("wevt_{t}_limit_{month}"),
             Self::Reconciled { attempt, .. } => format!("wevt_{t}_{attempt}_reconciled"),
+            Self::LowBalance { crossing, .. } => format!("wevt_{t}_low_{crossing}"),
+            Self::ReviewThresholdReached { month, .. } => format!("wevt_{t}_review_{month}"),
         }
     }
 
@@ -139,6 +172,23 @@ impl WalletEvent {
             } => json!({"tenant": tenant, "month": month, "wanted": wanted.minor(),
                         "charged": charged.minor(), "cap": cap.minor(),
                         "currency": cap.currency().as_str()}),
+            Self::LowBalance {
+                crossing,
+                available,
+                floor,
+                price,
+                ..
+            } => json!({"tenant": tenant, "crossing": crossing, "available": available.minor(),
+                        "floor": floor.minor(), "price": price.minor(),
+                        "currency": floor.currency().as_str()}),
+            Self::ReviewThresholdReached {
+                month,
+                debits,
+                threshold,
+                ..
+            } => json!({"tenant": tenant, "month": month, "debits": debits.minor(),
+                        "threshold": threshold.minor(),
+                        "currency": threshold.currency().as_str()}),
         };
         json!({"id": self.id(), "type": self.event_type(), "created": now.get(), "data": data})
     }

@@ -2,8 +2,10 @@
 //! the writes that the processor commits in ONE transaction with the message's `processed`
 //! transition — a row `Replace`d at the version read (a concurrent event on the same email or
 //! payment conflicts and is re-run), the wallet `Adjust`ed by commutative adds (events on
-//! different emails never conflict), the entries `Create`d — and the metrics (`WalletOverdrawn`,
-//! `WalletReviewFlagged`) the processor emits once, after that transaction committed. An event
+//! different emails never conflict), the entries `Create`d, the events the movement announces
+//! ([`crate::notices`]: `wallet.low_balance`, `wallet.review_threshold_reached`, their wallet
+//! attributes in the wallet's own write) — and the metrics (`WalletOverdrawn`,
+//! `WalletReviewFlagged`, the notices') the processor emits once, after that transaction committed. An event
 //! that is not the wallet's business (another Stripe mode, a payment of no wallet's) is declined
 //! with the reason (`ignored`, no alarm). Stripe payments are in [`crate::payment`]; autopay (the
 //! attempt a hold or debit at the threshold writes with it, `AutopayAttemptMade`, and the cap's
@@ -182,8 +184,12 @@ impl<S: ItemStore> WalletHandler<S> {
         if flags.review {
             metrics.push(review_flagged(&wallet.tenant));
         }
-        let mut effects =
-            vec![adjust_wallet(&wallet.tenant, moves, m.received_at, flags).map_err(refuse)?];
+        // What the movements announce: its wallet attributes join the wallet's own write.
+        let notices = crate::notices::notices(wallet, moves, m.received_at).map_err(refuse)?;
+        let adjust = adjust_wallet(&wallet.tenant, moves, m.received_at, flags).map_err(refuse)?;
+        let mut effects = vec![notices.join_adjust(adjust)];
+        effects.extend(notices.effects);
+        metrics.extend(notices.metrics);
         // One id per event; its second movement's entry sorts right after the first (same time).
         let id = uuid::Uuid::new_v4().to_string();
         for (i, mv) in moves.iter().enumerate() {

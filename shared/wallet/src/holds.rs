@@ -340,7 +340,7 @@ where
                 held.amount,
                 now,
             )),
-            bounded_hold(tenant, &mv, wallet.balance, wallet.floor, now, notices.set)
+            bounded_hold(tenant, &mv, wallet.balance, wallet.floor, now, &notices)
                 .map_err(refused)?,
             self.entry(tenant, &mv, &held.message_id, &held.hold_id, now),
         ];
@@ -417,7 +417,7 @@ where
             let notices = notices(&wallet, &[mv], now).map_err(refused)?;
             let mut effects = vec![
                 next.replace(tenant, row.version),
-                existing_wallet(tenant, &mv, now, notices.set).map_err(refused)?,
+                existing_wallet(tenant, &mv, now, &notices).map_err(refused)?,
                 self.entry(tenant, &mv, &message_id, hold_id, now),
             ];
             effects.extend(with(&released));

@@ -7,7 +7,8 @@
 //!
 //! | item | `sk` | holds |
 //! |---|---|---|
-//! | wallet | `WALLET` | currency, balance, held, floor, price per email, review threshold, flags, `debits_YYYY_MM`, `changes` (movements so far) |
+//! | wallet | `WALLET` | currency, balance, held, floor, price per email, review threshold, flags, `debits_YYYY_MM`, `changes` (movements so far), the notices' `low`, `low_crossings`, `review_reported` (`YYYY_MM`) |
+//! | limits journal | `LIMITS_LOG#{ms}#{unique}` | every change of a wallet's floor or review threshold (`inboxctl wallet set`): when, who, before and after |
 //! | email | `EMAIL#{message_id}` | state, amount, the webhook event ids that moved it, `held_at`, `hold_id` (a hold the wallet API placed), version |
 //! | hold | `HOLD#{hold_id}` | a hold the wallet API placed: its message id, amount, time (the pointer a release finds the email's row by; the origin its entries name) |
 //! | payment | `PAY#{payment intent}` | funds (`unknown`, `awaiting`, `paid`, `failed`), expected, credited, refund total, refunded, event ids, version |
@@ -37,6 +38,7 @@
 
 mod autopay;
 pub mod holds;
+mod limits;
 mod lookup;
 
 pub(crate) use autopay::attempt_sk;
@@ -45,6 +47,9 @@ pub use autopay::{
     ATTEMPT_SHARD_PREFIX, AUTOPAY_LOG_PREFIX, AUTOPAY_SHARDS, AUTOPAY_SK, KIND_ATTEMPT,
     KIND_AUTOPAY, KIND_AUTOPAY_LOG, KIND_METHOD_INDEX, RECURRING_SHARD_PREFIX,
 };
+
+pub(crate) use limits::{set_limits, LOW, LOW_CROSSINGS, REVIEW_REPORTED};
+pub use limits::{LimitsLog, KIND_LIMITS_LOG, LIMITS_LOG_PREFIX};
 
 pub use lookup::{
     payment_index_key, KIND_PAYMENT_INDEX, KIND_REGISTRY, REGISTRY_COMPLETE_SK, REGISTRY_PK,
@@ -157,11 +162,16 @@ impl Wallet {
             ("message_price".to_string(), n(self.message_price.minor())),
             ("overdrawn".to_string(), attr::bool(self.overdrawn)),
             ("review".to_string(), attr::bool(self.review)),
+            (LOW.to_string(), attr::bool(self.low)),
+            (LOW_CROSSINGS.to_string(), n(self.low_crossings)),
             ("created_at".to_string(), n(self.created_at)),
             ("changes".to_string(), n(self.changes)),
         ]);
         if let Some(t) = self.review_threshold {
             item.insert("review_threshold".into(), n(t.minor()));
+        }
+        if let Some(month) = &self.review_reported {
+            item.insert(REVIEW_REPORTED.into(), s(month));
         }
         for (month, debits) in &self.month_debits {
             item.insert(format!("{MONTH_DEBITS_PREFIX}{month}"), n(*debits));
@@ -188,9 +198,12 @@ impl Wallet {
             held: amount("held")?,
             floor: amount("floor")?,
             message_price: amount("message_price")?,
-            review_threshold: number(item, "review_threshold")?.map(|t| currency.amount(t)),
+            review_threshold: limits::read_threshold(item)?.map(|t| currency.amount(t)),
             overdrawn: get_bool(item, "overdrawn").unwrap_or(false),
             review: get_bool(item, "review").unwrap_or(false),
+            low: get_bool(item, LOW).unwrap_or(false),
+            low_crossings: number(item, LOW_CROSSINGS)?.unwrap_or(0),
+            review_reported: text(item, REVIEW_REPORTED),
             month_debits,
             created_at: number(item, "created_at")?.unwrap_or(0),
             changes: number(item, "changes")?.unwrap_or(0),

@@ -2,11 +2,14 @@
 //! event processing (creating a wallet, registering the wallets created before the registry),
 //! over the core's item store. Reconciliation reads through it ([`crate::reconcile`]); it knows
 //! nothing of reconciliation. Its autopay (settings, attempts, journal, the operator's changes):
-//! `ledger/autopay.rs`.
+//! `ledger/autopay.rs`; a wallet's limits changed later (floor, review threshold, journaled):
+//! `ledger/limits.rs`.
 
 mod autopay;
+mod limits;
 
 pub use autopay::{pause, resume, AutopayError};
+pub use limits::{LimitsChange, LimitsSet};
 
 use crate::items::{
     email_sk, payment_index_key, payment_sk, register_wallet, registered_tenant, registry_complete,

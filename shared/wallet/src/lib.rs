@@ -26,8 +26,8 @@
 //!   [`payment`]: its Stripe payments (tenant through the payment index, refunds settled);
 //!   [`autopay_handler`]: its autopay (the attempt at the threshold, the credit that closes it,
 //!   the saved method).
-//! - [`ledger`]: [`Ledger`], what operators and reports use: create a wallet, find the wallets
-//!   (registry), read a wallet, its entries and rows.
+//! - [`ledger`]: [`Ledger`], what operators and reports use: create a wallet, change its limits
+//!   (journaled), find the wallets (registry), read a wallet, its entries and rows.
 //! - [`reconcile`]: the consistency report.
 //! - [`config`]: the ledger's environment variables (documented with the core's `Var`) and
 //!   [`WalletConfig`].
@@ -54,8 +54,10 @@ pub mod tenant;
 
 pub use config::WalletConfig;
 pub use handler::{WalletHandler, WalletSources, STRIPE_TYPES};
-pub use ledger::{CreateOutcome, Entries, Ledger, LedgerError, Reindexed, Rows, Tenants};
-pub use model::{month_of, EmailRow, Entry, PaymentIndex, PaymentRow, Wallet};
+pub use ledger::{
+    CreateOutcome, Entries, Ledger, LedgerError, LimitsChange, LimitsSet, Reindexed, Rows, Tenants,
+};
+pub use model::{month_of, EmailRow, Entry, Limits, PaymentIndex, PaymentRow, Wallet};
 pub use money::{Currency, InvalidCurrency, Money, Overflow};
 pub use parse::StripeMode;
 pub use providers::EmailProvider;

@@ -37,6 +37,14 @@ pub struct Wallet {
     pub review_threshold: Option<Money>,
     pub overdrawn: bool,
     pub review: bool,
+    /// Whether the wallet was last seen unable to afford one more send at its price
+    /// (`available − price < floor`): `wallet.low_balance` was published for the crossing into it,
+    /// and a movement that brings it back clears it (see [`crate::notices`]).
+    pub low: bool,
+    /// How many crossings into low were recorded (the id of each one's event; it only grows).
+    pub low_crossings: i64,
+    /// The last month (`YYYY_MM`) whose `wallet.review_threshold_reached` was published.
+    pub review_reported: Option<String>,
     /// Debits per month (`YYYY_MM`), in minor units.
     pub month_debits: BTreeMap<String, i64>,
     pub created_at: i64,
@@ -58,7 +66,7 @@ impl Wallet {
     ) -> Self {
         let currency = message_price.currency();
         debug_assert_eq!(floor.currency(), currency);
-        Self {
+        let mut wallet = Self {
             tenant,
             currency,
             balance: currency.amount(0),
@@ -68,15 +76,30 @@ impl Wallet {
             review_threshold,
             overdrawn: false,
             review: false,
+            low: false,
+            low_crossings: 0,
+            review_reported: None,
             month_debits: BTreeMap::new(),
             created_at: now_ms,
             changes: 0,
-        }
+        };
+        // A new wallet that cannot afford a send yet is not a crossing: its first top-up to
+        // above the line arms the notice.
+        wallet.low = crate::notices::is_low(wallet.balance, wallet.held, floor, message_price);
+        wallet
     }
 
     /// `balance − held`.
     pub fn available(&self) -> Result<Money, Overflow> {
         self.balance.checked_sub(self.held, "the available amount")
+    }
+
+    /// Its floor and review threshold.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            floor: self.floor,
+            review_threshold: self.review_threshold,
+        }
     }
 
     /// The debits of a month (`YYYY_MM`, see [`month_of`]).
@@ -95,6 +118,17 @@ impl Wallet {
             review_threshold: self.review_threshold,
         }
     }
+}
+
+/// A wallet's limits: what an operator may change on it after it was created
+/// ([`crate::Ledger::set_limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// A hold may not take `available` below it; a webhook-driven debit that does is recorded and
+    /// flags the wallet `overdrawn`.
+    pub floor: Money,
+    /// Monthly debits above it flag the wallet for review (`None`: never).
+    pub review_threshold: Option<Money>,
 }
 
 /// One ledger entry: a single change of a wallet's balance or held amount.

@@ -656,6 +656,15 @@ fn email_plan() -> impl Strategy<Value = Vec<(u8, Kind, usize)>> {
     })
 }
 
+/// The events of a plan as processed: each once, in the order of its first delivery.
+fn distinct(plan: &[(u8, Kind, usize)]) -> Vec<(u8, Kind)> {
+    let mut seen = HashSet::new();
+    plan.iter()
+        .filter(|(_, _, i)| seen.insert(*i))
+        .map(|(m, k, _)| (*m, *k))
+        .collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -668,10 +677,7 @@ proptest! {
                 w.email(&format!("evt_{i}"), kind, &format!("m{m}"), extra).await;
             }
         });
-        let distinct: Vec<(u8, Kind)> = {
-            let mut seen = HashSet::new();
-            plan.iter().filter(|(_, _, i)| seen.insert(*i)).map(|(m, k, _)| (*m, *k)).collect()
-        };
+        let distinct = distinct(&plan);
         let wallet = w.balance("acme");
         prop_assert_eq!((wallet.balance.minor(), wallet.held.minor()), model(&distinct));
         let report = futures_block(reconcile(&*w.store, T0, opts(i64::MAX)));
@@ -765,4 +771,154 @@ async fn each_provider_debits_and_refunds_through_its_own_source() {
         providers::tests::sample(EmailProvider::Resend, "accepted", "m", "acme").unwrap();
     w.send("resend", "r-1", &t, body).await;
     assert_eq!(w.balance("acme").balance.minor(), 0);
+}
+
+// ---- The notices, against the same model: exactly once per crossing and per month. ----
+
+/// Per prefix of the processing order (distinct events only): the wallet's available amount and
+/// the month's debits, as the model sees them (an email holds or debits its price unless it
+/// hard-bounced; it counts as a debit if accepted before any hard bounce).
+fn model_states(events: &[(u8, Kind)]) -> Vec<(i64, i64)> {
+    let mut seen: HashMap<u8, HashSet<Kind>> = HashMap::new();
+    let mut debited: HashSet<u8> = HashSet::new();
+    let mut states = Vec::new();
+    for (m, k) in events {
+        let kinds = seen.entry(*m).or_default();
+        if *k == Kind::Accepted && !kinds.contains(&Kind::Hard) {
+            debited.insert(*m);
+        }
+        kinds.insert(*k);
+        let available = seen
+            .values()
+            .filter(|k| {
+                !k.contains(&Kind::Hard) && (k.contains(&Kind::Sent) || k.contains(&Kind::Accepted))
+            })
+            .count() as i64
+            * -PRICE;
+        states.push((available, debited.len() as i64 * PRICE));
+    }
+    states
+}
+
+fn wallet_event(w: &World, id: &str) -> bool {
+    let key = MessageKey::new(
+        SourceName::parse(events::SOURCE).unwrap(),
+        EventId::parse(id).unwrap(),
+    );
+    let pk = inbox_core::store::schema::message_pk(&key);
+    w.store
+        .item(&pk, inbox_core::store::schema::MESSAGE_SK)
+        .is_some()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn notices_are_published_once_per_crossing_and_once_per_month_in_any_order(plan in email_plan()) {
+        // Floor −10, price 5: low at −10 available and below (it cannot afford one more send);
+        // review past 5 of debits (the second debit).
+        let w = World::new().wallet("acme", -10, Some(PRICE));
+        futures_block(async {
+            for (m, k, i) in &plan {
+                let (kind, extra) = k.event();
+                w.email(&format!("evt_{i}"), kind, &format!("m{m}"), extra).await;
+            }
+        });
+        let distinct = distinct(&plan);
+        let states = model_states(&distinct);
+        let low = |available: i64| available - PRICE < -10;
+        let mut crossings = 0;
+        let mut before = 0;
+        for (available, _) in &states {
+            if low(*available) && !low(before) {
+                crossings += 1;
+            }
+            before = *available;
+        }
+        let wallet = w.balance("acme");
+        prop_assert_eq!(wallet.available().unwrap().minor(), before);
+        prop_assert_eq!((wallet.low, wallet.low_crossings), (low(before), crossings));
+        for n in 1..=crossings {
+            prop_assert!(wallet_event(&w, &format!("wevt_acme_low_{n}")), "crossing {} published", n);
+        }
+        let next = format!("wevt_acme_low_{}", crossings + 1);
+        prop_assert!(!wallet_event(&w, &next), "no event beyond the crossings: {}", next);
+        let reviewed = states.iter().any(|(_, debits)| *debits > PRICE);
+        prop_assert_eq!(wallet_event(&w, "wevt_acme_review_2026_11"), reviewed);
+        prop_assert_eq!(wallet.review_reported.is_some(), reviewed);
+    }
+}
+
+#[tokio::test]
+async fn an_operator_changes_a_wallets_limits_without_touching_its_amounts() {
+    let w = World::new().wallet("acme", 0, Some(1000));
+    w.email("e1", "message.accepted", "m1", json!({})).await;
+    let ledger = Ledger::new(&*w.store);
+    let change = LimitsChange {
+        floor: Some(-500),
+        review_threshold: Some(None),
+    };
+    let set = ledger
+        .set_limits(&tid("acme"), "ops", T0 + 10, change)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (set.before.floor.minor(), set.before.review_threshold),
+        (0, Some(usd().amount(1000)))
+    );
+    assert_eq!(
+        (set.after.floor.minor(), set.after.review_threshold),
+        (-500, None)
+    );
+    let wallet = w.balance("acme");
+    assert_eq!(wallet.limits(), set.after);
+    assert_eq!(
+        (wallet.balance.minor(), wallet.changes),
+        (-PRICE, 1),
+        "the movement before is kept"
+    );
+    // Only the floor this time: the threshold stays removed; a movement after adds as ever.
+    let floor_only = LimitsChange {
+        floor: Some(2000),
+        ..LimitsChange::default()
+    };
+    ledger
+        .set_limits(&tid("acme"), "ops2", T0 + 20, floor_only)
+        .await
+        .unwrap();
+    w.email("e2", "message.accepted", "m2", json!({})).await;
+    let wallet = w.balance("acme");
+    assert_eq!(
+        (
+            wallet.floor.minor(),
+            wallet.review_threshold,
+            wallet.balance.minor()
+        ),
+        (2000, None, -2 * PRICE)
+    );
+    assert!(wallet.overdrawn, "the new floor counts for the next debit");
+    let journal = ledger.limits_log(&tid("acme")).await.unwrap();
+    assert_eq!(
+        journal
+            .iter()
+            .map(|l| (
+                l.actor.as_str(),
+                l.before.floor.minor(),
+                l.after.floor.minor()
+            ))
+            .collect::<Vec<_>>(),
+        vec![("ops", 0, -500), ("ops2", -500, 2000)]
+    );
+    assert_eq!(journal[1].after.review_threshold, None);
+    assert_eq!(
+        ledger
+            .set_limits(&tid("ghost"), "ops", T0, floor_only)
+            .await
+            .unwrap(),
+        None,
+        "no wallet: nothing written"
+    );
+    assert!(w.store.item(&wallet_pk("ghost"), WALLET_SK).is_none());
 }

@@ -277,6 +277,8 @@ pub struct SendArgs {
 pub enum WalletCommand {
     /// Create a tenant's wallet (never overwrites an existing one).
     Create(WalletCreateArgs),
+    /// Change a wallet's floor or review threshold (its amounts are left alone; journaled).
+    Set(WalletSetArgs),
     /// A wallet's balance, held and available amounts, limits, flags and this month's debits.
     Balance(WalletTenantArgs),
     /// A wallet's ledger entries, most recent last; with --rows also its email and payment rows.
@@ -303,18 +305,53 @@ pub struct WalletCreateArgs {
     /// The price of one email, in minor units.
     #[arg(long, value_name = "MINOR", value_parser = clap::value_parser!(i64).range(0..))]
     pub price: i64,
-    /// The lowest available amount before the wallet is flagged overdrawn, in minor units; a
-    /// negative floor grants credit.
-    #[arg(
-        long,
-        value_name = "MINOR",
-        default_value_t = 0,
-        allow_negative_numbers = true
-    )]
-    pub floor: i64,
-    /// Monthly debits above this flag the tenant for review, in minor units.
+    /// The floor and review threshold [defaults: $WALLET_DEFAULT_FLOOR, else 2000;
+    /// $WALLET_DEFAULT_REVIEW_THRESHOLD, else 100000].
+    #[command(flatten)]
+    pub limits: WalletLimitArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WalletSetArgs {
+    /// The tenant.
+    pub tenant: String,
+    /// The limits to change (the others stay as they are).
+    #[command(flatten)]
+    pub limits: WalletLimitArgs,
+    /// Who makes the change (journaled) [default: $USER, else operator].
+    #[arg(long, default_value_t = default_operator(), hide_default_value = true)]
+    pub operator: String,
+}
+
+/// A wallet's limits as `wallet create` and `wallet set` take them.
+#[derive(Debug, Clone, Args)]
+pub struct WalletLimitArgs {
+    /// The prepaid floor, in minor units: a hold may not take `available` below it, a
+    /// webhook-driven debit that does flags the wallet overdrawn; a negative floor grants credit
+    /// [create's default: $WALLET_DEFAULT_FLOOR, else 2000].
+    #[arg(long, value_name = "MINOR", allow_negative_numbers = true)]
+    pub floor: Option<i64>,
+    /// Monthly debits above this flag the tenant for review, in minor units
+    /// [create's default: $WALLET_DEFAULT_REVIEW_THRESHOLD, else 100000].
     #[arg(long, value_name = "MINOR", value_parser = clap::value_parser!(i64).range(1..))]
     pub review_threshold: Option<i64>,
+    /// No review threshold at all.
+    #[arg(long, conflicts_with = "review_threshold")]
+    pub no_review_threshold: bool,
+}
+
+impl WalletLimitArgs {
+    /// What the flags change (`None`: a limit not given).
+    pub fn change(&self) -> wallet_ledger::LimitsChange {
+        wallet_ledger::LimitsChange {
+            floor: self.floor,
+            review_threshold: match (self.review_threshold, self.no_review_threshold) {
+                (_, true) => Some(None),
+                (Some(t), false) => Some(Some(t)),
+                (None, false) => None,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]

@@ -5,6 +5,7 @@
 
 use super::{wallet_changes, wallet_pk, WALLET_SK};
 use crate::money::{Money, Overflow};
+use crate::notices::Notices;
 use crate::rules::{Flags, Movement};
 use inbox_core::store::attr::{n, s};
 use inbox_core::store::{Bound, Effect, Item};
@@ -56,7 +57,7 @@ pub(crate) fn bounded_hold(
     balance: Money,
     floor: Money,
     at: i64,
-    set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
+    notices: &Notices,
 ) -> Result<Effect, Overflow> {
     let max_held = balance
         .checked_sub(floor, "the affordable amount")?
@@ -65,7 +66,7 @@ pub(crate) fn bounded_hold(
         tenant,
         mv,
         at,
-        set,
+        notices,
         vec![
             Bound::AtLeast("balance".into(), balance.minor()),
             Bound::AtMost("floor".into(), floor.minor()),
@@ -80,21 +81,21 @@ pub(crate) fn existing_wallet(
     tenant: &str,
     mv: &Movement,
     at: i64,
-    set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
+    notices: &Notices,
 ) -> Result<Effect, Overflow> {
-    wallet_write(tenant, mv, at, set, Vec::new())
+    wallet_write(tenant, mv, at, notices, Vec::new())
 }
 
-/// The wallet's adds and sets for `mv` (and `set`), applied while `bounds` hold on the wallet.
+/// The wallet's adds and sets for `mv` (and the notices' attributes), applied while `bounds` hold on the wallet.
 fn wallet_write(
     tenant: &str,
     mv: &Movement,
     at: i64,
-    set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
+    notices: &Notices,
     bounds: Vec<Bound>,
 ) -> Result<Effect, Overflow> {
-    let (add, mut sets) = wallet_changes(std::slice::from_ref(mv), at, Flags::default())?;
-    sets.extend(set);
+    let (mut add, mut sets) = wallet_changes(std::slice::from_ref(mv), at, Flags::default())?;
+    notices.join(&mut add, &mut sets);
     Ok(Effect::AdjustIf {
         pk: wallet_pk(tenant),
         sk: WALLET_SK.into(),

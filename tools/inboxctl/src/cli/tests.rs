@@ -99,7 +99,69 @@ fn wallet_arguments() {
     else {
         panic!("wallet create parses");
     };
-    assert_eq!((c.price, c.floor, c.review_threshold), (25, -500, None));
+    assert_eq!(
+        (c.price, c.limits.change()),
+        (
+            25,
+            wallet_ledger::LimitsChange {
+                floor: Some(-500),
+                review_threshold: None
+            }
+        )
+    );
+    let Ok(Cli {
+        command: Command::Wallet(WalletCommand::Create(c)),
+        ..
+    }) = parse(&[
+        "wallet",
+        "create",
+        "acme",
+        "--currency",
+        "usd",
+        "--price",
+        "25",
+    ])
+    else {
+        panic!("wallet create parses without limits");
+    };
+    assert_eq!(
+        (c.limits.floor, c.limits.review_threshold),
+        (None, None),
+        "the defaults apply"
+    );
+    let Ok(Cli {
+        command: Command::Wallet(WalletCommand::Set(s)),
+        ..
+    }) = parse(&[
+        "wallet",
+        "set",
+        "acme",
+        "--floor",
+        "-100",
+        "--no-review-threshold",
+    ])
+    else {
+        panic!("wallet set parses");
+    };
+    assert_eq!(
+        (
+            s.tenant.as_str(),
+            s.limits.floor,
+            s.limits.review_threshold,
+            s.limits.no_review_threshold
+        ),
+        ("acme", Some(-100), None, true)
+    );
+    assert!(parse(&[
+        "wallet",
+        "set",
+        "acme",
+        "--review-threshold",
+        "5",
+        "--no-review-threshold"
+    ])
+    .is_err());
+    assert!(parse(&["wallet", "set", "acme", "--review-threshold", "0"]).is_err());
     assert!(parse(&["wallet", "create", "acme", "--currency", "usd"]).is_err());
     assert!(parse(&[
         "wallet",

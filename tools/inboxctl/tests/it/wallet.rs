@@ -169,14 +169,20 @@ async fn create_process_inspect_and_reconcile_a_wallet() {
             "USD",
             "--price",
             "25",
-            "--review-threshold",
-            "100000",
             "--json",
         ],
     )
     .ok()
     .json();
     assert_eq!(created["created"], true);
+    assert_eq!(
+        (
+            created["wallet"]["floor"].as_i64(),
+            created["wallet"]["review_threshold"].as_i64()
+        ),
+        (Some(2000), Some(100000)),
+        "the prepaid floor and the review threshold by default"
+    );
     assert_eq!(created["wallet"]["currency"], "usd");
     assert_eq!(created["wallet"]["message_price"], 25);
     assert_eq!(created["wallet"]["formatted"]["message_price"], "0.25 USD");
@@ -271,11 +277,16 @@ async fn create_process_inspect_and_reconcile_a_wallet() {
     );
     assert_eq!(b["formatted"]["balance"], "19.75 USD");
     assert_eq!(b["formatted"]["available"], "19.50 USD");
-    assert_eq!(b["floor"], 0);
+    assert_eq!(b["floor"], 2000);
     assert_eq!(b["review_threshold"], 100000);
     assert_eq!(
-        (b["overdrawn"].as_bool(), b["review"].as_bool()),
-        (Some(false), Some(false))
+        (
+            b["overdrawn"].as_bool(),
+            b["review"].as_bool(),
+            b["low"].as_bool()
+        ),
+        (Some(true), Some(false), Some(true)),
+        "webhook-driven holds below the floor are recorded and flag the wallet"
     );
     let debits: i64 = b["debits_by_month"]
         .as_object()
@@ -592,4 +603,121 @@ async fn autopay_is_set_shown_paused_resumed_and_removed_in_the_table_each_chang
     assert_eq!(stored.method, None, "rm removes the saved method");
     let journal = ledger.autopay_journal(&tenant).await.expect("journal");
     assert_eq!(journal.len(), 4, "set, pause, resume, rm: {journal:?}");
+}
+
+#[tokio::test]
+async fn new_wallets_take_the_stages_limits_and_set_changes_one_wallets_later() {
+    let p = Pipeline::new().await;
+    let t = p.harness.table.clone();
+    let t = t.as_str();
+    let store = store(&p);
+    inboxctl(
+        t,
+        &[
+            "wallet",
+            "create",
+            "acme",
+            "--currency",
+            "usd",
+            "--price",
+            "25",
+        ],
+    )
+    .ok();
+    // A movement's amount, as the handler adds it: `set` must leave it alone.
+    inbox_core::store::ItemWriter::commit(
+        &store,
+        vec![inbox_core::store::Effect::Adjust {
+            pk: wallet_pk("acme"),
+            sk: WALLET_SK.into(),
+            add: vec![("balance".into(), 1234)],
+            set: Vec::new(),
+        }],
+    )
+    .await
+    .expect("adjust");
+    // The stage's defaults come from its variables; one wallet's are changed by `set`, which
+    // leaves the amounts alone and is journaled.
+    let delta = inboxctl_with(
+        t,
+        &[
+            ("WALLET_DEFAULT_FLOOR", "-300"),
+            ("WALLET_DEFAULT_REVIEW_THRESHOLD", "700"),
+        ],
+        &[
+            "wallet",
+            "create",
+            "delta",
+            "--currency",
+            "usd",
+            "--price",
+            "5",
+            "--json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(
+        (
+            delta["wallet"]["floor"].as_i64(),
+            delta["wallet"]["review_threshold"].as_i64()
+        ),
+        (Some(-300), Some(700))
+    );
+    let set = inboxctl(
+        t,
+        &[
+            "wallet",
+            "set",
+            "acme",
+            "--floor",
+            "0",
+            "--no-review-threshold",
+            "--operator",
+            "ops",
+            "--json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(set["before"]["floor"], 2000);
+    assert_eq!(
+        (
+            set["after"]["floor"].as_i64(),
+            set["after"]["review_threshold"].as_i64()
+        ),
+        (Some(0), None)
+    );
+    assert_eq!(
+        (
+            set["wallet"]["balance"].as_i64(),
+            set["wallet"]["held"].as_i64()
+        ),
+        (Some(1234), Some(0)),
+        "the amounts are left alone"
+    );
+    assert_eq!(set["wallet"]["review_threshold"], Value::Null);
+    let journal = wallet_ledger::Ledger::new(&store)
+        .limits_log(&wallet_ledger::TenantId::parse("acme").expect("tenant"))
+        .await
+        .expect("the journal");
+    assert_eq!(journal.len(), 1);
+    assert_eq!(journal[0].actor, "ops");
+    let nothing = inboxctl(t, &["wallet", "set", "acme"]).fails(2);
+    assert!(
+        nothing.stderr.contains("nothing to change"),
+        "{}",
+        nothing.stderr
+    );
+    let ghost = inboxctl(t, &["wallet", "set", "ghost", "--floor", "1"]).fails(1);
+    assert!(ghost.stderr.contains("no wallet"), "{}", ghost.stderr);
+
+    let human = inboxctl(t, &["wallet", "set", "delta", "--review-threshold", "900"]).ok();
+    assert!(
+        human
+            .stdout
+            .contains("review threshold 7.00 USD (700) → 9.00 USD (900)"),
+        "{}",
+        human.stdout
+    );
 }

@@ -2,7 +2,10 @@
 //! ([`wallet_ledger::Ledger`]; the ledger owns its item layout, this module only presents).
 //!
 //! - `create`: [`Ledger::create`] (never overwrites: an existing wallet's balance is the sum of
-//!   its entries).
+//!   its entries); the floor and review threshold not given are the stage's defaults
+//!   (`WALLET_DEFAULT_FLOOR`, `WALLET_DEFAULT_REVIEW_THRESHOLD`).
+//! - `set`: [`Ledger::set_limits`], a wallet's floor or review threshold changed later
+//!   (journaled; its amounts are left alone).
 //! - `balance`: the wallet, with amounts in minor units and formatted in the currency.
 //! - `ledger`: the entries (every change of balance or held, with the webhook event that made it)
 //!   and, with `--rows`, the per-email and per-payment rows.
@@ -11,8 +14,8 @@
 //! - `reindex`: [`Ledger::reindex`], registers the wallets created before the wallet registry.
 //! - `autopay …`: a wallet's automatic top-ups and recurring charge ([`autopay`]).
 //!
-//! This module: the command dispatch, input checks, amount formatting, `create`, `balance` and
-//! `reindex`;
+//! This module: the command dispatch, input checks, amount formatting, `create`, `set`,
+//! `balance` and `reindex`;
 //! [`view`] presents a wallet, [`ledger`] the entries and rows, [`reconcile`] the report.
 
 mod autopay;
@@ -20,7 +23,7 @@ mod ledger;
 mod reconcile;
 mod view;
 
-use crate::cli::{WalletCommand, WalletCreateArgs, WalletTenantArgs};
+use crate::cli::{WalletCommand, WalletCreateArgs, WalletSetArgs, WalletTenantArgs};
 use crate::context::Context;
 use crate::error::{failed, usage, Context as _, Result};
 use crate::output::{print_json, say};
@@ -28,11 +31,15 @@ use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::store::dynamo::DynamoTable;
 use serde_json::json;
 use view::WalletView;
-use wallet_ledger::{CreateOutcome, Currency, Ledger, LedgerError, Money, TenantId, Wallet};
+use wallet_ledger::config::DefaultLimits;
+use wallet_ledger::{
+    CreateOutcome, Currency, Ledger, LedgerError, LimitsChange, Money, TenantId, Wallet,
+};
 
 pub async fn run(ctx: &Context, command: WalletCommand) -> Result<()> {
     match command {
         WalletCommand::Create(args) => create(ctx, args).await,
+        WalletCommand::Set(args) => set(ctx, args).await,
         WalletCommand::Balance(args) => balance(ctx, args).await,
         WalletCommand::Ledger(args) => ledger::ledger(ctx, args).await,
         WalletCommand::Reconcile(args) => reconcile::reconcile_all(ctx, args).await,
@@ -97,9 +104,15 @@ async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
     let tenant = tenant_arg(&args.tenant)?;
     let currency = currency_arg(&args.currency)?;
     let max = wallet_ledger::config::max_amount(ctx.env()).map_err(|e| usage(e.to_string()))?;
+    let defaults = DefaultLimits::read(ctx.env()).map_err(|e| usage(e.to_string()))?;
+    let change = args.limits.change();
+    let floor = change.floor.unwrap_or(defaults.floor);
+    let review_threshold = change
+        .review_threshold
+        .unwrap_or(Some(defaults.review_threshold));
     amount_arg("the price", args.price, max)?;
-    amount_arg("the floor", args.floor, max)?;
-    if let Some(t) = args.review_threshold {
+    amount_arg("the floor", floor, max)?;
+    if let Some(t) = review_threshold {
         amount_arg("the review threshold", t, max)?;
     }
     let store = ctx.store().await?;
@@ -108,8 +121,8 @@ async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
     let wallet = Wallet::new(
         tenant.clone(),
         currency.amount(args.price),
-        currency.amount(args.floor),
-        args.review_threshold.map(|t| currency.amount(t)),
+        currency.amount(floor),
+        review_threshold.map(|t| currency.amount(t)),
         now,
     );
     let created = Ledger::new(&store).create(&wallet).await.context(format!(
@@ -125,6 +138,60 @@ async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
         return print_json(&json!({ "created": true, "wallet": view }));
     }
     say(format!("created the wallet of {tenant} in table {table}"))?;
+    view.print()
+}
+
+// ------------------------------------------------------------------ set
+
+async fn set(ctx: &Context, args: WalletSetArgs) -> Result<()> {
+    let tenant = tenant_arg(&args.tenant)?;
+    let max = wallet_ledger::config::max_amount(ctx.env()).map_err(|e| usage(e.to_string()))?;
+    let change = args.limits.change();
+    if change == LimitsChange::default() {
+        return Err(usage(
+            "nothing to change: give --floor, --review-threshold or --no-review-threshold",
+        ));
+    }
+    if let Some(f) = change.floor {
+        amount_arg("the floor", f, max)?;
+    }
+    if let Some(Some(t)) = change.review_threshold {
+        amount_arg("the review threshold", t, max)?;
+    }
+    let store = ctx.store().await?;
+    let now = SystemClock.now_millis();
+    let set = match Ledger::new(&store)
+        .set_limits(&tenant, &args.operator, now, change)
+        .await
+    {
+        Ok(Some(set)) => set,
+        Ok(None) => return load_wallet(&store, tenant.as_str()).await.map(|_| ()),
+        Err(e @ LedgerError::Unreadable(_)) => return Err(failed(e)),
+        Err(LedgerError::Store(e)) => {
+            return Err(e).context(format!("setting the limits of {tenant:?}"))
+        }
+    };
+    let wallet = load_wallet(&store, tenant.as_str()).await?;
+    let view = WalletView::new(&wallet, now)?;
+    let threshold = |t: Option<Money>| t.map(Money::minor);
+    if ctx.json() {
+        return print_json(&json!({
+            "before": {"floor": set.before.floor.minor(),
+                       "review_threshold": threshold(set.before.review_threshold)},
+            "after": {"floor": set.after.floor.minor(),
+                      "review_threshold": threshold(set.after.review_threshold)},
+            "wallet": view,
+        }));
+    }
+    let shown = |t: Option<Money>| t.map_or_else(|| "none".to_owned(), money_and_minor);
+    say(format!(
+        "set the limits of {tenant} (journaled as {}): floor {} → {}, review threshold {} → {}",
+        args.operator,
+        money_and_minor(set.before.floor),
+        money_and_minor(set.after.floor),
+        shown(set.before.review_threshold),
+        shown(set.after.review_threshold),
+    ))?;
     view.print()
 }
 

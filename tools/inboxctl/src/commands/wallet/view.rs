@@ -39,6 +39,8 @@ pub(super) struct WalletView {
     review_threshold: Option<i64>,
     overdrawn: bool,
     review: bool,
+    /// It cannot afford one more send at its price (`wallet.low_balance` was published).
+    low: bool,
     /// The current calendar month (UTC), `YYYY-MM`.
     month: String,
     /// Debits of the current month.
@@ -70,6 +72,7 @@ impl WalletView {
             review_threshold: w.review_threshold.map(Money::minor),
             overdrawn: w.overdrawn,
             review: w.review,
+            low: w.low,
             month: month_label(&month),
             month_debits: month_debits.minor(),
             debits_by_month: w
@@ -144,6 +147,13 @@ impl WalletView {
             (
                 "review",
                 flag(self.review, "YES (monthly debits passed the threshold)"),
+            ),
+            (
+                "low",
+                flag(
+                    self.low,
+                    "YES (cannot afford one more send; wallet.low_balance published)",
+                ),
             ),
             ("created (UTC)", when::human(self.created_at_ms)),
         ]))
