@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A local stand-in for the parts of Stripe's API that autopay depends on (issue 19).
+"""A local stand-in for the parts of Stripe's API that autopay and the wallet's hosted top-ups
+depend on.
 
     .venv/bin/python scripts/stripe_standin.py --port 12111 \\
         --webhook-url http://127.0.0.1:9000/lambda-url/ingest/webhooks/stripe \\
@@ -42,6 +43,18 @@ payment_intent, ...}}`; a `Request-Id` header on every answer):
   requires_payment_method"); on-session: 200 with the intent in `requires_action`
   (`next_action.type = use_stripe_sdk`) and `payment_intent.requires_action` (or the 402 with
   `error_on_requires_action=true`);
+- Checkout Sessions in payment mode: create (`mode`, `line_items[n]` priced inline with
+  `price_data[currency|unit_amount|product_data[name]]` and a `quantity`, `success_url`,
+  `cancel_url`, `client_reference_id`, `customer` or `customer_creation`, `customer_email`,
+  `metadata[...]`, `payment_intent_data[metadata|setup_future_usage|description]`, `expires_at`),
+  validated as Stripe does: `mode` required (setup and subscription are not created here), at
+  least one line item, each with a currency, a `unit_amount` >= 0, a product name and a
+  `quantity` >= 1, one currency, a total between the currency's minimum (`amount_too_small`) and
+  99999999 (`amount_too_large`), URLs `http(s)://` (`url_invalid`), `customer` and
+  `customer_creation` not both, a `customer` that exists (`resource_missing`, saved for the key);
+  the answer is an `open` session, `payment_status: unpaid`, no PaymentIntent yet, and a `url`
+  (the stand-in's own `/_standin/checkout_sessions/ID`, which says how to pay it). Paying it is
+  the control API's (`/_standin/checkout_sessions/ID/pay`, below);
 - retrieve of charges, SetupIntents, Checkout Sessions and events (`GET /v1/events` too).
 
 Idempotency, as Stripe documents it for API v1 (https://docs.stripe.com/api/idempotent_requests
@@ -72,12 +85,27 @@ Injectable faults and the control API, under `/_standin/` (JSON in and out, no a
     POST   /_standin/setup_intents       a customer completes a setup: {"customer"?, "email"?,
            "payment_method"? (default pm_card_visa), "metadata"?} -> customer (created if absent),
            payment method attached, a succeeded SetupIntent, `setup_intent.succeeded`
-    POST   /_standin/checkout_sessions   a Checkout Session completes: {"mode"? payment|setup,
-           "customer"?, "email"?, "payment_method"?, "amount"?, "currency"?, "metadata"?,
-           "payment_intent_metadata"?, "setup_future_usage"? (default off_session)} -> in payment
-           mode a succeeded PaymentIntent (a charge made; its method attached when
-           setup_future_usage is set) then `checkout.session.completed` with `customer`,
-           `payment_intent` and `metadata`; in setup mode a SetupIntent instead
+    POST   /_standin/checkout_sessions   a Checkout Session made and completed in one step:
+           {"mode"? payment|setup, "customer"?, "email"?, "payment_method"?, "amount"?,
+           "currency"?, "metadata"?, "payment_intent_metadata"?, "setup_future_usage"? (default
+           off_session)} -> in payment mode as `.../pay` below, a customer created when none is
+           given; in setup mode a SetupIntent instead
+    GET    /_standin/checkout_sessions/ID       the session (where its `url` points) and how to pay it
+    POST   /_standin/checkout_sessions/ID/pay   the payer pays an open session made with
+           POST /v1/checkout/sessions: {"payment_method"? (default pm_card_visa), "email"?,
+           "order"? intent_first (default) | session_first, "webhook"? before|after|never} ->
+           its customer (the session's; else, with `customer_creation=always`, a new one; else
+           none), a succeeded PaymentIntent carrying `payment_intent_data` (its `metadata`, and
+           with `setup_future_usage` the method attached to that customer, as Stripe attaches it
+           only to a Customer), a charge, then the session `complete`, `payment_status: paid`,
+           with `customer`, `payment_intent`, `metadata`, `client_reference_id` and
+           `customer_details.email`. Events: `payment_intent.succeeded` and
+           `checkout.session.completed`, in the order `order` says (Stripe does not promise one);
+           with "webhook": "before" they are delivered one after the other in that order before
+           the answer (with "after", each delivery runs in a thread of its own: their order at
+           the receiver is not fixed). A declining card answers its 402 and leaves the session
+           open (paid again later, the same PaymentIntent is confirmed again); a card that asks
+           for 3-D Secure answers 402 `authentication_required` (the stand-in completes no 3DS)
     GET    /_standin/health
 
 A fault matches requests by `method` (default POST), `path` (exact, or a prefix ending in `*`;
@@ -116,6 +144,8 @@ API requests in the last second answer 429 `rate_limit`, not saved, as Stripe's 
 bucket can be shown to keep under it.
 
 Not emulated: other endpoints and parameters (an unknown parameter is a 400, as on Stripe),
+Checkout's Prices and Products (`line_items[n][price]` is a `resource_missing`), its setup and
+subscription modes through /v1, session expiry, tax, discounts, embedded UI modes,
 amounts' currency-specific minimums beyond usd/eur/gbp, the search index's lag (Stripe's search
 can be a minute behind; here it is immediate), the per-endpoint and per-object limits, key expiry,
 API versions (one `--api-version` for every event), Connect, refunds, disputes, Billing,
@@ -355,6 +385,7 @@ class StandIn:
         self.rate_limit = rate_limit  # API requests a second before 429 rate_limit (None: no limit)
         self.recent: list[float] = []
         self.log = log or (lambda msg: None)
+        self.base_url = "http://127.0.0.1"  # where its sessions' `url`s point (set by `start`)
         self.deliverer = Deliverer(self)
         self.reset()
 
@@ -474,7 +505,7 @@ class StandIn:
             "object": "event",
             "api_version": self.api_version,
             "created": int(time.time()),
-            "data": {"object": copy.deepcopy(obj)},
+            "data": {"object": public(obj, self)},  # its internal fields (`_…`) left out
             "livemode": False,
             "pending_webhooks": 1 if type_ in self.enabled_events else 0,
             "request": {"id": ctx.get("request_id"), "idempotency_key": ctx.get("idempotency_key")},
@@ -1092,30 +1123,230 @@ class Api:
         return seti
 
     def complete_checkout(self, ctx, spec):
+        """The one-step control endpoint: a session made here (not through /v1) and completed."""
         mode = spec.get("mode", "payment")
         if mode not in ("payment", "setup"):
             raise ValueError("mode is payment or setup")
-        cid = spec.get("customer") or self.customer_create(ctx, parse_form([("email", spec.get("email") or "")]))["id"]
         md = {str(k): str(v) for k, v in (spec.get("metadata") or {}).items()}
-        sid = new_id("cs_test_a1", 56)
-        cs = {"id": sid, "object": "checkout.session", "created": int(time.time()), "livemode": False,
-              "mode": mode, "customer": cid, "metadata": md, "status": "complete", "payment_intent": None,
-              "setup_intent": None, "amount_total": None, "currency": None, "client_reference_id":
-                  spec.get("client_reference_id"), "payment_status": "no_payment_required", "url": None,
-              "customer_details": {"email": spec.get("email")}, "expires_at": int(time.time()) + 86400}
         pm_id = spec.get("payment_method") or "pm_card_visa"
         if mode == "setup":
+            cid = spec.get("customer") or self.customer_create(
+                ctx, parse_form([("email", spec.get("email") or "")]))["id"]
+            cs = self._new_session("setup", None, None, cid, md, spec.get("client_reference_id"), {})
             seti = self.complete_setup(ctx, {"customer": cid, "payment_method": pm_id, "metadata": md})
-            cs["setup_intent"] = seti["id"]
+            cs.update(setup_intent=seti["id"], status="complete", customer_details={"email": spec.get("email")})
+            self.s.put(cs)
+            self.s.event(ctx, "checkout.session.completed", cs)
+            return cs
+        sfu = spec.get("setup_future_usage", "off_session")
+        pid = {"metadata": {str(k): str(v) for k, v in (spec.get("payment_intent_metadata") or {}).items()}}
+        if sfu:
+            pid["setup_future_usage"] = sfu
+        amount, currency = int(spec.get("amount", 2000)), spec.get("currency", "usd")
+        cs = self._new_session("payment", currency, amount, spec.get("customer"), md,
+                               spec.get("client_reference_id"), pid)
+        if not cs["customer"]:
+            cs["customer_creation"] = "always"
+        self.s.put(cs)
+        return self.pay_checkout(ctx, cs["id"], {"payment_method": pm_id, "email": spec.get("email")})
+
+    # ---- Checkout Sessions (payment mode)
+    CS_PARAMS = {"mode", "line_items", "success_url", "cancel_url", "client_reference_id", "customer",
+                 "customer_email", "customer_creation", "metadata", "payment_intent_data", "payment_method_types",
+                 "expires_at", "locale", "submit_type"}
+    PID_PARAMS = {"metadata", "setup_future_usage", "description", "receipt_email", "statement_descriptor",
+                  "statement_descriptor_suffix", "capture_method"}
+    MAXIMUM = 99999999  # Stripe's largest amount: 8 digits of minor units
+
+    def _new_session(self, mode, currency, amount, cid, md, ref, pid, success_url=None, cancel_url=None,
+                     customer_creation=None, email=None, expires_at=None):
+        now = int(time.time())
+        sid = new_id("cs_test_a1", 56)
+        return {"id": sid, "object": "checkout.session", "created": now, "livemode": False, "mode": mode,
+                "status": "open", "payment_status": "unpaid" if mode == "payment" else "no_payment_required",
+                "amount_subtotal": amount, "amount_total": amount, "currency": currency, "customer": cid,
+                "customer_creation": customer_creation if mode == "payment" else None,
+                "customer_details": None, "customer_email": email, "client_reference_id": ref, "metadata": md,
+                "payment_intent": None, "setup_intent": None, "success_url": success_url,
+                "cancel_url": cancel_url, "url": f"{self.s.base_url}/_standin/checkout_sessions/{sid}",
+                "expires_at": expires_at or now + 86400, "payment_method_types": ["card"],
+                "_payment_intent_data": pid}
+
+    def _url(self, p, name):
+        url = as_str(p, name)
+        if url is not None:
+            parts = urllib.parse.urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise invalid("Not a valid URL", param=name, code="url_invalid")
+        return url
+
+    def _line_items(self, p):
+        """(currency, total) of `line_items`, each priced inline with `price_data`."""
+        items = p.get("line_items")
+        if items is None or items == "":
+            raise invalid("Missing required param: line_items.", param="line_items", code="parameter_missing")
+        if not isinstance(items, list) or not items:
+            raise invalid("Invalid array", param="line_items")
+        currency, total = None, 0
+        for i, item in enumerate(items):
+            at = f"line_items[{i}]"
+            if not isinstance(item, dict):
+                raise invalid("Invalid object", param=at)
+            for k in item:
+                if k not in ("price", "price_data", "quantity"):
+                    raise invalid(f"Received unknown parameter: {at}[{k}]", param=f"{at}[{k}]",
+                                  code="parameter_unknown")
+            if item.get("price"):
+                raise missing("price", item["price"], f"{at}[price]")  # the stand-in has no Prices
+            data = item.get("price_data")
+            if not isinstance(data, dict):
+                raise invalid(f"You must specify either `price` or `price_data` in {at}.", param=at,
+                              code="parameter_missing")
+            for k in data:
+                if k not in ("currency", "unit_amount", "product_data", "tax_behavior"):
+                    raise invalid(f"Received unknown parameter: {at}[price_data][{k}]",
+                                  param=f"{at}[price_data][{k}]", code="parameter_unknown")
+            cur = (as_str(data, "currency") or "").lower()
+            if not cur:
+                raise invalid(f"Missing required param: {at}[price_data][currency].",
+                              param=f"{at}[price_data][currency]", code="parameter_missing")
+            if not re.fullmatch(r"[a-z]{3}", cur):
+                raise invalid(f"Invalid currency: {cur}.", param=f"{at}[price_data][currency]",
+                              code="parameter_invalid_string")
+            if currency is not None and cur != currency:
+                raise invalid("All line items must have the same currency.", param=f"{at}[price_data][currency]")
+            currency = cur
+            if data.get("unit_amount") is None:
+                raise invalid(f"Missing required param: {at}[price_data][unit_amount].",
+                              param=f"{at}[price_data][unit_amount]", code="parameter_missing")
+            try:
+                unit = as_int(data, "unit_amount", minimum=0)
+            except ApiError as e:
+                e.body["error"]["param"] = f"{at}[price_data][unit_amount]"
+                raise
+            product = data.get("product_data")
+            if not isinstance(product, dict) or not as_str(product, "name"):
+                raise invalid(f"Missing required param: {at}[price_data][product_data][name].",
+                              param=f"{at}[price_data][product_data][name]", code="parameter_missing")
+            for k in product:
+                if k not in ("name", "description", "images", "metadata"):
+                    raise invalid(f"Received unknown parameter: {at}[price_data][product_data][{k}]",
+                                  param=f"{at}[price_data][product_data][{k}]", code="parameter_unknown")
+            if item.get("quantity") is None:
+                raise invalid(f"Quantity is required. Add `quantity` to `{at}`", param=f"{at}[quantity]",
+                              code="parameter_missing")
+            try:
+                qty = as_int(item, "quantity", minimum=1)
+            except ApiError as e:
+                e.body["error"]["param"] = f"{at}[quantity]"
+                raise
+            total += unit * qty
+        minimum = MINIMUM.get(currency, 1)
+        if total < minimum:
+            raise invalid(f"The Checkout Session's total amount due must add up to at least "
+                          f"{minimum / 100:.2f} {currency}", param="line_items", code="amount_too_small")
+        if total > self.MAXIMUM:
+            raise invalid(f"The Checkout Session's total amount due must be no more than "
+                          f"{self.MAXIMUM / 100:.2f} {currency}", param="line_items", code="amount_too_large")
+        return currency, total
+
+    def cs_create(self, ctx, p):
+        check_params(p, self.CS_PARAMS)
+        mode = as_str(p, "mode", required=True)
+        if mode not in ("payment", "setup", "subscription"):
+            raise invalid("Invalid mode: must be one of payment, setup, or subscription", param="mode")
+        if mode != "payment":
+            raise invalid(f"The stand-in creates Checkout Sessions in payment mode only (not {mode}); "
+                          f"POST /_standin/checkout_sessions completes one in setup mode.", param="mode")
+        currency, total = self._line_items(p)
+        success_url, cancel_url = self._url(p, "success_url"), self._url(p, "cancel_url")
+        cid, creation = as_str(p, "customer"), as_str(p, "customer_creation")
+        if cid and creation:
+            raise invalid("You may only specify one of these parameters: customer, customer_creation.",
+                          param="customer_creation")
+        if creation not in (None, "always", "if_required"):
+            raise invalid("Invalid customer_creation: must be one of always or if_required",
+                          param="customer_creation")
+        if cid and as_str(p, "customer_email"):
+            raise invalid("You may only specify one of these parameters: customer, customer_email.",
+                          param="customer_email")
+        ref = as_str(p, "client_reference_id")
+        if ref is not None and len(ref) > 200:
+            raise invalid("client_reference_id can have at most 200 characters.", param="client_reference_id")
+        md = metadata_of(p)
+        pid = p.get("payment_intent_data") or {}
+        if not isinstance(pid, dict):
+            raise invalid("Invalid object", param="payment_intent_data")
+        for k in pid:
+            if k not in self.PID_PARAMS:
+                raise invalid(f"Received unknown parameter: payment_intent_data[{k}]",
+                              param=f"payment_intent_data[{k}]", code="parameter_unknown")
+        sfu = as_str(pid, "setup_future_usage")
+        if sfu not in (None, "on_session", "off_session"):
+            raise invalid("Invalid payment_intent_data[setup_future_usage]: must be one of on_session or "
+                          "off_session", param="payment_intent_data[setup_future_usage]")
+        try:
+            pi_md = metadata_of(pid)
+        except ApiError as e:
+            e.body["error"]["param"] = "payment_intent_data[metadata]" + e.body["error"].get(
+                "param", "metadata")[len("metadata"):]
+            raise
+        expires_at = as_int(p, "expires_at")
+        if expires_at is not None and not time.time() + 1800 <= expires_at <= time.time() + 86400:
+            raise invalid("The `expires_at` timestamp must be between 30 minutes and 24 hours from Checkout "
+                          "Session creation.", param="expires_at")
+        # validated: the endpoint starts executing here; what follows is saved for the key
+        if cid:
+            self.s.get("customer", "cus_", cid, "customer")
+        cs = self._new_session("payment", currency, total, cid, md, ref,
+                               {"metadata": pi_md, **({"setup_future_usage": sfu} if sfu else {}),
+                                **({"description": pid["description"]} if pid.get("description") else {})},
+                               success_url, cancel_url, creation or "if_required", as_str(p, "customer_email"),
+                               expires_at)
+        self.s.put(cs)
+        return cs
+
+    def pay_checkout(self, ctx, sid, spec):
+        """What the payer does on Stripe's page: pays an open payment-mode session with a test card.
+        A Customer is the session's, else one created when `customer_creation` is `always` (with
+        `setup_future_usage` the method is attached to it: saved for off-session charges), else none
+        (a guest: a method set up for future use is then attached to no one, as on Stripe). The
+        PaymentIntent carries `payment_intent_data` (its metadata, `setup_future_usage`); a declining
+        card leaves the session open (its intent in `requires_payment_method`) for another try."""
+        cs = self.s.get("checkout.session", "cs_", sid)
+        if cs["mode"] != "payment" or cs["status"] != "open":
+            raise ApiError(400, "invalid_request_error",
+                           f"This Checkout Session is {cs['status']} ({cs['mode']} mode): only an open session "
+                           f"in payment mode can be paid.", code="checkout_session_unexpected_state")
+        pid = cs["_payment_intent_data"]
+        email = spec.get("email") or cs.get("customer_email")
+        cid = cs["customer"]
+        if not cid and cs.get("customer_creation") == "always":
+            cid = self.customer_create(ctx, parse_form([("email", email or "")]))["id"]
+            cs["customer"] = cid
+        pm_id = spec.get("payment_method") or "pm_card_visa"
+        if cs.get("_pi"):
+            pi = self.s.objects[cs["_pi"]]
+            pi = self._confirm(ctx, pi, self._usable_pm(pm_id, pi["customer"]), False)
         else:
-            sfu = spec.get("setup_future_usage", "off_session")
-            form = [("amount", str(spec.get("amount", 2000))), ("currency", spec.get("currency", "usd")),
-                    ("customer", cid), ("payment_method", pm_id), ("confirm", "true")]
-            form += [("setup_future_usage", sfu)] if sfu else []
-            form += [(f"metadata[{k}]", str(v)) for k, v in (spec.get("payment_intent_metadata") or {}).items()]
-            pi = self.pi_create(ctx, parse_form(form))
-            cs.update(payment_intent=pi["id"], amount_total=pi["amount"], currency=pi["currency"],
-                      payment_status="paid")
+            form = [("amount", str(cs["amount_total"])), ("currency", cs["currency"]), ("payment_method", pm_id),
+                    ("confirm", "true")]
+            form += [("customer", cid)] if cid else []
+            form += [("setup_future_usage", pid["setup_future_usage"])] if pid.get("setup_future_usage") else []
+            form += [("description", pid["description"])] if pid.get("description") else []
+            form += [(f"metadata[{k}]", v) for k, v in pid.get("metadata", {}).items()]
+            try:
+                pi = self.pi_create(ctx, parse_form(form))
+            except ApiError as e:
+                cs["_pi"] = (e.body["error"].get("payment_intent") or {}).get("id")
+                raise
+        if pi["status"] != "succeeded":  # 3-D Secure asked: the stand-in does not complete it
+            cs["_pi"] = pi["id"]
+            raise ApiError(402, "card_error", AUTH_MESSAGE, code="authentication_required",
+                           decline_code="authentication_required", payment_intent=copy.deepcopy(pi))
+        cs.update(payment_intent=pi["id"], status="complete", payment_status="paid", customer=cid,
+                  customer_details={"email": email})
+        cs.pop("_pi", None)
         self.s.put(cs)
         self.s.event(ctx, "checkout.session.completed", cs)
         return cs
@@ -1139,6 +1370,7 @@ ROUTES = [
     ("POST", r"/v1/payment_intents/([^/]+)/cancel", "pi_cancel"),
     ("GET", r"/v1/charges/([^/]+)", "charge_get"),
     ("GET", r"/v1/setup_intents/([^/]+)", "seti_get"),
+    ("POST", r"/v1/checkout/sessions", "cs_create"),
     ("GET", r"/v1/checkout/sessions/([^/]+)", "cs_get"),
     ("GET", r"/v1/events", "event_list"),
     ("GET", r"/v1/events/([^/]+)", "event_get"),
@@ -1386,14 +1618,14 @@ class Handler(BaseHTTPRequestHandler):
         if key is not None:
             s.idem_end(api_key, key, status if saved else None, body)
         mode = (fault or {}).get("webhook", "after")
-        if mode == "before":
-            s.flush_events(ctx["events"], "before")
+        if mode != "after":  # delivered now, or marked held, before the answer is seen
+            s.flush_events(ctx["events"], mode)
         if fault and fault.get("reset"):
             entry["status"], entry["reset"] = status, True
             self._reset_connection()
         else:
             answer(status, body, retry_hdr)
-        if mode != "before":
+        if mode == "after":
             s.flush_events(ctx["events"], mode)
 
     # ---- the control API
@@ -1456,29 +1688,55 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(200, {"webhook_url": s.webhook_url, "retry_schedule": s.retry_schedule,
                                         "rate_limit": s.rate_limit,
                                         "enabled_events": sorted(s.enabled_events)})
-        if method == "POST" and path in ("/setup_intents", "/checkout_sessions"):
+        m = re.fullmatch(r"/checkout_sessions/(cs_\w+)", path)
+        if method == "GET" and m:  # where a session's `url` points: the payer's page, as JSON
+            with s.lock:
+                cs = s.objects.get(m.group(1))
+                if cs is None:
+                    return self._send(404, {"error": f"no checkout session {m.group(1)}"})
+                out = public(cs, s)
+            return self._send(200, {"object": out, "pay": f"POST {out['url']}/pay {{\"payment_method\"?, "
+                                                          f"\"email\"?, \"order\"?, \"webhook\"?}}"})
+        pay = re.fullmatch(r"/checkout_sessions/(cs_\w+)/pay", path)
+        if method == "POST" and (path in ("/setup_intents", "/checkout_sessions") or pay):
             spec = _json_body(self)
+            order = spec.get("order", "intent_first")
+            if order not in ("intent_first", "session_first"):
+                raise ValueError("order is intent_first or session_first")
+            if spec.get("webhook", "after") not in ("before", "after", "never"):
+                raise ValueError("webhook is before, after or never")
             ctx = {"request_id": None, "idempotency_key": None, "events": []}
             with s.lock:
                 try:
                     api = Api(s)
-                    obj = api.complete_setup(ctx, spec) if path == "/setup_intents" else api.complete_checkout(
-                        ctx, spec)
+                    if pay:
+                        obj = api.pay_checkout(ctx, pay.group(1), spec)
+                    elif path == "/setup_intents":
+                        obj = api.complete_setup(ctx, spec)
+                    else:
+                        obj = api.complete_checkout(ctx, spec)
                 except ApiError as e:  # e.g. a declining card in a Checkout Session: it stays open
                     failed = e
                 else:
                     failed = None
+                if order == "session_first":
+                    done = [e for e in ctx["events"] if s.objects[e]["type"] == "checkout.session.completed"]
+                    ctx["events"] = done + [e for e in ctx["events"] if e not in done]
+            mode = spec.get("webhook", "after")
             if failed:
-                self._send(failed.status, {**failed.body, "events": ctx["events"]})
-                s.flush_events(ctx["events"], spec.get("webhook", "after"))
-                return
-            with s.lock:
-                out = public(obj, s)
-                related = {k: public(s.objects[out[k]], s) for k in ("customer", "payment_method",
-                                                                      "payment_intent", "setup_intent")
-                           if isinstance(out.get(k), str) and out[k] in s.objects}
-            self._send(200, {"object": out, **related, "events": ctx["events"]})
-            s.flush_events(ctx["events"], spec.get("webhook", "after"))
+                status, body = failed.status, {**failed.body, "events": ctx["events"]}
+            else:
+                with s.lock:
+                    out = public(obj, s)
+                    related = {k: public(s.objects[out[k]], s) for k in ("customer", "payment_method",
+                                                                          "payment_intent", "setup_intent")
+                               if isinstance(out.get(k), str) and out[k] in s.objects}
+                status, body = 200, {"object": out, **related, "events": ctx["events"]}
+            if mode != "after":  # one after the other, in order (or marked held), before the answer
+                s.flush_events(ctx["events"], mode)
+            self._send(status, body)
+            if mode == "after":
+                s.flush_events(ctx["events"], mode)
             return
         self._send(404, {"error": f"no control endpoint {method} {url.path}"})
 
@@ -1495,6 +1753,7 @@ class Server(ThreadingHTTPServer):
 def start(port=0, host="127.0.0.1", **kwargs):
     """Start a stand-in in this process; returns (server, base URL). Stop with `stop(server)`."""
     server = Server((host, port), StandIn(**kwargs))
+    server.standin.base_url = f"http://{host}:{server.server_address[1]}"
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="standin-http",
                      daemon=True).start()
     return server, f"http://{host}:{server.server_address[1]}"

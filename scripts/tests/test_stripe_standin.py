@@ -572,6 +572,167 @@ def test_a_completed_checkout_session_with_setup_future_usage(base, receiver):
     assert c.v1.checkout.sessions.retrieve(cs.id).payment_intent == pi.id
 
 
+def session_params(amount=2500, **extra):
+    """A top-up's session as the wallet's Stripe module creates it."""
+    return {"mode": "payment", "line_items": [{"price_data": {"currency": "usd", "unit_amount": amount,
+                                                              "product_data": {"name": "Wallet top-up"}},
+                                               "quantity": 1}],
+            "success_url": "https://app.example/ok?s={CHECKOUT_SESSION_ID}", "cancel_url": "https://app.example/no",
+            "client_reference_id": "acme", "metadata": {"tenant": "acme"},
+            "payment_intent_data": {"metadata": {"tenant": "acme"}}, **extra}
+
+
+def pay(base, cs_id, **spec):
+    """Pays the session; its webhooks held unless `webhook` says otherwise (none left in flight)."""
+    return ctl(base, "POST", f"/checkout_sessions/{cs_id}/pay", {"webhook": "never", **spec})
+
+
+def delivered(receiver, *ids):
+    """The events delivered about these objects, in the order they came (an earlier test's late
+    deliveries left out)."""
+    return [e for e in receiver.events() if e.data.object.id in ids]
+
+
+def test_a_checkout_session_is_created_open_with_a_url(base):
+    c = client(base)
+    cs = c.v1.checkout.sessions.create(params=session_params(customer_creation="always"))
+    assert re.fullmatch(r"cs_test_\w+", cs.id) and cs.object == "checkout.session"
+    assert (cs.status, cs.payment_status, cs.mode) == ("open", "unpaid", "payment")
+    assert (cs.amount_total, cs.currency, cs.customer, cs.payment_intent) == (2500, "usd", None, None)
+    assert cs.metadata["tenant"] == "acme" and cs.client_reference_id == "acme"
+    assert cs.customer_creation == "always" and "payment_intent_data" not in cs
+    assert cs.url == f"{base}/_standin/checkout_sessions/{cs.id}"
+    with urllib.request.urlopen(cs.url, timeout=5) as r:  # the payer's page says how to pay
+        page = json.load(r)
+    assert page["object"]["id"] == cs.id and page["pay"].startswith(f"POST {cs.url}/pay")
+    assert c.v1.checkout.sessions.retrieve(cs.id).status == "open"
+
+
+def _items(**price_data):
+    return [{"price_data": {"currency": "usd", "unit_amount": 2500, "product_data": {"name": "x"},
+                            **price_data}, "quantity": 1}]
+
+
+@pytest.mark.parametrize("params,code,param", [
+    ({"mode": None}, "parameter_missing", "mode"),
+    ({"mode": "subscription"}, None, "mode"),
+    ({"line_items": None}, "parameter_missing", "line_items"),
+    ({"line_items": [{"price_data": {"currency": "usd", "unit_amount": 100, "product_data": {"name": "x"}}}]},
+     "parameter_missing", "line_items[0][quantity]"),
+    ({"line_items": _items(unit_amount=None)}, "parameter_missing", "line_items[0][price_data][unit_amount]"),
+    ({"line_items": _items(product_data={})}, "parameter_missing", "line_items[0][price_data][product_data][name]"),
+    ({"line_items": _items(currency="usdx")}, "parameter_invalid_string", "line_items[0][price_data][currency]"),
+    ({"line_items": _items(unit_amount=49)}, "amount_too_small", "line_items"),
+    ({"line_items": _items(unit_amount=100_000_000)}, "amount_too_large", "line_items"),
+    ({"line_items": [{"price": "price_123", "quantity": 1}]}, "resource_missing", "line_items[0][price]"),
+    ({"success_url": "not a url"}, "url_invalid", "success_url"),
+    ({"customer": "cus_x", "customer_creation": "always"}, None, "customer_creation"),
+    ({"payment_intent_data": {"setup_future_usage": "sometimes"}}, None,
+     "payment_intent_data[setup_future_usage]"),
+    ({"payment_intent_data": {"capture": "x"}}, "parameter_unknown", "payment_intent_data[capture]"),
+    ({"payment_intent_data": {"metadata": {"t" * 41: "x"}}}, None, "payment_intent_data[metadata][" + "t" * 41 + "]"),
+    ({"shipping": "x"}, "parameter_unknown", "shipping"),
+])
+def test_a_session_is_validated_as_stripe_does_and_a_refusal_is_not_saved(base, params, code, param):
+    c = client(base)
+    bad = {k: v for k, v in {**session_params(), **params}.items() if v is not None}
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.checkout.sessions.create(params=bad, options={"idempotency_key": "cs-k"})
+    assert e.value.http_status == 400 and e.value.error.param == param
+    assert e.value.code == code
+    if code != "resource_missing":  # parameter validation: nothing saved, the key is free again
+        ok = c.v1.checkout.sessions.create(params=session_params(), options={"idempotency_key": "cs-k"})
+        assert ok.status == "open"
+
+
+def test_the_same_key_creates_one_session(base):
+    c = client(base)
+    first = c.v1.checkout.sessions.create(params=session_params(), options={"idempotency_key": "top-up-1"})
+    again = c.v1.checkout.sessions.create(params=session_params(), options={"idempotency_key": "top-up-1"})
+    assert again.id == first.id and again.last_response.headers["Idempotent-Replayed"] == "true"
+    with pytest.raises(stripe.IdempotencyError):
+        c.v1.checkout.sessions.create(params=session_params(amount=2600), options={"idempotency_key": "top-up-1"})
+    # a customer that does not exist: the endpoint ran, so the 400 is saved for the key
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.checkout.sessions.create(params=session_params(customer="cus_nope"), options={"idempotency_key": "k2"})
+    assert e.value.code == "resource_missing"
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.checkout.sessions.create(params=session_params(customer="cus_nope"), options={"idempotency_key": "k2"})
+    assert e.value.headers["Idempotent-Replayed"] == "true"
+    sessions = [r for r in ctl(base, "GET", "/requests")["data"] if r["path"] == "/v1/checkout/sessions"]
+    assert [r["replayed"] for r in sessions] == [False, True, False, False, True]
+
+
+def test_paying_a_session_saves_the_method_and_tells_the_tenant_on_both_events(base, receiver):
+    c = client(base)
+    cs = c.v1.checkout.sessions.create(params=session_params(
+        customer_creation="always", payment_intent_data={"metadata": {"tenant": "acme"},
+                                                         "setup_future_usage": "off_session"}))
+    out = pay(base, cs.id, email="ops@acme.test", webhook="before")
+    # delivered one after the other before the answer: the intent's event first by default
+    got = delivered(receiver, cs.id, out["payment_intent"]["id"])
+    assert [e.type for e in got] == ["payment_intent.succeeded", "checkout.session.completed"]
+    pi, done = got[0].data.object, got[1].data.object
+    assert pi.metadata["tenant"] == "acme" and done.metadata["tenant"] == "acme"
+    assert (done.id, done.status, done.payment_status) == (cs.id, "complete", "paid")
+    assert done.payment_intent == pi.id and done.customer == pi.customer and pi.customer.startswith("cus_")
+    assert done.amount_total == pi.amount_received == 2500 and done.client_reference_id == "acme"
+    assert done.customer_details.email == "ops@acme.test"
+    assert pi.setup_future_usage == "off_session"
+    assert c.v1.payment_methods.retrieve(pi.payment_method).customer == pi.customer  # autopay can use it
+    assert out["object"]["status"] == "complete" and out["payment_intent"]["id"] == pi.id
+    assert charges(base)["succeeded"] == 1
+    again = c.v1.payment_intents.create(params=charge_params(c.v1.customers.retrieve(pi.customer),
+                                                             pi.payment_method))
+    assert again.status == "succeeded"  # off-session, on the saved method
+    with pytest.raises(urllib.error.HTTPError) as e:  # paid once
+        pay(base, cs.id)
+    assert e.value.code == 400
+
+
+def test_the_session_event_can_come_first(base, receiver):
+    cs = client(base).v1.checkout.sessions.create(params=session_params())
+    out = pay(base, cs.id, order="session_first", webhook="before")
+    got = delivered(receiver, cs.id, out["payment_intent"]["id"])
+    assert [e.type for e in got] == ["checkout.session.completed", "payment_intent.succeeded"]
+
+
+def test_a_guest_payment_saves_no_method_without_a_customer(base):
+    c = client(base)
+    cs = c.v1.checkout.sessions.create(params=session_params(
+        payment_intent_data={"metadata": {"tenant": "acme"}, "setup_future_usage": "off_session"}))
+    out = pay(base, cs.id)
+    assert out["object"]["customer"] is None and out["payment_intent"]["customer"] is None
+    assert c.v1.payment_methods.retrieve(out["payment_intent"]["payment_method"]).customer is None
+
+
+def test_a_session_of_a_known_customer_pays_with_it(base):
+    c = client(base)
+    cus = c.v1.customers.create(params={"email": "ops@acme.test"})
+    cs = c.v1.checkout.sessions.create(params=session_params(customer=cus.id))
+    assert cs.customer == cus.id
+    out = pay(base, cs.id)
+    assert out["payment_intent"]["customer"] == cus.id and out["object"]["customer"] == cus.id
+
+
+def test_a_declining_card_leaves_the_session_open_for_another_try(base, receiver):
+    c = client(base)
+    cs = c.v1.checkout.sessions.create(params=session_params())
+    with pytest.raises(urllib.error.HTTPError) as e:
+        pay(base, cs.id, payment_method="pm_card_visa_chargeDeclined", webhook="before")
+    error = json.load(e.value)["error"]
+    assert e.value.code == 402 and error["decline_code"] == "generic_decline"
+    assert c.v1.checkout.sessions.retrieve(cs.id).status == "open"
+    pi_id = error["payment_intent"]["id"]
+    assert [e.type for e in delivered(receiver, cs.id, pi_id)] == ["payment_intent.payment_failed"]
+    out = pay(base, cs.id, payment_method="pm_card_visa", webhook="before")
+    assert out["object"]["status"] == "complete"
+    assert out["payment_intent"]["id"] == pi_id  # the same intent, confirmed again
+    assert [e.type for e in delivered(receiver, cs.id, pi_id)] == [
+        "payment_intent.payment_failed", "payment_intent.succeeded", "checkout.session.completed"]
+    assert (charges(base)["succeeded"], charges(base)["failed"]) == (1, 1)
+
+
 def test_a_detached_method_posts_detached_and_cannot_be_charged(base, receiver):
     c = client(base)
     cus, pm = customer_with_card(c)

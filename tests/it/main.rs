@@ -17,8 +17,10 @@
 //! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
-//! - [`stripe_client`]: the Stripe client against the local Stripe stand-in: the decline cards
-//!   (its faults are in `faults::stripe`).
+//! - [`stripe_client`]: the Stripe client against the local Stripe stand-in: the decline cards,
+//!   a top-up's Checkout Session (its faults are in `faults::stripe`).
+//! - [`checkout_topup`]: a hosted top-up created through the Stripe module, paid on the
+//!   stand-in, its webhooks ingested and processed: credited once, whichever event comes first.
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
 //! - [`template`]: least privilege (leading keys too), schedules, secrets, routes, alarms and
 //!   timeouts of `template.yaml`.
@@ -30,6 +32,7 @@
 mod autopay_loop;
 mod bad_input;
 mod bodies;
+mod checkout_topup;
 mod config_docs;
 mod faults;
 mod ingest_dynamo;

@@ -1,6 +1,7 @@
 //! The local Stripe stand-in (`scripts/stripe_standin.py`) for tests: started per test on a free
 //! port (its ready line read, no sleeping), its control API (faults, the requests and charges it
-//! saw, customers with saved cards), and the Stripe client configured against it.
+//! saw, customers with saved cards, Checkout Sessions paid), and the Stripe client (the charger,
+//! the checkout) configured against it.
 
 use inbox_core::outbox::bucket::shared::LocalBucket;
 use inbox_core::outbox::bucket::Rate;
@@ -10,8 +11,9 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use stripe_charges::retry::RetryPolicy;
-use stripe_charges::{HttpTransport, SecretKey, StripeCharger, StripeConfig};
+use stripe_charges::{HttpTransport, SecretKey, StripeCharger, StripeCheckout, StripeConfig};
 use wallet_ledger::autopay::{idempotency_key, ChargeRequest};
+use wallet_ledger::checkout::CheckoutRequest;
 use wallet_ledger::money::Currency;
 use wallet_ledger::tenant::TenantId;
 
@@ -96,8 +98,36 @@ impl Standin {
 
     /// The PaymentIntent requests it received.
     pub fn intent_requests(&self) -> Vec<Value> {
-        let all = self.call("GET", "/_standin/requests?path=/v1/payment_intents", None);
+        self.requests("/v1/payment_intents")
+    }
+
+    /// The API requests it received under `path`.
+    pub fn requests(&self, path: &str) -> Vec<Value> {
+        let all = self.call("GET", &format!("/_standin/requests?path={path}"), None);
         all["data"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The payer pays Checkout Session `id` (`spec`: the stand-in's `pay` options): its answer
+    /// (the session, its PaymentIntent and customer, the events raised in the order asked).
+    pub fn pay(&self, id: &str, spec: Value) -> Value {
+        self.call(
+            "POST",
+            &format!("/_standin/checkout_sessions/{id}/pay"),
+            Some(&spec),
+        )
+    }
+
+    /// The events it raised (their ids in `order`, as `pay` answers them): the Stripe events.
+    pub fn events(&self, ids: &[Value]) -> Vec<Value> {
+        let all = self.call("GET", "/_standin/events", None);
+        let all = all["data"].as_array().cloned().unwrap_or_default();
+        ids.iter()
+            .filter_map(|id| {
+                all.iter()
+                    .map(|e| e["event"].clone())
+                    .find(|e| &e["id"] == id)
+            })
+            .collect()
     }
 
     /// Charges actually made: (succeeded, failed).
@@ -137,13 +167,34 @@ pub fn config(s: &Standin) -> StripeConfig {
     StripeConfig::new(&s.base(), SecretKey::new("sk_test_it").unwrap())
 }
 
-pub fn charger(s: &Standin) -> StripeCharger<HttpTransport, LocalBucket> {
-    let config = StripeConfig {
+/// The configuration of the tests: quick retries, a rate nothing waits for.
+pub fn quick_config(s: &Standin) -> StripeConfig {
+    StripeConfig {
         rate: fast(),
         retry: quick(),
         ..config(s)
-    };
-    StripeCharger::from_config(&config, LocalBucket::default()).unwrap()
+    }
+}
+
+pub fn charger(s: &Standin) -> StripeCharger<HttpTransport, LocalBucket> {
+    StripeCharger::from_config(&quick_config(s), LocalBucket::default()).unwrap()
+}
+
+pub fn checkout(s: &Standin) -> StripeCheckout<HttpTransport, LocalBucket> {
+    StripeCheckout::from_config(&quick_config(s), LocalBucket::default()).unwrap()
+}
+
+/// A top-up of acme's wallet by `minor` cents, the method saved for autopay, under `key`.
+pub fn top_up(minor: i64, key: &str) -> CheckoutRequest {
+    CheckoutRequest {
+        tenant: TenantId::parse("acme").unwrap(),
+        amount: Currency::parse("usd").unwrap().amount(minor),
+        success_url: "https://app.example/topped-up?session={CHECKOUT_SESSION_ID}".into(),
+        cancel_url: "https://app.example/wallet".into(),
+        save_payment_method: true,
+        customer: None,
+        idempotency_key: key.into(),
+    }
 }
 
 pub fn request(customer: &str, pm: &str, attempt: &str) -> ChargeRequest {

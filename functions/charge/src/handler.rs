@@ -18,7 +18,7 @@ use inbox_core::store::dynamo::{fail_fast_client, DynamoTable};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
 use std::sync::Arc;
-use stripe_charges::client::StripeCharger;
+use stripe_charges::charger::StripeCharger;
 use stripe_charges::config::StripeConfig;
 use stripe_charges::http::HttpTransport;
 use wallet_ledger::attempts::TableAttempts;

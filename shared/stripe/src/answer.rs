@@ -1,7 +1,9 @@
 //! Stripe's answers, read: a PaymentIntent (`status`) or an error (`error.type`, `code`,
-//! `decline_code`), mapped onto the wallet's neutral [`ChargeOutcome`]. Pure.
+//! `decline_code`), mapped onto the wallet's neutral [`ChargeOutcome`]; a Checkout Session or
+//! its refusal, mapped onto the wallet's [`CheckoutSession`] / [`CheckoutError`]
+//! ([`session`]). Pure.
 //!
-//! A final answer (after [`crate::retry`]) means:
+//! A final answer to a charge (after [`crate::retry`]) means:
 //!
 //! | answer | outcome |
 //! |---|---|
@@ -23,8 +25,20 @@
 //! | `expired_card`, `lost_card`, `stolen_card`, `pickup_card`, `restricted_card`, `incorrect_number`, `invalid_number`, `incorrect_cvc`, `invalid_cvc`, `invalid_expiry_month`, `invalid_expiry_year`, `fraudulent`, `merchant_blacklist`, `security_violation`, `stop_payment_order`, `revocation_of_authorization`, `revocation_of_all_authorizations`, `do_not_try_again`, `card_not_supported`, `currency_not_supported`, `invalid_account`, `new_account_information_available`, `transaction_not_allowed`, `not_permitted`, `service_not_allowed`, `testmode_decline` | `DeclinedHard`: Stripe's next step is another card, or never to retry ([`HARD`]) |
 //! | anything else: `insufficient_funds`, `processing_error`, `generic_decline`, `do_not_honor`, `try_again_later`, `card_velocity_exceeded`, `issuer_not_available`, `reenter_transaction`, … | `DeclinedSoft`: worth the dunning ladder's next rung |
 
+//!
+//! A final answer to `POST /v1/checkout/sessions` ([`session`]) means:
+//!
+//! | answer | result |
+//! |---|---|
+//! | 200 with the session's `id` and `url` | the session |
+//! | 200 without them (not a session) | `Unavailable`: nothing the caller can change |
+//! | 400/404 `invalid_request_error` (a parameter Stripe refuses: an amount below the currency's minimum, a URL, a customer that does not exist) | `Refused("<message> (parameter <param>)")`: the caller's request cannot succeed as it is |
+//! | 400 `idempotency_error` (the key was used with other parameters) | `Refused(message)`: decisive, the key can never create another session |
+//! | 401, 403 (the secret key), another 4xx, 5xx, 409, 429 (retries spent), a broken connection | `Unavailable`: a fault of ours or of Stripe's, not of the request |
+
 use serde_json::Value;
 use wallet_ledger::autopay::ChargeOutcome;
+use wallet_ledger::checkout::{CheckoutError, CheckoutSession};
 
 /// Declines that need the customer present.
 pub const NEEDS_CUSTOMER: [&str; 3] = [
@@ -140,6 +154,35 @@ fn code_of(error: &Value) -> Option<String> {
         .iter()
         .find_map(|k| error[*k].as_str().filter(|c| !c.is_empty()))
         .map(str::to_owned)
+}
+
+/// Reads a final answer of `POST /v1/checkout/sessions` (the second table above).
+pub fn session(status: u16, body: &[u8]) -> Result<CheckoutSession, CheckoutError> {
+    let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let error = &json["error"];
+    let kind = error["type"].as_str().unwrap_or_default();
+    match status {
+        200..=299 => match (json["id"].as_str(), json["url"].as_str()) {
+            (Some(id), Some(url)) if !id.is_empty() && !url.is_empty() => Ok(CheckoutSession {
+                id: id.to_owned(),
+                url: url.to_owned(),
+            }),
+            _ => Err(CheckoutError::Unavailable(format!(
+                "HTTP {status} without a session's id and url"
+            ))),
+        },
+        400 | 404 if matches!(kind, "invalid_request_error" | "idempotency_error") => {
+            let message = error["message"].as_str().unwrap_or_default();
+            Err(CheckoutError::Refused(match error["param"].as_str() {
+                Some(param) => format!("{message} (parameter {param})"),
+                None => message.to_owned(),
+            }))
+        }
+        _ => Err(CheckoutError::Unavailable(format!(
+            "HTTP {status} {}",
+            error["code"].as_str().unwrap_or(kind)
+        ))),
+    }
 }
 
 /// An error answer's `error.code` (for logs and metrics; never the message, which may quote input).
@@ -295,6 +338,86 @@ mod tests {
         assert_eq!(
             error_code(&invalid("lock_timeout")).as_deref(),
             Some("lock_timeout")
+        );
+    }
+
+    #[test]
+    fn session_answers() {
+        let refused = |m: &str| Err(CheckoutError::Refused(m.into()));
+        let unavailable = |m: &str| Err(CheckoutError::Unavailable(m.into()));
+        let table: Vec<(u16, Value, Result<CheckoutSession, CheckoutError>)> = vec![
+            (
+                200,
+                json!({"id": "cs_test_1", "object": "checkout.session",
+                    "url": "https://checkout.stripe.com/c/pay/cs_test_1"}),
+                Ok(CheckoutSession {
+                    id: "cs_test_1".into(),
+                    url: "https://checkout.stripe.com/c/pay/cs_test_1".into(),
+                }),
+            ),
+            (
+                200,
+                json!({"id": "cs_test_1", "url": null}),
+                unavailable("HTTP 200 without a session's id and url"),
+            ),
+            (
+                400,
+                json!({"error": {"type": "invalid_request_error", "code": "amount_too_small",
+                    "param": "line_items[0][price_data][unit_amount]",
+                    "message": "The Checkout Session's total amount due must add up to at least $0.50 usd"}}),
+                refused(
+                    "The Checkout Session's total amount due must add up to at least $0.50 usd \
+                     (parameter line_items[0][price_data][unit_amount])",
+                ),
+            ),
+            (
+                400,
+                json!({"error": {"type": "invalid_request_error", "code": "resource_missing",
+                    "param": "customer", "message": "No such customer: 'cus_x'"}}),
+                refused("No such customer: 'cus_x' (parameter customer)"),
+            ),
+            (
+                404,
+                json!({"error": {"type": "invalid_request_error",
+                    "message": "Not a valid URL", "param": "success_url"}}),
+                refused("Not a valid URL (parameter success_url)"),
+            ),
+            (
+                400,
+                json!({"error": {"type": "idempotency_error", "message": "Keys for idempotent requests can only be used with the same parameters"}}),
+                refused("Keys for idempotent requests can only be used with the same parameters"),
+            ),
+            (
+                401,
+                json!({"error": {"type": "invalid_request_error", "message": "Invalid API Key provided: sk_test_****"}}),
+                unavailable("HTTP 401 invalid_request_error"),
+            ),
+            (
+                500,
+                json!({"error": {"type": "api_error"}}),
+                unavailable("HTTP 500 api_error"),
+            ),
+            (
+                429,
+                json!({"error": {"type": "invalid_request_error", "code": "rate_limit"}}),
+                unavailable("HTTP 429 rate_limit"),
+            ),
+            (
+                402,
+                json!({"error": {"type": "card_error", "code": "card_declined"}}),
+                unavailable("HTTP 402 card_declined"),
+            ),
+        ];
+        for (status, answer, want) in table {
+            assert_eq!(
+                session(status, &body(answer.clone())),
+                want,
+                "{status} {answer}"
+            );
+        }
+        assert_eq!(
+            session(200, b"<html>"),
+            unavailable("HTTP 200 without a session's id and url")
         );
     }
 }

@@ -1,18 +1,20 @@
-//! [`StripeCharger`]: the wallet's [`Charger`] on Stripe. One call (a charge, a find) is one
-//! request repeated as [`crate::retry`] says, each repeat with the SAME idempotency key (the
-//! attempt's, stored before the call), each send first taking a token from the account's shared
-//! bucket ([`inbox_core::outbox::bucket::shared`]); a 429 holds that bucket for every worker for
-//! the backoff. The last answer is read by [`crate::answer`]; when the retries are spent, or the
-//! bucket has no token within [`StripeCharger::max_wait`], the charge is `Indeterminate` (never a
-//! new key: the next try of the same attempt sends the same one and gets Stripe's saved answer).
-//! Metrics are counted per call ([`Tally`]) and kept until [`Charger::take_metrics`].
+//! [`StripeClient`]: the call loop every Stripe request of this crate goes through (a charge, a
+//! search, a Checkout Session). One call is one request repeated as [`crate::retry`] says, each
+//! repeat with the SAME idempotency key (the caller's, never a new one), each send first taking
+//! a token from the account's shared bucket ([`inbox_core::outbox::bucket::shared`]); a 429 holds
+//! that bucket for every worker for the backoff. A call ends with the last answer
+//! ([`Ended::Answer`], read by the caller through [`crate::answer`]) or, when the retries are
+//! spent or the bucket has no token within [`StripeClient::max_wait`], with why
+//! ([`Ended::GaveUp`]). Requests, retries and 429s are counted per call ([`Tally`]); a caller
+//! that has no other way to hand its metrics over keeps them here ([`StripeClient::keep`])
+//! until [`StripeClient::take_metrics`].
 //!
-//! Time, waiting and the jitter's draw are injected ([`StripeCharger::with_pause`]): tests
-//! never sleep.
+//! The callers: [`crate::charger::StripeCharger`] (autopay's charges) and
+//! [`crate::checkout::StripeCheckout`] (the wallet API's hosted top-ups). Time, waiting and the
+//! jitter's draw are injected ([`StripeClient::with_pause`]): tests never sleep.
 
 use crate::answer;
 use crate::config::StripeConfig;
-use crate::form;
 use crate::http::HttpTransport;
 use crate::metrics::Tally;
 use crate::retry::{self, Next, Observed, RetryPolicy};
@@ -25,10 +27,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wallet_ledger::autopay::{
-    ChargeOutcome, ChargeReply, ChargeRequest, Charger, ProviderUnavailable,
-};
-use wallet_ledger::tenant::TenantId;
 
 /// The item of the account's token bucket (one for every worker of the account).
 pub const BUCKET_PK: &str = "PROVIDER#stripe";
@@ -49,16 +47,17 @@ pub type Pause = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>
 /// A uniform draw in `[0, 1)` (the jitter's).
 pub type Draw = Arc<dyn Fn() -> f64 + Send + Sync>;
 
-/// How a call ended before reading an answer.
+/// How a call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Ended {
+pub enum Ended {
+    /// The final answer (or the last one when [`Next::Final`] said so), for the caller to read.
     Answer(Answer),
     /// Retries spent, or no token in time, or the bucket's store failed: why.
     GaveUp(String),
 }
 
-/// The Stripe client with its account's bucket.
-pub struct StripeCharger<T, B> {
+/// Requests to one Stripe account, through its bucket.
+pub struct StripeClient<T, B> {
     transport: T,
     bucket: B,
     key: BucketKey,
@@ -73,16 +72,16 @@ pub struct StripeCharger<T, B> {
     pending: Mutex<Vec<Metric>>,
 }
 
-impl<T, B> std::fmt::Debug for StripeCharger<T, B> {
+impl<T, B> std::fmt::Debug for StripeClient<T, B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StripeCharger")
+        f.debug_struct("StripeClient")
             .field("rate", &self.rate)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
 }
 
-impl<T: Transport, B: SharedBucket> StripeCharger<T, B> {
+impl<T: Transport, B: SharedBucket> StripeClient<T, B> {
     /// A client sending through `transport`, at `rate` on `bucket`, retrying as `retry` says,
     /// with the system clock, tokio's sleep and a random jitter.
     pub fn new(transport: T, bucket: B, rate: Rate, retry: RetryPolicy) -> Self {
@@ -110,7 +109,7 @@ impl<T: Transport, B: SharedBucket> StripeCharger<T, B> {
     }
 
     /// One call: `request` sent until its answer is final or the retries are spent.
-    async fn call(&self, request: &Request, tally: &mut Tally) -> Ended {
+    pub async fn call(&self, request: &Request, tally: &mut Tally) -> Ended {
         let mut last = String::new();
         for retries in 0..=self.retry.max_retries {
             if let Err(why) = self.token().await {
@@ -199,79 +198,26 @@ impl<T: Transport, B: SharedBucket> StripeCharger<T, B> {
         }
         *self.guess.lock().unwrap_or_else(|p| p.into_inner()) = guess;
     }
+}
 
-    /// Charges `request` and returns the reply with the call's metrics (not kept).
-    pub async fn charge_measured(&self, request: &ChargeRequest) -> (ChargeReply, Vec<Metric>) {
-        let mut tally = Tally::default();
-        let reply = match self.call(&form::payment_intent(request), &mut tally).await {
-            Ended::Answer(a) => {
-                let read = answer::read(a.status, &a.body);
-                ChargeReply {
-                    outcome: read.outcome,
-                    provider_ref: read.intent,
-                    replayed: a.replayed,
-                    requests: tally.requests,
-                }
-            }
-            Ended::GaveUp(why) => {
-                tracing::warn!(attempt = %request.attempt, try_no = request.try_no, why = %why,
-                    "a charge's outcome is not known");
-                ChargeReply {
-                    outcome: ChargeOutcome::Indeterminate,
-                    provider_ref: None,
-                    replayed: false,
-                    requests: tally.requests,
-                }
-            }
-        };
-        tally.outcome(&reply.outcome);
-        (reply, tally.metrics())
-    }
-
-    /// The latest PaymentIntent of `attempt` (by its metadata), with the call's metrics.
-    pub async fn find_measured(
-        &self,
-        tenant: &TenantId,
-        attempt: &str,
-    ) -> (
-        Result<Option<ChargeReply>, ProviderUnavailable>,
-        Vec<Metric>,
-    ) {
-        let mut tally = Tally::default();
-        let found = match self
-            .call(&form::search_attempt(tenant, attempt), &mut tally)
-            .await
-        {
-            Ended::Answer(a) if a.status == 200 => Ok(latest(&a.body).map(|intent| {
-                let read = answer::intent(&intent);
-                ChargeReply {
-                    outcome: read.outcome,
-                    provider_ref: read.intent,
-                    replayed: false,
-                    requests: tally.requests,
-                }
-            })),
-            Ended::Answer(a) => Err(ProviderUnavailable(format!(
-                "the search answered HTTP {} {}",
-                a.status,
-                answer::error_code(&a.body).unwrap_or_default()
-            ))),
-            Ended::GaveUp(why) => Err(ProviderUnavailable(why)),
-        };
-        (found, tally.metrics())
-    }
-
-    fn keep(&self, metrics: Vec<Metric>) {
+impl<T, B> StripeClient<T, B> {
+    /// Keeps a call's metrics until [`Self::take_metrics`].
+    pub fn keep(&self, metrics: Vec<Metric>) {
         self.pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .extend(metrics);
     }
+
+    /// The metrics kept since the last take (for the caller to emit after it committed).
+    pub fn take_metrics(&self) -> Vec<Metric> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
-impl<B: SharedBucket> StripeCharger<HttpTransport, B> {
-    /// The client the composition root builds: HTTP to `config`'s API base with its key, at its
-    /// rate on `bucket` (the table, for every worker of the account).
+impl<B: SharedBucket> StripeClient<HttpTransport, B> {
+    /// The client a composition root builds: HTTP to `config`'s API base with its key, at its
+    /// rate on `bucket` (the table, for every worker of the account), retrying as it says.
     pub fn from_config(config: &StripeConfig, bucket: B) -> Result<Self, rustls::Error> {
         Ok(Self::new(
             HttpTransport::new(config)?,
@@ -281,38 +227,3 @@ impl<B: SharedBucket> StripeCharger<HttpTransport, B> {
         ))
     }
 }
-
-/// The newest intent of a list or search answer (`data`, by `created`).
-fn latest(body: &[u8]) -> Option<serde_json::Value> {
-    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
-    json["data"]
-        .as_array()?
-        .iter()
-        .max_by_key(|i| i["created"].as_i64().unwrap_or(0))
-        .cloned()
-}
-
-impl<T: Transport, B: SharedBucket> Charger for StripeCharger<T, B> {
-    async fn charge(&self, request: &ChargeRequest) -> ChargeReply {
-        let (reply, metrics) = self.charge_measured(request).await;
-        self.keep(metrics);
-        reply
-    }
-
-    async fn find(
-        &self,
-        tenant: &TenantId,
-        attempt: &str,
-    ) -> Result<Option<ChargeReply>, ProviderUnavailable> {
-        let (found, metrics) = self.find_measured(tenant, attempt).await;
-        self.keep(metrics);
-        found
-    }
-
-    fn take_metrics(&self) -> Vec<Metric> {
-        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-}
-
-#[cfg(test)]
-mod tests;

@@ -1,11 +1,13 @@
 //! What the client counts, by stage of a call: requests sent, retries, 429s (rate limited or
-//! locked), declines by code, and calls that ended indeterminate. Counted as values
+//! locked), declines by code, calls that ended indeterminate, and Checkout Sessions not created
+//! (`CheckoutFailed`, by reason: refused or unavailable). Counted as values
 //! ([`Tally::metrics`]) for the caller to emit after it committed what the call decided; the
 //! client emits nothing itself. Names are the provider-neutral ones of autopay (the `Provider`
 //! property says which), so an alarm on the 429 rate reads `ProviderRateLimited`.
 
 use inbox_core::metrics::Metric;
 use wallet_ledger::autopay::ChargeOutcome;
+use wallet_ledger::checkout::CheckoutError;
 
 /// The CloudWatch namespace of autopay's provider metrics.
 pub const METRICS_NAMESPACE: &str = "WebhookIngestor/Autopay";
@@ -20,6 +22,8 @@ pub struct Tally {
     /// The decline's code, when the call ended in one.
     pub decline: Option<(String, &'static str)>,
     pub indeterminate: bool,
+    /// Why a Checkout Session was not created (`refused`, `unavailable`), when it was not.
+    pub checkout_failed: Option<&'static str>,
 }
 
 impl Tally {
@@ -34,6 +38,15 @@ impl Tally {
             ChargeOutcome::Indeterminate => self.indeterminate = true,
             ChargeOutcome::Succeeded => {}
         }
+    }
+
+    /// Notes how a Checkout Session's creation ended.
+    pub fn checkout<T>(&mut self, created: &Result<T, CheckoutError>) {
+        self.checkout_failed = match created {
+            Ok(_) => None,
+            Err(CheckoutError::Refused(_)) => Some("refused"),
+            Err(CheckoutError::Unavailable(_)) => Some("unavailable"),
+        };
     }
 
     /// The metrics of this call (zero counts left out).
@@ -64,6 +77,9 @@ impl Tally {
                 "a charge's outcome is not known after the client's retries: the same \
                  idempotency key is sent again on the next try",
             ));
+        }
+        if let Some(reason) = self.checkout_failed {
+            out.push(count("CheckoutFailed", 1).with_property("Reason", reason));
         }
         out
     }
@@ -99,5 +115,37 @@ mod tests {
             .properties
             .contains(&("Code".into(), "insufficient_funds".into())));
         assert!(Tally::default().metrics().is_empty());
+    }
+
+    #[test]
+    fn a_session_not_created_counts_by_reason() {
+        let table = [
+            (Ok(()), None),
+            (Err(CheckoutError::Refused("no".into())), Some("refused")),
+            (
+                Err(CheckoutError::Unavailable("down".into())),
+                Some("unavailable"),
+            ),
+        ];
+        for (created, want) in table {
+            let mut t = Tally::default();
+            t.checkout(&created);
+            let failed: Vec<_> = t
+                .metrics()
+                .into_iter()
+                .filter(|m| m.name == "CheckoutFailed")
+                .map(|m| m.properties)
+                .collect();
+            match want {
+                None => assert!(failed.is_empty(), "{created:?}"),
+                Some(r) => assert_eq!(
+                    failed,
+                    [vec![
+                        ("Provider".to_owned(), "stripe".to_owned()),
+                        ("Reason".to_owned(), r.to_owned())
+                    ]]
+                ),
+            }
+        }
     }
 }

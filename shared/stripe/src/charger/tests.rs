@@ -1,43 +1,19 @@
-//! The call loop against a scripted transport: retries with the same key, the budget, declines,
-//! `Stripe-Should-Retry: false`, the shared bucket; a manual clock and recorded waits.
+//! The charger over the call loop against a scripted transport ([`crate::script`]): retries
+//! with the same key, the budget, declines, `Stripe-Should-Retry: false`, the shared bucket; a
+//! manual clock and recorded waits.
 
 use super::*;
-use crate::transport::{Answer, Failure, Request, Transport};
-use inbox_core::clock::ManualClock;
+use crate::script::{answer, answer_retry, fast, Rig, Script};
+use crate::transport::{Answer, Failure};
 use inbox_core::outbox::bucket::shared::LocalBucket;
 use serde_json::json;
-use std::collections::VecDeque;
+use std::sync::Arc;
 use wallet_ledger::money::Currency;
 
-#[derive(Default)]
-struct Script {
-    answers: Mutex<VecDeque<Result<Answer, Failure>>>,
-    sent: Mutex<Vec<(Request, i64)>>,
-    clock: Arc<ManualClock>,
-}
+type Tested = StripeCharger<Arc<Script>, Arc<LocalBucket>>;
 
-impl Transport for Arc<Script> {
-    async fn send(&self, request: &Request) -> Result<Answer, Failure> {
-        self.sent
-            .lock()
-            .unwrap()
-            .push((request.clone(), self.clock.now_millis()));
-        self.answers
-            .lock()
-            .unwrap()
-            .pop_front()
-            .expect("the script has an answer for every request")
-    }
-}
-
-fn answer(status: u16, body: serde_json::Value) -> Result<Answer, Failure> {
-    Ok(Answer {
-        status,
-        should_retry: None,
-        replayed: false,
-        request_id: None,
-        body: serde_json::to_vec(&body).unwrap(),
-    })
+fn rig(answers: Vec<Result<Answer, Failure>>, rate: Rate) -> Rig<Tested> {
+    crate::script::rig(answers, rate, StripeCharger::on)
 }
 
 fn succeeded() -> Result<Answer, Failure> {
@@ -48,61 +24,15 @@ fn succeeded() -> Result<Answer, Failure> {
 }
 
 fn lock_timeout() -> Result<Answer, Failure> {
-    let mut a = answer(
+    answer_retry(
         429,
         json!({"error": {"type": "invalid_request_error", "code": "lock_timeout"}}),
-    );
-    if let Ok(a) = &mut a {
-        a.should_retry = Some(true);
-    }
-    a
+        Some(true),
+    )
 }
 
 fn server_error(should_retry: Option<bool>) -> Result<Answer, Failure> {
-    let mut a = answer(500, json!({"error": {"type": "api_error"}}));
-    if let Ok(a) = &mut a {
-        a.should_retry = should_retry;
-    }
-    a
-}
-
-struct Rig {
-    script: Arc<Script>,
-    waits: Arc<Mutex<Vec<Duration>>>,
-    bucket: Arc<LocalBucket>,
-    charger: StripeCharger<Arc<Script>, Arc<LocalBucket>>,
-}
-
-fn rig(answers: Vec<Result<Answer, Failure>>, rate: Rate) -> Rig {
-    let clock = Arc::new(ManualClock::at_millis(1_000_000));
-    let script = Arc::new(Script {
-        answers: Mutex::new(answers.into()),
-        sent: Mutex::default(),
-        clock: clock.clone(),
-    });
-    let waits = Arc::new(Mutex::new(Vec::new()));
-    let (w, c) = (waits.clone(), clock.clone());
-    let pause: Pause = Arc::new(move |d| {
-        w.lock().unwrap().push(d);
-        c.advance_millis(d.as_millis() as i64);
-        Box::pin(async {})
-    });
-    let bucket = Arc::new(LocalBucket::default());
-    let charger = StripeCharger::new(script.clone(), bucket.clone(), rate, RetryPolicy::default())
-        .with_pause(clock, pause, Arc::new(|| 0.5));
-    Rig {
-        script,
-        waits,
-        bucket,
-        charger,
-    }
-}
-
-fn fast() -> Rate {
-    Rate {
-        per_sec: 1000.0,
-        burst: 10,
-    }
+    answer_retry(500, json!({"error": {"type": "api_error"}}), should_retry)
 }
 
 fn request() -> ChargeRequest {
@@ -117,25 +47,15 @@ fn request() -> ChargeRequest {
     }
 }
 
-fn keys(script: &Script) -> Vec<Option<String>> {
-    script
-        .sent
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(r, _)| r.idempotency_key.clone())
-        .collect()
-}
-
 #[tokio::test]
 async fn throttling_and_locks_are_retried_with_the_same_key_backed_off_and_held() {
     let r = rig(vec![lock_timeout(), lock_timeout(), succeeded()], fast());
-    let (reply, metrics) = r.charger.charge_measured(&request()).await;
+    let (reply, metrics) = r.it.charge_measured(&request()).await;
     assert_eq!(reply.outcome, ChargeOutcome::Succeeded);
     assert_eq!(reply.provider_ref.as_deref(), Some("pi_1"));
     assert_eq!(reply.requests, 3);
     assert_eq!(
-        keys(&r.script),
+        r.script.keys(),
         vec![Some("autopay-a1-try-0".to_owned()); 3]
     );
     // Full jitter at a draw of 0.5: half of 0.5 s, then half of 1 s.
@@ -158,7 +78,7 @@ async fn throttling_and_locks_are_retried_with_the_same_key_backed_off_and_held(
 #[tokio::test]
 async fn should_retry_false_is_never_retried() {
     let r = rig(vec![server_error(Some(false))], fast());
-    let reply = r.charger.charge(&request()).await;
+    let reply = r.it.charge(&request()).await;
     assert_eq!(reply.outcome, ChargeOutcome::Indeterminate);
     assert_eq!(r.script.sent.lock().unwrap().len(), 1);
     assert!(r.waits.lock().unwrap().is_empty());
@@ -168,16 +88,16 @@ async fn should_retry_false_is_never_retried() {
 async fn a_500_repeats_the_same_key_and_is_indeterminate_after_the_budget() {
     let n = RetryPolicy::default().max_retries as usize + 1;
     let r = rig((0..n).map(|_| server_error(None)).collect(), fast());
-    let reply = r.charger.charge(&request()).await;
+    let reply = r.it.charge(&request()).await;
     assert_eq!(reply.outcome, ChargeOutcome::Indeterminate);
     assert_eq!(reply.requests as usize, n);
     assert_eq!(
-        keys(&r.script),
+        r.script.keys(),
         vec![Some("autopay-a1-try-0".to_owned()); n]
     );
-    let metrics = r.charger.take_metrics();
+    let metrics = r.it.take_metrics();
     assert!(metrics.iter().any(|m| m.name == "ChargeIndeterminate"));
-    assert!(r.charger.take_metrics().is_empty(), "taken once");
+    assert!(r.it.take_metrics().is_empty(), "taken once");
 }
 
 #[tokio::test]
@@ -198,11 +118,11 @@ async fn a_reset_then_the_saved_answer_is_the_charge_replayed() {
         ],
         fast(),
     );
-    let reply = r.charger.charge(&request()).await;
+    let reply = r.it.charge(&request()).await;
     assert_eq!(reply.outcome, ChargeOutcome::Succeeded);
     assert!(reply.replayed);
     assert_eq!(
-        keys(&r.script),
+        r.script.keys(),
         vec![Some("autopay-a1-try-0".to_owned()); 4]
     );
 }
@@ -238,7 +158,7 @@ async fn declines_are_final_answers_mapped() {
     ];
     for (a, want) in table {
         let r = rig(vec![a], fast());
-        let (reply, metrics) = r.charger.charge_measured(&request()).await;
+        let (reply, metrics) = r.it.charge_measured(&request()).await;
         assert_eq!(reply.outcome, want);
         assert_eq!(reply.provider_ref.as_deref(), Some("pi_9"));
         assert_eq!(
@@ -259,7 +179,7 @@ async fn every_send_takes_a_token_of_the_account() {
     let r = rig((0..5).map(|_| succeeded()).collect(), rate);
     for _ in 0..5 {
         assert_eq!(
-            r.charger.charge(&request()).await.outcome,
+            r.it.charge(&request()).await.outcome,
             ChargeOutcome::Succeeded
         );
     }
@@ -283,13 +203,13 @@ async fn no_token_in_time_sends_nothing_and_is_indeterminate() {
         burst: 1,
     };
     let mut r = rig(vec![succeeded()], rate);
-    r.charger.max_wait = Duration::from_secs(1);
+    r.it = r.it.with_max_wait(Duration::from_secs(1));
     assert_eq!(
-        r.charger.charge(&request()).await.outcome,
+        r.it.charge(&request()).await.outcome,
         ChargeOutcome::Succeeded
     );
     assert_eq!(
-        r.charger.charge(&request()).await.outcome,
+        r.it.charge(&request()).await.outcome,
         ChargeOutcome::Indeterminate
     );
     assert_eq!(r.script.sent.lock().unwrap().len(), 1);
@@ -313,13 +233,13 @@ async fn find_reads_the_newest_intent_of_the_attempt() {
         fast(),
     );
     let tenant = TenantId::parse("acme").unwrap();
-    let found = r.charger.find(&tenant, "a1").await.unwrap().unwrap();
+    let found = r.it.find(&tenant, "a1").await.unwrap().unwrap();
     assert_eq!(
         (found.outcome, found.provider_ref.as_deref()),
         (ChargeOutcome::Succeeded, Some("pi_new"))
     );
-    assert_eq!(r.charger.find(&tenant, "a1").await, Ok(None));
-    assert!(r.charger.find(&tenant, "a1").await.is_err());
+    assert_eq!(r.it.find(&tenant, "a1").await, Ok(None));
+    assert!(r.it.find(&tenant, "a1").await.is_err());
     let sent = r.script.sent.lock().unwrap();
     assert!(sent[0]
         .0
