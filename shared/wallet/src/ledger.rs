@@ -2,11 +2,13 @@
 //! event processing (creating a wallet, registering the wallets created before the registry),
 //! over the core's item store. Reconciliation reads through it ([`crate::reconcile`]); it knows
 //! nothing of reconciliation. Its autopay (settings, attempts, journal, the operator's changes):
-//! `ledger/autopay.rs`.
+//! `ledger/autopay.rs`; the unmatched payments (listed, bound to a tenant): `ledger/unmatched.rs`.
 
 mod autopay;
+mod unmatched;
 
 pub use autopay::{pause, resume, AutopayError};
+pub use unmatched::{BindError, Bound, LIST_LIMIT};
 
 use crate::items::{
     email_sk, payment_index_key, payment_sk, register_wallet, registered_tenant, registry_complete,
