@@ -422,7 +422,13 @@ async fn a_delayed_payment_through_the_pipeline_is_credited_once_when_its_funds_
 #[tokio::test]
 async fn the_readme_sample_events_move_the_money_the_readme_says() {
     let (p, processor, store) = setup().await;
-    for file in ["top-up", "ach-completed", "ach-succeeded", "refund"] {
+    for file in [
+        "top-up",
+        "ach-completed",
+        "ach-succeeded",
+        "refund",
+        "unmatched-top-up",
+    ] {
         let path = integration_tests::root().join(format!("events/wallet/{file}.json"));
         let body = std::fs::read_to_string(&path).unwrap();
         let headers = p.harness.sign("stripe", body.as_bytes(), "");
@@ -440,11 +446,40 @@ async fn the_readme_sample_events_move_the_money_the_readme_says() {
     }
     let (response, summary) = processor.handle_stream_batch(p.read_stream().await).await;
     assert!(response.batch_item_failures.is_empty());
-    assert_eq!(summary.outcomes.get("processed"), Some(&4), "{summary:?}");
+    assert_eq!(summary.outcomes.get("processed"), Some(&5), "{summary:?}");
     assert_eq!(
         wallet(&store).await.balance.minor(),
         2000 + 5000 - 500,
         "+20.00, an ACH payment of 50.00 once its funds arrived, a refund of 5.00"
+    );
+    // The bind flow: the top-up without metadata waits, unmatched, until bound.
+    let ledger = Ledger::new(&store);
+    let waiting = ledger.unmatched(i64::MAX).await.unwrap();
+    assert_eq!(
+        waiting
+            .iter()
+            .map(|u| (u.payment_key.as_str(), u.amount, u.email.as_deref()))
+            .collect::<Vec<_>>(),
+        vec![("pi_demo_9", 3000, Some("payer@example.com"))]
+    );
+    let acme = wallet_ledger::TenantId::parse("acme").unwrap();
+    let bound = ledger.bind("pi_demo_9", &acme, "you", 0).await.unwrap();
+    for key in &bound.messages {
+        inbox_core::ops::replay(
+            &store,
+            processor.retry_queue(),
+            &SystemClock,
+            key,
+            "you",
+            true,
+        )
+        .await
+        .unwrap();
+    }
+    processed(&p, &processor, &["evt_demo_unmatched_1"]).await;
+    assert_eq!(
+        wallet(&store).await.balance.minor(),
+        2000 + 5000 - 500 + 3000
     );
 }
 
