@@ -22,14 +22,11 @@
 //!   reported for it and the method it saved for later (`parked_customer`,
 //!   `parked_payment_method`), with a TTL: a payment of no wallet's is forgotten after the
 //!   retention; `unmatched` while the payment's unmatched item is open (then no TTL);
-//! - `pk = PAYMENT#{payment intent}`, `sk = UNMATCHED`: an unmatched payment (one that succeeded
-//!   naming no tenant, of no payment the index knew; [`crate::unmatched`]) — state (`open`,
-//!   `matched`, `bound`), amount, currency, customer, email, `first_seen`, `messages` (`source/event
-//!   id` of each message that reported it), `body` (the first message's raw body, at most
-//!   [`crate::unmatched::BODY_CAP`] bytes) and `body_truncated`, version; once resolved the tenant,
-//!   `resolved_at` and `matched_by` (the event) or `bound_by` (the operator). While open it carries
-//!   `open_shard` `UNMATCHED` / `open_due` (= first seen): the open index lists the open ones with
-//!   one `Query`. A matched one drops its body and expires after the retention; a bound one is kept;
+//! - `pk = PAYMENT#{payment intent}`, `sk = UNMATCHED`: an unmatched payment ([`crate::unmatched`]):
+//!   state (`open`, `matched`, `bound`), amount, currency, customer, email, `first_seen`, `messages`,
+//!   `body` (at most [`crate::unmatched::BODY_CAP`] bytes), `body_truncated`, version; resolved: the
+//!   tenant, `resolved_at`, `matched_by` or `bound_by`. `open_shard` `UNMATCHED` / `open_due` (= first
+//!   seen) while open; matched: no body, expires after the retention;
 //! - `pk = PAYMENT_METHOD#{payment method}`, `sk = PAYMENT_METHOD`: the payment-method index — the
 //!   tenant whose autopay saved it (`payment_method.detached` finds it there) and `detached` (a
 //!   method the provider detached is never saved again, whichever event came first);

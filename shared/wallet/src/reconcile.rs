@@ -24,7 +24,7 @@ use crate::model::{Entry, Wallet};
 use crate::money::checked_sum;
 use crate::rules::EmailState;
 use crate::tenant::TenantId;
-use crate::unmatched::UnmatchedPayment;
+pub use crate::unmatched::LongUnmatched;
 use crate::METRICS_NAMESPACE;
 use inbox_core::domain::{EventId, MessageKey, SourceName};
 use inbox_core::metrics::Metric;
@@ -100,31 +100,6 @@ pub struct OrphanEntry {
     pub entry_id: String,
     pub event_source: String,
     pub event_id: String,
-}
-
-/// A payment unmatched for longer than the window: what an operator needs to find its tenant
-/// (`inboxctl wallet unmatched` shows the rest, `inboxctl wallet bind` binds it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LongUnmatched {
-    pub payment_key: String,
-    pub amount: i64,
-    pub currency: Option<String>,
-    pub customer: Option<String>,
-    pub email: Option<String>,
-    pub first_seen: i64,
-}
-
-impl From<UnmatchedPayment> for LongUnmatched {
-    fn from(p: UnmatchedPayment) -> Self {
-        Self {
-            payment_key: p.payment_key,
-            amount: p.amount,
-            currency: p.currency,
-            customer: p.customer,
-            email: p.email,
-            first_seen: p.first_seen,
-        }
-    }
 }
 
 /// A wallet that could not be compared with its entries because something in it is not valid.

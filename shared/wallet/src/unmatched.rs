@@ -75,6 +75,31 @@ pub struct UnmatchedPayment {
     pub version: Option<u64>,
 }
 
+/// A payment unmatched for longer than the window: what an operator needs to find its tenant
+/// (`inboxctl wallet unmatched` shows the rest, `inboxctl wallet bind` binds it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LongUnmatched {
+    pub payment_key: String,
+    pub amount: i64,
+    pub currency: Option<String>,
+    pub customer: Option<String>,
+    pub email: Option<String>,
+    pub first_seen: i64,
+}
+
+impl From<UnmatchedPayment> for LongUnmatched {
+    fn from(p: UnmatchedPayment) -> Self {
+        Self {
+            payment_key: p.payment_key,
+            amount: p.amount,
+            currency: p.currency,
+            customer: p.customer,
+            email: p.email,
+            first_seen: p.first_seen,
+        }
+    }
+}
+
 /// The payer a Stripe payment object names: `customer` (an id or an expanded object) and the
 /// email (a session's `customer_details.email`, else an intent's `receipt_email`).
 pub fn payer(body: &Value) -> (Option<String>, Option<String>) {
