@@ -26,7 +26,8 @@ creates, the managed policies it attaches for event sources) is checked too:
   alarms            every function has an Errors and a Throttles alarm, and an IteratorAge alarm
                     when a stream invokes it; the front door has its
                     alarms (the ingest function's ServerErrors and Unauthorized, the gateway's
-                    5xx); the quarantine alarm watches new arrivals (NumberOfMessagesSent); every
+                    5xx); the quarantine alarm watches new arrivals (NumberOfMessagesSent); the
+                    payments nobody matched to a tenant have theirs (UnmatchedPayments); every
                     alarm on the stack's own metrics (WebhookIngestor/*) filters on the Stage
                     dimension, so stacks of two stages in one account never trip each other's;
   parallelism       the deliver function's stream mappings set a ParallelizationFactor of at
@@ -348,6 +349,7 @@ def check_alarms(sam: dict[str, Any]) -> list[str]:
         ("WebhookIngestor/Ingest", "Unauthorized", "a spike of 401s (a bad secret rotation)"),
         ("AWS/ApiGateway", "5xx", "the gateway's 5xx"),
         ("AWS/SQS", "NumberOfMessagesSent", "new arrivals in the quarantine queue"),
+        ("WebhookIngestor/Wallet", "UnmatchedPayments", "payments unmatched past the window"),
     ]:
         if not has(namespace, name):
             problems.append(f"no alarm on {what} ({namespace} {name})")

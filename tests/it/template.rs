@@ -87,6 +87,18 @@ fn the_check_catches_what_it_guards_against() {
             "WebhookIngestor/Wallet MismatchedWallets does not filter on the Stage dimension",
         ),
         (
+            "unmatched-alarm",
+            "      MetricName: UnmatchedPayments\n",
+            "      MetricName: UnmatchedPaymentz\n",
+            "no alarm on payments unmatched past the window (WebhookIngestor/Wallet UnmatchedPayments)",
+        ),
+        (
+            "unmatched-stage",
+            "      MetricName: UnmatchedPayments\n      Dimensions:\n        - Name: Stage\n",
+            "      MetricName: UnmatchedPayments\n      Dimensions:\n        - Name: Tier\n",
+            "WebhookIngestor/Wallet UnmatchedPayments does not filter on the Stage dimension",
+        ),
+        (
             "throttles",
             "      MetricName: Throttles\n      Dimensions:\n        - Name: FunctionName\n          \
              Value: !Ref ReaperFunction\n",

@@ -301,8 +301,9 @@ async fn a_delayed_payment_through_the_pipeline_is_credited_once_when_its_funds_
     assert_eq!((row.funds, row.expected), (Funds::Awaiting, 2000));
 
     // Days later: the funds arrive. The intent's event carries no metadata (Checkout does not
-    // copy it), the session's async event is delivered twice; an unrelated intent of the same
-    // Stripe account, and the other session's failure, arrive too.
+    // copy it), the session's async event is delivered twice; an intent of the same Stripe
+    // account that names no tenant (kept as unmatched), and the other session's failure, arrive
+    // too.
     let intent = json!({"id": "pi_1", "object": "payment_intent", "amount": 2000,
         "amount_received": 2000, "currency": "usd", "livemode": false, "metadata": {},
         "status": "succeeded"});
@@ -347,16 +348,25 @@ async fn a_delayed_payment_through_the_pipeline_is_credited_once_when_its_funds_
             summary.outcomes.get("processed"),
             summary.outcomes.get("ignored")
         ),
-        (Some(&3), Some(&1)),
+        (Some(&4), None),
         "{summary:?}"
     );
     assert_eq!(wallet(&store).await.balance.minor(), 2000, "credited once");
-    let ignored = p.message_of("stripe", "evt_other").await;
-    assert_eq!(ignored.status, Status::Ignored);
-    let note = &ignored.history.last().unwrap().note;
-    assert!(
-        note.contains("not ours") && note.contains("pi_other"),
-        "{note}"
+    assert_eq!(
+        p.message_of("stripe", "evt_other").await.status,
+        Status::Processed
+    );
+    let kept: Vec<_> = Ledger::new(&store)
+        .unmatched(i64::MAX)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| (u.payment_key, u.amount))
+        .collect();
+    assert_eq!(
+        kept,
+        vec![("pi_other".to_owned(), 999)],
+        "kept for a human; pi_1's intent found its payment"
     );
     assert!(
         p.receive(&p.quarantine_url).await.records.is_empty(),
@@ -412,7 +422,13 @@ async fn a_delayed_payment_through_the_pipeline_is_credited_once_when_its_funds_
 #[tokio::test]
 async fn the_readme_sample_events_move_the_money_the_readme_says() {
     let (p, processor, store) = setup().await;
-    for file in ["top-up", "ach-completed", "ach-succeeded", "refund"] {
+    for file in [
+        "top-up",
+        "ach-completed",
+        "ach-succeeded",
+        "refund",
+        "unmatched-top-up",
+    ] {
         let path = integration_tests::root().join(format!("events/wallet/{file}.json"));
         let body = std::fs::read_to_string(&path).unwrap();
         let headers = p.harness.sign("stripe", body.as_bytes(), "");
@@ -430,11 +446,40 @@ async fn the_readme_sample_events_move_the_money_the_readme_says() {
     }
     let (response, summary) = processor.handle_stream_batch(p.read_stream().await).await;
     assert!(response.batch_item_failures.is_empty());
-    assert_eq!(summary.outcomes.get("processed"), Some(&4), "{summary:?}");
+    assert_eq!(summary.outcomes.get("processed"), Some(&5), "{summary:?}");
     assert_eq!(
         wallet(&store).await.balance.minor(),
         2000 + 5000 - 500,
         "+20.00, an ACH payment of 50.00 once its funds arrived, a refund of 5.00"
+    );
+    // The bind flow: the top-up without metadata waits, unmatched, until bound.
+    let ledger = Ledger::new(&store);
+    let waiting = ledger.unmatched(i64::MAX).await.unwrap();
+    assert_eq!(
+        waiting
+            .iter()
+            .map(|u| (u.payment_key.as_str(), u.amount, u.email.as_deref()))
+            .collect::<Vec<_>>(),
+        vec![("pi_demo_9", 3000, Some("payer@example.com"))]
+    );
+    let acme = wallet_ledger::TenantId::parse("acme").unwrap();
+    let bound = ledger.bind("pi_demo_9", &acme, "you", 0).await.unwrap();
+    for key in &bound.messages {
+        inbox_core::ops::replay(
+            &store,
+            processor.retry_queue(),
+            &SystemClock,
+            key,
+            "you",
+            true,
+        )
+        .await
+        .unwrap();
+    }
+    processed(&p, &processor, &["evt_demo_unmatched_1"]).await;
+    assert_eq!(
+        wallet(&store).await.balance.minor(),
+        2000 + 5000 - 500 + 3000
     );
 }
 
@@ -614,4 +659,218 @@ proptest! {
         prop_assert_eq!((balance, held), model(&distinct));
         prop_assert!(clean);
     }
+}
+
+/// Ingests a test-mode Stripe event carrying `object` and processes what the stream holds, then
+/// the retries its conflicts left until every message named is processed.
+async fn stripe_batch(
+    p: &Pipeline,
+    processor: &TestProcessor<SystemClock>,
+    events: &[(&str, &str, serde_json::Value)],
+) {
+    for (id, kind, object) in events {
+        let body =
+            json!({"api_version": "2024-06-20", "livemode": false, "data": {"object": object}});
+        assert_eq!(p.ingest(id, kind, body).await.code(), "accepted");
+    }
+    let (response, _) = processor.handle_stream_batch(p.read_stream().await).await;
+    assert!(response.batch_item_failures.is_empty());
+    processed(
+        p,
+        processor,
+        &events.iter().map(|e| e.0).collect::<Vec<_>>(),
+    )
+    .await;
+}
+
+/// Drains the retry queue until every message named is processed.
+async fn processed(p: &Pipeline, processor: &TestProcessor<SystemClock>, ids: &[&str]) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    for id in ids {
+        while p.message(id).await.status != Status::Processed {
+            assert!(tokio::time::Instant::now() < deadline, "{id} not processed");
+            p.drain_retry_once(processor).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unmatched_checkout_top_up_is_listed_counted_after_the_window_and_bound_once() {
+    let (p, processor, store) = setup().await;
+    let ledger = Ledger::new(&store);
+    let tenant = |t: &str| wallet_ledger::TenantId::parse(t).unwrap();
+    let beta = Wallet::new(
+        tenant("beta"),
+        usd().amount(PRICE),
+        usd().amount(0),
+        None,
+        0,
+    );
+    ledger.create(&beta).await.unwrap();
+    // A top-up through a misconfigured payment link: its session carries no metadata. And the
+    // ordinary card case: an intent without the tenant, its session a moment later.
+    let lost = json!({"id": "cs_lost", "object": "checkout.session", "payment_intent": "pi_lost",
+        "amount_total": 4000, "currency": "usd", "customer": "cus_9",
+        "customer_details": {"email": "payer@example.com"}, "mode": "payment",
+        "payment_status": "paid", "metadata": {}});
+    let card_intent = json!({"id": "pi_card", "object": "payment_intent", "amount": 1500,
+        "amount_received": 1500, "currency": "usd", "metadata": {}, "receipt_email": "c@example.com"});
+    let card_session = json!({"id": "cs_card", "object": "checkout.session", "payment_intent": "pi_card",
+        "amount_total": 1500, "currency": "usd", "payment_status": "paid", "metadata": {"tenant": "acme"}});
+    let refund = json!({"id": "ch_lost", "object": "charge", "amount": 4000, "amount_refunded": 1000,
+        "currency": "usd", "metadata": {}, "payment_intent": "pi_lost"});
+    stripe_batch(
+        &p,
+        &processor,
+        &[
+            ("evt_lost", "checkout.session.completed", lost),
+            ("evt_card_pi", "payment_intent.succeeded", card_intent),
+        ],
+    )
+    .await;
+    let waiting: HashSet<String> = ledger
+        .unmatched(i64::MAX)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.payment_key)
+        .collect();
+    assert_eq!(
+        waiting,
+        HashSet::from(["pi_card".to_owned(), "pi_lost".to_owned()])
+    );
+    stripe_batch(
+        &p,
+        &processor,
+        &[
+            ("evt_card_cs", "checkout.session.completed", card_session),
+            ("evt_lost_re", "charge.refunded", refund),
+        ],
+    )
+    .await;
+    let listed = ledger.unmatched(i64::MAX).await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|u| (
+                u.payment_key.as_str(),
+                u.amount,
+                u.email.as_deref(),
+                u.customer.as_deref()
+            ))
+            .collect::<Vec<_>>(),
+        vec![("pi_lost", 4000, Some("payer@example.com"), Some("cus_9"))],
+        "the card's intent was matched by its session; the lost top-up waits"
+    );
+    assert_eq!(wallet(&store).await.balance.minor(), 1500);
+
+    // The gauge counts it only once it has waited longer than the window.
+    let first_seen = listed[0].first_seen;
+    let window = 60 * 60_000;
+    let gauge = |at: i64| {
+        let store = store.clone();
+        async move {
+            reconcile(&store, at, opts(i64::MAX).with_unmatched_after(window))
+                .await
+                .unwrap()
+        }
+    };
+    assert!(gauge(first_seen + window)
+        .await
+        .unmatched_payments
+        .is_empty());
+    let late = gauge(first_seen + window + 1).await;
+    assert_eq!(
+        late.unmatched_payments
+            .iter()
+            .map(|u| u.payment_key.as_str())
+            .collect::<Vec<_>>(),
+        vec!["pi_lost"]
+    );
+    assert_eq!(
+        late.metrics()
+            .iter()
+            .find(|m| m.name == "UnmatchedPayments")
+            .map(|m| m.value),
+        Some(1)
+    );
+
+    // Bound by an operator; its message replayed through the pipeline credits it once, with
+    // the refund that waited on its index.
+    let bound = ledger
+        .bind("pi_lost", &tenant("acme"), "alice", first_seen + window + 2)
+        .await
+        .unwrap();
+    assert_eq!(bound.refund_total, 1000);
+    for key in &bound.messages {
+        let replayed = inbox_core::ops::replay(
+            &store,
+            processor.retry_queue(),
+            &SystemClock,
+            key,
+            "alice",
+            true,
+        )
+        .await
+        .unwrap();
+        assert_eq!(replayed, inbox_core::ops::ReplayOutcome::Replayed);
+    }
+    assert_eq!(
+        bound
+            .messages
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        vec!["stripe/evt_lost"]
+    );
+    processed(&p, &processor, &["evt_lost"]).await;
+    assert_eq!(wallet(&store).await.balance.minor(), 1500 + 4000 - 1000);
+    let kinds: Vec<_> = entries(&store)
+        .await
+        .iter()
+        .map(|e| (e.kind.as_str(), e.subject.clone(), e.event_id.clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("topup", "pi_lost".to_owned(), "evt_lost".to_owned()),
+            ("topup_refund", "pi_lost".to_owned(), "evt_lost".to_owned()),
+            ("topup", "pi_card".to_owned(), "evt_card_cs".to_owned()),
+        ],
+        "as if it had matched at once: its entries at the time its event was received"
+    );
+    assert!(ledger.unmatched(i64::MAX).await.unwrap().is_empty());
+    assert!(gauge(first_seen + 10 * window)
+        .await
+        .unmatched_payments
+        .is_empty());
+
+    // Twice, or to a second tenant: refused with the reason; nothing moves.
+    let twice = ledger
+        .bind("pi_lost", &tenant("acme"), "bob", first_seen)
+        .await
+        .unwrap_err();
+    assert!(
+        twice
+            .to_string()
+            .contains("already bound to tenant \"acme\" (by alice)"),
+        "{twice}"
+    );
+    let other = ledger
+        .bind("pi_lost", &tenant("beta"), "bob", first_seen)
+        .await
+        .unwrap_err();
+    assert!(
+        other.to_string().contains("bound to tenant \"acme\""),
+        "{other}"
+    );
+    assert_eq!(wallet(&store).await.balance.minor(), 4500);
+    let report = reconcile(
+        &store,
+        inbox_core::clock::Clock::now_millis(&SystemClock),
+        opts(86_400_000),
+    )
+    .await
+    .unwrap();
+    assert!(report.is_clean(), "{report:?}");
 }

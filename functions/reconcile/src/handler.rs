@@ -6,7 +6,9 @@
 //! when something is wrong, or when wallets were found only by the fallback scan and need
 //! `inboxctl wallet reindex`; info otherwise) and emits the counts through the core's
 //! metric writer ([`inbox_core::metrics::EmfWriter`]: one CloudWatch embedded-metric-format line,
-//! namespace `WebhookIngestor/Wallet`: `StaleHolds`, `MismatchedWallets`, `OrphanEntries`):
+//! namespace `WebhookIngestor/Wallet`: `StaleHolds`, `MismatchedWallets`, `OrphanEntries`,
+//! `UnmatchedPayments` — the payments unmatched for longer than
+//! `RECONCILE_UNMATCHED_AFTER_MINUTES`):
 //! CloudWatch turns that log line into the metrics the alarms watch, without an API call. The
 //! report is the invocation's result.
 
@@ -16,12 +18,12 @@ use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::config::{catalog, ConfigError, Env};
 use inbox_core::metrics::{EmfWriter, Metric, MetricSink};
 use inbox_core::store::dynamo::DynamoTable;
-use inbox_core::store::{ItemStore, StoreError};
+use inbox_core::store::{DueIndex, ItemStore, StoreError};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use wallet_ledger::config::RECONCILE_STALE_AFTER_HOURS;
+use wallet_ledger::config::{unmatched_after_ms, RECONCILE_STALE_AFTER_HOURS};
 use wallet_ledger::reconcile::{reconcile, ReconcileOptions, ReconcileReport};
 
 /// At most this many problems of each kind go into the log line (CloudWatch Logs cuts events at
@@ -38,6 +40,9 @@ pub struct ReconcileConfig {
     /// `DELIVERY_RETENTION_DAYS`: how long processed messages are kept, so how far back entries
     /// must find theirs.
     pub retention_days: u32,
+    /// `RECONCILE_UNMATCHED_AFTER_MINUTES`, in ms: how long a payment may stay unmatched before
+    /// it is counted.
+    pub unmatched_after_ms: i64,
 }
 
 impl ReconcileConfig {
@@ -47,7 +52,7 @@ impl ReconcileConfig {
     }
 
     /// Reads the configuration from `env` (`TABLE_NAME`, `RECONCILE_STALE_AFTER_HOURS`,
-    /// `DELIVERY_RETENTION_DAYS`).
+    /// `DELIVERY_RETENTION_DAYS`, `RECONCILE_UNMATCHED_AFTER_MINUTES`).
     pub fn read(env: &Env) -> Result<Self, ConfigError> {
         let table_name = env.required(&catalog::TABLE_NAME)?;
         let stale_after_hours: u32 = env
@@ -64,6 +69,7 @@ impl ReconcileConfig {
             table_name,
             stale_after_hours,
             retention_days,
+            unmatched_after_ms: unmatched_after_ms(env)?,
         })
     }
 
@@ -72,12 +78,14 @@ impl ReconcileConfig {
         i64::from(self.stale_after_hours) * HOUR_MS
     }
 
-    /// What a run checks against: the stale threshold, and the orphan window the retention gives.
+    /// What a run checks against: the stale threshold, the orphan window the retention gives,
+    /// and the unmatched window.
     pub fn options(&self) -> ReconcileOptions {
         ReconcileOptions::new(
             self.stale_after_ms(),
             Duration::from_secs(u64::from(self.retention_days) * 86_400),
         )
+        .with_unmatched_after(self.unmatched_after_ms)
     }
 }
 
@@ -107,7 +115,7 @@ impl<S, C> std::fmt::Debug for Reconciler<S, C> {
     }
 }
 
-impl<S: ItemStore, C: Clock> Reconciler<S, C> {
+impl<S: ItemStore + DueIndex, C: Clock> Reconciler<S, C> {
     /// A reconciler emitting its metrics as EMF on stdout.
     pub fn new(store: S, clock: C, options: ReconcileOptions) -> Self {
         Self {
@@ -180,6 +188,7 @@ pub fn log_view(report: &ReconcileReport) -> Value {
             "unreadable_wallets": report.unreadable_wallets.len(),
             "unsettled_wallets": report.unsettled_wallets.len(),
             "unregistered_wallets": report.unregistered_wallets.len(),
+            "unmatched_payments": report.unmatched_payments.len(),
         },
         "stale_holds": report.stale_holds.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "mismatched_wallets": report.mismatched_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
@@ -187,18 +196,20 @@ pub fn log_view(report: &ReconcileReport) -> Value {
         "unreadable_wallets": report.unreadable_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "unsettled_wallets": report.unsettled_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "unregistered_wallets": report.unregistered_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
+        "unmatched_payments": report.unmatched_payments.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "truncated": cap(report.stale_holds.len())
             || cap(report.mismatched_wallets.len())
             || cap(report.orphan_entries.len())
             || cap(report.unreadable_wallets.len())
             || cap(report.unsettled_wallets.len())
-            || cap(report.unregistered_wallets.len()),
+            || cap(report.unregistered_wallets.len())
+            || cap(report.unmatched_payments.len()),
     })
 }
 
 /// The Lambda entry point (the scheduled event's content is not needed). A store error fails the
 /// invocation, so the function's Errors metric (and alarm) sees it.
-pub async fn handle<S: ItemStore, C: Clock>(
+pub async fn handle<S: ItemStore + DueIndex, C: Clock>(
     reconciler: &Reconciler<S, C>,
     _event: LambdaEvent<Value>,
 ) -> Result<Value, Error> {
@@ -228,8 +239,9 @@ pub async fn handle<S: ItemStore, C: Clock>(
             mismatched_wallets = r.mismatched_wallets.len(),
             orphan_entries = r.orphan_entries.len(),
             unreadable_wallets = r.unreadable_wallets.len(),
+            unmatched_payments = r.unmatched_payments.len(),
             report = %view,
-            "wallets do not reconcile"
+            "wallets do not reconcile (or payments wait unmatched: inboxctl wallet unmatched)"
         );
     }
     reconciler.metrics.emit(run.now_ms, &run.metrics);
@@ -360,7 +372,8 @@ mod tests {
             vec![
                 (T0, "StaleHolds", 0),
                 (T0, "MismatchedWallets", 0),
-                (T0, "OrphanEntries", 0)
+                (T0, "OrphanEntries", 0),
+                (T0, "UnmatchedPayments", 0)
             ],
             "the invocation emits its counts"
         );
@@ -374,7 +387,12 @@ mod tests {
             emf["_aws"]["CloudWatchMetrics"][0]["Namespace"],
             "WebhookIngestor/Wallet"
         );
-        for m in ["StaleHolds", "MismatchedWallets", "OrphanEntries"] {
+        for m in [
+            "StaleHolds",
+            "MismatchedWallets",
+            "OrphanEntries",
+            "UnmatchedPayments",
+        ] {
             assert_eq!(emf[m], 0, "{m}");
         }
 
@@ -399,6 +417,77 @@ mod tests {
             ),
             (Some(1), Some(1), Some(0))
         );
+    }
+
+    #[tokio::test]
+    async fn payments_unmatched_longer_than_the_window_are_counted() {
+        let store = Arc::new(MemoryStore::new());
+        let key = inbox_core::domain::MessageKey::new(
+            inbox_core::domain::SourceName::parse("stripe").unwrap(),
+            inbox_core::domain::EventId::parse("evt_1").unwrap(),
+        );
+        let mut paid = wallet_ledger::UnmatchedPayment::first(
+            "pi_1",
+            2500,
+            Some("usd".into()),
+            &key,
+            T0,
+            b"{}",
+        );
+        paid.email = Some("payer@example.com".into());
+        store.put_item(paid.to_item(None));
+        let config = ReconcileConfig::read(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("RECONCILE_UNMATCHED_AFTER_MINUTES", "30"),
+        ]))
+        .unwrap();
+        assert_eq!(config.unmatched_after_ms, 30 * 60_000);
+        let at = |ms: i64| {
+            let metrics = Arc::new(RecordingSink::new());
+            let r = Reconciler::new(store.clone(), ManualClock::at_millis(ms), config.options())
+                .with_metrics(metrics.clone());
+            async move {
+                let report = handle(&r, event()).await.unwrap();
+                let gauge = metrics
+                    .emitted()
+                    .iter()
+                    .find(|(_, m)| m.name == "UnmatchedPayments")
+                    .map(|(_, m)| m.value);
+                let logged = log_view(&r.run().await.unwrap().report);
+                (report, gauge, logged)
+            }
+        };
+        let (report, gauge, logged) = at(T0 + 30 * 60_000).await;
+        assert_eq!(
+            (
+                gauge,
+                report["unmatched_payments"].clone(),
+                logged["clean"].clone()
+            ),
+            (Some(0), json!([]), json!(true)),
+            "within the window: not counted"
+        );
+        let (report, gauge, logged) = at(T0 + 30 * 60_000 + 1).await;
+        assert_eq!(gauge, Some(1));
+        assert_eq!(report["unmatched_payments"][0]["payment_key"], "pi_1");
+        assert_eq!(
+            report["unmatched_payments"][0]["email"],
+            "payer@example.com"
+        );
+        assert_eq!(
+            (
+                logged["counts"]["unmatched_payments"].clone(),
+                logged["clean"].clone()
+            ),
+            (json!(1), json!(false))
+        );
+        assert!(ReconcileConfig::read(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("RECONCILE_UNMATCHED_AFTER_MINUTES", "0"),
+        ]))
+        .unwrap_err()
+        .to_string()
+        .contains("RECONCILE_UNMATCHED_AFTER_MINUTES"));
     }
 
     #[tokio::test]

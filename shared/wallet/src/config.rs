@@ -99,6 +99,32 @@ pub const RECONCILE_STALE_AFTER_HOURS: Var = Var {
     meaning: "hours after which a hold with no terminal event counts as stale, at least 1",
 };
 
+pub const RECONCILE_UNMATCHED_AFTER_MINUTES: Var = Var {
+    name: "RECONCILE_UNMATCHED_AFTER_MINUTES",
+    read_by: ReadBy::Only(&[RECONCILE, INBOXCTL]),
+    unset: Unset::Default("60"),
+    meaning: "minutes a Stripe payment that succeeded naming no tenant may stay unmatched (no \
+              later event named the tenant, no operator bound it) before reconciliation counts \
+              it (`UnmatchedPayments`, its alarm; `inboxctl wallet reconcile` and \
+              `inboxctl wallet unmatched` use it too); long enough for the ordinary case of an \
+              intent whose session arrives a moment later, 1 to 10080",
+};
+
+/// [`RECONCILE_UNMATCHED_AFTER_MINUTES`] (or its default), in ms: a whole number of minutes from
+/// 1 to a week.
+pub fn unmatched_after_ms(env: &Env) -> Result<i64, ConfigError> {
+    let minutes: i64 = env
+        .parse(&RECONCILE_UNMATCHED_AFTER_MINUTES)
+        .map_err(|e| e.expecting("a whole number of minutes"))?;
+    if !(1..=10_080).contains(&minutes) {
+        return Err(ConfigError::Invalid {
+            var: RECONCILE_UNMATCHED_AFTER_MINUTES.name,
+            reason: "must be from 1 to 10080 (a week)".into(),
+        });
+    }
+    Ok(minutes * 60_000)
+}
+
 pub const AUTOPAY_LADDER_DAYS: Var = Var {
     name: "AUTOPAY_LADDER_DAYS",
     read_by: ReadBy::Only(&[CHARGE]),
@@ -146,6 +172,7 @@ pub const VARS: &[&Var] = &[
     &WALLET_DEFAULT_FLOOR,
     &WALLET_DEFAULT_REVIEW_THRESHOLD,
     &RECONCILE_STALE_AFTER_HOURS,
+    &RECONCILE_UNMATCHED_AFTER_MINUTES,
     &AUTOPAY_LADDER_DAYS,
     &AUTOPAY_LEASE_SECS,
     &AUTOPAY_CREDIT_WITHIN_SECS,
@@ -440,6 +467,27 @@ mod tests {
             (c.stripe_mode, c.max_amount, c.retention),
             (StripeMode::Live, 5000, Duration::from_secs(7 * 86_400))
         );
+        assert_eq!(unmatched_after_ms(&none).unwrap(), 3_600_000);
+        assert_eq!(
+            unmatched_after_ms(&Env::from_pairs([(
+                "RECONCILE_UNMATCHED_AFTER_MINUTES",
+                " 5 "
+            )]))
+            .unwrap(),
+            300_000
+        );
+        for bad in ["0", "-1", "1.5", "x", "10081"] {
+            let e = unmatched_after_ms(&Env::from_pairs([(
+                "RECONCILE_UNMATCHED_AFTER_MINUTES",
+                bad,
+            )]))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("RECONCILE_UNMATCHED_AFTER_MINUTES"),
+                "{bad}: {e}"
+            );
+        }
         for (var, bad) in [
             ("WALLET_STRIPE_MODE", "prod"),
             ("WALLET_MAX_AMOUNT", "0"),

@@ -23,7 +23,12 @@
 //!   (refunds and payment intents find it there), or, while no event named one, the refunds
 //!   reported for it and the method it saved for later (`parked_customer`,
 //!   `parked_payment_method`), with a TTL: a payment of no wallet's is forgotten after the
-//!   retention;
+//!   retention; `unmatched` while the payment's unmatched item is open (then no TTL);
+//! - `pk = PAYMENT#{payment intent}`, `sk = UNMATCHED`: an unmatched payment ([`crate::unmatched`]):
+//!   state (`open`, `matched`, `bound`), amount, currency, customer, email, `first_seen`, `messages`,
+//!   `body` (at most [`crate::unmatched::BODY_CAP`] bytes), `body_truncated`, version; resolved: the
+//!   tenant, `resolved_at`, `matched_by` or `bound_by`. `open_shard` `UNMATCHED` / `open_due` (= first
+//!   seen) while open; matched: no body, expires after the retention;
 //! - `pk = PAYMENT_METHOD#{payment method}`, `sk = PAYMENT_METHOD`: the payment-method index — the
 //!   tenant whose autopay saved it (`payment_method.detached` finds it there) and `detached` (a
 //!   method the provider detached is never saved again, whichever event came first);
@@ -40,6 +45,7 @@ mod autopay;
 pub mod holds;
 mod limits;
 mod lookup;
+mod unmatched;
 
 pub(crate) use autopay::attempt_sk;
 pub use autopay::{
@@ -56,6 +62,7 @@ pub use lookup::{
     REGISTRY_PREFIX,
 };
 pub(crate) use lookup::{register_wallet, registered_tenant, registry_complete};
+pub use unmatched::{unmatched_key, KIND_UNMATCHED, UNMATCHED_SHARD, UNMATCHED_SK};
 
 use crate::model::{month_of, EmailRow, Entry, PaymentRow, Wallet};
 use crate::money::{checked_sum, Currency, Overflow};

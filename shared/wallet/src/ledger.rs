@@ -3,13 +3,15 @@
 //! over the core's item store. Reconciliation reads through it ([`crate::reconcile`]); it knows
 //! nothing of reconciliation. Its autopay (settings, attempts, journal, the operator's changes):
 //! `ledger/autopay.rs`; a wallet's limits changed later (floor, review threshold, journaled):
-//! `ledger/limits.rs`.
+//! `ledger/limits.rs`; the unmatched payments (listed, bound to a tenant): `ledger/unmatched.rs`.
 
 mod autopay;
 mod limits;
+mod unmatched;
 
 pub use autopay::{pause, resume, AutopayError};
 pub use limits::{LimitsChange, LimitsSet};
+pub use unmatched::{BindError, Bound, LIST_LIMIT};
 
 use crate::items::{
     email_sk, payment_index_key, payment_sk, register_wallet, registered_tenant, registry_complete,

@@ -28,7 +28,10 @@
 //!   the saved method).
 //! - [`ledger`]: [`Ledger`], what operators and reports use: create a wallet, change its limits
 //!   (journaled), find the wallets (registry), read a wallet, its entries and rows.
-//! - [`reconcile`]: the consistency report.
+//! - [`unmatched`]: payments that succeeded naming no tenant, kept for a human
+//!   ([`unmatched::UnmatchedPayment`]) until a later event names the tenant or an operator binds
+//!   them ([`Ledger::bind`]).
+//! - [`reconcile`]: the consistency report (and the count of payments unmatched too long).
 //! - [`config`]: the ledger's environment variables (documented with the core's `Var`) and
 //!   [`WalletConfig`].
 
@@ -51,11 +54,13 @@ pub mod providers;
 pub mod reconcile;
 pub mod rules;
 pub mod tenant;
+pub mod unmatched;
 
 pub use config::WalletConfig;
 pub use handler::{WalletHandler, WalletSources, STRIPE_TYPES};
 pub use ledger::{
-    CreateOutcome, Entries, Ledger, LedgerError, LimitsChange, LimitsSet, Reindexed, Rows, Tenants,
+    BindError, Bound, CreateOutcome, Entries, Ledger, LedgerError, LimitsChange, LimitsSet,
+    Reindexed, Rows, Tenants,
 };
 pub use model::{month_of, EmailRow, Entry, Limits, PaymentIndex, PaymentRow, Wallet};
 pub use money::{Currency, InvalidCurrency, Money, Overflow};
@@ -63,6 +68,7 @@ pub use parse::StripeMode;
 pub use providers::EmailProvider;
 pub use rules::Funds;
 pub use tenant::{InvalidTenant, TenantId, MAX_TENANT_CHARS};
+pub use unmatched::UnmatchedPayment;
 
 /// The CloudWatch namespace of the ledger's metrics.
 pub const METRICS_NAMESPACE: &str = "WebhookIngestor/Wallet";

@@ -251,6 +251,9 @@ pub struct PaymentIndex {
     /// A payment method the payment saved for later (`setup_future_usage`), reported before the
     /// payment's tenant was known: saved for autopay when an event names the tenant.
     pub method: Option<crate::autopay::SavedMethod>,
+    /// Whether the payment's unmatched item ([`crate::unmatched`]) is open: the event that names
+    /// the tenant (or the operator's bind) resolves it in its transaction.
+    pub unmatched: bool,
     /// `None` for an index written before versions (it always names its tenant).
     pub version: Option<u64>,
 }

@@ -5,10 +5,12 @@
 //!   first row, by the first event that named a tenant), else the event's own `metadata.tenant`
 //!   (a Checkout Session's; a payment intent's only when `payment_intent_data.metadata` set it).
 //!   A refund's own metadata is never read: refunds find their tenant through the index.
-//! - A session or intent that names no tenant and matches no known payment is not ours: declined
-//!   (`ignored`) with the reason. Nothing is lost by that: a Checkout top-up is credited by its
-//!   session's own events (`completed` with `paid`, or `async_payment_succeeded`), which carry
-//!   the tenant, whatever order the intent's event comes in.
+//! - A payment that succeeded (a paid session, `async_payment_succeeded`, `payment_intent.succeeded`)
+//!   naming no tenant, of no payment the index knows, is kept as unmatched ([`crate::unmatched`]):
+//!   listed for a human, and resolved by the transaction of the first later event that names the
+//!   tenant (a card's session usually arrives a moment after its intent), or bound by an operator
+//!   ([`crate::Ledger::bind`]). A session or intent without a tenant that moves no money (unpaid,
+//!   failed) is declined (`ignored`) with the reason.
 //! - A refund of a payment no wallet knows (yet) is recorded on the payment's index (the largest
 //!   cumulative `amount_refunded`, expiring after the retention) and settled by the payment's
 //!   credit if it comes later — so a refund processed before its payment is never lost, and one
@@ -23,9 +25,11 @@ use crate::handler::{read_failed, WalletHandler};
 use crate::model::{PaymentIndex, PaymentRow};
 use crate::parse::PaymentNotice;
 use crate::rules::{self, PaymentEvent};
+use crate::tenant::TenantId;
+use crate::unmatched::{payer, Resolution, UnmatchedPayment};
 use inbox_core::message::StoredMessage;
 use inbox_core::process::registry::{Commit, HandlerOutcome};
-use inbox_core::store::ItemStore;
+use inbox_core::store::{Effect, ItemStore};
 
 /// Adds `event_id` to `events` unless it is there.
 fn link(events: &mut Vec<String>, event_id: &str) {
@@ -57,20 +61,24 @@ impl<S: ItemStore> WalletHandler<S> {
             (Some(known), _) => known,
             (None, Some(named)) => named,
             (None, None) => {
-                return Ok(match notice.event {
+                return match notice.event {
                     PaymentEvent::Refunded { total } => {
-                        self.park(m, &key, index, Some(total), None)
+                        Ok(self.park(m, &key, index, Some(total), None))
+                    }
+                    // Money received for nobody we know: kept for a human, never ignored.
+                    PaymentEvent::Paid { amount } => {
+                        self.unmatched(m, &notice, amount, index).await
                     }
                     // A method saved for later, before its session named the tenant: kept for it.
                     _ if notice.method.is_some() => {
-                        self.park(m, &key, index, None, notice.method.clone())
+                        Ok(self.park(m, &key, index, None, notice.method.clone()))
                     }
-                    _ => HandlerOutcome::Ignore(format!(
-                        "not ours: payment {key} names no tenant (metadata.tenant) and no wallet's \
-                         checkout recorded it; a Checkout top-up is credited by its session's \
-                         events, which carry the tenant"
-                    )),
-                });
+                    _ => Ok(HandlerOutcome::Ignore(format!(
+                        "not ours: payment {key} names no tenant (metadata.tenant), no wallet's \
+                         checkout recorded it, and this event moves no money; if it succeeds \
+                         without naming one, it is kept as unmatched (inboxctl wallet unmatched)"
+                    ))),
+                };
             }
         };
         let wallet = self.wallet(&tenant).await?;
@@ -118,6 +126,11 @@ impl<S: ItemStore> WalletHandler<S> {
                 payment_key: key.clone(),
                 ..Default::default()
             });
+            if named.unmatched {
+                // The payment kept as unmatched is this tenant's: resolved in this transaction.
+                commit.effects.extend(self.matched(m, &key, &tenant).await?);
+                named.unmatched = false;
+            }
             named.tenant = Some(tenant.clone());
             link(&mut named.events, &event_id);
             commit.effects.push(named.replace(read, None));
@@ -166,8 +179,97 @@ impl<S: ItemStore> WalletHandler<S> {
             parked.method = method;
         }
         link(&mut parked.events, m.event_id.as_str());
+        // An index beside an open unmatched payment stays as long as that payment does.
+        let expires_at = (!parked.unmatched).then(|| self.expires_at(m));
+        HandlerOutcome::commit(vec![parked.replace(read, expires_at)])
+    }
+
+    /// When what is kept for an event received at `m.received_at` expires (seconds): a retention
+    /// later.
+    fn expires_at(&self, m: &StoredMessage) -> i64 {
         let retention = i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX / 2);
-        let expires_at = m.received_at.div_euclid(1000).saturating_add(retention);
-        HandlerOutcome::commit(vec![parked.replace(read, Some(expires_at))])
+        m.received_at.div_euclid(1000).saturating_add(retention)
+    }
+
+    /// Keeps a payment that succeeded naming no tenant, of no payment the index knows, as
+    /// unmatched ([`crate::unmatched`]): the unmatched item (created, or this message added to
+    /// it) and the index marked `unmatched` (with the method the payment saved for later, if
+    /// any), in this message's transaction. The index write is conditional: an event naming the
+    /// tenant meanwhile conflicts, and this one is re-run and finds the tenant.
+    async fn unmatched(
+        &self,
+        m: &StoredMessage,
+        notice: &PaymentNotice,
+        amount: i64,
+        index: Option<PaymentIndex>,
+    ) -> Result<HandlerOutcome, HandlerOutcome> {
+        let key = &notice.payment_key;
+        let found = self
+            .ledger()
+            .unmatched_payment(key)
+            .await
+            .map_err(read_failed("the unmatched payment"))?;
+        let message = m.key();
+        let (customer, email) = m.json().map(|b| payer(&b)).unwrap_or_default();
+        let record = match found {
+            Some(r) if !r.is_open() => {
+                return Err(HandlerOutcome::Permanent(format!(
+                    "payment {key} was resolved ({:?}) but its index names no tenant; bind it \
+                     again (inboxctl wallet bind {key} TENANT) after checking the index",
+                    r.resolution
+                )))
+            }
+            Some(r) => r,
+            None => UnmatchedPayment::first(
+                key,
+                amount,
+                notice.currency.clone(),
+                &message,
+                m.received_at,
+                &m.body,
+            ),
+        }
+        .reported_by(&message, notice.currency.clone(), customer, email);
+        let read = index.is_some();
+        let mut marked = index.unwrap_or_else(|| PaymentIndex {
+            payment_key: key.clone(),
+            ..Default::default()
+        });
+        marked.unmatched = true;
+        if notice.method.is_some() {
+            marked.method = notice.method.clone();
+        }
+        link(&mut marked.events, m.event_id.as_str());
+        Ok(HandlerOutcome::commit(vec![
+            record.replace(None),
+            marked.replace(read, None),
+        ]))
+    }
+
+    /// The write that marks the payment's open unmatched item matched to `tenant` by this
+    /// message (none if there is none open).
+    async fn matched(
+        &self,
+        m: &StoredMessage,
+        key: &str,
+        tenant: &TenantId,
+    ) -> Result<Vec<Effect>, HandlerOutcome> {
+        let found = self
+            .ledger()
+            .unmatched_payment(key)
+            .await
+            .map_err(read_failed("the unmatched payment"))?;
+        Ok(found
+            .filter(UnmatchedPayment::is_open)
+            .map(|mut r| {
+                r.resolution = Resolution::Matched {
+                    tenant: tenant.clone(),
+                    at: m.received_at,
+                    by_event: m.key().to_string(),
+                };
+                r.replace(Some(self.expires_at(m)))
+            })
+            .into_iter()
+            .collect())
     }
 }

@@ -1,8 +1,10 @@
 //! Reconciliation: what should never happen, counted. Holds older than a threshold with no
 //! terminal event, wallets whose balance or held amount disagrees with the sum of their entries
-//! (or that cannot be read), and entries whose webhook event is missing from the inbox (or, for
-//! the wallet API's holds and releases, whose hold has no pointer). Amounts
-//! in the report are in each wallet's minor unit.
+//! (or that cannot be read), entries whose webhook event is missing from the inbox (or, for
+//! the wallet API's holds and releases, whose hold has no pointer), and payments unmatched for
+//! longer than a window ([`crate::unmatched`]: one `Query` of the open index, bounded by time; the
+//! ordinary intent-then-session case is matched within seconds and never counted). Amounts in the
+//! report are in each wallet's (or payment's) minor unit.
 //!
 //! It neither lies nor scans:
 //!
@@ -25,11 +27,12 @@ use crate::model::{Entry, Wallet};
 use crate::money::checked_sum;
 use crate::rules::EmailState;
 use crate::tenant::TenantId;
+pub use crate::unmatched::LongUnmatched;
 use crate::METRICS_NAMESPACE;
 use inbox_core::domain::{EventId, MessageKey, SourceName};
 use inbox_core::metrics::Metric;
 use inbox_core::store::schema::{message_pk, MESSAGE_SK};
-use inbox_core::store::{ItemStore, StoreError};
+use inbox_core::store::{DueIndex, ItemStore, StoreError};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::future::Future;
@@ -43,6 +46,10 @@ pub const SETTLE_READS: usize = 5;
 /// message expires a retention after it was processed, never before).
 pub const ORPHAN_MARGIN_MS: i64 = 3_600_000;
 
+/// The default of how long a payment may stay unmatched before it is counted: an hour
+/// (`RECONCILE_UNMATCHED_AFTER_MINUTES`).
+pub const DEFAULT_UNMATCHED_AFTER_MS: i64 = 3_600_000;
+
 /// What a reconciliation checks against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReconcileOptions {
@@ -50,6 +57,8 @@ pub struct ReconcileOptions {
     pub stale_after_ms: i64,
     /// Entries younger than this (ms before now) must find their webhook event in the inbox.
     pub orphan_window_ms: i64,
+    /// How long a payment may stay unmatched before it is counted (`UnmatchedPayments`).
+    pub unmatched_after_ms: i64,
 }
 
 impl ReconcileOptions {
@@ -60,7 +69,14 @@ impl ReconcileOptions {
         Self {
             stale_after_ms,
             orphan_window_ms: retention_ms.saturating_sub(ORPHAN_MARGIN_MS).max(0),
+            unmatched_after_ms: DEFAULT_UNMATCHED_AFTER_MS,
         }
+    }
+
+    /// Counts the payments unmatched for longer than `ms` instead of the default hour.
+    pub fn with_unmatched_after(mut self, ms: i64) -> Self {
+        self.unmatched_after_ms = ms;
+        self
     }
 }
 
@@ -114,6 +130,9 @@ pub struct ReconcileReport {
     pub registry_complete: bool,
     /// Wallets only the fallback scan found: `inboxctl wallet reindex` registers them.
     pub unregistered_wallets: Vec<TenantId>,
+    /// Payments unmatched for longer than [`ReconcileOptions::unmatched_after_ms`], oldest first
+    /// (at most [`crate::ledger::LIST_LIMIT`]): a problem until bound.
+    pub unmatched_payments: Vec<LongUnmatched>,
 }
 
 impl ReconcileReport {
@@ -123,10 +142,11 @@ impl ReconcileReport {
             && self.mismatched_wallets.is_empty()
             && self.orphan_entries.is_empty()
             && self.unreadable_wallets.is_empty()
+            && self.unmatched_payments.is_empty()
     }
 
     /// The counts as metrics (`StaleHolds`, `MismatchedWallets` — unreadable wallets included —,
-    /// `OrphanEntries`; one EMF document when emitted together).
+    /// `OrphanEntries`, `UnmatchedPayments`; one EMF document when emitted together).
     pub fn metrics(&self) -> Vec<Metric> {
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         vec![
@@ -144,6 +164,11 @@ impl ReconcileReport {
                 METRICS_NAMESPACE,
                 "OrphanEntries",
                 count(self.orphan_entries.len()),
+            ),
+            Metric::count(
+                METRICS_NAMESPACE,
+                "UnmatchedPayments",
+                count(self.unmatched_payments.len()),
             ),
         ]
     }
@@ -166,7 +191,7 @@ async fn in_inbox<S: ItemStore>(
 ///
 /// The pass is boxed: it nests the store's (the AWS SDK's deep) futures several levels down, and
 /// an unboxed future type that deep exceeds rustc's layout depth limit in a caller's `main`.
-pub fn reconcile<'a, S: ItemStore>(
+pub fn reconcile<'a, S: ItemStore + DueIndex>(
     store: &'a S,
     now_ms: i64,
     options: ReconcileOptions,
@@ -221,7 +246,7 @@ async fn settled<S: ItemStore>(
     Ok(Read::Unsettled)
 }
 
-async fn check<S: ItemStore>(
+async fn check<S: ItemStore + DueIndex>(
     store: &S,
     now_ms: i64,
     options: ReconcileOptions,
@@ -232,6 +257,16 @@ async fn check<S: ItemStore>(
         registry_complete: found.registry_complete,
         unregistered_wallets: found.unregistered,
         ..ReconcileReport::default()
+    };
+    // Waited longer than the window: first seen strictly before `now − window`.
+    let waited_since = now_ms
+        .saturating_sub(options.unmatched_after_ms)
+        .saturating_sub(1);
+    report.unmatched_payments = match ledger.unmatched(waited_since).await {
+        Ok(found) => found.into_iter().map(LongUnmatched::from).collect(),
+        Err(LedgerError::Store(e)) => return Err(e),
+        // An unreadable unmatched item is the table's problem: refused as the store refuses it.
+        Err(LedgerError::Unreadable(reason)) => return Err(StoreError::Unreadable(reason.into())),
     };
     let mut events_seen: HashMap<(String, String), bool> = HashMap::new();
     for tenant in found.tenants {

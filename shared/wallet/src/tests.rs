@@ -6,6 +6,7 @@ mod holds;
 mod metrics;
 mod reconciliation;
 mod stripe;
+mod unmatched;
 
 use super::items::{wallet_pk, WALLET_SK};
 use super::reconcile::{reconcile, ReconcileOptions};
@@ -549,6 +550,7 @@ async fn reconciliation_finds_stale_holds_mismatches_and_orphans() {
     let window = ReconcileOptions {
         stale_after_ms: 3_600_000,
         orphan_window_ms: 5_000,
+        unmatched_after_ms: crate::reconcile::DEFAULT_UNMATCHED_AFTER_MS,
     };
     let old = reconcile(&*w.store, T0 + 10_000, window).await.unwrap();
     assert!(old.orphan_entries.is_empty(), "{old:?}");

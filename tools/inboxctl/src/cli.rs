@@ -293,6 +293,26 @@ pub enum WalletCommand {
     /// Automatic top-ups and a recurring charge: set, show, pause, resume, rm.
     #[command(subcommand)]
     Autopay(AutopayCommand),
+    /// Stripe payments that succeeded naming no tenant (no `metadata.tenant`) and matched no
+    /// known payment, oldest first: amount, customer, email, age; marked when they waited longer
+    /// than RECONCILE_UNMATCHED_AFTER_MINUTES (the UnmatchedPayments alarm).
+    Unmatched,
+    /// Bind an unmatched payment to a tenant: its payment index names the tenant, then its
+    /// messages are replayed through the pipeline (credited once; a refund already waiting is
+    /// applied with it). Refused for a payment already bound, matched or known.
+    Bind(WalletBindArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WalletBindArgs {
+    /// The payment (its payment intent `pi_…`, as `inboxctl wallet unmatched` lists it).
+    pub payment: String,
+    /// The tenant whose wallet it tops up (the wallet must exist).
+    pub tenant: String,
+    /// Who binds (kept on the payment, and in the replayed messages' history: "replayed by
+    /// NAME") [default: $USER, else operator].
+    #[arg(long, default_value_t = default_operator(), hide_default_value = true)]
+    pub operator: String,
 }
 
 #[derive(Debug, Clone, Args)]

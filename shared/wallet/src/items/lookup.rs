@@ -55,6 +55,7 @@ impl PaymentIndex {
                 (None, None) => None,
                 _ => return Err("parked_customer and parked_payment_method go together".into()),
             },
+            unmatched: attr::get_bool(item, "unmatched").unwrap_or(false),
             version: version(item),
         })
     }
@@ -77,6 +78,9 @@ impl PaymentIndex {
         if let Some(m) = &self.method {
             item.insert("parked_customer".into(), s(&m.customer));
             item.insert("parked_payment_method".into(), s(&m.payment_method));
+        }
+        if self.unmatched {
+            item.insert("unmatched".into(), attr::bool(true));
         }
         if let Some(at) = expires_at {
             item.insert("expires_at".into(), n(at));

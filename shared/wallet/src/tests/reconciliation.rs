@@ -5,7 +5,8 @@
 
 use super::*;
 use crate::reconcile::{ReconcileReport, SETTLE_READS};
-use inbox_core::store::{Effect, Item, ItemWriter, StoreError};
+use inbox_core::clock::Millis;
+use inbox_core::store::{DueIndex, Effect, Item, ItemWriter, StoreError};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// The in-memory store, counting scans, and committing a top-up of `acme` (an entry and its
@@ -15,6 +16,17 @@ struct Busy {
     busy_reads: AtomicUsize,
     scans: AtomicUsize,
     refuse_scans: AtomicBool,
+}
+
+impl DueIndex for Busy {
+    async fn due_items(
+        &self,
+        shard: &str,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        self.inner.due_items(shard, now, limit).await
+    }
 }
 
 impl Busy {

@@ -10,7 +10,7 @@ use crate::rules::Funds;
 use inbox_core::domain::Status;
 
 /// A Checkout Session in payment mode, as Stripe renders it in its events.
-fn session(
+pub(super) fn session(
     id: &str,
     pi: &str,
     amount: i64,
@@ -27,7 +27,7 @@ fn session(
 
 /// A succeeded PaymentIntent: Checkout does not copy the session's metadata onto it unless
 /// `payment_intent_data.metadata` was set.
-fn intent(pi: &str, amount: i64, tenant: Option<&str>) -> serde_json::Value {
+pub(super) fn intent(pi: &str, amount: i64, tenant: Option<&str>) -> serde_json::Value {
     let metadata = tenant.map_or_else(|| json!({}), |t| json!({"tenant": t}));
     json!({"id": pi, "object": "payment_intent", "amount": amount, "amount_received": amount,
         "currency": "usd", "latest_charge": format!("ch_{pi}"), "livemode": false,
@@ -35,7 +35,7 @@ fn intent(pi: &str, amount: i64, tenant: Option<&str>) -> serde_json::Value {
 }
 
 /// A refunded charge: `amount_refunded` is cumulative over its refunds.
-fn charge(pi: &str, amount: i64, refunded: i64) -> serde_json::Value {
+pub(super) fn charge(pi: &str, amount: i64, refunded: i64) -> serde_json::Value {
     json!({"id": format!("ch_{pi}"), "object": "charge", "amount": amount, "amount_captured": amount,
         "amount_refunded": refunded, "currency": "usd", "livemode": false, "metadata": {},
         "paid": true, "payment_intent": pi, "refunded": refunded >= amount, "status": "succeeded"})
@@ -76,12 +76,12 @@ impl World {
         m.history.iter().map(|e| e.note.clone()).collect()
     }
 
-    fn last_note(&self, id: &str) -> (Status, String) {
+    pub(super) fn last_note(&self, id: &str) -> (Status, String) {
         let m = self.store.message(&key(id)).unwrap();
         (m.status, m.history.last().unwrap().note.clone())
     }
 
-    async fn payment(&self, tenant: &str, pi: &str) -> PaymentRow {
+    pub(super) async fn payment(&self, tenant: &str, pi: &str) -> PaymentRow {
         Ledger::new(&*self.store)
             .payment_row(&tid(tenant), pi)
             .await
@@ -91,8 +91,9 @@ impl World {
 }
 
 #[tokio::test]
-async fn an_intent_without_a_tenant_is_ignored_with_the_reason_and_its_session_credits() {
+async fn an_intent_without_a_tenant_waits_as_unmatched_until_its_session_names_the_tenant() {
     let w = World::new().wallet("acme", 0, None);
+    let ledger = Ledger::new(&*w.store);
     // Card checkout: the intent's event often comes first, without the session's metadata.
     assert_eq!(
         w.stripe(
@@ -101,11 +102,17 @@ async fn an_intent_without_a_tenant_is_ignored_with_the_reason_and_its_session_c
             intent("pi_1", 2000, None)
         )
         .await,
-        Outcome::Ignored
+        Outcome::Processed
     );
-    let (status, note) = w.last_note("evt_pi");
-    assert_eq!(status, Status::Ignored);
-    assert!(note.contains("not ours") && note.contains("pi_1"), "{note}");
+    let open = ledger.unmatched(i64::MAX).await.unwrap();
+    assert_eq!(
+        open.iter()
+            .map(|p| (p.payment_key.as_str(), p.amount, p.messages.clone()))
+            .collect::<Vec<_>>(),
+        vec![("pi_1", 2000, vec!["stripe/evt_pi".to_owned()])],
+        "kept for a human, not ignored"
+    );
+    assert_eq!(w.balance("acme").balance.minor(), 0);
     assert!(w.p.quarantine().quarantined().is_empty(), "no alarm");
     assert_eq!(
         w.stripe(
@@ -117,6 +124,22 @@ async fn an_intent_without_a_tenant_is_ignored_with_the_reason_and_its_session_c
         Outcome::Processed
     );
     assert_eq!(w.balance("acme").balance.minor(), 2000);
+    assert!(
+        ledger.unmatched(i64::MAX).await.unwrap().is_empty(),
+        "matched by the session's transaction: no longer listed"
+    );
+    let resolved = ledger.unmatched_payment("pi_1").await.unwrap().unwrap();
+    assert_eq!(
+        resolved.resolution,
+        crate::unmatched::Resolution::Matched {
+            tenant: tid("acme"),
+            at: resolved.first_seen + 1,
+            by_event: "stripe/evt_cs".into()
+        }
+    );
+    assert_eq!(resolved.body, None, "a matched payment keeps no body");
+    let index = ledger.payment_index("pi_1").await.unwrap().unwrap();
+    assert_eq!((index.tenant, index.unmatched), (Some(tid("acme")), false));
     // Once the session is known, a redelivered intent event finds the payment: still one credit.
     w.stripe(
         "evt_pi2",
@@ -129,7 +152,11 @@ async fn an_intent_without_a_tenant_is_ignored_with_the_reason_and_its_session_c
         w.payment("acme", "pi_1").await.events,
         vec!["evt_cs", "evt_pi2"]
     );
-    // An unrelated payment on the same Stripe account: ignored, never quarantined.
+    let report = reconcile(&*w.store, T0 + 86_400_000, opts(i64::MAX))
+        .await
+        .unwrap();
+    assert!(report.unmatched_payments.is_empty(), "never counted");
+    // A payment of the same Stripe account that never names a tenant: kept, never quarantined.
     assert_eq!(
         w.stripe(
             "evt_other",
@@ -137,9 +164,32 @@ async fn an_intent_without_a_tenant_is_ignored_with_the_reason_and_its_session_c
             intent("pi_other", 999, None)
         )
         .await,
-        Outcome::Ignored
+        Outcome::Processed
+    );
+    assert_eq!(
+        ledger
+            .unmatched(i64::MAX)
+            .await
+            .unwrap()
+            .iter()
+            .map(|p| p.payment_key.as_str())
+            .collect::<Vec<_>>(),
+        vec!["pi_other"]
     );
     assert!(w.p.quarantine().quarantined().is_empty());
+    // One that moves no money and names no tenant is still declined with the reason.
+    assert_eq!(
+        w.stripe(
+            "evt_unpaid",
+            "checkout.session.completed",
+            session("cs_9", "pi_9", 500, "unpaid", None)
+        )
+        .await,
+        Outcome::Ignored
+    );
+    let (status, note) = w.last_note("evt_unpaid");
+    assert_eq!(status, Status::Ignored);
+    assert!(note.contains("not ours") && note.contains("pi_9"), "{note}");
 }
 
 #[tokio::test]
@@ -496,6 +546,18 @@ impl Ev {
     }
 }
 
+/// The payment an event (other than a stray's) belongs to.
+fn ev_payment(ev: &Ev) -> Option<usize> {
+    match ev {
+        Ev::Session { p, .. }
+        | Ev::AsyncSucceeded(p)
+        | Ev::AsyncFailed(p)
+        | Ev::Intent { p, .. }
+        | Ev::Refund { p, .. } => Some(*p),
+        Ev::StrayIntent | Ev::StrayRefund => None,
+    }
+}
+
 fn payment_plan() -> impl Strategy<Value = PaymentPlan> {
     (
         0u8..3,
@@ -598,7 +660,40 @@ proptest! {
             prop_assert_eq!((row.funds, row.credited), (funds, credited));
             prop_assert!(row.refunded <= row.credited);
         }
+        let ledger = Ledger::new(&*w.store);
+        // Only the stray stays unmatched (with its refund on the index); a payment whose intent
+        // came first without the tenant was matched by the event that named it.
+        let open: Vec<(String, i64)> = futures_block(ledger.unmatched(i64::MAX))
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.payment_key, p.amount))
+            .collect();
+        let strays = plan.iter().any(|(_, ev)| matches!(ev, Ev::StrayIntent));
+        prop_assert_eq!(open, if strays { vec![("pi_stray".to_owned(), 777)] } else { vec![] });
+        if strays {
+            let index = futures_block(ledger.payment_index("pi_stray")).unwrap().unwrap();
+            prop_assert_eq!((index.tenant, index.unmatched, index.refund_total), (None, true, 777));
+        }
+        for p in 0..payments.len() {
+            let kept = futures_block(ledger.unmatched_payment(&format!("pi_{p}"))).unwrap();
+            let intent_first = plan
+                .iter()
+                .find(|(_, ev)| !matches!(ev, Ev::Refund { .. }) && ev_payment(ev) == Some(p))
+                .is_some_and(|(_, ev)| matches!(ev, Ev::Intent { tenant: false, .. }));
+            match kept {
+                None => prop_assert!(!intent_first, "pi_{} came first without a tenant", p),
+                Some(k) => {
+                    prop_assert!(intent_first, "pi_{} kept though its first event named the tenant", p);
+                    prop_assert!(
+                        matches!(&k.resolution, crate::unmatched::Resolution::Matched { tenant, .. } if tenant.as_str() == "acme"),
+                        "{:?}", k
+                    );
+                }
+            }
+        }
         let report = futures_block(reconcile(&*w.store, T0, opts(i64::MAX))).unwrap();
         prop_assert!(report.is_clean(), "{:?}", report);
+        let later = futures_block(reconcile(&*w.store, T0 + 86_400_000, opts(i64::MAX))).unwrap();
+        prop_assert_eq!(later.unmatched_payments.len(), usize::from(strays), "only the stray is counted");
     }
 }

@@ -16,6 +16,8 @@ use crate::output::{print_json, progress, say, table, truncate};
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::domain::{MessageKey, Status};
 use inbox_core::ops::{self, ReplayOutcome};
+use inbox_core::queue::sqs::SqsRetryQueue;
+use inbox_core::store::dynamo::DynamoTable;
 use inbox_core::store::{ListFilter, MessageStore as _};
 use quarantine::from_quarantine;
 use serde::Serialize;
@@ -46,6 +48,41 @@ fn describe(outcome: &ReplayOutcome) -> (&'static str, Option<String>) {
             "conflict",
             Some("the message changed meanwhile; try again".into()),
         ),
+    }
+}
+
+/// One message handed to [`ops::replay`]: the outcome as a word and detail, and how it counts.
+pub(crate) struct Replayed {
+    pub outcome: &'static str,
+    pub detail: Option<String>,
+    /// `Some(true)`: back in the pipeline; `Some(false)`: not replayed; `None`: an error.
+    pub replayed: Option<bool>,
+}
+
+/// Replays one message as `operator` (with `force`, whatever its status but `processing`):
+/// status change durable first, then a retry-queue message. An infrastructure error is an
+/// outcome (`error`) here, so a caller replaying several goes on with the rest.
+pub(crate) async fn replay_key(
+    store: &DynamoTable,
+    retry: &SqsRetryQueue,
+    key: &MessageKey,
+    operator: &str,
+    force: bool,
+) -> Replayed {
+    match ops::replay(store, retry, &SystemClock, key, operator, force).await {
+        Ok(o) => {
+            let (outcome, detail) = describe(&o);
+            Replayed {
+                outcome,
+                detail,
+                replayed: Some(o == ReplayOutcome::Replayed),
+            }
+        }
+        Err(e) => Replayed {
+            outcome: "error",
+            detail: Some(format!("{:#}", anyhow::Error::new(e))),
+            replayed: None,
+        },
     }
 }
 
@@ -174,23 +211,16 @@ async fn bulk(ctx: &Context, args: &ReplayArgs) -> Result<()> {
     let mut items = Vec::with_capacity(messages.len());
     let (mut replayed, mut not_replayed, mut errors) = (0, 0, 0);
     for m in &messages {
-        let key = m.key();
-        let (outcome, detail) =
-            match ops::replay(&store, &retry, &SystemClock, &key, &args.operator, false).await {
-                Ok(o) => {
-                    let (word, detail) = describe(&o);
-                    if o == ReplayOutcome::Replayed {
-                        replayed += 1;
-                    } else {
-                        not_replayed += 1;
-                    }
-                    (word, detail)
-                }
-                Err(e) => {
-                    errors += 1;
-                    ("error", Some(format!("{:#}", anyhow::Error::new(e))))
-                }
-            };
+        let Replayed {
+            outcome,
+            detail,
+            replayed: counted,
+        } = replay_key(&store, &retry, &m.key(), &args.operator, false).await;
+        match counted {
+            Some(true) => replayed += 1,
+            Some(false) => not_replayed += 1,
+            None => errors += 1,
+        }
         items.push(BulkItem {
             message: Summary::from(m),
             outcome,

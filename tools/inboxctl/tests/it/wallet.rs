@@ -721,3 +721,246 @@ async fn new_wallets_take_the_stages_limits_and_set_changes_one_wallets_later() 
         human.stdout
     );
 }
+
+/// Ingests a test-mode Stripe event carrying `object` through the real ingest handler.
+async fn ingest_object(p: &Pipeline, id: &str, kind: &str, object: Value) -> MessageKey {
+    let body = json!({"id": id, "object": "event", "type": kind, "api_version": "2024-06-20",
+        "livemode": false, "data": {"object": object}})
+    .to_string();
+    let headers = p.harness.sign("stripe", body.as_bytes(), id);
+    let reply = p
+        .harness
+        .send(&api_event("POST", "stripe", &headers, Some(&body), false))
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.json);
+    key("stripe", id)
+}
+
+#[tokio::test]
+async fn unmatched_payments_are_listed_and_bound_once() {
+    let p = Pipeline::new().await;
+    let table = p.harness.table.clone();
+    let t = table.as_str();
+    for tenant in ["acme", "beta"] {
+        inboxctl(
+            t,
+            &[
+                "wallet",
+                "create",
+                tenant,
+                "--currency",
+                "usd",
+                "--price",
+                "5",
+            ],
+        )
+        .ok();
+    }
+    let none = inboxctl(t, &["wallet", "unmatched"]).ok();
+    assert!(
+        none.stdout.contains("no unmatched payments"),
+        "{}",
+        none.stdout
+    );
+    let registry =
+        WalletHandler::new(store(&p), WalletSources::default()).register(Registry::new());
+    let processor = p.processor(registry, SystemClock).await;
+
+    // A paid session without metadata (a misconfigured payment link), then a refund of part of
+    // it: nobody knows whose it is yet.
+    let paid = unique("evt_lost");
+    let refund = unique("evt_refund");
+    ingest_object(
+        &p,
+        &paid,
+        "checkout.session.completed",
+        json!({"id": "cs_lost", "object": "checkout.session", "payment_intent": "pi_lost",
+            "amount_total": 4000, "currency": "usd", "customer": "cus_9",
+            "customer_details": {"email": "payer@example.com"}, "mode": "payment",
+            "payment_status": "paid", "metadata": {}}),
+    )
+    .await;
+    let (response, _) = processor.handle_stream_batch(p.read_stream().await).await;
+    assert!(response.batch_item_failures.is_empty());
+    ingest_object(
+        &p,
+        &refund,
+        "charge.refunded",
+        json!({"id": "ch_lost", "object": "charge", "amount": 4000, "amount_refunded": 1000,
+            "currency": "usd", "metadata": {}, "payment_intent": "pi_lost"}),
+    )
+    .await;
+    let (response, _) = processor.handle_stream_batch(p.read_stream().await).await;
+    assert!(response.batch_item_failures.is_empty());
+
+    let listed = inboxctl(t, &["wallet", "unmatched", "--json"]).ok().json();
+    assert_eq!(
+        (listed["count"].clone(), listed["over_window"].clone()),
+        (json!(1), json!(0))
+    );
+    assert_eq!(listed["unmatched_after_minutes"], 60);
+    let one = &listed["payments"][0];
+    assert_eq!(one["payment"], "pi_lost");
+    assert_eq!(one["amount"], 4000);
+    assert_eq!(one["amount_text"], "40.00 USD (4000)");
+    assert_eq!(one["customer"], "cus_9");
+    assert_eq!(one["email"], "payer@example.com");
+    assert_eq!(strings(&one["messages"]), vec![format!("stripe/{paid}")]);
+    let human = inboxctl(t, &["wallet", "unmatched"]).ok().stdout;
+    assert!(
+        human.contains("pi_lost")
+            && human.contains("payer@example.com")
+            && human.contains("40.00 USD"),
+        "{human}"
+    );
+    // Within the window the reconciliation is clean. Aged by two minutes (its first sighting
+    // moved back, as the clock would), a window of one minute counts it, and the report says so.
+    inboxctl(t, &["wallet", "reconcile"]).ok();
+    let earlier = one["first_seen_ms"].as_i64().unwrap() - 120_000;
+    let (pk, sk) = wallet_ledger::items::unmatched_key("pi_lost");
+    p.harness
+        .client
+        .update_item()
+        .table_name(t)
+        .key("pk", AttributeValue::S(pk))
+        .key("sk", AttributeValue::S(sk.into()))
+        .update_expression("SET first_seen = :t, open_due = :t")
+        .expression_attribute_values(":t", AttributeValue::N(earlier.to_string()))
+        .send()
+        .await
+        .expect("age the unmatched payment");
+    let aged = inboxctl(t, &["wallet", "unmatched", "--json"]).ok().json();
+    assert_eq!(aged["over_window"], 0, "an hour by default");
+    let aged = inboxctl_with(
+        t,
+        &[("RECONCILE_UNMATCHED_AFTER_MINUTES", "1")],
+        &["wallet", "unmatched", "--json"],
+    )
+    .ok()
+    .json();
+    assert_eq!(aged["payments"][0]["over_window"], true);
+    let counted = inboxctl_with(
+        t,
+        &[("RECONCILE_UNMATCHED_AFTER_MINUTES", "1")],
+        &["wallet", "reconcile", "--json"],
+    )
+    .fails(1)
+    .json();
+    assert_eq!(counted["unmatched_payments"][0]["payment_key"], "pi_lost");
+    assert_eq!(counted["unmatched_after_minutes"], 1);
+    let said = inboxctl_with(
+        t,
+        &[("RECONCILE_UNMATCHED_AFTER_MINUTES", "1")],
+        &["wallet", "reconcile"],
+    )
+    .fails(1);
+    assert!(
+        said.stderr
+            .contains("1 payment(s) unmatched longer than the window")
+            && said.stdout.contains("pi_lost"),
+        "{said:?}"
+    );
+
+    // Bind: refused without a wallet; then bound, its message replayed through the pipeline.
+    let retry = ["--retry-queue-url", p.retry_url.as_str()];
+    let ghost = inboxctl(
+        t,
+        &[&["wallet", "bind", "pi_lost", "ghost"][..], &retry].concat(),
+    )
+    .fails(1);
+    assert!(
+        ghost.stderr.contains("no wallet for tenant \"ghost\""),
+        "{}",
+        ghost.stderr
+    );
+    let bound = inboxctl(
+        t,
+        &[
+            &[
+                "wallet",
+                "bind",
+                "pi_lost",
+                "acme",
+                "--operator",
+                "alice",
+                "--json",
+            ][..],
+            &retry,
+        ]
+        .concat(),
+    )
+    .ok()
+    .json();
+    assert_eq!(bound["tenant"], "acme");
+    assert_eq!(bound["refund_total"], 1000);
+    assert_eq!(bound["replayed"][0]["message"], format!("stripe/{paid}"));
+    assert_eq!(bound["replayed"][0]["outcome"], "replayed");
+    let replayed = store(&p)
+        .get(&key("stripe", &paid))
+        .await
+        .expect("get")
+        .expect("the message exists");
+    assert_eq!(replayed.status, Status::Pending);
+    assert_eq!(
+        replayed.history.last().map(|h| h.note.as_str()),
+        Some("replayed by alice (was processed)")
+    );
+    while store(&p)
+        .get(&key("stripe", &paid))
+        .await
+        .expect("get")
+        .map(|m| m.status)
+        != Some(Status::Processed)
+    {
+        p.drain_retry_once(&processor).await;
+    }
+    let balance = inboxctl(t, &["wallet", "balance", "acme", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        balance["balance"], 3000,
+        "credited once, less the refund that waited"
+    );
+    assert_eq!(
+        inboxctl(t, &["wallet", "unmatched", "--json"]).ok().json()["count"],
+        0
+    );
+
+    // Twice, or to another tenant: refused, naming the tenant it is bound to.
+    let twice = inboxctl(
+        t,
+        &[&["wallet", "bind", "pi_lost", "acme"][..], &retry].concat(),
+    )
+    .fails(1);
+    assert!(
+        twice
+            .stderr
+            .contains("already bound to tenant \"acme\" (by alice)"),
+        "{}",
+        twice.stderr
+    );
+    let other = inboxctl(
+        t,
+        &[&["wallet", "bind", "pi_lost", "beta"][..], &retry].concat(),
+    )
+    .fails(1);
+    assert!(
+        other
+            .stderr
+            .contains("bound to tenant \"acme\" (by alice), not to \"beta\""),
+        "{}",
+        other.stderr
+    );
+    assert_eq!(
+        inboxctl(t, &["wallet", "balance", "beta", "--json"])
+            .ok()
+            .json()["balance"],
+        0
+    );
+    inboxctl_with(
+        t,
+        &[("RECONCILE_UNMATCHED_AFTER_MINUTES", "1")],
+        &["wallet", "reconcile"],
+    )
+    .ok();
+}

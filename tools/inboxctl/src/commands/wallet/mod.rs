@@ -13,6 +13,8 @@
 //!   reconcile, so a cron job or CI step can alert on it.
 //! - `reindex`: [`Ledger::reindex`], registers the wallets created before the wallet registry.
 //! - `autopay …`: a wallet's automatic top-ups and recurring charge ([`autopay`]).
+//! - `unmatched`, `bind`: the payments that named no tenant, and binding one to a tenant
+//!   ([`unmatched`]: [`Ledger::unmatched`], [`Ledger::bind`], then `replay`'s own code).
 //!
 //! This module: the command dispatch, input checks, amount formatting, `create`, `set`,
 //! `balance` and `reindex`;
@@ -21,6 +23,7 @@
 mod autopay;
 mod ledger;
 mod reconcile;
+mod unmatched;
 mod view;
 
 use crate::cli::{WalletCommand, WalletCreateArgs, WalletSetArgs, WalletTenantArgs};
@@ -45,6 +48,8 @@ pub async fn run(ctx: &Context, command: WalletCommand) -> Result<()> {
         WalletCommand::Reconcile(args) => reconcile::reconcile_all(ctx, args).await,
         WalletCommand::Reindex => reindex(ctx).await,
         WalletCommand::Autopay(command) => autopay::run(ctx, command).await,
+        WalletCommand::Unmatched => unmatched::list(ctx).await,
+        WalletCommand::Bind(args) => unmatched::bind(ctx, args).await,
     }
 }
 

@@ -1,5 +1,6 @@
 //! `inboxctl wallet reconcile`: the ledger's reconciliation of every wallet, as a report; exit 1
-//! when anything does not reconcile. Entries are checked against the inbox within
+//! when anything does not reconcile, or a payment waited unmatched longer than
+//! `RECONCILE_UNMATCHED_AFTER_MINUTES`. Entries are checked against the inbox within
 //! `DELIVERY_RETENTION_DAYS` (the messages' retention), as the reconcile function does.
 
 use crate::cli::WalletReconcileArgs;
@@ -42,6 +43,27 @@ fn tenants_named(report: &ReconcileReport) -> Vec<&str> {
 
 /// The one-line verdict of a report that is not clean (the error `reconcile` exits with).
 fn verdict(report: &ReconcileReport) -> String {
+    let unmatched = report.unmatched_payments.len();
+    let bind = format!(
+        "{unmatched} payment(s) unmatched longer than the window: find their tenant (inboxctl wallet unmatched) and bind them (inboxctl wallet bind PAYMENT TENANT)"
+    );
+    let wallets = ReconcileReport {
+        unmatched_payments: Vec::new(),
+        ..report.clone()
+    };
+    if wallets.is_clean() {
+        return bind;
+    }
+    let verdict = wallet_verdict(report);
+    if unmatched == 0 {
+        verdict
+    } else {
+        format!("{verdict}; {bind}")
+    }
+}
+
+/// The verdict on the wallets themselves.
+fn wallet_verdict(report: &ReconcileReport) -> String {
     let tenants = tenants_named(report);
     let shown: Vec<&str> = tenants.iter().take(10).copied().collect();
     format!(
@@ -68,10 +90,12 @@ pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> R
         .env()
         .parse(&DELIVERY_RETENTION_DAYS)
         .map_err(|e| usage(e.to_string()))?;
+    let unmatched_after_ms = super::unmatched::window_ms(ctx)?;
     let options = ReconcileOptions::new(
         stale_after_ms,
         Duration::from_secs(u64::from(days) * 86_400),
-    );
+    )
+    .with_unmatched_after(unmatched_after_ms);
     let bar = spinner(ctx.json(), "reconciling wallets");
     let result = reconcile(&store, now, options).await;
     bar.finish_and_clear();
@@ -86,6 +110,7 @@ pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> R
             "checked_at_ms": now,
             "stale_after_hours": args.stale_after_hours,
             "retention_days": days,
+            "unmatched_after_minutes": unmatched_after_ms / 60_000,
         });
         if let (Some(o), Value::Object(r)) = (out.as_object_mut(), serde_json::to_value(&report)?) {
             o.extend(r);
@@ -93,6 +118,7 @@ pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> R
         print_json(&out)?;
     } else {
         print_report(&report, now, args.stale_after_hours)?;
+        print_unmatched(&report, now, unmatched_after_ms)?;
     }
     if report.is_clean() {
         Ok(())
@@ -125,9 +151,40 @@ fn print_notes(report: &ReconcileReport) -> Result<()> {
     Ok(())
 }
 
+/// The payments unmatched longer than the window (a problem of their own: no wallet is wrong).
+fn print_unmatched(report: &ReconcileReport, now: i64, window_ms: i64) -> Result<()> {
+    if report.unmatched_payments.is_empty() {
+        return say(format!(
+            "no payment unmatched longer than {} min",
+            window_ms / 60_000
+        ));
+    }
+    say(format!(
+        "\nPayments unmatched longer than {} min ({}): inboxctl wallet unmatched, then inboxctl wallet bind PAYMENT TENANT",
+        window_ms / 60_000,
+        report.unmatched_payments.len()
+    ))?;
+    let mut t = table(["payment", "amount", "customer", "email", "age"]);
+    for u in &report.unmatched_payments {
+        t.add_row(vec![
+            u.payment_key.clone(),
+            super::unmatched::amount_text(u.amount, u.currency.as_deref()),
+            u.customer.clone().unwrap_or_else(|| "-".into()),
+            u.email.clone().unwrap_or_else(|| "-".into()),
+            when::age(now - u.first_seen),
+        ]);
+    }
+    say(t)
+}
+
 fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> Result<()> {
     print_notes(report)?;
-    if report.is_clean() {
+    let wallets_clean = ReconcileReport {
+        unmatched_payments: Vec::new(),
+        ..report.clone()
+    }
+    .is_clean();
+    if wallets_clean {
         return say(format!(
             "all {} wallet(s) reconcile ({} entries; no hold older than {stale_after_hours} h; every entry's event is in the inbox)",
             report.wallets, report.entries
@@ -218,7 +275,9 @@ fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wallet_ledger::reconcile::{Mismatch, OrphanEntry, StaleHold, UnreadableWallet};
+    use wallet_ledger::reconcile::{
+        LongUnmatched, Mismatch, OrphanEntry, StaleHold, UnreadableWallet,
+    };
 
     #[test]
     fn differences_are_signed() {
@@ -262,5 +321,25 @@ mod tests {
             verdict(&report),
             "wallets do not reconcile: 1 mismatched wallet(s), 1 unreadable wallet(s), 1 stale hold(s), 1 orphan entry (tenant(s): acme, gamma, beta)"
         );
+        let unmatched = LongUnmatched {
+            payment_key: "pi_1".into(),
+            amount: 2500,
+            currency: Some("usd".into()),
+            customer: None,
+            email: None,
+            first_seen: 0,
+        };
+        let both = ReconcileReport {
+            unmatched_payments: vec![unmatched.clone()],
+            ..report
+        };
+        assert!(verdict(&both).ends_with(
+            "(tenant(s): acme, gamma, beta); 1 payment(s) unmatched longer than the window: find their tenant (inboxctl wallet unmatched) and bind them (inboxctl wallet bind PAYMENT TENANT)"
+        ));
+        let only = ReconcileReport {
+            unmatched_payments: vec![unmatched],
+            ..ReconcileReport::default()
+        };
+        assert!(verdict(&only).starts_with("1 payment(s) unmatched longer than the window"));
     }
 }
