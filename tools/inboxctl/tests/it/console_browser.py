@@ -1,0 +1,113 @@
+"""The operator console in a real browser: Debian's Chromium, driven by Playwright (the system
+browser through executable_path, no browser download). Run by tests/it/console.rs with one JSON
+argument (the console's URL, the events and destination it set up, where to put the screenshot).
+
+One browser session walks the console as an operator would and fails (exit 1) on any failed
+expectation and on any error in the page's console or an uncaught exception.
+"""
+
+import json
+import re
+import sys
+
+from playwright.sync_api import expect, sync_playwright
+
+
+def main(cfg):
+    problems = []
+    base = cfg["url"].rstrip("/")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=cfg["chromium"], args=["--no-sandbox"], headless=True
+        )
+        context = browser.new_context(viewport={"width": 1360, "height": 860})
+        context.set_default_timeout(20_000)
+        page = context.new_page()
+        page.on(
+            "console",
+            lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None,
+        )
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+
+        # Events: filter to the failed event (source, status, then the search by its id).
+        page.goto(base + "/events")
+        expect(page.locator("h1")).to_have_text("Events")
+        page.fill("input[name=source]", "stripe")
+        page.select_option("select[name=status]", "failed")
+        page.fill("input[name=q]", cfg["failed"])
+        page.click("form.filters button[type=submit]")
+        expect(page).to_have_url(re.compile(r"status=failed"))
+        rows = page.locator("#events tbody tr")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-event", cfg["failed"])
+
+        # Its page: the history's failure, the body on demand.
+        rows.first.locator("a").click()
+        expect(page.locator("#status")).to_have_attribute("data-status", "failed")
+        expect(page.locator("#history")).to_contain_text("card declined")
+        page.click("text=Show the body")
+        expect(page.locator("#body-pretty")).to_contain_text(cfg["failed"])
+        expect(page.locator("#headers")).to_contain_text("masked")
+
+        # Replay it: pending again, then processed by the test's processor; the status updates
+        # itself while the page is open.
+        page.click("#replay")
+        expect(page.locator(".notice")).to_contain_text("Replayed")
+        expect(page.locator("#status")).to_have_attribute("data-status", "processed")
+        page.reload()
+        expect(page.locator("#history")).to_contain_text("replayed by ana")
+
+        # Quarantine: every match replayed after the confirmation naming the count.
+        page.goto(base + "/quarantine?" + "q=" + cfg["bulk"])
+        expect(page.locator("#quarantine tbody tr")).to_have_count(1)
+        page.click("#replay-all")
+        expect(page.locator("h1")).to_have_text("Replay 1 failed message(s)?")
+        page.click("#confirm")
+        expect(page.locator("h1")).to_have_text("Replayed 1 of 1")
+        expect(page.locator("#replayed")).to_contain_text("replayed")
+
+        # Destinations: pause, then resume.
+        section = page.locator(f"section[data-destination='{cfg['destination']}']")
+        page.goto(base + "/destinations")
+        section.locator("input[name=reason]").fill("maintenance window")
+        section.locator("button[data-action=pause]").click()
+        expect(page.locator(".notice")).to_contain_text("Paused")
+        expect(section.locator("h2")).to_contain_text("paused")
+        expect(section).to_contain_text("maintenance window")
+        section.locator("button[data-action=resume]").click()
+        expect(page.locator(".notice")).to_contain_text("Resumed")
+        expect(section.locator("h2")).to_contain_text("active")
+
+        # Wallets: the list, then the wallet.
+        page.goto(base + "/wallets")
+        page.click(f"text={cfg['tenant']}")
+        expect(page.locator("#wallet")).to_contain_text("0.00 USD")
+
+        # A hostile body and header: shown as text, nothing runs, no element injected, and the
+        # signature header's value is never in the page.
+        page.goto(base + "/event?source=stripe&id=" + cfg["hostile"])
+        page.click("text=Show the body")
+        expect(page.locator("#body-pretty")).to_contain_text("<script>window.__pwned=1</script>")
+        expect(page.locator("#headers")).to_contain_text("<script>window.__pwned=4</script>")
+        page.locator("#body-raw").evaluate("e => e.closest('details').open = true")
+        expect(page.locator("#body-raw")).to_contain_text("onerror=")
+        if page.evaluate("() => window.__pwned") is not None:
+            problems.append("the hostile body ran script")
+        if page.locator("main img").count() != 0:
+            problems.append("the hostile body injected an element")
+        if cfg["signature"] in page.content():
+            problems.append("the signature header's value is in the page")
+
+        # Events again, unfiltered, for the docs' screenshot.
+        page.goto(base + "/events?source=stripe")
+        expect(page.locator("#events tbody tr").first).to_be_visible()
+        page.screenshot(path=cfg["screenshot"])
+
+        browser.close()
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(json.loads(sys.argv[1])))
