@@ -278,10 +278,15 @@ async fn the_console_in_a_real_browser() {
             .to_string_lossy()
             .into_owned()
     });
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        std::path::Path::new(&chromium).exists(),
+        "no Chromium at {chromium}: install Debian's (apt-get install chromium, as .ci/run does) or set CHROMIUM"
+    );
     let config = json!({
         "url": url, "failed": failed, "bulk": failed2, "ok": ok, "hostile": hostile,
         "signature": signature, "destination": dest_id, "tenant": tenant,
-        "chromium": std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
+        "chromium": chromium,
         "screenshot": screenshot,
     });
     let script = integration_tests::root().join("tools/inboxctl/tests/it/console_browser.py");
