@@ -24,7 +24,7 @@ use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use wallet_ledger::{Currency, Ledger, TenantId, Wallet};
+use wallet_ledger::{Currency, Ledger, TenantId, Wallet, WalletConfig, WalletHandler};
 
 /// Fails checkout sessions permanently while `failing` is set, then handles them.
 struct Checkout {
@@ -205,6 +205,27 @@ async fn the_console_in_a_real_browser() {
         .create(&wallet)
         .await
         .expect("create wallet");
+    // A top-up for it, ingested and processed by the wallet's own handler: 20.00 USD credited,
+    // one ledger entry the top-up's page shows.
+    let topup = format!("evt_topup_{suffix}");
+    let body = integration_tests::stripe_event(&topup, "checkout.session.completed", 0)
+        .replace(r#""tenant":"acme""#, &format!(r#""tenant":"{tenant}""#));
+    ingest(&h, &topup, &body, &[]).await;
+    let wallets = Processor::new(
+        store.clone(),
+        SqsRetryQueue::new(sqs.clone(), retry_url.clone()),
+        SqsQuarantine::new(sqs.clone(), quarantine_url.clone()),
+        SystemClock,
+        WalletHandler::new(store.clone(), WalletConfig::default()).register(Registry::new()),
+        ProcessorConfig::default(),
+    );
+    assert_eq!(
+        wallets
+            .process_key(&key("stripe", &topup))
+            .await
+            .expect("process"),
+        Outcome::Processed
+    );
 
     // The console, as an operator starts it.
     let mut child = Command::new(env!("CARGO_BIN_EXE_inboxctl"))
@@ -285,7 +306,7 @@ async fn the_console_in_a_real_browser() {
     );
     let config = json!({
         "url": url, "failed": failed, "bulk": failed2, "ok": ok, "hostile": hostile,
-        "signature": signature, "destination": dest_id, "tenant": tenant,
+        "signature": signature, "destination": dest_id, "tenant": tenant, "topup": topup,
         "chromium": chromium,
         "screenshot": screenshot,
     });

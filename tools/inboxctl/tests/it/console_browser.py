@@ -56,6 +56,9 @@ def main(cfg):
         expect(page.locator("#status")).to_have_attribute("data-status", "processed")
         page.reload()
         expect(page.locator("#history")).to_contain_text("replayed by ana")
+        page.click("text=Show the body")
+        expect(page.locator("#body-pretty")).to_be_visible()
+        page.screenshot(path=cfg["screenshot"].replace(".png", "-event.png"), full_page=True)
 
         # Quarantine: every match replayed after the confirmation naming the count.
         page.goto(base + "/quarantine?" + "q=" + cfg["bulk"])
@@ -78,10 +81,15 @@ def main(cfg):
         expect(page.locator(".notice")).to_contain_text("Resumed")
         expect(section.locator("h2")).to_contain_text("active")
 
-        # Wallets: the list, then the wallet.
+        # Wallets: the list, then the wallet its top-up credited, then the top-up's entry from
+        # the ledger to the event's page.
         page.goto(base + "/wallets")
+        expect(page.locator("#wallets")).to_contain_text("20.00 USD")
         page.click(f"text={cfg['tenant']}")
-        expect(page.locator("#wallet")).to_contain_text("0.00 USD")
+        expect(page.locator("#wallet")).to_contain_text("20.00 USD")
+        page.click(f"#ledger a:has-text('{cfg['topup']}')")
+        expect(page.locator("#wallet-entries")).to_contain_text(cfg["tenant"])
+        expect(page.locator("#wallet-entries")).to_contain_text("20.00 USD")
 
         # A hostile body and header: shown as text, nothing runs, no element injected, and the
         # signature header's value is never in the page.
