@@ -363,3 +363,52 @@ pub async fn replay(console: &Console<'_>, form: &Params) -> Result<Reply> {
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(headers: serde_json::Value) -> StoredMessage {
+        serde_json::from_value(serde_json::json!({
+            "source": "stripe", "event_id": "evt_1", "status": "failed", "received_at": 0,
+            "last_error": "<b>boom</b>", "headers": headers,
+            "history": [{"at": 0, "status": "failed", "note": "<script>alert(1)</script>", "error": "<i>x</i>"}],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn hostile_values_are_text_and_signatures_masked() {
+        let m = message(serde_json::json!({
+            "content-type": "application/json; x=\"<script>alert(1)</script>\"",
+            "stripe-signature": "t=1,v1=deadbeef",
+        }));
+        let html = [headers(&m), history(&m), fields(&m)]
+            .map(|h| h.into_string())
+            .concat();
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(!html.contains("<b>") && !html.contains("<i>"), "{html}");
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
+        assert!(
+            !html.contains("deadbeef"),
+            "the signature value is never rendered"
+        );
+        assert!(html.contains("masked (15 characters)"), "{html}");
+    }
+
+    #[test]
+    fn a_terminal_status_is_not_polled_and_an_open_one_is() {
+        let failed = message(serde_json::json!({}));
+        assert!(!status_badge(&failed).into_string().contains("hx-get"));
+        let mut pending = failed.clone();
+        pending.status = Status::Pending;
+        let html = status_badge(&pending).into_string();
+        assert!(
+            html.contains(r#"hx-get="/event/status?source=stripe&amp;id=evt_1""#),
+            "{html}"
+        );
+    }
+}

@@ -22,12 +22,21 @@ def main(cfg):
         )
         context = browser.new_context(viewport={"width": 1360, "height": 860})
         context.set_default_timeout(20_000)
-        page = context.new_page()
-        page.on(
-            "console",
-            lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None,
-        )
-        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        def watched(page):
+            page.on(
+                "console",
+                lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None,
+            )
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            return page
+
+        page = watched(context.new_page())
+
+        # An Events page searching for an event not ingested yet (the test ingests it once the
+        # first replay is processed): it must appear there without a reload.
+        live = watched(context.new_page())
+        live.goto(base + "/events?q=" + cfg["late"])
+        expect(live.locator("#live")).to_contain_text("No events match.")
 
         # Events: filter to the failed event (source, status, then the search by its id).
         page.goto(base + "/events")
@@ -105,6 +114,10 @@ def main(cfg):
             problems.append("the hostile body injected an element")
         if cfg["signature"] in page.content():
             problems.append("the signature header's value is in the page")
+
+        # The late event showed up on the open page by itself (htmx polls the rows).
+        expect(live.locator("#events tbody tr")).to_have_count(1)
+        expect(live.locator("#events tbody tr").first).to_have_attribute("data-event", cfg["late"])
 
         # Events again, unfiltered, for the docs' screenshot.
         page.goto(base + "/events?source=stripe")
