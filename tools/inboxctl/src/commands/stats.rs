@@ -96,7 +96,7 @@ pub(crate) fn tally(messages: &[StoredMessage], now_ms: i64) -> Stats {
     }
 }
 
-async fn queue_depth(ctx: &Context, url: &str) -> Result<QueueDepth> {
+pub(crate) async fn queue_depth(ctx: &Context, url: &str) -> Result<QueueDepth> {
     let out = ctx
         .sqs()
         .await

@@ -5,7 +5,7 @@
 //! Secrets are never shown, not even their number.
 
 use super::http::{query, Params, Reply};
-use super::layout::{self, badge, csrf, opt};
+use super::layout::{self, badge, csrf, opt, time};
 use super::{Console, Session};
 use crate::commands::deliveries::{queue, retry_each, select};
 use crate::commands::dest::{admin_error, patterns_text, pause_destination, resume_destination};
@@ -17,6 +17,9 @@ use inbox_core::outbox::admin;
 use inbox_core::outbox::delivery::{DeliveryStatus, OutboundDelivery};
 use inbox_core::outbox::destination::DestinationId;
 use maud::html;
+
+/// How many of a destination's journal entries the page shows (the newest).
+const JOURNAL_SHOWN: usize = 10;
 
 fn done_text(code: &str) -> Option<&'static str> {
     match code {
@@ -36,6 +39,15 @@ fn id_of(form: &Params) -> Result<DestinationId> {
 pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> Result<Reply> {
     let destinations = admin::list(&console.store).await.map_err(admin_error)?;
     let stats = destination_stats(&console.store).await?;
+    let mut journals = std::collections::BTreeMap::new();
+    for d in &destinations {
+        let mut journal = admin::journal(&console.store, &d.id)
+            .await
+            .map_err(admin_error)?;
+        journal.reverse();
+        journal.truncate(JOURNAL_SHOWN);
+        journals.insert(d.id.as_str().to_owned(), journal);
+    }
     let body = html! {
         @if let Some(text) = params.get("done").and_then(done_text) { (layout::notice(text)) }
         h1 { "Destinations" }
@@ -59,6 +71,19 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
                     dt { "success rate" } dd { (opt(s.success_rate.map(|r| format!("{:.1}% of {} attempts", r * 100.0, s.attempts)))) }
                     dt { "p50 / p99" } dd { (opt(s.latency_p50_ms.map(|v| format!("{v} ms")))) " / " (opt(s.latency_p99_ms.map(|v| format!("{v} ms")))) }
                     dt { "oldest pending" } dd { (opt(s.oldest_pending_age_secs.map(|a| format!("{} ago", when::age(a.saturating_mul(1000)))))) }
+                }
+                @if let Some(journal) = journals.get(&s.id).filter(|j| !j.is_empty()) {
+                    details.journal {
+                        summary { "Journal (the last " (journal.len()) " changes)" }
+                        table {
+                            thead { tr { th { "at (UTC)" } th { "who" } th { "action" } th { "detail" } } }
+                            tbody {
+                                @for e in journal {
+                                    tr { td { (time(e.at)) } td { (e.actor) } td { (e.action) } td { (e.detail) } }
+                                }
+                            }
+                        }
+                    }
                 }
                 @if d.is_some() {
                     div.actions {

@@ -9,6 +9,7 @@ use super::http::{Params, Reply};
 use super::layout::{self, csrf, opt, time};
 use super::{Console, Session};
 use crate::commands::replay::replay_each;
+use crate::commands::stats::queue_depth;
 use crate::error::Result;
 use crate::output::truncate;
 use inbox_core::clock::{Clock as _, SystemClock};
@@ -58,10 +59,20 @@ fn filter_fields(params: &Params) -> Markup {
 
 pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> Result<Reply> {
     let found = failed_matches(console, params).await?;
+    let queue = match console.ctx.quarantine_url() {
+        Some(url) => Some(queue_depth(console.ctx, url).await?),
+        None => None,
+    };
     let value = |name: &str| params.get(name).unwrap_or("").to_owned();
     let body = html! {
         h1 { "Quarantine" }
         p { "Messages that failed for good (every attempt used, or a permanent failure). A replay puts one back to pending and re-drives it through the retry queue, journaled as replayed by you." }
+        p #queue-depth {
+            @match &queue {
+                Some(q) => { "The quarantine queue holds " (q.visible) " notice(s) (" (q.in_flight) " in flight); replaying here leaves them, " code { "inboxctl replay --from-quarantine" } " drains them." },
+                None => { "No quarantine queue configured (QUARANTINE_QUEUE_URL)." },
+            }
+        }
         form.filters method="get" action="/quarantine" {
             label { "source" input name="source" value=(value("source")); }
             label { "type" input name="type" value=(value("type")); }

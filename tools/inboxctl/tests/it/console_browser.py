@@ -72,6 +72,7 @@ def main(cfg):
         # Quarantine: every match replayed after the confirmation naming the count.
         page.goto(base + "/quarantine?" + "q=" + cfg["bulk"])
         expect(page.locator("#quarantine tbody tr")).to_have_count(1)
+        expect(page.locator("#queue-depth")).to_contain_text("notice(s)")
         page.click("#replay-all")
         expect(page.locator("h1")).to_have_text("Replay 1 failed message(s)?")
         page.click("#confirm")
@@ -89,6 +90,8 @@ def main(cfg):
         section.locator("button[data-action=resume]").click()
         expect(page.locator(".notice")).to_contain_text("Resumed")
         expect(section.locator("h2")).to_contain_text("active")
+        expect(section.locator("details.journal")).to_contain_text("resumed")
+        expect(section.locator("details.journal")).to_contain_text("ana")
 
         # Wallets: the list, then the wallet its top-up credited, then the top-up's entry from
         # the ledger to the event's page.
