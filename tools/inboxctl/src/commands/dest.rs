@@ -239,15 +239,15 @@ async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
     say(t)
 }
 
+/// One journaled change of a destination ([`admin::update`]).
 async fn change(
-    ctx: &Context,
+    store: &DynamoTable,
     id: &DestinationId,
     operator: &str,
     action: &str,
     edit: impl FnOnce(&mut Destination) -> std::result::Result<String, DestinationError>,
 ) -> Result<Destination> {
-    let store = ctx.store().await?;
-    admin::update(&store, id, operator, action, SystemClock.now_millis(), edit)
+    admin::update(store, id, operator, action, SystemClock.now_millis(), edit)
         .await
         .map_err(admin_error)
 }
@@ -279,20 +279,12 @@ pub(crate) async fn pause_destination(
     reason: Option<String>,
 ) -> Result<Destination> {
     let reason = reason.unwrap_or_else(|| format!("paused by {operator}"));
-    admin::update(
-        store,
-        id,
-        operator,
-        "paused",
-        SystemClock.now_millis(),
-        |d| {
-            d.state = DestinationState::Paused;
-            d.reason = Some(reason.clone());
-            Ok(reason.clone())
-        },
-    )
+    change(store, id, operator, "paused", |d| {
+        d.state = DestinationState::Paused;
+        d.reason = Some(reason.clone());
+        Ok(reason.clone())
+    })
     .await
-    .map_err(admin_error)
 }
 
 /// Resumes a destination (journaled) and re-drives the deliveries parked while it was paused,
@@ -304,21 +296,13 @@ pub(crate) async fn resume_destination(
     id: &DestinationId,
     operator: &str,
 ) -> Result<(Destination, usize)> {
-    let d = admin::update(
-        store,
-        id,
-        operator,
-        "resumed",
-        SystemClock.now_millis(),
-        |d| {
-            let was = format!("was {}", d.state.as_str());
-            d.state = DestinationState::Active;
-            d.reason = None;
-            Ok(was)
-        },
-    )
-    .await
-    .map_err(admin_error)?;
+    let d = change(store, id, operator, "resumed", |d| {
+        let was = format!("was {}", d.state.as_str());
+        d.state = DestinationState::Active;
+        d.reason = None;
+        Ok(was)
+    })
+    .await?;
     let redriven = resend::resume(
         store,
         queue,
@@ -363,7 +347,8 @@ async fn rotate(ctx: &Context, args: DestRotateArgs) -> Result<()> {
     let secret = given.unwrap_or_else(SecretText::generate);
     let shown = secret.expose().to_owned();
     let now = SystemClock.now_millis();
-    let d = change(ctx, &args.id, &args.operator, "secret-rotated", |d| {
+    let store = ctx.store().await?;
+    let d = change(&store, &args.id, &args.operator, "secret-rotated", |d| {
         d.rotate(secret, keep, now);
         Ok(format!(
             "new secret; the previous ones sign until {}",
