@@ -282,7 +282,7 @@ fn repeats_markup(r: &Repeats) -> Markup {
 fn deliveries_markup(deliveries: &[OutboundDelivery]) -> Markup {
     html! {
         h2 { "Outbound deliveries (" (deliveries.len()) ")" }
-        @for d in deliveries {
+        div #deliveries { @for d in deliveries {
             h3 { code { (d.destination.as_str()) } " " (badge(d.status.as_str())) " · " (d.attempts) " attempt(s)"
                 @if let Some(e) = &d.last_error { " · " (truncate(e, 80)) } }
             @if !d.journal.is_empty() {
@@ -304,7 +304,7 @@ fn deliveries_markup(deliveries: &[OutboundDelivery]) -> Markup {
                 }
             }
             @if d.journal_dropped > 0 { p.none { (d.journal_dropped) " older attempts not kept" } }
-        }
+        } }
     }
 }
 

@@ -8,12 +8,15 @@
 //! the table and that a POST without the session's CSRF token is refused.
 
 use super::cli::create_queue;
+use super::outbox::save_failed_delivery;
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::domain::{EventId, MessageKey, SourceName, Status};
 use inbox_core::message::{RetryRequest, StoredMessage};
 use inbox_core::outbox::admin;
+use inbox_core::outbox::delivery::DeliveryStatus;
 use inbox_core::outbox::destination::{Destination, DestinationId};
 use inbox_core::outbox::pattern::Pattern;
+use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::process::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
 use inbox_core::process::{Outcome, Processor, ProcessorConfig};
 use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
@@ -184,6 +187,9 @@ async fn the_console_in_a_real_browser() {
     admin::add(&store, &dest, "setup", true)
         .await
         .expect("add destination");
+    for id in [&ok, &hostile] {
+        save_failed_delivery(&store, &dest_id, id).await;
+    }
     let tenant = format!("tenant-{}", &suffix[..8]);
     let usd = Currency::parse("usd").expect("usd");
     let wallet = Wallet::new(
@@ -368,6 +374,20 @@ async fn the_console_in_a_real_browser() {
         .map(|e| e.action.as_str())
         .collect();
     assert_eq!(by_ana, vec!["paused", "resumed"], "{journal:?}");
+    for id in [&ok, &hostile] {
+        let r = integration_tests::outbox::reference(&dest_id, id);
+        let d = store.delivery(&r).await.expect("read").expect("kept");
+        assert_ne!(
+            d.status,
+            DeliveryStatus::Failed,
+            "{id}: retried from the page"
+        );
+        assert!(
+            d.notes.iter().any(|n| n.note.contains("ana")),
+            "{id}: the retry is journaled with her name: {:?}",
+            d.notes
+        );
+    }
     let d = admin::get(&store, &dest.id)
         .await
         .expect("get")

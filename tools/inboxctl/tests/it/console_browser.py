@@ -93,6 +93,17 @@ def main(cfg):
         expect(section.locator("details.journal")).to_contain_text("resumed")
         expect(section.locator("details.journal")).to_contain_text("ana")
 
+        # Its two failed deliveries: retried after the confirmation naming the count.
+        section.locator("button[data-action=retry]").click()
+        expect(page.locator("h1")).to_contain_text("Retry 2 failed deliveries")
+        page.click("#confirm")
+        expect(page.locator("h1")).to_contain_text("Retried 2 deliveries")
+
+        # A delivery's attempts on its event's page.
+        page.goto(base + "/event?source=stripe&id=" + cfg["ok"])
+        expect(page.locator("#deliveries")).to_contain_text("upstream down")
+        expect(page.locator("#deliveries")).to_contain_text("503")
+
         # Wallets: the list, then the wallet its top-up credited, then the top-up's entry from
         # the ledger to the event's page.
         page.goto(base + "/wallets")
