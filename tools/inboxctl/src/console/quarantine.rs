@@ -120,10 +120,68 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
     ))
 }
 
+/// How many messages one step of a bulk replay replays.
+pub const STEP: usize = 10;
+
+/// A count the form carries (`confirm`, `done`, `problems`), 0 when absent.
+fn count(form: &Params, name: &str) -> usize {
+    form.get(name).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+/// One step of a confirmed bulk replay (htmx): the next [`STEP`] matches replayed, and the
+/// progress so far, which asks for the next step by itself until every confirmed one is done.
+/// Those that did not replay stay failed at the head of the matches (oldest first; the replayed
+/// ones leave them), so each step skips as many as failed before it.
+async fn step(
+    console: &Console<'_>,
+    session: &Session,
+    form: &Params,
+    found: &[StoredMessage],
+) -> Result<Reply> {
+    let total = count(form, "confirm");
+    let (done, problems) = (count(form, "done"), count(form, "problems"));
+    let batch: Vec<StoredMessage> = found.iter().skip(problems).take(STEP).cloned().collect();
+    let retry = console.ctx.retry_queue().await?;
+    let report = replay_each(&console.store, &retry, &batch, &console.operator, || {}).await;
+    let done = done + report.replayed;
+    let problems = problems + report.not_replayed + report.errors;
+    let more = !batch.is_empty() && done + problems < total;
+    let mut next = serde_json::json!({
+        "csrf": session.csrf, "step": "1", "confirm": total.to_string(),
+        "done": done.to_string(), "problems": problems.to_string(),
+    });
+    for f in FIELDS {
+        if let Some(v) = form.get(f) {
+            next[f] = serde_json::Value::String(v.to_owned());
+        }
+    }
+    Ok(Reply::html(
+        200,
+        html! {
+            div #progress {
+                progress value=(done + problems) max=(total) {}
+                p { "Replayed " (done) " of " (total) @if more { "…" } }
+                @for i in report.messages.iter().filter(|i| i.outcome != "replayed") {
+                    (layout::error_box(&format!("{}/{}: {} {}", i.message.source, i.message.event_id, i.outcome, i.detail.as_deref().unwrap_or(""))))
+                }
+                @if more {
+                    div hx-post="/quarantine/replay" hx-trigger="load" hx-vals=(next.to_string())
+                        hx-target="#progress" hx-swap="outerHTML" {}
+                } @else {
+                    p { a href="/quarantine" { "Back to the quarantine" } }
+                }
+            }
+        },
+    ))
+}
+
 /// `POST /quarantine/replay`: without `confirm` equal to the current count, the confirmation
 /// page; with it, every match replayed and each outcome listed.
 pub async fn replay_all(console: &Console<'_>, session: &Session, form: &Params) -> Result<Reply> {
     let found = failed_matches(console, form).await?;
+    if form.get("step").is_some() {
+        return step(console, session, form, &found).await;
+    }
     let confirmed = form
         .get("confirm")
         .and_then(|c| c.parse::<usize>().ok())
@@ -137,12 +195,17 @@ pub async fn replay_all(console: &Console<'_>, session: &Session, form: &Params)
             }
             p { "Each one goes back to pending and is re-driven through the retry queue, journaled as replayed by " code { (console.operator) } "." }
             @if !found.is_empty() {
-                form.actions method="post" action="/quarantine/replay" {
-                    (csrf(&session.csrf))
-                    (filter_fields(form))
-                    input type="hidden" name="confirm" value=(found.len());
-                    button.danger type="submit" #confirm { "Yes, replay " (found.len()) }
-                    a href={ "/quarantine?" (form.without("csrf").without("confirm").encode()) } { "cancel" }
+                // With htmx the replay goes in steps, the page showing progress between them
+                // (`hx-vals` adds `step`); without, this form replays them all in one request.
+                div #progress {
+                    form.actions method="post" action="/quarantine/replay" hx-post="/quarantine/replay"
+                        hx-vals=r#"{"step":"1"}"# hx-target="#progress" hx-swap="outerHTML" {
+                        (csrf(&session.csrf))
+                        (filter_fields(form))
+                        input type="hidden" name="confirm" value=(found.len());
+                        button.danger type="submit" #confirm { "Yes, replay " (found.len()) }
+                        a href={ "/quarantine?" (form.without("csrf").without("confirm").encode()) } { "cancel" }
+                    }
                 }
                 ul { @for m in &found { li { code { (m.source.as_str()) "/" (m.event_id.as_str()) } } } }
             }

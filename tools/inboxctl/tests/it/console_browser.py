@@ -76,8 +76,8 @@ def main(cfg):
         page.click("#replay-all")
         expect(page.locator("h1")).to_have_text("Replay 1 failed message(s)?")
         page.click("#confirm")
-        expect(page.locator("h1")).to_have_text("Replayed 1 of 1")
-        expect(page.locator("#replayed")).to_contain_text("replayed")
+        expect(page.locator("#progress")).to_contain_text("Replayed 1 of 1")
+        expect(page.locator("#progress progress")).to_have_attribute("value", "1")
 
         # Destinations: pause, then resume.
         section = page.locator(f"section[data-destination='{cfg['destination']}']")
@@ -137,6 +137,16 @@ def main(cfg):
         page.goto(base + "/events?source=stripe")
         expect(page.locator("#events tbody tr").first).to_be_visible()
         page.screenshot(path=cfg["screenshot"])
+
+        # Without JavaScript the read-only views still read: the list, and an event with its body.
+        plain = browser.new_context(java_script_enabled=False)
+        quiet = watched(plain.new_page())
+        quiet.goto(base + "/events?q=" + cfg["ok"])
+        expect(quiet.locator("#events tbody tr")).to_have_count(1)
+        quiet.click(f"text={cfg['ok']}")
+        quiet.click("text=Show the body")
+        expect(quiet.locator("#body-pretty")).to_contain_text(cfg["ok"])
+        plain.close()
 
         browser.close()
     for p in problems:
