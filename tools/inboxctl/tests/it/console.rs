@@ -89,6 +89,128 @@ async fn ingest(
     headers
 }
 
+/// Starts the built `inboxctl console --port 0 --operator ana` on `table` and the queues: the
+/// running process and the URL it printed.
+fn start_console(table: &str, retry_url: &str, quarantine_url: &str) -> (Running, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_inboxctl"))
+        .args(["console", "--port", "0", "--operator", "ana"])
+        .envs(integration_tests::endpoints().env())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("TABLE_NAME", table)
+        .env("RETRY_QUEUE_URL", retry_url)
+        .env("QUARANTINE_QUEUE_URL", quarantine_url)
+        .env_remove("DELIVERY_QUEUE_URL")
+        .env_remove("INBOXCTL_JSON")
+        .current_dir(integration_tests::root())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start inboxctl console");
+    let stdout = child.stdout.take().expect("stdout");
+    let console = Running(child);
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("the URL line");
+    let url = line
+        .trim()
+        .strip_prefix("console: ")
+        .unwrap_or_else(|| panic!("expected the console's URL, got {line:?}"))
+        .to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (console, url)
+}
+
+/// The value of `name="NAME" value="…"` in a page.
+fn hidden_value(html: &str, name: &str) -> String {
+    let at = html
+        .find(&format!(r#"name="{name}" value=""#))
+        .unwrap_or_else(|| panic!("no {name} field in {html}"));
+    let rest = &html[at + name.len() + 15..];
+    rest[..rest.find('"').expect("closing quote")].to_owned()
+}
+
+/// A confirmed bulk replay of more messages than one step takes goes on step by step (as htmx
+/// sends them) until every one is replayed, then stops asking for more.
+#[tokio::test]
+async fn a_bulk_replay_goes_in_steps_until_every_confirmed_one_is_done() {
+    let h = Harness::new().await;
+    let store = DynamoTable::new(h.client.clone(), h.table.clone());
+    let sqs = aws_sdk_sqs::Client::new(&integration_tests::sdk_config().await);
+    let retry_url = create_queue(&sqs, "retry").await;
+    let quarantine_url = create_queue(&sqs, "quarantine").await;
+    let processor = Processor::new(
+        store.clone(),
+        SqsRetryQueue::new(sqs.clone(), retry_url.clone()),
+        SqsQuarantine::new(sqs.clone(), quarantine_url.clone()),
+        SystemClock,
+        Registry::new().on(
+            "stripe",
+            "checkout.session.completed",
+            Arc::new(Checkout {
+                failing: Arc::new(AtomicBool::new(true)),
+            }) as Arc<dyn Handler>,
+        ),
+        ProcessorConfig::default(),
+    );
+    let ids: Vec<String> = (0..12).map(|i| format!("evt_step_{i:02}")).collect();
+    for id in &ids {
+        let body = integration_tests::stripe_event(id, "checkout.session.completed", 0);
+        ingest(&h, id, &body, &[]).await;
+        processor
+            .process_key(&key("stripe", id))
+            .await
+            .expect("process");
+    }
+    let (_console, url) = start_console(&h.table, &retry_url, &quarantine_url);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut page = agent.get(format!("{url}quarantine")).call().expect("page");
+    let cookie = page
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .expect("a session cookie")
+        .to_owned();
+    let html = page.body_mut().read_to_string().expect("html");
+    let csrf = hidden_value(&html, "csrf");
+    let post = |form: String| {
+        let mut reply = agent
+            .post(format!("{url}quarantine/replay"))
+            .header("Cookie", &cookie)
+            .content_type("application/x-www-form-urlencoded")
+            .send(form)
+            .expect("answered");
+        assert_eq!(reply.status().as_u16(), 200);
+        reply.body_mut().read_to_string().expect("html")
+    };
+    let first = post(format!("csrf={csrf}&step=1&confirm=12"));
+    assert!(first.contains("Replayed 10 of 12"), "{first}");
+    assert!(
+        first.contains(r#"hx-trigger="load""#),
+        "it asks for the next step: {first}"
+    );
+    assert!(first.contains("&quot;done&quot;:&quot;10&quot;"), "{first}");
+    let second = post(format!("csrf={csrf}&step=1&confirm=12&done=10&problems=0"));
+    assert!(second.contains("Replayed 12 of 12"), "{second}");
+    assert!(
+        !second.contains("hx-trigger"),
+        "done: no next step: {second}"
+    );
+    for id in &ids {
+        let m = store
+            .get(&key("stripe", id))
+            .await
+            .expect("get")
+            .expect("kept");
+        assert_eq!(m.status, Status::Pending, "{id}: replayed");
+    }
+}
+
 #[tokio::test]
 async fn the_console_in_a_real_browser() {
     let h = Harness::new().await;
@@ -226,33 +348,7 @@ async fn the_console_in_a_real_browser() {
     );
 
     // The console, as an operator starts it.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_inboxctl"))
-        .args(["console", "--port", "0", "--operator", "ana"])
-        .envs(integration_tests::endpoints().env())
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("TABLE_NAME", &h.table)
-        .env("RETRY_QUEUE_URL", &retry_url)
-        .env("QUARANTINE_QUEUE_URL", &quarantine_url)
-        .env_remove("DELIVERY_QUEUE_URL")
-        .env_remove("INBOXCTL_JSON")
-        .current_dir(integration_tests::root())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start inboxctl console");
-    let stdout = child.stdout.take().expect("stdout");
-    let console = Running(child);
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("the URL line");
-    let url = line
-        .trim()
-        .strip_prefix("console: ")
-        .unwrap_or_else(|| panic!("expected the console's URL, got {line:?}"))
-        .to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let (console, url) = start_console(&h.table, &retry_url, &quarantine_url);
 
     // Refused: a POST without the session's CSRF token, and a request for another host name.
     let agent: ureq::Agent = ureq::Agent::config_builder()
