@@ -21,7 +21,9 @@ def main(cfg):
             executable_path=cfg["chromium"], args=["--no-sandbox"], headless=True
         )
         context = browser.new_context(viewport={"width": 1360, "height": 860})
-        context.set_default_timeout(20_000)
+        # Generous: `make test` runs every test at once on a couple of cores.
+        context.set_default_timeout(30_000)
+        expect.set_options(timeout=30_000)
         def watched(page):
             page.on(
                 "console",
