@@ -89,6 +89,70 @@ async fn ingest(
     headers
 }
 
+/// A table (through the ingest harness) and fresh retry and quarantine queues.
+struct Rig {
+    h: Harness,
+    store: DynamoTable,
+    sqs: aws_sdk_sqs::Client,
+    retry_url: String,
+    quarantine_url: String,
+}
+
+impl Rig {
+    async fn new() -> Self {
+        let h = Harness::new().await;
+        let store = DynamoTable::new(h.client.clone(), h.table.clone());
+        let sqs = aws_sdk_sqs::Client::new(&integration_tests::sdk_config().await);
+        let retry_url = create_queue(&sqs, "retry").await;
+        let quarantine_url = create_queue(&sqs, "quarantine").await;
+        Self {
+            h,
+            store,
+            sqs,
+            retry_url,
+            quarantine_url,
+        }
+    }
+}
+
+type TestProcessor = Processor<DynamoTable, SqsRetryQueue, SqsQuarantine, SystemClock>;
+
+/// The real processor on the rig's table and queues with `registry`'s handlers.
+fn processor_with(
+    store: &DynamoTable,
+    sqs: &aws_sdk_sqs::Client,
+    retry_url: &str,
+    quarantine_url: &str,
+    registry: Registry,
+) -> TestProcessor {
+    Processor::new(
+        store.clone(),
+        SqsRetryQueue::new(sqs.clone(), retry_url.to_owned()),
+        SqsQuarantine::new(sqs.clone(), quarantine_url.to_owned()),
+        SystemClock,
+        registry,
+        ProcessorConfig::default(),
+    )
+}
+
+/// The processor with [`Checkout`] for Stripe's checkout sessions (failing while `failing`).
+fn checkout_processor(
+    store: &DynamoTable,
+    sqs: &aws_sdk_sqs::Client,
+    retry_url: &str,
+    quarantine_url: &str,
+    failing: Arc<AtomicBool>,
+) -> TestProcessor {
+    let checkout = Arc::new(Checkout { failing }) as Arc<dyn Handler>;
+    processor_with(
+        store,
+        sqs,
+        retry_url,
+        quarantine_url,
+        Registry::new().on("stripe", "checkout.session.completed", checkout),
+    )
+}
+
 /// Starts the built `inboxctl console --port 0 --operator ana` on `table` and the queues: the
 /// running process and the URL it printed.
 fn start_console(table: &str, retry_url: &str, quarantine_url: &str) -> (Running, String) {
@@ -135,24 +199,19 @@ fn hidden_value(html: &str, name: &str) -> String {
 /// sends them) until every one is replayed, then stops asking for more.
 #[tokio::test]
 async fn a_bulk_replay_goes_in_steps_until_every_confirmed_one_is_done() {
-    let h = Harness::new().await;
-    let store = DynamoTable::new(h.client.clone(), h.table.clone());
-    let sqs = aws_sdk_sqs::Client::new(&integration_tests::sdk_config().await);
-    let retry_url = create_queue(&sqs, "retry").await;
-    let quarantine_url = create_queue(&sqs, "quarantine").await;
-    let processor = Processor::new(
-        store.clone(),
-        SqsRetryQueue::new(sqs.clone(), retry_url.clone()),
-        SqsQuarantine::new(sqs.clone(), quarantine_url.clone()),
-        SystemClock,
-        Registry::new().on(
-            "stripe",
-            "checkout.session.completed",
-            Arc::new(Checkout {
-                failing: Arc::new(AtomicBool::new(true)),
-            }) as Arc<dyn Handler>,
-        ),
-        ProcessorConfig::default(),
+    let Rig {
+        h,
+        store,
+        sqs,
+        retry_url,
+        quarantine_url,
+    } = Rig::new().await;
+    let processor = checkout_processor(
+        &store,
+        &sqs,
+        &retry_url,
+        &quarantine_url,
+        Arc::new(AtomicBool::new(true)),
     );
     let ids: Vec<String> = (0..12).map(|i| format!("evt_step_{i:02}")).collect();
     for id in &ids {
@@ -213,26 +272,15 @@ async fn a_bulk_replay_goes_in_steps_until_every_confirmed_one_is_done() {
 
 #[tokio::test]
 async fn the_console_in_a_real_browser() {
-    let h = Harness::new().await;
-    let store = DynamoTable::new(h.client.clone(), h.table.clone());
-    let sqs = aws_sdk_sqs::Client::new(&integration_tests::sdk_config().await);
-    let retry_url = create_queue(&sqs, "retry").await;
-    let quarantine_url = create_queue(&sqs, "quarantine").await;
+    let Rig {
+        h,
+        store,
+        sqs,
+        retry_url,
+        quarantine_url,
+    } = Rig::new().await;
     let failing = Arc::new(AtomicBool::new(true));
-    let processor = Processor::new(
-        store.clone(),
-        SqsRetryQueue::new(sqs.clone(), retry_url.clone()),
-        SqsQuarantine::new(sqs.clone(), quarantine_url.clone()),
-        SystemClock,
-        Registry::new().on(
-            "stripe",
-            "checkout.session.completed",
-            Arc::new(Checkout {
-                failing: failing.clone(),
-            }) as Arc<dyn Handler>,
-        ),
-        ProcessorConfig::default(),
-    );
+    let processor = checkout_processor(&store, &sqs, &retry_url, &quarantine_url, failing.clone());
 
     // Real signed events through the ingest handler, then the processor: one ignored, two
     // failed, one hostile (a body and a kept header made to run script if anything rendered
@@ -331,13 +379,12 @@ async fn the_console_in_a_real_browser() {
     let body = integration_tests::stripe_event(&topup, "checkout.session.completed", 0)
         .replace(r#""tenant":"acme""#, &format!(r#""tenant":"{tenant}""#));
     ingest(&h, &topup, &body, &[]).await;
-    let wallets = Processor::new(
-        store.clone(),
-        SqsRetryQueue::new(sqs.clone(), retry_url.clone()),
-        SqsQuarantine::new(sqs.clone(), quarantine_url.clone()),
-        SystemClock,
+    let wallets = processor_with(
+        &store,
+        &sqs,
+        &retry_url,
+        &quarantine_url,
         WalletHandler::new(store.clone(), WalletConfig::default()).register(Registry::new()),
-        ProcessorConfig::default(),
     );
     assert_eq!(
         wallets
