@@ -2,9 +2,10 @@
 //! attempt's error and duration, kept headers with signature values masked, repeats and their
 //! count), its body on demand (`/event/body`: from S3 when kept there; pretty JSON with the raw
 //! bytes behind a toggle), its outbound deliveries with each attempt (`inboxctl deliveries`),
-//! and the wallet ledger entries it wrote; and its replay (`ops::replay`, journaled with the
+//! ([`delivery`]), and the wallet ledger entries it wrote; and its replay (`ops::replay`, journaled with the
 //! operator's name, as `inboxctl replay SOURCE EVENT_ID`).
 
+use super::delivery;
 use super::events::event_link;
 use super::http::{query, Params, Reply};
 use super::layout::{self, badge, csrf, opt, time};
@@ -15,12 +16,10 @@ use crate::commands::replay::describe;
 use crate::commands::show::{body_value, digest_ok, sha256_of, Repeats};
 use crate::commands::{parse_key, wallet::ledger::EntryView};
 use crate::error::{failed, usage, Result};
-use crate::output::truncate;
 use inbox_core::clock::SystemClock;
 use inbox_core::domain::{MessageKey, Status};
 use inbox_core::message::StoredMessage;
 use inbox_core::ops::{self, ReplayOutcome};
-use inbox_core::outbox::delivery::OutboundDelivery;
 use inbox_core::store::MessageStore as _;
 use maud::{html, Markup};
 use serde_json::Value;
@@ -39,6 +38,7 @@ pub fn key_of(params: &Params) -> Result<MessageKey> {
 fn done_text(code: &str) -> Option<&'static str> {
     match code {
         "replayed" => Some("Replayed: pending again, re-driven through the retry queue."),
+        "retried" => Some("Delivery retried: it is sent again."),
         _ => None,
     }
 }
@@ -103,7 +103,7 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
             }
         }
         (repeats_markup(&repeats))
-        (deliveries_markup(&deliveries))
+        (delivery::deliveries(session, &deliveries))
         (wallet_markup(&entries))
     };
     Ok(Reply::html(
@@ -276,35 +276,6 @@ fn repeats_markup(r: &Repeats) -> Markup {
                 }
             }
         }
-    }
-}
-
-fn deliveries_markup(deliveries: &[OutboundDelivery]) -> Markup {
-    html! {
-        h2 { "Outbound deliveries (" (deliveries.len()) ")" }
-        div #deliveries { @for d in deliveries {
-            h3 { code { (d.destination.as_str()) } " " (badge(d.status.as_str())) " · " (d.attempts) " attempt(s)"
-                @if let Some(e) = &d.last_error { " · " (truncate(e, 80)) } }
-            @if !d.journal.is_empty() {
-                table {
-                    thead { tr { th { "at (UTC)" } th.num { "#" } th { "status" } th.num { "ms" } th { "outcome" } th { "error" } th { "response (start)" } } }
-                    tbody {
-                        @for a in &d.journal {
-                            tr {
-                                td { (time(a.at)) }
-                                td.num { (a.attempt) }
-                                td { (opt(a.status)) }
-                                td.num { (a.duration_ms) }
-                                td { (a.outcome) }
-                                td { (opt(a.error.as_deref().map(|e| truncate(e, 60)))) }
-                                td { code { (truncate(&a.body, 120)) } }
-                            }
-                        }
-                    }
-                }
-            }
-            @if d.journal_dropped > 0 { p.none { (d.journal_dropped) " older attempts not kept" } }
-        } }
     }
 }
 

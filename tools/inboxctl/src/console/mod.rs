@@ -9,7 +9,7 @@
 //! - [`events`]: the events, newest first, filtered by the query string, counts by status, and
 //!   the rows polled by htmx for live updates;
 //! - [`event`]: one event (history, attempts, headers masked, body on demand, repeats,
-//!   deliveries, wallet entries) and its replay;
+//!   deliveries, wallet entries) and its replay; [`delivery`]: its deliveries and their retry;
 //! - [`quarantine`]: the failed messages and their replay, one or every match (confirmed);
 //! - [`destinations`]: the outbox's destinations, pause, resume and retry of failed deliveries;
 //! - [`wallets`]: the wallets, one wallet's ledger and autopay.
@@ -20,6 +20,7 @@
 //! reply carries a Content-Security-Policy allowing only the console's own script; maud escapes
 //! every value; signature header values and destination secrets are never rendered ([`mask`]).
 
+mod delivery;
 mod destinations;
 mod event;
 mod events;
@@ -179,6 +180,7 @@ impl Console<'_> {
             (false, "/event/body") => event::body(self, &req.query).await,
             (false, "/event/status") => event::status(self, &req.query).await,
             (true, "/event/replay") => event::replay(self, &req.form).await,
+            (true, "/delivery/retry") => delivery::retry(self, &req.form).await,
             (false, "/quarantine") => quarantine::page(self, session, &req.query).await,
             (true, "/quarantine/replay") => quarantine::replay_all(self, session, &req.form).await,
             (false, "/destinations") => destinations::page(self, session, &req.query).await,

@@ -357,7 +357,7 @@ async fn the_console_in_a_real_browser() {
     admin::add(&store, &dest, "setup", true)
         .await
         .expect("add destination");
-    for id in [&ok, &hostile] {
+    for id in [&ok, &hostile, &failed] {
         save_failed_delivery(&store, &dest_id, id).await;
     }
     let tenant = format!("tenant-{}", &suffix[..8]);
@@ -517,7 +517,7 @@ async fn the_console_in_a_real_browser() {
         .map(|e| e.action.as_str())
         .collect();
     assert_eq!(by_ana, vec!["paused", "resumed"], "{journal:?}");
-    for id in [&ok, &hostile] {
+    for id in [&ok, &hostile, &failed] {
         let r = integration_tests::outbox::reference(&dest_id, id);
         let d = store.delivery(&r).await.expect("read").expect("kept");
         assert_ne!(

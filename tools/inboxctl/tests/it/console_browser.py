@@ -62,6 +62,10 @@ def main(cfg):
 
         # Replay it: pending again, then processed by the test's processor; the status updates
         # itself while the page is open.
+        expect(page.locator("#deliveries")).to_contain_text("upstream down")
+        page.click("button[data-action=retry-delivery]")
+        expect(page.locator(".notice")).to_contain_text("Delivery retried")
+        expect(page.locator("button[data-action=retry-delivery]")).to_have_count(0)
         page.click("#replay")
         expect(page.locator(".notice")).to_contain_text("Replayed")
         expect(page.locator("#status")).to_have_attribute("data-status", "processed")
