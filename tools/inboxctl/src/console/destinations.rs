@@ -115,12 +115,7 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
     };
     Ok(Reply::html(
         200,
-        layout::page(
-            &console.frame(session),
-            "/destinations",
-            "Destinations",
-            body,
-        ),
+        layout::page(&console.frame(), "/destinations", "Destinations", body),
     ))
 }
 
@@ -167,7 +162,7 @@ pub async fn retry(console: &Console<'_>, session: &Session, form: &Params) -> R
             .get("confirm")
             .and_then(|c| c.parse::<usize>().ok())
             .is_some_and(|n| n == failed.len());
-    let frame = console.frame(session);
+    let frame = console.frame();
     if !confirmed {
         let body = html! {
             h1 { "Retry " (failed.len()) " failed deliveries to " code { (id.as_str()) } "?" }

@@ -108,7 +108,7 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
     };
     Ok(Reply::html(
         200,
-        layout::page(&console.frame(session), "/events", &title, markup),
+        layout::page(&console.frame(), "/events", &title, markup),
     ))
 }
 

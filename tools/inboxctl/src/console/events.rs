@@ -5,7 +5,7 @@
 
 use super::http::{query, Params, Reply};
 use super::layout::{self, badge, opt, time};
-use super::{Console, Session};
+use super::Console;
 use crate::commands::stats::{tally, ALL_STATUSES};
 use crate::error::{usage, Result};
 use crate::output::truncate;
@@ -101,7 +101,7 @@ pub fn event_href(source: &str, id: &str) -> String {
     format!("/event?{}", query(&[("source", source), ("id", id)]))
 }
 
-pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> Result<Reply> {
+pub async fn page(console: &Console<'_>, params: &Params) -> Result<Reply> {
     let listing = listing(console, params).await?;
     let value = |name: &str| params.get(name).unwrap_or("").to_owned();
     let status = value("status");
@@ -128,7 +128,7 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
     };
     Ok(Reply::html(
         200,
-        layout::page(&console.frame(session), "/events", "Events", body),
+        layout::page(&console.frame(), "/events", "Events", body),
     ))
 }
 

@@ -55,7 +55,7 @@ pub struct Session {
 }
 
 impl Console<'_> {
-    fn frame(&self, _session: &Session) -> Frame<'_> {
+    fn frame(&self) -> Frame<'_> {
         Frame {
             table: &self.table,
             operator: &self.operator,
@@ -165,7 +165,7 @@ impl Console<'_> {
         };
         let reply = match self.route(req, &session).await {
             Ok(r) => r,
-            Err(e) => self.error_page(&session, &e),
+            Err(e) => self.error_page(&e),
         };
         (reply, cookie)
     }
@@ -174,7 +174,7 @@ impl Console<'_> {
         match (req.post, req.path.as_str()) {
             (false, "/") => Ok(Reply::redirect("/events".into())),
             (false, "/favicon.ico") => Ok(Reply::text(204, "")),
-            (false, "/events") => events::page(self, session, &req.query).await,
+            (false, "/events") => events::page(self, &req.query).await,
             (false, "/events/rows") => events::rows(self, &req.query).await,
             (false, "/event") => event::page(self, session, &req.query).await,
             (false, "/event/body") => event::body(self, &req.query).await,
@@ -187,12 +187,12 @@ impl Console<'_> {
             (true, "/destination/pause") => destinations::pause(self, &req.form).await,
             (true, "/destination/resume") => destinations::resume(self, &req.form).await,
             (true, "/destination/retry") => destinations::retry(self, session, &req.form).await,
-            (false, "/wallets") => wallets::list(self, session).await,
-            (false, "/wallet") => wallets::one(self, session, &req.query).await,
+            (false, "/wallets") => wallets::list(self).await,
+            (false, "/wallet") => wallets::one(self, &req.query).await,
             _ => Ok(Reply::html(
                 404,
                 layout::page(
-                    &self.frame(session),
+                    &self.frame(),
                     "",
                     "Not found",
                     html! { h1 { "Not found" } p { "No page at " code { (req.path) } "." } },
@@ -202,7 +202,7 @@ impl Console<'_> {
     }
 
     /// A failed read or action: what failed and why, AWS's reason included.
-    fn error_page(&self, session: &Session, e: &Error) -> Reply {
+    fn error_page(&self, e: &Error) -> Reply {
         let status = match e {
             Error::Usage(_) => 400,
             Error::Failed(_) => 502,
@@ -210,7 +210,7 @@ impl Console<'_> {
         Reply::html(
             status,
             layout::page(
-                &self.frame(session),
+                &self.frame(),
                 "",
                 "Failed",
                 html! {

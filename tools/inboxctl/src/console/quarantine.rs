@@ -116,7 +116,7 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
     };
     Ok(Reply::html(
         200,
-        layout::page(&console.frame(session), "/quarantine", "Quarantine", body),
+        layout::page(&console.frame(), "/quarantine", "Quarantine", body),
     ))
 }
 
@@ -186,7 +186,7 @@ pub async fn replay_all(console: &Console<'_>, session: &Session, form: &Params)
         .get("confirm")
         .and_then(|c| c.parse::<usize>().ok())
         .is_some_and(|n| n == found.len());
-    let frame = console.frame(session);
+    let frame = console.frame();
     if !confirmed || found.is_empty() {
         let body = html! {
             h1 { "Replay " (found.len()) " failed message(s)?" }

@@ -7,7 +7,7 @@
 use super::events::event_href;
 use super::http::{query, Params, Reply};
 use super::layout::{self, opt, time};
-use super::{Console, Session};
+use super::Console;
 use crate::commands::wallet::autopay::view::AutopayView;
 use crate::commands::wallet::ledger::EntryView;
 use crate::commands::wallet::load_wallet;
@@ -29,7 +29,7 @@ fn flags(v: &WalletView) -> Markup {
     }
 }
 
-pub async fn list(console: &Console<'_>, session: &Session) -> Result<Reply> {
+pub async fn list(console: &Console<'_>) -> Result<Reply> {
     let ledger = Ledger::new(&console.store);
     let tenants = ledger.tenants().await?;
     let now = SystemClock.now_millis();
@@ -66,11 +66,11 @@ pub async fn list(console: &Console<'_>, session: &Session) -> Result<Reply> {
     };
     Ok(Reply::html(
         200,
-        layout::page(&console.frame(session), "/wallets", "Wallets", body),
+        layout::page(&console.frame(), "/wallets", "Wallets", body),
     ))
 }
 
-pub async fn one(console: &Console<'_>, session: &Session, params: &Params) -> Result<Reply> {
+pub async fn one(console: &Console<'_>, params: &Params) -> Result<Reply> {
     let tenant = params
         .get("tenant")
         .ok_or_else(|| usage("name a wallet: ?tenant=…"))?;
@@ -153,6 +153,6 @@ pub async fn one(console: &Console<'_>, session: &Session, params: &Params) -> R
     };
     Ok(Reply::html(
         200,
-        layout::page(&console.frame(session), "/wallets", &view.tenant, body),
+        layout::page(&console.frame(), "/wallets", &view.tenant, body),
     ))
 }
