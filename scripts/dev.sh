@@ -25,7 +25,9 @@
 #  6. starts `inboxctl listen` on 127.0.0.1:9100 (DEV_LISTEN_PORT to change) and adds the
 #     destination `dev-listener` (every event, `http://127.0.0.1:9100/webhooks`, a fresh secret):
 #     every processed or ignored event is delivered to it, signed, and printed by the listener;
-#  7. (with the emulators) starts the Stripe stand-in, scripts/stripe_standin.py, on 127.0.0.1:12111
+#  7. starts the operator console, `inboxctl console`, on 127.0.0.1:9200 (DEV_CONSOLE_PORT to
+#     change), acting as $USER on the local table and queues, and prints its URL;
+#  8. (with the emulators) starts the Stripe stand-in, scripts/stripe_standin.py, on 127.0.0.1:12111
 #     (DEV_STRIPE_PORT to change): the API autopay charges through (STRIPE_API_BASE), its webhooks
 #     signed with the `stripe` source's secret from local/secrets.json and posted to ingest's
 #     `stripe` URL; scripts/autopay_demo.py drives it (a saved card, a charge).
@@ -60,6 +62,7 @@ DYNAMODB_PORT="${DEV_DYNAMODB_PORT:-8000}"
 LAMBDA_PORT="${DEV_LAMBDA_PORT:-9000}"
 LISTEN_PORT="${DEV_LISTEN_PORT:-9100}"
 STRIPE_PORT="${DEV_STRIPE_PORT:-12111}"
+CONSOLE_PORT="${DEV_CONSOLE_PORT:-9200}"
 TABLE="webhook-inbox-local"
 RETRY_QUEUE="webhook-retry-local"
 QUARANTINE_QUEUE="webhook-quarantine-local"
@@ -107,6 +110,8 @@ port_in_use "$LAMBDA_PORT" &&
     die "something already listens on 127.0.0.1:$LAMBDA_PORT (cargo lambda watch's port). Stop it or run with DEV_LAMBDA_PORT=<port>"
 port_in_use "$LISTEN_PORT" &&
     die "something already listens on 127.0.0.1:$LISTEN_PORT (inboxctl listen's port). Stop it or run with DEV_LISTEN_PORT=<port>"
+port_in_use "$CONSOLE_PORT" &&
+    die "something already listens on 127.0.0.1:$CONSOLE_PORT (inboxctl console's port). Stop it or run with DEV_CONSOLE_PORT=<port>"
 port_in_use "$STRIPE_PORT" &&
     die "something already listens on 127.0.0.1:$STRIPE_PORT (the Stripe stand-in's port). Stop it or run with DEV_STRIPE_PORT=<port>"
 
@@ -114,6 +119,7 @@ port_in_use "$STRIPE_PORT" &&
 WATCH_PID=""
 PIPELINE_PID=""
 LISTEN_PID=""
+CONSOLE_PID=""
 EMULATORS_STARTED=0
 STANDIN_STARTED=0
 stop_group() { # stop_group PID NAME: TERM the process group led by PID (setsid), KILL after 5 s
@@ -127,6 +133,7 @@ stop_group() { # stop_group PID NAME: TERM the process group led by PID (setsid)
 cleanup() {
     local rc=$?
     trap - INT TERM EXIT
+    stop_group "$CONSOLE_PID" "inboxctl console"
     stop_group "$LISTEN_PID" "inboxctl listen"
     stop_group "$PIPELINE_PID" "the local pipeline"
     stop_group "$WATCH_PID" "cargo lambda watch"
@@ -305,6 +312,18 @@ INBOXCTL_SECRET="$LISTEN_SECRET" "$INBOXCTL" dest add dev-listener \
     die "could not add the destination dev-listener"
 log "destination dev-listener: every event, delivered to inboxctl listen on 127.0.0.1:$LISTEN_PORT"
 
+# ------------------------------------------------------------------ 7. the operator console
+setsid "$INBOXCTL" console --port "$CONSOLE_PORT" </dev/null >"$STATE_DIR/console.log" 2>&1 &
+CONSOLE_PID=$!
+deadline=$((SECONDS + 20))
+until grep -q '^console: ' "$STATE_DIR/console.log" 2>/dev/null; do
+    kill -0 "$CONSOLE_PID" 2>/dev/null || die "inboxctl console exited: $(cat "$STATE_DIR/console.log")"
+    ((SECONDS < deadline)) || die "inboxctl console did not listen on 127.0.0.1:$CONSOLE_PORT within 20s"
+    sleep 0.2
+done
+CONSOLE_URL="$(sed -n 's/^console: //p' "$STATE_DIR/console.log" | head -1)"
+log "operator console on $CONSOLE_URL (log ${STATE_DIR#"$ROOT"/}/console.log)"
+
 base="$lambda_url/lambda-url/ingest/webhooks"
 sources="$(python -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])))' "$SOURCES_JSON")"
 cat >&2 <<EOF
@@ -322,6 +341,7 @@ cat >&2 <<EOF
     queues        $RETRY_QUEUE_URL
                   $QUARANTINE_QUEUE_URL  (dead-letter)
     secrets       local/secrets.json
+    console       $CONSOLE_URL  (inboxctl console: events, quarantine, destinations, wallets)
     stripe        $STRIPE_API_BASE  (the Stripe stand-in: STRIPE_API_BASE, key $STRIPE_SECRET_KEY;
                   webhooks to $base/stripe; log ${EMU_LOGFILE#"$ROOT"/})
 

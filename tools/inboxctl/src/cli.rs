@@ -79,6 +79,24 @@ pub enum Command {
     Deliveries(DeliveriesCommand),
     /// A local receiver for deliveries: verifies each signature, prints it, answers as told.
     Listen(ListenArgs),
+    /// The operator console: a web page on 127.0.0.1 to see events, deliveries and wallets, and
+    /// to replay, retry, pause and resume from it, with this shell's AWS credentials.
+    Console(ConsoleArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ConsoleArgs {
+    /// The port on 127.0.0.1 (0: any free port; the URL printed says which).
+    #[arg(long, default_value_t = 8642)]
+    pub port: u16,
+    /// Listen on this address instead of 127.0.0.1 (another interface only when named here:
+    /// whoever reaches it acts with your credentials).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::IpAddr>,
+    /// Who acts (journaled with every replay, retry, pause and resume) [default: $USER, else
+    /// operator].
+    #[arg(long, default_value_t = default_operator(), hide_default_value = true)]
+    pub operator: String,
 }
 
 /// A message status, as typed on the command line.

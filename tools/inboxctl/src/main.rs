@@ -10,6 +10,7 @@
 
 mod cli;
 mod commands;
+mod console;
 mod context;
 mod error;
 mod output;

@@ -17,6 +17,7 @@ use inbox_core::outbox::destination::DestinationId;
 use inbox_core::outbox::queue::SqsOutboxQueues;
 use inbox_core::outbox::resend::{self, RetryOutcome};
 use inbox_core::outbox::store::OutboxStore as _;
+use inbox_core::store::dynamo::DynamoTable;
 use serde_json::json;
 
 pub async fn run(ctx: &Context, command: DeliveriesCommand) -> Result<()> {
@@ -54,15 +55,14 @@ pub(crate) async fn queue(ctx: &Context) -> Option<SqsOutboxQueues> {
 }
 
 /// Deliveries passing the filters, oldest first.
-async fn select(
-    ctx: &Context,
+pub(crate) async fn select(
+    store: &DynamoTable,
     dest: Option<&DestinationId>,
     status: Option<DeliveryStatus>,
     source: Option<&str>,
     event_id: Option<&str>,
     since: Option<i64>,
 ) -> Result<Vec<OutboundDelivery>> {
-    let store = ctx.store().await?;
     let mut all: Vec<OutboundDelivery> = store
         .all_deliveries()
         .await?
@@ -89,8 +89,9 @@ fn summary(d: &OutboundDelivery) -> serde_json::Value {
 
 async fn list(ctx: &Context, args: DeliveriesListArgs) -> Result<()> {
     let now = SystemClock.now_millis();
+    let store = ctx.store().await?;
     let mut found = select(
-        ctx,
+        &store,
         args.destination.as_ref(),
         args.status.map(status_of),
         args.source.as_deref(),
@@ -204,7 +205,28 @@ async fn show(ctx: &Context, args: DeliveryKeyArgs) -> Result<()> {
     Ok(())
 }
 
-fn outcome_text(o: &RetryOutcome) -> String {
+/// Retries each delivery in turn with [`resend::retry`] (journaled, naming `operator`; `force`:
+/// whatever its status, as for one delivery the operator named), `tick` after each: each
+/// delivery with what became of it.
+pub(crate) async fn retry_each(
+    store: &DynamoTable,
+    queue: Option<&SqsOutboxQueues>,
+    targets: &[DeliveryRef],
+    operator: &str,
+    force: bool,
+    now: i64,
+    mut tick: impl FnMut(),
+) -> Result<Vec<(String, String)>> {
+    let mut results = Vec::new();
+    for r in targets {
+        let o = resend::retry(store, queue, r, operator, force, now).await?;
+        results.push((r.to_string(), outcome_text(&o)));
+        tick();
+    }
+    Ok(results)
+}
+
+pub(crate) fn outcome_text(o: &RetryOutcome) -> String {
     match o {
         RetryOutcome::NotRetryable(s) => format!("not retryable ({})", s.as_str()),
         RetryOutcome::BodyGone => {
@@ -225,7 +247,7 @@ async fn retry(ctx: &Context, args: DeliveriesRetryArgs) -> Result<()> {
         match (&args.destination, &args.source, &args.event_id, args.status) {
             (Some(d), Some(s), Some(e), None) => vec![reference(d, s, e)?],
             (None, _, _, Some(status)) => select(
-                ctx,
+                &store,
                 args.bulk_destination.as_ref(),
                 Some(status_of(status)),
                 None,
@@ -259,12 +281,16 @@ async fn retry(ctx: &Context, args: DeliveriesRetryArgs) -> Result<()> {
         return Ok(());
     }
     let bar = progress(targets.len() as u64, ctx.json() || !bulk, "retrying");
-    let mut results = Vec::new();
-    for r in &targets {
-        let o = resend::retry(&store, queue.as_ref(), r, &args.operator, !bulk, now).await?;
-        results.push((r.to_string(), outcome_text(&o)));
-        bar.inc(1);
-    }
+    let results = retry_each(
+        &store,
+        queue.as_ref(),
+        &targets,
+        &args.operator,
+        !bulk,
+        now,
+        || bar.inc(1),
+    )
+    .await?;
     bar.finish_and_clear();
     if ctx.json() {
         return print_json(

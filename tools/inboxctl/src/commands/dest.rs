@@ -15,9 +15,11 @@ use inbox_core::outbox::destination::{
     Destination, DestinationError, DestinationId, DestinationState, SecretText,
 };
 use inbox_core::outbox::pattern::Pattern;
+use inbox_core::outbox::queue::SqsOutboxQueues;
 use inbox_core::outbox::resend;
 use inbox_core::outbox::schedule::{parse_duration, RetrySchedule};
 use inbox_core::outbox::store::OutboxStore as _;
+use inbox_core::store::dynamo::DynamoTable;
 use serde_json::json;
 
 pub async fn run(ctx: &Context, command: DestCommand) -> Result<()> {
@@ -33,7 +35,7 @@ pub async fn run(ctx: &Context, command: DestCommand) -> Result<()> {
 }
 
 /// Admin errors: bad input and a missing or existing destination are usage errors.
-fn admin_error(e: AdminError) -> Error {
+pub(crate) fn admin_error(e: AdminError) -> Error {
     match e {
         AdminError::Destination(DestinationError::Invalid(m)) => usage(m),
         e @ (AdminError::Missing(_) | AdminError::Exists(_)) => usage(e.to_string()),
@@ -109,7 +111,7 @@ async fn add(ctx: &Context, args: DestAddArgs) -> Result<()> {
     Ok(())
 }
 
-fn patterns_text(d: &Destination) -> String {
+pub(crate) fn patterns_text(d: &Destination) -> String {
     d.patterns
         .iter()
         .map(ToString::to_string)
@@ -117,7 +119,7 @@ fn patterns_text(d: &Destination) -> String {
         .join(" ")
 }
 
-fn state_text(d: &Destination) -> String {
+pub(crate) fn state_text(d: &Destination) -> String {
     match &d.reason {
         Some(r) if d.state != DestinationState::Active => format!("{} ({r})", d.state.as_str()),
         _ => d.state.as_str().to_owned(),
@@ -237,15 +239,15 @@ async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
     say(t)
 }
 
+/// One journaled change of a destination ([`admin::update`]).
 async fn change(
-    ctx: &Context,
+    store: &DynamoTable,
     id: &DestinationId,
     operator: &str,
     action: &str,
     edit: impl FnOnce(&mut Destination) -> std::result::Result<String, DestinationError>,
 ) -> Result<Destination> {
-    let store = ctx.store().await?;
-    admin::update(&store, id, operator, action, SystemClock.now_millis(), edit)
+    admin::update(store, id, operator, action, SystemClock.now_millis(), edit)
         .await
         .map_err(admin_error)
 }
@@ -264,39 +266,60 @@ fn report(ctx: &Context, d: &Destination, what: &str) -> Result<()> {
 }
 
 async fn pause(ctx: &Context, args: DestReasonArgs) -> Result<()> {
-    let reason = args
-        .reason
-        .clone()
-        .unwrap_or_else(|| format!("paused by {}", args.operator));
-    let d = change(ctx, &args.id, &args.operator, "paused", |d| {
+    let store = ctx.store().await?;
+    let d = pause_destination(&store, &args.id, &args.operator, args.reason.clone()).await?;
+    report(ctx, &d, "paused: its deliveries wait")
+}
+
+/// Pauses a destination (journaled, naming `operator`; the reason defaults to "paused by …").
+pub(crate) async fn pause_destination(
+    store: &DynamoTable,
+    id: &DestinationId,
+    operator: &str,
+    reason: Option<String>,
+) -> Result<Destination> {
+    let reason = reason.unwrap_or_else(|| format!("paused by {operator}"));
+    change(store, id, operator, "paused", |d| {
         d.state = DestinationState::Paused;
         d.reason = Some(reason.clone());
         Ok(reason.clone())
     })
-    .await?;
-    report(ctx, &d, "paused: its deliveries wait")
+    .await
 }
 
-async fn resume(ctx: &Context, args: DestIdArgs) -> Result<()> {
-    let d = change(ctx, &args.id, &args.operator, "resumed", |d| {
+/// Resumes a destination (journaled) and re-drives the deliveries parked while it was paused,
+/// through the delivery queue when there is one (else the sweep picks them up): the destination
+/// and how many were re-driven.
+pub(crate) async fn resume_destination(
+    store: &DynamoTable,
+    queue: Option<&SqsOutboxQueues>,
+    id: &DestinationId,
+    operator: &str,
+) -> Result<(Destination, usize)> {
+    let d = change(store, id, operator, "resumed", |d| {
         let was = format!("was {}", d.state.as_str());
         d.state = DestinationState::Active;
         d.reason = None;
         Ok(was)
     })
     .await?;
-    // Its deliveries were parked while it was paused: send them again.
-    let store = ctx.store().await?;
-    let queue = super::deliveries::queue(ctx).await;
     let redriven = resend::resume(
-        &store,
-        queue.as_ref(),
+        store,
+        queue,
         &d.id,
-        &args.operator,
+        operator,
         SystemClock.now_millis(),
         resend::RESUME_DELAY,
     )
     .await?;
+    Ok((d, redriven))
+}
+
+async fn resume(ctx: &Context, args: DestIdArgs) -> Result<()> {
+    let store = ctx.store().await?;
+    let queue = super::deliveries::queue(ctx).await;
+    let (d, redriven) =
+        resume_destination(&store, queue.as_ref(), &args.id, &args.operator).await?;
     let how = if queue.is_some() {
         "through the delivery queue"
     } else {
@@ -324,7 +347,8 @@ async fn rotate(ctx: &Context, args: DestRotateArgs) -> Result<()> {
     let secret = given.unwrap_or_else(SecretText::generate);
     let shown = secret.expose().to_owned();
     let now = SystemClock.now_millis();
-    let d = change(ctx, &args.id, &args.operator, "secret-rotated", |d| {
+    let store = ctx.store().await?;
+    let d = change(&store, &args.id, &args.operator, "secret-rotated", |d| {
         d.rotate(secret, keep, now);
         Ok(format!(
             "new secret; the previous ones sign until {}",

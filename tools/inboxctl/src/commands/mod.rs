@@ -1,16 +1,16 @@
 //! The commands, one module each, and what several of them share: parsing a message key from the
 //! command line and the one-line summary of a message (a table row, a JSON object).
 
-mod deliveries;
-mod dest;
+pub(crate) mod deliveries;
+pub(crate) mod dest;
 mod list;
 mod listen;
 mod purge;
-mod replay;
+pub(crate) mod replay;
 mod send;
-mod show;
-mod stats;
-mod wallet;
+pub(crate) mod show;
+pub(crate) mod stats;
+pub(crate) mod wallet;
 
 use crate::cli::{Cli, Command};
 use crate::context::Context;
@@ -36,6 +36,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Dest(command) => dest::run(&ctx, command).await,
         Command::Deliveries(command) => deliveries::run(&ctx, command).await,
         Command::Listen(args) => listen::run(&ctx, args).await,
+        Command::Console(args) => crate::console::run(&ctx, args).await,
     }
 }
 

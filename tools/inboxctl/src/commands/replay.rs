@@ -15,6 +15,7 @@ use crate::error::{failed, Result};
 use crate::output::{print_json, progress, say, table, truncate};
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::domain::{MessageKey, Status};
+use inbox_core::message::StoredMessage;
 use inbox_core::ops::{self, ReplayOutcome};
 use inbox_core::queue::sqs::SqsRetryQueue;
 use inbox_core::store::dynamo::DynamoTable;
@@ -39,7 +40,7 @@ pub async fn run(ctx: &Context, args: ReplayArgs) -> Result<()> {
 }
 
 /// An outcome as a short word and an optional detail, for tables and JSON.
-fn describe(outcome: &ReplayOutcome) -> (&'static str, Option<String>) {
+pub(crate) fn describe(outcome: &ReplayOutcome) -> (&'static str, Option<String>) {
     match outcome {
         ReplayOutcome::Replayed => ("replayed", None),
         ReplayOutcome::Missing => ("missing", Some("no such message in the table".into())),
@@ -141,24 +142,66 @@ async fn one(ctx: &Context, args: &ReplayArgs, key: &MessageKey) -> Result<()> {
     }
 }
 
+/// One message of a bulk replay and what became of it.
 #[derive(Serialize)]
-struct BulkItem {
+pub(crate) struct BulkItem {
     #[serde(flatten)]
-    message: Summary,
+    pub message: Summary,
     /// `would_replay` in a dry run.
-    outcome: &'static str,
+    pub outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<String>,
+    pub detail: Option<String>,
 }
 
+/// What a bulk replay did (or, as a dry run, would do).
 #[derive(Serialize)]
-struct BulkReport {
-    dry_run: bool,
-    matched: usize,
-    replayed: usize,
-    not_replayed: usize,
-    errors: usize,
-    messages: Vec<BulkItem>,
+pub(crate) struct BulkReport {
+    pub dry_run: bool,
+    pub matched: usize,
+    pub replayed: usize,
+    pub not_replayed: usize,
+    pub errors: usize,
+    pub messages: Vec<BulkItem>,
+}
+
+/// Replays each of `messages` in turn with [`replay_key`] (each journaled as replayed by
+/// `operator`), never forced; `tick` after each one (a progress bar). An error replaying one is
+/// reported with it and the rest go on.
+pub(crate) async fn replay_each(
+    store: &DynamoTable,
+    retry: &SqsRetryQueue,
+    messages: &[StoredMessage],
+    operator: &str,
+    mut tick: impl FnMut(),
+) -> BulkReport {
+    let mut items = Vec::with_capacity(messages.len());
+    let (mut replayed, mut not_replayed, mut errors) = (0, 0, 0);
+    for m in messages {
+        let Replayed {
+            outcome,
+            detail,
+            replayed: counted,
+        } = replay_key(store, retry, &m.key(), operator, false).await;
+        match counted {
+            Some(true) => replayed += 1,
+            Some(false) => not_replayed += 1,
+            None => errors += 1,
+        }
+        items.push(BulkItem {
+            message: Summary::from(m),
+            outcome,
+            detail,
+        });
+        tick();
+    }
+    BulkReport {
+        dry_run: false,
+        matched: messages.len(),
+        replayed,
+        not_replayed,
+        errors,
+        messages: items,
+    }
 }
 
 async fn bulk(ctx: &Context, args: &ReplayArgs) -> Result<()> {
@@ -208,35 +251,9 @@ async fn bulk(ctx: &Context, args: &ReplayArgs) -> Result<()> {
 
     let retry = ctx.retry_queue().await?;
     let bar = progress(messages.len() as u64, ctx.json(), "replaying");
-    let mut items = Vec::with_capacity(messages.len());
-    let (mut replayed, mut not_replayed, mut errors) = (0, 0, 0);
-    for m in &messages {
-        let Replayed {
-            outcome,
-            detail,
-            replayed: counted,
-        } = replay_key(&store, &retry, &m.key(), &args.operator, false).await;
-        match counted {
-            Some(true) => replayed += 1,
-            Some(false) => not_replayed += 1,
-            None => errors += 1,
-        }
-        items.push(BulkItem {
-            message: Summary::from(m),
-            outcome,
-            detail,
-        });
-        bar.inc(1);
-    }
+    let report = replay_each(&store, &retry, &messages, &args.operator, || bar.inc(1)).await;
     bar.finish_and_clear();
-    let report = BulkReport {
-        dry_run: false,
-        matched: messages.len(),
-        replayed,
-        not_replayed,
-        errors,
-        messages: items,
-    };
+    let (replayed, not_replayed, errors) = (report.replayed, report.not_replayed, report.errors);
     if ctx.json() {
         print_json(&report)?;
     } else {

@@ -10,7 +10,9 @@ use crate::output::{fields, or_dash, print_json, say, table};
 use crate::when;
 use base64::Engine as _;
 use inbox_core::domain::BodyDigest;
+use inbox_core::domain::MessageKey;
 use inbox_core::message::StoredMessage;
+use inbox_core::store::dynamo::DynamoTable;
 use inbox_core::store::{MessageStore as _, RepeatRecord};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -26,12 +28,7 @@ pub async fn run(ctx: &Context, args: ShowArgs) -> Result<()> {
             store.table()
         )));
     };
-    let mut journal = store.deliveries(&key).await?;
-    journal.sort_by_key(|d| d.received_at);
-    let repeats = Repeats {
-        count: store.repeat_count(&key).await?,
-        journal,
-    };
+    let repeats = Repeats::of(&store, &key).await?;
     if ctx.json() {
         print_json(&to_json(&m, &repeats, &args))
     } else {
@@ -40,20 +37,31 @@ pub async fn run(ctx: &Context, args: ShowArgs) -> Result<()> {
 }
 
 /// The repeated deliveries of a message: how many were counted, and the first ones' journal.
-struct Repeats {
-    count: u64,
-    journal: Vec<RepeatRecord>,
+pub(crate) struct Repeats {
+    pub count: u64,
+    /// Oldest first.
+    pub journal: Vec<RepeatRecord>,
 }
 
 impl Repeats {
+    /// The repeats of `key` as the store journaled and counted them.
+    pub(crate) async fn of(store: &DynamoTable, key: &MessageKey) -> Result<Self> {
+        let mut journal = store.deliveries(key).await?;
+        journal.sort_by_key(|d| d.received_at);
+        Ok(Self {
+            count: store.repeat_count(key).await?,
+            journal,
+        })
+    }
+
     /// The count (records written before counting existed have no counter).
-    fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.count.max(self.journal.len() as u64)
     }
 }
 
 /// The payload as JSON (`json`), UTF-8 text (`text`) or base64 (`base64`).
-fn body_value(body: &[u8]) -> (Value, &'static str) {
+pub(crate) fn body_value(body: &[u8]) -> (Value, &'static str) {
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
         return (v, "json");
     }
@@ -68,12 +76,12 @@ fn body_value(body: &[u8]) -> (Value, &'static str) {
 
 /// Whether the stored digest, if the item keeps one (bodies in S3, items written before bodies
 /// were compressed), matches the body read back.
-fn digest_ok(m: &StoredMessage) -> bool {
+pub(crate) fn digest_ok(m: &StoredMessage) -> bool {
     m.body_sha256.is_empty() || sha256_of(m) == m.body_sha256
 }
 
 /// The SHA-256 of the body read back (compressed items do not store one).
-fn sha256_of(m: &StoredMessage) -> String {
+pub(crate) fn sha256_of(m: &StoredMessage) -> String {
     BodyDigest::of(&m.body).to_hex()
 }
 

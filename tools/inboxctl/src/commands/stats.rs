@@ -1,7 +1,7 @@
 //! `inboxctl stats`: counts by status, by source and by both; the oldest pending and retrying
 //! messages (their age is how far behind processing is); the quarantine queue's depth.
 
-mod outbox;
+pub(crate) mod outbox;
 
 use crate::context::Context;
 use crate::error::{Context as _, Result};
@@ -15,7 +15,7 @@ use inbox_core::store::{ListFilter, MessageStore as _};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-const ALL_STATUSES: [Status; 6] = [
+pub(crate) const ALL_STATUSES: [Status; 6] = [
     Status::Pending,
     Status::Processing,
     Status::Retrying,
@@ -56,7 +56,7 @@ pub struct Stats {
 }
 
 /// Counts `messages` (pure, for tests).
-pub fn tally(messages: &[StoredMessage], now_ms: i64) -> Stats {
+pub(crate) fn tally(messages: &[StoredMessage], now_ms: i64) -> Stats {
     let mut by_status: BTreeMap<String, usize> = ALL_STATUSES
         .iter()
         .map(|s| (s.as_str().to_owned(), 0))
@@ -96,7 +96,7 @@ pub fn tally(messages: &[StoredMessage], now_ms: i64) -> Stats {
     }
 }
 
-async fn queue_depth(ctx: &Context, url: &str) -> Result<QueueDepth> {
+pub(crate) async fn queue_depth(ctx: &Context, url: &str) -> Result<QueueDepth> {
     let out = ctx
         .sqs()
         .await
@@ -127,30 +127,7 @@ pub async fn run(ctx: &Context) -> Result<()> {
     if let Some(url) = ctx.quarantine_url() {
         stats.quarantine = Some(queue_depth(ctx, url).await?);
     }
-    {
-        use inbox_core::outbox::store::OutboxStore as _;
-        let destinations = inbox_core::outbox::admin::list(&store)
-            .await
-            .map_err(crate::error::failed)?;
-        let deliveries = store.all_deliveries().await?;
-        let now = SystemClock.now_millis();
-        let mut circuits = BTreeMap::new();
-        for d in &destinations {
-            let c = store.worker_state(&d.id).await?.circuit;
-            circuits.insert(d.id.clone(), c.state(&outbox::breaker(), now));
-        }
-        stats.destinations = outbox::tally(
-            &destinations,
-            &deliveries,
-            |id| {
-                circuits
-                    .get(id)
-                    .copied()
-                    .unwrap_or(inbox_core::outbox::breaker::CircuitState::Closed)
-            },
-            now,
-        );
-    }
+    stats.destinations = outbox::destination_stats(&store).await?;
     if ctx.json() {
         return print_json(&stats);
     }

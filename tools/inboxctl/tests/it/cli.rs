@@ -63,7 +63,8 @@ struct Env {
     quarantine_url: String,
 }
 
-async fn create_queue(sqs: &aws_sdk_sqs::Client, kind: &str) -> String {
+/// A fresh SQS queue on the emulator (also the console test's).
+pub(crate) async fn create_queue(sqs: &aws_sdk_sqs::Client, kind: &str) -> String {
     sqs.create_queue()
         .queue_name(format!("inboxctl-{kind}-{}", uuid::Uuid::new_v4().simple()))
         .send()

@@ -4,9 +4,11 @@
 //! - [`cli`]: list, show, replay, purge, stats, send.
 //! - [`wallet`]: the wallet commands.
 //! - [`outbox`]: dest, deliveries, listen, and the outbox part of stats.
+//! - [`console`]: the operator console in a real browser (Chromium driven by Playwright).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers of tests: a failed setup is a failed test
 
 mod cli;
+mod console;
 mod outbox;
 mod wallet;

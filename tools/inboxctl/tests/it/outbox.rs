@@ -208,8 +208,14 @@ async fn destinations_are_managed_and_every_change_is_journaled() {
 
 /// A failed delivery of `id` to `crm`, with two journaled attempts.
 async fn failed_delivery(env: &Env, id: &str) {
+    save_failed_delivery(&env.store, "crm", id).await;
+}
+
+/// Stores a delivery of Stripe event `id` to `destination` that failed after a 500 and a 503
+/// (both journaled, body "upstream down"); also the console test's.
+pub(crate) async fn save_failed_delivery(store: &DynamoTable, destination: &str, id: &str) {
     let now = SystemClock.now_millis();
-    let mut d = OutboundDelivery::new(&"crm".parse().unwrap(), &key(id), None, now - 60_000);
+    let mut d = OutboundDelivery::new(&destination.parse().unwrap(), &key(id), None, now - 60_000);
     for (i, status) in [500u16, 503].into_iter().enumerate() {
         d.journal_attempt(AttemptRecord {
             at: now - 50_000 + i as i64,
@@ -224,7 +230,7 @@ async fn failed_delivery(env: &Env, id: &str) {
     d.attempts = 2;
     d.status = DeliveryStatus::Failed;
     d.last_error = Some("HTTP 503; gave up after 2 attempts".into());
-    env.store.save_delivery(&d, None).await.unwrap();
+    store.save_delivery(&d, None).await.unwrap();
 }
 
 #[tokio::test]

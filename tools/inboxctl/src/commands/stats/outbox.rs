@@ -3,9 +3,13 @@
 //! latency (p50/p99 of `delivered_at − created_at`: the time from the event's terminal transition
 //! to its delivery's 2xx).
 
+use crate::error::Result;
+use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::outbox::breaker::{BreakerConfig, CircuitState};
 use inbox_core::outbox::delivery::{DeliveryStatus, OutboundDelivery};
 use inbox_core::outbox::destination::{Destination, DestinationId};
+use inbox_core::outbox::store::OutboxStore as _;
+use inbox_core::store::dynamo::DynamoTable;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -94,6 +98,27 @@ pub fn tally(
             }
         })
         .collect()
+}
+
+/// Every destination's figures ([`tally`] over the whole outbox, each circuit as the breaker's
+/// default settings name it): what `stats` prints and the console's Destinations page shows.
+pub async fn destination_stats(store: &DynamoTable) -> Result<Vec<DestinationStats>> {
+    let destinations = inbox_core::outbox::admin::list(store)
+        .await
+        .map_err(crate::error::failed)?;
+    let deliveries = store.all_deliveries().await?;
+    let now = SystemClock.now_millis();
+    let mut circuits = BTreeMap::new();
+    for d in &destinations {
+        let c = store.worker_state(&d.id).await?.circuit;
+        circuits.insert(d.id.clone(), c.state(&breaker(), now));
+    }
+    Ok(tally(
+        &destinations,
+        &deliveries,
+        |id| circuits.get(id).copied().unwrap_or(CircuitState::Closed),
+        now,
+    ))
 }
 
 /// The breaker settings `stats` assumes when it names a circuit's state.

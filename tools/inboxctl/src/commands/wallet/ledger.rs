@@ -13,21 +13,21 @@ use wallet_ledger::{EmailRow, Entry, Ledger, PaymentRow, Wallet};
 
 /// One ledger entry as printed.
 #[derive(Debug, Serialize)]
-struct EntryView {
-    id: String,
+pub(crate) struct EntryView {
+    pub id: String,
     /// RFC 3339, UTC (the time the webhook event was received).
-    at: String,
-    at_ms: i64,
-    kind: EntryKind,
-    amount: i64,
-    balance_delta: i64,
-    held_delta: i64,
+    pub at: String,
+    pub at_ms: i64,
+    pub kind: EntryKind,
+    pub amount: i64,
+    pub balance_delta: i64,
+    pub held_delta: i64,
     /// The email's message id (hold, hold release, debit, bounce refund).
-    email_id: Option<String>,
+    pub email_id: Option<String>,
     /// The payment's id (top-up, top-up refund).
-    payment_id: Option<String>,
-    event_source: String,
-    event_id: String,
+    pub payment_id: Option<String>,
+    pub event_source: String,
+    pub event_id: String,
 }
 
 impl From<Entry> for EntryView {

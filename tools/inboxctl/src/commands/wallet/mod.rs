@@ -20,11 +20,11 @@
 //! `balance` and `reindex`;
 //! [`view`] presents a wallet, [`ledger`] the entries and rows, [`reconcile`] the report.
 
-mod autopay;
-mod ledger;
+pub(crate) mod autopay;
+pub(crate) mod ledger;
 mod reconcile;
 mod unmatched;
-mod view;
+pub(crate) mod view;
 
 use crate::cli::{WalletCommand, WalletCreateArgs, WalletSetArgs, WalletTenantArgs};
 use crate::context::Context;
@@ -56,7 +56,7 @@ pub async fn run(ctx: &Context, command: WalletCommand) -> Result<()> {
 // ------------------------------------------------------------------ amounts
 
 /// `12.34 USD (1234)`: formatted, then minor units.
-fn money_and_minor(m: Money) -> String {
+pub(crate) fn money_and_minor(m: Money) -> String {
     format!("{m} ({})", m.minor())
 }
 
@@ -84,7 +84,7 @@ fn currency_arg(currency: &str) -> Result<Currency> {
 }
 
 /// The wallet of `tenant`, or an error saying how to create it.
-async fn load_wallet(store: &DynamoTable, tenant: &str) -> Result<Wallet> {
+pub(crate) async fn load_wallet(store: &DynamoTable, tenant: &str) -> Result<Wallet> {
     let missing = || {
         failed(format!(
             "no wallet for tenant {tenant:?} in table {} (create one with: inboxctl wallet create {tenant} --currency … --price …)",

@@ -16,48 +16,48 @@ fn month_label(key: &str) -> String {
 
 /// Amounts of a wallet, formatted in its currency.
 #[derive(Debug, Serialize)]
-struct Formatted {
-    balance: String,
-    held: String,
-    available: String,
-    floor: String,
-    message_price: String,
-    review_threshold: Option<String>,
-    month_debits: String,
+pub(crate) struct Formatted {
+    pub balance: String,
+    pub held: String,
+    pub available: String,
+    pub floor: String,
+    pub message_price: String,
+    pub review_threshold: Option<String>,
+    pub month_debits: String,
 }
 
 /// A wallet as `balance` (and `create`) print it.
 #[derive(Debug, Serialize)]
-pub(super) struct WalletView {
-    tenant: String,
-    currency: String,
-    balance: i64,
-    held: i64,
-    available: i64,
-    floor: i64,
-    message_price: i64,
-    review_threshold: Option<i64>,
-    overdrawn: bool,
-    review: bool,
+pub(crate) struct WalletView {
+    pub tenant: String,
+    pub currency: String,
+    pub balance: i64,
+    pub held: i64,
+    pub available: i64,
+    pub floor: i64,
+    pub message_price: i64,
+    pub review_threshold: Option<i64>,
+    pub overdrawn: bool,
+    pub review: bool,
     /// It cannot afford one more send at its price (`wallet.low_balance` was published).
-    low: bool,
+    pub low: bool,
     /// The current calendar month (UTC), `YYYY-MM`.
-    month: String,
+    pub month: String,
     /// Debits of the current month.
-    month_debits: i64,
+    pub month_debits: i64,
     /// Debits per month (`YYYY-MM`), every month recorded.
-    debits_by_month: BTreeMap<String, i64>,
-    created_at: String,
-    created_at_ms: i64,
-    formatted: Formatted,
+    pub debits_by_month: BTreeMap<String, i64>,
+    pub created_at: String,
+    pub created_at_ms: i64,
+    pub formatted: Formatted,
     /// The currency, for printing.
     #[serde(skip)]
-    cur: Currency,
+    pub cur: Currency,
 }
 
 impl WalletView {
     /// The view; an error if its figures overflow (`balance − held`).
-    pub(super) fn new(w: &Wallet, now_ms: i64) -> Result<Self> {
+    pub(crate) fn new(w: &Wallet, now_ms: i64) -> Result<Self> {
         let month = month_of(now_ms);
         let month_debits = w.debits_in(&month);
         let available = w.available().map_err(failed)?;

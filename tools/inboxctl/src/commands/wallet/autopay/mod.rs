@@ -5,7 +5,7 @@
 //! journaled there with the operator and what it did. `show` presents the record ([`view`]).
 
 mod plan;
-mod view;
+pub(crate) mod view;
 
 #[cfg(test)]
 mod tests;

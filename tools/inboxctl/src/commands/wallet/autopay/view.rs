@@ -40,7 +40,7 @@ struct RecurringView {
 
 /// A wallet's autopay, ready to print.
 #[derive(Debug, Serialize)]
-pub(super) struct AutopayView {
+pub(crate) struct AutopayView {
     tenant: String,
     currency: String,
     /// `active`, `paused` or `suspended`.
@@ -92,7 +92,7 @@ fn top_up_view(rule: TopUpRule) -> TopUpView {
 }
 
 impl AutopayView {
-    pub(super) fn new(a: &Autopay, now: Millis) -> Self {
+    pub(crate) fn new(a: &Autopay, now: Millis) -> Self {
         let (status, suspended_reason) = match &a.status {
             AutopayStatus::Active => ("active", None),
             AutopayStatus::Paused => ("paused", None),

@@ -1,0 +1,208 @@
+//! The Destinations page: each destination's state, circuit, rate, success rate, p50/p99 and
+//! oldest pending delivery (`inboxctl stats`' figures, [`destination_stats`]), and its actions:
+//! pause and resume (`inboxctl dest pause|resume`), retry its failed deliveries (`inboxctl
+//! deliveries retry --status failed --destination ID`), confirmed when there is more than one.
+//! Secrets are never shown, not even their number.
+
+use super::http::{query, Params, Reply};
+use super::layout::{self, badge, csrf, opt, time};
+use super::{Console, Session};
+use crate::commands::deliveries::{queue, retry_each, select};
+use crate::commands::dest::{admin_error, patterns_text, pause_destination, resume_destination};
+use crate::commands::stats::outbox::destination_stats;
+use crate::error::{usage, Result};
+use crate::when;
+use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::outbox::admin;
+use inbox_core::outbox::delivery::{DeliveryStatus, OutboundDelivery};
+use inbox_core::outbox::destination::DestinationId;
+use maud::html;
+
+/// How many of a destination's journal entries the page shows (the newest).
+const JOURNAL_SHOWN: usize = 10;
+
+fn done_text(code: &str) -> Option<&'static str> {
+    match code {
+        "paused" => Some("Paused: its deliveries wait."),
+        "resumed" => Some("Resumed: its parked deliveries are sent again."),
+        _ => None,
+    }
+}
+
+fn id_of(form: &Params) -> Result<DestinationId> {
+    let id = form
+        .get("id")
+        .ok_or_else(|| usage("name a destination: id=…"))?;
+    DestinationId::parse(id).map_err(|e| usage(format!("destination {id:?}: {e}")))
+}
+
+pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> Result<Reply> {
+    let destinations = admin::list(&console.store).await.map_err(admin_error)?;
+    let stats = destination_stats(&console.store).await?;
+    let mut journals = std::collections::BTreeMap::new();
+    for d in &destinations {
+        let mut journal = admin::journal(&console.store, &d.id)
+            .await
+            .map_err(admin_error)?;
+        journal.reverse();
+        journal.truncate(JOURNAL_SHOWN);
+        journals.insert(d.id.as_str().to_owned(), journal);
+    }
+    let body = html! {
+        @if let Some(text) = params.get("done").and_then(done_text) { (layout::notice(text)) }
+        h1 { "Destinations" }
+        @if stats.is_empty() { p.none { "No destinations (inboxctl dest add ID --url https://… --pattern '*')." } }
+        @for s in &stats {
+            @let d = destinations.iter().find(|d| d.id.as_str() == s.id);
+            @let count = |k: &str| s.by_status.get(k).copied().unwrap_or(0);
+            section.destination data-destination=(s.id) {
+                h2 { code { (s.id) } " " (badge(&s.state)) " circuit " (badge(s.circuit.as_str())) }
+                dl.fields {
+                    @if let Some(d) = d {
+                        dt { "url" } dd { code { (d.url) } }
+                        dt { "events" } dd { code { (patterns_text(d)) } }
+                        dt { "rate" } dd { (d.rate_per_sec) "/s, burst " (d.burst) ", " (d.max_in_flight) " in flight per worker" }
+                        @if let Some(r) = &d.reason { dt { "reason" } dd { (r) } }
+                    }
+                    dt { "deliveries" } dd {
+                        (s.deliveries) " (" (count("delivered")) " delivered, " (count("failed")) " failed, "
+                        (count("pending") + count("retrying") + count("delivering")) " pending)"
+                    }
+                    dt { "success rate" } dd { (opt(s.success_rate.map(|r| format!("{:.1}% of {} attempts", r * 100.0, s.attempts)))) }
+                    dt { "p50 / p99" } dd { (opt(s.latency_p50_ms.map(|v| format!("{v} ms")))) " / " (opt(s.latency_p99_ms.map(|v| format!("{v} ms")))) }
+                    dt { "oldest pending" } dd { (opt(s.oldest_pending_age_secs.map(|a| format!("{} ago", when::age(a.saturating_mul(1000)))))) }
+                }
+                @if let Some(journal) = journals.get(&s.id).filter(|j| !j.is_empty()) {
+                    details.journal {
+                        summary { "Journal (the last " (journal.len()) " changes)" }
+                        table {
+                            thead { tr { th { "at (UTC)" } th { "who" } th { "action" } th { "detail" } } }
+                            tbody {
+                                @for e in journal {
+                                    tr { td { (time(e.at)) } td { (e.actor) } td { (e.action) } td { (e.detail) } }
+                                }
+                            }
+                        }
+                    }
+                }
+                @if d.is_some() {
+                    div.actions {
+                        @if s.state == "active" {
+                            form.inline method="post" action="/destination/pause" {
+                                (csrf(&session.csrf))
+                                input type="hidden" name="id" value=(s.id);
+                                input name="reason" placeholder="why (journaled)";
+                                button type="submit" data-action="pause" { "Pause" }
+                            }
+                        } @else {
+                            form.inline method="post" action="/destination/resume" {
+                                (csrf(&session.csrf))
+                                input type="hidden" name="id" value=(s.id);
+                                button type="submit" data-action="resume" { "Resume" }
+                            }
+                        }
+                        @if count("failed") > 0 {
+                            form.inline method="post" action="/destination/retry" {
+                                (csrf(&session.csrf))
+                                input type="hidden" name="id" value=(s.id);
+                                button type="submit" data-action="retry" { "Retry " (count("failed")) " failed deliveries…" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(Reply::html(
+        200,
+        layout::page(&console.frame(), "/destinations", "Destinations", body),
+    ))
+}
+
+fn back(code: &str) -> Reply {
+    Reply::redirect(format!("/destinations?{}", query(&[("done", code)])))
+}
+
+/// `POST /destination/pause`.
+pub async fn pause(console: &Console<'_>, form: &Params) -> Result<Reply> {
+    let id = id_of(form)?;
+    pause_destination(
+        &console.store,
+        &id,
+        &console.operator,
+        form.get("reason").map(str::to_owned),
+    )
+    .await?;
+    Ok(back("paused"))
+}
+
+/// `POST /destination/resume`.
+pub async fn resume(console: &Console<'_>, form: &Params) -> Result<Reply> {
+    let id = id_of(form)?;
+    let queue = queue(console.ctx).await;
+    resume_destination(&console.store, queue.as_ref(), &id, &console.operator).await?;
+    Ok(back("resumed"))
+}
+
+/// `POST /destination/retry`: the destination's failed deliveries, retried after a confirmation
+/// naming their count when there is more than one.
+pub async fn retry(console: &Console<'_>, session: &Session, form: &Params) -> Result<Reply> {
+    let id = id_of(form)?;
+    let failed: Vec<OutboundDelivery> = select(
+        &console.store,
+        Some(&id),
+        Some(DeliveryStatus::Failed),
+        None,
+        None,
+        None,
+    )
+    .await?;
+    let confirmed = failed.len() <= 1
+        || form
+            .get("confirm")
+            .and_then(|c| c.parse::<usize>().ok())
+            .is_some_and(|n| n == failed.len());
+    let frame = console.frame();
+    if !confirmed {
+        let body = html! {
+            h1 { "Retry " (failed.len()) " failed deliveries to " code { (id.as_str()) } "?" }
+            p { "Each is sent again (journaled as retried by " code { (console.operator) } ")." }
+            form.actions method="post" action="/destination/retry" {
+                (csrf(&session.csrf))
+                input type="hidden" name="id" value=(id.as_str());
+                input type="hidden" name="confirm" value=(failed.len());
+                button.danger type="submit" #confirm { "Yes, retry " (failed.len()) }
+                a href="/destinations" { "cancel" }
+            }
+        };
+        return Ok(Reply::html(
+            200,
+            layout::page(&frame, "/destinations", "Confirm retry", body),
+        ));
+    }
+    let targets: Vec<_> = failed.iter().map(OutboundDelivery::reference).collect();
+    let queue = queue(console.ctx).await;
+    let results = retry_each(
+        &console.store,
+        queue.as_ref(),
+        &targets,
+        &console.operator,
+        false,
+        SystemClock.now_millis(),
+        || {},
+    )
+    .await?;
+    let body = html! {
+        h1 { "Retried " (results.len()) " deliveries to " code { (id.as_str()) } }
+        table {
+            thead { tr { th { "delivery" } th { "outcome" } } }
+            tbody { @for (r, o) in &results { tr { td { code { (r) } } td { (o) } } } }
+        }
+        @if queue.is_none() { p.none { "No delivery queue configured: the deliver function's sweep sends them within a minute." } }
+        p { a href="/destinations" { "Back to the destinations" } }
+    };
+    Ok(Reply::html(
+        200,
+        layout::page(&frame, "/destinations", "Retried", body),
+    ))
+}

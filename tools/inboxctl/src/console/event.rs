@@ -1,0 +1,385 @@
+//! One event's page: what `inboxctl show` shows (state, history as a timeline with each
+//! attempt's error and duration, kept headers with signature values masked, repeats and their
+//! count), its body on demand (`/event/body`: from S3 when kept there; pretty JSON with the raw
+//! bytes behind a toggle), its outbound deliveries with each attempt (`inboxctl deliveries`),
+//! ([`delivery`]), and the wallet ledger entries it wrote; and its replay (`ops::replay`, journaled with the
+//! operator's name, as `inboxctl replay SOURCE EVENT_ID`).
+
+use super::delivery;
+use super::events::event_link;
+use super::http::{query, Params, Reply};
+use super::layout::{self, badge, csrf, opt, time};
+use super::mask::{shown, Shown};
+use super::{Console, Session};
+use crate::commands::deliveries::select;
+use crate::commands::replay::describe;
+use crate::commands::show::{body_value, digest_ok, sha256_of, Repeats};
+use crate::commands::{parse_key, wallet::ledger::EntryView};
+use crate::error::{failed, usage, Result};
+use inbox_core::clock::SystemClock;
+use inbox_core::domain::{MessageKey, Status};
+use inbox_core::message::StoredMessage;
+use inbox_core::ops::{self, ReplayOutcome};
+use inbox_core::store::MessageStore as _;
+use maud::{html, Markup};
+use serde_json::Value;
+use wallet_ledger::{Entry, Ledger};
+
+/// The key a query string or form names (`source`, `id`).
+pub fn key_of(params: &Params) -> Result<MessageKey> {
+    match (params.get("source"), params.get("id")) {
+        (Some(s), Some(id)) => parse_key(s, id),
+        _ => Err(usage("name an event: ?source=…&id=…")),
+    }
+}
+
+/// What an action's `done` code says (fixed texts: a shared link cannot make the page say
+/// anything else).
+fn done_text(code: &str) -> Option<&'static str> {
+    match code {
+        "replayed" => Some("Replayed: pending again, re-driven through the retry queue."),
+        "retried" => Some("Delivery retried: it is sent again."),
+        _ => None,
+    }
+}
+
+async fn wallet_entries(console: &Console<'_>, key: &MessageKey) -> Result<Vec<(String, Entry)>> {
+    let ledger = Ledger::new(&console.store);
+    let mut found = Vec::new();
+    for tenant in ledger.tenants().await?.tenants {
+        let Some(wallet) = ledger.wallet(&tenant).await.map_err(failed)? else {
+            continue;
+        };
+        for e in ledger.entries(&wallet).await?.entries {
+            if e.event_source == key.source.as_str() && e.event_id == key.event_id.as_str() {
+                found.push((tenant.to_string(), e));
+            }
+        }
+    }
+    Ok(found)
+}
+
+pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> Result<Reply> {
+    let key = key_of(params)?;
+    let Some(m) = console.store.get_head(&key).await? else {
+        return Err(failed(format!(
+            "no event {}/{} in table {}",
+            key.source, key.event_id, console.table
+        )));
+    };
+    let repeats = Repeats::of(&console.store, &key).await?;
+    let deliveries = select(
+        &console.store,
+        None,
+        None,
+        Some(key.source.as_str()),
+        Some(key.event_id.as_str()),
+        None,
+    )
+    .await?;
+    let entries = wallet_entries(console, &key).await?;
+    let body_now = if params.get("body").is_some() {
+        Some(body_markup(console, &key).await?)
+    } else {
+        None
+    };
+    let title = format!("{}/{}", key.source, key.event_id);
+    let markup = html! {
+        @if let Some(text) = params.get("done").and_then(done_text) { (layout::notice(text)) }
+        h1 { "Event " code { (title) } " " (status_badge(&m)) }
+        (fields(&m))
+        (actions(session, &m))
+        (history(&m))
+        (headers(&m))
+        h2 #body-heading { "Body" }
+        div #body {
+            @if let Some(b) = body_now { (b) } @else {
+                p {
+                    a href={ (event_link(&m)) "&body=1#body-heading" }
+                        hx-get={ "/event/body?" (query(&[("source", key.source.as_str()), ("id", key.event_id.as_str())])) }
+                        hx-target="#body" hx-swap="innerHTML" { "Show the body" }
+                    span.none { " (read on demand: a large body comes from S3)" }
+                }
+            }
+        }
+        (repeats_markup(&repeats))
+        (delivery::deliveries(session, &deliveries))
+        (wallet_markup(&entries))
+    };
+    Ok(Reply::html(
+        200,
+        layout::page(&console.frame(), "/events", &title, markup),
+    ))
+}
+
+/// How often an event's page asks for its status while it is not terminal, s.
+pub const STATUS_POLL_SECS: u32 = 2;
+
+/// The event's status; while it is not terminal, htmx asks again every [`STATUS_POLL_SECS`] and
+/// replaces it (a replayed event turns processed on the page without a reload).
+fn status_badge(m: &StoredMessage) -> Markup {
+    let href = format!(
+        "/event/status?{}",
+        query(&[("source", m.source.as_str()), ("id", m.event_id.as_str())])
+    );
+    html! {
+        @if m.status.is_terminal() {
+            span #status data-status=(m.status.as_str()) { (badge(m.status.as_str())) }
+        } @else {
+            span #status data-status=(m.status.as_str()) hx-get=(href)
+                hx-trigger={ "every " (STATUS_POLL_SECS) "s" } hx-swap="outerHTML" {
+                (badge(m.status.as_str()))
+            }
+        }
+    }
+}
+
+/// `GET /event/status`: the polled status.
+pub async fn status(console: &Console<'_>, params: &Params) -> Result<Reply> {
+    let key = key_of(params)?;
+    let Some(m) = console.store.get_head(&key).await? else {
+        return Err(failed(format!("no event {}/{}", key.source, key.event_id)));
+    };
+    Ok(Reply::html(200, status_badge(&m)))
+}
+
+fn fields(m: &StoredMessage) -> Markup {
+    html! {
+        dl.fields {
+            dt { "status" } dd { (badge(m.status.as_str())) }
+            dt { "type" } dd { (opt(m.event_type.as_ref())) }
+            dt { "provider id" } dd { (opt(m.provider_id.as_ref())) }
+            @if let Some(e) = &m.identity_error { dt { "unidentified" } dd { (e) } }
+            @if let Some(b) = &m.batch {
+                dt { "batch" } dd { "event " (b.index + 1) " of " (b.count) " (batch " code { (b.sha256) } ")" }
+            }
+            dt { "received (UTC)" } dd { (time(m.received_at)) }
+            dt { "attempts" } dd { (m.attempts) }
+            dt { "version" } dd { (m.version) }
+            dt { "lease until" } dd { (opt(m.lease_until.map(crate::when::human))) }
+            dt { "next attempt" } dd { (opt(m.next_attempt_at.map(crate::when::human))) }
+            dt { "last error" } dd { (opt(m.last_error.as_ref())) }
+            dt { "expires (TTL)" } dd { (opt(m.expires_at.map(|s| crate::when::human(s.saturating_mul(1000))))) }
+        }
+    }
+}
+
+fn actions(session: &Session, m: &StoredMessage) -> Markup {
+    let replayable = matches!(m.status, Status::Failed | Status::Ignored);
+    html! {
+        div.actions {
+            @if m.status != Status::Processing {
+                form.inline method="post" action="/event/replay" {
+                    (csrf(&session.csrf))
+                    input type="hidden" name="source" value=(m.source.as_str());
+                    input type="hidden" name="id" value=(m.event_id.as_str());
+                    @if replayable {
+                        button type="submit" #replay { "Replay" }
+                    } @else {
+                        input type="hidden" name="force" value="1";
+                        button.danger type="submit" #replay { "Replay anyway (it is " (m.status.as_str()) ")" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn history(m: &StoredMessage) -> Markup {
+    let total = m.history_count();
+    html! {
+        h2 { "History"
+            @if total > m.history.len() as u64 { " (the last " (m.history.len()) " of " (total) ")" }
+        }
+        ol.timeline #history {
+            @for h in &m.history {
+                li {
+                    (time(h.at)) " " (badge(h.status.as_str())) " " (h.note)
+                    @if let Some(a) = h.attempt { " · attempt " (a) }
+                    @if let Some(d) = h.duration_ms { " · " (d) " ms" }
+                    @if let Some(e) = &h.error { br; span.err { (e) } }
+                }
+            }
+        }
+    }
+}
+
+fn headers(m: &StoredMessage) -> Markup {
+    let mut names: Vec<&String> = m.headers.keys().collect();
+    names.sort();
+    html! {
+        h2 { "Kept headers (" (names.len()) ")" }
+        table #headers {
+            tbody {
+                @for name in names {
+                    tr {
+                        td { code { (name) } }
+                        td {
+                            @match shown(name, &m.headers[name]) {
+                                Shown::Value(v) => code { (v) },
+                                Shown::Masked { chars } => span.masked { "masked (" (chars) " characters)" },
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The body, read now (through S3 when it is kept there).
+async fn body_markup(console: &Console<'_>, key: &MessageKey) -> Result<Markup> {
+    let Some(m) = console.store.get(key).await? else {
+        return Err(failed(format!("no event {}/{}", key.source, key.event_id)));
+    };
+    let (value, encoding) = body_value(&m.body);
+    let pretty = match (&value, encoding) {
+        (v, "json") => serde_json::to_string_pretty(v).unwrap_or_default(),
+        (Value::String(s), _) => s.clone(),
+        (v, _) => v.to_string(),
+    };
+    let raw = String::from_utf8_lossy(&m.body);
+    Ok(html! {
+        p {
+            (m.body.len()) " bytes, " (encoding) ", sha256 " code { (sha256_of(&m)) }
+            @if !digest_ok(&m) { " " span.err { "DOES NOT MATCH the stored digest" } }
+        }
+        pre #body-pretty { (pretty) }
+        @if encoding == "json" {
+            details { summary { "raw" } pre #body-raw { (raw) } }
+        }
+    })
+}
+
+pub async fn body(console: &Console<'_>, params: &Params) -> Result<Reply> {
+    let key = key_of(params)?;
+    Ok(Reply::html(200, body_markup(console, &key).await?))
+}
+
+fn repeats_markup(r: &Repeats) -> Markup {
+    let total = r.total();
+    html! {
+        h2 { "Repeated deliveries (" (total) ")"
+            @if total > r.journal.len() as u64 { " — the first " (r.journal.len()) " journaled" }
+        }
+        @if !r.journal.is_empty() {
+            table {
+                thead { tr { th { "received (UTC)" } th { "body sha256" } th { "body differs" } } }
+                tbody {
+                    @for d in &r.journal {
+                        tr {
+                            td { (time(d.received_at)) }
+                            td { code { (d.body_sha256) } }
+                            td { @if d.body_differs { strong { "YES" } } @else { "no" } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn wallet_markup(entries: &[(String, Entry)]) -> Markup {
+    html! {
+        h2 { "Wallet ledger entries it wrote (" (entries.len()) ")" }
+        @if !entries.is_empty() {
+            table #wallet-entries {
+                thead { tr { th { "tenant" } th { "kind" } th.num { "amount" } th.num { "balance Δ" } th.num { "held Δ" } th { "email / payment" } } }
+                tbody {
+                    @for (tenant, e) in entries {
+                        @let v = EntryView::from(e.clone());
+                        tr {
+                            td { a href={ "/wallet?" (query(&[("tenant", tenant)])) } { (tenant) } }
+                            td { (v.kind.as_str()) }
+                            td.num { (e.amount.to_string()) }
+                            td.num { (e.balance_delta.delta()) }
+                            td.num { (e.held_delta.delta()) }
+                            td { (opt(v.email_id.or(v.payment_id))) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `POST /event/replay`: [`ops::replay`] of the named event, as the operator.
+pub async fn replay(console: &Console<'_>, form: &Params) -> Result<Reply> {
+    let key = key_of(form)?;
+    let retry = console.ctx.retry_queue().await?;
+    let force = form.get("force").is_some();
+    let outcome = ops::replay(
+        &console.store,
+        &retry,
+        &SystemClock,
+        &key,
+        &console.operator,
+        force,
+    )
+    .await?;
+    match outcome {
+        ReplayOutcome::Replayed => Ok(Reply::redirect(format!(
+            "/event?{}",
+            query(&[
+                ("source", key.source.as_str()),
+                ("id", key.event_id.as_str()),
+                ("done", "replayed")
+            ])
+        ))),
+        other => Err(failed(format!(
+            "{}/{} not replayed: {}",
+            key.source,
+            key.event_id,
+            describe(&other).1.unwrap_or_default()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(headers: serde_json::Value) -> StoredMessage {
+        serde_json::from_value(serde_json::json!({
+            "source": "stripe", "event_id": "evt_1", "status": "failed", "received_at": 0,
+            "last_error": "<b>boom</b>", "headers": headers,
+            "history": [{"at": 0, "status": "failed", "note": "<script>alert(1)</script>", "error": "<i>x</i>"}],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn hostile_values_are_text_and_signatures_masked() {
+        let m = message(serde_json::json!({
+            "content-type": "application/json; x=\"<script>alert(1)</script>\"",
+            "stripe-signature": "t=1,v1=deadbeef",
+        }));
+        let html = [headers(&m), history(&m), fields(&m)]
+            .map(|h| h.into_string())
+            .concat();
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(!html.contains("<b>") && !html.contains("<i>"), "{html}");
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
+        assert!(
+            !html.contains("deadbeef"),
+            "the signature value is never rendered"
+        );
+        assert!(html.contains("masked (15 characters)"), "{html}");
+    }
+
+    #[test]
+    fn a_terminal_status_is_not_polled_and_an_open_one_is() {
+        let failed = message(serde_json::json!({}));
+        assert!(!status_badge(&failed).into_string().contains("hx-get"));
+        let mut pending = failed.clone();
+        pending.status = Status::Pending;
+        let html = status_badge(&pending).into_string();
+        assert!(
+            html.contains(r#"hx-get="/event/status?source=stripe&amp;id=evt_1""#),
+            "{html}"
+        );
+    }
+}

@@ -1,0 +1,293 @@
+//! The console's HTTP layer over `tiny_http`: a request read once into [`Req`] (method, path,
+//! query and form parameters, the session cookie), the [`Reply`] a page returns, the headers
+//! every reply carries (a strict Content-Security-Policy: scripts only from the console itself,
+//! no inline script, no framing), and the sessions with their CSRF tokens.
+
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::sync::Mutex;
+
+/// The session cookie's name.
+pub const COOKIE: &str = "inboxctl_console";
+
+/// The most a form body may be (the console's forms are a few fields).
+const MAX_FORM_BYTES: usize = 64 * 1024;
+
+/// Decoded `name=value` pairs (a query string or a form), in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Params(Vec<(String, String)>);
+
+impl Params {
+    /// Parses `application/x-www-form-urlencoded` text.
+    pub fn parse(text: &str) -> Self {
+        Self(
+            form_urlencoded::parse(text.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    /// The first value of `name`, trimmed; `None` when absent or blank.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The pairs, encoded again (blank values left out): a query string for links.
+    pub fn encode(&self) -> String {
+        let mut out = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in &self.0 {
+            if !v.trim().is_empty() {
+                out.append_pair(k, v.trim());
+            }
+        }
+        out.finish()
+    }
+
+    /// These pairs but `name` (for a link that changes one filter).
+    pub fn without(&self, name: &str) -> Self {
+        Self(self.0.iter().filter(|(k, _)| k != name).cloned().collect())
+    }
+
+    /// These pairs with `name` set to `value`.
+    pub fn with(&self, name: &str, value: &str) -> Self {
+        let mut p = self.without(name);
+        p.0.push((name.to_owned(), value.to_owned()));
+        p
+    }
+}
+
+/// `pairs` as a query string.
+pub fn query(pairs: &[(&str, &str)]) -> String {
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        out.append_pair(k, v);
+    }
+    out.finish()
+}
+
+/// A request as the pages see it.
+#[derive(Debug, Clone)]
+pub struct Req {
+    pub post: bool,
+    pub path: String,
+    pub query: Params,
+    pub form: Params,
+    /// The session cookie's value, if sent.
+    pub session: Option<String>,
+    pub host: Option<String>,
+    pub origin: Option<String>,
+}
+
+impl Req {
+    /// Reads `request` (its body only for a POST form, at most [`MAX_FORM_BYTES`]); `None` for
+    /// a method the console does not answer.
+    pub fn read(request: &mut tiny_http::Request) -> Option<Self> {
+        let post = match request.method() {
+            tiny_http::Method::Get | tiny_http::Method::Head => false,
+            tiny_http::Method::Post => true,
+            _ => return None,
+        };
+        let url = request.url().to_owned();
+        let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+        let header = |name: &'static str| {
+            request
+                .headers()
+                .iter()
+                .find(|h| h.field.equiv(name))
+                .map(|h| h.value.as_str().to_owned())
+        };
+        let session = header("Cookie").and_then(|c| cookie(&c, COOKIE));
+        let (host, origin) = (header("Host"), header("Origin"));
+        let mut form = Params::default();
+        if post {
+            let mut body = Vec::new();
+            let read = request
+                .as_reader()
+                .take(MAX_FORM_BYTES as u64 + 1)
+                .read_to_end(&mut body);
+            if read.is_err() || body.len() > MAX_FORM_BYTES {
+                return None;
+            }
+            form = Params::parse(&String::from_utf8_lossy(&body));
+        }
+        Some(Self {
+            post,
+            path: path.to_owned(),
+            query: Params::parse(query),
+            form,
+            session,
+            host,
+            origin,
+        })
+    }
+}
+
+/// The value of cookie `name` in a `Cookie` header.
+pub fn cookie(header: &str, name: &str) -> Option<String> {
+    header
+        .split(';')
+        .filter_map(|part| part.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// What a page answers.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+    /// `Location`, for a redirect.
+    pub location: Option<String>,
+}
+
+impl Reply {
+    pub fn html(status: u16, markup: maud::Markup) -> Self {
+        Self {
+            status,
+            content_type: "text/html; charset=utf-8",
+            body: markup.into_string().into_bytes(),
+            location: None,
+        }
+    }
+
+    pub fn asset(content_type: &'static str, body: &'static str) -> Self {
+        Self {
+            status: 200,
+            content_type,
+            body: body.as_bytes().to_vec(),
+            location: None,
+        }
+    }
+
+    /// A `303 See Other` to `to` (after a POST: the page to look at next).
+    pub fn redirect(to: String) -> Self {
+        Self {
+            status: 303,
+            content_type: "text/plain; charset=utf-8",
+            body: Vec::new(),
+            location: Some(to),
+        }
+    }
+
+    pub fn text(status: u16, text: &str) -> Self {
+        Self {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            body: text.as_bytes().to_vec(),
+            location: None,
+        }
+    }
+
+    /// The `tiny_http` response with the headers every reply carries, and `set_cookie`.
+    pub fn into_response(
+        self,
+        set_cookie: Option<String>,
+    ) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+        let mut headers = vec![
+            ("Content-Type", self.content_type.to_owned()),
+            (
+                "Content-Security-Policy",
+                "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                 connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+                    .to_owned(),
+            ),
+            ("X-Content-Type-Options", "nosniff".to_owned()),
+            ("X-Frame-Options", "DENY".to_owned()),
+            // Not `no-referrer`: with it a browser sends `Origin: null` on the console's own form posts.
+            ("Referrer-Policy", "same-origin".to_owned()),
+            ("Cache-Control", "no-store".to_owned()),
+        ];
+        if let Some(to) = self.location {
+            headers.push(("Location", to));
+        }
+        if let Some(c) = set_cookie {
+            headers.push(("Set-Cookie", c));
+        }
+        let mut response = tiny_http::Response::from_data(self.body).with_status_code(self.status);
+        for (k, v) in headers {
+            if let Ok(h) = tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()) {
+                response.add_header(h);
+            }
+        }
+        response
+    }
+}
+
+/// The browser sessions: session id → CSRF token, both random (v4 UUIDs, from the OS's random
+/// source), for the console's lifetime.
+#[derive(Debug, Default)]
+pub struct Sessions(Mutex<HashMap<String, String>>);
+
+impl Sessions {
+    /// The CSRF token of session `id`, if it is one of ours.
+    pub fn token(&self, id: Option<&str>) -> Option<String> {
+        let id = id?;
+        self.0.lock().ok()?.get(id).cloned()
+    }
+
+    /// A new session: its id and CSRF token.
+    pub fn open(&self) -> (String, String) {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        if let Ok(mut map) = self.0.lock() {
+            map.insert(id.clone(), token.clone());
+        }
+        (id, token)
+    }
+}
+
+/// Whether `given` is `expected` (compared in constant time for equal lengths).
+pub fn same_token(given: Option<&str>, expected: &str) -> bool {
+    let Some(given) = given else { return false };
+    given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+/// The `Set-Cookie` value of a session: only for this origin's requests, never to script.
+pub fn session_cookie(id: &str) -> String {
+    format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_decoded_trimmed_and_encoded_again() {
+        let p = Params::parse("source=stripe&q=evt%201&status=&type=a+b");
+        assert_eq!(p.get("source"), Some("stripe"));
+        assert_eq!(p.get("q"), Some("evt 1"));
+        assert_eq!(p.get("status"), None, "blank is absent");
+        assert_eq!(p.get("type"), Some("a b"));
+        assert_eq!(p.encode(), "source=stripe&q=evt+1&type=a+b");
+        assert_eq!(p.with("q", "x").get("q"), Some("x"));
+        assert_eq!(p.without("source").get("source"), None);
+    }
+
+    #[test]
+    fn cookies_and_tokens() {
+        assert_eq!(
+            cookie("a=1; inboxctl_console=abc; b=2", COOKIE).as_deref(),
+            Some("abc")
+        );
+        assert_eq!(cookie("a=1", COOKIE), None);
+        assert!(same_token(Some("abc"), "abc"));
+        assert!(!same_token(Some("abd"), "abc"));
+        assert!(!same_token(Some("ab"), "abc"));
+        assert!(!same_token(None, "abc"));
+        let s = Sessions::default();
+        let (id, token) = s.open();
+        assert_eq!(s.token(Some(&id)), Some(token));
+        assert_eq!(s.token(Some("forged")), None);
+        assert_eq!(s.token(None), None);
+    }
+}

@@ -1,0 +1,251 @@
+//! `inboxctl console`: the operator console, a web page served on 127.0.0.1 by this process,
+//! reading and acting with the operator's own AWS credentials and the same configuration as
+//! every other command ([`Context`]): nothing is deployed, IAM decides, and what the role may not
+//! do fails with AWS's reason shown on the page.
+//!
+//! Its routes and HTML live here, one module per page; every query and action is the CLI's own
+//! (the core's store, `ops::replay`, `outbox::admin`, `outbox::resend`, the wallet `Ledger`, and
+//! the commands' shared parts in [`crate::commands`]):
+//! - [`events`]: the events, newest first, filtered by the query string, counts by status, and
+//!   the rows polled by htmx for live updates;
+//! - [`event`]: one event (history, attempts, headers masked, body on demand, repeats,
+//!   deliveries, wallet entries) and its replay; [`delivery`]: its deliveries and their retry;
+//! - [`quarantine`]: the failed messages and their replay, one or every match (confirmed);
+//! - [`destinations`]: the outbox's destinations, pause, resume and retry of failed deliveries;
+//! - [`wallets`]: the wallets, one wallet's ledger and autopay.
+//!
+//! Safety ([`http`]): every state-changing action is a POST carrying the session's CSRF token
+//! (a random token per browser session, kept in this process); a request whose `Host` is not this
+//! console's address is refused (DNS rebinding), and so is a POST from another `Origin`; every
+//! reply carries a Content-Security-Policy allowing only the console's own script; maud escapes
+//! every value; signature header values and destination secrets are never rendered ([`mask`]).
+
+mod delivery;
+mod destinations;
+mod event;
+mod events;
+mod http;
+mod layout;
+mod mask;
+mod quarantine;
+mod wallets;
+
+use crate::cli::ConsoleArgs;
+use crate::context::Context;
+use crate::error::{failed, Error, Result};
+use crate::output::say;
+use http::{Reply, Req, Sessions};
+use inbox_core::store::dynamo::DynamoTable;
+use layout::Frame;
+use maud::html;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+/// What every page reads and acts with.
+pub struct Console<'a> {
+    ctx: &'a Context,
+    store: DynamoTable,
+    operator: String,
+    table: String,
+}
+
+/// A request's session: its CSRF token (the pages put it in their forms).
+pub struct Session {
+    pub csrf: String,
+}
+
+impl Console<'_> {
+    fn frame(&self) -> Frame<'_> {
+        Frame {
+            table: &self.table,
+            operator: &self.operator,
+        }
+    }
+}
+
+/// The address to listen on: 127.0.0.1 unless `--listen` names another one.
+pub fn listen_address(listen: Option<IpAddr>) -> IpAddr {
+    listen.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+/// The `Host` header values this console answers: its own address, and `localhost` when it
+/// listens on loopback.
+pub fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
+    let mut hosts = vec![addr.to_string()];
+    if addr.ip().is_loopback() {
+        hosts.push(format!("localhost:{}", addr.port()));
+    }
+    hosts
+}
+
+pub async fn run(ctx: &Context, args: ConsoleArgs) -> Result<()> {
+    let ip = listen_address(args.listen);
+    let store = ctx.store().await?;
+    let server = tiny_http::Server::http((ip, args.port))
+        .map_err(|e| failed(format!("cannot listen on {ip}:{}: {e}", args.port)))?;
+    let addr = server
+        .server_addr()
+        .to_ip()
+        .ok_or_else(|| failed("the console's listener has no IP address"))?;
+    if !ip.is_loopback() {
+        eprintln!(
+            "warning: listening on {ip}, not loopback: whoever reaches it acts with your AWS credentials"
+        );
+    }
+    let console = Console {
+        ctx,
+        table: store.table().to_owned(),
+        store,
+        operator: args.operator.clone(),
+    };
+    let hosts = allowed_hosts(addr);
+    let sessions = Sessions::default();
+    say(format!("console: http://{addr}/"))?;
+    let server = Arc::new(server);
+    loop {
+        let next = server.clone();
+        let Ok(Ok(mut request)) = tokio::task::spawn_blocking(move || next.recv()).await else {
+            return Err(failed("the console's listener stopped"));
+        };
+        let Some(req) = Req::read(&mut request) else {
+            let _ = request.respond(Reply::text(405, "method not allowed").into_response(None));
+            continue;
+        };
+        let (reply, cookie) = console.answer(&req, &hosts, &sessions).await;
+        let _ = request.respond(reply.into_response(cookie));
+    }
+}
+
+impl Console<'_> {
+    /// Checks the request's host, session and (for a POST) origin and CSRF token, then routes it.
+    /// Returns the reply and, for a new session, its cookie.
+    async fn answer(
+        &self,
+        req: &Req,
+        hosts: &[String],
+        sessions: &Sessions,
+    ) -> (Reply, Option<String>) {
+        if !req.host.as_ref().is_some_and(|h| hosts.contains(h)) {
+            return (
+                Reply::text(
+                    421,
+                    "refused: this console answers only requests to its own address",
+                ),
+                None,
+            );
+        }
+        if req.path.starts_with("/static/") {
+            return (static_asset(&req.path), None);
+        }
+        let known = sessions.token(req.session.as_deref());
+        if req.post {
+            let origin_ok = req
+                .origin
+                .as_ref()
+                .is_none_or(|o| hosts.iter().any(|h| *o == format!("http://{h}")));
+            let token_ok = known
+                .as_deref()
+                .is_some_and(|t| http::same_token(req.form.get("csrf"), t));
+            if !origin_ok || !token_ok {
+                return (
+                    Reply::text(
+                        403,
+                        "refused: this form's CSRF token is missing or stale (reload the page and try again)",
+                    ),
+                    None,
+                );
+            }
+        }
+        let (session, cookie) = match known {
+            Some(csrf) => (Session { csrf }, None),
+            None => {
+                let (id, csrf) = sessions.open();
+                (Session { csrf }, Some(http::session_cookie(&id)))
+            }
+        };
+        let reply = match self.route(req, &session).await {
+            Ok(r) => r,
+            Err(e) => self.error_page(&e),
+        };
+        (reply, cookie)
+    }
+
+    async fn route(&self, req: &Req, session: &Session) -> Result<Reply> {
+        match (req.post, req.path.as_str()) {
+            (false, "/") => Ok(Reply::redirect("/events".into())),
+            (false, "/favicon.ico") => Ok(Reply::text(204, "")),
+            (false, "/events") => events::page(self, &req.query).await,
+            (false, "/events/rows") => events::rows(self, &req.query).await,
+            (false, "/event") => event::page(self, session, &req.query).await,
+            (false, "/event/body") => event::body(self, &req.query).await,
+            (false, "/event/status") => event::status(self, &req.query).await,
+            (true, "/event/replay") => event::replay(self, &req.form).await,
+            (true, "/delivery/retry") => delivery::retry(self, &req.form).await,
+            (false, "/quarantine") => quarantine::page(self, session, &req.query).await,
+            (true, "/quarantine/replay") => quarantine::replay_all(self, session, &req.form).await,
+            (false, "/destinations") => destinations::page(self, session, &req.query).await,
+            (true, "/destination/pause") => destinations::pause(self, &req.form).await,
+            (true, "/destination/resume") => destinations::resume(self, &req.form).await,
+            (true, "/destination/retry") => destinations::retry(self, session, &req.form).await,
+            (false, "/wallets") => wallets::list(self).await,
+            (false, "/wallet") => wallets::one(self, &req.query).await,
+            _ => Ok(Reply::html(
+                404,
+                layout::page(
+                    &self.frame(),
+                    "",
+                    "Not found",
+                    html! { h1 { "Not found" } p { "No page at " code { (req.path) } "." } },
+                ),
+            )),
+        }
+    }
+
+    /// A failed read or action: what failed and why, AWS's reason included.
+    fn error_page(&self, e: &Error) -> Reply {
+        let status = match e {
+            Error::Usage(_) => 400,
+            Error::Failed(_) => 502,
+        };
+        Reply::html(
+            status,
+            layout::page(
+                &self.frame(),
+                "",
+                "Failed",
+                html! {
+                    h1 { "That did not work" }
+                    (layout::error_box(&e.to_string()))
+                    p { a href="/events" { "Back to the events" } }
+                },
+            ),
+        )
+    }
+}
+
+fn static_asset(path: &str) -> Reply {
+    match path {
+        "/static/htmx.min.js" => Reply::asset("text/javascript; charset=utf-8", layout::HTMX),
+        "/static/console.css" => Reply::asset("text/css; charset=utf-8", layout::CSS),
+        _ => Reply::text(404, "not found"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_unless_told_otherwise() {
+        assert_eq!(listen_address(None), IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let any: IpAddr = "0.0.0.0".parse().unwrap();
+        assert_eq!(listen_address(Some(any)), any);
+        let addr: SocketAddr = "127.0.0.1:8642".parse().unwrap();
+        assert_eq!(
+            allowed_hosts(addr),
+            vec!["127.0.0.1:8642".to_owned(), "localhost:8642".to_owned()]
+        );
+        let lan: SocketAddr = "10.0.0.5:8642".parse().unwrap();
+        assert_eq!(allowed_hosts(lan), vec!["10.0.0.5:8642".to_owned()]);
+    }
+}

@@ -1,0 +1,539 @@
+//! `inboxctl console` in a real browser: Debian's Chromium driven by Playwright for Python
+//! (`console_browser.py`, the system browser, no browser download), against the built binary on
+//! the emulator, with events ingested through the real ingest handler and processed by the real
+//! processor. One browser session walks the pages (filter to a failed event, its history and
+//! body, replay it and see it processed, replay every match from the quarantine after the
+//! confirmation naming the count, pause and resume a destination, a wallet, a hostile body and
+//! header shown as text) and fails on any console error; this side checks what the page did in
+//! the table and that a POST without the session's CSRF token is refused.
+
+use super::cli::create_queue;
+use super::outbox::save_failed_delivery;
+use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::domain::{EventId, MessageKey, SourceName, Status};
+use inbox_core::message::{RetryRequest, StoredMessage};
+use inbox_core::outbox::admin;
+use inbox_core::outbox::delivery::DeliveryStatus;
+use inbox_core::outbox::destination::{Destination, DestinationId};
+use inbox_core::outbox::pattern::Pattern;
+use inbox_core::outbox::store::OutboxStore as _;
+use inbox_core::process::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
+use inbox_core::process::{Outcome, Processor, ProcessorConfig};
+use inbox_core::queue::sqs::{SqsQuarantine, SqsRetryQueue};
+use inbox_core::store::dynamo::DynamoTable;
+use inbox_core::store::MessageStore as _;
+use integration_tests::{api_event, Harness};
+use serde_json::json;
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use wallet_ledger::{Currency, Ledger, TenantId, Wallet, WalletConfig, WalletHandler};
+
+/// Fails checkout sessions permanently while `failing` is set, then handles them.
+struct Checkout {
+    failing: Arc<AtomicBool>,
+}
+
+impl Handler for Checkout {
+    fn name(&self) -> &str {
+        "checkout"
+    }
+
+    fn handle<'a>(&'a self, _message: &'a StoredMessage) -> HandlerFuture<'a> {
+        let failing = self.failing.load(Ordering::SeqCst);
+        Box::pin(async move {
+            if failing {
+                HandlerOutcome::Permanent("card declined (the test's handler)".into())
+            } else {
+                HandlerOutcome::Done
+            }
+        })
+    }
+}
+
+/// The console binary, killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn key(source: &str, id: &str) -> MessageKey {
+    MessageKey::new(
+        SourceName::parse(source).expect("source"),
+        EventId::parse(id).expect("id"),
+    )
+}
+
+/// Ingests `body` as Stripe event `id` through the real ingest handler, with `extra` headers.
+async fn ingest(
+    h: &Harness,
+    id: &str,
+    body: &str,
+    extra: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let mut headers = h.sign("stripe", body.as_bytes(), id);
+    headers.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let reply = h
+        .send(&api_event("POST", "stripe", &headers, Some(body), false))
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.json);
+    headers
+}
+
+/// A table (through the ingest harness) and fresh retry and quarantine queues.
+struct Rig {
+    h: Harness,
+    store: DynamoTable,
+    sqs: aws_sdk_sqs::Client,
+    retry_url: String,
+    quarantine_url: String,
+}
+
+impl Rig {
+    async fn new() -> Self {
+        let h = Harness::new().await;
+        let store = DynamoTable::new(h.client.clone(), h.table.clone());
+        let sqs = aws_sdk_sqs::Client::new(&integration_tests::sdk_config().await);
+        let retry_url = create_queue(&sqs, "retry").await;
+        let quarantine_url = create_queue(&sqs, "quarantine").await;
+        Self {
+            h,
+            store,
+            sqs,
+            retry_url,
+            quarantine_url,
+        }
+    }
+}
+
+type TestProcessor = Processor<DynamoTable, SqsRetryQueue, SqsQuarantine, SystemClock>;
+
+/// The real processor on the rig's table and queues with `registry`'s handlers.
+fn processor_with(
+    store: &DynamoTable,
+    sqs: &aws_sdk_sqs::Client,
+    retry_url: &str,
+    quarantine_url: &str,
+    registry: Registry,
+) -> TestProcessor {
+    Processor::new(
+        store.clone(),
+        SqsRetryQueue::new(sqs.clone(), retry_url.to_owned()),
+        SqsQuarantine::new(sqs.clone(), quarantine_url.to_owned()),
+        SystemClock,
+        registry,
+        ProcessorConfig::default(),
+    )
+}
+
+/// The processor with [`Checkout`] for Stripe's checkout sessions (failing while `failing`).
+fn checkout_processor(
+    store: &DynamoTable,
+    sqs: &aws_sdk_sqs::Client,
+    retry_url: &str,
+    quarantine_url: &str,
+    failing: Arc<AtomicBool>,
+) -> TestProcessor {
+    let checkout = Arc::new(Checkout { failing }) as Arc<dyn Handler>;
+    processor_with(
+        store,
+        sqs,
+        retry_url,
+        quarantine_url,
+        Registry::new().on("stripe", "checkout.session.completed", checkout),
+    )
+}
+
+/// Starts the built `inboxctl console --port 0 --operator ana` on `table` and the queues: the
+/// running process and the URL it printed.
+fn start_console(table: &str, retry_url: &str, quarantine_url: &str) -> (Running, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_inboxctl"))
+        .args(["console", "--port", "0", "--operator", "ana"])
+        .envs(integration_tests::endpoints().env())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("TABLE_NAME", table)
+        .env("RETRY_QUEUE_URL", retry_url)
+        .env("QUARANTINE_QUEUE_URL", quarantine_url)
+        .env_remove("DELIVERY_QUEUE_URL")
+        .env_remove("INBOXCTL_JSON")
+        .current_dir(integration_tests::root())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start inboxctl console");
+    let stdout = child.stdout.take().expect("stdout");
+    let console = Running(child);
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("the URL line");
+    let url = line
+        .trim()
+        .strip_prefix("console: ")
+        .unwrap_or_else(|| panic!("expected the console's URL, got {line:?}"))
+        .to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (console, url)
+}
+
+/// The value of `name="NAME" value="…"` in a page.
+fn hidden_value(html: &str, name: &str) -> String {
+    let at = html
+        .find(&format!(r#"name="{name}" value=""#))
+        .unwrap_or_else(|| panic!("no {name} field in {html}"));
+    let rest = &html[at + name.len() + 15..];
+    rest[..rest.find('"').expect("closing quote")].to_owned()
+}
+
+/// A confirmed bulk replay of more messages than one step takes goes on step by step (as htmx
+/// sends them) until every one is replayed, then stops asking for more.
+#[tokio::test]
+async fn a_bulk_replay_goes_in_steps_until_every_confirmed_one_is_done() {
+    let Rig {
+        h,
+        store,
+        sqs,
+        retry_url,
+        quarantine_url,
+    } = Rig::new().await;
+    let processor = checkout_processor(
+        &store,
+        &sqs,
+        &retry_url,
+        &quarantine_url,
+        Arc::new(AtomicBool::new(true)),
+    );
+    let ids: Vec<String> = (0..12).map(|i| format!("evt_step_{i:02}")).collect();
+    for id in &ids {
+        let body = integration_tests::stripe_event(id, "checkout.session.completed", 0);
+        ingest(&h, id, &body, &[]).await;
+        processor
+            .process_key(&key("stripe", id))
+            .await
+            .expect("process");
+    }
+    let (_console, url) = start_console(&h.table, &retry_url, &quarantine_url);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut page = agent.get(format!("{url}quarantine")).call().expect("page");
+    let cookie = page
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .expect("a session cookie")
+        .to_owned();
+    let html = page.body_mut().read_to_string().expect("html");
+    let csrf = hidden_value(&html, "csrf");
+    let post = |form: String| {
+        let mut reply = agent
+            .post(format!("{url}quarantine/replay"))
+            .header("Cookie", &cookie)
+            .content_type("application/x-www-form-urlencoded")
+            .send(form)
+            .expect("answered");
+        assert_eq!(reply.status().as_u16(), 200);
+        reply.body_mut().read_to_string().expect("html")
+    };
+    let first = post(format!("csrf={csrf}&step=1&confirm=12"));
+    assert!(first.contains("Replayed 10 of 12"), "{first}");
+    assert!(
+        first.contains(r#"hx-trigger="load""#),
+        "it asks for the next step: {first}"
+    );
+    assert!(first.contains("&quot;done&quot;:&quot;10&quot;"), "{first}");
+    let second = post(format!("csrf={csrf}&step=1&confirm=12&done=10&problems=0"));
+    assert!(second.contains("Replayed 12 of 12"), "{second}");
+    assert!(
+        !second.contains("hx-trigger"),
+        "done: no next step: {second}"
+    );
+    for id in &ids {
+        let m = store
+            .get(&key("stripe", id))
+            .await
+            .expect("get")
+            .expect("kept");
+        assert_eq!(m.status, Status::Pending, "{id}: replayed");
+    }
+}
+
+#[tokio::test]
+async fn the_console_in_a_real_browser() {
+    let Rig {
+        h,
+        store,
+        sqs,
+        retry_url,
+        quarantine_url,
+    } = Rig::new().await;
+    let failing = Arc::new(AtomicBool::new(true));
+    let processor = checkout_processor(&store, &sqs, &retry_url, &quarantine_url, failing.clone());
+
+    // Real signed events through the ingest handler, then the processor: one ignored, two
+    // failed, one hostile (a body and a kept header made to run script if anything rendered
+    // them as HTML).
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let ok = format!("evt_ok_{suffix}");
+    let failed = format!("evt_fail_{suffix}");
+    let failed2 = format!("evt_bulk_{suffix}");
+    let hostile = format!("evt_hostile_{suffix}");
+    let late = format!("evt_late_{suffix}");
+    ingest(
+        &h,
+        &ok,
+        &integration_tests::stripe_event(&ok, "invoice.paid", 0),
+        &[],
+    )
+    .await;
+    for id in [&failed, &failed2] {
+        let body = integration_tests::stripe_event(id, "checkout.session.completed", 0);
+        ingest(&h, id, &body, &[]).await;
+    }
+    let evil = r#"<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">"#;
+    let hostile_body = json!({
+        "id": hostile, "object": "event", "type": "invoice.paid", "created": 1_795_000_000,
+        "livemode": false, "data": {"object": {"description": evil, "</pre><script>window.__pwned=3</script>": 1}}
+    })
+    .to_string();
+    let hostile_type = r#"application/json; x="<script>window.__pwned=4</script>""#;
+    let signed = ingest(
+        &h,
+        &hostile,
+        &hostile_body,
+        &[("content-type", hostile_type)],
+    )
+    .await;
+    let signature = signed
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("stripe-signature"))
+        .map(|(_, v)| v.clone())
+        .expect("a Stripe signature header");
+    for id in [&ok, &failed, &failed2, &hostile] {
+        let outcome = processor
+            .process_key(&key("stripe", id))
+            .await
+            .expect("process");
+        let expected_failed = *id == failed || *id == failed2;
+        assert_eq!(
+            matches!(outcome, Outcome::Failed { .. }),
+            expected_failed,
+            "{id}: {outcome:?}"
+        );
+    }
+    let kept = store
+        .get(&key("stripe", &hostile))
+        .await
+        .expect("get")
+        .expect("stored");
+    assert_eq!(
+        kept.headers.get("content-type").map(String::as_str),
+        Some(hostile_type),
+        "the hostile header is kept, so the page must escape it"
+    );
+
+    // A destination to pause and resume, and a wallet.
+    let now = SystemClock.now_millis();
+    let dest_id = format!("console-{}", &suffix[..8]);
+    let dest = Destination::new(
+        &DestinationId::parse(&dest_id).expect("id"),
+        "http://127.0.0.1:9/hook",
+        vec![Pattern::parse("stripe:nothing.*").expect("pattern")],
+        None,
+        now,
+    );
+    admin::add(&store, &dest, "setup", true)
+        .await
+        .expect("add destination");
+    for id in [&ok, &hostile, &failed] {
+        save_failed_delivery(&store, &dest_id, id).await;
+    }
+    let tenant = format!("tenant-{}", &suffix[..8]);
+    let usd = Currency::parse("usd").expect("usd");
+    let wallet = Wallet::new(
+        TenantId::parse(&tenant).expect("tenant"),
+        usd.amount(25),
+        usd.amount(0),
+        None,
+        now,
+    );
+    Ledger::new(&store)
+        .create(&wallet)
+        .await
+        .expect("create wallet");
+    // A top-up for it, ingested and processed by the wallet's own handler: 20.00 USD credited,
+    // one ledger entry the top-up's page shows.
+    let topup = format!("evt_topup_{suffix}");
+    let body = integration_tests::stripe_event(&topup, "checkout.session.completed", 0)
+        .replace(r#""tenant":"acme""#, &format!(r#""tenant":"{tenant}""#));
+    ingest(&h, &topup, &body, &[]).await;
+    let wallets = processor_with(
+        &store,
+        &sqs,
+        &retry_url,
+        &quarantine_url,
+        WalletHandler::new(store.clone(), WalletConfig::default()).register(Registry::new()),
+    );
+    assert_eq!(
+        wallets
+            .process_key(&key("stripe", &topup))
+            .await
+            .expect("process"),
+        Outcome::Processed
+    );
+
+    // The console, as an operator starts it.
+    let (console, url) = start_console(&h.table, &retry_url, &quarantine_url);
+
+    // Refused: a POST without the session's CSRF token, and a request for another host name.
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let refused = agent
+        .post(format!("{url}event/replay"))
+        .content_type("application/x-www-form-urlencoded")
+        .send(format!("source=stripe&id={failed}"))
+        .expect("answered");
+    assert_eq!(refused.status().as_u16(), 403);
+    let forged = agent
+        .post(format!("{url}event/replay"))
+        .header("Cookie", "inboxctl_console=forged")
+        .content_type("application/x-www-form-urlencoded")
+        .send(format!("source=stripe&id={failed}&csrf=guess"))
+        .expect("answered");
+    assert_eq!(forged.status().as_u16(), 403);
+    let rebound = agent
+        .get(format!("{url}events"))
+        .header("Host", "evil.example:80")
+        .call()
+        .expect("answered");
+    assert_eq!(rebound.status().as_u16(), 421);
+    assert_eq!(
+        store
+            .get(&key("stripe", &failed))
+            .await
+            .expect("get")
+            .map(|m| m.status),
+        Some(Status::Failed),
+        "a refused POST changes nothing"
+    );
+
+    // The browser session; meanwhile the processor handles what replays put on the retry
+    // queue (the handler now succeeds), as the process function would.
+    failing.store(false, Ordering::SeqCst);
+    let screenshot = std::env::var("CONSOLE_SCREENSHOT").unwrap_or_else(|_| {
+        std::env::temp_dir()
+            .join(format!("console-{suffix}.png"))
+            .to_string_lossy()
+            .into_owned()
+    });
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        std::path::Path::new(&chromium).exists(),
+        "no Chromium at {chromium}: install Debian's (apt-get install chromium, as .ci/run does) or set CHROMIUM"
+    );
+    let config = json!({
+        "url": url, "failed": failed, "bulk": failed2, "ok": ok, "hostile": hostile,
+        "signature": signature, "destination": dest_id, "tenant": tenant, "topup": topup, "late": late,
+        "chromium": chromium,
+        "screenshot": screenshot,
+    });
+    let script = integration_tests::root().join("tools/inboxctl/tests/it/console_browser.py");
+    let mut browser = Command::new(integration_tests::python())
+        .arg(&script)
+        .arg(config.to_string())
+        .spawn()
+        .expect("run the Playwright script (scripts/requirements-dev.txt installs Playwright)");
+    let mut late_ingested = false;
+    let status = loop {
+        if let Some(status) = browser.try_wait().expect("the browser script") {
+            break status;
+        }
+        let received = sqs
+            .receive_message()
+            .queue_url(&retry_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .expect("receive");
+        for m in received.messages.unwrap_or_default() {
+            let request: RetryRequest =
+                serde_json::from_str(m.body().unwrap_or_default()).expect("a retry request");
+            processor
+                .process_key(&request.key())
+                .await
+                .expect("process a replay");
+            // A new event once the first replay is done: an Events page the script opened
+            // before it must show it without a reload.
+            if request.event_id.as_str() == failed && !late_ingested {
+                let body = integration_tests::stripe_event(&late, "invoice.paid", 0);
+                ingest(&h, &late, &body, &[]).await;
+                late_ingested = true;
+            }
+            sqs.delete_message()
+                .queue_url(&retry_url)
+                .receipt_handle(m.receipt_handle().unwrap_or_default())
+                .send()
+                .await
+                .expect("delete");
+        }
+    };
+    drop(console);
+    assert!(status.success(), "the browser script failed: {status}");
+
+    // What the page did, in the table: both replays journaled with the operator's name and
+    // processed; the destination paused and resumed by her.
+    for id in [&failed, &failed2] {
+        let m = store
+            .get(&key("stripe", id))
+            .await
+            .expect("get")
+            .expect("stored");
+        assert_eq!(m.status, Status::Processed, "{id}");
+        assert!(
+            m.history.iter().any(|e| e.note.contains("replayed by ana")),
+            "{id}: {:?}",
+            m.history
+        );
+    }
+    let journal = admin::journal(&store, &dest.id).await.expect("journal");
+    let by_ana: Vec<&str> = journal
+        .iter()
+        .filter(|e| e.actor == "ana")
+        .map(|e| e.action.as_str())
+        .collect();
+    assert_eq!(by_ana, vec!["paused", "resumed"], "{journal:?}");
+    for id in [&ok, &hostile, &failed] {
+        let r = integration_tests::outbox::reference(&dest_id, id);
+        let d = store.delivery(&r).await.expect("read").expect("kept");
+        assert_ne!(
+            d.status,
+            DeliveryStatus::Failed,
+            "{id}: retried from the page"
+        );
+        assert!(
+            d.notes.iter().any(|n| n.note.contains("ana")),
+            "{id}: the retry is journaled with her name: {:?}",
+            d.notes
+        );
+    }
+    let d = admin::get(&store, &dest.id)
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!(d.state.as_str(), "active");
+}

@@ -1,0 +1,164 @@
+"""The operator console in a real browser: Debian's Chromium, driven by Playwright (the system
+browser through executable_path, no browser download). Run by tests/it/console.rs with one JSON
+argument (the console's URL, the events and destination it set up, where to put the screenshot).
+
+One browser session walks the console as an operator would and fails (exit 1) on any failed
+expectation and on any error in the page's console or an uncaught exception.
+"""
+
+import json
+import re
+import sys
+
+from playwright.sync_api import expect, sync_playwright
+
+
+def main(cfg):
+    problems = []
+    base = cfg["url"].rstrip("/")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=cfg["chromium"], args=["--no-sandbox"], headless=True
+        )
+        context = browser.new_context(viewport={"width": 1360, "height": 860})
+        # Generous: `make test` runs every test at once on a couple of cores.
+        context.set_default_timeout(30_000)
+        expect.set_options(timeout=30_000)
+        def watched(page):
+            page.on(
+                "console",
+                lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None,
+            )
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            return page
+
+        page = watched(context.new_page())
+
+        # An Events page searching for an event not ingested yet (the test ingests it once the
+        # first replay is processed): it must appear there without a reload.
+        live = watched(context.new_page())
+        live.goto(base + "/events?q=" + cfg["late"])
+        expect(live.locator("#live")).to_contain_text("No events match.")
+
+        # Events: filter to the failed event (source, status, then the search by its id).
+        page.goto(base + "/events")
+        expect(page.locator("h1")).to_have_text("Events")
+        page.fill("input[name=source]", "stripe")
+        page.select_option("select[name=status]", "failed")
+        page.fill("input[name=q]", cfg["failed"])
+        page.click("form.filters button[type=submit]")
+        expect(page).to_have_url(re.compile(r"status=failed"))
+        rows = page.locator("#events tbody tr")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-event", cfg["failed"])
+
+        # Its page: the history's failure, the body on demand.
+        rows.first.locator("a").click()
+        expect(page.locator("#status")).to_have_attribute("data-status", "failed")
+        expect(page.locator("#history")).to_contain_text("card declined")
+        page.click("text=Show the body")
+        expect(page.locator("#body-pretty")).to_contain_text(cfg["failed"])
+        expect(page.locator("#headers")).to_contain_text("masked")
+
+        # Replay it: pending again, then processed by the test's processor; the status updates
+        # itself while the page is open.
+        expect(page.locator("#deliveries")).to_contain_text("upstream down")
+        page.click("button[data-action=retry-delivery]")
+        expect(page.locator(".notice")).to_contain_text("Delivery retried")
+        expect(page.locator("button[data-action=retry-delivery]")).to_have_count(0)
+        page.click("#replay")
+        expect(page.locator(".notice")).to_contain_text("Replayed")
+        expect(page.locator("#status")).to_have_attribute("data-status", "processed")
+        page.reload()
+        expect(page.locator("#history")).to_contain_text("replayed by ana")
+        page.click("text=Show the body")
+        expect(page.locator("#body-pretty")).to_be_visible()
+        page.screenshot(path=cfg["screenshot"].replace(".png", "-event.png"), full_page=True)
+
+        # Quarantine: every match replayed after the confirmation naming the count.
+        page.goto(base + "/quarantine?" + "q=" + cfg["bulk"])
+        expect(page.locator("#quarantine tbody tr")).to_have_count(1)
+        expect(page.locator("#queue-depth")).to_contain_text("notice(s)")
+        page.click("#replay-all")
+        expect(page.locator("h1")).to_have_text("Replay 1 failed message(s)?")
+        page.click("#confirm")
+        expect(page.locator("#progress")).to_contain_text("Replayed 1 of 1")
+        expect(page.locator("#progress progress")).to_have_attribute("value", "1")
+
+        # Destinations: pause, then resume.
+        section = page.locator(f"section[data-destination='{cfg['destination']}']")
+        page.goto(base + "/destinations")
+        section.locator("input[name=reason]").fill("maintenance window")
+        section.locator("button[data-action=pause]").click()
+        expect(page.locator(".notice")).to_contain_text("Paused")
+        expect(section.locator("h2")).to_contain_text("paused")
+        expect(section).to_contain_text("maintenance window")
+        section.locator("button[data-action=resume]").click()
+        expect(page.locator(".notice")).to_contain_text("Resumed")
+        expect(section.locator("h2")).to_contain_text("active")
+        expect(section.locator("details.journal")).to_contain_text("resumed")
+        expect(section.locator("details.journal")).to_contain_text("ana")
+
+        # Its two failed deliveries: retried after the confirmation naming the count.
+        section.locator("button[data-action=retry]").click()
+        expect(page.locator("h1")).to_contain_text("Retry 2 failed deliveries")
+        page.click("#confirm")
+        expect(page.locator("h1")).to_contain_text("Retried 2 deliveries")
+
+        # A delivery's attempts on its event's page.
+        page.goto(base + "/event?source=stripe&id=" + cfg["ok"])
+        expect(page.locator("#deliveries")).to_contain_text("upstream down")
+        expect(page.locator("#deliveries")).to_contain_text("503")
+
+        # Wallets: the list, then the wallet its top-up credited, then the top-up's entry from
+        # the ledger to the event's page.
+        page.goto(base + "/wallets")
+        expect(page.locator("#wallets")).to_contain_text("20.00 USD")
+        page.click(f"text={cfg['tenant']}")
+        expect(page.locator("#wallet")).to_contain_text("20.00 USD")
+        page.click(f"#ledger a:has-text('{cfg['topup']}')")
+        expect(page.locator("#wallet-entries")).to_contain_text(cfg["tenant"])
+        expect(page.locator("#wallet-entries")).to_contain_text("20.00 USD")
+
+        # A hostile body and header: shown as text, nothing runs, no element injected, and the
+        # signature header's value is never in the page.
+        page.goto(base + "/event?source=stripe&id=" + cfg["hostile"])
+        page.click("text=Show the body")
+        expect(page.locator("#body-pretty")).to_contain_text("<script>window.__pwned=1</script>")
+        expect(page.locator("#headers")).to_contain_text("<script>window.__pwned=4</script>")
+        page.locator("#body-raw").evaluate("e => e.closest('details').open = true")
+        expect(page.locator("#body-raw")).to_contain_text("onerror=")
+        if page.evaluate("() => window.__pwned") is not None:
+            problems.append("the hostile body ran script")
+        if page.locator("main img").count() != 0:
+            problems.append("the hostile body injected an element")
+        if cfg["signature"] in page.content():
+            problems.append("the signature header's value is in the page")
+
+        # The late event showed up on the open page by itself (htmx polls the rows).
+        expect(live.locator("#events tbody tr")).to_have_count(1)
+        expect(live.locator("#events tbody tr").first).to_have_attribute("data-event", cfg["late"])
+
+        # Events again, unfiltered, for the docs' screenshot.
+        page.goto(base + "/events?source=stripe")
+        expect(page.locator("#events tbody tr").first).to_be_visible()
+        page.screenshot(path=cfg["screenshot"])
+
+        # Without JavaScript the read-only views still read: the list, and an event with its body.
+        plain = browser.new_context(java_script_enabled=False)
+        quiet = watched(plain.new_page())
+        quiet.goto(base + "/events?q=" + cfg["ok"])
+        expect(quiet.locator("#events tbody tr")).to_have_count(1)
+        quiet.click(f"text={cfg['ok']}")
+        quiet.click("text=Show the body")
+        expect(quiet.locator("#body-pretty")).to_contain_text(cfg["ok"])
+        plain.close()
+
+        browser.close()
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(json.loads(sys.argv[1])))
