@@ -12,6 +12,8 @@
 //! - [`sealed`]: destinations' signing secrets encrypted at rest with a KMS key (moto's).
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
 //! - [`wallet`]: the wallet ledger through the real pipeline.
+//! - [`wallet_api`]: the wallet API through its real handler (holds under concurrency, idempotency
+//!   keys, release, the wallet's view, checkout sessions).
 //! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
@@ -43,5 +45,6 @@ mod smoke;
 mod stripe_client;
 mod template;
 mod wallet;
+mod wallet_api;
 mod wallet_autopay;
 mod wallet_events;
