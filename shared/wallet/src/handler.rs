@@ -187,22 +187,18 @@ impl<S: ItemStore> WalletHandler<S> {
         // One id per event; its second movement's entry sorts right after the first (same time).
         let id = uuid::Uuid::new_v4().to_string();
         for (i, mv) in moves.iter().enumerate() {
-            let entry = Entry {
-                id: if i == 0 {
+            let entry = Entry::of(
+                if i == 0 {
                     id.clone()
                 } else {
                     format!("{id}.{i}")
                 },
-                tenant: wallet.tenant.clone(),
-                kind: mv.kind,
-                amount: mv.amount,
-                balance_delta: mv.balance_delta,
-                held_delta: mv.held_delta,
-                subject: subject.to_owned(),
-                event_source: m.source.to_string(),
-                event_id: m.event_id.to_string(),
-                at: m.received_at,
-            };
+                &wallet.tenant,
+                mv,
+                subject,
+                (m.source.as_str(), m.event_id.as_str()),
+                m.received_at,
+            );
             effects.push(Effect::Create(entry.to_item()));
         }
         Ok((effects, metrics))

@@ -5,14 +5,49 @@
 //! delivery webhooks later settle a hold by its `message_id` through the existing email rules
 //! (`delivered` debits it, a hard bounce releases it, a second `sent` holds nothing).
 //!
-//! INTERFACE STUB: the types and signatures below are shared by the wallet API and the ledger;
-//! the bodies are written by the holds work.
+//! A hold is, in one transaction: the email's row (`EMAIL#{message_id}`) created in state `held`
+//! with its `hold_id`; the pointer `HOLD#{hold_id}` → message id; the wallet's `held` added under
+//! the bound `balance ≥ b AND floor ≤ f AND held ≤ b − f − amount` (b, f as read:
+//! [`crate::items::holds`]); its `hold` entry; the caller's effects and the movement's notices.
+//! Concurrent holds do not conflict with each other; one that fails its condition is read again
+//! and classified (the row exists → [`HoldOutcome::AlreadyExists`], no longer affordable →
+//! [`HoldOutcome::InsufficientFunds`]) or retried with backoff and full jitter, a bounded number
+//! of times ([`HoldOutcome::Busy`]). Time, the wait and the jitter's draw are injected
+//! ([`Holds::with_clock`], [`Holds::with_pause`]): tests never sleep.
 
-use crate::ledger::LedgerError;
-use crate::money::Money;
-use crate::rules::EmailState;
+use crate::items::holds::{
+    bounded_hold, existing_wallet, hold_sk, pointed_message, pointer, HOLDS_SOURCE,
+};
+use crate::items::wallet_pk;
+use crate::ledger::{Ledger, LedgerError};
+use crate::model::{EmailRow, Entry, Wallet};
+use crate::money::{Money, Overflow};
+use crate::notices::notices;
+use crate::rules::{self, EmailEvent, EmailState, Movement};
 use crate::tenant::TenantId;
-use inbox_core::store::Effect;
+use crate::METRICS_NAMESPACE;
+use inbox_core::clock::{Clock, SystemClock};
+use inbox_core::metrics::Metric;
+use inbox_core::policy::RetryPolicy;
+use inbox_core::store::{Applied, Effect, ItemStore, ItemWriter};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Waits for a duration (tokio's sleep; tests record and return at once).
+pub type Pause = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+/// A uniform draw in `[0, 1)` (the jitter's).
+pub type Draw = Arc<dyn Fn() -> f64 + Send + Sync>;
+
+/// How many times a hold or release is tried against a wallet that keeps changing, and the
+/// backoff between tries (full jitter under a doubling ceiling): 8 tries, 10 ms doubling to
+/// 320 ms, about a second and a quarter at worst.
+pub const RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: 8,
+    base: Duration::from_millis(10),
+    cap: Duration::from_millis(320),
+};
 
 /// A hold asked for by the sending platform.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,14 +118,96 @@ pub enum ReleaseOutcome {
 /// Places and releases holds on the table `S` (reads and commits: `ItemStore + ItemWriter`).
 pub struct Holds<'s, S> {
     pub(crate) store: &'s S,
+    clock: Arc<dyn Clock>,
+    pause: Pause,
+    draw: Draw,
+    retry: RetryPolicy,
+    metrics: Mutex<Vec<Metric>>,
+}
+
+/// A commit that met a failed condition this many times before its outcome.
+fn conflicts_metric(tenant: &str, operation: &str, conflicts: u32) -> Metric {
+    Metric::count(METRICS_NAMESPACE, "HoldConflicts", i64::from(conflicts))
+        .with_property("Tenant", tenant)
+        .with_property("Operation", operation)
+        .with_note("the wallet changed under a hold's conditional write; read again and retried")
+}
+
+/// A hold or release that gave up after its bounded retries.
+fn busy_metric(tenant: &str, operation: &str) -> Metric {
+    Metric::count(METRICS_NAMESPACE, "HoldBusy", 1)
+        .with_property("Tenant", tenant)
+        .with_property("Operation", operation)
+        .with_note("the wallet kept changing past the bounded retries; answered busy")
+}
+
+fn refused(e: Overflow) -> LedgerError {
+    LedgerError::Unreadable(format!("refused: {e}"))
 }
 
 impl<'s, S> Holds<'s, S>
 where
-    S: inbox_core::store::ItemStore + inbox_core::store::ItemWriter,
+    S: ItemStore + ItemWriter,
 {
+    /// Holds on `store` with the system clock, tokio's sleep, a random jitter and [`RETRY`].
     pub fn new(store: &'s S) -> Self {
-        Self { store }
+        Self {
+            store,
+            clock: Arc::new(SystemClock),
+            pause: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
+            draw: Arc::new(fastrand::f64),
+            retry: RETRY,
+            metrics: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The same with another clock (the holds' times).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The same with another wait and jitter draw between tries (tests).
+    pub fn with_pause(mut self, pause: Pause, draw: Draw) -> Self {
+        self.pause = pause;
+        self.draw = draw;
+        self
+    }
+
+    /// The same with other bounded retries.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The metrics of the places and releases since the last call (the notices of their
+    /// movements, `HoldConflicts`, `HoldBusy`): the caller emits them once its commit is made.
+    pub fn take_metrics(&self) -> Vec<Metric> {
+        std::mem::take(&mut *self.metrics.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn record(&self, metrics: impl IntoIterator<Item = Metric>) {
+        self.metrics
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(metrics);
+    }
+
+    fn ledger(&self) -> Ledger<'s, S> {
+        Ledger::new(self.store)
+    }
+
+    /// Waits before try `attempt` (2, 3, …): full jitter under the doubling ceiling.
+    async fn back_off(&self, attempt: u32) {
+        (self.pause)(self.retry.backoff(attempt - 1, (self.draw)())).await;
+    }
+
+    /// Ends a place or release: records its conflicts (if any) and the notices' metrics.
+    fn done<T>(&self, tenant: &str, operation: &str, conflicts: u32, outcome: T) -> T {
+        if conflicts > 0 {
+            self.record([conflicts_metric(tenant, operation, conflicts)]);
+        }
+        outcome
     }
 
     /// Places the hold; `with` gives the effects committed in the same transaction as the hold
@@ -100,10 +217,150 @@ where
         request: &HoldRequest,
         with: impl Fn(&Held) -> Vec<Effect> + Send + Sync,
     ) -> Result<HoldOutcome, LedgerError> {
-        let _ = (self.store, request, with);
-        Err(LedgerError::Unreadable(
-            "holds are not implemented yet".into(),
-        ))
+        let tenant = &request.tenant;
+        let mut conflicts = 0;
+        for attempt in 1..=self.retry.max_attempts {
+            if attempt > 1 {
+                self.back_off(attempt).await;
+            }
+            let Some(wallet) = self.ledger().wallet(tenant).await? else {
+                return Ok(self.done(tenant, "place", conflicts, HoldOutcome::NoWallet));
+            };
+            if conflicts > 0 {
+                // Why the last try failed: the email has a row, or the hold id is taken.
+                if let Some(outcome) = self.existing(request).await? {
+                    return Ok(self.done(tenant, "place", conflicts, outcome));
+                }
+            }
+            let amount = wallet
+                .currency
+                .amount(request.amount.unwrap_or(wallet.message_price.minor()));
+            if amount.minor() <= 0 {
+                return Err(LedgerError::Unreadable(format!(
+                    "a hold's amount must be positive, not {}",
+                    amount.minor()
+                )));
+            }
+            let available = wallet.available().map_err(refused)?;
+            let after = available
+                .checked_sub(amount, "the available amount")
+                .map_err(refused)?;
+            if after.minor() < wallet.floor.minor() {
+                // A message that has its row already says so, affordable or not.
+                if conflicts == 0 {
+                    if let Some(outcome) = self.existing(request).await? {
+                        return Ok(self.done(tenant, "place", conflicts, outcome));
+                    }
+                }
+                let outcome = HoldOutcome::InsufficientFunds {
+                    available,
+                    floor: wallet.floor,
+                    amount,
+                };
+                return Ok(self.done(tenant, "place", conflicts, outcome));
+            }
+            let held = Held {
+                hold_id: request.hold_id.clone(),
+                message_id: request.message_id.clone(),
+                amount,
+                available: after,
+            };
+            let (effects, metrics) = self.hold_effects(&wallet, &held, &with)?;
+            match self.store.commit(effects).await? {
+                Applied::Done => {
+                    self.record(metrics);
+                    return Ok(self.done(tenant, "place", conflicts, HoldOutcome::Held(held)));
+                }
+                Applied::EffectConflict | Applied::MessageConflict => conflicts += 1,
+            }
+        }
+        self.record([busy_metric(tenant, "place")]);
+        Ok(self.done(tenant, "place", conflicts, HoldOutcome::Busy))
+    }
+
+    /// What a hold found already there: the email's row, or another email's hold of this id.
+    async fn existing(&self, request: &HoldRequest) -> Result<Option<HoldOutcome>, LedgerError> {
+        let ledger = self.ledger();
+        if let Some(row) = ledger
+            .email_row(&request.tenant, &request.message_id)
+            .await?
+        {
+            return Ok(Some(HoldOutcome::AlreadyExists {
+                hold_id: row.hold_id,
+                state: row.state,
+            }));
+        }
+        let pk = wallet_pk(&request.tenant);
+        let Some(taken) = self.store.get_item(&pk, &hold_sk(&request.hold_id)).await? else {
+            return Ok(None);
+        };
+        let state = match pointed_message(&taken) {
+            Some(m) => ledger
+                .email_row(&request.tenant, &m)
+                .await?
+                .map_or(EmailState::Held, |r| r.state),
+            None => EmailState::Held,
+        };
+        Ok(Some(HoldOutcome::AlreadyExists {
+            hold_id: Some(request.hold_id.clone()),
+            state,
+        }))
+    }
+
+    /// The writes of one try of a hold, and the metrics its notices raise.
+    fn hold_effects(
+        &self,
+        wallet: &Wallet,
+        held: &Held,
+        with: &(impl Fn(&Held) -> Vec<Effect> + Send + Sync),
+    ) -> Result<(Vec<Effect>, Vec<Metric>), LedgerError> {
+        let now = self.clock.now_millis();
+        let (state, Some(mv)) = rules::email(EmailState::New, EmailEvent::Sent, held.amount) else {
+            return Err(LedgerError::Unreadable(
+                "the rules hold nothing for a new email's send".into(),
+            ));
+        };
+        let row = EmailRow {
+            message_id: held.message_id.clone(),
+            state,
+            amount: held.amount.minor(),
+            held_at: Some(now),
+            updated_at: Some(now),
+            hold_id: Some(held.hold_id.clone()),
+            ..EmailRow::default()
+        };
+        let notices = notices(wallet, &[mv], now).map_err(refused)?;
+        let tenant = &wallet.tenant;
+        let mut effects = vec![
+            row.replace(tenant, None),
+            Effect::Create(pointer(
+                tenant,
+                &held.hold_id,
+                &held.message_id,
+                held.amount,
+                now,
+            )),
+            bounded_hold(tenant, &mv, wallet.balance, wallet.floor, now, notices.set)
+                .map_err(refused)?,
+            self.entry(tenant, &mv, &held.message_id, &held.hold_id, now),
+        ];
+        effects.extend(with(held));
+        effects.extend(notices.effects);
+        Ok((effects, notices.metrics))
+    }
+
+    /// The ledger entry of a movement the API made, in the handler's format.
+    fn entry(
+        &self,
+        tenant: &TenantId,
+        mv: &Movement,
+        message_id: &str,
+        hold_id: &str,
+        at: i64,
+    ) -> Effect {
+        let id = uuid::Uuid::new_v4().to_string();
+        let entry = Entry::of(id, tenant, mv, message_id, (HOLDS_SOURCE, hold_id), at);
+        Effect::Create(entry.to_item())
     }
 
     /// Releases a hold placed by [`Holds::place`]; `with` as there.
@@ -113,9 +370,70 @@ where
         hold_id: &str,
         with: impl Fn(&Released) -> Vec<Effect> + Send + Sync,
     ) -> Result<ReleaseOutcome, LedgerError> {
-        let _ = (self.store, tenant, hold_id, with);
-        Err(LedgerError::Unreadable(
-            "holds are not implemented yet".into(),
-        ))
+        let ledger = self.ledger();
+        let mut conflicts = 0;
+        for attempt in 1..=self.retry.max_attempts {
+            if attempt > 1 {
+                self.back_off(attempt).await;
+            }
+            let done = |outcome| Ok(self.done(tenant, "release", conflicts, outcome));
+            let Some(wallet) = ledger.wallet(tenant).await? else {
+                return done(ReleaseOutcome::NoWallet);
+            };
+            let pointed = self
+                .store
+                .get_item(&wallet_pk(tenant), &hold_sk(hold_id))
+                .await?
+                .and_then(|p| pointed_message(&p));
+            let Some(message_id) = pointed else {
+                return done(ReleaseOutcome::NotFound);
+            };
+            let Some(row) = ledger
+                .email_row(tenant, &message_id)
+                .await?
+                .filter(|r| r.hold_id.as_deref() == Some(hold_id))
+            else {
+                return done(ReleaseOutcome::NotFound);
+            };
+            let amount = wallet.currency.amount(row.amount);
+            let (state, movement) = rules::email(row.state, EmailEvent::Cancelled, amount);
+            let Some(mv) = movement else {
+                return done(ReleaseOutcome::Settled { state: row.state });
+            };
+            let available = wallet
+                .available()
+                .and_then(|a| a.checked_add(amount, "the available amount"))
+                .map_err(refused)?;
+            let released = Released {
+                hold_id: hold_id.to_owned(),
+                message_id: message_id.clone(),
+                amount,
+                available,
+            };
+            let now = self.clock.now_millis();
+            let mut next = row.clone();
+            next.state = state;
+            next.updated_at = Some(now);
+            let notices = notices(&wallet, &[mv], now).map_err(refused)?;
+            let mut effects = vec![
+                next.replace(tenant, row.version),
+                existing_wallet(tenant, &mv, now, notices.set).map_err(refused)?,
+                self.entry(tenant, &mv, &message_id, hold_id, now),
+            ];
+            effects.extend(with(&released));
+            effects.extend(notices.effects);
+            match self.store.commit(effects).await? {
+                Applied::Done => {
+                    self.record(notices.metrics);
+                    return done(ReleaseOutcome::Released(released));
+                }
+                Applied::EffectConflict | Applied::MessageConflict => conflicts += 1,
+            }
+        }
+        self.record([busy_metric(tenant, "release")]);
+        Ok(self.done(tenant, "release", conflicts, ReleaseOutcome::Busy))
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

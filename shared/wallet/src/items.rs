@@ -8,7 +8,8 @@
 //! | item | `sk` | holds |
 //! |---|---|---|
 //! | wallet | `WALLET` | currency, balance, held, floor, price per email, review threshold, flags, `debits_YYYY_MM`, `changes` (movements so far) |
-//! | email | `EMAIL#{message_id}` | state, amount, the webhook event ids that moved it, version |
+//! | email | `EMAIL#{message_id}` | state, amount, the webhook event ids that moved it, `held_at`, `hold_id` (a hold the wallet API placed), version |
+//! | hold | `HOLD#{hold_id}` | a hold the wallet API placed: its message id, amount, time (the pointer a release finds the email's row by; the origin its entries name) |
 //! | payment | `PAY#{payment intent}` | funds (`unknown`, `awaiting`, `paid`, `failed`), expected, credited, refund total, refunded, event ids, version |
 //! | entry | `ENTRY#{ms}#{uuid}` | kind, amount, balance and held deltas, email or payment id, webhook event id, time |
 //! | autopay | `AUTOPAY` | status (`active`, `paused`, `suspended` + reason), the top-up rule (`to_target` / `fixed`, threshold, target or amount), the recurring charge (every, anchor, amount, next period), monthly cap, ladder, saved customer and payment method, `open_attempt`, `charged_YYYY_MM`, `limit_reported`, version; `open_shard` `AUTOPAY#RECURRING#0..15` / `open_due` (the next charge) while a recurring charge waits |
@@ -35,6 +36,7 @@
 //! never 0).
 
 mod autopay;
+pub mod holds;
 mod lookup;
 
 pub(crate) use autopay::attempt_sk;
@@ -54,6 +56,7 @@ use crate::model::{month_of, EmailRow, Entry, PaymentRow, Wallet};
 use crate::money::{checked_sum, Currency, Overflow};
 use crate::rules::{self, Flags, Funds, Movement};
 use crate::tenant::TenantId;
+use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::attr::{self, get_bool, get_n, get_s, get_strings, n, s};
 use inbox_core::store::{Effect, Item};
 use serde::Serialize;
@@ -245,6 +248,7 @@ impl EmailRow {
             events: get_strings(item, "events"),
             held_at: number(item, "held_at")?,
             updated_at: number(item, "updated_at")?,
+            hold_id: text(item, "hold_id"),
             version: version(item),
         })
     }
@@ -265,6 +269,9 @@ impl EmailRow {
         }
         if let Some(t) = self.held_at {
             item.insert("held_at".into(), n(t));
+        }
+        if let Some(h) = &self.hold_id {
+            item.insert("hold_id".into(), s(h));
         }
         item
     }
@@ -341,6 +348,25 @@ pub(crate) fn adjust_wallet(
     received_at: i64,
     flags: Flags,
 ) -> Result<Effect, Overflow> {
+    let (add, set) = wallet_changes(moves, received_at, flags)?;
+    Ok(Effect::Adjust {
+        pk: wallet_pk(tenant),
+        sk: WALLET_SK.into(),
+        add,
+        set,
+    })
+}
+
+/// What [`adjust_wallet`] adds to and sets on the wallet item.
+pub(crate) type WalletChanges = (Vec<(String, i64)>, Vec<(String, AttributeValue)>);
+
+/// The adds and sets of [`adjust_wallet`], for a wallet write of another kind (a hold's bounded
+/// one: [`holds`]).
+pub(crate) fn wallet_changes(
+    moves: &[Movement],
+    received_at: i64,
+    flags: Flags,
+) -> Result<WalletChanges, Overflow> {
     let debits = checked_sum(
         moves
             .iter()
@@ -375,10 +401,5 @@ pub(crate) fn adjust_wallet(
     if flags.review {
         set.push(("review".to_string(), attr::bool(true)));
     }
-    Ok(Effect::Adjust {
-        pk: wallet_pk(tenant),
-        sk: WALLET_SK.into(),
-        add,
-        set,
-    })
+    Ok((add, set))
 }

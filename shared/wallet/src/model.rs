@@ -114,6 +114,30 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// The entry of movement `m` of `tenant`'s wallet about `subject` (an email's message id or a
+    /// payment's id), caused by `(event_source, event_id)` at `at`.
+    pub(crate) fn of(
+        id: String,
+        tenant: &TenantId,
+        m: &rules::Movement,
+        subject: &str,
+        (event_source, event_id): (&str, &str),
+        at: i64,
+    ) -> Self {
+        Self {
+            id,
+            tenant: tenant.clone(),
+            kind: m.kind,
+            amount: m.amount,
+            balance_delta: m.balance_delta,
+            held_delta: m.held_delta,
+            subject: subject.to_owned(),
+            event_source: event_source.to_owned(),
+            event_id: event_id.to_owned(),
+            at,
+        }
+    }
+
     /// Whether the entry concerns a payment (its subject is a payment id) rather than an email.
     pub fn is_payment(&self) -> bool {
         matches!(
@@ -133,6 +157,9 @@ pub struct EmailRow {
     pub events: Vec<String>,
     pub held_at: Option<i64>,
     pub updated_at: Option<i64>,
+    /// The hold the wallet API placed for it before the send ([`crate::holds`]); `None` for an
+    /// email first held (or debited) by a webhook.
+    pub hold_id: Option<String>,
     pub version: Option<u64>,
 }
 

@@ -1,6 +1,7 @@
 //! Reconciliation: what should never happen, counted. Holds older than a threshold with no
 //! terminal event, wallets whose balance or held amount disagrees with the sum of their entries
-//! (or that cannot be read), and entries whose webhook event is missing from the inbox. Amounts
+//! (or that cannot be read), and entries whose webhook event is missing from the inbox (or, for
+//! the wallet API's holds and releases, whose hold has no pointer). Amounts
 //! in the report are in each wallet's minor unit.
 //!
 //! It neither lies nor scans:
@@ -17,6 +18,8 @@
 //! - entries are checked against the inbox only while their message must still be there: within
 //!   the configured retention (`DELIVERY_RETENTION_DAYS`) less [`ORPHAN_MARGIN_MS`].
 
+use crate::items::holds::{hold_sk, HOLDS_SOURCE};
+use crate::items::wallet_pk;
 use crate::ledger::{Ledger, LedgerError};
 use crate::model::{Entry, Wallet};
 use crate::money::checked_sum;
@@ -310,7 +313,15 @@ async fn check<S: ItemStore>(
             let exists = match events_seen.get(&key) {
                 Some(x) => *x,
                 None => {
-                    let x = in_inbox(store, &e.event_source, &e.event_id).await?;
+                    let x = if e.event_source == HOLDS_SOURCE {
+                        // A hold the wallet API placed (or released): its origin is its pointer.
+                        store
+                            .get_item(&wallet_pk(&tenant), &hold_sk(&e.event_id))
+                            .await?
+                            .is_some()
+                    } else {
+                        in_inbox(store, &e.event_source, &e.event_id).await?
+                    };
                     events_seen.insert(key, x);
                     x
                 }

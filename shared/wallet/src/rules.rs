@@ -109,6 +109,9 @@ pub enum EmailEvent {
     Deferred,
     /// A complaint is not a bounce: no money moves.
     Complained,
+    /// The sender released its hold (the wallet API: a send that was never made): a held email
+    /// is released; any other state stays as it is.
+    Cancelled,
 }
 
 /// The next state of an email and the movement it causes (if any). `amount` is the email's price:
@@ -126,14 +129,19 @@ pub fn email(
         (New, Accepted) => (Debited, moved(EntryKind::Debit, false)),
         (Held, Accepted) => (Debited, moved(EntryKind::Debit, true)),
         (New, Bounced(Bounce::Hard)) => (Void, None),
-        (Held, Bounced(Bounce::Hard)) => (Released, moved(EntryKind::HoldRelease, false)),
+        (Held, Bounced(Bounce::Hard) | Cancelled) => {
+            (Released, moved(EntryKind::HoldRelease, false))
+        }
         (Debited, Bounced(Bounce::Hard)) => (Refunded, moved(EntryKind::BounceRefund, false)),
         // Already held or debited: a repeated or late `sent` changes nothing.
         (Held | Debited, Sent) | (Debited, Accepted) => (state, None),
         // After a hard bounce nothing moves again (a late `accepted` does not debit).
         (Released | Refunded | Void, _) => (state, None),
-        // Soft bounces, deferrals and complaints are recorded only.
-        (_, Bounced(Bounce::Soft) | Deferred | Complained) => (state, None),
+        // Soft bounces, deferrals and complaints are recorded only; nothing held, nothing to
+        // release.
+        (_, Bounced(Bounce::Soft) | Deferred | Complained) | (New | Debited, Cancelled) => {
+            (state, None)
+        }
     }
 }
 
@@ -341,13 +349,14 @@ mod tests {
     }
     use EmailState::*;
 
-    const ALL_EVENTS: [EmailEvent; 6] = [
+    const ALL_EVENTS: [EmailEvent; 7] = [
         Sent,
         Accepted,
         Bounced(Bounce::Hard),
         Bounced(Bounce::Soft),
         Deferred,
         Complained,
+        Cancelled,
     ];
     const ALL_STATES: [EmailState; 6] = [New, Held, Debited, Released, Refunded, Void];
 
@@ -388,7 +397,7 @@ mod tests {
             (New, Accepted) => (Debited, debit),
             (Held, Accepted) => (Debited, capture),
             (New, Bounced(Bounce::Hard)) => (Void, None),
-            (Held, Bounced(Bounce::Hard)) => (Released, release),
+            (Held, Bounced(Bounce::Hard) | Cancelled) => (Released, release),
             (Debited, Bounced(Bounce::Hard)) => (Refunded, refund),
             (s, _) => (s, None),
         };

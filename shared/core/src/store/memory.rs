@@ -144,6 +144,9 @@ fn effect_applies(items: &BTreeMap<(String, String), Item>, e: &Effect) -> bool 
             (Some(existing), Some(v)) => version_of(existing) == Some(*v),
             _ => false,
         },
+        Effect::AdjustIf { pk, sk, bounds, .. } => items
+            .get(&(pk.clone(), sk.clone()))
+            .is_some_and(|item| bounds.iter().all(|b| b.holds(get_n(item, b.attr())))),
         Effect::Ensure(_) | Effect::CreateIfAbsent(_) | Effect::Adjust { .. } | Effect::Raw(_) => {
             true
         }
@@ -163,7 +166,10 @@ fn apply_effect(items: &mut BTreeMap<(String, String), Item>, e: Effect) {
             item.insert("version".into(), n(next as i64));
             items.insert(key_of(&item), item);
         }
-        Effect::Adjust { pk, sk, add, set } => {
+        Effect::Adjust { pk, sk, add, set }
+        | Effect::AdjustIf {
+            pk, sk, add, set, ..
+        } => {
             let item = items.entry((pk.clone(), sk.clone())).or_insert_with(|| {
                 Item::from([("pk".to_string(), s(pk)), ("sk".to_string(), s(sk))])
             });
@@ -389,6 +395,7 @@ impl ItemWriter for MemoryStore {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Bound;
     use super::*;
 
     fn item(pk: &str) -> Item {
@@ -474,5 +481,74 @@ mod tests {
             store.effects().is_empty(),
             "no message transitions were involved"
         );
+    }
+
+    #[tokio::test]
+    async fn a_bounded_adjustment_applies_only_while_its_bounds_hold() {
+        let store = MemoryStore::new();
+        let adjust = |held: i64, bounds: Vec<Bound>| Effect::AdjustIf {
+            pk: "w".into(),
+            sk: "X".into(),
+            add: vec![("held".into(), held)],
+            set: vec![("seen".into(), s("yes"))],
+            bounds,
+        };
+        let at_most = |v| {
+            vec![
+                Bound::AtLeast("balance".into(), 10),
+                Bound::AtMost("held".into(), v),
+            ]
+        };
+        assert_eq!(
+            store.commit(vec![adjust(1, at_most(5))]).await.unwrap(),
+            Applied::EffectConflict,
+            "the item must exist"
+        );
+        let mut wallet = item("w");
+        wallet.insert("balance".into(), n(10));
+        store.put_item(wallet);
+        assert_eq!(
+            store.commit(vec![adjust(1, at_most(5))]).await.unwrap(),
+            Applied::EffectConflict,
+            "an absent attribute fails its bound"
+        );
+        store
+            .commit(vec![Effect::Adjust {
+                pk: "w".into(),
+                sk: "X".into(),
+                add: vec![("held".into(), 0)],
+                set: Vec::new(),
+            }])
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            assert_eq!(
+                store.commit(vec![adjust(2, at_most(4))]).await.unwrap(),
+                Applied::Done
+            );
+        }
+        assert_eq!(
+            store.commit(vec![adjust(2, at_most(4))]).await.unwrap(),
+            Applied::EffectConflict,
+            "held is 6 now: above the bound"
+        );
+        assert_eq!(
+            store
+                .commit(vec![
+                    Effect::Create(item("other")),
+                    adjust(1, vec![Bound::AtLeast("balance".into(), 11)])
+                ])
+                .await
+                .unwrap(),
+            Applied::EffectConflict,
+            "a failed bound writes nothing"
+        );
+        assert!(store.item("other", "X").is_none());
+        let w = store.item("w", "X").unwrap();
+        assert_eq!(
+            (get_n(&w, "held"), get_n(&w, "balance")),
+            (Some(6), Some(10))
+        );
+        assert_eq!(get_s(&w, "seen"), Some("yes"));
     }
 }

@@ -67,6 +67,19 @@ pub enum Effect {
         add: Vec<(String, i64)>,
         set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
     },
+    /// Like [`Effect::Adjust`], on an item that must exist and only if every bound holds on the
+    /// item as stored before the adds (an absent attribute fails its bound): else the whole
+    /// commit fails with [`Applied::EffectConflict`]. Concurrent adjustments whose bounds still
+    /// hold after each other's adds do not conflict (a wallet's holds: `held` added atomically,
+    /// bounded by what the balance affords). On DynamoDB an `UpdateItem` with a
+    /// `ConditionExpression`.
+    AdjustIf {
+        pk: String,
+        sk: String,
+        add: Vec<(String, i64)>,
+        set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
+        bounds: Vec<Bound>,
+    },
     /// Creates the item (it carries `pk` and `sk`) unless one with that key exists: never a
     /// conflict. For writes that a re-run or a replay repeats and that must happen at most once
     /// (the outbox's deliveries). On DynamoDB an `UpdateItem` setting each attribute with
@@ -87,6 +100,34 @@ pub enum Effect {
     /// Any DynamoDB transaction element (only the DynamoDB adapter applies it; the in-memory
     /// store records it).
     Raw(Box<aws_sdk_dynamodb::types::TransactWriteItem>),
+}
+
+/// A condition on a numeric attribute of the item an [`Effect::AdjustIf`] adjusts, as stored
+/// before the adjustment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bound {
+    /// `attribute >= value`.
+    AtLeast(String, i64),
+    /// `attribute <= value`.
+    AtMost(String, i64),
+}
+
+impl Bound {
+    /// Whether `current` (the attribute's value; `None`: absent) satisfies the bound.
+    pub fn holds(&self, current: Option<i64>) -> bool {
+        match (self, current) {
+            (Self::AtLeast(_, min), Some(v)) => v >= *min,
+            (Self::AtMost(_, max), Some(v)) => v <= *max,
+            (_, None) => false,
+        }
+    }
+
+    /// The attribute it bounds.
+    pub fn attr(&self) -> &str {
+        match self {
+            Self::AtLeast(a, _) | Self::AtMost(a, _) => a,
+        }
+    }
 }
 
 /// The most effects one handler may commit with a transition (DynamoDB allows 100 items per

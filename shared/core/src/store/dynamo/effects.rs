@@ -7,12 +7,14 @@ use super::cancel::{self, Reason};
 use super::{classify, corrupt, DynamoTable};
 use crate::store::attr::{n, s};
 use crate::store::schema::{PK, SK, VERSION};
-use crate::store::{Applied, Effect, ItemWriter, StoreError, TooManyEffects, MAX_COMMIT_EFFECTS};
+use crate::store::{
+    Applied, Bound, Effect, ItemWriter, StoreError, TooManyEffects, MAX_COMMIT_EFFECTS,
+};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use std::collections::HashMap;
 
 /// One effect as a transaction element on `table`.
@@ -53,45 +55,81 @@ pub(super) fn effect_item(table: &str, effect: Effect) -> Result<TransactWriteIt
                 .put(put.build().map_err(corrupt)?)
                 .build()
         }
-        Effect::Adjust { pk, sk, add, set } => {
-            let mut names = HashMap::new();
-            let mut values = HashMap::new();
-            let mut adds = Vec::new();
-            let mut sets = Vec::new();
-            for (i, (attr, delta)) in add.into_iter().enumerate() {
-                names.insert(format!("#a{i}"), attr);
-                values.insert(format!(":a{i}"), n(delta));
-                adds.push(format!("#a{i} :a{i}"));
-            }
-            for (i, (attr, value)) in set.into_iter().enumerate() {
-                names.insert(format!("#s{i}"), attr);
-                values.insert(format!(":s{i}"), value);
-                sets.push(format!("#s{i} = :s{i}"));
-            }
-            let mut expr = String::new();
-            if !adds.is_empty() {
-                expr.push_str(&format!("ADD {}", adds.join(", ")));
-            }
-            if !sets.is_empty() {
-                expr.push_str(&format!(
-                    "{}SET {}",
-                    if expr.is_empty() { "" } else { " " },
-                    sets.join(", ")
-                ));
-            }
-            let update = Update::builder()
-                .table_name(table)
-                .key(PK, s(pk))
-                .key(SK, s(sk))
-                .update_expression(expr)
-                .set_expression_attribute_names(Some(names))
-                .set_expression_attribute_values((!values.is_empty()).then_some(values))
-                .build()
-                .map_err(corrupt)?;
-            TransactWriteItem::builder().update(update).build()
-        }
+        Effect::Adjust { pk, sk, add, set } => TransactWriteItem::builder()
+            .update(adjust_update(table, pk, sk, add, set, None)?)
+            .build(),
+        Effect::AdjustIf {
+            pk,
+            sk,
+            add,
+            set,
+            bounds,
+        } => TransactWriteItem::builder()
+            .update(adjust_update(table, pk, sk, add, set, Some(bounds))?)
+            .build(),
     };
     Ok(built)
+}
+
+/// `Effect::Adjust` (`bounds: None`: unconditional, creating a missing item) or
+/// `Effect::AdjustIf` (the item must exist and satisfy every bound) as an `UpdateItem`.
+fn adjust_update(
+    table: &str,
+    pk: String,
+    sk: String,
+    add: Vec<(String, i64)>,
+    set: Vec<(String, AttributeValue)>,
+    bounds: Option<Vec<Bound>>,
+) -> Result<Update, StoreError> {
+    let mut names = HashMap::new();
+    let mut values = HashMap::new();
+    let mut adds = Vec::new();
+    let mut sets = Vec::new();
+    for (i, (attr, delta)) in add.into_iter().enumerate() {
+        names.insert(format!("#a{i}"), attr);
+        values.insert(format!(":a{i}"), n(delta));
+        adds.push(format!("#a{i} :a{i}"));
+    }
+    for (i, (attr, value)) in set.into_iter().enumerate() {
+        names.insert(format!("#s{i}"), attr);
+        values.insert(format!(":s{i}"), value);
+        sets.push(format!("#s{i} = :s{i}"));
+    }
+    let mut expr = String::new();
+    if !adds.is_empty() {
+        expr.push_str(&format!("ADD {}", adds.join(", ")));
+    }
+    if !sets.is_empty() {
+        expr.push_str(&format!(
+            "{}SET {}",
+            if expr.is_empty() { "" } else { " " },
+            sets.join(", ")
+        ));
+    }
+    let condition = bounds.map(|bounds| {
+        names.insert("#pk".into(), PK.into());
+        let mut terms = vec!["attribute_exists(#pk)".to_string()];
+        for (i, bound) in bounds.into_iter().enumerate() {
+            let (attr, op, value) = match bound {
+                Bound::AtLeast(attr, v) => (attr, ">=", v),
+                Bound::AtMost(attr, v) => (attr, "<=", v),
+            };
+            names.insert(format!("#b{i}"), attr);
+            values.insert(format!(":b{i}"), n(value));
+            terms.push(format!("#b{i} {op} :b{i}"));
+        }
+        terms.join(" AND ")
+    });
+    Update::builder()
+        .table_name(table)
+        .key(PK, s(pk))
+        .key(SK, s(sk))
+        .update_expression(expr)
+        .set_condition_expression(condition)
+        .set_expression_attribute_names(Some(names))
+        .set_expression_attribute_values((!values.is_empty()).then_some(values))
+        .build()
+        .map_err(corrupt)
 }
 
 /// `Effect::Ensure` as an unconditional `UpdateItem` that sets every non-key attribute with

@@ -1,0 +1,105 @@
+//! The items of a hold the wallet API placed ([`crate::holds`]): the pointer `HOLD#{hold_id}`
+//! under the tenant's wallet (message id, amount, time), which a release finds the email's row
+//! by and which the hold's entries name as their origin; and the wallet's bounded write that
+//! makes a hold exact under concurrency.
+
+use super::{wallet_changes, wallet_pk, WALLET_SK};
+use crate::money::{Money, Overflow};
+use crate::rules::{Flags, Movement};
+use inbox_core::store::attr::{n, s};
+use inbox_core::store::{Bound, Effect, Item};
+
+pub const KIND_HOLD: &str = "hold";
+pub const HOLD_PREFIX: &str = "HOLD#";
+/// The `event_source` of the entries the wallet API's holds and releases write (their
+/// `event_id` is the hold's id: reconciliation finds their pointer, not an inbox message).
+pub const HOLDS_SOURCE: &str = "wallet-api";
+
+/// The pointer's sort key (under `WALLET#{tenant}`).
+pub fn hold_sk(hold_id: &str) -> String {
+    format!("{HOLD_PREFIX}{hold_id}")
+}
+
+/// The pointer of hold `hold_id` of `tenant` to the email `message_id`.
+pub(crate) fn pointer(
+    tenant: &str,
+    hold_id: &str,
+    message_id: &str,
+    amount: Money,
+    at: i64,
+) -> Item {
+    Item::from([
+        ("pk".to_string(), s(wallet_pk(tenant))),
+        ("sk".to_string(), s(hold_sk(hold_id))),
+        ("kind".to_string(), s(KIND_HOLD)),
+        ("tenant".to_string(), s(tenant)),
+        ("hold_id".to_string(), s(hold_id)),
+        ("message_id".to_string(), s(message_id)),
+        ("amount".to_string(), n(amount.minor())),
+        ("at".to_string(), n(at)),
+    ])
+}
+
+/// The message id a pointer item names.
+pub(crate) fn pointed_message(item: &Item) -> Option<String> {
+    super::text(item, "message_id")
+}
+
+/// The wallet's side of a hold `mv` placed at `at`, on the wallet as read (`balance`, `floor`):
+/// `held` added only while `balance ≥ b`, `floor ≤ f` and `held ≤ b − f − amount` still hold on
+/// the stored item, i.e. while `available − amount ≥ floor` for the wallet as it is at the
+/// write. DynamoDB conditions cannot do arithmetic, hence the bound on `held` computed from the
+/// read; a wallet whose balance fell or whose floor rose since fails it (read again, retried).
+pub(crate) fn bounded_hold(
+    tenant: &str,
+    mv: &Movement,
+    balance: Money,
+    floor: Money,
+    at: i64,
+    set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
+) -> Result<Effect, Overflow> {
+    let max_held = balance
+        .checked_sub(floor, "the affordable amount")?
+        .checked_sub(mv.amount, "the affordable amount")?;
+    wallet_write(
+        tenant,
+        mv,
+        at,
+        set,
+        vec![
+            Bound::AtLeast("balance".into(), balance.minor()),
+            Bound::AtMost("floor".into(), floor.minor()),
+            Bound::AtMost("held".into(), max_held.minor()),
+        ],
+    )
+}
+
+/// The wallet's side of a release `mv` (or any movement that needs no bound) at `at`: the
+/// wallet must still exist.
+pub(crate) fn existing_wallet(
+    tenant: &str,
+    mv: &Movement,
+    at: i64,
+    set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
+) -> Result<Effect, Overflow> {
+    wallet_write(tenant, mv, at, set, Vec::new())
+}
+
+/// The wallet's adds and sets for `mv` (and `set`), applied while `bounds` hold on the wallet.
+fn wallet_write(
+    tenant: &str,
+    mv: &Movement,
+    at: i64,
+    set: Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
+    bounds: Vec<Bound>,
+) -> Result<Effect, Overflow> {
+    let (add, mut sets) = wallet_changes(std::slice::from_ref(mv), at, Flags::default())?;
+    sets.extend(set);
+    Ok(Effect::AdjustIf {
+        pk: wallet_pk(tenant),
+        sk: WALLET_SK.into(),
+        add,
+        set: sets,
+        bounds,
+    })
+}
