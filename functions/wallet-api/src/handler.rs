@@ -72,7 +72,7 @@ pub async fn handle<S, K, C>(
 where
     S: ItemStore + ItemWriter,
     K: Checkout,
-    C: Clock,
+    C: Clock + Clone + 'static,
 {
     Ok(respond(service, &event.payload).await)
 }
@@ -85,7 +85,7 @@ pub async fn respond<S, K, C>(
 where
     S: ItemStore + ItemWriter,
     K: Checkout,
-    C: Clock,
+    C: Clock + Clone + 'static,
 {
     let request = ApiRequest {
         method: req.request_context.http.method.as_str(),

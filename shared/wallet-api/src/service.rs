@@ -15,10 +15,12 @@ use crate::request::{
 use crate::response::ApiResponse;
 use http::StatusCode;
 use inbox_core::clock::Clock;
+use inbox_core::metrics::{EmfWriter, MetricSink};
 use inbox_core::store::attr::get_bool;
 use inbox_core::store::{ItemStore, ItemWriter};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 use std::time::Instant;
 use wallet_ledger::checkout::{Checkout, CheckoutError, CheckoutRequest};
 use wallet_ledger::holds::{Held, HoldOutcome, HoldRequest, Holds, ReleaseOutcome, Released};
@@ -26,26 +28,55 @@ use wallet_ledger::items::{wallet_pk, WALLET_SK};
 use wallet_ledger::{month_of, LedgerError, TenantId, Wallet};
 
 /// The wallet API over a table `S`, a provider's checkout `K` and a clock `C`.
-#[derive(Debug)]
 pub struct WalletApi<S, K, C> {
     pub store: S,
     pub checkout: K,
     pub clock: C,
     pub config: ApiConfig,
+    /// Where the holds' metrics go (`HoldBusy`, `HoldConflicts`, their notices').
+    pub metrics: Arc<dyn MetricSink>,
+}
+
+impl<S, K, C> std::fmt::Debug for WalletApi<S, K, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WalletApi")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S, K, C> WalletApi<S, K, C>
 where
     S: ItemStore + ItemWriter,
     K: Checkout,
-    C: Clock,
+    C: Clock + Clone + 'static,
 {
+    /// The API with its metrics as EMF on stdout (the deployed functions' writer).
     pub fn new(store: S, checkout: K, clock: C, config: ApiConfig) -> Self {
         Self {
             store,
             checkout,
             clock,
             config,
+            metrics: Arc::new(EmfWriter::stdout()),
+        }
+    }
+
+    /// The same with its metrics going to `sink`.
+    pub fn with_metrics(mut self, sink: Arc<dyn MetricSink>) -> Self {
+        self.metrics = sink;
+        self
+    }
+
+    fn holds(&self) -> Holds<'_, S> {
+        Holds::new(&self.store).with_clock(Arc::new(self.clock.clone()))
+    }
+
+    /// Emits what `holds` measured (after its commit).
+    fn emit(&self, holds: &Holds<'_, S>) {
+        let metrics = holds.take_metrics();
+        if !metrics.is_empty() {
+            self.metrics.emit(self.clock.now_millis(), &metrics);
         }
     }
 
@@ -256,12 +287,15 @@ where
     /// `POST /wallets/{tenant}/holds/{hold_id}/release`.
     async fn release(&self, claim: &Claim, hold_id: &str) -> Result<Ran, ApiError> {
         let keys = self.keys();
-        let placed = Holds::new(&self.store)
+        let holds = self.holds();
+        let placed = holds
             .release(&claim.tenant, hold_id, |released| {
                 vec![keys.completion(claim, &released_answer(released))]
             })
             .await
-            .map_err(ledger)?;
+            .map_err(ledger);
+        self.emit(&holds);
+        let placed = placed?;
         Ok(match placed {
             ReleaseOutcome::Released(r) => Ran::Stored(released_answer(&r)),
             ReleaseOutcome::NotFound => Ran::Unstored(outcome(

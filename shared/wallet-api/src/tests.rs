@@ -420,3 +420,81 @@ async fn after_the_retention_a_key_counts_as_new_even_before_the_ttl_deletes_it(
     );
     assert_eq!(r.calls(), 2);
 }
+
+/// The wallet of the rig credited with `balance` (as a top-up would).
+fn credit(r: &Rig, balance: i64) {
+    let mut item = r.api.store.item(&wallet_pk("acme"), WALLET_SK).unwrap();
+    item.insert("balance".into(), attr::n(balance));
+    r.api.store.put_item(item);
+}
+
+async fn hold(r: &Rig, key: &str, body: Value) -> ApiResponse {
+    r.send(
+        "POST",
+        "/wallets/acme/holds",
+        Some(key),
+        Some(&body.to_string()),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_hold_and_its_answer_commit_together_and_replay() {
+    let r = rig().await;
+    credit(&r, 2_050);
+    let first = hold(&r, "h1", json!({"message_id": "m1"})).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let b = first.body_json();
+    assert_eq!(
+        (b["amount"].clone(), b["available"].clone()),
+        (json!(25), json!(2_025))
+    );
+    let hold_id = b["hold_id"].as_str().unwrap().to_owned();
+    // The key's record holds the answer the hold committed with.
+    let record = r.api.store.item(&wallet_pk("acme"), "IDEM#h1").unwrap();
+    assert_eq!(attr::get_s(&record, "state"), Some("done"));
+    assert_eq!(attr::get_s(&record, "body"), Some(first.body.as_str()));
+    let again = hold(&r, "h1", json!({"message_id": "m1"})).await;
+    assert_eq!(
+        (again.body.as_str(), again.header("idempotent-replayed")),
+        (first.body.as_str(), Some("true"))
+    );
+    let w = Ledger::new(&r.api.store)
+        .wallet(&TenantId::parse("acme").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(w.held.minor(), 25);
+    // Another 25 would take available to 2,000: still the floor, so allowed; a third is not.
+    assert_eq!(
+        hold(&r, "h2", json!({"message_id": "m2"})).await.status,
+        201
+    );
+    let poor = hold(&r, "h3", json!({"message_id": "m3"})).await;
+    assert_eq!(poor.status, 402, "{}", poor.body);
+    assert_eq!(poor.body_json()["error"], "insufficient_funds");
+    assert_eq!(poor.body_json()["floor"], 2_000);
+    // The 402 is stored: the same key answers it again though the wallet was topped up since.
+    credit(&r, 10_000);
+    let replay = hold(&r, "h3", json!({"message_id": "m3"})).await;
+    assert_eq!(
+        (replay.status.as_u16(), replay.header("idempotent-replayed")),
+        (402, Some("true"))
+    );
+    // Released once; its key replays the release.
+    let path = format!("/wallets/acme/holds/{hold_id}/release");
+    let released = r.send("POST", &path, Some("rel-1"), None).await;
+    assert_eq!(released.status, 200, "{}", released.body);
+    assert_eq!(released.body_json()["released"], true);
+    assert_eq!(
+        r.send("POST", &path, Some("rel-1"), Some("{}"))
+            .await
+            .header("idempotent-replayed"),
+        Some("true")
+    );
+    let twice = r.send("POST", &path, Some("rel-2"), None).await;
+    assert_eq!(
+        (twice.status.as_u16(), twice.body_json()["error"].clone()),
+        (409, json!("hold_settled"))
+    );
+}

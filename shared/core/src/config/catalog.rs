@@ -54,7 +54,7 @@ pub const WEBHOOK_SECRETS_TTL_SECS: Var = Var {
 
 pub const STAGE: Var = Var {
     name: "STAGE",
-    read_by: ReadBy::Only(&[INGEST, PROCESS, RECONCILE, DELIVER, CHARGE]),
+    read_by: ReadBy::Only(&[INGEST, PROCESS, RECONCILE, DELIVER, CHARGE, WALLET_API]),
     unset: Unset::Default("local"),
     meaning: "the deployment stage (`template.yaml` sets it): the `Stage` dimension of every \
               CloudWatch metric the functions emit, which the alarms filter on, so stacks of \
