@@ -131,14 +131,6 @@ fn the_check_catches_what_it_guards_against() {
             "GET /wallets/{tenant}: no IAM authorizer",
         ),
         (
-            "wallet-route-none",
-            "            Path: /wallets/{tenant}/holds\n            PayloadFormatVersion: \"2.0\"\n            \
-             Auth:\n              Authorizer: AWS_IAM\n",
-            "            Path: /wallets/{tenant}/holds\n            PayloadFormatVersion: \"2.0\"\n            \
-             Auth:\n              Authorizer: NONE\n",
-            "POST /wallets/{tenant}/holds: no IAM authorizer",
-        ),
-        (
             "wallet-route-missing",
             "            Path: /wallets/{tenant}/checkout-sessions\n",
             "            Path: /wallets/{tenant}/checkout\n",
