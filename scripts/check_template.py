@@ -14,6 +14,9 @@ creates, the managed policies it attaches for event sources) is checked too:
                     real secrets and take every source down);
   routes            every method of /webhooks/{source} reaches the ingest function, so a GET
                     gets its documented 405, not the gateway's 404;
+  wallet API        every route under /wallets has API Gateway's IAM authorizer (SigV4: never
+                    reachable without it in AWS), and the wallet API's four routes are there,
+                    each reaching the wallet API function;
   leading keys      a role named in LEADING_KEYS writes the table (PutItem, UpdateItem, …) only
                     with a `dynamodb:LeadingKeys` condition listing exactly its prefixes;
   schedules         every scheduled function has an EventInvokeConfig; one scheduled every
@@ -64,6 +67,7 @@ ALLOWED_WILDCARDS: dict[tuple[str, str], str] = {
     ("DeliverRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     ("ReconcileRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     ("ChargeRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
+    ("WalletApiRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     # CloudWatch metrics come from EMF log lines, not PutMetricData: nothing else needs "*".
 }
 
@@ -79,6 +83,9 @@ ALLOWED_MANAGED_POLICIES: dict[str, str] = {}
 LEADING_KEYS: dict[str, list[str]] = {
     "DeliverRole": ["OUT#*", "FAN#*", "DEST#*", "DESTINATIONS"],
     "ChargeRole": ["WALLET#*", "MSG#wallet#*", "PROVIDER#stripe"],
+    # The wallet API: holds, releases and idempotency records under the wallets' partitions,
+    # the wallet's events, the Stripe account's token bucket (checkout sessions).
+    "WalletApiRole": ["WALLET#*", "MSG#wallet#*", "PROVIDER#stripe"],
 }
 TABLE_WRITES = {
     "dynamodb:PutItem",
@@ -98,6 +105,15 @@ BODY_BUCKET = "BodyBucket"
 
 INGEST_FUNCTION = "IngestFunction"
 WEBHOOK_PATH = "/webhooks/{source}"
+WALLET_API_FUNCTION = "WalletApiFunction"
+WALLET_PREFIX = "/wallets"
+# The wallet API's routes (docs/wallet-api.md), each behind the IAM authorizer.
+WALLET_ROUTES = [
+    ("post", "/wallets/{tenant}/holds"),
+    ("post", "/wallets/{tenant}/holds/{hold_id}/release"),
+    ("get", "/wallets/{tenant}"),
+    ("post", "/wallets/{tenant}/checkout-sessions"),
+]
 
 PSEUDO_PARAMETERS = {
     "AWS::Region": "us-east-1",
@@ -302,6 +318,43 @@ def check_routes(cfn: dict[str, Any]) -> list[str]:
     return [f"no HTTP API routes {WEBHOOK_PATH}"]
 
 
+def _http_api_bodies(cfn: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for resource in cfn.get("Resources", {}).values():
+        if resource.get("Type") == "AWS::ApiGatewayV2::Api":
+            yield (resource.get("Properties", {}) or {}).get("Body", {}) or {}
+
+
+def check_wallet_routes(cfn: dict[str, Any]) -> list[str]:
+    """Every /wallets route has the IAM authorizer (SigV4); the wallet API's routes are there."""
+    problems = []
+    seen = set()
+    for body in _http_api_bodies(cfn):
+        schemes = ((body.get("components") or {}).get("securitySchemes") or {})
+        sigv4 = {
+            name for name, scheme in schemes.items()
+            if (scheme or {}).get("x-amazon-apigateway-authtype") == "awsSigv4"
+        }
+        for path, methods in (body.get("paths", {}) or {}).items():
+            if path != WALLET_PREFIX and not path.startswith(WALLET_PREFIX + "/"):
+                continue
+            for method, operation in (methods or {}).items():
+                operation = operation or {}
+                shown = "ANY" if method == "x-amazon-apigateway-any-method" else method.upper()
+                security = operation.get("security") or []
+                if not any(set(requirement or {}) & sigv4 for requirement in security):
+                    problems.append(
+                        f"{shown} {path}: no IAM authorizer (Auth: Authorizer: AWS_IAM); a wallet "
+                        "route must never be reachable without SigV4 in AWS"
+                    )
+                uri = str((operation.get("x-amazon-apigateway-integration") or {}).get("uri"))
+                if WALLET_API_FUNCTION in uri:
+                    seen.add((method, path))
+    for method, path in WALLET_ROUTES:
+        if (method, path) not in seen:
+            problems.append(f"{method.upper()} {path}: not routed to {WALLET_API_FUNCTION}")
+    return problems
+
+
 def _alarm_metrics(alarm: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(namespace, metric name, dimensions) of every metric an alarm reads (plain or math)."""
     props = alarm.get("Properties", {}) or {}
@@ -461,6 +514,7 @@ def main(argv: list[str]) -> int:
         + check_schedules(sam)
         + check_secret_values(sam)
         + check_routes(cfn)
+        + check_wallet_routes(cfn)
         + check_alarms(sam)
         + check_deliver_parallelism(sam)
         + check_bodies(sam, cfn)
@@ -471,7 +525,7 @@ def main(argv: list[str]) -> int:
         return 1
     print(
         f"{args.template.name}: least privilege, leading keys, schedules, secret values, routes, "
-        "bodies, alarms and the deliver stream's parallelism checked"
+        "the wallet API's IAM authorizer, bodies, alarms and the deliver stream's parallelism checked"
     )
     return 0
 

@@ -13,10 +13,13 @@
 #     webhook-delivery-quarantine-local with the template's visibility timeout, retention and
 #     redrive policy (scripts/queues_from_template.py), and the bucket webhook-bodies-local for
 #     bodies above 8 KiB with BodyBucket's settings (scripts/bucket_from_template.py);
-#  4. builds the template's functions (ingest, process, reaper, reconcile, deliver: each
-#     function's Metadata.BuildProperties.Binary) and inboxctl, and runs `cargo lambda watch`
-#     on 127.0.0.1:9000 (DEV_LAMBDA_PORT to change), which serves every binary of the workspace and rebuilds on
-#     change: ingest answers at http://127.0.0.1:9000/lambda-url/ingest/webhooks/<source>,
+#  4. builds the template's functions (ingest, process, reaper, reconcile, deliver, charge,
+#     wallet-api: each function's Metadata.BuildProperties.Binary) and inboxctl, and runs
+#     `cargo lambda watch` on 127.0.0.1:9000 (DEV_LAMBDA_PORT to change), which serves every binary
+#     of the workspace and rebuilds on change: ingest answers at
+#     http://127.0.0.1:9000/lambda-url/ingest/webhooks/<source>, the wallet API at
+#     http://127.0.0.1:9000/lambda-url/wallet-api/wallets/<tenant>[/holds, …] (docs/wallet-api.md;
+#     UNAUTHENTICATED on loopback: in AWS only SigV4 calls through the IAM authorizer reach it),
 #     any function at http://127.0.0.1:9000/2015-03-31/functions/<name>/invocations;
 #  5. starts scripts/local_pipeline.py, which plays the template's event sources: the table's
 #     stream (FilterCriteria INSERT sk=MSG) and the retry queue feed `process`; the stream
@@ -333,6 +336,7 @@ cat >&2 <<EOF
     webhook URL   $base/<source>
     sources       $sources
     functions     $functions
+    wallet API    $lambda_url/lambda-url/wallet-api/wallets/<tenant>  (unauthenticated on loopback)
                   $lambda_url/2015-03-31/functions/<name>/invocations
     pipeline      table stream (INSERT sk=MSG) -> process; retry queue -> process;
                   scheduled functions (reaper, ...): at start, then on their schedule
@@ -344,6 +348,12 @@ cat >&2 <<EOF
     console       $CONSOLE_URL  (inboxctl console: events, quarantine, destinations, wallets)
     stripe        $STRIPE_API_BASE  (the Stripe stand-in: STRIPE_API_BASE, key $STRIPE_SECRET_KEY;
                   webhooks to $base/stripe; log ${EMU_LOGFILE#"$ROOT"/})
+
+  wallet API (docs/wallet-api.md; unauthenticated here, on loopback only: in AWS the IAM
+  authorizer lets only SigV4-signed calls through):
+    $lambda_url/lambda-url/wallet-api/wallets/<tenant>           GET: the balance
+    $lambda_url/lambda-url/wallet-api/wallets/<tenant>/holds     POST, Idempotency-Key: a hold
+    curl -s $lambda_url/lambda-url/wallet-api/wallets/acme
 
   send a signed Stripe test event (in another terminal):
     .venv/bin/python scripts/send_stripe_example.py $base/stripe

@@ -14,6 +14,8 @@
 //! - [`wallet`]: the wallet ledger through the real pipeline.
 //! - [`wallet_holds`]: the wallet API's holds on DynamoDB (exact under 200 concurrent holds, the
 //!   floor, settled by the delivery webhooks) and core's bounded adjustment.
+//! - [`wallet_api`]: the wallet API through its real handler (holds under concurrency, idempotency
+//!   keys, release, the wallet's view, checkout sessions).
 //! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
@@ -48,6 +50,7 @@ mod smoke;
 mod stripe_client;
 mod template;
 mod wallet;
+mod wallet_api;
 mod wallet_autopay;
 mod wallet_events;
 mod wallet_holds;

@@ -3,7 +3,8 @@
 //! privilege (the deliver role's writes limited to its own key prefixes), scheduled functions never
 //! retried beside their next run, secret values out of the template's reach, every method routed
 //! to the ingest function, the alarms every function and the front door need (on the stage's own
-//! metrics), the deliver stream's parallelism, the charge role's writes limited to the wallets' keys.
+//! metrics), the deliver stream's parallelism, the charge role's writes limited to the wallets' keys,
+//! every wallet API route behind the IAM authorizer.
 //! Here: the check passes on the template, catches each thing it guards against on a template
 //! that has it, and the ingest timeout leaves room above the ingest path's worst case.
 
@@ -133,6 +134,34 @@ fn the_check_catches_what_it_guards_against() {
             "            Method: ANY\n",
             "            Method: GET\n",
             "/webhooks/{source} routes only ['get', 'post']",
+        ),
+        (
+            "wallet-route-open",
+            "            Path: /wallets/{tenant}\n            PayloadFormatVersion: \"2.0\"\n            \
+             Auth:\n              Authorizer: AWS_IAM\n",
+            "            Path: /wallets/{tenant}\n            PayloadFormatVersion: \"2.0\"\n",
+            "GET /wallets/{tenant}: no IAM authorizer",
+        ),
+        (
+            "wallet-route-missing",
+            "            Path: /wallets/{tenant}/checkout-sessions\n",
+            "            Path: /wallets/{tenant}/checkout\n",
+            "POST /wallets/{tenant}/checkout-sessions: not routed to WalletApiFunction",
+        ),
+        (
+            "wallet-api-leading-keys-wide",
+            "              - Sid: WalletWrite\n                Effect: Allow\n                Action:\n                  \
+             - dynamodb:PutItem\n                  - dynamodb:UpdateItem\n                  \
+             - dynamodb:ConditionCheckItem\n                Resource: !GetAtt InboxTable.Arn\n                \
+             Condition:\n                  ForAllValues:StringLike:\n                    \
+             dynamodb:LeadingKeys:\n                      - WALLET#*\n",
+            "              - Sid: WalletWrite\n                Effect: Allow\n                Action:\n                  \
+             - dynamodb:PutItem\n                  - dynamodb:UpdateItem\n                  \
+             - dynamodb:ConditionCheckItem\n                Resource: !GetAtt InboxTable.Arn\n                \
+             Condition:\n                  ForAllValues:StringLike:\n                    \
+             dynamodb:LeadingKeys:\n                      - \"*\"\n",
+            "WalletApiRole, statement WalletWrite: dynamodb:LeadingKeys ['*', 'MSG#wallet#*', 'PROVIDER#stripe'], \
+             expected exactly",
         ),
         (
             "parallelism",

@@ -1,6 +1,7 @@
 //! The configuration page's tables (`docs/configuration.md`), rendered from the variables' documentation in code: the
 //! core's (`inbox_core::config::catalog`, its own and the libraries') and the wallet ledger's
-//! (`wallet_ledger::config`) and the Stripe module's (`stripe_charges::config`). This crate sees every crate that declares variables, so the check
+//! (`wallet_ledger::config`), the Stripe module's (`stripe_charges::config`) and the wallet API's
+//! (`wallet_api::config`). This crate sees every crate that declares variables, so the check
 //! (`tests/it/config_docs.rs`) and the command that rewrites the page ([`REGENERATE`]) live here.
 
 use inbox_core::config::doc::{self, SpliceError};
@@ -17,6 +18,7 @@ pub fn variables() -> Vec<&'static Var> {
         .iter()
         .chain(wallet_ledger::config::VARS)
         .chain(stripe_charges::config::VARS)
+        .chain(wallet_api::config::VARS)
         .chain(catalog::LIBRARY)
         .copied()
         .collect()

@@ -13,10 +13,12 @@ use std::time::Duration;
 
 /// The charging function, as `template.yaml` names it.
 pub const CHARGE: &str = "charge";
+/// The wallet API function (its hosted top-ups), as `template.yaml` names it.
+pub const WALLET_API: &str = "wallet-api";
 
 pub const STRIPE_API_BASE: Var = Var {
     name: "STRIPE_API_BASE",
-    read_by: ReadBy::Only(&[CHARGE]),
+    read_by: ReadBy::Only(&[CHARGE, WALLET_API]),
     unset: Unset::Default(DEFAULT_API_BASE),
     meaning: "the Stripe API's base URL: any Stripe-compatible server can stand in (`make dev`: \
               the local stand-in, `scripts/stripe_standin.py`). `https://` or, to a loopback \
@@ -25,15 +27,15 @@ pub const STRIPE_API_BASE: Var = Var {
 
 pub const STRIPE_SECRET_KEY: Var = Var {
     name: "STRIPE_SECRET_KEY",
-    read_by: ReadBy::Only(&[CHARGE]),
+    read_by: ReadBy::Only(&[CHARGE, WALLET_API]),
     unset: Unset::RequiredUnless("STRIPE_SECRET_ARN"),
-    meaning: "locally: the Stripe secret key (`sk_test_…`, `rk_…`) the charges are made with; \
+    meaning: "locally: the Stripe secret key (`sk_test_…`, `rk_…`) the charges and checkout sessions are made with; \
               takes precedence over the ARN. Never logged",
 };
 
 pub const STRIPE_SECRET_ARN: Var = Var {
     name: "STRIPE_SECRET_ARN",
-    read_by: ReadBy::Only(&[CHARGE]),
+    read_by: ReadBy::Only(&[CHARGE, WALLET_API]),
     unset: Unset::RequiredUnless("STRIPE_SECRET_KEY"),
     meaning: "in the cloud: the AWS Secrets Manager secret (ARN or name) whose `SecretString` \
               is the Stripe secret key, read at cold start",
@@ -41,7 +43,7 @@ pub const STRIPE_SECRET_ARN: Var = Var {
 
 pub const STRIPE_RATE: Var = Var {
     name: "STRIPE_RATE",
-    read_by: ReadBy::Only(&[CHARGE]),
+    read_by: ReadBy::Only(&[CHARGE, WALLET_API]),
     unset: Unset::Default("20"),
     meaning: "requests a second to the Stripe account, shared by every worker through one token \
               bucket item in the table (burst: a fifth of it, at least 1): by default at most 24 \

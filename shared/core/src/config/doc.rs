@@ -51,6 +51,7 @@ pub mod readers {
     pub const RECONCILE: &str = "reconcile";
     pub const DELIVER: &str = "deliver";
     pub const CHARGE: &str = "charge";
+    pub const WALLET_API: &str = "wallet-api";
     pub const INBOXCTL: &str = "inboxctl";
 }
 
