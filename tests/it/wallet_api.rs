@@ -603,9 +603,10 @@ async fn the_wallet_view_and_a_checkout_session_through_the_provider() {
             json!("usd")
         )
     );
+    // An empty wallet cannot afford a send: it starts low (docs/wallet.md, the notices).
     assert_eq!(
         view.body["flags"],
-        json!({"overdrawn": false, "review": false})
+        json!({"overdrawn": false, "review": false, "low": true})
     );
     assert_eq!(view.body["month_debits"]["amount"], 0);
     let body = json!({"amount": 5_000, "success_url": "https://app.example/paid", "cancel_url": "https://app.example/cancel", "save_payment_method": true});

@@ -214,10 +214,12 @@ where
         let available = wallet
             .available()
             .map_err(|e| ApiError::Internal(Box::new(e)))?;
-        // overdrawn and review always; any other flag the wallet item carries as well.
+        // overdrawn, review and low (it cannot afford one more send at its price) always; any
+        // other flag the wallet item carries as well.
         let mut flags = Map::new();
         flags.insert("overdrawn".into(), json!(wallet.overdrawn));
         flags.insert("review".into(), json!(wallet.review));
+        flags.insert("low".into(), json!(wallet.low));
         let mut others: Vec<&String> = item.keys().filter(|k| !flags.contains_key(*k)).collect();
         others.sort();
         for k in others {

@@ -131,7 +131,8 @@ async fn the_wallet_is_read_with_its_flags_and_this_months_debits() {
     item.insert("held".into(), attr::n(300));
     item.insert("debits_2026_11".into(), attr::n(1_234));
     item.insert("debits_2026_10".into(), attr::n(99));
-    item.insert("low_balance".into(), attr::bool(true));
+    item.insert("low".into(), attr::bool(false));
+    item.insert("suspended".into(), attr::bool(true));
     item.insert("review".into(), attr::bool(true));
     r.api.store.put_item(item);
     let got = r.send("GET", "/wallets/acme", None, None).await;
@@ -141,7 +142,7 @@ async fn the_wallet_is_read_with_its_flags_and_this_months_debits() {
         json!({
             "tenant": "acme", "currency": "usd", "balance": 10_000, "held": 300,
             "available": 9_700, "floor": 2_000, "price": 25, "review_threshold": 100_000,
-            "flags": {"overdrawn": false, "review": true, "low_balance": true},
+            "flags": {"overdrawn": false, "review": true, "low": false, "suspended": true},
             "month_debits": {"month": "2026-11", "amount": 1_234},
         })
     );
