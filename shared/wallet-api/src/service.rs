@@ -19,10 +19,9 @@ use inbox_core::metrics::{EmfWriter, MetricSink};
 use inbox_core::store::attr::get_bool;
 use inbox_core::store::{ItemStore, ItemWriter};
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Instant;
-use wallet_ledger::checkout::{Checkout, CheckoutError, CheckoutRequest};
+use wallet_ledger::checkout::Checkout;
 use wallet_ledger::holds::{Held, HoldOutcome, HoldRequest, Holds, ReleaseOutcome, Released};
 use wallet_ledger::items::{wallet_pk, WALLET_SK};
 use wallet_ledger::{month_of, LedgerError, TenantId, Wallet};
@@ -324,50 +323,9 @@ where
             ReleaseOutcome::Busy => return Err(ApiError::Busy),
         })
     }
-
-    /// `POST /wallets/{tenant}/checkout-sessions`.
-    async fn create_checkout(&self, claim: &Claim, body: CheckoutBody) -> Result<Ran, ApiError> {
-        let ledger_view = wallet_ledger::Ledger::new(&self.store);
-        let wallet = ledger_view
-            .wallet(&claim.tenant)
-            .await
-            .map_err(ledger)?
-            .ok_or_else(|| ApiError::NoWallet(claim.tenant.as_str().to_owned()))?;
-        let customer = ledger_view
-            .autopay(&claim.tenant)
-            .await
-            .map_err(ledger)?
-            .and_then(|a| a.method)
-            .map(|m| m.customer);
-        let request = CheckoutRequest {
-            tenant: claim.tenant.clone(),
-            amount: wallet.currency.amount(body.amount),
-            success_url: body.success_url,
-            cancel_url: body.cancel_url,
-            save_payment_method: body.save_payment_method,
-            customer,
-            idempotency_key: provider_key(claim),
-        };
-        match self.checkout.create_session(&request).await {
-            Ok(session) => Ok(Ran::Unstored(ApiResponse::json(
-                StatusCode::CREATED,
-                &json!({
-                    "id": session.id,
-                    "url": session.url,
-                    "amount": body.amount,
-                    "currency": wallet.currency.as_str(),
-                }),
-            ))),
-            Err(CheckoutError::Refused(reason)) => Ok(Ran::Unstored(outcome(
-                StatusCode::BAD_REQUEST,
-                "checkout_refused",
-                &format!("the payment provider refused the checkout: {reason}"),
-                json!({}),
-            ))),
-            Err(CheckoutError::Unavailable(reason)) => Err(ApiError::ProviderUnavailable(reason)),
-        }
-    }
 }
+
+mod checkout;
 
 /// What a POST asks for, parsed.
 enum Action {
@@ -423,17 +381,4 @@ fn released_answer(r: &Released) -> ApiResponse {
             "released": true,
         }),
     )
-}
-
-/// The provider's idempotency key of a checkout: one per tenant, key and request (a key given
-/// back after a 5xx and used with another body asks the provider for another session).
-pub fn provider_key(claim: &Claim) -> String {
-    let digest = Sha256::new()
-        .chain_update(claim.tenant.as_str().as_bytes())
-        .chain_update(b"\n")
-        .chain_update(claim.key.as_str().as_bytes())
-        .chain_update(b"\n")
-        .chain_update(claim.fingerprint.as_str().as_bytes())
-        .finalize();
-    format!("wallet-api-checkout-{}", hex::encode(digest))
 }

@@ -15,9 +15,7 @@
 //! of times ([`HoldOutcome::Busy`]). Time, the wait and the jitter's draw are injected
 //! ([`Holds::with_clock`], [`Holds::with_pause`]): tests never sleep.
 
-use crate::items::holds::{
-    bounded_hold, existing_wallet, hold_sk, pointed_message, pointer, HOLDS_SOURCE,
-};
+use crate::items::holds::{bounded_hold, hold_sk, pointed_message, pointer, HOLDS_SOURCE};
 use crate::items::wallet_pk;
 use crate::ledger::{Ledger, LedgerError};
 use crate::model::{EmailRow, Entry, Wallet};
@@ -362,78 +360,9 @@ where
         let entry = Entry::of(id, tenant, mv, message_id, (HOLDS_SOURCE, hold_id), at);
         Effect::Create(entry.to_item())
     }
-
-    /// Releases a hold placed by [`Holds::place`]; `with` as there.
-    pub async fn release(
-        &self,
-        tenant: &TenantId,
-        hold_id: &str,
-        with: impl Fn(&Released) -> Vec<Effect> + Send + Sync,
-    ) -> Result<ReleaseOutcome, LedgerError> {
-        let ledger = self.ledger();
-        let mut conflicts = 0;
-        for attempt in 1..=self.retry.max_attempts {
-            if attempt > 1 {
-                self.back_off(attempt).await;
-            }
-            let done = |outcome| Ok(self.done(tenant, "release", conflicts, outcome));
-            let Some(wallet) = ledger.wallet(tenant).await? else {
-                return done(ReleaseOutcome::NoWallet);
-            };
-            let pointed = self
-                .store
-                .get_item(&wallet_pk(tenant), &hold_sk(hold_id))
-                .await?
-                .and_then(|p| pointed_message(&p));
-            let Some(message_id) = pointed else {
-                return done(ReleaseOutcome::NotFound);
-            };
-            let Some(row) = ledger
-                .email_row(tenant, &message_id)
-                .await?
-                .filter(|r| r.hold_id.as_deref() == Some(hold_id))
-            else {
-                return done(ReleaseOutcome::NotFound);
-            };
-            let amount = wallet.currency.amount(row.amount);
-            let (state, movement) = rules::email(row.state, EmailEvent::Cancelled, amount);
-            let Some(mv) = movement else {
-                return done(ReleaseOutcome::Settled { state: row.state });
-            };
-            let available = wallet
-                .available()
-                .and_then(|a| a.checked_add(amount, "the available amount"))
-                .map_err(refused)?;
-            let released = Released {
-                hold_id: hold_id.to_owned(),
-                message_id: message_id.clone(),
-                amount,
-                available,
-            };
-            let now = self.clock.now_millis();
-            let mut next = row.clone();
-            next.state = state;
-            next.updated_at = Some(now);
-            let notices = notices(&wallet, &[mv], now).map_err(refused)?;
-            let mut effects = vec![
-                next.replace(tenant, row.version),
-                existing_wallet(tenant, &mv, now, &notices).map_err(refused)?,
-                self.entry(tenant, &mv, &message_id, hold_id, now),
-            ];
-            effects.extend(with(&released));
-            effects.extend(notices.effects);
-            match self.store.commit(effects).await? {
-                Applied::Done => {
-                    self.record(notices.metrics);
-                    return done(ReleaseOutcome::Released(released));
-                }
-                Applied::EffectConflict | Applied::MessageConflict => conflicts += 1,
-            }
-        }
-        self.record([busy_metric(tenant, "release")]);
-        Ok(self.done(tenant, "release", conflicts, ReleaseOutcome::Busy))
-    }
 }
+
+mod release;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -1,0 +1,105 @@
+//! The per-email and per-payment rows ([`EmailRow`], [`PaymentRow`]) as items and writes (the
+//! layout table is in [`super`]).
+
+use super::*;
+
+impl EmailRow {
+    /// Reads an email row; an error says what is wrong with it.
+    pub fn from_item(item: &Item) -> Result<Self, String> {
+        Ok(Self {
+            message_id: text(item, "message_id").unwrap_or_default(),
+            state: parse_state(item, "state")?,
+            amount: number(item, "amount")?.unwrap_or(0),
+            events: get_strings(item, "events"),
+            held_at: number(item, "held_at")?,
+            updated_at: number(item, "updated_at")?,
+            hold_id: text(item, "hold_id"),
+            version: version(item),
+        })
+    }
+
+    fn to_item(&self, tenant: &str) -> Item {
+        let mut item = Item::from([
+            ("pk".to_string(), s(wallet_pk(tenant))),
+            ("sk".to_string(), s(email_sk(&self.message_id))),
+            ("kind".to_string(), s(KIND_EMAIL)),
+            ("tenant".to_string(), s(tenant)),
+            ("message_id".to_string(), s(&self.message_id)),
+            ("state".to_string(), s(state_name(&self.state))),
+            ("amount".to_string(), n(self.amount)),
+            ("events".to_string(), attr::strings(&self.events)),
+        ]);
+        if let Some(t) = self.updated_at {
+            item.insert("updated_at".into(), n(t));
+        }
+        if let Some(t) = self.held_at {
+            item.insert("held_at".into(), n(t));
+        }
+        if let Some(h) = &self.hold_id {
+            item.insert("hold_id".into(), s(h));
+        }
+        item
+    }
+
+    /// Writes `self` over the row as read at `read_version` (`None`: there was none).
+    pub(crate) fn replace(&self, tenant: &str, read_version: Option<u64>) -> Effect {
+        Effect::Replace {
+            item: self.to_item(tenant),
+            expected_version: read_version,
+        }
+    }
+}
+
+impl PaymentRow {
+    /// Reads a payment row; an error says what is wrong with it. Rows written before delayed
+    /// payments and capped refunds have no `funds` or `refund_total`: paid if credited, refunded
+    /// as far as taken back.
+    pub fn from_item(item: &Item) -> Result<Self, String> {
+        let credited = number(item, "credited")?.unwrap_or(0);
+        let refunded = number(item, "refunded")?.unwrap_or(0);
+        let funds = match item.get("funds") {
+            Some(_) => parse_state(item, "funds")?,
+            None if credited > 0 => Funds::Paid,
+            None => Funds::Unknown,
+        };
+        Ok(Self {
+            payment_key: text(item, "payment_key").unwrap_or_default(),
+            funds,
+            expected: number(item, "expected")?.unwrap_or(0),
+            credited,
+            refund_total: number(item, "refund_total")?.unwrap_or(refunded),
+            refunded,
+            events: get_strings(item, "events"),
+            updated_at: number(item, "updated_at")?,
+            version: version(item),
+        })
+    }
+
+    fn to_item(&self, tenant: &str) -> Item {
+        let mut item = Item::from([
+            ("pk".to_string(), s(wallet_pk(tenant))),
+            ("sk".to_string(), s(payment_sk(&self.payment_key))),
+            ("kind".to_string(), s(KIND_PAYMENT)),
+            ("tenant".to_string(), s(tenant)),
+            ("payment_key".to_string(), s(&self.payment_key)),
+            ("funds".to_string(), s(state_name(&self.funds))),
+            ("expected".to_string(), n(self.expected)),
+            ("credited".to_string(), n(self.credited)),
+            ("refund_total".to_string(), n(self.refund_total)),
+            ("refunded".to_string(), n(self.refunded)),
+            ("events".to_string(), attr::strings(&self.events)),
+        ]);
+        if let Some(t) = self.updated_at {
+            item.insert("updated_at".into(), n(t));
+        }
+        item
+    }
+
+    /// Writes `self` over the row as read at `read_version` (`None`: there was none).
+    pub(crate) fn replace(&self, tenant: &str, read_version: Option<u64>) -> Effect {
+        Effect::Replace {
+            item: self.to_item(tenant),
+            expected_version: read_version,
+        }
+    }
+}
