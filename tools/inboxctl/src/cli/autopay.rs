@@ -11,8 +11,8 @@ pub enum AutopayCommand {
     /// Set a wallet's autopay rules, changing only what is given: a threshold top-up, a
     /// recurring charge, a monthly cap, the dunning ladder, the saved payment method.
     #[command(after_help = "Examples:\n  \
-        inboxctl wallet autopay set acme --threshold 1000 --target 5000     # below 10.00: back to 50.00, in one charge\n  \
-        inboxctl wallet autopay set acme --threshold 1000 --amount 2500     # below 10.00: charge 25.00\n  \
+        inboxctl wallet autopay set acme --threshold 3000 --target 8000     # below 30.00: back to 80.00, in one charge\n  \
+        inboxctl wallet autopay set acme --threshold 3000 --amount 5000     # below 30.00: charge 50.00\n  \
         inboxctl wallet autopay set acme --every month --amount 2000 --anchor 2027-01-31\n  \
         inboxctl wallet autopay set acme --cap 10000 --ladder 0,1,3,5,7\n  \
         inboxctl wallet autopay set acme --no-recurring")]
