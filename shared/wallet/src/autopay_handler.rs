@@ -68,6 +68,70 @@ fn journal(m: &StoredMessage, tenant: &str, action: &str, detail: String) -> Eff
     log.create(tenant, m.event_id.as_str())
 }
 
+/// What autopay writes after a hold or debit at `now_ms` that left `available` where it is, given
+/// the wallet's autopay settings as read: the attempt (its id derived from `origin`, the event or
+/// request that crossed, so a re-run makes the same one) and the settings at their version, or
+/// the cap's first refusal of the month; nothing otherwise. Shared by the webhook movements and
+/// the wallet API's holds. `Err`: the refusal's event could not be written (the reason).
+pub(crate) fn threshold_writes(
+    autopay: Option<Autopay>,
+    tenant: &TenantId,
+    available: Money,
+    now_ms: i64,
+    origin: [&str; 2],
+) -> Result<(Vec<Effect>, Vec<Metric>), String> {
+    let Some(mut autopay) = autopay else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let now = Millis::new(now_ms);
+    match top_up(&autopay, available, now_ms) {
+        TopUp::Nothing | TopUp::Refused { report: false, .. } => Ok((Vec::new(), Vec::new())),
+        TopUp::Attempt { amount, month } => {
+            let attempt = Attempt {
+                id: derived_attempt_id("thr", &origin),
+                tenant: tenant.clone(),
+                reason: Reason::Threshold,
+                amount,
+                state: AttemptState::Due,
+                try_no: 0,
+                rung: 0,
+                first_failure: None,
+                due: now,
+                idempotency_key: None,
+                provider_ref: None,
+                tries: Vec::new(),
+                created_at: now,
+                version: None,
+            };
+            *autopay.month_charged.entry(month).or_insert(0) += amount.minor();
+            autopay.open_attempt = Some(attempt.id.clone());
+            autopay.updated_at = now;
+            Ok((
+                vec![attempt.replace(), autopay.replace()],
+                vec![attempt_made(tenant)],
+            ))
+        }
+        TopUp::Refused { refusal, month, .. } => {
+            let event = WalletEvent::LimitReached {
+                tenant: tenant.clone(),
+                month: month.clone(),
+                wanted: refusal.wanted,
+                charged: refusal.charged,
+                cap: refusal.cap,
+            };
+            let published = event
+                .publish(now)
+                .map_err(|err| format!("the {} event: {err}", event.event_type()))?;
+            autopay.limit_reported = Some(month);
+            autopay.updated_at = now;
+            Ok((
+                vec![autopay.replace(), published],
+                vec![limit_reached(tenant)],
+            ))
+        }
+    }
+}
+
 impl<S: ItemStore> WalletHandler<S> {
     async fn autopay_of(&self, tenant: &TenantId) -> Result<Option<Autopay>, HandlerOutcome> {
         self.ledger()
@@ -83,53 +147,10 @@ impl<S: ItemStore> WalletHandler<S> {
         tenant: &TenantId,
         available: Money,
     ) -> Result<(Vec<Effect>, Vec<Metric>), HandlerOutcome> {
-        let Some(mut autopay) = self.autopay_of(tenant).await? else {
-            return Ok((Vec::new(), Vec::new()));
-        };
-        let now = Millis::new(m.received_at);
-        match top_up(&autopay, available, m.received_at) {
-            TopUp::Nothing | TopUp::Refused { report: false, .. } => Ok((Vec::new(), Vec::new())),
-            TopUp::Attempt { amount, month } => {
-                let attempt = Attempt {
-                    id: derived_attempt_id("thr", &[m.source.as_str(), m.event_id.as_str()]),
-                    tenant: tenant.clone(),
-                    reason: Reason::Threshold,
-                    amount,
-                    state: AttemptState::Due,
-                    try_no: 0,
-                    rung: 0,
-                    first_failure: None,
-                    due: now,
-                    idempotency_key: None,
-                    provider_ref: None,
-                    tries: Vec::new(),
-                    created_at: now,
-                    version: None,
-                };
-                *autopay.month_charged.entry(month).or_insert(0) += amount.minor();
-                autopay.open_attempt = Some(attempt.id.clone());
-                autopay.updated_at = now;
-                Ok((
-                    vec![attempt.replace(), autopay.replace()],
-                    vec![attempt_made(tenant)],
-                ))
-            }
-            TopUp::Refused { refusal, month, .. } => {
-                let event = WalletEvent::LimitReached {
-                    tenant: tenant.clone(),
-                    month: month.clone(),
-                    wanted: refusal.wanted,
-                    charged: refusal.charged,
-                    cap: refusal.cap,
-                };
-                autopay.limit_reported = Some(month);
-                autopay.updated_at = now;
-                Ok((
-                    vec![autopay.replace(), publish(&event, now)?],
-                    vec![limit_reached(tenant)],
-                ))
-            }
-        }
+        let autopay = self.autopay_of(tenant).await?;
+        let origin = [m.source.as_str(), m.event_id.as_str()];
+        threshold_writes(autopay, tenant, available, m.received_at, origin)
+            .map_err(HandlerOutcome::Permanent)
     }
 
     /// Closes the attempt a credited payment intent names: `Credited`, the settings' open attempt

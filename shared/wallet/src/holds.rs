@@ -15,6 +15,7 @@
 //! of times ([`HoldOutcome::Busy`]). Time, the wait and the jitter's draw are injected
 //! ([`Holds::with_clock`], [`Holds::with_pause`]): tests never sleep.
 
+use crate::autopay_handler::threshold_writes;
 use crate::items::holds::{bounded_hold, hold_sk, pointed_message, pointer, HOLDS_SOURCE};
 use crate::items::wallet_pk;
 use crate::ledger::{Ledger, LedgerError};
@@ -263,7 +264,16 @@ where
                 amount,
                 available: after,
             };
-            let (effects, metrics) = self.hold_effects(&wallet, &held, &with)?;
+            let (mut effects, mut metrics) = self.hold_effects(&wallet, &held, &with)?;
+            // Autopay's threshold, as a webhook's hold checks it: the attempt (and the settings
+            // at their version) in the hold's own transaction.
+            let autopay = self.ledger().autopay(tenant).await?;
+            let origin = [HOLDS_SOURCE, held.hold_id.as_str()];
+            let (top_up, top_up_metrics) =
+                threshold_writes(autopay, tenant, after, self.clock.now_millis(), origin)
+                    .map_err(LedgerError::Unreadable)?;
+            effects.extend(top_up);
+            metrics.extend(top_up_metrics);
             match self.store.commit(effects).await? {
                 Applied::Done => {
                     self.record(metrics);

@@ -754,3 +754,39 @@ async fn a_charge_reconciled_without_its_webhook_is_credited_once_whichever_come
     };
     assert!(!settle.settle(&unconfirmed).await.unwrap());
 }
+
+#[tokio::test]
+async fn the_wallet_apis_holds_across_the_threshold_make_one_attempt_as_webhook_holds_do() {
+    let w = World::new().autopay(true, None).await;
+    let holds = crate::holds::Holds::new(&*w.store);
+    let mut placed = 0;
+    for i in 0..100 {
+        let request = crate::holds::HoldRequest {
+            tenant: tid("acme"),
+            message_id: format!("api{i}"),
+            amount: Some(25),
+            hold_id: format!("hold_{i}"),
+        };
+        match holds.place(&request, |_| Vec::new()).await.unwrap() {
+            crate::holds::HoldOutcome::Held(_) => placed += 1,
+            other => panic!("hold {i}: {other:?}"),
+        }
+        let expected = usize::from((i + 1) * 25 >= START - 1000);
+        assert_eq!(
+            w.attempts().await.len(),
+            expected,
+            "after hold {i} (available {})",
+            START - (i + 1) * 25
+        );
+    }
+    assert_eq!(placed, 100);
+    let attempts = w.attempts().await;
+    let a = &attempts[0];
+    assert_eq!(
+        (a.state.clone(), a.amount.minor()),
+        (AttemptState::Due, 4000),
+        "to the target from the 10.00 the hold left"
+    );
+    let settings = w.settings().await;
+    assert_eq!(settings.open_attempt.as_deref(), Some(a.id.as_str()));
+}
