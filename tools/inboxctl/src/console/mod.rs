@@ -20,6 +20,7 @@
 //! reply carries a Content-Security-Policy allowing only the console's own script; maud escapes
 //! every value; signature header values and destination secrets are never rendered ([`mask`]).
 
+mod bulk;
 mod delivery;
 mod destinations;
 mod event;
