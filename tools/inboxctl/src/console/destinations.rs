@@ -1,9 +1,11 @@
 //! The Destinations page: each destination's state, circuit, rate, success rate, p50/p99 and
 //! oldest pending delivery (`inboxctl stats`' figures, [`destination_stats`]), and its actions:
 //! pause and resume (`inboxctl dest pause|resume`), retry its failed deliveries (`inboxctl
-//! deliveries retry --status failed --destination ID`), confirmed when there is more than one.
+//! deliveries retry --status failed --destination ID`), confirmed when there is more than one,
+//! in steps with a progress bar as the Quarantine page's bulk replay ([`super::bulk`]).
 //! Secrets are never shown, not even their number.
 
+use super::bulk::{self, Step};
 use super::http::{query, Params, Reply};
 use super::layout::{self, badge, csrf, opt, time};
 use super::{Console, Session};
@@ -144,8 +146,56 @@ pub async fn resume(console: &Console<'_>, form: &Params) -> Result<Reply> {
     Ok(back("resumed"))
 }
 
+/// One step of a confirmed bulk retry ([`bulk`]): the next [`bulk::STEP`] failed deliveries.
+async fn step(
+    console: &Console<'_>,
+    session: &Session,
+    form: &Params,
+    id: &DestinationId,
+    failed: &[OutboundDelivery],
+) -> Result<Reply> {
+    let at = Step::read(form);
+    let targets: Vec<_> = failed
+        .iter()
+        .skip(at.skip())
+        .take(bulk::STEP)
+        .map(OutboundDelivery::reference)
+        .collect();
+    let queue = queue(console.ctx).await;
+    let results = retry_each(
+        &console.store,
+        queue.as_ref(),
+        &targets,
+        &console.operator,
+        false,
+        SystemClock.now_millis(),
+        || {},
+    )
+    .await?;
+    let ok = results.iter().filter(|(_, o)| o == RETRIED).count();
+    let (step, more) = at.after(targets.len(), ok);
+    let progress = bulk::Progress {
+        action: "/destination/retry",
+        verb: "Retried",
+        csrf: &session.csrf,
+        step,
+        more,
+        problems: results
+            .iter()
+            .filter(|(_, o)| o != RETRIED)
+            .map(|(r, o)| format!("{r}: {o}"))
+            .collect(),
+        carry: vec![("id", id.as_str().to_owned())],
+        back: ("/destinations", "Back to the destinations"),
+    };
+    Ok(Reply::html(200, bulk::progress(&progress)))
+}
+
+/// A retry's outcome when it went back to pending (`outcome_text` of `Retried`).
+const RETRIED: &str = "retried";
+
 /// `POST /destination/retry`: the destination's failed deliveries, retried after a confirmation
-/// naming their count when there is more than one.
+/// naming their count when there is more than one, in steps with progress ([`bulk`]).
 pub async fn retry(console: &Console<'_>, session: &Session, form: &Params) -> Result<Reply> {
     let id = id_of(form)?;
     let failed: Vec<OutboundDelivery> = select(
@@ -157,6 +207,9 @@ pub async fn retry(console: &Console<'_>, session: &Session, form: &Params) -> R
         None,
     )
     .await?;
+    if form.get("step").is_some() {
+        return step(console, session, form, &id, &failed).await;
+    }
     let confirmed = failed.len() <= 1
         || form
             .get("confirm")
@@ -166,14 +219,18 @@ pub async fn retry(console: &Console<'_>, session: &Session, form: &Params) -> R
     if !confirmed {
         let body = html! {
             h1 { "Retry " (failed.len()) " failed deliveries to " code { (id.as_str()) } "?" }
-            p { "Each is sent again (journaled as retried by " code { (console.operator) } ")." }
-            form.actions method="post" action="/destination/retry" {
-                (csrf(&session.csrf))
-                input type="hidden" name="id" value=(id.as_str());
-                input type="hidden" name="confirm" value=(failed.len());
-                button.danger type="submit" #confirm { "Yes, retry " (failed.len()) }
-                a href="/destinations" { "cancel" }
+            @if form.get("confirm").is_some() {
+                (layout::notice("The failed deliveries changed since you asked; here is the new count."))
             }
+            p { "Each is sent again (journaled as retried by " code { (console.operator) } ")." }
+            (bulk::confirm_form(
+                "/destination/retry",
+                &session.csrf,
+                failed.len(),
+                html! { input type="hidden" name="id" value=(id.as_str()); },
+                &format!("Yes, retry {}", failed.len()),
+                "/destinations",
+            ))
         };
         return Ok(Reply::html(
             200,

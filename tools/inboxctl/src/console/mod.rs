@@ -12,7 +12,9 @@
 //!   deliveries, wallet entries) and its replay; [`delivery`]: its deliveries and their retry;
 //! - [`quarantine`]: the failed messages and their replay, one or every match (confirmed);
 //! - [`destinations`]: the outbox's destinations, pause, resume and retry of failed deliveries;
-//! - [`wallets`]: the wallets, one wallet's ledger and autopay.
+//! - [`wallets`]: the wallets, one wallet's ledger and autopay, the unmatched payments and their bind;
+//! - [`bulk`]: a confirmed bulk action in steps with progress (the quarantine's replay, the
+//!   destinations' retry).
 //!
 //! Safety ([`http`]): every state-changing action is a POST carrying the session's CSRF token
 //! (a random token per browser session, kept in this process); a request whose `Host` is not this
@@ -20,6 +22,7 @@
 //! reply carries a Content-Security-Policy allowing only the console's own script; maud escapes
 //! every value; signature header values and destination secrets are never rendered ([`mask`]).
 
+mod bulk;
 mod delivery;
 mod destinations;
 mod event;
@@ -187,7 +190,8 @@ impl Console<'_> {
             (true, "/destination/pause") => destinations::pause(self, &req.form).await,
             (true, "/destination/resume") => destinations::resume(self, &req.form).await,
             (true, "/destination/retry") => destinations::retry(self, session, &req.form).await,
-            (false, "/wallets") => wallets::list(self).await,
+            (false, "/wallets") => wallets::list(self, session).await,
+            (true, "/wallet/bind") => wallets::bind(self, session, &req.form).await,
             (false, "/wallet") => wallets::one(self, &req.query).await,
             _ => Ok(Reply::html(
                 404,

@@ -1,9 +1,10 @@
 //! The Quarantine page: the failed messages (`inboxctl list --status failed` with the Events
 //! page's filters), each with why it failed; replay one (the event's own replay), or every match
 //! of the filter (`inboxctl replay --status failed … --yes`: the same [`replay_each`]), after a
-//! confirmation page naming the count. If the count changed by the time it is confirmed, the
+//! confirmation page naming the count, in steps with a progress bar ([`bulk`]). If the count changed by the time it is confirmed, the
 //! confirmation is asked again with the new count.
 
+use super::bulk::{self, Step};
 use super::events::{event_link, list_filter, searched};
 use super::http::{Params, Reply};
 use super::layout::{self, csrf, opt, time};
@@ -120,59 +121,50 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
     ))
 }
 
-/// How many messages one step of a bulk replay replays.
-pub const STEP: usize = 10;
-
-/// A count the form carries (`confirm`, `done`, `problems`), 0 when absent.
-fn count(form: &Params, name: &str) -> usize {
-    form.get(name).and_then(|c| c.parse().ok()).unwrap_or(0)
-}
-
-/// One step of a confirmed bulk replay (htmx): the next [`STEP`] matches replayed, and the
-/// progress so far, which asks for the next step by itself until every confirmed one is done.
-/// Those that did not replay stay failed at the head of the matches (oldest first; the replayed
-/// ones leave them), so each step skips as many as failed before it.
+/// One step of a confirmed bulk replay ([`bulk`]): the next [`bulk::STEP`] matches replayed.
 async fn step(
     console: &Console<'_>,
     session: &Session,
     form: &Params,
     found: &[StoredMessage],
 ) -> Result<Reply> {
-    let total = count(form, "confirm");
-    let (done, problems) = (count(form, "done"), count(form, "problems"));
-    let batch: Vec<StoredMessage> = found.iter().skip(problems).take(STEP).cloned().collect();
+    let at = Step::read(form);
+    let batch: Vec<StoredMessage> = found
+        .iter()
+        .skip(at.skip())
+        .take(bulk::STEP)
+        .cloned()
+        .collect();
     let retry = console.ctx.retry_queue().await?;
     let report = replay_each(&console.store, &retry, &batch, &console.operator, || {}).await;
-    let done = done + report.replayed;
-    let problems = problems + report.not_replayed + report.errors;
-    let more = !batch.is_empty() && done + problems < total;
-    let mut next = serde_json::json!({
-        "csrf": session.csrf, "step": "1", "confirm": total.to_string(),
-        "done": done.to_string(), "problems": problems.to_string(),
-    });
-    for f in FIELDS {
-        if let Some(v) = form.get(f) {
-            next[f] = serde_json::Value::String(v.to_owned());
-        }
-    }
-    Ok(Reply::html(
-        200,
-        html! {
-            div #progress {
-                progress value=(done + problems) max=(total) {}
-                p { "Replayed " (done) " of " (total) @if more { "…" } }
-                @for i in report.messages.iter().filter(|i| i.outcome != "replayed") {
-                    (layout::error_box(&format!("{}/{}: {} {}", i.message.source, i.message.event_id, i.outcome, i.detail.as_deref().unwrap_or(""))))
-                }
-                @if more {
-                    div hx-post="/quarantine/replay" hx-trigger="load" hx-vals=(next.to_string())
-                        hx-target="#progress" hx-swap="outerHTML" {}
-                } @else {
-                    p { a href="/quarantine" { "Back to the quarantine" } }
-                }
-            }
-        },
-    ))
+    let (step, more) = at.after(batch.len(), report.replayed);
+    let progress = bulk::Progress {
+        action: "/quarantine/replay",
+        verb: "Replayed",
+        csrf: &session.csrf,
+        step,
+        more,
+        problems: report
+            .messages
+            .iter()
+            .filter(|i| i.outcome != "replayed")
+            .map(|i| {
+                format!(
+                    "{}/{}: {} {}",
+                    i.message.source,
+                    i.message.event_id,
+                    i.outcome,
+                    i.detail.as_deref().unwrap_or("")
+                )
+            })
+            .collect(),
+        carry: FIELDS
+            .iter()
+            .filter_map(|f| form.get(f).map(|v| (*f, v.to_owned())))
+            .collect(),
+        back: ("/quarantine", "Back to the quarantine"),
+    };
+    Ok(Reply::html(200, bulk::progress(&progress)))
 }
 
 /// `POST /quarantine/replay`: without `confirm` equal to the current count, the confirmation
@@ -195,18 +187,14 @@ pub async fn replay_all(console: &Console<'_>, session: &Session, form: &Params)
             }
             p { "Each one goes back to pending and is re-driven through the retry queue, journaled as replayed by " code { (console.operator) } "." }
             @if !found.is_empty() {
-                // With htmx the replay goes in steps, the page showing progress between them
-                // (`hx-vals` adds `step`); without, this form replays them all in one request.
-                div #progress {
-                    form.actions method="post" action="/quarantine/replay" hx-post="/quarantine/replay"
-                        hx-vals=r#"{"step":"1"}"# hx-target="#progress" hx-swap="outerHTML" {
-                        (csrf(&session.csrf))
-                        (filter_fields(form))
-                        input type="hidden" name="confirm" value=(found.len());
-                        button.danger type="submit" #confirm { "Yes, replay " (found.len()) }
-                        a href={ "/quarantine?" (form.without("csrf").without("confirm").encode()) } { "cancel" }
-                    }
-                }
+                (bulk::confirm_form(
+                    "/quarantine/replay",
+                    &session.csrf,
+                    found.len(),
+                    filter_fields(form),
+                    &format!("Yes, replay {}", found.len()),
+                    &format!("/quarantine?{}", form.without("csrf").without("confirm").encode()),
+                ))
                 ul { @for m in &found { li { code { (m.source.as_str()) "/" (m.event_id.as_str()) } } } }
             }
         };

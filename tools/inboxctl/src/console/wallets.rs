@@ -1,18 +1,24 @@
 //! The Wallets pages, through the ledger's own API ([`Ledger`], as `inboxctl wallet …`): every
 //! wallet with its balance, held, available, floor and flags (`wallet balance`'s
 //! [`WalletView`]); one wallet with its ledger entries (`wallet ledger`), autopay settings and
-//! attempts (`wallet autopay show`). Unmatched payments and their bind have a place on the page
-//! for when the ledger records them.
+//! attempts (`wallet autopay show`); the unmatched payments (`wallet unmatched`'s
+//! [`open_payments`] and [`UnmatchedView`]) with a bind each (`wallet bind`'s
+//! [`bind_and_replay`]: the ledger's bind, journaled with the operator's name, then the
+//! payment's messages replayed), after a confirmation; a refusal shows its reason.
 
 use super::events::event_href;
 use super::http::{query, Params, Reply};
-use super::layout::{self, opt, time};
-use super::Console;
+use super::layout::{self, csrf, opt, time};
+use super::{Console, Session};
 use crate::commands::wallet::autopay::view::AutopayView;
 use crate::commands::wallet::ledger::EntryView;
 use crate::commands::wallet::load_wallet;
+use crate::commands::wallet::unmatched::{
+    amount_text, bind_and_replay, missed_text, open_payments, view, window_ms, UnmatchedView,
+};
 use crate::commands::wallet::view::WalletView;
 use crate::error::{failed, usage, Result};
+use crate::when;
 use inbox_core::clock::{Clock as _, Millis, SystemClock};
 use maud::{html, Markup};
 use wallet_ledger::{Ledger, TenantId};
@@ -25,12 +31,14 @@ fn flags(v: &WalletView) -> Markup {
     html! {
         @if v.overdrawn { span.badge.failed { "overdrawn" } " " }
         @if v.review { span.badge.pending { "review" } " " }
-        @if !v.overdrawn && !v.review { span.none { "none" } }
+        @if v.low { span.badge.pending { "low" } " " }
+        @if !v.overdrawn && !v.review && !v.low { span.none { "none" } }
     }
 }
 
-pub async fn list(console: &Console<'_>) -> Result<Reply> {
+pub async fn list(console: &Console<'_>, session: &Session) -> Result<Reply> {
     let ledger = Ledger::new(&console.store);
+    let open = open_payments(&console.store).await?;
     let tenants = ledger.tenants().await?;
     let now = SystemClock.now_millis();
     let mut views = Vec::new();
@@ -39,6 +47,9 @@ pub async fn list(console: &Console<'_>) -> Result<Reply> {
             views.push(WalletView::new(&w, now)?);
         }
     }
+    let window = window_ms(console.ctx)?;
+    let views_unmatched: Vec<UnmatchedView<'_>> =
+        open.iter().map(|p| view(p, now, window)).collect();
     let body = html! {
         h1 { "Wallets" }
         @if !tenants.registry_complete && !tenants.unregistered.is_empty() {
@@ -61,8 +72,34 @@ pub async fn list(console: &Console<'_>) -> Result<Reply> {
                 }
             }
         }
-        h2 { "Unmatched payments" }
-        p.none { "Payments that named no wallet appear here with a bind action once the ledger records them (inboxctl wallet bind)." }
+        h2 { "Unmatched payments (" (views_unmatched.len()) ")" }
+        @if views_unmatched.is_empty() { p.none { "None: every payment named its wallet." } } @else {
+            p { "Payments that named no wallet (no tenant in their metadata). Bind one to its tenant: its messages are replayed and credit that wallet once." }
+            table #unmatched {
+                thead { tr { th { "payment" } th.num { "amount" } th { "customer" } th { "email" } th { "first seen (UTC)" } th { "age" } th { "bind to tenant" } } }
+                tbody {
+                    @for u in &views_unmatched {
+                        tr data-payment=(u.payment) {
+                            td { code { (u.payment) } @if u.over_window { " " span.badge.failed { "over the window" } } }
+                            td.num { (u.amount_text) }
+                            td { (opt(u.customer)) }
+                            td { (opt(u.email)) }
+                            td { (time(u.first_seen_ms)) }
+                            td { (when::age(u.age_ms)) }
+                            td {
+                                form.inline method="post" action="/wallet/bind" {
+                                    (csrf(&session.csrf))
+                                    input type="hidden" name="payment" value=(u.payment);
+                                    input name="tenant" placeholder="tenant" required list="tenants";
+                                    button type="submit" data-action="bind" { "Bind…" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            datalist #tenants { @for v in &views { option value=(v.tenant) {} } }
+        }
     };
     Ok(Reply::html(
         200,
@@ -148,11 +185,102 @@ pub async fn one(console: &Console<'_>, params: &Params) -> Result<Reply> {
                 }
             }
         }
-        h2 { "Unmatched payments" }
-        p.none { "Payments that named no wallet appear on the Wallets page with a bind action once the ledger records them." }
+        p { a href="/wallets#unmatched" { "Unmatched payments" } " (to bind to this wallet) are on the Wallets page." }
     };
     Ok(Reply::html(
         200,
         layout::page(&console.frame(), "/wallets", &view.tenant, body),
     ))
+}
+
+/// `POST /wallet/bind`: without `confirm`, the confirmation naming the payment, its amount and
+/// the tenant; with it, the bind as `inboxctl wallet bind PAYMENT TENANT --operator …` does it.
+/// A refusal (bound already, to another tenant, no wallet) or a failed AWS call shows its reason.
+pub async fn bind(console: &Console<'_>, session: &Session, form: &Params) -> Result<Reply> {
+    let payment = form
+        .get("payment")
+        .ok_or_else(|| usage("name a payment: payment=…"))?;
+    let tenant_text = form.get("tenant").unwrap_or("").trim();
+    let frame = console.frame();
+    let tenant = match TenantId::parse(tenant_text) {
+        Ok(t) => t,
+        Err(e) => {
+            return Ok(not_bound(
+                console,
+                payment,
+                &format!("tenant {tenant_text:?}: {e}"),
+            ))
+        }
+    };
+    if form.get("confirm") != Some("yes") {
+        let open = open_payments(&console.store).await?;
+        let Some(p) = open.iter().find(|p| p.payment_key == payment) else {
+            return Ok(not_bound(
+                console,
+                payment,
+                "it is no longer unmatched (bound already, or never kept)",
+            ));
+        };
+        let body = html! {
+            h1 { "Bind payment " code { (payment) } " to " code { (tenant.as_str()) } "?" }
+            p {
+                (amount_text(p.amount, p.currency.as_deref())) " from " (opt(p.email.as_deref().or(p.customer.as_deref())))
+                ". The bind is journaled on the payment as made by " code { (console.operator) }
+                "; its " (p.messages.len()) " message(s) are replayed and credit the wallet of " code { (tenant.as_str()) } " once when processed."
+            }
+            form.actions method="post" action="/wallet/bind" {
+                (csrf(&session.csrf))
+                input type="hidden" name="payment" value=(payment);
+                input type="hidden" name="tenant" value=(tenant.as_str());
+                input type="hidden" name="confirm" value="yes";
+                button.danger type="submit" #confirm { "Yes, bind to " (tenant.as_str()) }
+                a href="/wallets" { "cancel" }
+            }
+        };
+        return Ok(Reply::html(
+            200,
+            layout::page(&frame, "/wallets", "Confirm bind", body),
+        ));
+    }
+    let retry = console.ctx.retry_queue().await?;
+    let report =
+        match bind_and_replay(&console.store, &retry, payment, &tenant, &console.operator).await {
+            Ok(r) => r,
+            Err(e) => return Ok(not_bound(console, payment, &e.to_string())),
+        };
+    let p = &report.bound.payment;
+    let body = html! {
+        h1 { "Bound " code { (p.payment_key) } " to " code { (tenant.as_str()) } }
+        (layout::notice(&format!(
+            "Bound by {}: {} of {} message(s) replayed; the wallet is credited {} once they are processed.",
+            console.operator,
+            report.replayed.len() - report.missed().len(),
+            report.replayed.len(),
+            amount_text(p.amount, p.currency.as_deref()),
+        )))
+        @if report.bound.refund_total > 0 { p { "Less the " (report.bound.refund_total) " refunded meanwhile." } }
+        @if let Some(text) = missed_text(&report, &tenant) { (layout::error_box(&text)) }
+        table #replayed {
+            thead { tr { th { "message" } th { "outcome" } th { "detail" } } }
+            tbody { @for r in &report.replayed { tr { td { code { (r.message) } } td { (r.outcome) } td { (opt(r.detail.as_ref())) } } } }
+        }
+        p { a #to-wallet href=(wallet_link(tenant.as_str())) { "The wallet of " (tenant.as_str()) } " · " a href="/wallets" { "Back to the wallets" } }
+    };
+    Ok(Reply::html(
+        200,
+        layout::page(&frame, "/wallets", "Bound", body),
+    ))
+}
+
+/// The page of a bind that did not happen, with why.
+fn not_bound(console: &Console<'_>, payment: &str, why: &str) -> Reply {
+    let body = html! {
+        h1 { "Payment " code { (payment) } " not bound" }
+        div #bind-refused { (layout::error_box(why)) }
+        p { a href="/wallets" { "Back to the wallets" } }
+    };
+    Reply::html(
+        200,
+        layout::page(&console.frame(), "/wallets", "Not bound", body),
+    )
 }

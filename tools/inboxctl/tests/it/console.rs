@@ -3,7 +3,8 @@
 //! the emulator, with events ingested through the real ingest handler and processed by the real
 //! processor. One browser session walks the pages (filter to a failed event, its history and
 //! body, replay it and see it processed, replay every match from the quarantine after the
-//! confirmation naming the count, pause and resume a destination, a wallet, a hostile body and
+//! confirmation naming the count, pause and resume a destination and retry its failed deliveries in steps, a wallet, an
+//! unmatched payment bound to it (a refusal first) and its credit, a hostile body and
 //! header shown as text) and fails on any console error; this side checks what the page did in
 //! the table and that a POST without the session's CSRF token is refused.
 
@@ -394,6 +395,35 @@ async fn the_console_in_a_real_browser() {
         Outcome::Processed
     );
 
+    // A paid checkout session naming no tenant (a misconfigured payment link), through the
+    // ingest handler and the wallet's handler: kept unmatched, for the page to bind.
+    let lost = format!("evt_lost_{suffix}");
+    let lost_payment = format!("pi_lost_{}", &suffix[..8]);
+    let body = json!({"id": lost, "object": "event", "type": "checkout.session.completed",
+        "api_version": "2024-06-20", "livemode": false, "data": {"object": {
+            "id": format!("cs_lost_{suffix}"), "object": "checkout.session",
+            "payment_intent": lost_payment, "amount_total": 4000, "currency": "usd",
+            "customer": "cus_lost", "customer_details": {"email": "payer@example.com"},
+            "mode": "payment", "payment_status": "paid", "metadata": {}}}})
+    .to_string();
+    ingest(&h, &lost, &body, &[]).await;
+    assert_eq!(
+        wallets
+            .process_key(&key("stripe", &lost))
+            .await
+            .expect("process"),
+        Outcome::Processed
+    );
+    assert!(
+        Ledger::new(&store)
+            .unmatched(i64::MAX)
+            .await
+            .expect("unmatched")
+            .iter()
+            .any(|p| p.payment_key == lost_payment),
+        "the payment is kept unmatched"
+    );
+
     // The console, as an operator starts it.
     let (console, url) = start_console(&h.table, &retry_url, &quarantine_url);
 
@@ -448,6 +478,7 @@ async fn the_console_in_a_real_browser() {
     let config = json!({
         "url": url, "failed": failed, "bulk": failed2, "ok": ok, "hostile": hostile,
         "signature": signature, "destination": dest_id, "tenant": tenant, "topup": topup, "late": late,
+        "payment": lost_payment, "nobody": format!("nobody-{}", &suffix[..8]),
         "chromium": chromium,
         "screenshot": screenshot,
     });
@@ -473,8 +504,13 @@ async fn the_console_in_a_real_browser() {
         for m in received.messages.unwrap_or_default() {
             let request: RetryRequest =
                 serde_json::from_str(m.body().unwrap_or_default()).expect("a retry request");
-            processor
-                .process_key(&request.key())
+            // The bound payment's message goes to the wallet's handler, as in the deployment.
+            let by = if request.event_id.as_str() == lost {
+                &wallets
+            } else {
+                &processor
+            };
+            by.process_key(&request.key())
                 .await
                 .expect("process a replay");
             // A new event once the first replay is done: an Events page the script opened
@@ -531,6 +567,35 @@ async fn the_console_in_a_real_browser() {
             d.notes
         );
     }
+    // The payment bound by her, and its credit in the wallet (20.00 + 40.00 USD).
+    let bound = Ledger::new(&store)
+        .wallet(&TenantId::parse(&tenant).expect("tenant"))
+        .await
+        .expect("read")
+        .expect("the wallet");
+    assert_eq!(bound.balance, usd.amount(6000), "{bound:?}");
+    assert!(
+        !Ledger::new(&store)
+            .unmatched(i64::MAX)
+            .await
+            .expect("unmatched")
+            .iter()
+            .any(|p| p.payment_key == lost_payment),
+        "bound from the page"
+    );
+    let lost_message = store
+        .get(&key("stripe", &lost))
+        .await
+        .expect("get")
+        .expect("stored");
+    assert!(
+        lost_message
+            .history
+            .iter()
+            .any(|e| e.note.contains("replayed by ana")),
+        "{:?}",
+        lost_message.history
+    );
     let d = admin::get(&store, &dest.id)
         .await
         .expect("get")

@@ -9,6 +9,7 @@ expectation and on any error in the page's console or an uncaught exception.
 import json
 import re
 import sys
+import time
 
 from playwright.sync_api import expect, sync_playwright
 
@@ -103,7 +104,9 @@ def main(cfg):
         section.locator("button[data-action=retry]").click()
         expect(page.locator("h1")).to_contain_text("Retry 2 failed deliveries")
         page.click("#confirm")
-        expect(page.locator("h1")).to_contain_text("Retried 2 deliveries")
+        expect(page.locator("#progress")).to_contain_text("Retried 2 of 2")
+        expect(page.locator("#progress progress")).to_have_attribute("value", "2")
+        expect(page.locator("#progress")).to_contain_text("Back to the destinations")
 
         # A delivery's attempts on its event's page.
         page.goto(base + "/event?source=stripe&id=" + cfg["ok"])
@@ -119,6 +122,37 @@ def main(cfg):
         page.click(f"#ledger a:has-text('{cfg['topup']}')")
         expect(page.locator("#wallet-entries")).to_contain_text(cfg["tenant"])
         expect(page.locator("#wallet-entries")).to_contain_text("20.00 USD")
+
+        # The unmatched payment: listed with its amount and payer; a bind to a tenant without a
+        # wallet is refused with the ledger's reason; bound to the tenant, its replay (processed by
+        # the test) credits the wallet: 20.00 + 40.00 USD.
+        page.goto(base + "/wallets")
+        row = page.locator(f"#unmatched tr[data-payment='{cfg['payment']}']")
+        expect(row).to_contain_text("40.00 USD")
+        expect(row).to_contain_text("payer@example.com")
+        page.screenshot(path=cfg["screenshot"].replace(".png", "-wallets.png"), full_page=True)
+        row.locator("input[name=tenant]").fill(cfg["nobody"])
+        row.locator("button[data-action=bind]").click()
+        expect(page.locator("h1")).to_contain_text("Bind payment")
+        page.click("#confirm")
+        expect(page.locator("#bind-refused")).to_contain_text("no wallet for tenant")
+        page.goto(base + "/wallets")
+        row.locator("input[name=tenant]").fill(cfg["tenant"])
+        row.locator("button[data-action=bind]").click()
+        expect(page.locator("h1")).to_contain_text(cfg["tenant"])
+        page.click("#confirm")
+        expect(page.locator(".notice")).to_contain_text("Bound by ana")
+        page.click("#to-wallet")
+        deadline = time.monotonic() + 60
+        while "60.00 USD" not in page.locator("#wallet").inner_text():
+            if time.monotonic() > deadline:
+                problems.append("the bound payment did not credit the wallet within 60 s")
+                break
+            page.wait_for_timeout(200)
+            page.reload()
+        expect(page.locator("#ledger")).to_contain_text("40.00")
+        page.goto(base + "/wallets")
+        expect(page.locator("#unmatched")).to_have_count(0)
 
         # A hostile body and header: shown as text, nothing runs, no element injected, and the
         # signature header's value is never in the page.

@@ -23,7 +23,7 @@
 pub(crate) mod autopay;
 pub(crate) mod ledger;
 mod reconcile;
-mod unmatched;
+pub(crate) mod unmatched;
 pub(crate) mod view;
 
 use crate::cli::{WalletCommand, WalletCreateArgs, WalletSetArgs, WalletTenantArgs};

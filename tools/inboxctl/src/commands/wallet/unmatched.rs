@@ -1,7 +1,9 @@
 //! `inboxctl wallet unmatched` and `inboxctl wallet bind`: the payments kept because they named
 //! no tenant ([`wallet_ledger::unmatched`]), as [`Ledger::unmatched`] lists them, and
 //! [`Ledger::bind`] (the ledger's rules) followed by the replay of the payment's messages with
-//! `inboxctl replay`'s own code ([`replay_key`]).
+//! `inboxctl replay`'s own code ([`replay_key`]). The query ([`open_payments`]), the printed view
+//! ([`UnmatchedView`]) and the bind with its replay ([`bind_and_replay`]) are shared with the
+//! console's Wallets page.
 
 use crate::cli::WalletBindArgs;
 use crate::commands::replay::{replay_key, Replayed};
@@ -10,17 +12,19 @@ use crate::error::{failed, usage, Context as _, Result};
 use crate::output::{or_dash, print_json, say, table, truncate};
 use crate::when;
 use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::queue::sqs::SqsRetryQueue;
+use inbox_core::store::dynamo::DynamoTable;
 use serde::Serialize;
 use serde_json::json;
-use wallet_ledger::{BindError, Currency, Ledger, LedgerError, TenantId, UnmatchedPayment};
+use wallet_ledger::{BindError, Bound, Currency, Ledger, LedgerError, TenantId, UnmatchedPayment};
 
 /// The window after which an unmatched payment is counted (`RECONCILE_UNMATCHED_AFTER_MINUTES`).
-pub(super) fn window_ms(ctx: &Context) -> Result<i64> {
+pub(crate) fn window_ms(ctx: &Context) -> Result<i64> {
     wallet_ledger::config::unmatched_after_ms(ctx.env()).map_err(|e| usage(e.to_string()))
 }
 
 /// `25.00 USD (2500)` when the currency is known, else the minor units and what was said.
-pub(super) fn amount_text(amount: i64, currency: Option<&str>) -> String {
+pub(crate) fn amount_text(amount: i64, currency: Option<&str>) -> String {
     match currency.map(Currency::parse) {
         Some(Ok(c)) => super::money_and_minor(c.amount(amount)),
         Some(Err(_)) => format!("{amount} {}", currency.unwrap_or_default()),
@@ -30,24 +34,24 @@ pub(super) fn amount_text(amount: i64, currency: Option<&str>) -> String {
 
 /// One unmatched payment as printed.
 #[derive(Debug, Serialize)]
-struct UnmatchedView<'a> {
-    payment: &'a str,
-    amount: i64,
-    currency: Option<&'a str>,
-    amount_text: String,
-    customer: Option<&'a str>,
-    email: Option<&'a str>,
+pub(crate) struct UnmatchedView<'a> {
+    pub payment: &'a str,
+    pub amount: i64,
+    pub currency: Option<&'a str>,
+    pub amount_text: String,
+    pub customer: Option<&'a str>,
+    pub email: Option<&'a str>,
     /// RFC 3339, UTC.
-    first_seen: String,
-    first_seen_ms: i64,
-    age_ms: i64,
+    pub first_seen: String,
+    pub first_seen_ms: i64,
+    pub age_ms: i64,
     /// Waited longer than the window: counted by `UnmatchedPayments` (and alarmed).
-    over_window: bool,
-    messages: &'a [String],
-    body_truncated: bool,
+    pub over_window: bool,
+    pub messages: &'a [String],
+    pub body_truncated: bool,
 }
 
-fn view(p: &UnmatchedPayment, now: i64, window: i64) -> UnmatchedView<'_> {
+pub(crate) fn view(p: &UnmatchedPayment, now: i64, window: i64) -> UnmatchedView<'_> {
     UnmatchedView {
         payment: &p.payment_key,
         amount: p.amount,
@@ -64,20 +68,23 @@ fn view(p: &UnmatchedPayment, now: i64, window: i64) -> UnmatchedView<'_> {
     }
 }
 
+/// Every payment still unmatched, oldest first (`inboxctl wallet unmatched`).
+pub(crate) async fn open_payments(store: &DynamoTable) -> Result<Vec<UnmatchedPayment>> {
+    match Ledger::new(store).unmatched(i64::MAX).await {
+        Ok(open) => Ok(open),
+        Err(e @ LedgerError::Unreadable(_)) => Err(failed(e)),
+        Err(LedgerError::Store(e)) => Err(e).context(format!(
+            "listing the unmatched payments in table {}",
+            store.table()
+        )),
+    }
+}
+
 pub(super) async fn list(ctx: &Context) -> Result<()> {
     let window = window_ms(ctx)?;
     let store = ctx.store().await?;
     let now = SystemClock.now_millis();
-    let open = match Ledger::new(&store).unmatched(i64::MAX).await {
-        Ok(open) => open,
-        Err(e @ LedgerError::Unreadable(_)) => return Err(failed(e)),
-        Err(LedgerError::Store(e)) => {
-            return Err(e).context(format!(
-                "listing the unmatched payments in table {}",
-                store.table()
-            ))
-        }
-    };
+    let open = open_payments(&store).await?;
     let views: Vec<UnmatchedView<'_>> = open.iter().map(|p| view(p, now, window)).collect();
     let over = views.iter().filter(|v| v.over_window).count();
     if ctx.json() {
@@ -121,30 +128,46 @@ pub(super) async fn list(ctx: &Context) -> Result<()> {
 
 /// One replayed message of a bind.
 #[derive(Debug, Serialize)]
-struct ReplayedView {
-    message: String,
-    outcome: &'static str,
+pub(crate) struct ReplayedView {
+    pub message: String,
+    pub outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<String>,
+    pub detail: Option<String>,
 }
 
-pub(super) async fn bind(ctx: &Context, args: WalletBindArgs) -> Result<()> {
-    let tenant = TenantId::parse(&args.tenant).map_err(|e| usage(e.to_string()))?;
-    let store = ctx.store().await?;
-    // The queue first: a bind that could not replay its messages would wait for a second step.
-    let retry = ctx.retry_queue().await?;
-    let bound = match Ledger::new(&store)
-        .bind(
-            &args.payment,
-            &tenant,
-            &args.operator,
-            SystemClock.now_millis(),
-        )
+/// What a bind did: the payment bound, and each of its messages' replay.
+pub(crate) struct BindReport {
+    pub bound: Bound,
+    pub replayed: Vec<ReplayedView>,
+}
+
+impl BindReport {
+    /// The messages that were not replayed.
+    pub fn missed(&self) -> Vec<&ReplayedView> {
+        self.replayed
+            .iter()
+            .filter(|r| r.outcome != "replayed")
+            .collect()
+    }
+}
+
+/// Binds `payment` to `tenant` as `operator` ([`Ledger::bind`]: a refusal says why: bound
+/// already, to another tenant, no wallet) and replays its messages as `inboxctl replay --force`
+/// does, journaled with the operator's name: their processing credits the wallet once.
+pub(crate) async fn bind_and_replay(
+    store: &DynamoTable,
+    retry: &SqsRetryQueue,
+    payment: &str,
+    tenant: &TenantId,
+    operator: &str,
+) -> Result<BindReport> {
+    let bound = match Ledger::new(store)
+        .bind(payment, tenant, operator, SystemClock.now_millis())
         .await
     {
         Ok(bound) => bound,
         Err(BindError::Ledger(LedgerError::Store(e))) => {
-            return Err(e).context(format!("binding payment {}", args.payment))
+            return Err(e).context(format!("binding payment {payment}"))
         }
         Err(refused) => return Err(failed(refused)),
     };
@@ -152,17 +175,41 @@ pub(super) async fn bind(ctx: &Context, args: WalletBindArgs) -> Result<()> {
     for key in &bound.messages {
         let Replayed {
             outcome, detail, ..
-        } = replay_key(&store, &retry, key, &args.operator, true).await;
+        } = replay_key(store, retry, key, operator, true).await;
         replayed.push(ReplayedView {
             message: key.to_string(),
             outcome,
             detail,
         });
     }
-    let missed: Vec<&ReplayedView> = replayed
-        .iter()
-        .filter(|r| r.outcome != "replayed")
-        .collect();
+    Ok(BindReport { bound, replayed })
+}
+
+/// What to do about the messages a bind could not replay.
+pub(crate) fn missed_text(report: &BindReport, tenant: &TenantId) -> Option<String> {
+    let missed = report.missed();
+    if missed.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "payment {} is bound to {tenant}, but {} message(s) were not replayed: {}; replay each with `inboxctl replay SOURCE EVENT_ID --force` (a message no longer in the inbox: resend the event from Stripe's dashboard, it now credits {tenant})",
+        report.bound.payment.payment_key,
+        missed.len(),
+        missed
+            .iter()
+            .map(|r| format!("{} ({})", r.message, r.detail.as_deref().unwrap_or(r.outcome)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+pub(super) async fn bind(ctx: &Context, args: WalletBindArgs) -> Result<()> {
+    let tenant = TenantId::parse(&args.tenant).map_err(|e| usage(e.to_string()))?;
+    let store = ctx.store().await?;
+    // The queue first: a bind that could not replay its messages would wait for a second step.
+    let retry = ctx.retry_queue().await?;
+    let report = bind_and_replay(&store, &retry, &args.payment, &tenant, &args.operator).await?;
+    let (bound, replayed) = (&report.bound, &report.replayed);
     let p = &bound.payment;
     if ctx.json() {
         print_json(&json!({
@@ -180,7 +227,7 @@ pub(super) async fn bind(ctx: &Context, args: WalletBindArgs) -> Result<()> {
             p.payment_key,
             amount_text(p.amount, p.currency.as_deref()),
             args.operator,
-            replayed.len() - missed.len(),
+            replayed.len() - report.missed().len(),
             replayed.len(),
             if bound.refund_total > 0 {
                 format!(" (less the {} refunded meanwhile)", bound.refund_total)
@@ -189,19 +236,10 @@ pub(super) async fn bind(ctx: &Context, args: WalletBindArgs) -> Result<()> {
             }
         ))?;
     }
-    if missed.is_empty() {
-        return Ok(());
+    match missed_text(&report, &tenant) {
+        None => Ok(()),
+        Some(text) => Err(failed(text)),
     }
-    Err(failed(format!(
-        "payment {} is bound to {tenant}, but {} message(s) were not replayed: {}; replay each with `inboxctl replay SOURCE EVENT_ID --force` (a message no longer in the inbox: resend the event from Stripe's dashboard, it now credits {tenant})",
-        p.payment_key,
-        missed.len(),
-        missed
-            .iter()
-            .map(|r| format!("{} ({})", r.message, r.detail.as_deref().unwrap_or(r.outcome)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    )))
 }
 
 #[cfg(test)]
