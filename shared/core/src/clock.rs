@@ -1,9 +1,24 @@
 //! The clock: every rule that depends on time takes a [`Clock`], so tests can pin it; and
 //! [`Millis`], the one unit of a point in time at the storage boundary (stored times are
 //! milliseconds since the epoch; DynamoDB's TTL attributes, in seconds, are derived from it).
+//! A backoff's wait and its jitter's draw are injected the same way: [`Pause`] (tokio's sleep
+//! where deployed, [`sleeping`]) and [`Draw`].
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Waits for a duration (tokio's sleep where deployed; tests record the wait and return at once).
+pub type Pause = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+/// A uniform draw in `[0, 1)` (a backoff's jitter).
+pub type Draw = Arc<dyn Fn() -> f64 + Send + Sync>;
+
+/// The real wait: tokio's sleep.
+pub fn sleeping() -> Pause {
+    Arc::new(|d| Box::pin(tokio::time::sleep(d)))
+}
 
 /// A point in time: milliseconds since the Unix epoch. A number on the wire and in the table (the
 /// same one the plain `i64`s it replaces held); seconds only where a TTL is written ([`Self::as_secs`]).

@@ -1,5 +1,7 @@
 //! Pure processing policies: backoff with full jitter, what follows a failure, whether a message
-//! may be claimed. No clock and no I/O here: callers pass the time and the random draw in.
+//! may be claimed, and how a write that met a transaction conflict is tried again
+//! ([`CONFLICT_RETRY`], [`RetryPolicy::next_try`]). No clock and no I/O here: callers pass the
+//! time and the random draw in.
 
 use crate::domain::Status;
 use std::time::Duration;
@@ -60,6 +62,13 @@ impl RetryPolicy {
         self.ceiling(attempt).mul_f64(unit)
     }
 
+    /// The wait before the next try of one request whose `failed`-th try (1-based) just failed
+    /// (full jitter: [`Self::backoff`] of `failed`), or `None` when that was the last of
+    /// `max_attempts` tries.
+    pub fn next_try(&self, failed: u32, unit: f64) -> Option<Duration> {
+        (failed < self.max_attempts).then(|| self.backoff(failed, unit))
+    }
+
     /// What follows the `attempt`-th failed attempt (1-based).
     pub fn after_failure(&self, attempt: u32, failure: FailureKind, unit: f64) -> AfterFailure {
         match failure {
@@ -69,6 +78,24 @@ impl RetryPolicy {
         }
     }
 }
+
+/// How many times a write that DynamoDB refused only for a transaction conflict (another
+/// transaction on one of its items at the same moment: `TransactionConflict` cancellation
+/// reasons, or `TransactionConflictException` on a single-item write) is sent again before the
+/// caller is told it conflicted.
+pub const CONFLICT_RETRIES: u32 = 5;
+/// The first such retry's ceiling (full jitter below it); each later one doubles it.
+pub const CONFLICT_BACKOFF_BASE: Duration = Duration::from_millis(10);
+/// The ceiling no such retry's wait exceeds.
+pub const CONFLICT_BACKOFF_CAP: Duration = Duration::from_millis(200);
+
+/// The retries of a write that met a transaction conflict: the first send and
+/// [`CONFLICT_RETRIES`] more, waiting at most 10, 20, 40, 80 and 160 ms (310 ms in all).
+pub const CONFLICT_RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: CONFLICT_RETRIES + 1,
+    base: CONFLICT_BACKOFF_BASE,
+    cap: CONFLICT_BACKOFF_CAP,
+};
 
 /// How a handler failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,6 +248,50 @@ mod tests {
             once.after_failure(1, FailureKind::Transient, 0.5),
             Quarantine
         );
+    }
+
+    #[test]
+    fn a_conflicting_write_is_sent_again_five_times_within_a_third_of_a_second() {
+        let p = CONFLICT_RETRY;
+        // (tries failed so far, draw) → the wait before the next try, or none: give up.
+        let cases = [
+            (1, 1.0, Some(10)),
+            (2, 1.0, Some(20)),
+            (3, 1.0, Some(40)),
+            (4, 1.0, Some(80)),
+            (5, 1.0, Some(160)),
+            (6, 1.0, None),
+            (7, 1.0, None),
+            (u32::MAX, 1.0, None),
+            (1, 0.5, Some(5)),
+            (3, 0.5, Some(20)),
+            (5, 0.25, Some(40)),
+            (5, 0.0, Some(0)),
+            (2, f64::NAN, Some(0)),
+            (2, 9.0, Some(20)),
+            (6, 0.0, None),
+        ];
+        for (failed, unit, expected) in cases {
+            assert_eq!(
+                p.next_try(failed, unit),
+                expected.map(Duration::from_millis),
+                "{failed} {unit}"
+            );
+        }
+        let retries = (1..).take_while(|&f| p.next_try(f, 1.0).is_some()).count();
+        assert_eq!(retries, CONFLICT_RETRIES as usize);
+        let worst: Duration = (1..=CONFLICT_RETRIES)
+            .filter_map(|f| p.next_try(f, 1.0))
+            .sum();
+        assert_eq!(worst, Duration::from_millis(310));
+        // Past the doublings, the cap holds.
+        let long = RetryPolicy {
+            max_attempts: 20,
+            ..CONFLICT_RETRY
+        };
+        assert_eq!(long.next_try(6, 1.0), Some(CONFLICT_BACKOFF_CAP));
+        assert_eq!(long.next_try(19, 1.0), Some(CONFLICT_BACKOFF_CAP));
+        assert_eq!(long.next_try(20, 1.0), None);
     }
 
     #[test]

@@ -23,8 +23,6 @@ use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::metrics::Metric;
 use inbox_core::outbox::bucket::shared::{self, BucketKey, SharedBucket};
 use inbox_core::outbox::bucket::Rate;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,10 +40,8 @@ pub fn bucket_key() -> BucketKey {
     }
 }
 
-/// Waits for a duration (tokio's sleep; tests record and return at once).
-pub type Pause = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
-/// A uniform draw in `[0, 1)` (the jitter's).
-pub type Draw = Arc<dyn Fn() -> f64 + Send + Sync>;
+/// The wait and the jitter's draw between tries (core's).
+pub use inbox_core::clock::{Draw, Pause};
 
 /// How a call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

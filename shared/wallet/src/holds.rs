@@ -29,15 +29,11 @@ use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::metrics::Metric;
 use inbox_core::policy::RetryPolicy;
 use inbox_core::store::{Applied, Effect, ItemStore, ItemWriter};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Waits for a duration (tokio's sleep; tests record and return at once).
-pub type Pause = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
-/// A uniform draw in `[0, 1)` (the jitter's).
-pub type Draw = Arc<dyn Fn() -> f64 + Send + Sync>;
+/// The wait and the jitter's draw between tries: core's, shared with the store's own retries.
+pub use inbox_core::clock::{Draw, Pause};
 
 /// How many times a hold or release is tried against a wallet that keeps changing, and the
 /// backoff between tries (full jitter under a doubling ceiling): 8 tries, 10 ms doubling to

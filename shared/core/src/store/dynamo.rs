@@ -4,11 +4,14 @@
 //! processing side ([`super::MessageStore`]); `items`: applications' item reads ([`super::ItemStore`]);
 //! `effects`: effects as conditional writes ([`super::ItemWriter`]); `outbox`: deliveries and
 //! destination state ([`crate::outbox::store::OutboxStore`]); `body`: how a body is stored (inline,
-//! or in S3); `read`: a message and its body read back; `sealed`: secrets under KMS ([`SecretsKey`]).
+//! or in S3); `read`: a message and its body read back; `sealed`: secrets under KMS ([`SecretsKey`]);
+//! `cancel`: what a cancelled transaction's reasons mean; `contention`: writes that met another
+//! transaction sent again after a backoff, bounded and counted ([`Contention`]).
 
 pub mod body;
 mod bucket;
 mod cancel;
+mod contention;
 mod effects;
 mod items;
 mod messages;
@@ -29,6 +32,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 pub use body::{S3Bodies, StoredBody};
+pub use contention::{Contention, TRANSACTION_CONFLICTS, TRANSACTION_CONFLICTS_EXHAUSTED};
 pub use sealed::SecretsKey;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -61,6 +65,7 @@ pub struct DynamoTable {
     table: String,
     bodies: Option<S3Bodies>,
     secrets_key: Option<SecretsKey>,
+    contention: Contention,
 }
 
 impl DynamoTable {
@@ -71,7 +76,15 @@ impl DynamoTable {
             table: table.into(),
             bodies: None,
             secrets_key: None,
+            contention: Contention::default(),
         }
+    }
+
+    /// How writes that meet another transaction are sent again and counted (by default
+    /// [`crate::policy::CONFLICT_RETRY`], tokio's sleep, a random jitter, EMF on stdout).
+    pub fn with_contention(mut self, contention: Contention) -> Self {
+        self.contention = contention;
+        self
     }
 
     /// Bodies above the inline limit go to S3 (and are read back); `None` keeps every body inline.

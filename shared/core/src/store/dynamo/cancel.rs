@@ -1,18 +1,27 @@
 //! Why DynamoDB cancelled a transaction, read from its cancellation reasons (one per element, in
 //! request order), and what that means for the caller.
 //!
+//! First, two cancellations that are not the caller's to decide, and are sent again:
+//! - [`existing_only`]: cancelled only because items it creates if absent
+//!   ([`crate::store::Effect::CreateIfAbsent`]) exist: sent again without them;
+//! - [`conflict_only`]: cancelled only by `TransactionConflict` (every other element `None`):
+//!   another transaction touched one of its items at the same moment (DynamoDB serializes
+//!   transactions per item and cancels the one that loses, under contention; DynamoDB Local never
+//!   does). Nothing was wrong with the request: it is sent again unchanged after a backoff with
+//!   full jitter, a bounded number of times, and counted (`contention`).
+//!
+//! Then [`classify`]:
 //! - the message's own condition failed: another invocation moved it ([`Applied::MessageConflict`]);
 //! - `ValidationError` or `ItemCollectionSizeLimitExceeded` on any element: the request's content
 //!   is refused and will be refused again ([`StoreError::Invalid`]: the message fails permanently,
 //!   with the reason);
-//! - an effect's condition failed, or `TransactionConflict` on any element (DynamoDB serializes
-//!   transactions per item): decide again on fresh state ([`Applied::EffectConflict`]);
+//! - an effect's condition failed, or `TransactionConflict` on any element (mixed with a failed
+//!   condition, or still there after the retries): decide again on fresh state
+//!   ([`Applied::EffectConflict`]: the processor re-runs the handler, a hold reads the wallet
+//!   again);
 //! - `ThrottlingError`, `ProvisionedThroughputExceeded`, `RequestLimitExceeded`: transient, and
 //!   reported as throttling ([`StoreError::Throttled`]);
 //! - anything else: transient ([`StoreError::Unavailable`]).
-//!
-//! Before that, [`existing_only`]: a transaction cancelled only because items it creates if absent
-//! ([`crate::store::Effect::CreateIfAbsent`]) exist is sent again without them.
 
 use crate::store::{Applied, StoreError};
 use aws_sdk_dynamodb::types::CancellationReason;
@@ -88,6 +97,21 @@ pub(super) fn existing_only(reasons: &[Reason], creates_if_absent: &[bool]) -> O
         }
     }
     (!existing.is_empty()).then_some(existing)
+}
+
+/// Whether the transaction was cancelled only by another transaction on its items: at least one
+/// element's reason is `TransactionConflict` and every other element has none (no failed
+/// condition, no invalid content, no throttling). Such a transaction may simply be sent again.
+pub(super) fn conflict_only(reasons: &[Reason]) -> bool {
+    let mut conflict = false;
+    for r in reasons {
+        match r.code.as_deref() {
+            None => {}
+            Some("TransactionConflict") => conflict = true,
+            Some(_) => return false,
+        }
+    }
+    conflict
 }
 
 /// `element 2: ValidationError (Item size has exceeded the maximum allowed size)`, for every
@@ -242,6 +266,45 @@ mod tests {
             assert_eq!(existing_only(&reasons(codes), &once), expected, "{codes:?}");
         }
         assert_eq!(existing_only(&[], &once), None, "no reasons at all");
+    }
+
+    #[test]
+    fn only_a_cancellation_by_transaction_conflicts_alone_is_sent_again() {
+        let cases: [(&[&str], bool); 11] = [
+            (&["TransactionConflict"], true),
+            (&["None", "TransactionConflict"], true),
+            (&["TransactionConflict", "None", "None"], true),
+            (
+                &["TransactionConflict", "TransactionConflict", "None"],
+                true,
+            ),
+            // A failed condition is the caller's to decide on fresh state.
+            (
+                &["TransactionConflict", "ConditionalCheckFailed", "None"],
+                false,
+            ),
+            (
+                &["ConditionalCheckFailed", "None", "TransactionConflict"],
+                false,
+            ),
+            (&["TransactionConflict", "ValidationError"], false),
+            (&["ThrottlingError", "TransactionConflict"], false),
+            (&["TransactionConflict", "SomethingNew"], false),
+            (&["None", "None"], false),
+            (&["ConditionalCheckFailed"], false),
+        ];
+        for (codes, expected) in cases {
+            assert_eq!(conflict_only(&reasons(codes)), expected, "{codes:?}");
+        }
+        assert!(!conflict_only(&[]), "no reasons at all");
+        // What is sent again is never also a creation to leave out, and vice versa.
+        for (codes, _) in cases {
+            let r = reasons(codes);
+            assert!(
+                !(conflict_only(&r) && existing_only(&r, &vec![true; r.len()]).is_some()),
+                "{codes:?}"
+            );
+        }
     }
 
     #[test]

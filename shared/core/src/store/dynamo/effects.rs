@@ -1,9 +1,13 @@
 //! Effects on DynamoDB: each [`Effect`] as a transaction element with its condition, and
 //! [`ItemWriter::commit`]: one effect as one conditional write, several as one transaction. A
 //! transaction cancelled only because items it creates if absent exist is sent again without
-//! them ([`DynamoTable::transact`], also for a transition's effects).
+//! them ([`DynamoTable::transact`], also for a transition's effects); one cancelled only by
+//! another transaction on its items at the same moment (`TransactionConflict`), or a single write
+//! answered `TransactionConflictException`, is sent again unchanged after a backoff, a bounded
+//! number of times (`contention`).
 
 use super::cancel::{self, Reason};
+use super::contention::{is_transaction_conflict, Conflicts};
 use super::{classify, corrupt, DynamoTable};
 use crate::store::attr::{n, s};
 use crate::store::schema::{PK, SK, VERSION};
@@ -192,11 +196,7 @@ impl ItemWriter for DynamoTable {
             .collect::<Result<Vec<_>, _>>()?;
         match (items.pop(), items.is_empty()) {
             (None, _) => Ok(Applied::Done),
-            (Some(one), true) => match self.write_one(one).await? {
-                // Its item exists: created if absent is done.
-                Applied::EffectConflict if once[0] => Ok(Applied::Done),
-                applied => Ok(applied),
-            },
+            (Some(one), true) => self.write_one(one, once[0]).await,
             (Some(last), false) => {
                 items.push(last);
                 self.transact(items, once, false).await
@@ -215,8 +215,17 @@ pub(super) fn creates_if_absent(effects: &[Effect]) -> Vec<bool> {
 
 impl DynamoTable {
     /// One element as a plain conditional `PutItem` or `UpdateItem` (a transaction of one costs
-    /// twice the capacity); anything else as a transaction.
-    async fn write_one(&self, item: TransactWriteItem) -> Result<Applied, StoreError> {
+    /// twice the capacity); anything else as a transaction. A failed condition is an effect
+    /// conflict, except for an item created only if absent (`once`): it exists, so that is done.
+    /// Answered `TransactionConflictException` (its item is in another transaction): sent again
+    /// after a backoff, bounded; still conflicting after that, an effect conflict (nothing
+    /// written: the caller decides again).
+    async fn write_one(&self, item: TransactWriteItem, once: bool) -> Result<Applied, StoreError> {
+        let failed_condition = if once {
+            Applied::Done
+        } else {
+            Applied::EffectConflict
+        };
         match item {
             TransactWriteItem {
                 put: Some(put),
@@ -225,23 +234,26 @@ impl DynamoTable {
                 condition_check: None,
                 ..
             } => {
-                let result = self
+                let request = self
                     .client
                     .put_item()
                     .table_name(put.table_name)
                     .set_item(Some(put.item))
                     .set_condition_expression(put.condition_expression)
                     .set_expression_attribute_names(put.expression_attribute_names)
-                    .set_expression_attribute_values(put.expression_attribute_values)
-                    .send()
+                    .set_expression_attribute_values(put.expression_attribute_values);
+                let result = self
+                    .contention
+                    .single("PutItem", || request.clone().send())
                     .await;
                 match result {
                     Ok(_) => Ok(Applied::Done),
                     Err(SdkError::ServiceError(se))
                         if matches!(se.err(), PutItemError::ConditionalCheckFailedException(_)) =>
                     {
-                        Ok(Applied::EffectConflict)
+                        Ok(failed_condition)
                     }
+                    Err(e) if is_transaction_conflict(&e) => Ok(Applied::EffectConflict),
                     Err(e) => Err(classify(e)),
                 }
             }
@@ -252,7 +264,7 @@ impl DynamoTable {
                 condition_check: None,
                 ..
             } => {
-                let result = self
+                let request = self
                     .client
                     .update_item()
                     .table_name(update.table_name)
@@ -260,8 +272,10 @@ impl DynamoTable {
                     .update_expression(update.update_expression)
                     .set_condition_expression(update.condition_expression)
                     .set_expression_attribute_names(update.expression_attribute_names)
-                    .set_expression_attribute_values(update.expression_attribute_values)
-                    .send()
+                    .set_expression_attribute_values(update.expression_attribute_values);
+                let result = self
+                    .contention
+                    .single("UpdateItem", || request.clone().send())
                     .await;
                 match result {
                     Ok(_) => Ok(Applied::Done),
@@ -271,42 +285,55 @@ impl DynamoTable {
                             UpdateItemError::ConditionalCheckFailedException(_)
                         ) =>
                     {
-                        Ok(Applied::EffectConflict)
+                        Ok(failed_condition)
                     }
+                    Err(e) if is_transaction_conflict(&e) => Ok(Applied::EffectConflict),
                     Err(e) => Err(classify(e)),
                 }
             }
-            other => self.transact(vec![other], vec![false], false).await,
+            other => self.transact(vec![other], vec![once], false).await,
         }
     }
 
     /// The elements as one transaction. Cancelled only because elements that create their item
     /// if absent (`once[i]`) found it existing: sent again without them (each round drops one at
-    /// least, so this ends). Otherwise a failed condition or a conflicting transaction on an
-    /// element is an effect conflict (nothing written), the message's own condition (the last
-    /// element when `message_last`) a message conflict, other reasons as [`cancel::classify`]
-    /// says.
+    /// least, so this ends). Cancelled only by another transaction on its items
+    /// ([`cancel::conflict_only`]): sent again unchanged after a backoff, a bounded number of
+    /// times, counted (`contention`). Otherwise, or once those retries are exhausted, as
+    /// [`cancel::classify`] says: a failed condition or a conflicting transaction on an element
+    /// is an effect conflict (nothing written), the message's own condition (the last element
+    /// when `message_last`) a message conflict, other reasons as it says.
     pub(super) async fn transact(
+        &self,
+        items: Vec<TransactWriteItem>,
+        once: Vec<bool>,
+        message_last: bool,
+    ) -> Result<Applied, StoreError> {
+        let mut tries = self.contention.tries("TransactWriteItems");
+        let applied = self
+            .transact_tries(items, once, message_last, &mut tries)
+            .await;
+        tries.report();
+        applied
+    }
+
+    async fn transact_tries(
         &self,
         mut items: Vec<TransactWriteItem>,
         mut once: Vec<bool>,
         message_last: bool,
+        tries: &mut Conflicts<'_>,
     ) -> Result<Applied, StoreError> {
         loop {
             if items.is_empty() {
                 return Ok(Applied::Done);
             }
             let count = items.len();
-            // Kept for a second round only if one may follow (no copy on the usual path).
-            let sent = if once.contains(&true) {
-                items.clone()
-            } else {
-                std::mem::take(&mut items)
-            };
+            // Kept for another round: one may follow (an existing item left out, a conflict).
             let result = self
                 .client
                 .transact_write_items()
-                .set_transact_items(Some(sent))
+                .set_transact_items(Some(items.clone()))
                 .send()
                 .await;
             let reasons: Vec<Reason> = match result {
@@ -323,13 +350,17 @@ impl DynamoTable {
                 },
                 Err(e) => return Err(classify(e)),
             };
-            let Some(existing) = cancel::existing_only(&reasons, &once) else {
-                return cancel::classify(&reasons, message_last.then(|| count - 1));
-            };
-            for i in existing.into_iter().rev() {
-                items.remove(i);
-                once.remove(i);
+            if let Some(existing) = cancel::existing_only(&reasons, &once) {
+                for i in existing.into_iter().rev() {
+                    items.remove(i);
+                    once.remove(i);
+                }
+                continue;
             }
+            if cancel::conflict_only(&reasons) && tries.again().await {
+                continue;
+            }
+            return cancel::classify(&reasons, message_last.then(|| count - 1));
         }
     }
 }

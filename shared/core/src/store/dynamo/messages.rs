@@ -1,5 +1,6 @@
 //! The processing side on DynamoDB: versioned transitions (one `UpdateItem`, or one
-//! `TransactWriteItems` with a handler's effects), the open index, listing and purging.
+//! `TransactWriteItems` with a handler's effects; either sent again when it met another
+//! transaction on its items, bounded: `contention`), the open index, listing and purging.
 
 use super::effects::effect_item;
 use super::{body, classify, corrupt, DynamoTable};
@@ -152,7 +153,7 @@ impl MessageStore for DynamoTable {
         if effects.is_empty() {
             // A message that fails keeps its body: one in S3 is exempted from expiry.
             let failing = transition.to == Status::Failed && self.bodies.is_some();
-            let result = self
+            let request = self
                 .client
                 .update_item()
                 .table_name(&self.table)
@@ -161,8 +162,13 @@ impl MessageStore for DynamoTable {
                 .condition_expression(parts.condition)
                 .set_expression_attribute_names(Some(parts.names))
                 .set_expression_attribute_values(Some(parts.values))
-                .set_return_values(failing.then_some(ReturnValue::AllNew))
-                .send()
+                .set_return_values(failing.then_some(ReturnValue::AllNew));
+            // Its item in another transaction (a racing commit): sent again after a backoff,
+            // bounded; still conflicting, an infrastructure error as before (the record is
+            // delivered again).
+            let result = self
+                .contention
+                .single("UpdateItem", || request.clone().send())
                 .await;
             return match result {
                 Ok(out) => {
