@@ -12,6 +12,8 @@
 //! - [`sealed`]: destinations' signing secrets encrypted at rest with a KMS key (moto's).
 //! - [`pipeline`]: ingest → stream → process → retry / quarantine → reaper, exactly once.
 //! - [`wallet`]: the wallet ledger through the real pipeline.
+//! - [`contention`]: DynamoDB's transaction conflicts injected at the SDK's HTTP layer: sent
+//!   again with backoff, bounded and counted, then the processor's conflict path; once each.
 //! - [`wallet_holds`]: the wallet API's holds on DynamoDB (exact under 200 concurrent holds, the
 //!   floor, settled by the delivery webhooks) and core's bounded adjustment.
 //! - [`wallet_api`]: the wallet API through its real handler (holds under concurrency, idempotency
@@ -36,6 +38,7 @@ mod bad_input;
 mod bodies;
 mod checkout_topup;
 mod config_docs;
+mod contention;
 mod faults;
 mod ingest_dynamo;
 mod outbox;

@@ -4,7 +4,8 @@
 //! Stripe stand-in ([`stripe`]).
 //! Here: the workspace's paths, the local configuration and the venv's Python; the emulator
 //! ([`emulator`]), the ingest harness ([`harness`]) and the events ([`events`]) have their own
-//! modules, re-exported at the root; [`faults`] supports the fault-injection suite.
+//! modules, re-exported at the root; [`faults`] supports the fault-injection suite; [`contention`]
+//! answers DynamoDB requests as DynamoDB does under contention (transaction conflicts).
 //!
 //! Tests expect `AWS_ENDPOINT_URL_DYNAMODB` to point at a running DynamoDB Local,
 //! `AWS_ENDPOINT_URL` at a running moto server and `INBOX_VENV` at the project's Python venv:
@@ -13,6 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support: a failed setup is a failed test
 
 pub mod config_docs;
+pub mod contention;
 pub mod emulator;
 pub mod events;
 pub mod faults;

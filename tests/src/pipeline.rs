@@ -125,6 +125,16 @@ impl Pipeline {
     /// jitter pinned to 0 (retries are due at once, so tests need not wait).
     pub async fn processor<C: Clock>(&self, registry: Registry, clock: C) -> TestProcessor<C> {
         let store = DynamoTable::new(self.counted_dynamodb().await, self.harness.table.clone());
+        self.processor_on(store, registry, clock)
+    }
+
+    /// The same processor on `store` (the test's own client or settings).
+    pub fn processor_on<C: Clock>(
+        &self,
+        store: DynamoTable,
+        registry: Registry,
+        clock: C,
+    ) -> TestProcessor<C> {
         let retry = SqsRetryQueue::new(self.sqs.clone(), self.retry_url.clone());
         let quarantine = SqsQuarantine::new(self.sqs.clone(), self.quarantine_url.clone());
         // The deployed concurrency (10 records of a batch at once).
