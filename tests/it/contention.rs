@@ -109,6 +109,23 @@ impl Rig {
         )
     }
 
+    /// Processes what the stream holds (one record): it ends as `outcome`, no batch failure.
+    async fn process(&self, processor: &TestProcessor<SystemClock>, outcome: &str) {
+        let (response, summary) = processor
+            .handle_stream_batch(self.p.read_stream().await)
+            .await;
+        assert!(response.batch_item_failures.is_empty(), "{summary:?}");
+        assert_eq!(summary.outcomes.get(outcome), Some(&1), "{summary:?}");
+    }
+
+    /// Requests of `operation` answered as conflicts, and forwarded to the table.
+    fn sent(&self, operation: &str) -> (usize, usize) {
+        (
+            self.contended.injected(operation),
+            self.contended.forwarded(operation),
+        )
+    }
+
     /// The waits the store asked for, in milliseconds, since the last call.
     fn waits(&self) -> Vec<u128> {
         std::mem::take(&mut *self.waits.lock().unwrap())
@@ -164,17 +181,9 @@ async fn a_debit_whose_transaction_meets_three_conflicts_is_sent_again_and_commi
     let key = rig.accepted("msg_contended_3", "m_contended_3").await;
     rig.contended.conflict("TransactWriteItems", 3);
 
-    let (response, summary) = processor
-        .handle_stream_batch(rig.p.read_stream().await)
-        .await;
-
-    assert!(response.batch_item_failures.is_empty());
-    assert_eq!(summary.outcomes.get("processed"), Some(&1), "{summary:?}");
+    rig.process(&processor, "processed").await;
     assert_eq!(
-        (
-            rig.contended.injected("TransactWriteItems"),
-            rig.contended.forwarded("TransactWriteItems")
-        ),
+        rig.sent("TransactWriteItems"),
         (3, 1),
         "three answered as conflicts, the fourth send reached the table"
     );
@@ -208,16 +217,9 @@ async fn conflicts_past_the_bound_go_to_the_conflict_path_and_still_debit_once()
         .accepted("msg_contended_bound", "m_contended_bound")
         .await;
     rig.contended.conflict("TransactWriteItems", SENDS);
-    let (response, summary) = processor
-        .handle_stream_batch(rig.p.read_stream().await)
-        .await;
-    assert!(response.batch_item_failures.is_empty());
-    assert_eq!(summary.outcomes.get("processed"), Some(&1), "{summary:?}");
+    rig.process(&processor, "processed").await;
     assert_eq!(
-        (
-            rig.contended.injected("TransactWriteItems"),
-            rig.contended.forwarded("TransactWriteItems")
-        ),
+        rig.sent("TransactWriteItems"),
         (SENDS, 1),
         "the bound's sends conflicted; the re-run's went through"
     );
@@ -240,11 +242,7 @@ async fn conflicts_past_the_bound_go_to_the_conflict_path_and_still_debit_once()
     let key = rig.accepted("msg_contended_all", "m_contended_all").await;
     let runs = EFFECT_CONFLICT_RERUNS as usize + 1;
     rig.contended.conflict("TransactWriteItems", SENDS * runs);
-    let (response, summary) = processor
-        .handle_stream_batch(rig.p.read_stream().await)
-        .await;
-    assert!(response.batch_item_failures.is_empty());
-    assert_eq!(summary.outcomes.get("retrying"), Some(&1), "{summary:?}");
+    rig.process(&processor, "retrying").await;
     assert_eq!(
         rig.counted(TRANSACTION_CONFLICTS_EXHAUSTED, "TransactWriteItems"),
         1 + runs as i64,
@@ -279,19 +277,9 @@ async fn a_transition_meeting_a_transaction_is_sent_again() {
         .mail("msg_contended_opened", "message.opened", "m_x")
         .await;
     rig.contended.conflict("UpdateItem", 2);
-    let (response, summary) = processor
-        .handle_stream_batch(rig.p.read_stream().await)
-        .await;
-    assert!(response.batch_item_failures.is_empty());
-    assert_eq!(summary.outcomes.get("processed"), Some(&1), "{summary:?}");
-    assert_eq!(
-        (
-            rig.contended.injected("UpdateItem"),
-            rig.contended.forwarded("UpdateItem"),
-            rig.contended.forwarded("TransactWriteItems")
-        ),
-        (2, 1, 0)
-    );
+    rig.process(&processor, "processed").await;
+    assert_eq!(rig.sent("UpdateItem"), (2, 1));
+    assert_eq!(rig.contended.forwarded("TransactWriteItems"), 0);
     assert_eq!(rig.waits(), ceilings(2));
     assert_eq!(rig.counted(TRANSACTION_CONFLICTS, "UpdateItem"), 2);
     let m = rig.plain.get(&key).await.unwrap().unwrap();
@@ -323,13 +311,7 @@ async fn a_single_write_meeting_a_transaction_is_sent_again_within_the_bound() {
         .unwrap();
     assert_eq!(done, Applied::Done);
     assert!(exists("CONTENDED#a").await);
-    assert_eq!(
-        (
-            rig.contended.injected("PutItem"),
-            rig.contended.forwarded("PutItem")
-        ),
-        (2, 1)
-    );
+    assert_eq!(rig.sent("PutItem"), (2, 1));
     assert_eq!(rig.waits(), ceilings(2));
     assert_eq!(rig.counted(TRANSACTION_CONFLICTS, "PutItem"), 2);
 
