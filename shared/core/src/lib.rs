@@ -7,7 +7,8 @@
 //!
 //! - [`domain`]: newtypes that are valid by construction (source names, event ids, event types,
 //!   message keys, body digests) and the message status.
-//! - [`clock`]: the injectable clock every time-dependent rule reads.
+//! - [`clock`]: the injectable clock every time-dependent rule reads, and a backoff's injectable
+//!   wait and jitter draw.
 //! - [`config`]: [`config::Env`], the one way to read an environment variable, every variable
 //!   documented once ([`config::catalog`]), and [`config::ConfigError`]; it depends on no other
 //!   module. Each part reads its own settings through it (`ingest::config`, `process::config`,
@@ -27,7 +28,7 @@
 //! - [`message`]: a stored message, its history, and the documents that travel through the
 //!   queues (retry request, quarantine notice).
 //! - [`policy`]: pure decisions: backoff with full jitter, what follows a failure, whether a
-//!   message may be claimed.
+//!   message may be claimed, how often a write that met a transaction conflict is sent again.
 //! - [`process`]: the processor (the message state machine), the handler registry, and its
 //!   per-record functions for stream and retry-queue records.
 //! - [`invocation`]: one Lambda invocation: the typed event (`Incoming`: a stream batch, a queue
