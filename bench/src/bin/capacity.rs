@@ -3,7 +3,7 @@
 //! the rate at which each key caps; the design's ceiling for the whole stack and for one tenant.
 //!
 //! ```text
-//! capacity [--figures DIR] [--rate N]
+//! capacity [--figures DIR] [--rate N] [--wallet-shards K]
 //! ```
 //!
 //! Reads what `pipeline_figures` and `outbox_figures` measured (`DIR/keys-*.json`: read and write
@@ -22,6 +22,9 @@
 //! hot ("split for heat"), except one item (it is served by one partition) and items written in
 //! increasing sort-key order (every new one lands at the end of the range): those groups are
 //! what caps a tenant's key; the whole key in one partition is the bound before any split.
+//! `--wallet-shards K` (1, as measured, by default: what `make bench` records) spreads the
+//! balance item's units over K shard items of their own partition keys, to read the table at
+//! another K; the K a 5,000 holds + 5,000 debits a second tenant needs is a figure of its own.
 
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -45,6 +48,9 @@ const TENANT_TARGET: f64 = 1_000.0;
 /// The hot tenant of the issue: holds and debits per second.
 const HOT_HOLDS: f64 = 5_000.0;
 const HOT_DEBITS: f64 = 5_000.0;
+/// The balance item's sort key under `WALLET#{tenant}` (what K shard items split).
+const BALANCE_SK: &str = "WALLET";
+
 /// The stack's workload, as the table names it.
 const STACK_WORKLOAD: &str = "webhook + fan-out (from the code) + delivery";
 
@@ -226,7 +232,6 @@ fn rows(f: &Flow, workload: &'static str, rate: f64, k: f64, shards: &Shards) ->
         let s = spread(key, shards);
         let partitions = match s {
             Spread::Stack(n) => n,
-            Spread::Tenant if key.ends_with("{shard}") => k,
             _ => 1.0,
         };
         let (shared, target) = match s {
@@ -235,10 +240,7 @@ fn rows(f: &Flow, workload: &'static str, rate: f64, k: f64, shards: &Shards) ->
                 (format!("the stack, {n:.0} shards"), Some(STACK_TARGET))
             }
             Spread::Stack(_) => ("the stack".to_owned(), Some(STACK_TARGET)),
-            Spread::Tenant if partitions > 1.0 => {
-                (format!("one tenant, K = {k:.0}"), Some(TENANT_TARGET))
-            }
-            Spread::Tenant => ("one tenant".to_owned(), Some(TENANT_TARGET)),
+            Spread::Tenant => (format!("one tenant, K = {k:.0}"), Some(TENANT_TARGET)),
             Spread::Destination => ("one destination".to_owned(), Some(TENANT_TARGET)),
         };
         let (rcap, wcap) = (
@@ -256,16 +258,16 @@ fn rows(f: &Flow, workload: &'static str, rate: f64, k: f64, shards: &Shards) ->
                 format!("writes: {partitions:.0} × 1,000 WCU / {:.2}", u.wcu),
             )
         };
-        let per_partition = |r: f64, w: f64| {
-            (s != Spread::PerEvent).then(|| (r * rate / partitions, w * rate / partitions))
+        let per_partition = |r: f64, w: f64, parts: f64| {
+            (s != Spread::PerEvent).then(|| (r * rate / parts, w * rate / parts))
         };
-        let row = |key: String, r: f64, w: f64, c: f64, bound: String| Row {
+        let row = |key: String, r: f64, w: f64, parts: f64, c: f64, bound: String| Row {
             key,
             workload,
             shared: shared.clone(),
             rcu: r,
             wcu: w,
-            per_partition: per_partition(r, w),
+            per_partition: per_partition(r, w, parts),
             cap: c,
             bound,
             target,
@@ -275,6 +277,7 @@ fn rows(f: &Flow, workload: &'static str, rate: f64, k: f64, shards: &Shards) ->
                 key.clone(),
                 u.rcu,
                 u.wcu,
+                partitions,
                 f64::INFINITY,
                 "one key per event: never shared".into(),
             ));
@@ -292,7 +295,7 @@ fn rows(f: &Flow, workload: &'static str, rate: f64, k: f64, shards: &Shards) ->
             .filter(|g| Use::splits_for_heat(g).is_some_and(|splits| !splits))
             .collect();
         if !matches!(s, Spread::Tenant | Spread::Destination) || groups.is_empty() {
-            out.push(row(key.clone(), u.rcu, u.wcu, c, bound));
+            out.push(row(key.clone(), u.rcu, u.wcu, partitions, c, bound));
             continue;
         }
         // Split for heat may spread a key's items apart, but not one item nor an increasing
@@ -300,16 +303,22 @@ fn rows(f: &Flow, workload: &'static str, rate: f64, k: f64, shards: &Shards) ->
         for g in groups {
             let r = u.reads_by_sort_key.get(g).copied().unwrap_or_default();
             let w = u.by_sort_key.get(g).copied().unwrap_or_default();
-            let (rc, wc) = (
-                cap(PARTITION_RCU, partitions, r),
-                cap(PARTITION_WCU, partitions, w),
-            );
+            // The balance split over K shard items of their own partition keys.
+            let balance = s == Spread::Tenant && g == BALANCE_SK;
+            let parts = if balance { partitions * k } else { partitions };
+            let (rc, wc) = (cap(PARTITION_RCU, parts, r), cap(PARTITION_WCU, parts, w));
             let (gc, by) = if rc < wc {
-                (rc, format!("{partitions:.0} × 3,000 RCU / {r:.2}"))
+                (rc, format!("{parts:.0} × 3,000 RCU / {r:.2}"))
             } else {
-                (wc, format!("{partitions:.0} × 1,000 WCU / {w:.2}"))
+                (wc, format!("{parts:.0} × 1,000 WCU / {w:.2}"))
             };
-            let what = if g.contains("{ms}") {
+            let what = if balance {
+                if k > 1.0 {
+                    "the balance over K shard items, one partition each"
+                } else {
+                    "one item (K = 1): one partition"
+                }
+            } else if g.contains("{ms}") {
                 "items in increasing sort-key order: every new one at the end of the range"
             } else {
                 "one item: one partition"
@@ -318,6 +327,7 @@ fn rows(f: &Flow, workload: &'static str, rate: f64, k: f64, shards: &Shards) ->
                 format!("{key} {g}"),
                 r,
                 w,
+                parts,
                 gc,
                 format!(
                     "{by} ({what}, split for heat cannot spread it); the whole key in one partition: {}",
@@ -383,7 +393,7 @@ fn fan_out_from_code() -> Flow {
     ])
 }
 
-fn compute(flows: &BTreeMap<&str, Flow>, rate: f64, shards: &Shards) -> Capacity {
+fn compute(flows: &BTreeMap<&str, Flow>, rate: f64, k: f64, shards: &Shards) -> Capacity {
     let empty = Flow::new();
     let get = |n: &str| flows.get(n).unwrap_or(&empty);
     let fan_out = fan_out_from_code();
@@ -393,14 +403,14 @@ fn compute(flows: &BTreeMap<&str, Flow>, rate: f64, shards: &Shards) -> Capacity
         (get("delivery"), 1.0),
     ]);
     let email = mix(&[(get("hold"), 1.0), (get("capture"), 1.0)]);
-    let mut all = rows(&stack, STACK_WORKLOAD, rate, 1.0, shards);
+    let mut all = rows(&stack, STACK_WORKLOAD, rate, k, shards);
     // The tenant's own keys under its emails (hold + capture), in place of the plain debit's.
     all.retain(|r| !r.key.starts_with("WALLET#{tenant}"));
-    let tenant_rows: Vec<Row> = rows(&email, "email: hold + capture", rate, 1.0, shards)
+    let tenant_rows: Vec<Row> = rows(&email, "email: hold + capture", rate, k, shards)
         .into_iter()
         .filter(|r| r.key.starts_with("WALLET#{tenant}"))
         .collect();
-    let debit_rows: Vec<Row> = rows(&stack, "debit without hold", rate, 1.0, shards)
+    let debit_rows: Vec<Row> = rows(&stack, "debit without hold", rate, k, shards)
         .into_iter()
         .filter(|r| r.key.starts_with("WALLET#{tenant}"))
         .collect();
@@ -451,22 +461,33 @@ fn compute(flows: &BTreeMap<&str, Flow>, rate: f64, shards: &Shards) -> Capacity
     }
 }
 
-fn figures_args() -> Result<(PathBuf, f64), String> {
+fn figures_args() -> Result<(PathBuf, f64, f64), String> {
     let mut dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-figures");
     let mut rate = 1000.0;
+    let mut k = 1.0;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {
             ("--figures", Some(d)) => dir = PathBuf::from(d),
             ("--rate", Some(r)) => rate = r.parse().map_err(|_| format!("--rate {r}: a number"))?,
-            _ => return Err("usage: capacity [--figures DIR] [--rate N]".into()),
+            ("--wallet-shards", Some(n)) => {
+                k = n
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .map(f64::from)
+                    .ok_or(format!("--wallet-shards {n}: a whole number ≥ 1"))?
+            }
+            _ => {
+                return Err("usage: capacity [--figures DIR] [--rate N] [--wallet-shards K]".into())
+            }
         }
     }
-    Ok((dir, rate))
+    Ok((dir, rate, k))
 }
 
 fn run() -> Result<(), String> {
-    let (dir, rate) = figures_args()?;
+    let (dir, rate, k) = figures_args()?;
     let mut flows = BTreeMap::new();
     let mut whats = Vec::new();
     let mut shards = Shards::new();
@@ -475,7 +496,7 @@ fn run() -> Result<(), String> {
         flows.insert(name, f);
         whats.push(format!("{name}: {what}"));
     }
-    let c = compute(&flows, rate, &shards);
+    let c = compute(&flows, rate, k, &shards);
     println!(
         "== capacity by partition key, at {} operations/s ==",
         fmt_rate(rate)
@@ -500,7 +521,7 @@ fn run() -> Result<(), String> {
                 "met": met,
                 "capacity": {
                     "key": r.key, "workload": r.workload, "shared": r.shared,
-                    "rcu": r.rcu, "wcu": r.wcu, "rate": rate,
+                    "rcu": r.rcu, "wcu": r.wcu, "rate": rate, "k": k,
                     "rcu_s": r.per_partition.map(|p| p.0), "wcu_s": r.per_partition.map(|p| p.1),
                     "cap": if r.cap.is_finite() { json!(r.cap) } else { Value::Null },
                     "bound": r.bound,
@@ -512,9 +533,12 @@ fn run() -> Result<(), String> {
     let (sc, sk) = &c.stack_ceiling;
     let (tc, tk) = &c.tenant_ceiling;
     println!("  the stack's ceiling: {}/s, {sk}", fmt_rate(*sc));
-    println!("  one tenant's ceiling (K = 1): {}/s, {tk}", fmt_rate(*tc));
+    println!(
+        "  one tenant's ceiling (K = {k:.0}): {}/s, {tk}",
+        fmt_rate(*tc)
+    );
     let k_text = format!(
-        "balance writes per email: hold {:.0} + capture {:.0} WCU; K balance shards take K × 1,000 WCU/s, so {} holds + {} debits/s need K ≥ ({} × {:.0} + {} × {:.0}) / 1,000 = {:.0} at 100 % of every shard; the ledger entries ({:.0} WCU per email, increasing sort keys under WALLET#{{tenant}}) cap the tenant at {}/s whatever K unless they are written under the shards' keys too (then K ≥ {:.0})",
+        "balance writes per email: hold {:.0} + capture {:.0} WCU; K balance shards take K × 1,000 WCU/s, so {} holds + {} debits/s need K ≥ ({} × {:.0} + {} × {:.0}) / 1,000 = {:.0} at 100 % of every shard (the balance then caps at {} emails/s); the ledger entries ({:.0} WCU per email, increasing sort keys under WALLET#{{tenant}}) cap the tenant at {}/s whatever K unless they are written under the shards' keys too (then K ≥ {:.0})",
         c.balance_per_hold,
         c.balance_per_debit,
         fmt_rate(HOT_HOLDS),
@@ -524,6 +548,7 @@ fn run() -> Result<(), String> {
         fmt_rate(HOT_DEBITS),
         c.balance_per_debit,
         c.hot_k,
+        fmt_rate(cap(PARTITION_WCU, c.hot_k, c.balance_per_hold + c.balance_per_debit)),
         c.entries_per_email,
         fmt_rate(cap(PARTITION_WCU, 1.0, c.entries_per_email)),
         c.hot_k_with_entries
@@ -539,7 +564,7 @@ fn run() -> Result<(), String> {
     );
     lines.push(
         json!({"id": "capacity.ceiling.tenant",
-               "figure": "the design's ceiling for one tenant, K = 1: the lowest cap of a key one tenant's emails share (emails/s)",
+               "figure": format!("the design's ceiling for one tenant, K = {k:.0}: the lowest cap of a key one tenant's emails share (emails/s)"),
                "target": format!("≥ {}/s", fmt_rate(TENANT_TARGET)),
                "measured": format!("{}/s: {tk}", fmt_rate(*tc)),
                "met": *tc >= TENANT_TARGET})
@@ -602,11 +627,8 @@ mod tests {
             ("hold", hold),
             ("capture", capture),
         ]);
-        let c = compute(
-            &flows,
-            1000.0,
-            &Shards::from([("open-index OPEN#{shard}".into(), 16.0)]),
-        );
+        let shards = Shards::from([("open-index OPEN#{shard}".into(), 16.0)]);
+        let c = compute(&flows, 1000.0, 1.0, &shards);
         let row = |key: &str, workload: &str| {
             c.rows
                 .iter()
@@ -653,6 +675,23 @@ mod tests {
         assert_eq!(c.tenant_ceiling.0, 250.0);
         assert_eq!(c.hot_k, 20.0, "(5,000 × 2 + 5,000 × 2) / 1,000");
         assert_eq!(c.hot_k_with_entries, 40.0, "with the entries' 2 + 2");
+        let at = compute(&flows, 1000.0, 20.0, &shards);
+        let spread = |key: &str| {
+            at.rows
+                .iter()
+                .find(|r| r.key == key && r.workload == "email: hold + capture")
+                .unwrap()
+                .clone()
+        };
+        let balance = spread("WALLET#{tenant} WALLET");
+        assert_eq!(balance.cap, 5000.0, "20 × 1,000 / 4");
+        assert_eq!(balance.per_partition, Some((100.0, 200.0)));
+        assert_eq!(
+            spread("WALLET#{tenant} ENTRY#{ms}…").cap,
+            250.0,
+            "K does not spread entries"
+        );
+        assert_eq!(at.tenant_ceiling.0, 250.0);
         assert_eq!(fmt_rate(12_345.6), "12,345");
         assert_eq!(fmt_rate(f64::INFINITY), "—");
     }

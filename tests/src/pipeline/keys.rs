@@ -436,7 +436,11 @@ pub fn pattern(pk: &str) -> String {
         ("WALLETS", "WALLETS"),
     ];
     if let Some(rest) = pk.strip_prefix("WALLET#") {
-        return if rest.contains('#') {
+        // A shard item of the balance: a number after the tenant.
+        let shard = rest
+            .rsplit_once('#')
+            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        return if shard {
             "WALLET#{tenant}#{shard}".into()
         } else {
             "WALLET#{tenant}".into()
@@ -544,6 +548,7 @@ mod tests {
             ("DESTINATIONS", "DESTINATIONS"),
             ("WALLET#acme", "WALLET#{tenant}"),
             ("WALLET#acme#3", "WALLET#{tenant}#{shard}"),
+            ("WALLET#a#b", "WALLET#{tenant}"),
             ("WALLETS", "WALLETS"),
             ("PAYMENT#pi_1", "PAYMENT#{payment intent}"),
             ("PAYMENT_METHOD#pm_1", "PAYMENT_METHOD#{payment method}"),
