@@ -7,7 +7,7 @@
 #   make venv          .venv with the Python tooling pinned in scripts/requirements-dev.txt
 #   make build-lambda  release artifact target/lambda/ingest/bootstrap (cargo lambda, x86_64)
 #   make bench         benchmarks: every figure with its target, recorded into docs/benchmarks.md
-#   make bench-docs    rewrite docs/benchmarks.md's benchmark and cost tables from docs/bench-figures.jsonl
+#   make bench-docs    rewrite docs/benchmarks.md's tables and README.md's cost table from docs/bench-figures.jsonl
 #   make config-docs   rewrite docs/configuration.md's tables from the variables documented in code
 #   make fault-table   run the fault-injection tests and write their counts to docs/faults.md
 #   make clean-local   stop emulators started by the scripts, remove .local/ and .aws-sam/
@@ -62,13 +62,14 @@ build-lambda: venv
 	@ls -l target/lambda/ingest/bootstrap
 
 # Every figure of docs/benchmarks.md with its target, then recorded: docs/bench-figures.jsonl and
-# the benchmark and cost tables of docs/benchmarks.md (`make bench-docs` re-renders them from the record).
+# the benchmark, cost and capacity tables of docs/benchmarks.md (and README.md's cost table) (`make bench-docs` re-renders them from the record).
 # (a) CPU per webhook side by side (the peers stripe-node and stripe-python installed into
 # bench/.peers first), and the criterion regression guard; (b) cold start against hello-world
 # built with the same profile, binary size, the served run (first response, peak RSS after
 # 10,000 requests); (c) against its own DynamoDB Local (table, stream) and moto (queues): write
-# units per webhook, batch throughput, outbox figures; (d) dollars per million from the measured
-# counts. BENCH_NOTE is recorded beside them.
+# units per webhook, batch throughput, outbox figures, units by partition key; (d) dollars per
+# million from the measured counts; (e) the capacity table by key (the rate at which each key caps
+# against DynamoDB's per-partition limits). BENCH_NOTE is recorded beside them.
 BENCH_NOTE ?=
 BENCH_PORT ?= 5066
 BENCH_DYNAMODB_PORT ?= 5067
@@ -88,10 +89,11 @@ bench: venv
 	  bash -c 'cargo run --release -p integration-tests --bin pipeline_figures && cargo run --release -p integration-tests --bin outbox_figures'; \
 	  rc=$$?; scripts/moto.sh stop $(BENCH_PORT); scripts/dynamodb_local.sh stop $(BENCH_DYNAMODB_PORT); exit $$rc
 	cargo run --release -p bench-tools --bin cost
+	cargo run --release -p bench-tools --bin capacity
 	cargo run --release -p bench-tools --bin figures -- --record $(if $(BENCH_NOTE),--note "$(BENCH_NOTE)")
 
-# docs/benchmarks.md's benchmark and cost tables, rendered again from docs/bench-figures.jsonl (the last
-# recorded `make bench`); `make test` checks them.
+# docs/benchmarks.md's benchmark, cost and capacity tables and README.md's cost table, rendered again
+# from docs/bench-figures.jsonl (the last recorded `make bench`); `make test` checks them.
 bench-docs:
 	cargo run -q -p bench-tools --bin figures -- --render
 

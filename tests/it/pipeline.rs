@@ -373,6 +373,58 @@ async fn the_reaper_redrives_messages_the_stream_never_delivered() {
     assert_eq!(p.effect_count("evt_lost").await, 1);
 }
 
+/// A message filed under the open index's former 16 shards (`OPEN#0`..`OPEN#15`, before it had
+/// 64) keeps that value until its next write; the reaper, reading every shard, still finds it.
+#[tokio::test]
+async fn the_reaper_finds_a_message_filed_under_the_former_sixteen_shards() {
+    use inbox_core::domain::{EventId, MessageKey, SourceName};
+    use inbox_core::store::attr::s;
+    use inbox_core::store::schema::{message_pk, open_shard, MESSAGE_SK};
+    let p = Pipeline::new().await;
+    let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis()));
+    let processor = p
+        .processor(
+            Pipeline::registry(CounterHandler::new(&p.harness.table, false)),
+            clock.clone(),
+        )
+        .await;
+    // An id whose shard among 64 is not the one it had among 16.
+    let (id, key, former) = (0..1000)
+        .map(|i| {
+            let id = format!("evt_former_{i}");
+            let key = MessageKey::new(
+                SourceName::parse(SOURCE).unwrap(),
+                EventId::parse(&id).unwrap(),
+            );
+            let n: u8 = open_shard(&key)[5..].parse().unwrap();
+            (id, key, format!("OPEN#{}", n % 16))
+        })
+        .find(|(_, key, former)| open_shard(key) != *former)
+        .unwrap();
+    p.ingest(&id, TYPE, json!({})).await;
+    p.harness
+        .client
+        .update_item()
+        .table_name(&p.harness.table)
+        .key("pk", s(message_pk(&key)))
+        .key("sk", s(MESSAGE_SK))
+        .update_expression("SET open_shard = :former")
+        .expression_attribute_values(":former", s(&former))
+        .send()
+        .await
+        .unwrap();
+    clock.advance_millis(inbox_core::store::schema::PENDING_GRACE_MS + 60_000);
+    let reaper = p.reaper(clock.clone(), 100).await;
+    assert_eq!(
+        reaper.run().await.unwrap().by_status.get("pending"),
+        Some(&1),
+        "found under {former}"
+    );
+    assert_eq!(p.drain_retry_once(&processor).await, 1);
+    assert_eq!(p.message(&id).await.status, Status::Processed);
+    assert_eq!(p.effect_count(&id).await, 1);
+}
+
 #[tokio::test]
 async fn unknown_event_type_is_ignored_listed_and_replayable() {
     let p = Pipeline::new().await;

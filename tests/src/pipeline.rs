@@ -2,14 +2,16 @@
 //! quarantine queues, a stream reader that plays the event source mapping (same filter as
 //! template.yaml: INSERTs of message items), and test handlers whose effect is a DynamoDB counter,
 //! so "exactly once" is a number that can be read back. Here: the [`Pipeline`] and its setup; the
-//! request counter, the test handlers and the played event sources have their own modules.
+//! request counter, the key meter (units by partition-key pattern), the test handlers and the played event sources have their own modules.
 
 mod counter;
 mod handlers;
+pub mod keys;
 mod sources;
 
 pub use counter::RequestCounter;
 pub use handlers::{CounterHandler, Hangs};
+pub use keys::KeyMeter;
 
 use crate::{sdk_config_for, Harness};
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -35,6 +37,8 @@ pub struct Pipeline {
     pub retry_url: String,
     pub quarantine_url: String,
     pub counter: RequestCounter,
+    /// The keys the counted client's requests touched (capacity figures).
+    pub keys: KeyMeter,
     cursors: Mutex<Vec<sources::Cursor>>,
     stream_arn: Mutex<String>,
 }
@@ -105,6 +109,7 @@ impl Pipeline {
             retry_url,
             quarantine_url,
             counter: RequestCounter::default(),
+            keys: KeyMeter::default(),
             cursors: Mutex::new(Vec::new()),
             stream_arn: Mutex::new(String::new()),
         };
@@ -117,6 +122,7 @@ impl Pipeline {
         let sdk = sdk_config_for(&self.harness.endpoints).await;
         let conf = aws_sdk_dynamodb::config::Builder::from(&sdk)
             .interceptor(self.counter.clone())
+            .interceptor(self.keys.clone())
             .build();
         aws_sdk_dynamodb::Client::from_conf(conf)
     }

@@ -55,7 +55,10 @@ async fn main() {
     ));
 
     let one = rig.pending_deliveries("bench", "evt_seq", N).await;
+    let (client, table) = (&rig.pipeline.harness.client, &rig.pipeline.harness.table);
+    let before = integration_tests::pipeline::keys::snapshot(client, table).await;
     rig.pipeline.counter.reset();
+    rig.pipeline.keys.reset();
     let started = Instant::now();
     for id in &one {
         assert_eq!(
@@ -66,6 +69,14 @@ async fn main() {
     let sequential = N as f64 / started.elapsed().as_secs_f64();
     let counts = rig.pipeline.counter.counts();
     let per_delivery = counts.values().sum::<usize>() as f64 / N as f64;
+    let after = integration_tests::pipeline::keys::snapshot(client, table).await;
+    let by_key = rig.pipeline.keys.attribute(&before, &after);
+    integration_tests::pipeline::keys::record(
+        "delivery",
+        "one delivery, one at a time",
+        N,
+        &by_key,
+    );
 
     rig.pending_deliveries("bench", "evt_par", N).await;
     let started = Instant::now();

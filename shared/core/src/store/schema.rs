@@ -8,7 +8,7 @@
 //! | repeated delivery | same as its message | `DLV#{received ms, 13 digits}#{uuid}` | journal (the first 10); expires by TTL |
 //! | repeated-delivery counter | same as its message | `DLV#count` | how many; expires by TTL after the last |
 //!
-//! Non-terminal messages carry `open_shard` (`OPEN#0`..`OPEN#15`) and `open_due` (ms): the sparse
+//! Non-terminal messages carry `open_shard` (`OPEN#0`..`OPEN#63`) and `open_due` (ms): the sparse
 //! global secondary index `open-index` over them lets a scheduled reaper find pending, retrying
 //! and stuck messages without scanning. Terminal transitions remove both attributes.
 
@@ -65,8 +65,13 @@ pub const PENDING_GRACE_MS: i64 = 5 * 60 * 1000;
 pub const MESSAGE_SK: &str = "MSG";
 /// The name of the sparse index of non-terminal messages.
 pub const OPEN_INDEX: &str = "open-index";
-/// How many partitions the open index spreads over (avoids one hot partition).
-pub const OPEN_SHARDS: u8 = 16;
+/// How many partitions the open index spreads over (avoids one hot partition). Every new
+/// message writes its shard twice (its entry added at ingest, removed when it ends): at 1,000
+/// write units per partition and second, 64 shards carry 32,000 webhooks/s (16 carried 8,000,
+/// the capacity table's lowest stack-wide cap; `docs/benchmarks.md`). Entries written under
+/// fewer shards (`OPEN#0`..`OPEN#15`, before there were 64) are among these and keep their
+/// value until their next write: the reaper, reading every shard, finds them where they are.
+pub const OPEN_SHARDS: u8 = 64;
 
 /// `kind` values.
 pub const KIND_MESSAGE: &str = "message";
@@ -146,10 +151,18 @@ mod tests {
 
     #[test]
     fn shards_spread() {
-        let shards: std::collections::HashSet<_> = (0..200)
+        let shards: std::collections::HashSet<_> = (0..2000)
             .map(|i| open_shard(&key(&format!("evt_{i}"))))
             .collect();
         assert_eq!(shards.len(), OPEN_SHARDS as usize);
         assert!(shards.iter().all(|s| s.starts_with("OPEN#")));
+        let all: std::collections::HashSet<_> = open_shards().collect();
+        assert_eq!(shards, all, "every shard is one the reaper reads");
+        for old in 0..16 {
+            assert!(
+                all.contains(&format!("OPEN#{old}")),
+                "an entry of the 16 former shards is read"
+            );
+        }
     }
 }

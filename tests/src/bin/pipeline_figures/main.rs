@@ -9,8 +9,13 @@
 //! - write units per webhook (2 KB and 64 KB events), ingest alone and end to end, by DynamoDB's
 //!   published item-size rules from the items as stored (`units.rs`).
 //!
-//! It prints them and writes them for `bench-tools figures` and `bench-tools cost`:
-//! `target/bench-figures/units.json` (the counts) and `pipeline.jsonl` (the figures).
+//! - read and write units by partition-key pattern (`integration_tests::pipeline::keys`) of the
+//!   2 KB wallet webhook, of a hold the wallet API places and of the webhook capturing it
+//!   (`holds.rs`), for `bench-tools capacity`.
+//!
+//! It prints them and writes them for `bench-tools figures`, `cost` and `capacity`:
+//! `target/bench-figures/units.json` (the counts), `keys-*.json` (units by key) and
+//! `pipeline.jsonl` (the figures).
 //!
 //! Run: `make bench` (starts the emulators), or with `AWS_ENDPOINT_URL_DYNAMODB` and
 //! `AWS_ENDPOINT_URL_DYNAMODB_STREAMS` pointing at a running DynamoDB Local, `AWS_ENDPOINT_URL` at moto:
@@ -18,6 +23,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement harness: a failed setup ends the run
 
+mod holds;
 mod units;
 
 use inbox_core::clock::SystemClock;
@@ -40,22 +46,7 @@ async fn run(concurrency: usize) -> (f64, std::collections::BTreeMap<String, usi
     let p = Pipeline::new().await;
     let counted = p.counted_dynamodb().await;
     let store = DynamoTable::new(counted.clone(), p.harness.table.clone());
-    let wallet = Wallet::new(
-        wallet_ledger::TenantId::parse("acme").unwrap(),
-        usd().amount(5),
-        usd().amount(-1_000_000),
-        None,
-        0,
-    )
-    .to_item();
-    p.harness
-        .client
-        .put_item()
-        .table_name(&p.harness.table)
-        .set_item(Some(wallet))
-        .send()
-        .await
-        .expect("wallet");
+    units::put_wallet(&p).await;
     let ingest = Ingestor::new(
         integration_tests::local_sources(),
         store.clone(),
@@ -275,7 +266,43 @@ async fn main() {
             ),
             e2e_target.map(|t| u.end_to_end_wru() <= t),
         ));
+        if label == "2KB" {
+            integration_tests::pipeline::keys::record(
+                "webhook",
+                "one 2 KB wallet webhook (an email's debit, no hold), ingest + processing",
+                1,
+                &u.keys,
+            );
+        }
         all.push((label, u));
+    }
+    let (hold, capture) = holds::hold_and_capture().await;
+    integration_tests::pipeline::keys::record(
+        "hold",
+        "one hold placed by the wallet API (Holds::place)",
+        1,
+        &hold,
+    );
+    integration_tests::pipeline::keys::record(
+        "capture",
+        "the 2 KB delivery webhook capturing a hold, ingest + processing",
+        1,
+        &capture,
+    );
+    for (flow, units) in [
+        ("webhook", &all[0].1.keys),
+        ("hold", &hold),
+        ("capture", &capture),
+    ] {
+        println!("units by partition key, {flow}:");
+        for (key, u) in units {
+            println!(
+                "    {key:<40} RCU {:>4.1} WCU {:>3} {:?}",
+                u.read_half_units as f64 / 2.0,
+                u.write_units,
+                u.writes_by_sort_key
+            );
+        }
     }
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-figures");
     std::fs::create_dir_all(&dir).expect("figures dir");

@@ -17,6 +17,7 @@ use inbox_core::store::dynamo::body::DEFAULT_INLINE_MAX_BYTES;
 use inbox_core::store::dynamo::{DynamoTable, S3Bodies};
 use inbox_core::store::size::{item_size, transactional_write_units, write_units};
 use inbox_core::store::Item;
+use integration_tests::pipeline::keys::{self, KeyUnits};
 use integration_tests::pipeline::Pipeline;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -42,6 +43,8 @@ pub struct Units {
     pub requests: BTreeMap<String, usize>,
     /// Items the processing transaction wrote: sort-key prefix → (bytes before, after, units).
     pub transaction: Vec<(String, usize, usize, u64)>,
+    /// Read and write units by partition-key pattern, ingest and processing.
+    pub keys: KeyUnits,
 }
 
 impl Units {
@@ -50,22 +53,8 @@ impl Units {
     }
 }
 
-fn key(item: &Item) -> (String, String) {
-    let text = |k: &str| {
-        item.get(k)
-            .and_then(|v| v.as_s().ok())
-            .cloned()
-            .unwrap_or_default()
-    };
-    (text("pk"), text("sk"))
-}
-
-async fn snapshot(p: &Pipeline) -> BTreeMap<(String, String), Item> {
-    integration_tests::scan_all(&p.harness.client, &p.harness.table)
-        .await
-        .into_iter()
-        .map(|i| (key(&i), i))
-        .collect()
+async fn snapshot(p: &Pipeline) -> keys::Snapshot {
+    keys::snapshot(&p.harness.client, &p.harness.table).await
 }
 
 /// The open index's entry of an item (its keys, the table's keys and the projected attributes),
@@ -93,6 +82,46 @@ fn index_entry(item: &Item) -> Option<usize> {
     Some(item_size(&entry))
 }
 
+/// The wallet of `acme` (0.05 an email, its floor far below: every debit goes through), put
+/// as an item.
+pub async fn put_wallet(p: &Pipeline) {
+    let usd = Currency::parse("usd").expect("a currency");
+    let tenant = wallet_ledger::TenantId::parse("acme").expect("tenant");
+    let wallet = Wallet::new(tenant, usd.amount(5), usd.amount(-1_000_000), None, 0).to_item();
+    p.harness
+        .client
+        .put_item()
+        .table_name(&p.harness.table)
+        .set_item(Some(wallet))
+        .send()
+        .await
+        .expect("wallet");
+}
+
+/// The ingest handler over `store`, with the local sources and the default body limit.
+pub fn ingestor(store: &DynamoTable) -> Ingestor<DynamoTable, SystemClock> {
+    Ingestor::new(
+        integration_tests::local_sources(),
+        store.clone(),
+        SystemClock,
+        inbox_core::config::DEFAULT_MAX_BODY_BYTES,
+        30,
+    )
+}
+
+/// One signed `mailer` webhook with event id `id` through the real ingest handler: accepted.
+pub async fn send(ingest: &Ingestor<DynamoTable, SystemClock>, p: &Pipeline, body: &str, id: &str) {
+    let headers = p.harness.sign("mailer", body.as_bytes(), id);
+    let reply = integration_tests::Reply::from(
+        ingest_function::respond(
+            ingest,
+            &integration_tests::api_event("POST", "mailer", &headers, Some(body), false),
+        )
+        .await,
+    );
+    assert_eq!(reply.code(), "accepted");
+}
+
 /// One webhook of `size` bytes, end to end.
 pub async fn measure(size: usize) -> Units {
     let p = Pipeline::new().await;
@@ -111,41 +140,13 @@ pub async fn measure(size: usize) -> Units {
     let bodies = S3Bodies::new(s3, bucket, DEFAULT_INLINE_MAX_BYTES);
     let store = DynamoTable::new(p.counted_dynamodb().await, p.harness.table.clone())
         .with_bodies(Some(bodies));
-    let usd = Currency::parse("usd").expect("a currency");
-    let wallet = Wallet::new(
-        wallet_ledger::TenantId::parse("acme").unwrap(),
-        usd.amount(5),
-        usd.amount(-1_000_000),
-        None,
-        0,
-    )
-    .to_item();
-    p.harness
-        .client
-        .put_item()
-        .table_name(&p.harness.table)
-        .set_item(Some(wallet))
-        .send()
-        .await
-        .expect("wallet");
-    let ingest = Ingestor::new(
-        integration_tests::local_sources(),
-        store.clone(),
-        SystemClock,
-        inbox_core::config::DEFAULT_MAX_BODY_BYTES,
-        30,
-    );
+    put_wallet(&p).await;
+    let ingest = ingestor(&store);
     let body = integration_tests::mailer_event("m-units", "acme", size);
+    let start = snapshot(&p).await;
     p.counter.reset();
-    let headers = p.harness.sign("mailer", body.as_bytes(), "msg_units");
-    let reply = integration_tests::Reply::from(
-        ingest_function::respond(
-            &ingest,
-            &integration_tests::api_event("POST", "mailer", &headers, Some(&body), false),
-        )
-        .await,
-    );
-    assert_eq!(reply.code(), "accepted");
+    p.keys.reset();
+    send(&ingest, &p, &body, "msg_units").await;
     let ingest_requests = p.counter.counts();
     assert_eq!(
         ingest_requests.get("PutItem"),
@@ -153,6 +154,7 @@ pub async fn measure(size: usize) -> Units {
         "{ingest_requests:?}"
     );
     let before = snapshot(&p).await;
+    let mut by_key = p.keys.attribute(&start, &before);
     let message = before
         .values()
         .find(|i| {
@@ -166,6 +168,7 @@ pub async fn measure(size: usize) -> Units {
     let message_item_bytes = item_size(&message);
 
     p.counter.reset();
+    p.keys.reset();
     let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = Processor::new(
         store,
@@ -184,6 +187,7 @@ pub async fn measure(size: usize) -> Units {
         "one transaction and no other write: {process_requests:?}"
     );
     let after = snapshot(&p).await;
+    keys::merge(&mut by_key, p.keys.attribute(&before, &after));
 
     let mut transaction = Vec::new();
     let mut process_wru = 0;
@@ -220,5 +224,6 @@ pub async fn measure(size: usize) -> Units {
         s3_gets: process_requests.get("GetObject").copied().unwrap_or(0),
         requests,
         transaction,
+        keys: by_key,
     }
 }
