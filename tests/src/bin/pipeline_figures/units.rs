@@ -42,6 +42,10 @@ pub struct Units {
     pub requests: BTreeMap<String, usize>,
     /// Items the processing transaction wrote: sort-key prefix → (bytes before, after, units).
     pub transaction: Vec<(String, usize, usize, u64)>,
+    /// The JSON log lines the ingest handler wrote at `INFO` (the functions' own subscriber).
+    pub ingest_log: Vec<String>,
+    /// The processor's, for a stream batch of this one record.
+    pub process_log: Vec<String>,
 }
 
 impl Units {
@@ -138,13 +142,12 @@ pub async fn measure(size: usize) -> Units {
     let body = integration_tests::mailer_event("m-units", "acme", size);
     p.counter.reset();
     let headers = p.harness.sign("mailer", body.as_bytes(), "msg_units");
-    let reply = integration_tests::Reply::from(
-        ingest_function::respond(
-            &ingest,
-            &integration_tests::api_event("POST", "mailer", &headers, Some(&body), false),
-        )
-        .await,
-    );
+    let (reply, ingest_log) = inbox_core::logging::json_lines_of(ingest_function::respond(
+        &ingest,
+        &integration_tests::api_event("POST", "mailer", &headers, Some(&body), false),
+    ))
+    .await;
+    let reply = integration_tests::Reply::from(reply);
     assert_eq!(reply.code(), "accepted");
     let ingest_requests = p.counter.counts();
     assert_eq!(
@@ -175,7 +178,9 @@ pub async fn measure(size: usize) -> Units {
         registry,
         ProcessorConfig::default(),
     );
-    let (_, summary) = processor.handle_stream_batch(p.read_stream().await).await;
+    let records = p.read_stream().await;
+    let ((_, summary), process_log) =
+        inbox_core::logging::json_lines_of(processor.handle_stream_batch(records)).await;
     assert_eq!(summary.outcomes.get("processed"), Some(&1), "{summary:?}");
     let process_requests = p.counter.counts();
     assert_eq!(
@@ -220,5 +225,7 @@ pub async fn measure(size: usize) -> Units {
         s3_gets: process_requests.get("GetObject").copied().unwrap_or(0),
         requests,
         transaction,
+        ingest_log,
+        process_log,
     }
 }
