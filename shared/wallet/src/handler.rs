@@ -110,6 +110,10 @@ pub(crate) fn read_failed(what: &str) -> impl FnOnce(LedgerError) -> HandlerOutc
     }
 }
 
+/// What the movements of one event write and raise ([`WalletHandler::money`]): the wallet's
+/// adjustment and notices, their metrics, and the movements' entries.
+pub(crate) type MoneyWrites = (Vec<Effect>, Vec<Metric>, Vec<Entry>);
+
 /// Handles money-moving events for every tenant.
 #[derive(Debug)]
 pub struct WalletHandler<S> {
@@ -165,7 +169,7 @@ impl<S: ItemStore> WalletHandler<S> {
         wallet: &Wallet,
         subject: &str,
         moves: &[Movement],
-    ) -> Result<(Vec<Effect>, Vec<Metric>, Vec<Entry>), HandlerOutcome> {
+    ) -> Result<MoneyWrites, HandlerOutcome> {
         let refuse = |e: crate::money::Overflow| {
             HandlerOutcome::Permanent(format!(
                 "refused: in the wallet of {:?}, {e}",
