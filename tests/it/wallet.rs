@@ -123,6 +123,80 @@ async fn fifty_concurrent_deliveries_of_one_accepted_event_debit_once() {
 }
 
 #[tokio::test]
+async fn a_row_and_entry_of_the_old_layout_settle_once_and_reconcile() {
+    let (p, processor, store) = setup().await;
+    let acme = wallet_ledger::TenantId::parse("acme").unwrap();
+    mail(&p, "msg_old_s", "message.sent", "m1", json!({})).await;
+    processor.handle_stream_batch(p.read_stream().await).await;
+    // Rewritten as the layout before rows kept their entries: the row without `entries`, its
+    // hold an `ENTRY#` item beside it.
+    let ledger = Ledger::new(&store);
+    let held = ledger.email_row(&acme, "m1").await.unwrap().unwrap();
+    assert_eq!(held.entries.len(), 1, "the hold's entry is in the row");
+    let mut row = store
+        .get_item(
+            &wallet_pk("acme"),
+            &format!("{}m1", wallet_ledger::items::EMAIL_PREFIX),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    row.remove(wallet_ledger::items::ROW_ENTRIES);
+    let entry = Entry::of_row(&held.entries[0], &acme, "m1", usd()).to_item();
+    for item in [row, entry] {
+        p.harness
+            .client
+            .put_item()
+            .table_name(&p.harness.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .unwrap();
+    }
+
+    mail(&p, "msg_old_a", "message.accepted", "m1", json!({})).await;
+    let batch = p.read_stream().await;
+    processor.handle_stream_batch(batch.clone()).await;
+    processor.handle_stream_batch(batch).await; // and the stream redelivers it
+    let w = wallet(&store).await;
+    assert_eq!(
+        (w.balance.minor(), w.held.minor()),
+        (-PRICE, 0),
+        "one debit"
+    );
+    let kinds: Vec<_> = entries(&store)
+        .await
+        .iter()
+        .map(|e| (e.kind, e.event_id.clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (
+                wallet_ledger::rules::EntryKind::Hold,
+                "msg_old_s".to_owned()
+            ),
+            (
+                wallet_ledger::rules::EntryKind::Debit,
+                "msg_old_a".to_owned()
+            )
+        ]
+    );
+    let settled = ledger.email_row(&acme, "m1").await.unwrap().unwrap();
+    assert_eq!(settled.state, wallet_ledger::rules::EmailState::Debited);
+    assert_eq!(settled.entries.len(), 1, "the debit in the row");
+    let report = reconcile(
+        &store,
+        inbox_core::clock::Clock::now_millis(&SystemClock),
+        opts(86_400_000),
+    )
+    .await
+    .unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.entries, 2);
+}
+
+#[tokio::test]
 async fn re_driving_a_committed_message_cannot_debit_twice() {
     let (p, processor, store) = setup().await;
     // One batch each, so the hold comes before the debit (in one batch, at the deployed

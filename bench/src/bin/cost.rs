@@ -12,11 +12,14 @@
 //! What is measured and what is assumed:
 //!
 //! - measured: DynamoDB write units (table and open index) and read units, S3 PUTs and GETs per
-//!   webhook; the functions' memory sizes are the template's;
+//!   webhook; the functions' log lines at `INFO` (`ingest_log`, `process_log`: what the
+//!   functions' own JSON subscriber wrote while the ingest handler and the processor ran); the
+//!   functions' memory sizes are the template's;
 //! - assumed (no AWS account here): the billed duration of an invocation, which in AWS is the
-//!   round trips to DynamoDB and S3 (the ingest handler's own CPU time is ~10 µs); CloudWatch
-//!   Logs bytes per webhook (the ingest function's one request line, Lambda's platform lines,
-//!   the processor's metrics). Both are constants below, stated in the output.
+//!   round trips to DynamoDB and S3 (the ingest handler's own CPU time is ~10 µs); Lambda's own
+//!   platform lines (`platform.start`, `platform.report` at the template's `SystemLogLevel`
+//!   `INFO`, sized from records of AWS's documented JSON shape, with X-Ray tracing on), and
+//!   CloudWatch's 26 bytes per log event. Constants below, stated in the output.
 //!
 //! SQS costs nothing on the happy path (retries only); Lambda's stream reads of the table are free.
 
@@ -61,9 +64,31 @@ mod assume {
     pub const PROCESS_S3_MS_PER_RECORD: f64 = 1.5;
     /// Records per process invocation (the stream's batch size).
     pub const RECORDS_PER_BATCH: f64 = 100.0;
-    /// CloudWatch Logs bytes per webhook: the ingest request line (~350 B), Lambda's three
-    /// platform lines (~400 B), the processor's metrics and record line (~500 B).
-    pub const LOG_BYTES: f64 = 1250.0;
+    /// Lambda's platform records per invocation at `SystemLogLevel: INFO` (the JSON log format's
+    /// `platform.start` and `platform.report`; `END` is not sent in that format), in AWS's
+    /// documented shape with X-Ray tracing active, as the template has it.
+    pub const PLATFORM_RECORDS: [&str; 2] = [
+        r#"{"time":"2026-12-01T10:00:00.000Z","type":"platform.start","record":{"requestId":"6d68ca91-49c9-448d-89b8-7ca3e6dc66aa","version":"$LATEST","tracing":{"spanId":"54565fb41ac79632","type":"X-Amzn-Trace-Id","value":"Root=1-62e900b2-710d76f009d6e7785905449a;Parent=0efbd19962d95b05;Sampled=1"}}}"#,
+        r#"{"time":"2026-12-01T10:00:00.009Z","type":"platform.report","record":{"requestId":"6d68ca91-49c9-448d-89b8-7ca3e6dc66aa","metrics":{"durationMs":8.412,"billedDurationMs":9,"memorySizeMB":128,"maxMemoryUsedMB":21},"tracing":{"spanId":"54565fb41ac79632","type":"X-Amzn-Trace-Id","value":"Root=1-62e900b2-710d76f009d6e7785905449a;Parent=0efbd19962d95b05;Sampled=1"},"status":"success"}}"#,
+    ];
+    /// What CloudWatch Logs counts per log event beside its message.
+    pub const LOG_EVENT_OVERHEAD: f64 = 26.0;
+}
+
+/// CloudWatch Logs bytes per webhook: the measured lines of the ingest invocation (one per
+/// webhook) and of the process invocation (its batch's lines shared by its records, as the
+/// measurement's batch of one wrote them: an upper bound), each with its platform records and
+/// the per-event overhead.
+fn log_bytes(ingest: &[String], process: &[String]) -> f64 {
+    let bytes = |lines: &[&str]| {
+        lines
+            .iter()
+            .map(|l| l.len() as f64 + 1.0 + assume::LOG_EVENT_OVERHEAD)
+            .sum::<f64>()
+    };
+    let platform = bytes(&assume::PLATFORM_RECORDS);
+    let own = |lines: &[String]| bytes(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    own(ingest) + platform + own(process) + platform / assume::RECORDS_PER_BATCH
 }
 
 /// The counts of one event size, from `units.json`.
@@ -74,6 +99,7 @@ struct Counts {
     s3_puts: f64,
     s3_gets: f64,
     in_s3: bool,
+    log_bytes: f64,
 }
 
 impl Counts {
@@ -88,8 +114,22 @@ impl Counts {
             s3_puts: n("s3_puts")?,
             s3_gets: n("s3_gets")?,
             in_s3: v["body_in_s3"].as_bool().unwrap_or(false),
+            log_bytes: log_bytes(&lines(v, "ingest_log")?, &lines(v, "process_log")?),
         })
     }
+}
+
+/// The log lines `pipeline_figures` captured under `k`.
+fn lines(v: &Value, k: &str) -> Result<Vec<String>, String> {
+    v[k].as_array()
+        .ok_or(format!("units.json: no list of log lines `{k}`"))?
+        .iter()
+        .map(|l| {
+            l.as_str()
+                .map(str::to_owned)
+                .ok_or(format!("units.json: `{k}` is not text"))
+        })
+        .collect()
 }
 
 /// Dollars per million webhooks, by service.
@@ -122,7 +162,7 @@ impl Bill {
             dynamodb: m * (c.wru * price::DYNAMODB_WRU + c.rru * price::DYNAMODB_RRU),
             s3: m * (c.s3_puts * price::S3_PUT + c.s3_gets * price::S3_GET),
             sqs: m * 0.0 * price::SQS_REQUEST,
-            logs: m * assume::LOG_BYTES / 1e9 * price::LOGS_GB,
+            logs: m * c.log_bytes / 1e9 * price::LOGS_GB,
         }
     }
 
@@ -130,6 +170,9 @@ impl Bill {
         self.api_gateway + self.lambda + self.dynamodb + self.s3 + self.sqs + self.logs
     }
 }
+
+/// The target for a 2 KB wallet webhook, end to end, dollars per million.
+const TARGET_2KB: f64 = 6.50;
 
 fn figures_dir() -> Result<PathBuf, String> {
     let mut args = std::env::args().skip(1);
@@ -153,28 +196,28 @@ fn run() -> Result<(), String> {
     println!("== dollars per million webhooks (wallet handler, happy path) ==");
     println!("  prices: {}", price::SOURCE);
     let mut lines = Vec::new();
-    for size in ["2KB", "64KB"] {
+    for (size, target) in [("2KB", Some(TARGET_2KB)), ("64KB", None)] {
         let c = Counts::from_json(&units[size])?;
         let b = Bill::of(&c);
         println!(
-            "  {size:<5} ${:.2}: API Gateway {:.2}, Lambda {:.2}, DynamoDB {:.2} ({} WRU, {} RRU), S3 {:.2}, SQS {:.2}, CloudWatch Logs {:.2}",
-            b.total(), b.api_gateway, b.lambda, b.dynamodb, c.wru, c.rru, b.s3, b.sqs, b.logs
+            "  {size:<5} ${:.2}: API Gateway {:.2}, Lambda {:.2}, DynamoDB {:.2} ({} WRU, {} RRU), S3 {:.2}, SQS {:.2}, CloudWatch Logs {:.2} ({:.0} bytes)",
+            b.total(), b.api_gateway, b.lambda, b.dynamodb, c.wru, c.rru, b.s3, b.sqs, b.logs, c.log_bytes
         );
         let row = serde_json::json!({
             "id": format!("cost.{size}"),
             "figure": format!("dollars per million webhooks, {size} event"),
-            "target": "—",
+            "target": target.map_or("—".to_owned(), |t| format!("≤ ${t:.2}")),
             "measured": format!("${:.2}", b.total()),
-            "met": null,
+            "met": target.map(|t| b.total() <= t),
             "cost": {"size": size, "api_gateway": b.api_gateway, "lambda": b.lambda,
                      "dynamodb": b.dynamodb, "s3": b.s3, "sqs": b.sqs, "logs": b.logs,
-                     "total": b.total(), "wru": c.wru, "rru": c.rru,
+                     "total": b.total(), "wru": c.wru, "rru": c.rru, "log_bytes": c.log_bytes,
                      "s3_requests": c.s3_puts + c.s3_gets},
         });
         lines.push(row.to_string());
     }
     println!(
-        "  assumed: ingest {} MB, {} ms (+{} ms with an S3 PUT); process {} MB, {} ms per record (+{} ms for a body in S3), {} records per invocation; {} log bytes per webhook",
+        "  assumed: ingest {} MB, {} ms (+{} ms with an S3 PUT); process {} MB, {} ms per record (+{} ms for a body in S3), {} records per invocation; Lambda's platform records {} bytes per invocation, {} bytes per log event (the functions' own lines measured)",
         assume::INGEST_MEMORY_MB,
         assume::INGEST_MS,
         assume::INGEST_S3_MS,
@@ -182,7 +225,8 @@ fn run() -> Result<(), String> {
         assume::PROCESS_MS_PER_RECORD,
         assume::PROCESS_S3_MS_PER_RECORD,
         assume::RECORDS_PER_BATCH,
-        assume::LOG_BYTES
+        assume::PLATFORM_RECORDS.iter().map(|r| r.len()).sum::<usize>(),
+        assume::LOG_EVENT_OVERHEAD
     );
     let out = dir.join("cost.jsonl");
     std::fs::write(&out, lines.join("\n") + "\n").map_err(|e| e.to_string())?;
@@ -212,8 +256,13 @@ mod tests {
             s3_puts: 0.0,
             s3_gets: 0.0,
             in_s3: false,
+            log_bytes: 1000.0,
         };
         let b = Bill::of(&c);
+        assert!(
+            (b.logs - 0.5).abs() < 1e-9,
+            "1,000 bytes a webhook at $0.50/GB"
+        );
         assert!((b.api_gateway - 1.0).abs() < 1e-9);
         assert!((b.dynamodb - (14.0 * 0.625 + 2.0 * 0.125)).abs() < 1e-9);
         assert_eq!(b.s3, 0.0);
@@ -238,9 +287,20 @@ mod tests {
     fn counts_come_from_units_json() {
         let v = serde_json::json!({"ingest_wru": 2, "ingest_index_wru": 1, "process_wru": 10,
                                    "process_index_wru": 1, "process_rru": 2, "s3_puts": 0,
-                                   "s3_gets": 0, "body_in_s3": false});
+                                   "s3_gets": 0, "body_in_s3": false,
+                                   "ingest_log": ["x".repeat(99)], "process_log": []});
         let c = Counts::from_json(&v).unwrap();
         assert_eq!((c.wru, c.rru), (14.0, 2.0));
+        let platform: f64 = assume::PLATFORM_RECORDS
+            .iter()
+            .map(|r| r.len() as f64 + 27.0)
+            .sum();
+        let expected = 126.0 + platform * 1.01;
+        assert!(
+            (c.log_bytes - expected).abs() < 1e-9,
+            "{} vs {expected}",
+            c.log_bytes
+        );
         assert!(Counts::from_json(&serde_json::json!({})).is_err());
     }
 }

@@ -110,6 +110,10 @@ pub(crate) fn read_failed(what: &str) -> impl FnOnce(LedgerError) -> HandlerOutc
     }
 }
 
+/// What the movements of one event write and raise ([`WalletHandler::money`]): the wallet's
+/// adjustment and notices, their metrics, and the movements' entries.
+pub(crate) type MoneyWrites = (Vec<Effect>, Vec<Metric>, Vec<Entry>);
+
 /// Handles money-moving events for every tenant.
 #[derive(Debug)]
 pub struct WalletHandler<S> {
@@ -156,15 +160,16 @@ impl<S: ItemStore> WalletHandler<S> {
         }
     }
 
-    /// The wallet adjustment and the entries for the movements of one event, and the metrics
-    /// they raise. Refused (permanently, with the reason) if the wallet's figures would overflow.
+    /// The wallet adjustment for the movements of one event, the metrics they raise, and their
+    /// entries (the caller writes them: a payment's as entry items, an email's in its row).
+    /// Refused (permanently, with the reason) if the wallet's figures would overflow.
     pub(crate) fn money(
         &self,
         m: &StoredMessage,
         wallet: &Wallet,
         subject: &str,
         moves: &[Movement],
-    ) -> Result<(Vec<Effect>, Vec<Metric>), HandlerOutcome> {
+    ) -> Result<MoneyWrites, HandlerOutcome> {
         let refuse = |e: crate::money::Overflow| {
             HandlerOutcome::Permanent(format!(
                 "refused: in the wallet of {:?}, {e}",
@@ -192,22 +197,25 @@ impl<S: ItemStore> WalletHandler<S> {
         metrics.extend(notices.metrics);
         // One id per event; its second movement's entry sorts right after the first (same time).
         let id = uuid::Uuid::new_v4().to_string();
-        for (i, mv) in moves.iter().enumerate() {
-            let entry = Entry::of(
-                if i == 0 {
-                    id.clone()
-                } else {
-                    format!("{id}.{i}")
-                },
-                &wallet.tenant,
-                mv,
-                subject,
-                (m.source.as_str(), m.event_id.as_str()),
-                m.received_at,
-            );
-            effects.push(Effect::Create(entry.to_item()));
-        }
-        Ok((effects, metrics))
+        let entries = moves
+            .iter()
+            .enumerate()
+            .map(|(i, mv)| {
+                Entry::of(
+                    if i == 0 {
+                        id.clone()
+                    } else {
+                        format!("{id}.{i}")
+                    },
+                    &wallet.tenant,
+                    mv,
+                    subject,
+                    (m.source.as_str(), m.event_id.as_str()),
+                    m.received_at,
+                )
+            })
+            .collect();
+        Ok((effects, metrics, entries))
     }
 
     async fn email(
@@ -243,9 +251,11 @@ impl<S: ItemStore> WalletHandler<S> {
         if !next.events.contains(&m.event_id.to_string()) {
             next.events.push(m.event_id.to_string());
         }
-        let mut commit = Commit::new(vec![next.replace(&notice.tenant, row.version)]);
+        // The row first, with the movement's entry in it (one item for both).
+        let mut commit = Commit::new(Vec::new());
         if let Some(mv) = movement {
-            let (effects, metrics) = self.money(m, &wallet, &notice.message_id, &[mv])?;
+            let (effects, metrics, entries) = self.money(m, &wallet, &notice.message_id, &[mv])?;
+            next.entries.extend(entries.iter().map(Entry::in_row));
             commit.effects.extend(effects);
             commit.metrics.extend(metrics);
             if matches!(mv.kind, rules::EntryKind::Hold | rules::EntryKind::Debit) {
@@ -261,6 +271,9 @@ impl<S: ItemStore> WalletHandler<S> {
                 commit.metrics.extend(metrics);
             }
         }
+        commit
+            .effects
+            .insert(0, next.replace(&notice.tenant, row.version));
         Ok(HandlerOutcome::Commit(commit))
     }
 

@@ -1,14 +1,14 @@
 //! Holds placed before a send (the wallet API's `POST /wallets/{tenant}/holds`): one conditional
 //! write on the wallet (`available − amount ≥ floor`, exact under any concurrency) with the
-//! email's row in state `held`, its ledger entry and whatever the caller commits with it (the
+//! email's row in state `held` (its ledger entry in it) and whatever the caller commits with it (the
 //! API's idempotency record), in one transaction; and their release (a send never made). The
 //! delivery webhooks later settle a hold by its `message_id` through the existing email rules
 //! (`delivered` debits it, a hard bounce releases it, a second `sent` holds nothing).
 //!
 //! A hold is, in one transaction: the email's row (`EMAIL#{message_id}`) created in state `held`
-//! with its `hold_id`; the pointer `HOLD#{hold_id}` → message id; the wallet's `held` added under
+//! with its `hold_id` and its `hold` entry; the pointer `HOLD#{hold_id}` → message id; the wallet's `held` added under
 //! the bound `balance ≥ b AND floor ≤ f AND held ≤ b − f − amount` (b, f as read:
-//! [`crate::items::holds`]); its `hold` entry; the caller's effects and the movement's notices.
+//! [`crate::items::holds`]); the caller's effects and the movement's notices.
 //! Concurrent holds do not conflict with each other; one that fails its condition is read again
 //! and classified (the row exists → [`HoldOutcome::AlreadyExists`], no longer affordable →
 //! [`HoldOutcome::InsufficientFunds`]) or retried with backoff and full jitter, a bounded number
@@ -19,7 +19,7 @@ use crate::autopay_handler::threshold_writes;
 use crate::items::holds::{bounded_hold, hold_sk, pointed_message, pointer, HOLDS_SOURCE};
 use crate::items::wallet_pk;
 use crate::ledger::{Ledger, LedgerError};
-use crate::model::{EmailRow, Entry, Wallet};
+use crate::model::{EmailRow, Entry, RowEntry, Wallet};
 use crate::money::{Money, Overflow};
 use crate::notices::notices;
 use crate::rules::{self, EmailEvent, EmailState, Movement};
@@ -324,6 +324,7 @@ where
                 "the rules hold nothing for a new email's send".into(),
             ));
         };
+        let tenant = &wallet.tenant;
         let row = EmailRow {
             message_id: held.message_id.clone(),
             state,
@@ -331,10 +332,10 @@ where
             held_at: Some(now),
             updated_at: Some(now),
             hold_id: Some(held.hold_id.clone()),
+            entries: vec![self.entry(tenant, &mv, &held.message_id, &held.hold_id, now)],
             ..EmailRow::default()
         };
         let notices = notices(wallet, &[mv], now).map_err(refused)?;
-        let tenant = &wallet.tenant;
         let mut effects = vec![
             row.replace(tenant, None),
             Effect::Create(pointer(
@@ -346,14 +347,14 @@ where
             )),
             bounded_hold(tenant, &mv, wallet.balance, wallet.floor, now, &notices)
                 .map_err(refused)?,
-            self.entry(tenant, &mv, &held.message_id, &held.hold_id, now),
         ];
         effects.extend(with(held));
         effects.extend(notices.effects);
         Ok((effects, notices.metrics))
     }
 
-    /// The ledger entry of a movement the API made, in the handler's format.
+    /// The ledger entry of a movement the API made, in the handler's format, as the email's row
+    /// keeps it.
     fn entry(
         &self,
         tenant: &TenantId,
@@ -361,10 +362,9 @@ where
         message_id: &str,
         hold_id: &str,
         at: i64,
-    ) -> Effect {
+    ) -> RowEntry {
         let id = uuid::Uuid::new_v4().to_string();
-        let entry = Entry::of(id, tenant, mv, message_id, (HOLDS_SOURCE, hold_id), at);
-        Effect::Create(entry.to_item())
+        Entry::of(id, tenant, mv, message_id, (HOLDS_SOURCE, hold_id), at).in_row()
     }
 }
 

@@ -9,10 +9,10 @@
 //! |---|---|---|
 //! | wallet | `WALLET` | currency, balance, held, floor, price per email, review threshold, flags, `debits_YYYY_MM`, `changes` (movements so far), the notices' `low`, `low_crossings`, `review_reported` (`YYYY_MM`) |
 //! | limits journal | `LIMITS_LOG#{ms}#{unique}` | every change of a wallet's floor or review threshold (`inboxctl wallet set`): when, who, before and after |
-//! | email | `EMAIL#{message_id}` | state, amount, the webhook event ids that moved it, `held_at`, `hold_id` (a hold the wallet API placed), version |
+//! | email | `EMAIL#{message_id}` | state, amount, the webhook event ids that moved it, `held_at`, `hold_id` (a hold the wallet API placed), `entries` (the ledger entries of its movements: id, kind, amount, balance and held deltas, event source and id, time), version |
 //! | hold | `HOLD#{hold_id}` | a hold the wallet API placed: its message id, amount, time (the pointer a release finds the email's row by; the origin its entries name) |
 //! | payment | `PAY#{payment intent}` | funds (`unknown`, `awaiting`, `paid`, `failed`), expected, credited, refund total, refunded, event ids, version |
-//! | entry | `ENTRY#{ms}#{uuid}` | kind, amount, balance and held deltas, email or payment id, webhook event id, time |
+//! | entry | `ENTRY#{ms}#{uuid}` | a payment's movement (and an email's, written before email rows kept their entries): kind, amount, balance and held deltas, email or payment id, webhook event id, time |
 //! | autopay | `AUTOPAY` | status (`active`, `paused`, `suspended` + reason), the top-up rule (`to_target` / `fixed`, threshold, target or amount), the recurring charge (every, anchor, amount, next period), monthly cap, ladder, saved customer and payment method, `open_attempt`, `charged_YYYY_MM`, `limit_reported`, version; `open_shard` `AUTOPAY#RECURRING#0..15` / `open_due` (the next charge) while a recurring charge waits |
 //! | attempt | `ATTEMPT#{id}` | reason (threshold, recurring + period), amount, state (`due`, `charging`, `charged`, `credited`, `ended` + reason), try, rung, first failure, due, idempotency key, provider's ref, tries, version; `open_shard` `AUTOPAY#ATTEMPT#0..15` / `open_due` (= due) while not terminal |
 //! | autopay journal | `AUTOPAY_LOG#{ms}#{unique}` | every change of the autopay item: when, who (an operator, `stripe`), what |
@@ -63,6 +63,8 @@ pub use lookup::{
     REGISTRY_PREFIX,
 };
 pub(crate) use lookup::{register_wallet, registered_tenant, registry_complete};
+pub(crate) use rows::row_entries;
+pub use rows::ROW_ENTRIES;
 pub use unmatched::{unmatched_key, KIND_UNMATCHED, UNMATCHED_SHARD, UNMATCHED_SK};
 
 use crate::model::{month_of, EmailRow, Entry, PaymentRow, Wallet};

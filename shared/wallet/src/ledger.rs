@@ -15,8 +15,8 @@ pub use unmatched::{BindError, Bound, LIST_LIMIT};
 
 use crate::items::{
     email_sk, payment_index_key, payment_sk, register_wallet, registered_tenant, registry_complete,
-    wallet_pk, EMAIL_PREFIX, ENTRY_PREFIX, KIND_WALLET, PAYMENT_PREFIX, REGISTRY_COMPLETE_SK,
-    REGISTRY_PK, REGISTRY_PREFIX, WALLET_SK,
+    row_entries, wallet_pk, EMAIL_PREFIX, ENTRY_PREFIX, KIND_WALLET, PAYMENT_PREFIX,
+    REGISTRY_COMPLETE_SK, REGISTRY_PK, REGISTRY_PREFIX, WALLET_SK,
 };
 use crate::model::{EmailRow, Entry, PaymentIndex, PaymentRow, Wallet};
 use crate::tenant::TenantId;
@@ -52,7 +52,8 @@ pub(crate) fn unreadable(what: &str) -> impl FnOnce(String) -> LedgerError + '_ 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Entries {
     pub entries: Vec<Entry>,
-    /// Entry items that could not be read (missing attributes), left out of `entries`.
+    /// Entry items (or email rows' lists of entries) that could not be read (missing
+    /// attributes), left out of `entries`.
     pub unreadable: usize,
 }
 
@@ -214,18 +215,30 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
         })
     }
 
-    /// The wallet's entries, oldest first.
+    /// The wallet's entries, oldest first (by time, then id: the order of the `ENTRY#` keys):
+    /// the entry items (payments', and emails' written before rows kept their entries) and the
+    /// entries the email rows keep.
     pub async fn entries(&self, wallet: &Wallet) -> Result<Entries, StoreError> {
-        let items = self
-            .store
-            .query_items(&wallet_pk(&wallet.tenant), ENTRY_PREFIX)
-            .await?;
-        let entries: Vec<Entry> = items
+        let pk = wallet_pk(&wallet.tenant);
+        let items = self.store.query_items(&pk, ENTRY_PREFIX).await?;
+        let mut entries: Vec<Entry> = items
             .iter()
             .filter_map(|i| Entry::from_item(i, wallet.currency))
             .collect();
+        let mut unreadable = items.len() - entries.len();
+        for row in self.store.query_items(&pk, EMAIL_PREFIX).await? {
+            let subject = get_s(&row, "message_id").unwrap_or_default();
+            match row_entries(&row) {
+                Ok(kept) => entries.extend(
+                    kept.iter()
+                        .map(|e| Entry::of_row(e, &wallet.tenant, subject, wallet.currency)),
+                ),
+                Err(_) => unreadable += 1,
+            }
+        }
+        entries.sort_by(|a, b| (a.at.max(0), &a.id).cmp(&(b.at.max(0), &b.id)));
         Ok(Entries {
-            unreadable: items.len() - entries.len(),
+            unreadable,
             entries,
         })
     }

@@ -62,7 +62,7 @@ pub use ledger::{
     BindError, Bound, CreateOutcome, Entries, Ledger, LedgerError, LimitsChange, LimitsSet,
     Reindexed, Rows, Tenants,
 };
-pub use model::{month_of, EmailRow, Entry, Limits, PaymentIndex, PaymentRow, Wallet};
+pub use model::{month_of, EmailRow, Entry, Limits, PaymentIndex, PaymentRow, RowEntry, Wallet};
 pub use money::{Currency, InvalidCurrency, Money, Overflow};
 pub use parse::StripeMode;
 pub use providers::EmailProvider;

@@ -172,6 +172,36 @@ impl Entry {
         }
     }
 
+    /// The entry as its email's row keeps it (without the tenant and subject the row says).
+    pub(crate) fn in_row(&self) -> RowEntry {
+        RowEntry {
+            id: self.id.clone(),
+            kind: self.kind,
+            amount: self.amount.minor(),
+            balance_delta: self.balance_delta.minor(),
+            held_delta: self.held_delta.minor(),
+            event_source: self.event_source.clone(),
+            event_id: self.event_id.clone(),
+            at: self.at,
+        }
+    }
+
+    /// The entry `e` of the email `subject` of `tenant`'s wallet in `currency`, as its row keeps it.
+    pub fn of_row(e: &RowEntry, tenant: &TenantId, subject: &str, currency: Currency) -> Self {
+        Self {
+            id: e.id.clone(),
+            tenant: tenant.clone(),
+            kind: e.kind,
+            amount: currency.amount(e.amount),
+            balance_delta: currency.amount(e.balance_delta),
+            held_delta: currency.amount(e.held_delta),
+            subject: subject.to_owned(),
+            event_source: e.event_source.clone(),
+            event_id: e.event_id.clone(),
+            at: e.at,
+        }
+    }
+
     /// Whether the entry concerns a payment (its subject is a payment id) rather than an email.
     pub fn is_payment(&self) -> bool {
         matches!(
@@ -194,7 +224,25 @@ pub struct EmailRow {
     /// The hold the wallet API placed for it before the send ([`crate::holds`]); `None` for an
     /// email first held (or debited) by a webhook.
     pub hold_id: Option<String>,
+    /// The ledger entries of this email's movements, oldest first, kept in the row itself so that
+    /// a movement writes one item for both (rows written before that layout have none: their
+    /// entries are `ENTRY#` items; [`crate::Ledger::entries`] reads both).
+    pub entries: Vec<RowEntry>,
     pub version: Option<u64>,
+}
+
+/// A ledger entry as its email's row keeps it: an [`Entry`] without the tenant and the subject
+/// (the row's). Amounts are in the wallet's minor unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowEntry {
+    pub id: String,
+    pub kind: rules::EntryKind,
+    pub amount: i64,
+    pub balance_delta: i64,
+    pub held_delta: i64,
+    pub event_source: String,
+    pub event_id: String,
+    pub at: i64,
 }
 
 /// The per-payment row. Amounts are in the wallet's minor unit.

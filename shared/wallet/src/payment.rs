@@ -136,8 +136,11 @@ impl<S: ItemStore> WalletHandler<S> {
             commit.effects.push(named.replace(read, None));
         }
         if !moves.is_empty() {
-            let (effects, metrics) = self.money(m, &wallet, &key, &moves)?;
+            let (effects, metrics, entries) = self.money(m, &wallet, &key, &moves)?;
             commit.effects.extend(effects);
+            commit
+                .effects
+                .extend(entries.iter().map(|e| Effect::Create(e.to_item())));
             commit.metrics.extend(metrics);
         }
         let credited = wallet.currency.amount(state.credited);

@@ -268,6 +268,103 @@ async fn a_retried_webhook_never_debits_twice() {
     assert_eq!(w.entries("acme").await.len(), 1);
 }
 
+/// Rewrites an email's row into the layout before rows kept their entries: each entry an `ENTRY#`
+/// item, the row without them.
+fn to_layout_without_row_entries(w: &World, message_id: &str) {
+    let pk = wallet_pk("acme");
+    let mut row = w.store.item(&pk, &format!("EMAIL#{message_id}")).unwrap();
+    let kept = crate::items::row_entries(&row).unwrap();
+    assert!(!kept.is_empty(), "the row keeps its entries");
+    row.remove(crate::items::ROW_ENTRIES);
+    w.store.put_item(row);
+    for e in &kept {
+        w.store
+            .put_item(Entry::of_row(e, &tid("acme"), message_id, usd()).to_item());
+    }
+}
+
+#[tokio::test]
+async fn an_email_row_and_entries_of_the_old_layout_are_read_settled_and_reconciled() {
+    let w = World::new().wallet("acme", -1000, None);
+    w.email("e1", "message.sent", "m1", json!({})).await;
+    w.email("e2", "message.sent", "m2", json!({})).await;
+    to_layout_without_row_entries(&w, "m1");
+    to_layout_without_row_entries(&w, "m2");
+    let ledger = Ledger::new(&*w.store);
+    let old = ledger.email_row(&tid("acme"), "m1").await.unwrap().unwrap();
+    assert_eq!((old.state, old.entries.len()), (rules::EmailState::Held, 0));
+
+    // The old rows settle: a debit, a release, each once however often its webhook comes.
+    for _ in 0..2 {
+        w.email("e3", "message.accepted", "m1", json!({})).await;
+        w.email(
+            "e4",
+            "message.bounced",
+            "m2",
+            json!({"bounce_type": "hard"}),
+        )
+        .await;
+    }
+    let wallet = w.balance("acme");
+    assert_eq!((wallet.balance.minor(), wallet.held.minor()), (-PRICE, 0));
+    let entries: Vec<_> = w
+        .entries("acme")
+        .await
+        .iter()
+        .map(|e| (e.kind, e.subject.clone(), e.event_id.clone()))
+        .collect();
+    assert_eq!(
+        entries,
+        vec![
+            (rules::EntryKind::Hold, "m1".into(), "e1".into()),
+            (rules::EntryKind::Hold, "m2".into(), "e2".into()),
+            (rules::EntryKind::Debit, "m1".into(), "e3".into()),
+            (rules::EntryKind::HoldRelease, "m2".into(), "e4".into()),
+        ],
+        "the old entry items and the rows' entries, in time order"
+    );
+    let settled = ledger.email_row(&tid("acme"), "m1").await.unwrap().unwrap();
+    assert_eq!(settled.state, rules::EmailState::Debited);
+    assert_eq!(
+        settled.entries.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        vec![rules::EntryKind::Debit],
+        "the new movement is kept in the row, the old one stays an entry item"
+    );
+    let report = reconcile(&*w.store, T0 + 1000, opts(3_600_000))
+        .await
+        .unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.entries, 4);
+}
+
+#[tokio::test]
+async fn an_email_movement_writes_its_entry_in_the_row_and_no_entry_item() {
+    let w = World::new().wallet("acme", -1000, None);
+    w.email("e1", "message.sent", "m1", json!({})).await;
+    w.email("e2", "message.accepted", "m1", json!({})).await;
+    let items = w
+        .store
+        .query_items(&wallet_pk("acme"), crate::items::ENTRY_PREFIX)
+        .await
+        .unwrap();
+    assert!(items.is_empty(), "{items:?}");
+    let row = Ledger::new(&*w.store)
+        .email_row(&tid("acme"), "m1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        row.entries
+            .iter()
+            .map(|e| (e.kind, e.amount, e.event_id.as_str()))
+            .collect::<Vec<_>>(),
+        vec![
+            (rules::EntryKind::Hold, PRICE, "e1"),
+            (rules::EntryKind::Debit, PRICE, "e2")
+        ]
+    );
+}
+
 #[tokio::test]
 async fn unknown_tenant_fails_permanently_and_replays_once_the_wallet_exists() {
     let w = World::new();

@@ -76,3 +76,22 @@ fn invalid_directives_are_ignored_and_reported_and_the_valid_ones_kept() {
     assert!(!targets.would_enable("ingest", &Level::INFO));
     assert_eq!(ignored.len(), 2);
 }
+
+#[tokio::test]
+async fn the_json_lines_of_a_future_are_captured_at_info() {
+    let (n, lines) = super::json_lines_of(async {
+        let _span = tracing::info_span!("record", event_id = "evt_1").entered();
+        tracing::info!(source = "stripe", "webhook stored");
+        tracing::debug!("not at info");
+        7
+    })
+    .await;
+    assert_eq!(n, 7);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(line["level"], "INFO");
+    assert_eq!(line["fields"]["message"], "webhook stored");
+    assert_eq!(line["fields"]["source"], "stripe");
+    assert_eq!(line["span"]["event_id"], "evt_1", "the span, once");
+    assert!(line.get("spans").is_none(), "{line}");
+}

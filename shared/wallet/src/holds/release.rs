@@ -66,11 +66,12 @@ where
             let mut next = row.clone();
             next.state = state;
             next.updated_at = Some(now);
+            next.entries
+                .push(self.entry(tenant, &mv, &message_id, hold_id, now));
             let notices = notices(&wallet, &[mv], now).map_err(refused)?;
             let mut effects = vec![
                 next.replace(tenant, row.version),
                 existing_wallet(tenant, &mv, now, &notices).map_err(refused)?,
-                self.entry(tenant, &mv, &message_id, hold_id, now),
             ];
             effects.extend(with(&released));
             effects.extend(notices.effects);

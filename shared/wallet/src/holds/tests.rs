@@ -368,6 +368,66 @@ async fn a_release_frees_the_held_amount_once() {
     assert!(report.is_clean(), "{report:?}");
 }
 
+#[tokio::test]
+async fn a_hold_of_the_old_layout_its_entry_an_item_is_released_and_reconciled() {
+    let store = store_with(10_000, 2_000).await;
+    let h = holds(&store, Arc::default());
+    let Ok(HoldOutcome::Held(_)) = h.place(&request("m1", "h1", Some(300)), nothing).await else {
+        panic!("the hold")
+    };
+    // The layout before rows kept their entries: the row without them, the entry an item.
+    let mut row = store
+        .inner
+        .item(&wallet_pk("acme"), &email_sk("m1"))
+        .unwrap();
+    let kept = crate::items::row_entries(&row).unwrap();
+    assert_eq!(kept.len(), 1, "the hold's entry is in its row");
+    row.remove(crate::items::ROW_ENTRIES);
+    store.inner.put_item(row);
+    store
+        .inner
+        .put_item(Entry::of_row(&kept[0], &acme(), "m1", usd()).to_item());
+
+    assert!(matches!(
+        h.release(&acme(), "h1", nothing).await.unwrap(),
+        ReleaseOutcome::Released(_)
+    ));
+    assert_eq!(
+        h.release(&acme(), "h1", nothing).await.unwrap(),
+        ReleaseOutcome::Settled {
+            state: EmailState::Released
+        },
+        "released once"
+    );
+    let w = wallet(&store);
+    assert_eq!((w.balance.minor(), w.held.minor()), (10_000, 0));
+    let row = Ledger::new(&store)
+        .email_row(&acme(), "m1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        row.entries.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        vec![EntryKind::HoldRelease],
+        "the release is kept in the row, the hold stays an item"
+    );
+    let mut kinds: Vec<_> = Ledger::new(&store)
+        .entries(&w)
+        .await
+        .unwrap()
+        .entries
+        .iter()
+        .map(|e| e.kind)
+        .collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        vec![EntryKind::Topup, EntryKind::Hold, EntryKind::HoldRelease]
+    );
+    let report = reconcile(&store.inner, T0, opts()).await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_concurrent_holds_against_a_wallet_affording_a_hundred() {
     // 2,000 above the floor of 2,000 at 20 a hold: exactly 100 fit.

@@ -1,7 +1,56 @@
 //! The per-email and per-payment rows ([`EmailRow`], [`PaymentRow`]) as items and writes (the
-//! layout table is in [`super`]).
+//! layout table is in [`super`]), and the ledger entries an email's row keeps ([`RowEntry`]).
 
 use super::*;
+use crate::model::RowEntry;
+
+/// The attribute of an email's row that keeps its ledger entries (a list of maps).
+pub const ROW_ENTRIES: &str = "entries";
+
+impl RowEntry {
+    fn to_value(&self) -> AttributeValue {
+        AttributeValue::M(std::collections::HashMap::from([
+            ("id".to_string(), s(&self.id)),
+            ("kind".to_string(), s(self.kind.as_str())),
+            ("amount".to_string(), n(self.amount)),
+            ("balance_delta".to_string(), n(self.balance_delta)),
+            ("held_delta".to_string(), n(self.held_delta)),
+            ("event_source".to_string(), s(&self.event_source)),
+            ("event_id".to_string(), s(&self.event_id)),
+            ("at".to_string(), n(self.at)),
+        ]))
+    }
+
+    fn from_value(v: &AttributeValue) -> Result<Self, String> {
+        let m = v.as_m().map_err(|_| "an entry is not a map".to_string())?;
+        let need = |k: &str| required(m, k);
+        let word = |k: &str| text(m, k).ok_or_else(|| format!("an entry's {k} is missing"));
+        Ok(Self {
+            id: word("id")?,
+            kind: parse_state::<Option<rules::EntryKind>>(m, "kind")?
+                .ok_or("an entry's kind is missing")?,
+            amount: need("amount")?,
+            balance_delta: need("balance_delta")?,
+            held_delta: need("held_delta")?,
+            event_source: word("event_source")?,
+            event_id: word("event_id")?,
+            at: need("at")?,
+        })
+    }
+}
+
+/// The entries an email's row keeps (none in a row written before entries were kept there).
+pub(crate) fn row_entries(item: &Item) -> Result<Vec<RowEntry>, String> {
+    match item.get(ROW_ENTRIES) {
+        None => Ok(Vec::new()),
+        Some(v) => v
+            .as_l()
+            .map_err(|_| format!("{ROW_ENTRIES} is not a list"))?
+            .iter()
+            .map(RowEntry::from_value)
+            .collect(),
+    }
+}
 
 impl EmailRow {
     /// Reads an email row; an error says what is wrong with it.
@@ -14,6 +63,7 @@ impl EmailRow {
             held_at: number(item, "held_at")?,
             updated_at: number(item, "updated_at")?,
             hold_id: text(item, "hold_id"),
+            entries: row_entries(item)?,
             version: version(item),
         })
     }
@@ -37,6 +87,10 @@ impl EmailRow {
         }
         if let Some(h) = &self.hold_id {
             item.insert("hold_id".into(), s(h));
+        }
+        if !self.entries.is_empty() {
+            let entries = self.entries.iter().map(RowEntry::to_value).collect();
+            item.insert(ROW_ENTRIES.into(), AttributeValue::L(entries));
         }
         item
     }

@@ -45,6 +45,10 @@ pub struct Units {
     pub transaction: Vec<(String, usize, usize, u64)>,
     /// Read and write units by partition-key pattern, ingest and processing.
     pub keys: KeyUnits,
+    /// The JSON log lines the ingest handler wrote at `INFO` (the functions' own subscriber).
+    pub ingest_log: Vec<String>,
+    /// The processor's, for a stream batch of this one record.
+    pub process_log: Vec<String>,
 }
 
 impl Units {
@@ -110,16 +114,22 @@ pub fn ingestor(store: &DynamoTable) -> Ingestor<DynamoTable, SystemClock> {
 }
 
 /// One signed `mailer` webhook with event id `id` through the real ingest handler: accepted.
-pub async fn send(ingest: &Ingestor<DynamoTable, SystemClock>, p: &Pipeline, body: &str, id: &str) {
+/// Ingests `body` as a signed mailer webhook; the JSON log lines the ingest wrote at `INFO`.
+pub async fn send(
+    ingest: &Ingestor<DynamoTable, SystemClock>,
+    p: &Pipeline,
+    body: &str,
+    id: &str,
+) -> Vec<String> {
     let headers = p.harness.sign("mailer", body.as_bytes(), id);
-    let reply = integration_tests::Reply::from(
-        ingest_function::respond(
-            ingest,
-            &integration_tests::api_event("POST", "mailer", &headers, Some(body), false),
-        )
-        .await,
-    );
+    let (reply, log) = inbox_core::logging::json_lines_of(ingest_function::respond(
+        ingest,
+        &integration_tests::api_event("POST", "mailer", &headers, Some(body), false),
+    ))
+    .await;
+    let reply = integration_tests::Reply::from(reply);
     assert_eq!(reply.code(), "accepted");
+    log
 }
 
 /// One webhook of `size` bytes, end to end.
@@ -146,7 +156,7 @@ pub async fn measure(size: usize) -> Units {
     let start = snapshot(&p).await;
     p.counter.reset();
     p.keys.reset();
-    send(&ingest, &p, &body, "msg_units").await;
+    let ingest_log = send(&ingest, &p, &body, "msg_units").await;
     let ingest_requests = p.counter.counts();
     assert_eq!(
         ingest_requests.get("PutItem"),
@@ -178,7 +188,9 @@ pub async fn measure(size: usize) -> Units {
         registry,
         ProcessorConfig::default(),
     );
-    let (_, summary) = processor.handle_stream_batch(p.read_stream().await).await;
+    let records = p.read_stream().await;
+    let ((_, summary), process_log) =
+        inbox_core::logging::json_lines_of(processor.handle_stream_batch(records)).await;
     assert_eq!(summary.outcomes.get("processed"), Some(&1), "{summary:?}");
     let process_requests = p.counter.counts();
     assert_eq!(
@@ -225,5 +237,7 @@ pub async fn measure(size: usize) -> Units {
         requests,
         transaction,
         keys: by_key,
+        ingest_log,
+        process_log,
     }
 }
