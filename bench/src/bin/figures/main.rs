@@ -108,14 +108,17 @@ fn bench_table(rows: &[Value]) -> String {
 /// The cost table.
 fn cost_table(rows: &[Value]) -> String {
     let mut out = String::from(
-        "| event | total | API Gateway | Lambda | DynamoDB | S3 | SQS | CloudWatch Logs |\n|---|---|---|---|---|---|---|---|\n",
+        "| event | total | target | verdict | API Gateway | Lambda | DynamoDB | S3 | SQS | CloudWatch Logs |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
-    for c in rows.iter().filter_map(|v| v.get("cost")) {
+    for row in rows.iter().filter(|v| v.get("cost").is_some()) {
+        let c = &row["cost"];
         let d = |k: &str| format!("${:.2}", c[k].as_f64().unwrap_or_default());
         out.push_str(&format!(
-            "| {} | **{}** | {} | {} | {} ({} WRU, {} RRU) | {} ({} requests) | {} | {} |\n",
+            "| {} | **{}** | {} | {} | {} | {} | {} ({} WRU, {} RRU) | {} ({} requests) | {} | {} |\n",
             c["size"].as_str().unwrap_or_default(),
             d("total"),
+            row["target"].as_str().unwrap_or("—"),
+            verdict(row),
             d("api_gateway"),
             d("lambda"),
             d("dynamodb"),
@@ -334,7 +337,7 @@ mod tests {
             !table.contains("| K |"),
             "capacity rows go to the capacity table"
         );
-        assert!(cost_table(&rows).contains("| 2KB | **$1.00** |"));
+        assert!(cost_table(&rows).contains("| 2KB | **$1.00** | — | — |"));
         assert!(capacity_table(&rows).contains(
             "| `open-index OPEN#{shard}` | the stack, 16 shards | webhook + delivery | 0.00 | 2.00 | 0 | 125 | 8,000/s | writes | missed |"
         ), "{}", capacity_table(&rows));
