@@ -138,6 +138,9 @@ where
             Work::Delivery(r) => {
                 tracing::info_span!("delivery", destination = %r.destination, source = %r.source, event_id = %r.event_id, origin = "queue")
             }
+            Work::Attempt(d) => {
+                tracing::info_span!("delivery", destination = %d.destination, source = %d.source, event_id = %d.event_id, origin = "queue")
+            }
             Work::Fanout { source, event_id } => {
                 tracing::info_span!("fanout", source = %source, event_id = %event_id, origin = "queue")
             }

@@ -137,6 +137,7 @@ where
     pub async fn work(&self, w: &Work) -> Result<DeliveryOutcome, InfraError> {
         match w {
             Work::Delivery(r) => self.deliver(r).await,
+            Work::Attempt(d) => self.deliver_carried((**d).clone()).await,
             Work::Fanout { source, event_id } => {
                 self.expand(&MessageKey::new(source.clone(), event_id.clone()))
                     .await

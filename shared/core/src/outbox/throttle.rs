@@ -1,8 +1,18 @@
 //! The worker's throttles: the per-destination in-flight semaphore (per worker), the hold a 429
 //! puts on the destination's shared bucket, and the token from that bucket ([`super::bucket`]), waited for up to `max_wait` (or less,
 //! as the invocation's deadline allows).
+//!
+//! Tokens are taken several at a time when the worker's demand asks for it: a lease
+//! ([`super::bucket::TokenLease`]) of up to [`DeliverConfig::max_leased_tokens`] tokens for
+//! [`DeliverConfig::token_lease`], one `UpdateItem` for all of them, spent locally. The lease
+//! keeps the circuit the write returned: a circuit another worker opened is seen when the lease
+//! ends (at most `token_lease` later); this worker's own circuit changes and a 429's hold end its
+//! lease at once.
+//!
+//! [`DeliverConfig::max_leased_tokens`]: super::worker::DeliverConfig::max_leased_tokens
+//! [`DeliverConfig::token_lease`]: super::worker::DeliverConfig::token_lease
 
-use super::bucket::{self, Rate, Take};
+use super::bucket::{self, Rate, Take, TokenLease};
 use super::destination::DestinationId;
 use super::queue::OutboxQueues;
 use super::store::{OutboxStore, TokenAnswer, WorkerState};
@@ -35,6 +45,7 @@ where
     /// Holds the destination's bucket for `pause` from `now_ms` (a 429): every worker's next
     /// token waits. Best effort: the refused delivery's own retry is already scheduled.
     pub(super) async fn hold(&self, id: &DestinationId, rate: Rate, now_ms: i64, pause: Duration) {
+        self.end_lease(id);
         let tat = bucket::held(rate, now_ms.saturating_add(ms(pause)).saturating_mul(1000));
         match self.store.hold_tokens(id, tat).await {
             Ok(()) => {
@@ -49,7 +60,17 @@ where
         }
     }
 
-    /// A token from the destination's bucket, waited for up to `max_wait`: the state after taking
+    /// Ends this worker's lease of `id`'s tokens (its circuit changed, or it was held): the next
+    /// delivery takes a token from the shared bucket and sees its circuit. The size it asks for
+    /// stays.
+    pub(super) fn end_lease(&self, id: &DestinationId) {
+        let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((lease, _)) = leases.get_mut(id) {
+            lease.until_ms = i64::MIN;
+        }
+    }
+
+    /// A token from the destination's bucket (or this worker's lease of its tokens), waited for up to `max_wait`: the state after taking
     /// it, or when to come back.
     pub(super) async fn token(
         &self,
@@ -58,12 +79,25 @@ where
         max_wait: Duration,
     ) -> Result<Result<WorkerState, i64>, InfraError> {
         let started = self.clock.now_millis();
+        let want = {
+            let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+            match leases.get_mut(id) {
+                Some((lease, state)) => {
+                    if lease.spend(started) {
+                        return Ok(Ok(*state));
+                    }
+                    lease.next_size(self.config.max_leased_tokens)
+                }
+                None => 1,
+            }
+        };
         let mut guess = self.guesses.lock().ok().and_then(|g| g.get(id).copied());
         // Bounded by `max_wait` (every round either sleeps towards it or learns the stored value);
         // the count only guards against a store that keeps answering inconsistently.
         for _ in 0..1_000 {
             let now = self.clock.now_millis();
-            match bucket::decide(rate, guess, now.saturating_mul(1000)) {
+            let (take, k) = bucket::decide_many(rate, guess, now.saturating_mul(1000), want);
+            match take {
                 Take::Wait(w) => {
                     let until = now + ms(w).max(1);
                     if until - started > ms(max_wait) {
@@ -76,6 +110,13 @@ where
                         if let (Some(tat), Ok(mut g)) = (state.tat_us, self.guesses.lock()) {
                             g.insert(id.clone(), tat);
                         }
+                        let lease = TokenLease {
+                            left: k.saturating_sub(1),
+                            size: k,
+                            until_ms: self.clock.now_millis() + ms(self.config.token_lease),
+                        };
+                        let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+                        leases.insert(id.clone(), (lease, state));
                         return Ok(Ok(state));
                     }
                     TokenAnswer::Refused(seen) => guess = seen,
