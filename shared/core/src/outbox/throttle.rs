@@ -70,8 +70,26 @@ where
         }
     }
 
-    /// A token from the destination's bucket (or this worker's lease of its tokens), waited for up to `max_wait`: the state after taking
-    /// it, or when to come back.
+    /// A token of this worker's lease of `id`'s tokens at `now` with the state the lease's write
+    /// returned, or how many tokens the next lease asks for.
+    fn leased(&self, id: &DestinationId, now: i64) -> Result<WorkerState, u32> {
+        let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+        match leases.get_mut(id) {
+            Some((lease, state)) => {
+                if lease.spend(now) {
+                    Ok(*state)
+                } else {
+                    Err(lease.next_size(self.config.max_leased_tokens))
+                }
+            }
+            None => Err(1),
+        }
+    }
+
+    /// A token from the destination's bucket (or this worker's lease of its tokens), waited for
+    /// up to `max_wait`: the state after taking it, or when to come back. One delivery at a time
+    /// per destination asks the store (the others wait for its lease, not for a write of their
+    /// own); none holds that turn while it waits for the rate.
     pub(super) async fn token(
         &self,
         id: &DestinationId,
@@ -79,26 +97,27 @@ where
         max_wait: Duration,
     ) -> Result<Result<WorkerState, i64>, InfraError> {
         let started = self.clock.now_millis();
-        let want = {
-            let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
-            match leases.get_mut(id) {
-                Some((lease, state)) => {
-                    if lease.spend(started) {
-                        return Ok(Ok(*state));
-                    }
-                    lease.next_size(self.config.max_leased_tokens)
-                }
-                None => 1,
-            }
+        if let Ok(state) = self.leased(id, started) {
+            return Ok(Ok(state));
+        }
+        let turn = {
+            let mut takers = self.takers.lock().unwrap_or_else(|p| p.into_inner());
+            takers.entry(id.clone()).or_default().clone()
         };
         let mut guess = self.guesses.lock().ok().and_then(|g| g.get(id).copied());
         // Bounded by `max_wait` (every round either sleeps towards it or learns the stored value);
         // the count only guards against a store that keeps answering inconsistently.
         for _ in 0..1_000 {
+            let mine = turn.lock().await;
             let now = self.clock.now_millis();
+            let want = match self.leased(id, now) {
+                Ok(state) => return Ok(Ok(state)),
+                Err(want) => want,
+            };
             let (take, k) = bucket::decide_many(rate, guess, now.saturating_mul(1000), want);
             match take {
                 Take::Wait(w) => {
+                    drop(mine);
                     let until = now + ms(w).max(1);
                     if until - started > ms(max_wait) {
                         return Ok(Err(until));

@@ -199,6 +199,8 @@ pub struct Deliverer<S, T, Q, C> {
     pub(super) guesses: Mutex<HashMap<DestinationId, i64>>,
     /// This worker's lease of each destination's tokens, with the state its write returned.
     pub(super) leases: Mutex<HashMap<DestinationId, (super::bucket::TokenLease, WorkerState)>>,
+    /// Whose turn it is to ask the store for a destination's tokens.
+    pub(super) takers: Mutex<HashMap<DestinationId, Arc<tokio::sync::Mutex<()>>>>,
     pub(super) in_flight: Mutex<HashMap<DestinationId, Arc<tokio::sync::Semaphore>>>,
     /// Who the journal names for the workers' own changes (a 410, the circuit breaker).
     pub(super) actor: String,
@@ -245,6 +247,7 @@ where
             metrics: Arc::new(EmfWriter::stdout()),
             guesses: Mutex::new(HashMap::new()),
             leases: Mutex::new(HashMap::new()),
+            takers: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             actor: "deliver".into(),
             bodies: Default::default(),
