@@ -96,18 +96,19 @@ where
             }
         }
         let change = breaker::after(&self.config.breaker, &state.circuit, decision.breaker, now);
-        if change != breaker::Change::None {
-            self.end_lease(&dest.id);
-        }
         let counted = self
             .store
             .change_circuit(&dest.id, change, Millis::new(now))
             .await?;
+        if counted.is_some() {
+            self.lease_stale(&dest.id);
+        }
         if breaker::opens_on_count(&self.config.breaker, change, counted.as_ref())
             && self.store.open_circuit(&dest.id, Millis::new(now)).await?
         {
             let failures = counted.map_or(0, |c| c.failures);
             tracing::warn!(destination = %dest.id, failures, "circuit opened");
+            self.lease_stale(&dest.id);
         }
         if let Some(since) = breaker::disable_since(
             &self.config.breaker,

@@ -6,8 +6,9 @@
 //! ([`super::bucket::TokenLease`]) of up to [`DeliverConfig::max_leased_tokens`] tokens for
 //! [`DeliverConfig::token_lease`], one `UpdateItem` for all of them, spent locally. The lease
 //! keeps the circuit the write returned: a circuit another worker opened is seen when the lease
-//! ends (at most `token_lease` later); this worker's own circuit changes and a 429's hold end its
-//! lease at once.
+//! ends (at most `token_lease` later); after this worker's own circuit writes the rest of the
+//! lease reads the state again first, and a 429's hold ends the lease at once (its tokens are not
+//! spent).
 //!
 //! [`DeliverConfig::max_leased_tokens`]: super::worker::DeliverConfig::max_leased_tokens
 //! [`DeliverConfig::token_lease`]: super::worker::DeliverConfig::token_lease
@@ -60,24 +61,55 @@ where
         }
     }
 
-    /// Ends this worker's lease of `id`'s tokens (its circuit changed, or it was held): the next
-    /// delivery takes a token from the shared bucket and sees its circuit. The size it asks for
-    /// stays.
+    /// This worker changed `id`'s circuit: the deliveries that spend the rest of the lease read
+    /// the destination's state again first (one read, on the way out of a failure only).
+    pub(super) fn lease_stale(&self, id: &DestinationId) {
+        let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, _, stale)) = leases.get_mut(id) {
+            *stale = true;
+        }
+    }
+
+    /// A leased token with the destination's state: the lease's copy, or the stored state when
+    /// this worker changed the circuit since (then kept for the rest of the lease).
+    async fn leased_state(
+        &self,
+        id: &DestinationId,
+        now: i64,
+    ) -> Result<Result<WorkerState, u32>, InfraError> {
+        let (state, stale) = match self.leased(id, now) {
+            Ok(found) => found,
+            Err(want) => return Ok(Err(want)),
+        };
+        if !stale {
+            return Ok(Ok(state));
+        }
+        let fresh = self.store.worker_state(id).await?;
+        let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, state, stale)) = leases.get_mut(id) {
+            *state = fresh;
+            *stale = false;
+        }
+        Ok(Ok(fresh))
+    }
+
+    /// Ends this worker's lease of `id`'s tokens (a 429 held the bucket): the next delivery takes
+    /// a token from the shared bucket, after the hold. The size it asks for stays.
     pub(super) fn end_lease(&self, id: &DestinationId) {
         let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((lease, _)) = leases.get_mut(id) {
+        if let Some((lease, _, _)) = leases.get_mut(id) {
             lease.until_ms = i64::MIN;
         }
     }
 
     /// A token of this worker's lease of `id`'s tokens at `now` with the state the lease's write
     /// returned, or how many tokens the next lease asks for.
-    fn leased(&self, id: &DestinationId, now: i64) -> Result<WorkerState, u32> {
+    fn leased(&self, id: &DestinationId, now: i64) -> Result<(WorkerState, bool), u32> {
         let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
         match leases.get_mut(id) {
-            Some((lease, state)) => {
+            Some((lease, state, stale)) => {
                 if lease.spend(now) {
-                    Ok(*state)
+                    Ok((*state, *stale))
                 } else {
                     Err(lease.next_size(self.config.max_leased_tokens))
                 }
@@ -97,7 +129,7 @@ where
         max_wait: Duration,
     ) -> Result<Result<WorkerState, i64>, InfraError> {
         let started = self.clock.now_millis();
-        if let Ok(state) = self.leased(id, started) {
+        if let Ok(state) = self.leased_state(id, started).await? {
             return Ok(Ok(state));
         }
         let turn = {
@@ -110,7 +142,7 @@ where
         for _ in 0..1_000 {
             let mine = turn.lock().await;
             let now = self.clock.now_millis();
-            let want = match self.leased(id, now) {
+            let want = match self.leased_state(id, now).await? {
                 Ok(state) => return Ok(Ok(state)),
                 Err(want) => want,
             };
@@ -135,7 +167,7 @@ where
                             until_ms: self.clock.now_millis() + ms(self.config.token_lease),
                         };
                         let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
-                        leases.insert(id.clone(), (lease, state));
+                        leases.insert(id.clone(), (lease, state, false));
                         return Ok(Ok(state));
                     }
                     TokenAnswer::Refused(seen) => guess = seen,

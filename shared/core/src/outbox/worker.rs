@@ -105,7 +105,7 @@ impl Default for DeliverConfig {
             lease_margin: Duration::from_secs(30),
             paused_recheck: Duration::from_secs(3600),
             finish_margin: Duration::from_secs(5),
-            token_lease: Duration::from_secs(1),
+            token_lease: Duration::from_millis(500),
             max_leased_tokens: 10,
         }
     }
@@ -197,8 +197,10 @@ pub struct Deliverer<S, T, Q, C> {
     pub(super) metrics: Arc<dyn MetricSink>,
     /// The last `tat` seen per destination: the first guess of the next token write.
     pub(super) guesses: Mutex<HashMap<DestinationId, i64>>,
-    /// This worker's lease of each destination's tokens, with the state its write returned.
-    pub(super) leases: Mutex<HashMap<DestinationId, (super::bucket::TokenLease, WorkerState)>>,
+    /// This worker's lease of each destination's tokens, with the state its write returned (and
+    /// whether this worker changed the circuit since).
+    pub(super) leases:
+        Mutex<HashMap<DestinationId, (super::bucket::TokenLease, WorkerState, bool)>>,
     /// Whose turn it is to ask the store for a destination's tokens.
     pub(super) takers: Mutex<HashMap<DestinationId, Arc<tokio::sync::Mutex<()>>>>,
     pub(super) in_flight: Mutex<HashMap<DestinationId, Arc<tokio::sync::Semaphore>>>,
