@@ -533,17 +533,7 @@ async fn a_happy_path_delivery_costs_at_most_three_requests_and_three_write_unit
     let log = WriteLog::default();
     let worker = cost::measured_deliverer(&rig, local_transport(), config(), &log).await;
     for origin in [Origin::Stream, Origin::Queue] {
-        let c = cost::happy_path(
-            &rig,
-            &worker,
-            &log,
-            &rig.pipeline.counter,
-            "cheap",
-            origin,
-            30,
-            10,
-        )
-        .await;
+        let c = cost::happy_path(&rig, &worker, &log, "cheap", origin, 30, 10).await;
         assert!(
             c.requests_per_delivery() <= 3.0,
             "{origin:?}: {:.2} requests per delivery: {:?}",

@@ -119,17 +119,7 @@ async fn main() {
     let mut lines = Vec::new();
     let mut counts = serde_json::Map::new();
     for (origin, label) in [(Origin::Stream, "stream"), (Origin::Queue, "queue")] {
-        let c = cost::happy_path(
-            &rig,
-            &measured,
-            &log,
-            &rig.pipeline.counter,
-            "bench",
-            origin,
-            HAPPY,
-            BATCH,
-        )
-        .await;
+        let c = cost::happy_path(&rig, &measured, &log, "bench", origin, HAPPY, BATCH).await;
         let (requests, units) = (c.requests_per_delivery(), c.units_per_delivery());
         println!(
             "  happy path from the {label:<6}: {requests:.2} requests ({}), {units:.2} write units per delivery",

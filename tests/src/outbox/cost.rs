@@ -14,7 +14,6 @@
 //! `Query` is one per cache period, not per delivery) and counted after one warm-up delivery.
 
 use super::OutboxRig;
-use crate::pipeline::RequestCounter;
 use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord, StreamRecord};
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::config::interceptors::BeforeSerializationInterceptorContextRef;
@@ -226,12 +225,12 @@ pub async fn happy_path<T: Transport>(
         inbox_core::clock::SystemClock,
     >,
     log: &WriteLog,
-    counter: &RequestCounter,
     destination: &str,
     origin: Origin,
     n: usize,
     batch: usize,
 ) -> DeliveryCost {
+    let counter = &rig.pipeline.counter;
     let prefix = format!("evt_{}", uuid::Uuid::new_v4().simple());
     for (round, count) in [(0, 1), (1, n)] {
         let batch = batch.max(1);
