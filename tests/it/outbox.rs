@@ -515,3 +515,51 @@ async fn more_destinations_than_fit_one_transaction_are_fanned_out_by_the_delive
         "each delivery item is one INSERT for the deliver function"
     );
 }
+
+/// The happy path's budget, counted on the real SDK client against the emulator: a delivery
+/// answered 200 at its first attempt costs at most 3 DynamoDB requests and 3 write units, from
+/// the stream and from the delivery queue, in the deployed batches of 10 (a regression in either
+/// count fails here, not only in the bench's figures).
+#[tokio::test]
+async fn a_happy_path_delivery_costs_at_most_three_requests_and_three_write_units() {
+    use integration_tests::outbox::cost::{self, Origin, WriteLog};
+    let rig = OutboxRig::new().await;
+    let receiver = Receiver::always(200);
+    rig.destination("cheap", &receiver.url, &["*"], |d| {
+        d.rate_per_sec = 1_000.0;
+        d.burst = 100;
+    })
+    .await;
+    let log = WriteLog::default();
+    let worker = cost::measured_deliverer(&rig, local_transport(), config(), &log).await;
+    for origin in [Origin::Stream, Origin::Queue] {
+        let c = cost::happy_path(&rig, &worker, &log, "cheap", origin, 30, 10).await;
+        assert!(
+            c.requests_per_delivery() <= 3.0,
+            "{origin:?}: {:.2} requests per delivery: {:?}",
+            c.requests_per_delivery(),
+            c.requests
+        );
+        assert!(
+            c.units_per_delivery() <= 3.0,
+            "{origin:?}: {:.2} write units per delivery",
+            c.units_per_delivery()
+        );
+        // What the budget is made of: no read of the delivery, one body read per batch, a claim
+        // and a record each, the token bucket written fewer times than there are deliveries (leases).
+        assert_eq!(
+            c.requests.get("GetItem"),
+            None,
+            "{origin:?}: {:?}",
+            c.requests
+        );
+        assert_eq!(c.requests.get("BatchGetItem"), Some(&3), "{origin:?}");
+        assert_eq!(c.requests.get("PutItem"), Some(&60), "{origin:?}");
+        assert!(
+            c.requests.get("UpdateItem").is_some_and(|&n| n < 30),
+            "{origin:?}: {:?}",
+            c.requests
+        );
+    }
+    assert_eq!(receiver.count(), 2 * 31, "each sent once");
+}

@@ -3,6 +3,8 @@
 //! hook, and delivery workers with the real HTTP client (loopback allowed, as `make dev` runs it)
 //! and a request-counting DynamoDB client.
 
+pub mod cost;
+
 use crate::pipeline::{Pipeline, TestProcessor};
 use deliver_function::http::HttpTransport;
 use deliver_function::ssrf::AddressPolicy;

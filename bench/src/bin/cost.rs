@@ -22,6 +22,14 @@
 //!   CloudWatch's 26 bytes per log event. Constants below, stated in the output.
 //!
 //! SQS costs nothing on the happy path (retries only); Lambda's stream reads of the table are free.
+//!
+//! A delivery (one event to one destination, a 200 at the first attempt) gets rows of its own,
+//! from what `outbox_figures` measured per happy-path delivery (`DIR/outbox_units.json`: DynamoDB
+//! write units and requests, from the stream and from the delivery queue), with its own
+//! assumptions (`assume_delivery`): the deliver function's billed time per delivery, one read
+//! unit for the event's item (a body under 4 KB, read consistently in the batch's
+//! `BatchGetItem`), its log line, and on the queue path the SQS requests of the message that
+//! carried it. Rows are skipped, with a note, when `outbox_figures` has not run.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -89,6 +97,92 @@ fn log_bytes(ingest: &[String], process: &[String]) -> f64 {
     let platform = bytes(&assume::PLATFORM_RECORDS);
     let own = |lines: &[String]| bytes(&lines.iter().map(String::as_str).collect::<Vec<_>>());
     own(ingest) + platform + own(process) + platform / assume::RECORDS_PER_BATCH
+}
+
+/// Assumptions for a delivery (see the module doc).
+mod assume_delivery {
+    /// The deliver function's memory (the template's).
+    pub const MEMORY_MB: f64 = 256.0;
+    /// Billed ms per delivery: a batch of 10 sent at once takes about one POST (a receiver
+    /// answering in ~100 ms) plus the batch's body read, the token lease, each claim and record
+    /// (~20 ms in region): ~120 ms per 10 deliveries.
+    pub const MS_PER_DELIVERY: f64 = 12.0;
+    /// Deliveries per invocation (both event source mappings' `BatchSize`).
+    pub const PER_BATCH: f64 = 10.0;
+    /// Read units per delivery: the event's item (under 4 KB), strongly consistent.
+    pub const RRU: f64 = 1.0;
+    /// SQS requests per delivery from the queue: the `SendMessage` that scheduled it, and its
+    /// share of the poller's `ReceiveMessage` and `DeleteMessageBatch` (batches of 10).
+    pub const SQS_REQUESTS_QUEUE: f64 = 1.2;
+    /// CloudWatch Logs bytes per delivery: its outcome line (~300 B) and its share of Lambda's
+    /// platform lines (~400 B per invocation).
+    pub const LOG_BYTES: f64 = 340.0;
+}
+
+/// What one happy-path delivery costs, by service (dollars per million deliveries).
+fn delivery_bill(wru: f64, from_queue: bool) -> Bill {
+    let m = 1e6;
+    let gb_s = assume_delivery::MS_PER_DELIVERY / 1e3 * assume_delivery::MEMORY_MB / 1024.0;
+    Bill {
+        api_gateway: 0.0,
+        lambda: m
+            * (price::LAMBDA_REQUEST / assume_delivery::PER_BATCH + gb_s * price::LAMBDA_GB_SECOND),
+        dynamodb: m * (wru * price::DYNAMODB_WRU + assume_delivery::RRU * price::DYNAMODB_RRU),
+        s3: 0.0,
+        sqs: if from_queue {
+            m * assume_delivery::SQS_REQUESTS_QUEUE * price::SQS_REQUEST
+        } else {
+            0.0
+        },
+        logs: m * assume_delivery::LOG_BYTES / 1e9 * price::LOGS_GB,
+    }
+}
+
+/// The cost rows of a happy-path delivery, from `outbox_units.json` (what `outbox_figures`
+/// measured), or a note why there are none.
+fn delivery_rows(dir: &Path) -> Result<Vec<String>, String> {
+    let path = dir.join("outbox_units.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        println!(
+            "  (no {}: run outbox_figures for the delivery rows)",
+            path.display()
+        );
+        return Ok(Vec::new());
+    };
+    let units: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let mut lines = Vec::new();
+    for origin in ["stream", "queue"] {
+        let wru = units[origin]["wru"]
+            .as_f64()
+            .ok_or(format!("outbox_units.json: no `{origin}.wru`"))?;
+        let b = delivery_bill(wru, origin == "queue");
+        println!(
+            "  a delivery from the {origin}: ${:.2} per million: Lambda {:.2}, DynamoDB {:.2} ({wru:.2} WRU, {} RRU), SQS {:.2}, CloudWatch Logs {:.2}",
+            b.total(), b.lambda, b.dynamodb, assume_delivery::RRU, b.sqs, b.logs
+        );
+        let row = serde_json::json!({
+            "id": format!("cost.delivery.{origin}"),
+            "figure": format!("dollars per million deliveries, happy path, from the {origin}"),
+            "target": "—",
+            "measured": format!("${:.2}", b.total()),
+            "met": null,
+            "cost": {"size": format!("a delivery, from the {origin}"), "api_gateway": b.api_gateway,
+                     "lambda": b.lambda, "dynamodb": b.dynamodb, "s3": b.s3, "sqs": b.sqs,
+                     "logs": b.logs, "total": b.total(), "wru": (wru * 100.0).round() / 100.0,
+                     "rru": assume_delivery::RRU, "s3_requests": 0},
+        });
+        lines.push(row.to_string());
+    }
+    println!(
+        "  assumed per delivery: deliver {} MB, {} ms billed, {} per invocation; {} RRU; {} SQS requests from the queue; {} log bytes",
+        assume_delivery::MEMORY_MB,
+        assume_delivery::MS_PER_DELIVERY,
+        assume_delivery::PER_BATCH,
+        assume_delivery::RRU,
+        assume_delivery::SQS_REQUESTS_QUEUE,
+        assume_delivery::LOG_BYTES
+    );
+    Ok(lines)
 }
 
 /// The counts of one event size, from `units.json`.
@@ -228,6 +322,7 @@ fn run() -> Result<(), String> {
         assume::PLATFORM_RECORDS.iter().map(|r| r.len()).sum::<usize>(),
         assume::LOG_EVENT_OVERHEAD
     );
+    lines.extend(delivery_rows(&dir)?);
     let out = dir.join("cost.jsonl");
     std::fs::write(&out, lines.join("\n") + "\n").map_err(|e| e.to_string())?;
     println!("figures written to {}", out.display());
@@ -281,6 +376,22 @@ mod tests {
             in_s3.lambda > b.lambda,
             "the S3 round trips are billed time"
         );
+    }
+
+    #[test]
+    fn a_delivery_s_bill_prices_its_units_and_the_queue_s_requests() {
+        let stream = delivery_bill(2.0, false);
+        let queue = delivery_bill(2.0, true);
+        assert_eq!(stream.api_gateway, 0.0);
+        assert!((stream.dynamodb - (2.0 * 0.625 + 0.125)).abs() < 1e-9);
+        assert_eq!(stream.sqs, 0.0);
+        assert!(
+            (queue.sqs - 1.2 * 0.40).abs() < 1e-9,
+            "SQS on the queue path only"
+        );
+        let lambda = 0.02 + 0.012 * 0.25 * 1e6 * 0.000_016_666_7;
+        assert!((stream.lambda - lambda).abs() < 1e-6, "{}", stream.lambda);
+        assert!(queue.total() > stream.total());
     }
 
     #[test]

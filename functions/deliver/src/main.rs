@@ -1,5 +1,9 @@
 //! Deliver Lambda: the outbox's deliveries to their HTTP destinations.
 
+// The handler's future nests the batch, the delivery and its store calls deeply enough to pass
+// the compiler's default layout depth (128).
+#![recursion_limit = "256"]
+
 use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
 
 #[tokio::main]

@@ -4,6 +4,11 @@
 //! copied (the HTTP client sends it as it is); it is freed when the last of them is done, so a
 //! worker holds at most one copy of each event it is sending, whatever its fan-out.
 //!
+//! A batch reads its events' bodies ahead ([`SharedBodies::read_ahead`]): the inline ones in one
+//! request for the whole batch (DynamoDB's `BatchGetItem`), held until the batch is done, so each
+//! delivery finds its body already read; a body kept in S3 is still read by its first delivery
+//! (a batch never holds more than one large body per delivery in flight).
+//!
 //! A body that cannot be read is a refusal with the reason, not an infrastructure error: the
 //! message is gone (purged, expired), its body in S3 expired or was deleted, or its stored frame is
 //! damaged. Reading again would give the same answer, and a delivery that errs after its claim
@@ -76,6 +81,47 @@ impl SharedBodies {
             ))),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Reads the bodies of `keys` ahead, as far as the store can in one go
+    /// ([`MessageStore::read_bodies_ahead`]), for the deliveries about to run: what is returned
+    /// holds them (drop it when the batch is done). Never an error: what was not read ahead (the
+    /// store failed, a body in S3) is read by its delivery as before.
+    pub async fn read_ahead<S: MessageStore>(&self, store: &S, keys: &[MessageKey]) -> Vec<Body> {
+        let mut held = Vec::new();
+        let mut wanted = Vec::new();
+        {
+            let mut reads = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+            reads.retain(|_, w| w.strong_count() > 0);
+            for key in keys {
+                if reads.get(key).and_then(Weak::upgrade).is_some()
+                    || wanted.iter().any(|(k, _)| k == key)
+                {
+                    continue;
+                }
+                let cell = Arc::new(OnceCell::new());
+                reads.insert(key.clone(), Arc::downgrade(&cell));
+                wanted.push((key.clone(), cell));
+            }
+        }
+        if wanted.is_empty() {
+            return held;
+        }
+        let asked: Vec<MessageKey> = wanted.iter().map(|(k, _)| k.clone()).collect();
+        match store.read_bodies_ahead(&asked).await {
+            Ok(answers) => {
+                for ((_, cell), answer) in wanted.into_iter().zip(answers) {
+                    if let Some(body) = answer {
+                        let _ = cell.set(body);
+                        held.push(Body(cell));
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e.chain(), "bodies not read ahead; each delivery reads its own")
+            }
+        }
+        held
     }
 
     /// How many events' bodies are held.

@@ -14,6 +14,10 @@
 //! moment the receiver asked for (plus `τ`), unless it is already later. Both conditions are checked atomically by the store, so
 //! however many workers race, no more than `b + r·t` requests pass in any `t` seconds.
 //!
+//! Several tokens at once ([`decide_many`], a worker's lease of tokens, [`TokenLease`]): `k`
+//! tokens conform iff the last of them does, `tat + (k − 1)·T ≤ now + τ`; they move `tat` by
+//! `k·T` (so `k ≤ b`). When fewer are free, [`decide_many`] asks for the ones that are.
+//!
 //! [`shared`]: the same bucket for any account (a payment provider's), stored in one item.
 
 use std::time::Duration;
@@ -84,6 +88,92 @@ pub fn decide(rate: Rate, observed: Option<i64>, now_us: i64) -> Take {
             let wait_us = tat.saturating_sub(tau).saturating_sub(now_us);
             Take::Wait(Duration::from_micros(u64::try_from(wait_us).unwrap_or(0)))
         }
+    }
+}
+
+/// The write for `want` tokens at `now_us` (at least 1, at most the burst; fewer when fewer are
+/// free), with how many it takes: one conditional write, as for one token ([`decide`] is
+/// `decide_many(.., 1)`).
+pub fn decide_many(rate: Rate, observed: Option<i64>, now_us: i64, want: u32) -> (Take, u32) {
+    let t = rate.interval_us();
+    let tau = rate.tolerance_us();
+    let want = want.clamp(1, rate.burst.max(1));
+    let by = |k: u32| t.saturating_mul(i64::from(k));
+    match observed {
+        None => (
+            Take::Reset {
+                now: now_us,
+                new_tat: now_us.saturating_add(by(want)),
+            },
+            want,
+        ),
+        Some(tat) if tat <= now_us => (
+            Take::Reset {
+                now: now_us,
+                new_tat: now_us.saturating_add(by(want)),
+            },
+            want,
+        ),
+        Some(tat) if tat <= now_us.saturating_add(tau) => {
+            // Free: the k with tat + (k − 1)·T ≤ now + τ.
+            let free = (now_us.saturating_add(tau).saturating_sub(tat)) / t.max(1) + 1;
+            let k = want.min(u32::try_from(free).unwrap_or(u32::MAX)).max(1);
+            (
+                Take::Advance {
+                    now: now_us,
+                    at_most: now_us.saturating_add(tau).saturating_sub(by(k - 1)),
+                    by: by(k),
+                },
+                k,
+            )
+        }
+        Some(tat) => {
+            let wait_us = tat.saturating_sub(tau).saturating_sub(now_us);
+            (
+                Take::Wait(Duration::from_micros(u64::try_from(wait_us).unwrap_or(0))),
+                0,
+            )
+        }
+    }
+}
+
+/// Tokens a worker took ahead of use ([`decide_many`]): spent locally, one per delivery, until
+/// they run out or the lease ends (what is left then is dropped, never given back: a lease can
+/// only slow the destination down, and each token was conformant when it was taken). The bucket's
+/// bound, `b + r·t` requests in any `t` seconds, becomes `b + r·(t + lease)` sends: a token may
+/// be spent up to `lease` after it was taken. The size adapts to the worker's own demand: it
+/// doubles when a lease was spent before it ended (up to a cap), and falls to what was spent when
+/// tokens were left over, so a worker that sends one delivery now and then takes one token, as
+/// without leases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenLease {
+    /// Tokens left.
+    pub left: u32,
+    /// How many the lease took.
+    pub size: u32,
+    /// When it ends, ms.
+    pub until_ms: i64,
+}
+
+impl TokenLease {
+    /// Spends one token at `now_ms`, if one is left and the lease has not ended.
+    pub fn spend(&mut self, now_ms: i64) -> bool {
+        if self.left == 0 || now_ms >= self.until_ms {
+            return false;
+        }
+        self.left -= 1;
+        true
+    }
+
+    /// How many tokens the next lease asks for after this one (`cap` at most, 1 at least).
+    pub fn next_size(&self, cap: u32) -> u32 {
+        let spent = self.size - self.left;
+        let next = if self.left == 0 {
+            self.size.saturating_mul(2)
+        } else {
+            spent
+        };
+        next.clamp(1, cap.max(1))
     }
 }
 
@@ -377,5 +467,106 @@ mod tests {
         assert_eq!(wait, Duration::from_millis(400));
         assert!(take(rate, &mut tat, &mut guess, 499_999).is_some());
         assert_eq!(take(rate, &mut tat, &mut guess, 500_000), None);
+    }
+
+    #[test]
+    fn many_tokens_take_what_is_free_and_one_is_exactly_decide() {
+        let r = Rate {
+            per_sec: 10.0,
+            burst: 5,
+        };
+        let t = r.interval_us();
+        for (tat, now) in [
+            (None, 0),
+            (Some(0), 10),
+            (Some(300_000), 0),
+            (Some(9_999_999), 0),
+        ] {
+            assert_eq!(
+                decide_many(r, tat, now, 1).0,
+                decide(r, tat, now),
+                "{tat:?} {now}"
+            );
+        }
+        // | stored tat | want | takes | tat after |
+        let table = [
+            (None, 8, 5, Some(5 * t)), // capped at the burst
+            (Some(0), 3, 3, Some(3 * t)),
+            (Some(2 * t), 10, 3, Some(5 * t)), // two of five in use: three free
+            (Some(4 * t), 10, 1, Some(5 * t)),
+            (Some(5 * t), 10, 0, None), // none free: wait
+        ];
+        for (stored, want, takes, after) in table {
+            let (take, k) = decide_many(r, stored, 0, want);
+            assert_eq!(k, takes, "{stored:?} {want}");
+            match after {
+                Some(a) => assert_eq!(apply(stored, take), Ok(a), "{stored:?} {want}"),
+                None => assert!(matches!(take, Take::Wait(_))),
+            }
+        }
+    }
+
+    #[test]
+    fn leases_of_many_tokens_never_exceed_the_rate_plus_one_lease() {
+        // 5 workers lease up to 4 tokens each from a 20/s bucket, burst 4, for 10 s; every
+        // token is spent at the moment of its lease's end (the latest it may be): sends in any
+        // second stay within b + r·(1 + lease).
+        let rate = Rate {
+            per_sec: 20.0,
+            burst: 4,
+        };
+        let lease_us = 250_000;
+        let mut tat = None;
+        let mut guesses = [None; 5];
+        let mut sends = Vec::new();
+        for step in 0..10_000 {
+            let now = step * 1_000;
+            for g in &mut guesses {
+                let (take, k) = decide_many(rate, *g, now, 4);
+                match apply(tat, take) {
+                    Ok(new) => {
+                        tat = Some(new);
+                        *g = Some(new);
+                        sends.extend(std::iter::repeat_n(now + lease_us, k as usize));
+                    }
+                    Err(seen) => *g = seen,
+                }
+            }
+        }
+        for start in (0..9_000_000).step_by(100_000) {
+            let n = sends
+                .iter()
+                .filter(|&&s| s >= start && s < start + 1_000_000)
+                .count();
+            assert!(n <= 4 + 20 + 5, "{n} in the second from {start}");
+        }
+        assert!(sends.len() >= 190, "the rate is used: {}", sends.len());
+    }
+
+    #[test]
+    fn a_lease_is_spent_until_it_ends_and_its_size_follows_demand() {
+        let mut l = TokenLease {
+            left: 2,
+            size: 3,
+            until_ms: 100,
+        };
+        assert!(l.spend(10));
+        assert!(l.spend(20));
+        assert!(!l.spend(30), "none left");
+        assert_eq!(l.next_size(8), 6, "spent before its end: doubles");
+        assert_eq!(l.next_size(4), 4, "up to the cap");
+        let mut idle = TokenLease {
+            left: 3,
+            size: 4,
+            until_ms: 100,
+        };
+        assert!(!idle.spend(100), "ended");
+        assert_eq!(idle.next_size(8), 1, "one spent of four: one next");
+        let unused = TokenLease {
+            left: 4,
+            size: 4,
+            until_ms: 0,
+        };
+        assert_eq!(unused.next_size(8), 1, "at least one");
     }
 }

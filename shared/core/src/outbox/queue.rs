@@ -3,7 +3,7 @@
 //! failed delivery, for operators and the alarm). [`OutboxQueues`] is the capability, with SQS
 //! and in-memory implementations.
 
-use super::delivery::DeliveryRef;
+use super::delivery::{DeliveryRef, OutboundDelivery};
 use super::destination::DestinationId;
 use crate::domain::{EventId, EventType, SourceName};
 use crate::queue::{sqs, QueueError};
@@ -12,17 +12,37 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// The largest delivery a queue message carries whole ([`Work::carrying`]): one 64 KiB SQS
+/// request with room for the envelope. Larger ones (a long journal) go by reference.
+pub const CARRY_MAX_BYTES: usize = 60 * 1024;
+
 /// A delivery-queue message: which work item.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Work {
-    /// Send (or re-send) this delivery.
+    /// Send (or re-send) this delivery: the worker reads it first.
     Delivery(DeliveryRef),
+    /// Send this delivery, as it was stored when its attempt was scheduled (its version
+    /// included), as a stream image carries it: the worker starts from this copy without reading
+    /// the item. A copy that is no longer the stored one fails its first conditional write, and
+    /// the worker then reads the delivery and goes on from what is stored.
+    Attempt(Box<OutboundDelivery>),
     /// Expand this event's fan-out item.
     Fanout {
         source: SourceName,
         event_id: EventId,
     },
+}
+
+impl Work {
+    /// The message that schedules `d` (as stored, at its version): the delivery itself when it
+    /// fits [`CARRY_MAX_BYTES`], else its reference.
+    pub fn carrying(d: &OutboundDelivery) -> Self {
+        match serde_json::to_vec(d) {
+            Ok(json) if json.len() <= CARRY_MAX_BYTES => Self::Attempt(Box::new(d.clone())),
+            _ => Self::Delivery(d.reference()),
+        }
+    }
 }
 
 /// The notice of a failed delivery.

@@ -17,7 +17,7 @@ use super::breaker;
 use super::bucket::Rate;
 use super::cache::Loaded;
 use super::delivery::{
-    body_head, AttemptRecord, DeliveryRef, DeliveryStatus, OutboundDelivery, PendingDeliveryNotice,
+    body_head, AttemptRecord, DeliveryStatus, OutboundDelivery, PendingDeliveryNotice,
 };
 use super::destination::{DestinationError, DestinationId, DestinationState};
 use super::queue::{DeliveryNotice, OutboxQueues, Work};
@@ -88,21 +88,27 @@ where
         let recorded = self.store.save_delivery(&d, Some(claimed_version)).await? == Applied::Done;
         if !recorded {
             tracing::warn!(delivery = %d.reference(), "the attempt's result was not recorded: the delivery changed meanwhile (its lease lapsed?)");
-        } else if d.notice_pending.is_some() {
-            // Before the circuit's writes: an error there must not hold the notice back.
+        } else {
             d.version = claimed_version + 1;
-            self.send_notice(&d, now).await;
+            if d.notice_pending.is_some() {
+                // Before the circuit's writes: an error there must not hold the notice back.
+                self.send_notice(&d, now).await;
+            }
         }
         let change = breaker::after(&self.config.breaker, &state.circuit, decision.breaker, now);
         let counted = self
             .store
             .change_circuit(&dest.id, change, Millis::new(now))
             .await?;
+        if counted.is_some() {
+            self.lease_stale(&dest.id);
+        }
         if breaker::opens_on_count(&self.config.breaker, change, counted.as_ref())
             && self.store.open_circuit(&dest.id, Millis::new(now)).await?
         {
             let failures = counted.map_or(0, |c| c.failures);
             tracing::warn!(destination = %dest.id, failures, "circuit opened");
+            self.lease_stale(&dest.id);
         }
         if let Some(since) = breaker::disable_since(
             &self.config.breaker,
@@ -138,7 +144,7 @@ where
             }
             DeliveryStatus::Retrying => {
                 let delay = decision.retry_in.unwrap_or_default();
-                self.schedule(&d.reference(), delay).await;
+                self.schedule(&d, delay).await;
                 Ok(DeliveryOutcome::Retrying {
                     attempt: d.attempts,
                     delay,
@@ -175,8 +181,9 @@ where
         if self.store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
             return Ok(DeliveryOutcome::Skipped(Skip::Conflict));
         }
+        x.version = d.version + 1;
         self.schedule(
-            &x.reference(),
+            &x,
             Duration::from_millis(u64::try_from(until - now).unwrap_or(0)),
         )
         .await;
@@ -280,18 +287,16 @@ where
         true
     }
 
-    /// Schedules work through the queue when the delay fits SQS (else the sweep finds it).
-    pub(super) async fn schedule(&self, r: &DeliveryRef, delay: Duration) {
+    /// Schedules the next attempt of `d` (as stored) through the queue when the delay fits SQS
+    /// (else the sweep finds it); the message carries the delivery ([`Work::carrying`]), so the
+    /// attempt starts without reading it.
+    pub(super) async fn schedule(&self, d: &OutboundDelivery, delay: Duration) {
         if ms(delay) > MAX_QUEUE_DELAY_MS {
             return;
         }
-        if let Err(e) = self
-            .queues
-            .schedule(&Work::Delivery(r.clone()), delay)
-            .await
-        {
+        if let Err(e) = self.queues.schedule(&Work::carrying(d), delay).await {
             // Durable in the open index: the sweep re-drives it.
-            tracing::warn!(delivery = %r, error = %e, "retry not queued; the sweep will find it");
+            tracing::warn!(delivery = %d.reference(), error = %e, "retry not queued; the sweep will find it");
         }
     }
 

@@ -2,7 +2,8 @@
 //! the event source mapping passes only INSERTs of `sk` `OUT` and `FAN`) and a delivery-queue
 //! message (work to do again). The lifting over a batch (concurrency, spans, batch item failures)
 //! is [`crate::invocation`]'s. Only infrastructure errors (store or queue unreachable) fail a
-//! record, so one failing destination never holds up the others.
+//! record, so one failing destination never holds up the others. The bodies of a batch's
+//! deliveries are read ahead, in one request where the store can (`body.rs`).
 
 use super::delivery::{FanoutItem, OutboundDelivery};
 use super::queue::{OutboxQueues, Work};
@@ -82,12 +83,33 @@ where
         &self,
         event: StreamEvent,
     ) -> (DynamoDbEventResponse, Summary) {
+        let keys: Vec<_> = event
+            .records
+            .iter()
+            .filter_map(|r| match stream_work(r) {
+                Some(Ok(StreamWork::Deliver(d))) => Some(d.key()),
+                _ => None,
+            })
+            .collect();
+        let _bodies = self.bodies.read_ahead(&self.store, &keys).await;
         invocation::lift(&event, self.config.concurrency, |r| self.stream_record(r)).await
     }
 
     /// A delivery-queue batch, up to `concurrency` messages at once; each that hit an
     /// infrastructure error is reported and comes back after the visibility timeout.
     pub async fn handle_sqs_batch(&self, event: SqsEvent) -> (SqsBatchResponse, Summary) {
+        let keys: Vec<_> = event
+            .records
+            .iter()
+            .filter_map(
+                |m| match m.body.as_deref().map(serde_json::from_str::<Work>) {
+                    Some(Ok(Work::Attempt(d))) => Some(d.key()),
+                    Some(Ok(Work::Delivery(r))) => Some(r.key()),
+                    _ => None,
+                },
+            )
+            .collect();
+        let _bodies = self.bodies.read_ahead(&self.store, &keys).await;
         invocation::lift(&event, self.config.concurrency, |m| self.queue_record(m)).await
     }
 
@@ -137,6 +159,9 @@ where
         let span = match &work {
             Work::Delivery(r) => {
                 tracing::info_span!("delivery", destination = %r.destination, source = %r.source, event_id = %r.event_id, origin = "queue")
+            }
+            Work::Attempt(d) => {
+                tracing::info_span!("delivery", destination = %d.destination, source = %d.source, event_id = %d.event_id, origin = "queue")
             }
             Work::Fanout { source, event_id } => {
                 tracing::info_span!("fanout", source = %source, event_id = %event_id, origin = "queue")

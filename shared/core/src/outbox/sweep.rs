@@ -137,6 +137,8 @@ where
     pub async fn work(&self, w: &Work) -> Result<DeliveryOutcome, InfraError> {
         match w {
             Work::Delivery(r) => self.deliver(r).await,
+            // Boxed: its future holds a second delivery's (the re-read after a stale copy).
+            Work::Attempt(d) => Box::pin(self.deliver_carried((**d).clone())).await,
             Work::Fanout { source, event_id } => {
                 self.expand(&MessageKey::new(source.clone(), event_id.clone()))
                     .await

@@ -9,7 +9,8 @@
 //!    ([`UNCONFIRMED_RECHECK`]); paused → parked (no attempt, no queue message) until the
 //!    destination is resumed, which re-drives it ([`super::resend::resume`]; re-checked hourly in
 //!    case nothing does).
-//! 3. Rate: a token from the destination's shared bucket ([`super::bucket`]); over the rate the
+//! 3. Rate: a token from the destination's shared bucket ([`super::bucket`]; taken several at a
+//!    time for a short lease when this worker's demand asks for it, `throttle.rs`); over the rate the
 //!    worker waits up to `max_wait`, else defers the delivery until a token frees up, without
 //!    counting an attempt. The per-worker in-flight limit is a semaphore. Within an invocation's
 //!    deadline ([`until_deadline`]), every wait ends in time for the POST's whole timeout and the
@@ -40,7 +41,7 @@ pub use super::deadline::until_deadline;
 use super::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery};
 use super::destination::{DestinationId, DestinationState};
 use super::queue::OutboxQueues;
-use super::store::OutboxStore;
+use super::store::{OutboxStore, WorkerState};
 use super::transport::Transport;
 use crate::clock::Clock;
 use crate::metrics::{EmfWriter, MetricSink};
@@ -86,6 +87,12 @@ pub struct DeliverConfig {
     /// Kept before the invocation's deadline after a POST's whole timeout: the time to record
     /// its result.
     pub finish_margin: Duration,
+    /// How long tokens taken ahead of use stay this worker's ([`super::bucket::TokenLease`]):
+    /// the rate's bound over any window grows by this, and a circuit opened by another worker is
+    /// seen at most this late.
+    pub token_lease: Duration,
+    /// The most tokens one write takes for a lease (1: one token per delivery, no lease).
+    pub max_leased_tokens: u32,
 }
 
 impl Default for DeliverConfig {
@@ -98,6 +105,8 @@ impl Default for DeliverConfig {
             lease_margin: Duration::from_secs(30),
             paused_recheck: Duration::from_secs(3600),
             finish_margin: Duration::from_secs(5),
+            token_lease: Duration::from_millis(500),
+            max_leased_tokens: 10,
         }
     }
 }
@@ -188,6 +197,12 @@ pub struct Deliverer<S, T, Q, C> {
     pub(super) metrics: Arc<dyn MetricSink>,
     /// The last `tat` seen per destination: the first guess of the next token write.
     pub(super) guesses: Mutex<HashMap<DestinationId, i64>>,
+    /// This worker's lease of each destination's tokens, with the state its write returned (and
+    /// whether this worker changed the circuit since).
+    pub(super) leases:
+        Mutex<HashMap<DestinationId, (super::bucket::TokenLease, WorkerState, bool)>>,
+    /// Whose turn it is to ask the store for a destination's tokens.
+    pub(super) takers: Mutex<HashMap<DestinationId, Arc<tokio::sync::Mutex<()>>>>,
     pub(super) in_flight: Mutex<HashMap<DestinationId, Arc<tokio::sync::Semaphore>>>,
     /// Who the journal names for the workers' own changes (a 410, the circuit breaker).
     pub(super) actor: String,
@@ -233,6 +248,8 @@ where
             deferral_jitter: Arc::new(fastrand::f64),
             metrics: Arc::new(EmfWriter::stdout()),
             guesses: Mutex::new(HashMap::new()),
+            leases: Mutex::new(HashMap::new()),
+            takers: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             actor: "deliver".into(),
             bodies: Default::default(),
@@ -273,6 +290,20 @@ where
         match self.store.delivery(r).await? {
             Some(d) => self.deliver_item(d).await,
             None => Ok(DeliveryOutcome::Missing),
+        }
+    }
+
+    /// Delivers the copy of a delivery a queue message carried ([`super::queue::Work::Attempt`]):
+    /// as read, unless it is no longer the stored one (its first conditional write failed): then
+    /// from the item as stored, as a message by reference would.
+    pub async fn deliver_carried(
+        &self,
+        d: OutboundDelivery,
+    ) -> Result<DeliveryOutcome, InfraError> {
+        let r = d.reference();
+        match self.deliver_item(d).await? {
+            DeliveryOutcome::Skipped(Skip::Conflict) => self.deliver(&r).await,
+            outcome => Ok(outcome),
         }
     }
 

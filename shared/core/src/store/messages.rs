@@ -33,6 +33,19 @@ pub trait MessageStore: Send + Sync {
         async move { Ok(self.get(key).await?.map(|m| bytes::Bytes::from(m.body))) }
     }
 
+    /// The bodies of several messages read ahead in as few requests as the store can (DynamoDB:
+    /// one `BatchGetItem` per 100), each as [`Self::read_body`] would answer it, in `keys`' order;
+    /// `None` for one not read here (a body kept in S3 is left to [`Self::read_body`], which
+    /// shares it between the deliveries in flight, and so is one the store did not answer). The
+    /// default reads nothing ahead.
+    fn read_bodies_ahead(
+        &self,
+        keys: &[MessageKey],
+    ) -> impl Future<Output = Result<Vec<Option<Option<bytes::Bytes>>>, StoreError>> + Send {
+        let none = vec![None; keys.len()];
+        async move { Ok(none) }
+    }
+
     /// Makes a message's body live a whole retention again from now (a replay or a resend needs
     /// it later than its first life allows). A body kept in the item lives with it: nothing to
     /// do; one kept in S3 is renewed ([`StoreError::Unreadable`] when it is already gone).
@@ -108,6 +121,13 @@ impl<T: MessageStore> MessageStore for std::sync::Arc<T> {
         key: &MessageKey,
     ) -> impl Future<Output = Result<Option<bytes::Bytes>, StoreError>> + Send {
         (**self).read_body(key)
+    }
+
+    fn read_bodies_ahead(
+        &self,
+        keys: &[MessageKey],
+    ) -> impl Future<Output = Result<Vec<Option<Option<bytes::Bytes>>>, StoreError>> + Send {
+        (**self).read_bodies_ahead(keys)
     }
 
     fn renew_body(&self, key: &MessageKey) -> impl Future<Output = Result<(), StoreError>> + Send {

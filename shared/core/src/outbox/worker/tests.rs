@@ -146,7 +146,18 @@ impl World {
         self.store.put_item(item);
     }
 
+    /// What was scheduled, by reference (a message that carries its delivery names it).
     fn scheduled(&self) -> Vec<(Work, Duration)> {
+        self.scheduled_as_sent()
+            .into_iter()
+            .map(|(w, d)| match w {
+                Work::Attempt(c) => (Work::Delivery(c.reference()), d),
+                w => (w, d),
+            })
+            .collect()
+    }
+
+    fn scheduled_as_sent(&self) -> Vec<(Work, Duration)> {
         self.queues.scheduled.lock().unwrap().clone()
     }
 }
@@ -770,7 +781,7 @@ async fn the_sweep_gives_every_shard_its_share_and_its_gauge_sees_the_oldest_of_
     }
     let shard_of = |work: &Work| match work {
         Work::Delivery(r) => crate::outbox::schema::outbox_shard(&r.pk()),
-        Work::Fanout { .. } => unreachable!(),
+        Work::Attempt(_) | Work::Fanout { .. } => unreachable!(),
     };
     let (work, oldest) = w.worker.due_work(100).await.unwrap();
     let mut by: HashMap<String, usize> = HashMap::new();
@@ -1019,4 +1030,108 @@ async fn a_429_holds_the_whole_destination_not_only_its_delivery() {
         ),
         "the burst is spent: the next token at the steady rate"
     );
+}
+
+#[tokio::test]
+async fn a_retry_s_message_carries_the_stored_delivery_and_a_stale_copy_is_read_again() {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        503, None,
+    )]));
+    w.destination("crm", |_| {}).await;
+    let r = w.pending("crm", "evt_1").await;
+    assert!(matches!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Retrying { .. }
+    ));
+    let stored = w.stored(&r).await;
+    let [(Work::Attempt(carried), _)] = &w.scheduled_as_sent()[..] else {
+        panic!("{:?}", w.scheduled_as_sent());
+    };
+    assert_eq!(
+        **carried, stored,
+        "the copy is the item as stored, version included"
+    );
+    // Another worker delivers it first (the sweep found it): the carried copy is stale.
+    w.clock.set_millis(stored.next_attempt_at.unwrap());
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    assert_eq!(
+        w.worker
+            .work(&Work::Attempt(carried.clone()))
+            .await
+            .unwrap(),
+        DeliveryOutcome::Skipped(Skip::Terminal),
+        "its conflict reads the delivery again"
+    );
+    assert_eq!(w.transport.sent().len(), 2, "never sent again");
+    // A current copy is delivered as carried.
+    let other = w.pending("crm", "evt_2").await;
+    let copy = w.stored(&other).await;
+    assert_eq!(
+        w.worker.work(&Work::carrying(&copy)).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    // An old message, by reference, is still read.
+    let third = w.pending("crm", "evt_3").await;
+    let old: Work =
+        serde_json::from_str(&serde_json::to_string(&Work::Delivery(third.clone())).unwrap())
+            .unwrap();
+    assert_eq!(
+        w.worker.work(&old).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+}
+
+#[tokio::test]
+async fn leased_tokens_keep_the_shared_burst_across_workers() {
+    let w = world(ScriptedTransport::new());
+    w.destination("crm", |d| {
+        d.rate_per_sec = 100.0;
+        d.burst = 10;
+    })
+    .await;
+    let mut outcomes = Vec::new();
+    for i in 0..11 {
+        let r = w.pending("crm", &format!("evt_{i}")).await;
+        outcomes.push(w.worker.deliver(&r).await.unwrap());
+    }
+    let delivered = outcomes
+        .iter()
+        .filter(|o| **o == DeliveryOutcome::Delivered)
+        .count();
+    assert_eq!(delivered, 10, "the burst, taken in leases: {outcomes:?}");
+    assert!(matches!(
+        outcomes[10],
+        DeliveryOutcome::Deferred {
+            why: "rate limit",
+            ..
+        }
+    ));
+    // A second worker on the same bucket finds it spent at the same instant.
+    let other = Deliverer::new(
+        w.store.clone(),
+        w.transport.clone(),
+        w.queues.clone(),
+        w.clock.clone(),
+        config(),
+        Duration::from_secs(60),
+    );
+    let r = w.pending("crm", "evt_other").await;
+    assert!(matches!(
+        other.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Deferred {
+            why: "rate limit",
+            ..
+        }
+    ));
+    // After the lease ends its unspent tokens are gone: the bucket's rate, not more.
+    w.clock.set_millis(T0 + 1_000);
+    let r = w.pending("crm", "evt_later").await;
+    assert_eq!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    assert_eq!(w.transport.sent().len(), 11);
 }

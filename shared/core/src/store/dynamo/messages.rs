@@ -138,6 +138,13 @@ impl MessageStore for DynamoTable {
         self.take_body(key, &mut item).await.map(Some)
     }
 
+    async fn read_bodies_ahead(
+        &self,
+        keys: &[MessageKey],
+    ) -> Result<Vec<Option<Option<bytes::Bytes>>>, StoreError> {
+        self.inline_bodies(keys).await
+    }
+
     async fn renew_body(&self, key: &MessageKey) -> Result<(), StoreError> {
         self.renew_message_body(key).await
     }

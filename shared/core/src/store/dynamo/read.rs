@@ -42,6 +42,80 @@ impl DynamoTable {
         })
     }
 
+    /// The inline bodies of `keys`' messages in one consistent `BatchGetItem` per 100 keys (the
+    /// keys it leaves unprocessed are asked once more): `Some(None)` for a message that is not
+    /// there, `None` for one not read here (its body in S3, a damaged frame, still unprocessed),
+    /// which [`Self::take_body`] then reads on its own.
+    pub(super) async fn inline_bodies(
+        &self,
+        keys: &[MessageKey],
+    ) -> Result<Vec<Option<Option<bytes::Bytes>>>, StoreError> {
+        use aws_sdk_dynamodb::types::KeysAndAttributes;
+        use std::collections::HashMap;
+        let mut found: HashMap<String, Item> = HashMap::new();
+        let mut answered: std::collections::HashSet<String> = Default::default();
+        for chunk in keys.chunks(100) {
+            let mut asked: Vec<_> = chunk.iter().map(message_key_attrs).collect();
+            asked.dedup();
+            for _round in 0..2 {
+                if asked.is_empty() {
+                    break;
+                }
+                let request = KeysAndAttributes::builder()
+                    .set_keys(Some(asked.clone()))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(|e| super::corrupt(e.to_string()))?;
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, request)
+                    .send()
+                    .await
+                    .map_err(classify)?;
+                let unprocessed: Vec<_> = out
+                    .unprocessed_keys
+                    .and_then(|mut u| u.remove(&self.table))
+                    .map(|k| k.keys)
+                    .unwrap_or_default();
+                for key in &asked {
+                    if !unprocessed.contains(key) {
+                        answered.extend(get_s(key, crate::store::schema::PK).map(str::to_owned));
+                    }
+                }
+                for item in out
+                    .responses
+                    .and_then(|mut r| r.remove(&self.table))
+                    .unwrap_or_default()
+                {
+                    if let Some(pk) = get_s(&item, crate::store::schema::PK).map(str::to_owned) {
+                        found.insert(pk, item);
+                    }
+                }
+                asked = unprocessed;
+            }
+        }
+        Ok(keys
+            .iter()
+            .map(|key| {
+                let pk = message_pk(key);
+                match found.get(&pk) {
+                    None if answered.contains(&pk) => Some(None),
+                    None => None,
+                    Some(item) if item.contains_key(BODY_REF) => None,
+                    Some(item) => {
+                        let mut item = item.clone();
+                        decode_item(&mut item).ok()?;
+                        Some(Some(match item.remove(BODY) {
+                            Some(AttributeValue::B(body)) => bytes::Bytes::from(body.into_inner()),
+                            _ => bytes::Bytes::new(),
+                        }))
+                    }
+                }
+            })
+            .collect())
+    }
+
     /// Renews a message's body kept in S3 ([`S3Bodies::renew`]); one kept in the item lives
     /// with it.
     pub(super) async fn renew_message_body(&self, key: &MessageKey) -> Result<(), StoreError> {
