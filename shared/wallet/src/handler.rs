@@ -14,6 +14,7 @@
 
 use crate::config::WalletConfig;
 use crate::items::adjust_wallet;
+use crate::items::shards::pick;
 use crate::ledger::{Ledger, LedgerError};
 use crate::model::{EmailRow, Entry, Wallet};
 use crate::parse::{self, EmailNotice, StripeNotice};
@@ -156,13 +157,14 @@ impl<S: ItemStore> WalletHandler<S> {
         }
     }
 
-    /// The wallet adjustment and the entries for the movements of one event, and the metrics
-    /// they raise. Refused (permanently, with the reason) if the wallet's figures would overflow.
+    /// The wallet adjustment (on shard `shard`) and the entries for the movements of one event,
+    /// and the metrics they raise. Refused (permanently, with the reason) if the wallet's figures would overflow.
     pub(crate) fn money(
         &self,
         m: &StoredMessage,
         wallet: &Wallet,
         subject: &str,
+        shard: u32,
         moves: &[Movement],
     ) -> Result<(Vec<Effect>, Vec<Metric>), HandlerOutcome> {
         let refuse = |e: crate::money::Overflow| {
@@ -186,8 +188,15 @@ impl<S: ItemStore> WalletHandler<S> {
         }
         // What the movements announce: its wallet attributes join the wallet's own write.
         let notices = crate::notices::notices(wallet, moves, m.received_at).map_err(refuse)?;
-        let adjust = adjust_wallet(&wallet.tenant, moves, m.received_at, flags).map_err(refuse)?;
-        let mut effects = vec![notices.join_adjust(adjust)];
+        let mut effects = adjust_wallet(
+            &wallet.tenant,
+            shard,
+            moves,
+            m.received_at,
+            flags,
+            &notices,
+        )
+        .map_err(refuse)?;
         effects.extend(notices.effects);
         metrics.extend(notices.metrics);
         // One id per event; its second movement's entry sorts right after the first (same time).
@@ -243,9 +252,18 @@ impl<S: ItemStore> WalletHandler<S> {
         if !next.events.contains(&m.event_id.to_string()) {
             next.events.push(m.event_id.to_string());
         }
+        // The shard its hold is on (a capture or release), else the one its message hashes to.
+        let shard = if row.state == EmailState::Held {
+            row.shard
+        } else {
+            pick(&notice.message_id, wallet.shard_count())
+        };
+        if state == EmailState::Held && row.state != EmailState::Held {
+            next.shard = shard;
+        }
         let mut commit = Commit::new(vec![next.replace(&notice.tenant, row.version)]);
         if let Some(mv) = movement {
-            let (effects, metrics) = self.money(m, &wallet, &notice.message_id, &[mv])?;
+            let (effects, metrics) = self.money(m, &wallet, &notice.message_id, shard, &[mv])?;
             commit.effects.extend(effects);
             commit.metrics.extend(metrics);
             if matches!(mv.kind, rules::EntryKind::Hold | rules::EntryKind::Debit) {

@@ -17,6 +17,7 @@
 
 use crate::autopay_handler::threshold_writes;
 use crate::items::holds::{bounded_hold, hold_sk, pointed_message, pointer, HOLDS_SOURCE};
+use crate::items::shards::{self, pick, plan_refill, Part};
 use crate::items::wallet_pk;
 use crate::ledger::{Ledger, LedgerError};
 use crate::model::{EmailRow, Entry, Wallet};
@@ -132,6 +133,14 @@ fn conflicts_metric(tenant: &str, operation: &str, conflicts: u32) -> Metric {
         .with_note("the wallet changed under a hold's conditional write; read again and retried")
 }
 
+/// A refill of a hold's shard from the others (`Moved`: whether it committed).
+fn refills_metric(tenant: &str, moved: bool) -> Metric {
+    Metric::count(METRICS_NAMESPACE, "ShardRefills", 1)
+        .with_property("Tenant", tenant)
+        .with_property("Moved", if moved { "true" } else { "false" })
+        .with_note("a hold's shard ran short; the others' surplus moved to it in one transaction")
+}
+
 /// A hold or release that gave up after its bounded retries.
 fn busy_metric(tenant: &str, operation: &str) -> Metric {
     Metric::count(METRICS_NAMESPACE, "HoldBusy", 1)
@@ -218,7 +227,10 @@ where
     ) -> Result<HoldOutcome, LedgerError> {
         let tenant = &request.tenant;
         let mut conflicts = 0;
-        for attempt in 1..=self.retry.max_attempts {
+        let mut refills = 0;
+        let mut attempt = 0;
+        while attempt < self.retry.max_attempts {
+            attempt += 1;
             if attempt > 1 {
                 self.back_off(attempt).await;
             }
@@ -258,13 +270,28 @@ where
                 };
                 return Ok(self.done(tenant, "place", conflicts, outcome));
             }
+            // The whole wallet affords it: its shard must too, else the others refill it first.
+            let part = wallet.part(pick(&request.message_id, wallet.shard_count()));
+            let short = amount.minor() - part.surplus().map_err(refused)?;
+            if short > 0 {
+                if refills < self.retry.max_attempts {
+                    refills += 1;
+                    if self.refill(&wallet, part.shard, short).await? {
+                        attempt -= 1;
+                    } else {
+                        conflicts += 1;
+                    }
+                    continue;
+                }
+                break;
+            }
             let held = Held {
                 hold_id: request.hold_id.clone(),
                 message_id: request.message_id.clone(),
                 amount,
                 available: after,
             };
-            let (mut effects, mut metrics) = self.hold_effects(&wallet, &held, &with)?;
+            let (mut effects, mut metrics) = self.hold_effects(&wallet, &part, &held, &with)?;
             // Autopay's threshold, as a webhook's hold checks it: the attempt (and the settings
             // at their version) in the hold's own transaction.
             let autopay = self.ledger().autopay(tenant).await?;
@@ -284,6 +311,19 @@ where
         }
         self.record([busy_metric(tenant, "place")]);
         Ok(self.done(tenant, "place", conflicts, HoldOutcome::Busy))
+    }
+
+    /// Moves to shard `target` at least `short` of the other shards' surplus (as read), in one
+    /// transaction whose every donor is bounded as a hold is; `false` if one changed meanwhile
+    /// (nothing moved). Counted in `ShardRefills`.
+    async fn refill(&self, wallet: &Wallet, target: u32, short: i64) -> Result<bool, LedgerError> {
+        let Some(moves) = plan_refill(&wallet.shards, target, short) else {
+            return Ok(false);
+        };
+        let effects = shards::refill(&wallet.tenant, &wallet.shards, &moves).map_err(refused)?;
+        let done = matches!(self.store.commit(effects).await?, Applied::Done);
+        self.record([refills_metric(&wallet.tenant, done)]);
+        Ok(done)
     }
 
     /// What a hold found already there: the email's row, or another email's hold of this id.
@@ -319,6 +359,7 @@ where
     fn hold_effects(
         &self,
         wallet: &Wallet,
+        part: &Part,
         held: &Held,
         with: &(impl Fn(&Held) -> Vec<Effect> + Send + Sync),
     ) -> Result<(Vec<Effect>, Vec<Metric>), LedgerError> {
@@ -335,6 +376,7 @@ where
             held_at: Some(now),
             updated_at: Some(now),
             hold_id: Some(held.hold_id.clone()),
+            shard: part.shard,
             ..EmailRow::default()
         };
         let notices = notices(wallet, &[mv], now).map_err(refused)?;
@@ -348,10 +390,9 @@ where
                 held.amount,
                 now,
             )),
-            bounded_hold(tenant, &mv, wallet.balance, wallet.floor, now, &notices)
-                .map_err(refused)?,
-            self.entry(tenant, &mv, &held.message_id, &held.hold_id, now),
         ];
+        effects.extend(bounded_hold(tenant, part, &mv, now, &notices).map_err(refused)?);
+        effects.push(self.entry(tenant, &mv, &held.message_id, &held.hold_id, now));
         effects.extend(with(held));
         effects.extend(notices.effects);
         Ok((effects, notices.metrics))

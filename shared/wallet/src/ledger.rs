@@ -3,14 +3,16 @@
 //! over the core's item store. Reconciliation reads through it ([`crate::reconcile`]); it knows
 //! nothing of reconciliation. Its autopay (settings, attempts, journal, the operator's changes):
 //! `ledger/autopay.rs`; a wallet's limits changed later (floor, review threshold, journaled):
-//! `ledger/limits.rs`; the unmatched payments (listed, bound to a tenant): `ledger/unmatched.rs`.
+//! `ledger/limits.rs`; its count of shards raised: `ledger/shards.rs`; the unmatched payments (listed, bound to a tenant): `ledger/unmatched.rs`.
 
 mod autopay;
 mod limits;
+mod shards;
 mod unmatched;
 
 pub use autopay::{pause, resume, AutopayError};
 pub use limits::{LimitsChange, LimitsSet};
+pub use shards::{ShardsError, ShardsSet};
 pub use unmatched::{BindError, Bound, LIST_LIMIT};
 
 use crate::items::{
@@ -18,6 +20,7 @@ use crate::items::{
     wallet_pk, EMAIL_PREFIX, ENTRY_PREFIX, KIND_WALLET, PAYMENT_PREFIX, REGISTRY_COMPLETE_SK,
     REGISTRY_PK, REGISTRY_PREFIX, WALLET_SK,
 };
+use crate::items::shards::{shard_key, Part};
 use crate::model::{EmailRow, Entry, PaymentIndex, PaymentRow, Wallet};
 use crate::tenant::TenantId;
 use inbox_core::store::attr::get_s;
@@ -137,12 +140,39 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
 
     /// The wallet of `tenant`, if it has one.
     pub async fn wallet(&self, tenant: &TenantId) -> Result<Option<Wallet>, LedgerError> {
-        match self.store.get_item(&wallet_pk(tenant), WALLET_SK).await? {
-            Some(item) => Wallet::from_item(&item)
-                .map(Some)
-                .map_err(unreadable(&format!("the wallet item of tenant {tenant:?}"))),
-            None => Ok(None),
+        Ok(self.wallet_and_item(tenant).await?.map(|(w, _)| w))
+    }
+
+    /// The wallet of `tenant` (its shards summed) and its wallet item (shard 0) as stored, for
+    /// the attributes the wallet does not model (the API's extra flags).
+    pub async fn wallet_and_item(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<(Wallet, Item)>, LedgerError> {
+        let Some(item) = self.store.get_item(&wallet_pk(tenant), WALLET_SK).await? else {
+            return Ok(None);
+        };
+        let what = format!("the wallet item of tenant {tenant:?}");
+        let wallet = Wallet::from_item(&item).map_err(unreadable(&what))?;
+        let k = crate::items::shards::count(&item).map_err(unreadable(&what))?;
+        if k == 1 {
+            return Ok(Some((wallet, item)));
         }
+        // The other shards, read at once: K − 1 more strongly consistent reads (1 read unit each).
+        let reads = (1..k).map(|n| async move {
+            let (pk, sk) = shard_key(tenant, n);
+            (n, self.store.get_item(&pk, &sk).await)
+        });
+        let mut others = Vec::new();
+        for (n, read) in futures_util::future::join_all(reads).await {
+            let what = format!("shard {n} of the wallet of tenant {tenant:?}");
+            let item = read?.ok_or_else(|| LedgerError::Unreadable(format!("{what} is missing")))?;
+            others.push(Part::from_item(n, &item).map_err(unreadable(&what))?);
+        }
+        let wallet = wallet
+            .with_shards(others)
+            .map_err(|e| LedgerError::Unreadable(format!("{what}: {e}")))?;
+        Ok(Some((wallet, item)))
     }
 
     /// The tenants with a wallet: the registry (one `Query` of its partition). Until the registry

@@ -67,11 +67,10 @@ where
             next.state = state;
             next.updated_at = Some(now);
             let notices = notices(&wallet, &[mv], now).map_err(refused)?;
-            let mut effects = vec![
-                next.replace(tenant, row.version),
-                existing_wallet(tenant, &mv, now, &notices).map_err(refused)?,
-                self.entry(tenant, &mv, &message_id, hold_id, now),
-            ];
+            // The shard the hold is on.
+            let mut effects = vec![next.replace(tenant, row.version)];
+            effects.extend(existing_wallet(tenant, row.shard, &mv, now, &notices).map_err(refused)?);
+            effects.push(self.entry(tenant, &mv, &message_id, hold_id, now));
             effects.extend(with(&released));
             effects.extend(notices.effects);
             match self.store.commit(effects).await? {

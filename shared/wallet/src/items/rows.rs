@@ -14,6 +14,9 @@ impl EmailRow {
             held_at: number(item, "held_at")?,
             updated_at: number(item, "updated_at")?,
             hold_id: text(item, "hold_id"),
+            shard: number(item, "shard")?
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0),
             version: version(item),
         })
     }
@@ -37,6 +40,9 @@ impl EmailRow {
         }
         if let Some(h) = &self.hold_id {
             item.insert("hold_id".into(), s(h));
+        }
+        if self.shard != 0 {
+            item.insert("shard".into(), n(i64::from(self.shard)));
         }
         item
     }
