@@ -188,15 +188,9 @@ impl<S: ItemStore> WalletHandler<S> {
         }
         // What the movements announce: its wallet attributes join the wallet's own write.
         let notices = crate::notices::notices(wallet, moves, m.received_at).map_err(refuse)?;
-        let mut effects = adjust_wallet(
-            &wallet.tenant,
-            shard,
-            moves,
-            m.received_at,
-            flags,
-            &notices,
-        )
-        .map_err(refuse)?;
+        let mut effects =
+            adjust_wallet(&wallet.tenant, shard, moves, m.received_at, flags, &notices)
+                .map_err(refuse)?;
         effects.extend(notices.effects);
         metrics.extend(notices.metrics);
         // One id per event; its second movement's entry sorts right after the first (same time).

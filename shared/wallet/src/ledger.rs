@@ -15,12 +15,12 @@ pub use limits::{LimitsChange, LimitsSet};
 pub use shards::{ShardsError, ShardsSet};
 pub use unmatched::{BindError, Bound, LIST_LIMIT};
 
+use crate::items::shards::{shard_key, Part};
 use crate::items::{
     email_sk, payment_index_key, payment_sk, register_wallet, registered_tenant, registry_complete,
     wallet_pk, EMAIL_PREFIX, ENTRY_PREFIX, KIND_WALLET, PAYMENT_PREFIX, REGISTRY_COMPLETE_SK,
     REGISTRY_PK, REGISTRY_PREFIX, WALLET_SK,
 };
-use crate::items::shards::{shard_key, Part};
 use crate::model::{EmailRow, Entry, PaymentIndex, PaymentRow, Wallet};
 use crate::tenant::TenantId;
 use inbox_core::store::attr::get_s;
@@ -166,7 +166,8 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
         let mut others = Vec::new();
         for (n, read) in futures_util::future::join_all(reads).await {
             let what = format!("shard {n} of the wallet of tenant {tenant:?}");
-            let item = read?.ok_or_else(|| LedgerError::Unreadable(format!("{what} is missing")))?;
+            let item =
+                read?.ok_or_else(|| LedgerError::Unreadable(format!("{what} is missing")))?;
             others.push(Part::from_item(n, &item).map_err(unreadable(&what))?);
         }
         let wallet = wallet

@@ -69,7 +69,8 @@ where
             let notices = notices(&wallet, &[mv], now).map_err(refused)?;
             // The shard the hold is on.
             let mut effects = vec![next.replace(tenant, row.version)];
-            effects.extend(existing_wallet(tenant, row.shard, &mv, now, &notices).map_err(refused)?);
+            effects
+                .extend(existing_wallet(tenant, row.shard, &mv, now, &notices).map_err(refused)?);
             effects.push(self.entry(tenant, &mv, &message_id, hold_id, now));
             effects.extend(with(&released));
             effects.extend(notices.effects);

@@ -299,7 +299,11 @@ pub fn plan_refill(parts: &[Part], target: u32, need: i64) -> Option<Vec<Transfe
 
 /// The writes of a refill: each donor's balance taken under [`affords`] (as read), the target's
 /// given; one transaction, so no amount is ever in two shards or none.
-pub(crate) fn refill(tenant: &str, parts: &[Part], moves: &[Transfer]) -> Result<Vec<Effect>, Overflow> {
+pub(crate) fn refill(
+    tenant: &str,
+    parts: &[Part],
+    moves: &[Transfer],
+) -> Result<Vec<Effect>, Overflow> {
     let mut effects = Vec::new();
     let mut total = 0i64;
     for m in moves {
@@ -345,7 +349,10 @@ mod tests {
 
     #[test]
     fn shard_zero_is_the_wallet_item_and_the_others_never_a_wallets_key() {
-        assert_eq!(shard_key("acme", 0), ("WALLET#acme".into(), "WALLET".into()));
+        assert_eq!(
+            shard_key("acme", 0),
+            ("WALLET#acme".into(), "WALLET".into())
+        );
         assert_eq!(
             shard_key("acme", 3),
             ("WALLET#acme#S3".into(), "SHARD#3".into())
@@ -405,13 +412,19 @@ mod tests {
         let parts = [part(0, 100, 20, 10), part(1, 0, 0, 0)];
         let moves = plan_refill(&parts, 1, 30).unwrap();
         let effects = refill("acme", &parts, &moves).unwrap();
-        let Effect::AdjustIf { pk, add, bounds, .. } = &effects[0] else {
+        let Effect::AdjustIf {
+            pk, add, bounds, ..
+        } = &effects[0]
+        else {
             panic!("{effects:?}")
         };
         assert_eq!(pk, "WALLET#acme");
         assert_eq!(add, &vec![("balance".to_string(), -(30 + 40 / 2))]);
         assert!(bounds.contains(&Bound::AtMost("held".into(), 100 - 10 - 50)));
-        let Effect::AdjustIf { pk, add, bounds, .. } = &effects[1] else {
+        let Effect::AdjustIf {
+            pk, add, bounds, ..
+        } = &effects[1]
+        else {
             panic!("{effects:?}")
         };
         assert_eq!(

@@ -177,9 +177,10 @@ async fn set_shards(ctx: &Context, tenant: &TenantId, k: u32) -> Result<ShardsSe
 
 /// The JSON of a change of shards.
 fn shards_json(set: Option<ShardsSet>) -> serde_json::Value {
-    set.map_or(serde_json::Value::Null, |s| {
-        json!({"before": s.before, "after": s.after})
-    })
+    set.map_or(
+        serde_json::Value::Null,
+        |s| json!({"before": s.before, "after": s.after}),
+    )
 }
 
 async fn set(ctx: &Context, args: WalletSetArgs) -> Result<()> {
@@ -194,7 +195,10 @@ async fn set(ctx: &Context, args: WalletSetArgs) -> Result<()> {
         };
         let set = set_shards(ctx, &tenant, k).await?;
         let store = ctx.store().await?;
-        let view = WalletView::new(&load_wallet(&store, tenant.as_str()).await?, SystemClock.now_millis())?;
+        let view = WalletView::new(
+            &load_wallet(&store, tenant.as_str()).await?,
+            SystemClock.now_millis(),
+        )?;
         if ctx.json() {
             return print_json(&json!({"shards": shards_json(Some(set)), "wallet": view}));
         }
