@@ -147,8 +147,10 @@ impl<S: ItemStore> WalletHandler<S> {
         Ledger::new(&self.store)
     }
 
+    /// The wallet as read (its shards at once, see [`Ledger::wallet_as_read`]: what a movement
+    /// decides on; its amounts are commutative adds).
     pub(crate) async fn wallet(&self, tenant: &TenantId) -> Result<Wallet, HandlerOutcome> {
-        match self.ledger().wallet(tenant).await {
+        match self.ledger().wallet_as_read(tenant).await {
             Ok(Some(wallet)) => Ok(wallet),
             Ok(None) => Err(HandlerOutcome::Permanent(format!(
                 "no wallet for tenant {tenant:?}; create it (inboxctl wallet create), then replay this message"

@@ -234,7 +234,7 @@ where
             if attempt > 1 {
                 self.back_off(attempt).await;
             }
-            let Some(wallet) = self.ledger().wallet(tenant).await? else {
+            let Some(mut wallet) = self.ledger().wallet_as_read(tenant).await? else {
                 return Ok(self.done(tenant, "place", conflicts, HoldOutcome::NoWallet));
             };
             if conflicts > 0 {
@@ -252,7 +252,15 @@ where
                     amount.minor()
                 )));
             }
-            let available = wallet.available().map_err(refused)?;
+            let mut available = wallet.available().map_err(refused)?;
+            if wallet.shard_count() > 1 && available.minor() - amount.minor() < wallet.floor.minor()
+            {
+                // A refusal is confirmed on a read no refill moved under.
+                if let Some(settled) = self.ledger().wallet(tenant).await? {
+                    wallet = settled;
+                    available = wallet.available().map_err(refused)?;
+                }
+            }
             let after = available
                 .checked_sub(amount, "the available amount")
                 .map_err(refused)?;

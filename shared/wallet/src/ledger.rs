@@ -15,7 +15,7 @@ pub use limits::{LimitsChange, LimitsSet};
 pub use shards::{ShardsError, ShardsSet};
 pub use unmatched::{BindError, Bound, LIST_LIMIT};
 
-use crate::items::shards::{shard_key, Part};
+use crate::items::shards::{refills, shard_key, Part};
 use crate::items::{
     email_sk, payment_index_key, payment_sk, register_wallet, registered_tenant, registry_complete,
     wallet_pk, EMAIL_PREFIX, ENTRY_PREFIX, KIND_WALLET, PAYMENT_PREFIX, REGISTRY_COMPLETE_SK,
@@ -26,6 +26,9 @@ use crate::tenant::TenantId;
 use inbox_core::store::attr::get_s;
 use inbox_core::store::{Applied, Effect, Item, ItemStore, ItemWriter, StoreError};
 use std::collections::BTreeSet;
+
+/// How many times [`Ledger::wallet`] reads a sharded wallet again while refills move under it.
+const SETTLE_TRIES: u32 = 8;
 
 /// What [`Ledger::create`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,17 +141,47 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
         }
     }
 
-    /// The wallet of `tenant`, if it has one.
+    /// The wallet of `tenant`, if it has one: for a wallet of K > 1 shards their sums as of one
+    /// moment as far as refills go (K + 1 reads: see [`Ledger::wallet_and_item`]).
     pub async fn wallet(&self, tenant: &TenantId) -> Result<Option<Wallet>, LedgerError> {
         Ok(self.wallet_and_item(tenant).await?.map(|(w, _)| w))
     }
 
     /// The wallet of `tenant` (its shards summed) and its wallet item (shard 0) as stored, for
-    /// the attributes the wallet does not model (the API's extra flags).
+    /// the attributes the wallet does not model (the API's extra flags). The K shards are read
+    /// at once, so a refill committed between two of the reads would count its amount twice or
+    /// not at all: shard 0 is read again after the others and the whole read repeated (a few
+    /// times at most) until its refill counter did not move in between. The movements' own
+    /// path reads without that check ([`Ledger::wallet_as_read`]).
     pub async fn wallet_and_item(
         &self,
         tenant: &TenantId,
     ) -> Result<Option<(Wallet, Item)>, LedgerError> {
+        let mut tries = 0;
+        loop {
+            let Some((wallet, item)) = self.read_wallet(tenant).await? else {
+                return Ok(None);
+            };
+            tries += 1;
+            if wallet.shard_count() == 1 || tries >= SETTLE_TRIES {
+                return Ok(Some((wallet, item)));
+            }
+            let again = self.store.get_item(&wallet_pk(tenant), WALLET_SK).await?;
+            if again.as_ref().map(refills) == Some(refills(&item)) {
+                return Ok(Some((wallet, item)));
+            }
+        }
+    }
+
+    /// The wallet as its K shards read at once (K reads): exact for one shard; for more, a refill
+    /// committed during the reads may show its amount twice or not at all. What the movements
+    /// decide on (a hold's conditional write makes it exact; its refusal is confirmed by
+    /// [`Ledger::wallet`]).
+    pub async fn wallet_as_read(&self, tenant: &TenantId) -> Result<Option<Wallet>, LedgerError> {
+        Ok(self.read_wallet(tenant).await?.map(|(w, _)| w))
+    }
+
+    async fn read_wallet(&self, tenant: &TenantId) -> Result<Option<(Wallet, Item)>, LedgerError> {
         let Some(item) = self.store.get_item(&wallet_pk(tenant), WALLET_SK).await? else {
             return Ok(None);
         };

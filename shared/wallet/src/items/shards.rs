@@ -28,6 +28,9 @@ pub const SHARDS_ATTR: &str = "shards";
 /// transaction, DynamoDB's limit being 100 items).
 pub const MAX_SHARDS: u32 = 64;
 pub const KIND_WALLET_SHARD: &str = "wallet_shard";
+/// The wallet item's count of refills (every refill adds one, in its transaction): a read of
+/// the K shards that saw it unchanged before and after saw no refill in between.
+pub const REFILLS_ATTR: &str = "refills";
 pub const SHARD_PREFIX: &str = "SHARD#";
 
 /// The key of shard `shard` of `tenant`'s wallet (shard 0: the wallet item).
@@ -154,6 +157,11 @@ impl Wallet {
         self.shards = parts;
         Ok(self)
     }
+}
+
+/// The refills a wallet item counts (absent: 0).
+pub(crate) fn refills(item: &Item) -> i64 {
+    number(item, REFILLS_ATTR).ok().flatten().unwrap_or(0)
 }
 
 /// The count of shards a wallet item names (absent: 1).
@@ -298,7 +306,9 @@ pub fn plan_refill(parts: &[Part], target: u32, need: i64) -> Option<Vec<Transfe
 }
 
 /// The writes of a refill: each donor's balance taken under [`affords`] (as read), the target's
-/// given; one transaction, so no amount is ever in two shards or none.
+/// given, the wallet item's refill counter added ([`REFILLS_ATTR`]: in shard 0's own write when
+/// it takes part, one item being written once per transaction); one transaction, so no amount
+/// is ever in two shards or none.
 pub(crate) fn refill(
     tenant: &str,
     parts: &[Part],
@@ -306,6 +316,12 @@ pub(crate) fn refill(
 ) -> Result<Vec<Effect>, Overflow> {
     let mut effects = Vec::new();
     let mut total = 0i64;
+    let counted = |shard: u32, mut add: Vec<(String, i64)>| {
+        if shard == 0 {
+            add.push((REFILLS_ATTR.into(), 1));
+        }
+        add
+    };
     for m in moves {
         let Some(donor) = parts.iter().find(|p| p.shard == m.from) else {
             continue;
@@ -314,20 +330,29 @@ pub(crate) fn refill(
         effects.push(Effect::AdjustIf {
             pk,
             sk,
-            add: vec![("balance".into(), -m.amount)],
+            add: counted(m.from, vec![("balance".into(), -m.amount)]),
             set: Vec::new(),
             bounds: affords(donor, m.amount)?,
         });
         total = checked_add(total, m.amount, "the refill")?;
     }
-    if let Some(to) = moves.first().map(|m| m.to) {
-        let (pk, sk) = shard_key(tenant, to);
-        effects.push(Effect::AdjustIf {
-            pk,
-            sk,
-            add: vec![("balance".into(), total)],
+    let Some(to) = moves.first().map(|m| m.to) else {
+        return Ok(effects);
+    };
+    let (pk, sk) = shard_key(tenant, to);
+    effects.push(Effect::AdjustIf {
+        pk,
+        sk,
+        add: counted(to, vec![("balance".into(), total)]),
+        set: Vec::new(),
+        bounds: Vec::new(),
+    });
+    if moves.iter().all(|m| m.from != 0) && to != 0 {
+        effects.push(Effect::Adjust {
+            pk: wallet_pk(tenant),
+            sk: WALLET_SK.into(),
+            add: vec![(REFILLS_ATTR.into(), 1)],
             set: Vec::new(),
-            bounds: Vec::new(),
         });
     }
     Ok(effects)
@@ -419,7 +444,13 @@ mod tests {
             panic!("{effects:?}")
         };
         assert_eq!(pk, "WALLET#acme");
-        assert_eq!(add, &vec![("balance".to_string(), -(30 + 40 / 2))]);
+        assert_eq!(
+            add,
+            &vec![
+                ("balance".to_string(), -(30 + 40 / 2)),
+                ("refills".to_string(), 1)
+            ]
+        );
         assert!(bounds.contains(&Bound::AtMost("held".into(), 100 - 10 - 50)));
         let Effect::AdjustIf {
             pk, add, bounds, ..
@@ -430,6 +461,17 @@ mod tests {
         assert_eq!(
             (pk.as_str(), add, bounds.len()),
             ("WALLET#acme#S1", &vec![("balance".to_string(), 50)], 0)
+        );
+        assert_eq!(effects.len(), 2);
+        // Between two other shards: the counter in a third write.
+        let parts = [part(0, 0, 0, 0), part(1, 0, 0, 0), part(2, 90, 0, 0)];
+        let effects = refill("acme", &parts, &plan_refill(&parts, 1, 10).unwrap()).unwrap();
+        let Effect::Adjust { pk, add, .. } = &effects[2] else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(
+            (pk.as_str(), add),
+            ("WALLET#acme", &vec![("refills".to_string(), 1)])
         );
     }
 }
