@@ -278,8 +278,23 @@ where
                 };
                 return Ok(self.done(tenant, "place", conflicts, outcome));
             }
-            // The whole wallet affords it: its shard must too, else the others refill it first.
-            let part = wallet.part(pick(&request.message_id, wallet.shard_count()));
+            // The whole wallet affords it: on its message's shard if that one does, else on the
+            // shard with the most above its floor if that one does (the row records which),
+            // else its own shard once the others refilled it.
+            let own = wallet.part(pick(&request.message_id, wallet.shard_count()));
+            let part = if own.surplus().map_err(refused)? >= amount.minor() {
+                own
+            } else {
+                let richest = wallet
+                    .shards
+                    .iter()
+                    .filter_map(|p| p.surplus().ok().map(|s| (s, p)))
+                    .max_by_key(|(s, p)| (*s, std::cmp::Reverse(p.shard)));
+                match richest {
+                    Some((s, p)) if s >= amount.minor() => p.clone(),
+                    _ => own,
+                }
+            };
             let short = amount.minor() - part.surplus().map_err(refused)?;
             if short > 0 {
                 if refills < self.retry.max_attempts {

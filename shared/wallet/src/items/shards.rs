@@ -401,7 +401,8 @@ mod tests {
     #[test]
     fn a_refill_takes_the_need_and_a_share_from_the_richest_first() {
         // (parts, target, need) → moves (from, amount)
-        let cases: Vec<(Vec<Part>, u32, i64, Option<Vec<(u32, i64)>>)> = vec![
+        type Case = (Vec<Part>, u32, i64, Option<Vec<(u32, i64)>>);
+        let cases: Vec<Case> = vec![
             (
                 vec![part(0, 1000, 0, 0), part(1, 0, 0, 0)],
                 1,

@@ -79,6 +79,14 @@ async fn release(w: &World, hold_id: &str) -> ReleaseOutcome {
         .unwrap()
 }
 
+async fn row_of(w: &World, message_id: &str) -> EmailRow {
+    Ledger::new(&*w.store)
+        .email_row(&tid("acme"), message_id)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 /// Every shard keeps `available ≥ its floor` (no webhook debit overdrew one).
 fn shards_within_floors(w: &Wallet) -> bool {
     w.shards.iter().all(|p| p.surplus().is_ok_and(|s| s >= 0))
@@ -168,28 +176,11 @@ async fn run(w: &World, i: usize, op: Op) -> String {
 }
 
 /// The figures a user sees of a wallet (the shards' own are left out).
-fn figures(
-    w: &Wallet,
-) -> (
-    i64,
-    i64,
-    bool,
-    bool,
-    bool,
-    i64,
-    Option<String>,
-    Vec<(String, i64)>,
-) {
-    (
-        w.balance.minor(),
-        w.held.minor(),
-        w.overdrawn,
-        w.review,
-        w.low,
-        w.low_crossings,
-        w.review_reported.clone(),
-        w.month_debits.clone().into_iter().collect(),
-    )
+fn figures(w: &Wallet) -> Wallet {
+    Wallet {
+        shards: Vec::new(),
+        ..w.clone()
+    }
 }
 
 proptest! {
@@ -233,42 +224,58 @@ proptest! {
 }
 
 #[tokio::test]
-async fn a_hold_on_an_empty_shard_is_refilled_from_the_others_in_one_transaction() {
+async fn a_hold_goes_where_the_money_is_and_a_shard_is_refilled_when_none_has_enough() {
     let w = World::new().wallet("acme", 0, None).shard(4).await;
-    // The top-up lands on the shard its payment hashes to.
-    assert_eq!(w.top_up("pi_1", 100 * PRICE).await, Outcome::Processed);
-    let funded = pick("pi_1", 4);
+    // Two top-ups, each on the shard its payment hashes to: 60 and 40 prices on two shards.
+    let pis: Vec<String> = (0..).map(|i| format!("pi_{i}")).take(50).collect();
+    let a = &pis[0];
+    let b = pis.iter().find(|p| pick(p, 4) != pick(a, 4)).unwrap();
+    w.top_up(a, 60 * PRICE).await;
+    w.top_up(b, 40 * PRICE).await;
+    let (sa, sb) = (pick(a, 4), pick(b, 4));
     let message = (0..)
         .map(|i| format!("m{i}"))
-        .find(|m| pick(m, 4) != funded)
+        .find(|m| ![sa, sb].contains(&pick(m, 4)))
         .unwrap();
-    let target = pick(&message, 4);
-    let before = w.total_async().await;
-    assert_eq!(before.part(target).balance, 0);
-    let HoldOutcome::Held(held) = place(&w, &message, "h1", None).await else {
+    let own = pick(&message, 4);
+    // One price: its own shard is empty, so the richest shard takes it (the row says which).
+    let HoldOutcome::Held(_) = place(&w, &message, "h1", None).await else {
         panic!("the whole wallet affords it")
     };
-    assert_eq!(held.available.minor(), 99 * PRICE);
+    assert_eq!(row_of(&w, &message).await.shard, sa);
+    assert_eq!(w.total_async().await.part(own).balance, 0, "no refill");
+    // Its capture moves that shard.
+    w.email("e1", "message.accepted", &message, json!({})).await;
+    let captured = w.total_async().await.part(sa);
+    assert_eq!((captured.balance, captured.held), (59 * PRICE, 0));
+    // 80 prices: no shard has them; the whole wallet (99) does. Its own shard is refilled with
+    // the need and an even share of the rest ((99 − 80) / 4, rounded down), richest first.
+    let big = (0..)
+        .map(|i| format!("big{i}"))
+        .find(|m| ![sa, sb].contains(&pick(m, 4)))
+        .unwrap();
+    let target = pick(&big, 4);
+    let HoldOutcome::Held(held) = place(&w, &big, "h2", Some(80 * PRICE)).await else {
+        panic!("the whole wallet affords it")
+    };
+    assert_eq!(held.available.minor(), 19 * PRICE);
     let after = w.total_async().await;
     assert_eq!(
         (after.balance.minor(), after.held.minor()),
-        (100 * PRICE, PRICE)
+        (99 * PRICE, 80 * PRICE)
     );
-    // The target got the need and an even share of the rest: (100 − 1) / 4 prices, rounded down.
     let part = after.part(target);
-    assert_eq!(part.held, PRICE);
-    assert_eq!(part.balance, PRICE + (99 * PRICE) / 4);
+    assert_eq!(
+        (part.balance, part.held),
+        (80 * PRICE + 19 * PRICE / 4, 80 * PRICE)
+    );
+    assert_eq!(after.part(sa).balance, 0, "the richest gave all it had");
     assert!(shards_within_floors(&after));
-    let row = Ledger::new(&*w.store)
-        .email_row(&tid("acme"), &message)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(row.shard, target, "the row records its hold's shard");
-    // Its capture moves that shard.
-    w.email("e1", "message.accepted", &message, json!({})).await;
-    let captured = w.total_async().await.part(target);
-    assert_eq!((captured.balance, captured.held), (part.balance - PRICE, 0));
+    assert_eq!(
+        row_of(&w, &big).await.shard,
+        target,
+        "the row records its hold's shard"
+    );
 }
 
 #[tokio::test]
