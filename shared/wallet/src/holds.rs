@@ -278,7 +278,29 @@ where
                 };
                 return Ok(self.done(tenant, "place", conflicts, outcome));
             }
-            // The whole wallet affords it: on its message's shard if that one does, else on the
+            // The whole wallet affords it. Holds keep every shard at or above its floor (shard
+            // 0's the wallet's, the others' 0), which is what keeps the total above the wallet's
+            // floor: a shard below its own (a new wallet funded on another shard, a raised floor,
+            // a debit that overdrew it) is covered from the others first.
+            if let Some((deficit, shard)) = wallet
+                .shards
+                .iter()
+                .filter_map(|p| p.surplus().ok().map(|s| (s, p.shard)))
+                .filter(|(s, _)| *s < 0)
+                .min()
+            {
+                if refills < self.retry.max_attempts {
+                    refills += 1;
+                    if self.refill(&wallet, shard, -deficit).await? {
+                        attempt -= 1;
+                    } else {
+                        conflicts += 1;
+                    }
+                    continue;
+                }
+                break;
+            }
+            // On its message's shard if that one affords it, else on the
             // shard with the most above its floor if that one does (the row records which),
             // else its own shard once the others refilled it.
             let own = wallet.part(pick(&request.message_id, wallet.shard_count()));
