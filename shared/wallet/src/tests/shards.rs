@@ -346,3 +346,22 @@ async fn shards_are_raised_never_lowered_and_one_is_the_wallet_item_alone() {
         Err(crate::LedgerError::Unreadable(_))
     ));
 }
+
+#[tokio::test]
+async fn a_shard_below_its_floor_is_covered_before_a_hold_so_no_hold_can_spend_the_floor() {
+    // A new wallet with a floor of 10 prices: shard 0 holds the floor and nothing yet; the top-up
+    // lands on another shard, which alone would afford 20 holds while the wallet affords 10.
+    let w = World::new().wallet("acme", 10 * PRICE, None).shard(4).await;
+    let pi = (0..)
+        .map(|i| format!("pi_{i}"))
+        .find(|p| pick(p, 4) != 0)
+        .unwrap();
+    w.top_up(&pi, 20 * PRICE).await;
+    assert!(!shards_within_floors(&w.total_async().await));
+    let HoldOutcome::Held(_) = place(&w, "m0", "h0", None).await else {
+        panic!("the wallet affords it")
+    };
+    let wallet = w.total_async().await;
+    assert!(shards_within_floors(&wallet), "{:?}", wallet.shards);
+    assert!(wallet.part(0).surplus().unwrap() >= 0);
+}
