@@ -18,6 +18,8 @@
 //!   floor, settled by the delivery webhooks) and core's bounded adjustment.
 //! - [`wallet_api`]: the wallet API through its real handler (holds under concurrency, idempotency
 //!   keys, release, the wallet's view, checkout sessions).
+//! - [`wallet_shards`]: a hot tenant: a wallet of 8 shards under 2,000 holds and 2,000 debits at
+//!   once, exact; a tight one refusing exactly what the whole wallet cannot afford.
 //! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
@@ -58,3 +60,4 @@ mod wallet_autopay;
 mod wallet_events;
 mod wallet_holds;
 mod wallet_notices;
+mod wallet_shards;

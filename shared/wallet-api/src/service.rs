@@ -23,8 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use wallet_ledger::checkout::Checkout;
 use wallet_ledger::holds::{Held, HoldOutcome, HoldRequest, Holds, ReleaseOutcome, Released};
-use wallet_ledger::items::{wallet_pk, WALLET_SK};
-use wallet_ledger::{month_of, LedgerError, TenantId, Wallet};
+use wallet_ledger::{month_of, Ledger, LedgerError, TenantId};
 
 /// The wallet API over a table `S`, a provider's checkout `K` and a clock `C`.
 pub struct WalletApi<S, K, C> {
@@ -199,17 +198,15 @@ where
 
     /// `GET /wallets/{tenant}`.
     async fn wallet(&self, tenant: &TenantId) -> Result<ApiResponse, ApiError> {
-        let item = self
-            .store
-            .get_item(&wallet_pk(tenant), WALLET_SK)
+        // Every shard's figures summed (K reads for a wallet of K shards).
+        let (wallet, item) = Ledger::new(&self.store)
+            .wallet_and_item(tenant)
             .await
-            .map_err(ApiError::store)?
+            .map_err(|e| match e {
+                LedgerError::Store(e) => ApiError::store(e),
+                LedgerError::Unreadable(reason) => ApiError::Internal(reason.into()),
+            })?
             .ok_or_else(|| ApiError::NoWallet(tenant.as_str().to_owned()))?;
-        let wallet = Wallet::from_item(&item).map_err(|reason| {
-            ApiError::Internal(
-                format!("the wallet item of tenant {tenant:?} is unreadable: {reason}").into(),
-            )
-        })?;
         let available = wallet
             .available()
             .map_err(|e| ApiError::Internal(Box::new(e)))?;

@@ -14,6 +14,7 @@
 
 use crate::config::WalletConfig;
 use crate::items::adjust_wallet;
+use crate::items::shards::pick;
 use crate::ledger::{Ledger, LedgerError};
 use crate::model::{EmailRow, Entry, Wallet};
 use crate::parse::{self, EmailNotice, StripeNotice};
@@ -150,8 +151,10 @@ impl<S: ItemStore> WalletHandler<S> {
         Ledger::new(&self.store)
     }
 
+    /// The wallet as read (its shards at once, see [`Ledger::wallet_as_read`]: what a movement
+    /// decides on; its amounts are commutative adds).
     pub(crate) async fn wallet(&self, tenant: &TenantId) -> Result<Wallet, HandlerOutcome> {
-        match self.ledger().wallet(tenant).await {
+        match self.ledger().wallet_as_read(tenant).await {
             Ok(Some(wallet)) => Ok(wallet),
             Ok(None) => Err(HandlerOutcome::Permanent(format!(
                 "no wallet for tenant {tenant:?}; create it (inboxctl wallet create), then replay this message"
@@ -160,14 +163,15 @@ impl<S: ItemStore> WalletHandler<S> {
         }
     }
 
-    /// The wallet adjustment for the movements of one event, the metrics they raise, and their
-    /// entries (the caller writes them: a payment's as entry items, an email's in its row).
-    /// Refused (permanently, with the reason) if the wallet's figures would overflow.
+    /// The wallet adjustment (on shard `shard`) for the movements of one event, the metrics they
+    /// raise, and their entries (the caller writes them: a payment's as entry items, an email's in
+    /// its row). Refused (permanently, with the reason) if the wallet's figures would overflow.
     pub(crate) fn money(
         &self,
         m: &StoredMessage,
         wallet: &Wallet,
         subject: &str,
+        shard: u32,
         moves: &[Movement],
     ) -> Result<MoneyWrites, HandlerOutcome> {
         let refuse = |e: crate::money::Overflow| {
@@ -191,8 +195,9 @@ impl<S: ItemStore> WalletHandler<S> {
         }
         // What the movements announce: its wallet attributes join the wallet's own write.
         let notices = crate::notices::notices(wallet, moves, m.received_at).map_err(refuse)?;
-        let adjust = adjust_wallet(&wallet.tenant, moves, m.received_at, flags).map_err(refuse)?;
-        let mut effects = vec![notices.join_adjust(adjust)];
+        let mut effects =
+            adjust_wallet(&wallet.tenant, shard, moves, m.received_at, flags, &notices)
+                .map_err(refuse)?;
         effects.extend(notices.effects);
         metrics.extend(notices.metrics);
         // One id per event; its second movement's entry sorts right after the first (same time).
@@ -251,10 +256,20 @@ impl<S: ItemStore> WalletHandler<S> {
         if !next.events.contains(&m.event_id.to_string()) {
             next.events.push(m.event_id.to_string());
         }
+        // The shard its hold is on (a capture or release), else the one its message hashes to.
+        let shard = if row.state == EmailState::Held {
+            row.shard
+        } else {
+            pick(&notice.message_id, wallet.shard_count())
+        };
+        if state == EmailState::Held && row.state != EmailState::Held {
+            next.shard = shard;
+        }
         // The row first, with the movement's entry in it (one item for both).
         let mut commit = Commit::new(Vec::new());
         if let Some(mv) = movement {
-            let (effects, metrics, entries) = self.money(m, &wallet, &notice.message_id, &[mv])?;
+            let (effects, metrics, entries) =
+                self.money(m, &wallet, &notice.message_id, shard, &[mv])?;
             next.entries.extend(entries.iter().map(Entry::in_row));
             commit.effects.extend(effects);
             commit.metrics.extend(metrics);

@@ -17,6 +17,7 @@
 
 use crate::autopay_handler::threshold_writes;
 use crate::items::holds::{bounded_hold, hold_sk, pointed_message, pointer, HOLDS_SOURCE};
+use crate::items::shards::{self, pick, plan_refill, Part};
 use crate::items::wallet_pk;
 use crate::ledger::{Ledger, LedgerError};
 use crate::model::{EmailRow, Entry, RowEntry, Wallet};
@@ -128,6 +129,14 @@ fn conflicts_metric(tenant: &str, operation: &str, conflicts: u32) -> Metric {
         .with_note("the wallet changed under a hold's conditional write; read again and retried")
 }
 
+/// A refill of a hold's shard from the others (`Moved`: whether it committed).
+fn refills_metric(tenant: &str, moved: bool) -> Metric {
+    Metric::count(METRICS_NAMESPACE, "ShardRefills", 1)
+        .with_property("Tenant", tenant)
+        .with_property("Moved", if moved { "true" } else { "false" })
+        .with_note("a hold's shard ran short; the others' surplus moved to it in one transaction")
+}
+
 /// A hold or release that gave up after its bounded retries.
 fn busy_metric(tenant: &str, operation: &str) -> Metric {
     Metric::count(METRICS_NAMESPACE, "HoldBusy", 1)
@@ -214,11 +223,14 @@ where
     ) -> Result<HoldOutcome, LedgerError> {
         let tenant = &request.tenant;
         let mut conflicts = 0;
-        for attempt in 1..=self.retry.max_attempts {
+        let mut refills = 0;
+        let mut attempt = 0;
+        while attempt < self.retry.max_attempts {
+            attempt += 1;
             if attempt > 1 {
                 self.back_off(attempt).await;
             }
-            let Some(wallet) = self.ledger().wallet(tenant).await? else {
+            let Some(mut wallet) = self.ledger().wallet_as_read(tenant).await? else {
                 return Ok(self.done(tenant, "place", conflicts, HoldOutcome::NoWallet));
             };
             if conflicts > 0 {
@@ -236,7 +248,15 @@ where
                     amount.minor()
                 )));
             }
-            let available = wallet.available().map_err(refused)?;
+            let mut available = wallet.available().map_err(refused)?;
+            if wallet.shard_count() > 1 && available.minor() - amount.minor() < wallet.floor.minor()
+            {
+                // A refusal is confirmed on a read no refill moved under.
+                if let Some(settled) = self.ledger().wallet(tenant).await? {
+                    wallet = settled;
+                    available = wallet.available().map_err(refused)?;
+                }
+            }
             let after = available
                 .checked_sub(amount, "the available amount")
                 .map_err(refused)?;
@@ -254,13 +274,65 @@ where
                 };
                 return Ok(self.done(tenant, "place", conflicts, outcome));
             }
+            // The whole wallet affords it. Holds keep every shard at or above its floor (shard
+            // 0's the wallet's, the others' 0), which is what keeps the total above the wallet's
+            // floor: a shard below its own (a new wallet funded on another shard, a raised floor,
+            // a debit that overdrew it) is covered from the others first.
+            if let Some((deficit, shard)) = wallet
+                .shards
+                .iter()
+                .filter_map(|p| p.surplus().ok().map(|s| (s, p.shard)))
+                .filter(|(s, _)| *s < 0)
+                .min()
+            {
+                if refills < self.retry.max_attempts {
+                    refills += 1;
+                    if self.refill(&wallet, shard, -deficit).await? {
+                        attempt -= 1;
+                    } else {
+                        conflicts += 1;
+                    }
+                    continue;
+                }
+                break;
+            }
+            // On its message's shard if that one affords it, else on the
+            // shard with the most above its floor if that one does (the row records which),
+            // else its own shard once the others refilled it.
+            let own = wallet.part(pick(&request.message_id, wallet.shard_count()));
+            let part = if own.surplus().map_err(refused)? >= amount.minor() {
+                own
+            } else {
+                let richest = wallet
+                    .shards
+                    .iter()
+                    .filter_map(|p| p.surplus().ok().map(|s| (s, p)))
+                    .max_by_key(|(s, p)| (*s, std::cmp::Reverse(p.shard)));
+                match richest {
+                    Some((s, p)) if s >= amount.minor() => p.clone(),
+                    _ => own,
+                }
+            };
+            let short = amount.minor() - part.surplus().map_err(refused)?;
+            if short > 0 {
+                if refills < self.retry.max_attempts {
+                    refills += 1;
+                    if self.refill(&wallet, part.shard, short).await? {
+                        attempt -= 1;
+                    } else {
+                        conflicts += 1;
+                    }
+                    continue;
+                }
+                break;
+            }
             let held = Held {
                 hold_id: request.hold_id.clone(),
                 message_id: request.message_id.clone(),
                 amount,
                 available: after,
             };
-            let (mut effects, mut metrics) = self.hold_effects(&wallet, &held, &with)?;
+            let (mut effects, mut metrics) = self.hold_effects(&wallet, &part, &held, &with)?;
             // Autopay's threshold, as a webhook's hold checks it: the attempt (and the settings
             // at their version) in the hold's own transaction.
             let autopay = self.ledger().autopay(tenant).await?;
@@ -280,6 +352,19 @@ where
         }
         self.record([busy_metric(tenant, "place")]);
         Ok(self.done(tenant, "place", conflicts, HoldOutcome::Busy))
+    }
+
+    /// Moves to shard `target` at least `short` of the other shards' surplus (as read), in one
+    /// transaction whose every donor is bounded as a hold is; `false` if one changed meanwhile
+    /// (nothing moved). Counted in `ShardRefills`.
+    async fn refill(&self, wallet: &Wallet, target: u32, short: i64) -> Result<bool, LedgerError> {
+        let Some(moves) = plan_refill(&wallet.shards, target, short) else {
+            return Ok(false);
+        };
+        let effects = shards::refill(&wallet.tenant, &wallet.shards, &moves).map_err(refused)?;
+        let done = matches!(self.store.commit(effects).await?, Applied::Done);
+        self.record([refills_metric(&wallet.tenant, done)]);
+        Ok(done)
     }
 
     /// What a hold found already there: the email's row, or another email's hold of this id.
@@ -315,6 +400,7 @@ where
     fn hold_effects(
         &self,
         wallet: &Wallet,
+        part: &Part,
         held: &Held,
         with: &(impl Fn(&Held) -> Vec<Effect> + Send + Sync),
     ) -> Result<(Vec<Effect>, Vec<Metric>), LedgerError> {
@@ -333,6 +419,7 @@ where
             updated_at: Some(now),
             hold_id: Some(held.hold_id.clone()),
             entries: vec![self.entry(tenant, &mv, &held.message_id, &held.hold_id, now)],
+            shard: part.shard,
             ..EmailRow::default()
         };
         let notices = notices(wallet, &[mv], now).map_err(refused)?;
@@ -345,9 +432,8 @@ where
                 held.amount,
                 now,
             )),
-            bounded_hold(tenant, &mv, wallet.balance, wallet.floor, now, &notices)
-                .map_err(refused)?,
         ];
+        effects.extend(bounded_hold(tenant, part, &mv, now, &notices).map_err(refused)?);
         effects.extend(with(held));
         effects.extend(notices.effects);
         Ok((effects, notices.metrics))

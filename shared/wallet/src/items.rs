@@ -46,6 +46,7 @@ pub mod holds;
 mod limits;
 mod lookup;
 mod rows;
+pub mod shards;
 mod unmatched;
 
 pub(crate) use autopay::attempt_sk;
@@ -217,6 +218,7 @@ impl Wallet {
             month_debits,
             created_at: number(item, "created_at")?.unwrap_or(0),
             changes: number(item, "changes")?.unwrap_or(0),
+            shards: Vec::new(),
         })
     }
 }
@@ -261,22 +263,20 @@ impl Entry {
     }
 }
 
-/// The wallet's side of the movements of an event received at `received_at`: commutative adds to
-/// balance, held, (for debits) the month's debits and the change counter (one per movement), and
-/// the flags they raised.
+/// The wallet's side of the movements of an event received at `received_at`, on shard `shard`:
+/// commutative adds to balance, held, (for debits) the month's debits and the change counter
+/// (one per movement), the flags they raised, and the notices' attributes (on the wallet item:
+/// see [`shards::shard_write`]).
 pub(crate) fn adjust_wallet(
     tenant: &str,
+    shard: u32,
     moves: &[Movement],
     received_at: i64,
     flags: Flags,
-) -> Result<Effect, Overflow> {
+    notices: &crate::notices::Notices,
+) -> Result<Vec<Effect>, Overflow> {
     let (add, set) = wallet_changes(moves, received_at, flags)?;
-    Ok(Effect::Adjust {
-        pk: wallet_pk(tenant),
-        sk: WALLET_SK.into(),
-        add,
-        set,
-    })
+    Ok(shards::shard_write(tenant, shard, add, set, None, notices))
 }
 
 /// What [`adjust_wallet`] adds to and sets on the wallet item.

@@ -3,16 +3,19 @@
 //! over the core's item store. Reconciliation reads through it ([`crate::reconcile`]); it knows
 //! nothing of reconciliation. Its autopay (settings, attempts, journal, the operator's changes):
 //! `ledger/autopay.rs`; a wallet's limits changed later (floor, review threshold, journaled):
-//! `ledger/limits.rs`; the unmatched payments (listed, bound to a tenant): `ledger/unmatched.rs`.
+//! `ledger/limits.rs`; its count of shards raised: `ledger/shards.rs`; the unmatched payments (listed, bound to a tenant): `ledger/unmatched.rs`.
 
 mod autopay;
 mod limits;
+mod shards;
 mod unmatched;
 
 pub use autopay::{pause, resume, AutopayError};
 pub use limits::{LimitsChange, LimitsSet};
+pub use shards::{ShardsError, ShardsSet};
 pub use unmatched::{BindError, Bound, LIST_LIMIT};
 
+use crate::items::shards::{refills, shard_key, Part};
 use crate::items::{
     email_sk, payment_index_key, payment_sk, register_wallet, registered_tenant, registry_complete,
     row_entries, wallet_pk, EMAIL_PREFIX, ENTRY_PREFIX, KIND_WALLET, PAYMENT_PREFIX,
@@ -23,6 +26,9 @@ use crate::tenant::TenantId;
 use inbox_core::store::attr::get_s;
 use inbox_core::store::{Applied, Effect, Item, ItemStore, ItemWriter, StoreError};
 use std::collections::BTreeSet;
+
+/// How many times [`Ledger::wallet`] reads a sharded wallet again while refills move under it.
+const SETTLE_TRIES: u32 = 8;
 
 /// What [`Ledger::create`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,14 +142,72 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
         }
     }
 
-    /// The wallet of `tenant`, if it has one.
+    /// The wallet of `tenant`, if it has one: for a wallet of K > 1 shards their sums as of one
+    /// moment as far as refills go (K + 1 reads: see [`Ledger::wallet_and_item`]).
     pub async fn wallet(&self, tenant: &TenantId) -> Result<Option<Wallet>, LedgerError> {
-        match self.store.get_item(&wallet_pk(tenant), WALLET_SK).await? {
-            Some(item) => Wallet::from_item(&item)
-                .map(Some)
-                .map_err(unreadable(&format!("the wallet item of tenant {tenant:?}"))),
-            None => Ok(None),
+        Ok(self.wallet_and_item(tenant).await?.map(|(w, _)| w))
+    }
+
+    /// The wallet of `tenant` (its shards summed) and its wallet item (shard 0) as stored, for
+    /// the attributes the wallet does not model (the API's extra flags). The K shards are read
+    /// at once, so a refill committed between two of the reads would count its amount twice or
+    /// not at all: shard 0 is read again after the others and the whole read repeated (a few
+    /// times at most) until its refill counter did not move in between. The movements' own
+    /// path reads without that check ([`Ledger::wallet_as_read`]).
+    pub async fn wallet_and_item(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<(Wallet, Item)>, LedgerError> {
+        let mut tries = 0;
+        loop {
+            let Some((wallet, item)) = self.read_wallet(tenant).await? else {
+                return Ok(None);
+            };
+            tries += 1;
+            if wallet.shard_count() == 1 || tries >= SETTLE_TRIES {
+                return Ok(Some((wallet, item)));
+            }
+            let again = self.store.get_item(&wallet_pk(tenant), WALLET_SK).await?;
+            if again.as_ref().map(refills) == Some(refills(&item)) {
+                return Ok(Some((wallet, item)));
+            }
         }
+    }
+
+    /// The wallet as its K shards read at once (K reads): exact for one shard; for more, a refill
+    /// committed during the reads may show its amount twice or not at all. What the movements
+    /// decide on (a hold's conditional write makes it exact; its refusal is confirmed by
+    /// [`Ledger::wallet`]).
+    pub async fn wallet_as_read(&self, tenant: &TenantId) -> Result<Option<Wallet>, LedgerError> {
+        Ok(self.read_wallet(tenant).await?.map(|(w, _)| w))
+    }
+
+    async fn read_wallet(&self, tenant: &TenantId) -> Result<Option<(Wallet, Item)>, LedgerError> {
+        let Some(item) = self.store.get_item(&wallet_pk(tenant), WALLET_SK).await? else {
+            return Ok(None);
+        };
+        let what = format!("the wallet item of tenant {tenant:?}");
+        let wallet = Wallet::from_item(&item).map_err(unreadable(&what))?;
+        let k = crate::items::shards::count(&item).map_err(unreadable(&what))?;
+        if k == 1 {
+            return Ok(Some((wallet, item)));
+        }
+        // The other shards, read at once: K − 1 more strongly consistent reads (1 read unit each).
+        let reads = (1..k).map(|n| async move {
+            let (pk, sk) = shard_key(tenant, n);
+            (n, self.store.get_item(&pk, &sk).await)
+        });
+        let mut others = Vec::new();
+        for (n, read) in futures_util::future::join_all(reads).await {
+            let what = format!("shard {n} of the wallet of tenant {tenant:?}");
+            let item =
+                read?.ok_or_else(|| LedgerError::Unreadable(format!("{what} is missing")))?;
+            others.push(Part::from_item(n, &item).map_err(unreadable(&what))?);
+        }
+        let wallet = wallet
+            .with_shards(others)
+            .map_err(|e| LedgerError::Unreadable(format!("{what}: {e}")))?;
+        Ok(Some((wallet, item)))
     }
 
     /// The tenants with a wallet: the registry (one `Query` of its partition). Until the registry

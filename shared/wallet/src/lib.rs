@@ -60,7 +60,7 @@ pub use config::WalletConfig;
 pub use handler::{WalletHandler, WalletSources, STRIPE_TYPES};
 pub use ledger::{
     BindError, Bound, CreateOutcome, Entries, Ledger, LedgerError, LimitsChange, LimitsSet,
-    Reindexed, Rows, Tenants,
+    Reindexed, Rows, ShardsError, ShardsSet, Tenants,
 };
 pub use model::{month_of, EmailRow, Entry, Limits, PaymentIndex, PaymentRow, RowEntry, Wallet};
 pub use money::{Currency, InvalidCurrency, Money, Overflow};

@@ -52,6 +52,9 @@ pub struct Wallet {
     /// as its amounts, so two reads with the same count saw no change in between (0 for wallets
     /// older than the counter: it only ever grows).
     pub changes: i64,
+    /// Each shard's amounts when its balance is split over K > 1 shard items
+    /// ([`crate::items::shards`]; the figures above are then their sums); empty: one item.
+    pub shards: Vec<crate::items::shards::Part>,
 }
 
 impl Wallet {
@@ -82,6 +85,7 @@ impl Wallet {
             month_debits: BTreeMap::new(),
             created_at: now_ms,
             changes: 0,
+            shards: Vec::new(),
         };
         // A new wallet that cannot afford a send yet is not a crossing: its first top-up to
         // above the line arms the notice.
@@ -228,6 +232,9 @@ pub struct EmailRow {
     /// a movement writes one item for both (rows written before that layout have none: their
     /// entries are `ENTRY#` items; [`crate::Ledger::entries`] reads both).
     pub entries: Vec<RowEntry>,
+    /// The wallet shard its hold is on (its capture or release moves that shard; 0 for a
+    /// wallet of one shard).
+    pub shard: u32,
     pub version: Option<u64>,
 }
 

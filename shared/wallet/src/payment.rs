@@ -136,7 +136,8 @@ impl<S: ItemStore> WalletHandler<S> {
             commit.effects.push(named.replace(read, None));
         }
         if !moves.is_empty() {
-            let (effects, metrics, entries) = self.money(m, &wallet, &key, &moves)?;
+            let shard = crate::items::shards::pick(&key, wallet.shard_count());
+            let (effects, metrics, entries) = self.money(m, &wallet, &key, shard, &moves)?;
             commit.effects.extend(effects);
             commit
                 .effects

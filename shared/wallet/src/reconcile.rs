@@ -205,7 +205,7 @@ enum Read {
     Gone,
     Unreadable(String),
     Unsettled,
-    Settled(Wallet, Vec<Entry>),
+    Settled(Box<Wallet>, Vec<Entry>),
 }
 
 /// Reads the wallet, its entries, and the wallet again until both wallet reads agree.
@@ -241,7 +241,7 @@ async fn settled<S: ItemStore>(
                 entries.total()
             )));
         }
-        return Ok(Read::Settled(after, entries.entries));
+        return Ok(Read::Settled(Box::new(after), entries.entries));
     }
     Ok(Read::Unsettled)
 }

@@ -5,6 +5,7 @@ mod autopay;
 mod holds;
 mod metrics;
 mod reconciliation;
+mod shards;
 mod stripe;
 mod unmatched;
 

@@ -69,10 +69,10 @@ where
             next.entries
                 .push(self.entry(tenant, &mv, &message_id, hold_id, now));
             let notices = notices(&wallet, &[mv], now).map_err(refused)?;
-            let mut effects = vec![
-                next.replace(tenant, row.version),
-                existing_wallet(tenant, &mv, now, &notices).map_err(refused)?,
-            ];
+            // The shard the hold is on.
+            let mut effects = vec![next.replace(tenant, row.version)];
+            effects
+                .extend(existing_wallet(tenant, row.shard, &mv, now, &notices).map_err(refused)?);
             effects.extend(with(&released));
             effects.extend(notices.effects);
             match self.store.commit(effects).await? {

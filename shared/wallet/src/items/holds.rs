@@ -3,7 +3,8 @@
 //! by and which the hold's entries name as their origin; and the wallet's bounded write that
 //! makes a hold exact under concurrency.
 
-use super::{wallet_changes, wallet_pk, WALLET_SK};
+use super::shards::{affords, shard_write, Part};
+use super::{wallet_changes, wallet_pk};
 use crate::money::{Money, Overflow};
 use crate::notices::Notices;
 use crate::rules::{Flags, Movement};
@@ -46,61 +47,45 @@ pub(crate) fn pointed_message(item: &Item) -> Option<String> {
     super::text(item, "message_id")
 }
 
-/// The wallet's side of a hold `mv` placed at `at`, on the wallet as read (`balance`, `floor`):
-/// `held` added only while `balance ≥ b`, `floor ≤ f` and `held ≤ b − f − amount` still hold on
-/// the stored item, i.e. while `available − amount ≥ floor` for the wallet as it is at the
-/// write. DynamoDB conditions cannot do arithmetic, hence the bound on `held` computed from the
-/// read; a wallet whose balance fell or whose floor rose since fails it (read again, retried).
+/// The wallet's side of a hold `mv` placed at `at`, on its shard as read (`part`; the wallet item
+/// itself for a wallet of one shard): `held` added only while `balance ≥ b`, `floor ≤ f` and
+/// `held ≤ b − f − amount` still hold on the stored item, i.e. while `available − amount ≥ floor`
+/// for the shard as it is at the write ([`affords`]). DynamoDB conditions cannot do arithmetic,
+/// hence the bound on `held` computed from the read; a shard whose balance fell or whose floor
+/// rose since fails it (read again, retried). The notices' attributes go to the wallet item.
 pub(crate) fn bounded_hold(
     tenant: &str,
+    part: &Part,
     mv: &Movement,
-    balance: Money,
-    floor: Money,
     at: i64,
     notices: &Notices,
-) -> Result<Effect, Overflow> {
-    let max_held = balance
-        .checked_sub(floor, "the affordable amount")?
-        .checked_sub(mv.amount, "the affordable amount")?;
-    wallet_write(
-        tenant,
-        mv,
-        at,
-        notices,
-        vec![
-            Bound::AtLeast("balance".into(), balance.minor()),
-            Bound::AtMost("floor".into(), floor.minor()),
-            Bound::AtMost("held".into(), max_held.minor()),
-        ],
-    )
+) -> Result<Vec<Effect>, Overflow> {
+    let bounds = affords(part, mv.amount.minor())?;
+    wallet_write(tenant, part.shard, mv, at, notices, Some(bounds))
 }
 
-/// The wallet's side of a release `mv` (or any movement that needs no bound) at `at`: the
-/// wallet must still exist.
+/// The wallet's side of a release `mv` (or any movement that needs no bound) at `at`, on shard
+/// `shard`: the shard must still exist.
 pub(crate) fn existing_wallet(
     tenant: &str,
+    shard: u32,
     mv: &Movement,
     at: i64,
     notices: &Notices,
-) -> Result<Effect, Overflow> {
-    wallet_write(tenant, mv, at, notices, Vec::new())
+) -> Result<Vec<Effect>, Overflow> {
+    wallet_write(tenant, shard, mv, at, notices, Some(Vec::new()))
 }
 
-/// The wallet's adds and sets for `mv` (and the notices' attributes), applied while `bounds` hold on the wallet.
+/// The wallet's adds and sets for `mv` on `shard` (and the notices' attributes), applied while
+/// `bounds` hold on it.
 fn wallet_write(
     tenant: &str,
+    shard: u32,
     mv: &Movement,
     at: i64,
     notices: &Notices,
-    bounds: Vec<Bound>,
-) -> Result<Effect, Overflow> {
-    let (mut add, mut sets) = wallet_changes(std::slice::from_ref(mv), at, Flags::default())?;
-    notices.join(&mut add, &mut sets);
-    Ok(Effect::AdjustIf {
-        pk: wallet_pk(tenant),
-        sk: WALLET_SK.into(),
-        add,
-        set: sets,
-        bounds,
-    })
+    bounds: Option<Vec<Bound>>,
+) -> Result<Vec<Effect>, Overflow> {
+    let (add, set) = wallet_changes(std::slice::from_ref(mv), at, Flags::default())?;
+    Ok(shard_write(tenant, shard, add, set, bounds, notices))
 }

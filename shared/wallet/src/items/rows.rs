@@ -64,6 +64,9 @@ impl EmailRow {
             updated_at: number(item, "updated_at")?,
             hold_id: text(item, "hold_id"),
             entries: row_entries(item)?,
+            shard: number(item, "shard")?
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0),
             version: version(item),
         })
     }
@@ -91,6 +94,9 @@ impl EmailRow {
         if !self.entries.is_empty() {
             let entries = self.entries.iter().map(RowEntry::to_value).collect();
             item.insert(ROW_ENTRIES.into(), AttributeValue::L(entries));
+        }
+        if self.shard != 0 {
+            item.insert("shard".into(), n(i64::from(self.shard)));
         }
         item
     }

@@ -59,12 +59,17 @@ impl Busy {
             balance_delta: usd().amount(700),
             held_delta: usd().amount(0),
         };
-        let adjust =
-            crate::items::adjust_wallet("acme", &[mv], T0, rules::Flags::default()).unwrap();
-        let applied = self
-            .inner
-            .commit(vec![adjust, Effect::Create(e.to_item())])
-            .await?;
+        let mut effects = crate::items::adjust_wallet(
+            "acme",
+            0,
+            &[mv],
+            T0,
+            rules::Flags::default(),
+            &Default::default(),
+        )
+        .unwrap();
+        effects.push(Effect::Create(e.to_item()));
+        let applied = self.inner.commit(effects).await?;
         assert_eq!(applied, inbox_core::store::Applied::Done);
         Ok(())
     }

@@ -137,6 +137,7 @@ pub async fn one(console: &Console<'_>, params: &Params) -> Result<Reply> {
             dt { "review threshold" } dd { (opt(view.formatted.review_threshold.as_ref())) }
             dt { "debits this month" } dd { (view.formatted.month_debits) " in " (view.month) }
             dt { "flags" } dd { (flags(&view)) }
+            dt { "shards" } dd { (view.shards) }
             dt { "created (UTC)" } dd { (time(view.created_at_ms)) }
         }
         h2 { "Ledger (" (entries.len()) " entries, newest first)" }

@@ -36,7 +36,8 @@ use serde_json::json;
 use view::WalletView;
 use wallet_ledger::config::DefaultLimits;
 use wallet_ledger::{
-    CreateOutcome, Currency, Ledger, LedgerError, LimitsChange, Money, TenantId, Wallet,
+    CreateOutcome, Currency, Ledger, LedgerError, LimitsChange, Money, ShardsError, ShardsSet,
+    TenantId, Wallet,
 };
 
 pub async fn run(ctx: &Context, command: WalletCommand) -> Result<()> {
@@ -148,15 +149,65 @@ async fn create(ctx: &Context, args: WalletCreateArgs) -> Result<()> {
 
 // ------------------------------------------------------------------ set
 
+/// `set --shards K`: raises the wallet's count of shards (a lower one is refused).
+async fn set_shards(ctx: &Context, tenant: &TenantId, k: u32) -> Result<ShardsSet> {
+    let store = ctx.store().await?;
+    match Ledger::new(&store).set_shards(tenant, k).await {
+        Ok(set) => {
+            if !ctx.json() {
+                say(format!(
+                    "the wallet of {tenant} has {} shards (was {})",
+                    set.after, set.before
+                ))?;
+            }
+            Ok(set)
+        }
+        Err(ShardsError::NoWallet(_)) => load_wallet(&store, tenant.as_str())
+            .await
+            .and_then(|_| Err(failed(format!("no wallet for tenant {tenant:?}")))),
+        Err(ShardsError::Ledger(LedgerError::Store(e))) => {
+            Err(e).context(format!("setting the shards of {tenant:?}"))
+        }
+        Err(e @ (ShardsError::Lower { .. } | ShardsError::OutOfRange(_))) => {
+            Err(usage(e.to_string()))
+        }
+        Err(e) => Err(failed(e)),
+    }
+}
+
+/// The JSON of a change of shards.
+fn shards_json(set: Option<ShardsSet>) -> serde_json::Value {
+    set.map_or(
+        serde_json::Value::Null,
+        |s| json!({"before": s.before, "after": s.after}),
+    )
+}
+
 async fn set(ctx: &Context, args: WalletSetArgs) -> Result<()> {
     let tenant = tenant_arg(&args.tenant)?;
     let max = wallet_ledger::config::max_amount(ctx.env()).map_err(|e| usage(e.to_string()))?;
     let change = args.limits.change();
     if change == LimitsChange::default() {
-        return Err(usage(
-            "nothing to change: give --floor, --review-threshold or --no-review-threshold",
-        ));
+        let Some(k) = args.shards else {
+            return Err(usage(
+                "nothing to change: give --floor, --review-threshold, --no-review-threshold or --shards",
+            ));
+        };
+        let set = set_shards(ctx, &tenant, k).await?;
+        let store = ctx.store().await?;
+        let view = WalletView::new(
+            &load_wallet(&store, tenant.as_str()).await?,
+            SystemClock.now_millis(),
+        )?;
+        if ctx.json() {
+            return print_json(&json!({"shards": shards_json(Some(set)), "wallet": view}));
+        }
+        return view.print();
     }
+    let shards = match args.shards {
+        Some(k) => Some(set_shards(ctx, &tenant, k).await?),
+        None => None,
+    };
     if let Some(f) = change.floor {
         amount_arg("the floor", f, max)?;
     }
@@ -185,6 +236,7 @@ async fn set(ctx: &Context, args: WalletSetArgs) -> Result<()> {
                        "review_threshold": threshold(set.before.review_threshold)},
             "after": {"floor": set.after.floor.minor(),
                       "review_threshold": threshold(set.after.review_threshold)},
+            "shards": shards_json(shards),
             "wallet": view,
         }));
     }

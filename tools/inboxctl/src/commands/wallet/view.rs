@@ -49,6 +49,8 @@ pub(crate) struct WalletView {
     pub debits_by_month: BTreeMap<String, i64>,
     pub created_at: String,
     pub created_at_ms: i64,
+    /// How many shard items the balance is split over (the figures are their sums).
+    pub shards: u32,
     pub formatted: Formatted,
     /// The currency, for printing.
     #[serde(skip)]
@@ -82,6 +84,7 @@ impl WalletView {
                 .collect(),
             created_at: when::rfc3339(w.created_at),
             created_at_ms: w.created_at,
+            shards: w.shard_count(),
             formatted: Formatted {
                 balance: w.balance.to_string(),
                 held: w.held.to_string(),
@@ -155,6 +158,7 @@ impl WalletView {
                     "YES (cannot afford one more send; wallet.low_balance published)",
                 ),
             ),
+            ("shards", self.shards.to_string()),
             ("created (UTC)", when::human(self.created_at_ms)),
         ]))
     }

@@ -1,0 +1,478 @@
+//! A wallet's balance split over K shard items, so that one tenant's movements spread over K
+//! partitions (DynamoDB serves one item at about 1,000 write units a second). Shard 0 is the
+//! wallet item itself (`pk = WALLET#{tenant}`, `sk = WALLET`: everything a wallet had before
+//! shards, and its `shards` count, absent → 1); shard n (1 ≤ n < K) is `pk =
+//! WALLET#{tenant}#S{n}`, `sk = SHARD#{n}`, holding only amounts: `balance`, `held`, `floor`
+//! (0: the wallet's floor is shard 0's), `changes`, `debits_YYYY_MM`, the `overdrawn` / `review`
+//! flags its movements raised. The wallet's figures are the sums (flags: any).
+//!
+//! A movement goes to one shard: the one its email's hold is on (a capture or release), else
+//! the one its subject (message id, payment key) hashes to ([`pick`]). Each shard keeps its own
+//! `available ≥ floor` for holds (shard 0's floor is the wallet's, the others' 0), so holds never
+//! take the total below the wallet's floor; a shard too short for a hold the whole wallet can
+//! afford is refilled from the others first ([`plan_refill`], one transaction of bounded moves).
+//! The sort key `SHARD#{n}` is no wallet item's (`WALLET`), whatever a tenant is called.
+
+use super::{number, required, wallet_pk, MONTH_DEBITS_PREFIX, WALLET_SK};
+use crate::model::Wallet;
+use crate::money::{checked_add, Overflow};
+use crate::notices::Notices;
+use aws_sdk_dynamodb::types::AttributeValue;
+use inbox_core::store::attr::{get_bool, n, s};
+use inbox_core::store::{Bound, Effect, Item};
+use std::collections::BTreeMap;
+
+/// The wallet item's count of shards (absent: 1).
+pub const SHARDS_ATTR: &str = "shards";
+/// The most shards a wallet may have (a refill moves from at most K − 1 shards in one
+/// transaction, DynamoDB's limit being 100 items).
+pub const MAX_SHARDS: u32 = 64;
+pub const KIND_WALLET_SHARD: &str = "wallet_shard";
+/// The wallet item's count of refills (every refill adds one, in its transaction): a read of
+/// the K shards that saw it unchanged before and after saw no refill in between.
+pub const REFILLS_ATTR: &str = "refills";
+pub const SHARD_PREFIX: &str = "SHARD#";
+
+/// The key of shard `shard` of `tenant`'s wallet (shard 0: the wallet item).
+pub fn shard_key(tenant: &str, shard: u32) -> (String, String) {
+    if shard == 0 {
+        (wallet_pk(tenant), WALLET_SK.to_owned())
+    } else {
+        (
+            format!("{}#S{shard}", wallet_pk(tenant)),
+            format!("{SHARD_PREFIX}{shard}"),
+        )
+    }
+}
+
+/// The shard (of `k`) a movement about `subject` goes to: FNV-1a of the subject, modulo `k`
+/// (stable across processes and versions; 0 when `k ≤ 1`).
+pub fn pick(subject: &str, k: u32) -> u32 {
+    if k <= 1 {
+        return 0;
+    }
+    let hash = subject.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    u32::try_from(hash % u64::from(k)).unwrap_or(0)
+}
+
+/// One shard's amounts as read (shard 0's are the wallet item's own).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Part {
+    pub shard: u32,
+    pub balance: i64,
+    pub held: i64,
+    /// Holds keep this shard's `balance − held` at or above it.
+    pub floor: i64,
+    pub changes: i64,
+    pub month_debits: BTreeMap<String, i64>,
+    pub overdrawn: bool,
+    pub review: bool,
+}
+
+impl Part {
+    /// What this shard has above its floor (negative: a deficit, after debits overdrew it).
+    pub fn surplus(&self) -> Result<i64, Overflow> {
+        self.balance
+            .checked_sub(self.held)
+            .and_then(|a| a.checked_sub(self.floor))
+            .ok_or_else(|| Overflow("a shard's available amount".into()))
+    }
+
+    /// Reads a shard item (or the wallet item, as shard 0).
+    pub fn from_item(shard: u32, item: &Item) -> Result<Self, String> {
+        let mut month_debits = BTreeMap::new();
+        for k in item.keys() {
+            if let Some(month) = k.strip_prefix(MONTH_DEBITS_PREFIX) {
+                month_debits.insert(month.to_owned(), required(item, k)?);
+            }
+        }
+        Ok(Self {
+            shard,
+            balance: required(item, "balance")?,
+            held: required(item, "held")?,
+            floor: number(item, "floor")?.unwrap_or(0),
+            changes: number(item, "changes")?.unwrap_or(0),
+            month_debits,
+            overdrawn: get_bool(item, "overdrawn").unwrap_or(false),
+            review: get_bool(item, "review").unwrap_or(false),
+        })
+    }
+
+    /// Adds another shard's amounts into this sum.
+    pub(crate) fn absorb(&mut self, other: &Part) -> Result<(), Overflow> {
+        self.balance = checked_add(self.balance, other.balance, "the balance")?;
+        self.held = checked_add(self.held, other.held, "the held amount")?;
+        self.changes = checked_add(self.changes, other.changes, "the change count")?;
+        for (month, d) in &other.month_debits {
+            let sum = self.month_debits.entry(month.clone()).or_insert(0);
+            *sum = checked_add(*sum, *d, "the month's debits")?;
+        }
+        self.overdrawn |= other.overdrawn;
+        self.review |= other.review;
+        Ok(())
+    }
+}
+
+impl Wallet {
+    /// How many shard items its balance is split over (1: the wallet item alone).
+    pub fn shard_count(&self) -> u32 {
+        u32::try_from(self.shards.len()).unwrap_or(1).max(1)
+    }
+
+    /// Shard `shard`'s amounts as read (one shard: the wallet's own).
+    pub fn part(&self, shard: u32) -> Part {
+        if let Some(p) = self.shards.iter().find(|p| p.shard == shard) {
+            return p.clone();
+        }
+        Part {
+            shard: 0,
+            balance: self.balance.minor(),
+            held: self.held.minor(),
+            floor: self.floor.minor(),
+            changes: self.changes,
+            month_debits: self.month_debits.clone(),
+            overdrawn: self.overdrawn,
+            review: self.review,
+        }
+    }
+
+    /// The wallet item (shard 0, as read) with its other shards' amounts added: the figures
+    /// become the sums, the flags any shard's.
+    pub(crate) fn with_shards(mut self, others: Vec<Part>) -> Result<Self, Overflow> {
+        let mut sum = self.part(0);
+        let mut parts = vec![sum.clone()];
+        for p in others {
+            sum.absorb(&p)?;
+            parts.push(p);
+        }
+        let c = self.currency;
+        self.balance = c.amount(sum.balance);
+        self.held = c.amount(sum.held);
+        self.changes = sum.changes;
+        self.month_debits = sum.month_debits;
+        self.overdrawn = sum.overdrawn;
+        self.review = sum.review;
+        self.shards = parts;
+        Ok(self)
+    }
+}
+
+/// The refills a wallet item counts (absent: 0).
+pub(crate) fn refills(item: &Item) -> i64 {
+    number(item, REFILLS_ATTR).ok().flatten().unwrap_or(0)
+}
+
+/// The count of shards a wallet item names (absent: 1).
+pub(crate) fn count(item: &Item) -> Result<u32, String> {
+    match number(item, SHARDS_ATTR)? {
+        None => Ok(1),
+        Some(k) if (1..=i64::from(MAX_SHARDS)).contains(&k) => Ok(u32::try_from(k).unwrap_or(1)),
+        Some(k) => Err(format!("shards {k} is not between 1 and {MAX_SHARDS}")),
+    }
+}
+
+/// A new, empty shard `shard` of `tenant`'s wallet (never over an existing one).
+pub(crate) fn new_shard(tenant: &str, shard: u32) -> Effect {
+    let (pk, sk) = shard_key(tenant, shard);
+    Effect::Create(Item::from([
+        ("pk".to_string(), s(pk)),
+        ("sk".to_string(), s(sk)),
+        ("kind".to_string(), s(KIND_WALLET_SHARD)),
+        ("tenant".to_string(), s(tenant)),
+        ("shard".to_string(), n(i64::from(shard))),
+        ("balance".to_string(), n(0)),
+        ("held".to_string(), n(0)),
+        ("floor".to_string(), n(0)),
+        ("changes".to_string(), n(0)),
+    ]))
+}
+
+/// The wallet item's write that raises its count of shards from `from` (as read) to `to`,
+/// conditioned on the count read (absent counts as 1: then the new shards' `Create`s are what
+/// two concurrent raises conflict on).
+pub(crate) fn raise_count(tenant: &str, from: u32, to: u32) -> Effect {
+    let bounds = if from > 1 {
+        vec![
+            Bound::AtLeast(SHARDS_ATTR.into(), i64::from(from)),
+            Bound::AtMost(SHARDS_ATTR.into(), i64::from(from)),
+        ]
+    } else {
+        Vec::new()
+    };
+    Effect::AdjustIf {
+        pk: wallet_pk(tenant),
+        sk: WALLET_SK.into(),
+        add: Vec::new(),
+        set: vec![(SHARDS_ATTR.into(), n(i64::from(to)))],
+        bounds,
+    }
+}
+
+/// The bounds under which `part` (as read) can give `amount` of its surplus, or take a hold of
+/// `amount`: `balance ≥ b AND floor ≤ f AND held ≤ b − f − amount` on the stored item, i.e.
+/// `balance − held − amount ≥ floor` whatever else moved on it since.
+pub(crate) fn affords(part: &Part, amount: i64) -> Result<Vec<Bound>, Overflow> {
+    let max_held = part
+        .balance
+        .checked_sub(part.floor)
+        .and_then(|m| m.checked_sub(amount))
+        .ok_or_else(|| Overflow("the affordable amount".into()))?;
+    Ok(vec![
+        Bound::AtLeast("balance".into(), part.balance),
+        Bound::AtMost("floor".into(), part.floor),
+        Bound::AtMost("held".into(), max_held),
+    ])
+}
+
+/// A movement's write on shard `shard` (`add`, `set`; with `bounds`: an `AdjustIf`, else an
+/// unconditional `Adjust`), and its notices' attributes on the wallet item: in the same write
+/// for shard 0, else a second one there (only when a notice is published or re-armed: rare).
+pub(crate) fn shard_write(
+    tenant: &str,
+    shard: u32,
+    mut add: Vec<(String, i64)>,
+    mut set: Vec<(String, AttributeValue)>,
+    bounds: Option<Vec<Bound>>,
+    notices: &Notices,
+) -> Vec<Effect> {
+    let (pk, sk) = shard_key(tenant, shard);
+    let notices_write = if shard == 0 {
+        notices.join(&mut add, &mut set);
+        None
+    } else if notices.add.is_empty() && notices.set.is_empty() {
+        None
+    } else {
+        Some(Effect::Adjust {
+            pk: wallet_pk(tenant),
+            sk: WALLET_SK.into(),
+            add: notices.add.clone(),
+            set: notices.set.clone(),
+        })
+    };
+    let write = match bounds {
+        None => Effect::Adjust { pk, sk, add, set },
+        Some(bounds) => Effect::AdjustIf {
+            pk,
+            sk,
+            add,
+            set,
+            bounds,
+        },
+    };
+    std::iter::once(write).chain(notices_write).collect()
+}
+
+/// One move of a refill: `amount` of balance from shard `from` to shard `to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer {
+    pub from: u32,
+    pub to: u32,
+    pub amount: i64,
+}
+
+/// The moves that give shard `target` at least `need` above its floor (more: an even share of
+/// what the others have above theirs, so the next holds find it there), taken from the shards
+/// with the most surplus first; `None` when the others together have less than `need` (then
+/// the wallet cannot afford it). Pure: the caller commits them with [`refill`].
+pub fn plan_refill(parts: &[Part], target: u32, need: i64) -> Option<Vec<Transfer>> {
+    let k = i64::try_from(parts.len()).ok()?.max(1);
+    let mut donors: Vec<(i64, u32)> = parts
+        .iter()
+        .filter(|p| p.shard != target)
+        .filter_map(|p| p.surplus().ok().filter(|s| *s > 0).map(|s| (s, p.shard)))
+        .collect();
+    let spare: i64 = donors.iter().map(|(s, _)| *s).sum();
+    if need <= 0 || spare < need {
+        return None;
+    }
+    let mut want = need + (spare - need) / k;
+    donors.sort_by(|a, b| b.cmp(a));
+    let mut moves = Vec::new();
+    for (surplus, from) in donors {
+        if want == 0 {
+            break;
+        }
+        let amount = surplus.min(want);
+        want -= amount;
+        moves.push(Transfer {
+            from,
+            to: target,
+            amount,
+        });
+    }
+    Some(moves)
+}
+
+/// The writes of a refill: each donor's balance taken under [`affords`] (as read), the target's
+/// given, the wallet item's refill counter added ([`REFILLS_ATTR`]: in shard 0's own write when
+/// it takes part, one item being written once per transaction); one transaction, so no amount
+/// is ever in two shards or none.
+pub(crate) fn refill(
+    tenant: &str,
+    parts: &[Part],
+    moves: &[Transfer],
+) -> Result<Vec<Effect>, Overflow> {
+    let mut effects = Vec::new();
+    let mut total = 0i64;
+    let counted = |shard: u32, mut add: Vec<(String, i64)>| {
+        if shard == 0 {
+            add.push((REFILLS_ATTR.into(), 1));
+        }
+        add
+    };
+    for m in moves {
+        let Some(donor) = parts.iter().find(|p| p.shard == m.from) else {
+            continue;
+        };
+        let (pk, sk) = shard_key(tenant, m.from);
+        effects.push(Effect::AdjustIf {
+            pk,
+            sk,
+            add: counted(m.from, vec![("balance".into(), -m.amount)]),
+            set: Vec::new(),
+            bounds: affords(donor, m.amount)?,
+        });
+        total = checked_add(total, m.amount, "the refill")?;
+    }
+    let Some(to) = moves.first().map(|m| m.to) else {
+        return Ok(effects);
+    };
+    let (pk, sk) = shard_key(tenant, to);
+    effects.push(Effect::AdjustIf {
+        pk,
+        sk,
+        add: counted(to, vec![("balance".into(), total)]),
+        set: Vec::new(),
+        bounds: Vec::new(),
+    });
+    if moves.iter().all(|m| m.from != 0) && to != 0 {
+        effects.push(Effect::Adjust {
+            pk: wallet_pk(tenant),
+            sk: WALLET_SK.into(),
+            add: vec![(REFILLS_ATTR.into(), 1)],
+            set: Vec::new(),
+        });
+    }
+    Ok(effects)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(shard: u32, balance: i64, held: i64, floor: i64) -> Part {
+        Part {
+            shard,
+            balance,
+            held,
+            floor,
+            ..Part::default()
+        }
+    }
+
+    #[test]
+    fn shard_zero_is_the_wallet_item_and_the_others_never_a_wallets_key() {
+        assert_eq!(
+            shard_key("acme", 0),
+            ("WALLET#acme".into(), "WALLET".into())
+        );
+        assert_eq!(
+            shard_key("acme", 3),
+            ("WALLET#acme#S3".into(), "SHARD#3".into())
+        );
+        // A tenant named like a shard's partition: its wallet's sort key differs.
+        assert_ne!(shard_key("acme#S3", 0).1, shard_key("acme", 3).1);
+    }
+
+    #[test]
+    fn pick_is_stable_and_spreads() {
+        assert_eq!(pick("m1", 1), 0);
+        assert_eq!(pick("m1", 0), 0);
+        assert_eq!(pick("m1", 8), pick("m1", 8));
+        let mut seen = [0usize; 8];
+        for i in 0..8000 {
+            seen[pick(&format!("msg-{i}"), 8) as usize] += 1;
+        }
+        assert!(seen.iter().all(|c| (800..1200).contains(c)), "{seen:?}");
+    }
+
+    #[test]
+    fn a_refill_takes_the_need_and_a_share_from_the_richest_first() {
+        // (parts, target, need) → moves (from, amount)
+        type Case = (Vec<Part>, u32, i64, Option<Vec<(u32, i64)>>);
+        let cases: Vec<Case> = vec![
+            (
+                vec![part(0, 1000, 0, 0), part(1, 0, 0, 0)],
+                1,
+                10,
+                Some(vec![(0, 10 + 990 / 2)]),
+            ),
+            (
+                vec![part(0, 100, 0, 50), part(1, 0, 0, 0), part(2, 30, 0, 0)],
+                1,
+                60,
+                Some(vec![(0, 50), (2, 10 + 6)]),
+            ),
+            // The others have less than the need: no refill (the wallet cannot afford it).
+            (vec![part(0, 100, 0, 50), part(1, 0, 0, 0)], 1, 60, None),
+            // A shard in deficit gives nothing.
+            (
+                vec![part(0, 100, 0, 0), part(1, -40, 0, 0), part(2, 0, 0, 0)],
+                2,
+                5,
+                Some(vec![(0, 5 + 95 / 3)]),
+            ),
+            (vec![part(0, 100, 0, 0), part(1, 0, 0, 0)], 1, 0, None),
+        ];
+        for (parts, target, need, want) in cases {
+            let got = plan_refill(&parts, target, need)
+                .map(|ms| ms.iter().map(|m| (m.from, m.amount)).collect::<Vec<_>>());
+            assert_eq!(got, want, "{parts:?} → {target} needs {need}");
+        }
+    }
+
+    #[test]
+    fn a_refills_writes_bound_each_donor_and_credit_the_target() {
+        let parts = [part(0, 100, 20, 10), part(1, 0, 0, 0)];
+        let moves = plan_refill(&parts, 1, 30).unwrap();
+        let effects = refill("acme", &parts, &moves).unwrap();
+        let Effect::AdjustIf {
+            pk, add, bounds, ..
+        } = &effects[0]
+        else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(pk, "WALLET#acme");
+        assert_eq!(
+            add,
+            &vec![
+                ("balance".to_string(), -(30 + 40 / 2)),
+                ("refills".to_string(), 1)
+            ]
+        );
+        assert!(bounds.contains(&Bound::AtMost("held".into(), 100 - 10 - 50)));
+        let Effect::AdjustIf {
+            pk, add, bounds, ..
+        } = &effects[1]
+        else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(
+            (pk.as_str(), add, bounds.len()),
+            ("WALLET#acme#S1", &vec![("balance".to_string(), 50)], 0)
+        );
+        assert_eq!(effects.len(), 2);
+        // Between two other shards: the counter in a third write.
+        let parts = [part(0, 0, 0, 0), part(1, 0, 0, 0), part(2, 90, 0, 0)];
+        let effects = refill("acme", &parts, &plan_refill(&parts, 1, 10).unwrap()).unwrap();
+        let Effect::Adjust { pk, add, .. } = &effects[2] else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(
+            (pk.as_str(), add),
+            ("WALLET#acme", &vec![("refills".to_string(), 1)])
+        );
+    }
+}
