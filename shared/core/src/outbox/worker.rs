@@ -30,7 +30,7 @@
 //!    circuit; disable the destination on a 410 or after failing for too long; schedule the retry
 //!    (≤ 15 min through the queue; longer ones are found by the sweep) or announce the failure.
 //!
-//! Here: steps 1 to 4; `send.rs`: steps 5 and 6; `record.rs`: step 7 and the exits without an attempt; `throttle.rs`: the
+//! Here: steps 1 to 4 (`worker/outcome.rs`: what a delivery did, why one was left alone); `send.rs`: steps 5 and 6; `record.rs`: step 7 and the exits without an attempt; `throttle.rs`: the
 //! token and the in-flight limit; `sweep.rs`: the sweep, the fan-out expansion and the direct
 //! delivery of what is due; [`super::batch`]: the stream and queue batches.
 
@@ -50,6 +50,9 @@ use crate::store::{ItemStore, ItemWriter, MessageStore};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+mod outcome;
+pub use outcome::{DeliveryOutcome, Skip};
 
 /// The deferral's reason for a paused destination: [`super::resend::resume`] re-drives the
 /// deliveries parked with it.
@@ -107,78 +110,6 @@ impl Default for DeliverConfig {
             finish_margin: Duration::from_secs(5),
             token_lease: Duration::from_millis(500),
             max_leased_tokens: 10,
-        }
-    }
-}
-
-/// What one delivery did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DeliveryOutcome {
-    Delivered,
-    Retrying {
-        attempt: u32,
-        delay: Duration,
-    },
-    Failed {
-        attempts: u32,
-    },
-    /// Not attempted now (rate, circuit, paused destination); due again at `until`.
-    Deferred {
-        until: i64,
-        why: &'static str,
-    },
-    /// Left alone: see [`Skip`].
-    Skipped(Skip),
-    /// No such delivery.
-    Missing,
-    /// A fan-out item expanded into this many deliveries.
-    Expanded(usize),
-    /// A failed delivery's pending failure notice, sent (past its deadline).
-    NoticeSent,
-    /// A failed delivery's pending failure notice, still not sent (the queue failed).
-    NoticePending,
-}
-
-impl DeliveryOutcome {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Delivered => "delivered",
-            Self::Retrying { .. } => "retrying",
-            Self::Failed { .. } => "failed",
-            Self::Deferred { .. } => "deferred",
-            Self::Skipped(why) => why.as_str(),
-            Self::Missing => "missing",
-            Self::Expanded(_) => "expanded",
-            Self::NoticeSent => "notice_sent",
-            Self::NoticePending => "notice_pending",
-        }
-    }
-}
-
-/// Why a delivery was left alone (as [`crate::process::Skip`] is for messages).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Skip {
-    /// Delivered or failed.
-    Terminal,
-    /// Another worker holds a live lease.
-    Leased,
-    /// A retry or a deferral that is not due yet.
-    NotDue,
-    /// The worker is shutting down (its in-flight limit was closed).
-    Closed,
-    /// Another worker moved it between our read and our write.
-    Conflict,
-}
-
-impl Skip {
-    /// The name logs and batch summaries count it under.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Terminal => "skipped_terminal",
-            Self::Leased => "skipped_leased",
-            Self::NotDue => "skipped_not_due",
-            Self::Closed => "skipped_closed",
-            Self::Conflict => "skipped_conflict",
         }
     }
 }

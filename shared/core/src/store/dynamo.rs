@@ -1,16 +1,18 @@
 //! The DynamoDB adapter of the store traits. The hot path is one conditional `PutItem`; the old
 //! item of a failed condition comes back in the same response (`ALL_OLD`): a duplicate costs no read.
-//! Here: the client, the ingest path ([`super::Inbox`]) and error classification; `messages`: the
+//! Here: the table, the ingest path ([`super::Inbox`]) and error classification; `messages`: the
 //! processing side ([`super::MessageStore`]); `items`: applications' item reads ([`super::ItemStore`]);
 //! `effects`: effects as conditional writes ([`super::ItemWriter`]); `outbox`: deliveries and
 //! destination state ([`crate::outbox::store::OutboxStore`]); `body`: how a body is stored (inline,
 //! or in S3); `read`: a message and its body read back; `sealed`: secrets under KMS ([`SecretsKey`]);
 //! `cancel`: what a cancelled transaction's reasons mean; `contention`: writes that met another
-//! transaction sent again after a backoff, bounded and counted ([`Contention`]).
+//! transaction sent again after a backoff, bounded and counted ([`Contention`]); `client`: the
+//! client every function uses ([`fail_fast_client`]) and how a [`DynamoTable`] is built.
 
 pub mod body;
 mod bucket;
 mod cancel;
+mod client;
 mod contention;
 mod effects;
 mod items;
@@ -25,38 +27,15 @@ use super::schema::*;
 use super::{Inbox, Item, NewMessage, PutOutcome, Repeat, RepeatCount, StoreError};
 use crate::clock::Millis;
 use crate::domain::{BodyDigest, MessageKey, Status};
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 pub use body::{S3Bodies, StoredBody};
+pub use client::{fail_fast_client, FAIL_FAST_OPERATION_TIMEOUT};
 pub use contention::{Contention, TRANSACTION_CONFLICTS, TRANSACTION_CONFLICTS_EXHAUSTED};
 pub use sealed::SecretsKey;
 use std::collections::HashMap;
-use std::time::Duration;
-
-/// The longest one request of [`fail_fast_client`] may take, retries included: what the ingest
-/// function's timeout is sized from (see `ingest::WORST_CASE`).
-pub const FAIL_FAST_OPERATION_TIMEOUT: Duration = Duration::from_millis(5_000);
-
-/// Builds the DynamoDB client every function uses: short timeouts and few retries, so an outage
-/// turns into a fast error that is retried by whoever sent the work (the provider, after the
-/// ingest's 503; Lambda, after a batch item failure) rather than into a Lambda timeout.
-pub fn fail_fast_client(sdk: &aws_config::SdkConfig) -> Client {
-    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(Duration::from_millis(1_000))
-                .operation_attempt_timeout(Duration::from_millis(2_000))
-                .operation_timeout(FAIL_FAST_OPERATION_TIMEOUT)
-                .build(),
-        )
-        .retry_config(RetryConfig::standard().with_max_attempts(3))
-        .build();
-    Client::from_conf(config)
-}
 
 /// The inbox on a DynamoDB table laid out as in [`super::schema`] (large bodies in S3: `body.rs`).
 #[derive(Debug, Clone)]
@@ -69,35 +48,6 @@ pub struct DynamoTable {
 }
 
 impl DynamoTable {
-    /// Every body inline (compressed): what fits an item ([`body::MAX_INLINE_BYTES`]).
-    pub fn new(client: Client, table: impl Into<String>) -> Self {
-        Self {
-            client,
-            table: table.into(),
-            bodies: None,
-            secrets_key: None,
-            contention: Contention::default(),
-        }
-    }
-
-    /// How writes that meet another transaction are sent again and counted (by default
-    /// [`crate::policy::CONFLICT_RETRY`], tokio's sleep, a random jitter, EMF on stdout).
-    pub fn with_contention(mut self, contention: Contention) -> Self {
-        self.contention = contention;
-        self
-    }
-
-    /// Bodies above the inline limit go to S3 (and are read back); `None` keeps every body inline.
-    pub fn with_bodies(mut self, bodies: Option<S3Bodies>) -> Self {
-        self.bodies = bodies;
-        self
-    }
-
-    /// Where large bodies are, if anywhere.
-    pub fn bodies(&self) -> Option<&S3Bodies> {
-        self.bodies.as_ref()
-    }
-
     /// How `body` of the message `key` is stored: in S3 (written now, before the item that
     /// refers to it) when it is above the inline limit and a bucket is configured, else inline.
     async fn store_body(
@@ -118,11 +68,6 @@ impl DynamoTable {
             }
             _ => Ok(StoredBody::inline(body)),
         }
-    }
-
-    /// The table this store writes to.
-    pub fn table(&self) -> &str {
-        &self.table
     }
 
     /// Scans the items of `kind`, page by page (consistent), until the end or `page` says `false`.
