@@ -6,13 +6,14 @@
 use super::*;
 use crate::items::holds::{hold_sk, HOLDS_SOURCE};
 use crate::items::{email_sk, wallet_pk, WALLET_SK};
+use crate::model::{Entry, Wallet};
 use crate::money::Currency;
 use crate::reconcile::{reconcile, ReconcileOptions};
-use crate::rules::EntryKind;
+use crate::rules::{self, EntryKind};
 use inbox_core::clock::ManualClock;
 use inbox_core::store::attr::{get_s, n, s};
 use inbox_core::store::memory::MemoryStore;
-use inbox_core::store::{Item, StoreError};
+use inbox_core::store::{Applied, Effect, Item, StoreError};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 const T0: i64 = 1_795_000_000_000;

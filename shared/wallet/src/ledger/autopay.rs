@@ -93,7 +93,7 @@ impl<S: ItemStore> Ledger<'_, S> {
             .store
             .query_items(&wallet_pk(tenant), ATTEMPT_PREFIX)
             .await?;
-        super::rows_of(&items, tenant, Attempt::from_item)
+        super::rows::rows_of(&items, tenant, Attempt::from_item)
     }
 
     /// The journal of the wallet's autopay changes, oldest first.
@@ -102,7 +102,7 @@ impl<S: ItemStore> Ledger<'_, S> {
             .store
             .query_items(&wallet_pk(tenant), AUTOPAY_LOG_PREFIX)
             .await?;
-        super::rows_of(&items, tenant, AutopayLog::from_item)
+        super::rows::rows_of(&items, tenant, AutopayLog::from_item)
     }
 
     /// A payment method's index item (its tenant, whether it was detached).
