@@ -75,9 +75,10 @@ where
     async fn leased_state(
         &self,
         id: &DestinationId,
+        burst: u32,
         now: i64,
     ) -> Result<Result<WorkerState, u32>, InfraError> {
-        let (state, stale) = match self.leased(id, now) {
+        let (state, stale) = match self.leased(id, burst, now) {
             Ok(found) => found,
             Err(want) => return Ok(Err(want)),
         };
@@ -103,15 +104,17 @@ where
     }
 
     /// A token of this worker's lease of `id`'s tokens at `now` with the state the lease's write
-    /// returned, or how many tokens the next lease asks for.
-    fn leased(&self, id: &DestinationId, now: i64) -> Result<(WorkerState, bool), u32> {
+    /// returned, or how many tokens the next lease asks for: never more than the destination's
+    /// burst, so a destination of a small burst shared by many workers is not left idle while
+    /// one worker holds tokens it cannot spend (a burst of 1 takes one token per delivery).
+    fn leased(&self, id: &DestinationId, burst: u32, now: i64) -> Result<(WorkerState, bool), u32> {
         let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
         match leases.get_mut(id) {
             Some((lease, state, stale)) => {
                 if lease.spend(now) {
                     Ok((*state, *stale))
                 } else {
-                    Err(lease.next_size(self.config.max_leased_tokens))
+                    Err(lease.next_size(self.config.max_leased_tokens.min(burst)))
                 }
             }
             None => Err(1),
@@ -129,7 +132,7 @@ where
         max_wait: Duration,
     ) -> Result<Result<WorkerState, i64>, InfraError> {
         let started = self.clock.now_millis();
-        if let Ok(state) = self.leased_state(id, started).await? {
+        if let Ok(state) = self.leased_state(id, rate.burst, started).await? {
             return Ok(Ok(state));
         }
         let turn = {
@@ -142,7 +145,7 @@ where
         for _ in 0..1_000 {
             let mine = turn.lock().await;
             let now = self.clock.now_millis();
-            let want = match self.leased_state(id, now).await? {
+            let want = match self.leased_state(id, rate.burst, now).await? {
                 Ok(state) => return Ok(Ok(state)),
                 Err(want) => want,
             };
