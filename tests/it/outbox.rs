@@ -466,6 +466,54 @@ async fn a_crash_after_the_post_sends_the_same_webhook_id_again() {
 }
 
 #[tokio::test]
+async fn the_sweep_finds_a_delivery_filed_under_the_former_sixteen_shards() {
+    use inbox_core::outbox::schema::{delivery_pk, outbox_shard, DELIVERY_SK};
+    use inbox_core::store::attr::s;
+    let rig = OutboxRig::new().await;
+    let crm = Receiver::always(200);
+    rig.destination("crm", &crm.url, &["*"], |_| {}).await;
+    let processor = rig
+        .processor(
+            Pipeline::registry(CounterHandler::new(&rig.pipeline.harness.table, false)),
+            SystemClock,
+        )
+        .await;
+    // An event whose delivery's shard among 64 is not the one it had among 16.
+    let (id, former) = (0..1000)
+        .map(|i| {
+            let id = format!("evt_former_{i}");
+            let shard = outbox_shard(&delivery_pk("crm", &key(&id)));
+            let n: u8 = shard["OUTBOX#".len()..].parse().unwrap();
+            (id, shard, format!("OUTBOX#{}", n % 16))
+        })
+        .find(|(_, now, former)| now != former)
+        .map(|(id, _, former)| (id, former))
+        .unwrap();
+    rig.ingest_and_process(&processor, &id, TYPE).await;
+    rig.pipeline
+        .harness
+        .client
+        .update_item()
+        .table_name(&rig.pipeline.harness.table)
+        .key("pk", s(delivery_pk("crm", &key(&id))))
+        .key("sk", s(DELIVERY_SK))
+        .update_expression("SET open_shard = :former")
+        .expression_attribute_values(":former", s(&former))
+        .send()
+        .await
+        .unwrap();
+    let worker = rig.deliverer(SystemClock, config()).await;
+    assert_eq!(
+        worker.deliver_due(10).await.unwrap(),
+        vec![DeliveryOutcome::Delivered],
+        "found in {former}, one of the 64 the sweep reads"
+    );
+    assert_eq!(crm.count(), 1);
+    let d = rig.delivery("crm", &id).await.unwrap();
+    assert_eq!(d.status, DeliveryStatus::Delivered);
+}
+
+#[tokio::test]
 async fn more_destinations_than_fit_one_transaction_are_fanned_out_by_the_deliver_function() {
     let rig = OutboxRig::new().await;
     let n = inbox_core::store::MAX_EFFECTS; // 99 + the handler's one effect: one too many

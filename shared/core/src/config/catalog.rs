@@ -195,7 +195,7 @@ pub const REAPER_MAX_PER_RUN: Var = Var {
     read_by: ReadBy::Only(&[REAPER]),
     unset: Unset::Default("1000"),
     meaning: "most due messages handled per run (re-driven, failed, or their pending notice \
-              sent), spread evenly over the open index's 16 shards",
+              sent), spread evenly over the open index's 64 shards",
 };
 
 pub const INBOXCTL_JSON: Var = Var {

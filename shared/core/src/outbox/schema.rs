@@ -9,12 +9,12 @@
 //! | delivery | `OUT#{destination}#{source}#{event id}` | `OUT` | one per (destination, event): status, attempts, journal; in the stream filter |
 //! | fan-out | `FAN#{source}#{event id}` | `FAN` | the destinations of an event that did not fit its transaction; expanded by the deliver function |
 //!
-//! Deliveries and fan-outs that still have work to do carry `open_shard` (`OUTBOX#0`..`OUTBOX#15`)
+//! Deliveries and fan-outs that still have work to do carry `open_shard` (`OUTBOX#0`..`OUTBOX#63`)
 //! and `open_due` (ms): the same sparse `open-index` as the inbox's open messages, in shards of
 //! their own (the reaper only reads `OPEN#…`), so the deliver function's sweep finds what is due
 //! without scanning. Outbox items never lose an attribute (a repeated `Ensure` must find every
 //! attribute it would set already there, see [`crate::store::Effect::Ensure`]): finished ones
-//! move to a done shard (`OUTBOX#DONE#0`..`OUTBOX#DONE#15`, [`done_shard`]), which nothing
+//! move to a done shard (`OUTBOX#DONE#0`..`OUTBOX#DONE#63`, [`done_shard`]; before there were 64, `..15`), which nothing
 //! queries, and leave the table by TTL. The done shards are hashed like the open ones: every
 //! finished delivery writes its index entry there, and one constant partition would cap the
 //! index at one partition's write rate (about 1,000 writes/s), throttling the base-table writes
@@ -48,8 +48,15 @@ pub const DONE_SHARD: &str = "OUTBOX#DONE";
 /// `*` ends a prefix; an entry without it is a whole key.
 pub const DELIVER_WRITES: [&str; 4] = ["OUT#*", "FAN#*", "DEST#*", DESTINATIONS_PK];
 
-/// How many open-index shards the outbox spreads over.
-pub const OUTBOX_SHARDS: u8 = 16;
+/// How many open-index shards the outbox spreads over (its open and its done partitions alike).
+/// A delivery writes its open shard's index up to three times (the fan-out's put, the claim, the
+/// record that leaves the shard): at 1,000 write units per partition and second, 64 shards carry
+/// about 21,000 webhooks/s (16 carried 5,333, the capacity table's lowest stack-wide cap;
+/// `docs/benchmarks.md`). Items filed under fewer shards (`OUTBOX#0`..`OUTBOX#15`, before there
+/// were 64) are among these and keep their value until their next write: the sweep and the
+/// resend, reading every shard, find them where they are; a finished item keeps its
+/// `OUTBOX#DONE#0`..`15` (an `Ensure` repeated on it sets nothing it has).
+pub const OUTBOX_SHARDS: u8 = 64;
 
 /// `kind` values.
 pub const KIND_DESTINATION: &str = "destination";
@@ -102,7 +109,7 @@ pub fn outbox_shard(pk: &str) -> String {
 }
 
 /// The open-index partition of a finished delivery or fan-out item (by its partition key):
-/// `OUTBOX#DONE#0`..`OUTBOX#DONE#15`, spread like [`outbox_shard`].
+/// `OUTBOX#DONE#0`..`OUTBOX#DONE#63`, spread like [`outbox_shard`].
 pub fn done_shard(pk: &str) -> String {
     let h = Sha256::digest(pk.as_bytes());
     format!("{DONE_SHARD}#{}", h[0] % OUTBOX_SHARDS)
@@ -185,12 +192,12 @@ mod tests {
             webhook_id("crm", &key("mailer", "evt_1"))
         );
         assert!(log_sk(5, &uuid::Uuid::nil()).starts_with("LOG#0000000000005#"));
-        let shards: std::collections::HashSet<_> = (0..300)
+        let shards: std::collections::HashSet<_> = (0..3000)
             .map(|i| outbox_shard(&format!("OUT#d#s#{i}")))
             .collect();
         assert_eq!(shards.len(), usize::from(OUTBOX_SHARDS));
         assert!(outbox_shards().all(|s| shards.contains(&s)));
-        let done: std::collections::HashSet<_> = (0..300)
+        let done: std::collections::HashSet<_> = (0..3000)
             .map(|i| done_shard(&format!("OUT#d#s#{i}")))
             .collect();
         assert_eq!(
