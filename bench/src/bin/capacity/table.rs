@@ -14,6 +14,16 @@ pub const HOT_HOLDS: f64 = 5_000.0;
 pub const HOT_DEBITS: f64 = 5_000.0;
 /// The balance item's sort key under `WALLET#{tenant}` (what K shard items split).
 pub const BALANCE_SK: &str = "WALLET";
+/// The most shards a wallet may have (`wallet_ledger::items::shards::MAX_SHARDS`).
+pub const MAX_K: f64 = 64.0;
+/// The shard items' partition-key pattern (`WALLET#{tenant}#S{n}`, shards 1..K − 1).
+pub const SHARD_PATTERN: &str = "WALLET#{tenant}#{shard}";
+/// Function instances that keep one tenant's wallet view (`WALLET_VIEW_MS`), each reading every
+/// shard item once per refresh, and their refreshes per second (the default 1,000 ms): an
+/// assumption, not a measurement — 10,000 movements/s at about 20 ms each keep some 200
+/// instances busy. They take this many read units per second of every shard's partition.
+pub const VIEW_INSTANCES: f64 = 200.0;
+pub const VIEW_REFRESHES_PER_S: f64 = 1.0;
 
 /// The stack's workload, as the table names it.
 pub const STACK_WORKLOAD: &str = "webhook + fan-out (from the code) + delivery";
@@ -158,15 +168,130 @@ pub struct Capacity {
     pub rows: Vec<Row>,
     pub stack_ceiling: (f64, String),
     pub tenant_ceiling: (f64, String),
-    /// The balance's write units per hold and per captured debit, and the K the hot tenant needs.
-    pub balance_per_hold: f64,
-    pub balance_per_debit: f64,
-    pub hot_k: f64,
-    /// The ledger entries' write units per email (hold + capture), and the K the hot tenant
-    /// would need were they written under the shards' keys too.
-    pub entries_per_email: f64,
-    pub hot_k_with_entries: f64,
+    /// The K at which one tenant's keys reach [`TENANT_TARGET`] emails/s, if one up to [`MAX_K`]
+    /// does.
+    pub tenant_k: Option<f64>,
+    /// The hot tenant: 5,000 holds + 5,000 debits a second on one wallet.
+    pub hot: Hot,
 }
+
+/// One email's units (hold + capture) on a sharded wallet, as measured on one of K = 8 shards
+/// with a warm view: the balance's on the movement's own shard, the rest as they fall; the K
+/// that [`HOT_HOLDS`] + [`HOT_DEBITS`] a second need, and what the tenant's keys allow there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hot {
+    /// The balance's read and write units per hold and per capture.
+    pub hold: (f64, f64),
+    pub capture: (f64, f64),
+    /// The K the balance's writes need, the K its reads need (with the views' refreshes).
+    pub k_writes: f64,
+    pub k_reads: f64,
+    pub k: f64,
+    /// Emails/s one tenant's keys allow at `k` (the lowest), and which key.
+    pub cap: f64,
+    pub bound: String,
+}
+
+impl Hot {
+    /// Met: some K up to [`MAX_K`] carries the hot tenant.
+    pub fn met(&self) -> bool {
+        self.k <= MAX_K && self.cap >= HOT_HOLDS.min(HOT_DEBITS)
+    }
+}
+
+/// The flow with its shard items' units counted as the balance item's (`WALLET#{tenant}`
+/// `WALLET`): a movement writes one balance item, whichever of the K it is.
+pub fn shards_as_balance(f: &Flow) -> Flow {
+    let mut out = f.clone();
+    if let Some(shard) = out.remove(SHARD_PATTERN) {
+        let balance = Use {
+            rcu: shard.rcu,
+            wcu: shard.wcu,
+            by_sort_key: BTreeMap::from([(BALANCE_SK.to_owned(), shard.wcu)]),
+            reads_by_sort_key: BTreeMap::from([(BALANCE_SK.to_owned(), shard.rcu)]),
+        };
+        out.entry("WALLET#{tenant}".to_owned())
+            .or_default()
+            .add(&balance, 1.0);
+    }
+    out
+}
+
+/// The balance's read and write units per operation of `f` (its shard items' included).
+fn balance_units(f: &Flow) -> (f64, f64) {
+    let f = shards_as_balance(f);
+    f.get("WALLET#{tenant}").map_or((0.0, 0.0), |u| {
+        (
+            u.reads_by_sort_key
+                .get(BALANCE_SK)
+                .copied()
+                .unwrap_or_default(),
+            u.by_sort_key.get(BALANCE_SK).copied().unwrap_or_default(),
+        )
+    })
+}
+
+/// The lowest cap among one tenant's rows of `email` at `k` shards (emails/s), and its key.
+fn tenant_cap(
+    email: &Flow,
+    workload: &'static str,
+    rate: f64,
+    k: f64,
+    shards: &Shards,
+) -> (f64, String, Vec<Row>) {
+    let rows: Vec<Row> = rows(email, workload, rate, k, shards)
+        .into_iter()
+        .filter(|r| r.key.starts_with("WALLET#{tenant}"))
+        .collect();
+    let (c, key) = rows
+        .iter()
+        .min_by(|a, b| a.cap.total_cmp(&b.cap))
+        .map_or((f64::INFINITY, "none".to_owned()), |r| {
+            (r.cap, format!("{} ({})", r.key, r.workload))
+        });
+    (c, key, rows)
+}
+
+/// The hot tenant from the sharded flows (`hold-k8`, `capture-k8`).
+fn hot(hold: &Flow, capture: &Flow, rate: f64, shards: &Shards) -> (Hot, Vec<Row>) {
+    let (hold_units, capture_units) = (balance_units(hold), balance_units(capture));
+    let writes = HOT_HOLDS * hold_units.1 + HOT_DEBITS * capture_units.1;
+    let reads = HOT_HOLDS * hold_units.0 + HOT_DEBITS * capture_units.0;
+    let refresh = VIEW_INSTANCES * VIEW_REFRESHES_PER_S;
+    let k_writes = (writes / PARTITION_WCU).ceil().max(1.0);
+    let k_reads = (reads / (PARTITION_RCU - refresh)).ceil().max(1.0);
+    let k = k_writes.max(k_reads);
+    let email = shards_as_balance(&mix(&[(hold, 1.0), (capture, 1.0)]));
+    let (cap_rows, key, mut rows) = tenant_cap(&email, HOT_WORKLOAD, rate, k, shards);
+    for r in &mut rows {
+        r.target = Some(HOT_HOLDS.min(HOT_DEBITS));
+    }
+    // The views' refreshes take a share of every shard's reads.
+    let read_cap = cap(PARTITION_RCU - refresh, k, hold_units.0 + capture_units.0);
+    let (cap, bound) = if read_cap < cap_rows {
+        (
+            read_cap,
+            format!("WALLET#{{tenant}} WALLET reads, with the views' {refresh:.0} RCU/s per shard"),
+        )
+    } else {
+        (cap_rows, key)
+    };
+    (
+        Hot {
+            hold: hold_units,
+            capture: capture_units,
+            k_writes,
+            k_reads,
+            k,
+            cap,
+            bound,
+        },
+        rows,
+    )
+}
+
+/// The hot tenant's workload, as the table names it.
+pub const HOT_WORKLOAD: &str = "hot tenant: hold + capture, K shards (measured at K = 8)";
 
 /// The fan-out's writes, from the code (no measured flow subscribes a destination to the wallet
 /// webhook): the processing transaction also puts the delivery's item (`Effect::Ensure` of an
@@ -224,39 +349,20 @@ pub fn compute(flows: &BTreeMap<&str, Flow>, rate: f64, k: f64, shards: &Shards)
     };
     let stack_ceiling = lowest(STACK_TARGET);
     let tenant_ceiling = lowest(TENANT_TARGET);
-    let balance = |f: &Flow| {
-        f.get("WALLET#{tenant}")
-            .and_then(|u| u.by_sort_key.get("WALLET"))
-            .copied()
-            .unwrap_or_default()
-            + f.get("WALLET#{tenant}#{shard}").map_or(0.0, |u| u.wcu)
-    };
-    let (balance_per_hold, balance_per_debit) = (balance(get("hold")), balance(get("capture")));
-    let hot_k = ((HOT_HOLDS * balance_per_hold + HOT_DEBITS * balance_per_debit) / PARTITION_WCU)
-        .ceil()
-        .max(1.0);
-    let entries = |f: &Flow| {
-        f.values()
-            .flat_map(|u| u.by_sort_key.iter())
-            .filter(|(g, _)| g.starts_with("ENTRY#"))
-            .map(|(_, w)| w)
-            .sum::<f64>()
-    };
-    let (entries_hold, entries_capture) = (entries(get("hold")), entries(get("capture")));
-    let hot_k_with_entries = ((HOT_HOLDS * (balance_per_hold + entries_hold)
-        + HOT_DEBITS * (balance_per_debit + entries_capture))
-        / PARTITION_WCU)
-        .ceil()
-        .max(1.0);
+    // The K at which a tenant's emails (as measured on a sharded wallet) reach the target.
+    let sharded = shards_as_balance(&mix(&[(get("hold-k8"), 1.0), (get("capture-k8"), 1.0)]));
+    let tenant_k = (1..=MAX_K as u32).map(f64::from).find(|k| {
+        let flow = if *k > 1.0 { &sharded } else { &email };
+        tenant_cap(flow, "email: hold + capture", rate, *k, shards).0 >= TENANT_TARGET
+    });
+    let (hot, hot_rows) = hot(get("hold-k8"), get("capture-k8"), rate, shards);
+    all.extend(hot_rows);
     Capacity {
         rows: all,
         stack_ceiling,
         tenant_ceiling,
-        balance_per_hold,
-        balance_per_debit,
-        hot_k,
-        entries_per_email: entries_hold + entries_capture,
-        hot_k_with_entries,
+        tenant_k,
+        hot,
     }
 }
 
@@ -288,11 +394,26 @@ mod tests {
         let delivery = flow_of(json!({
             "DEST#{id}": {"read_half_units": 0, "write_units": 1, "writes_by_sort_key": {"STATE": 1}},
         }));
-        let flows = BTreeMap::from([
+        // On a sharded wallet: each movement reads and writes its own shard (here a shard
+        // item; shard 0 is the wallet item), the rest from the view.
+        let hold_k8 = flow_of(json!({
+            "WALLET#{tenant}#{shard}": {"read_half_units": 2, "write_units": 2,
+                "writes_by_sort_key": {"SHARD#{id}": 2}, "reads_by_sort_key": {"SHARD#{id}": 2}},
+            "WALLET#{tenant}": {"read_half_units": 0, "write_units": 4,
+                "writes_by_sort_key": {"HOLD#{id}": 2, "EMAIL#{id}": 2}},
+        }));
+        let capture_k8 = flow_of(json!({
+            "WALLET#{tenant}": {"read_half_units": 2, "write_units": 4,
+                "writes_by_sort_key": {"WALLET": 2, "EMAIL#{id}": 2},
+                "reads_by_sort_key": {"WALLET": 2}},
+        }));
+        let mut flows = BTreeMap::from([
             ("webhook", webhook),
             ("delivery", delivery),
             ("hold", hold),
             ("capture", capture),
+            ("hold-k8", hold_k8.clone()),
+            ("capture-k8", capture_k8),
         ]);
         let shards = Shards::from([("open-index OPEN#{shard}".into(), 16.0)]);
         let c = compute(&flows, 1000.0, 1.0, &shards);
@@ -340,8 +461,37 @@ mod tests {
         );
         assert_eq!(c.stack_ceiling.0, 8000.0);
         assert_eq!(c.tenant_ceiling.0, 250.0);
-        assert_eq!(c.hot_k, 20.0, "(5,000 × 2 + 5,000 × 2) / 1,000");
-        assert_eq!(c.hot_k_with_entries, 40.0, "with the entries' 2 + 2");
+        // The hot tenant: the balance's units per movement, whichever shard it is on.
+        let h = &c.hot;
+        assert_eq!((h.hold, h.capture), ((1.0, 2.0), (1.0, 2.0)));
+        assert_eq!(h.k_writes, 20.0, "(5,000 × 2 + 5,000 × 2) / 1,000");
+        assert_eq!(
+            h.k_reads, 4.0,
+            "(5,000 + 5,000) / (3,000 − 200 for the views)"
+        );
+        assert_eq!((h.k, h.cap), (20.0, 5000.0), "20 × 1,000 / 4");
+        assert!(h.met(), "{h:?}");
+        let hot_balance = row("WALLET#{tenant} WALLET", HOT_WORKLOAD);
+        assert_eq!(hot_balance.per_partition, Some((100.0, 200.0)));
+        assert_eq!(hot_balance.target, Some(5000.0));
+        assert!(!c.rows.iter().any(|r| r.key.starts_with(SHARD_PATTERN)));
+        // One tenant reaches 1,000 emails/s once spread (the K = 1 flow's entries aside).
+        assert_eq!(c.tenant_k, Some(4.0), "4 × 1,000 / 4");
+        // An item every movement reads, whatever K (autopay's, were it read per hold), bounds it.
+        let mut read_each_time = hold_k8;
+        read_each_time.insert(
+            "WALLET#{tenant}".into(),
+            flow_of(
+                json!({"WALLET#{tenant}": {"read_half_units": 2, "write_units": 4,
+                "writes_by_sort_key": {"HOLD#{id}": 2, "EMAIL#{id}": 2},
+                "reads_by_sort_key": {"AUTOPAY": 2}}}),
+            )["WALLET#{tenant}"]
+                .clone(),
+        );
+        flows.insert("hold-k8", read_each_time);
+        let bound = compute(&flows, 1000.0, 1.0, &shards).hot;
+        assert_eq!(bound.cap, 3000.0, "3,000 RCU / 1 read per email");
+        assert!(bound.bound.contains("AUTOPAY") && !bound.met(), "{bound:?}");
         let at = compute(&flows, 1000.0, 20.0, &shards);
         let spread = |key: &str| {
             at.rows

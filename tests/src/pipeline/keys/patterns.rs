@@ -18,10 +18,11 @@ pub fn pattern(pk: &str) -> String {
         ("WALLETS", "WALLETS"),
     ];
     if let Some(rest) = pk.strip_prefix("WALLET#") {
-        // A shard item of the balance: a number after the tenant.
-        let shard = rest
-            .rsplit_once('#')
-            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        // A shard item of the balance: `S` and a number after the tenant (`items::shards`).
+        let shard = rest.rsplit_once('#').is_some_and(|(_, n)| {
+            n.strip_prefix('S')
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        });
         return if shard {
             "WALLET#{tenant}#{shard}".into()
         } else {
@@ -84,7 +85,9 @@ mod tests {
             ("DEST#bench", "DEST#{id}"),
             ("DESTINATIONS", "DESTINATIONS"),
             ("WALLET#acme", "WALLET#{tenant}"),
-            ("WALLET#acme#3", "WALLET#{tenant}#{shard}"),
+            ("WALLET#acme#S3", "WALLET#{tenant}#{shard}"),
+            ("WALLET#acme#3", "WALLET#{tenant}"),
+            ("WALLET#acme#S", "WALLET#{tenant}"),
             ("WALLET#a#b", "WALLET#{tenant}"),
             ("WALLETS", "WALLETS"),
             ("PAYMENT#pi_1", "PAYMENT#{payment intent}"),
