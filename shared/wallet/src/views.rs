@@ -149,7 +149,12 @@ impl WalletViews {
         let view = View {
             at: self.inner.clock.now_millis(),
             item: item.clone(),
-            others: wallet.shards.iter().filter(|p| p.shard != 0).cloned().collect(),
+            others: wallet
+                .shards
+                .iter()
+                .filter(|p| p.shard != 0)
+                .cloned()
+                .collect(),
         };
         self.lock().wallets.insert(wallet.tenant.clone(), view);
     }
@@ -297,9 +302,7 @@ impl<S: ItemStore> Ledger<'_, S> {
         if wallet.shard_count() > 1 {
             views.keep_autopay(tenant, &autopay);
         }
-        Ok(threshold_writes(
-            autopay, tenant, available, now_ms, origin,
-        ))
+        Ok(threshold_writes(autopay, tenant, available, now_ms, origin))
     }
 }
 

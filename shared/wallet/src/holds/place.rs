@@ -189,7 +189,10 @@ where
         let wallet = ledger.own_shard(viewed, shard, &self.views).await?;
         let amount = request.amount.unwrap_or(wallet.message_price.minor());
         let pays = wallet.part(shard).surplus().is_ok_and(|s| s >= amount)
-            && wallet.shards.iter().all(|p| p.surplus().is_ok_and(|s| s >= 0));
+            && wallet
+                .shards
+                .iter()
+                .all(|p| p.surplus().is_ok_and(|s| s >= 0));
         if pays {
             return Ok(Some(wallet));
         }

@@ -100,7 +100,9 @@ async fn hold(store: &Reads, views: &WalletViews, message_id: &str, amount: i64)
 
 /// The wallet's items a hold read: (its shard items, whether it read the AUTOPAY item).
 fn read_of(keys: &[(String, String)]) -> (Vec<(String, String)>, bool) {
-    let autopay = keys.iter().any(|(pk, sk)| pk == &wallet_pk("acme") && sk == "AUTOPAY");
+    let autopay = keys
+        .iter()
+        .any(|(pk, sk)| pk == &wallet_pk("acme") && sk == "AUTOPAY");
     let shards = (0..64)
         .map(|s| shard_key("acme", s))
         .filter(|k| keys.contains(k))
@@ -118,20 +120,29 @@ async fn a_warm_view_makes_a_hold_read_its_own_shard_alone_until_the_ttl() {
     let clock = Arc::new(ManualClock::at_millis(T0));
     let views = views_on(&clock);
     // Cold: every shard and the AUTOPAY item, as without a view.
-    assert!(matches!(hold(&store, &views, "m0", 5).await, HoldOutcome::Held(_)));
+    assert!(matches!(
+        hold(&store, &views, "m0", 5).await,
+        HoldOutcome::Held(_)
+    ));
     let (shards, autopay) = read_of(&store.take());
     assert_eq!((shards.len(), autopay), (8, true));
     assert_eq!(views.len(), 1);
     // Warm: the hold's own shard, strongly, and nothing else.
     for i in 1..20 {
         let m = format!("m{i}");
-        assert!(matches!(hold(&store, &views, &m, 5).await, HoldOutcome::Held(_)));
+        assert!(matches!(
+            hold(&store, &views, &m, 5).await,
+            HoldOutcome::Held(_)
+        ));
         let keys = store.take();
         assert_eq!(keys, vec![shard_key("acme", pick(&m, 8))], "hold {m}");
     }
     // The TTL passed on the view's clock: read whole again.
     clock.advance_millis(1_000);
-    assert!(matches!(hold(&store, &views, "m20", 5).await, HoldOutcome::Held(_)));
+    assert!(matches!(
+        hold(&store, &views, "m20", 5).await,
+        HoldOutcome::Held(_)
+    ));
     let (shards, autopay) = read_of(&store.take());
     assert_eq!((shards.len(), autopay), (8, true));
     // And the money is exact: 21 holds of 5 on the sum.
@@ -168,8 +179,14 @@ async fn a_hold_its_own_shard_cannot_pay_reads_every_shard() {
     hold(&store, &views, "warm", 5).await;
     store.take();
     // A message whose shard holds 1,000 asks for 1,500: the whole wallet (4,000) affords it.
-    let m = (0..).map(|i| format!("big{i}")).find(|m| pick(m, 4) == 1).unwrap();
-    assert!(matches!(hold(&store, &views, &m, 1_500).await, HoldOutcome::Held(_)));
+    let m = (0..)
+        .map(|i| format!("big{i}"))
+        .find(|m| pick(m, 4) == 1)
+        .unwrap();
+    assert!(matches!(
+        hold(&store, &views, &m, 1_500).await,
+        HoldOutcome::Held(_)
+    ));
     let (shards, _) = read_of(&store.take());
     assert_eq!(shards.len(), 4, "read whole before its refill");
     // A refusal: more than the whole wallet has.
@@ -185,7 +202,10 @@ async fn a_raised_count_of_shards_is_picked_up_when_the_view_expires() {
     let clock = Arc::new(ManualClock::at_millis(T0));
     let views = views_on(&clock);
     hold(&store, &views, "warm", 5).await;
-    Ledger::new(&store.inner).set_shards(&acme(), 8).await.unwrap();
+    Ledger::new(&store.inner)
+        .set_shards(&acme(), 8)
+        .await
+        .unwrap();
     fund(&store, 2..8, 1_000).await;
     store.take();
     // Within the TTL the holds pick within the two shards viewed (both exist).
@@ -198,7 +218,10 @@ async fn a_raised_count_of_shards_is_picked_up_when_the_view_expires() {
     hold(&store, &views, "after", 5).await;
     let (shards, _) = read_of(&store.take());
     assert_eq!(shards.len(), 8);
-    let m = (0..).map(|i| format!("k{i}")).find(|m| pick(m, 8) >= 2).unwrap();
+    let m = (0..)
+        .map(|i| format!("k{i}"))
+        .find(|m| pick(m, 8) >= 2)
+        .unwrap();
     hold(&store, &views, &m, 5).await;
     assert_eq!(store.take(), vec![shard_key("acme", pick(&m, 8))]);
 }

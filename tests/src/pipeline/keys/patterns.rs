@@ -18,10 +18,12 @@ pub fn pattern(pk: &str) -> String {
         ("WALLETS", "WALLETS"),
     ];
     if let Some(rest) = pk.strip_prefix("WALLET#") {
-        // A shard item of the balance: a number after the tenant.
-        let shard = rest
-            .rsplit_once('#')
-            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        // A shard item of the balance: `S` and a number after the tenant (`WALLET#{tenant}#S{n}`,
+        // `wallet_ledger::items::shards::shard_key`; a bare number is read the same way).
+        let shard = rest.rsplit_once('#').is_some_and(|(_, n)| {
+            let n = n.strip_prefix('S').unwrap_or(n);
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+        });
         return if shard {
             "WALLET#{tenant}#{shard}".into()
         } else {
@@ -85,6 +87,8 @@ mod tests {
             ("DESTINATIONS", "DESTINATIONS"),
             ("WALLET#acme", "WALLET#{tenant}"),
             ("WALLET#acme#3", "WALLET#{tenant}#{shard}"),
+            ("WALLET#acme#S3", "WALLET#{tenant}#{shard}"),
+            ("WALLET#acme#S", "WALLET#{tenant}"),
             ("WALLET#a#b", "WALLET#{tenant}"),
             ("WALLETS", "WALLETS"),
             ("PAYMENT#pi_1", "PAYMENT#{payment intent}"),
