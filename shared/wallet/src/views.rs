@@ -22,6 +22,8 @@
 //!
 //! Built once per instance (`Arc` inside: clones share it) with an injected clock; a TTL of 0 is
 //! "no view" ([`WalletViews::disabled`], the default of the handler and of [`crate::holds::Holds`]).
+//! Only wallets of K > 1 shards (and their AUTOPAY items) are kept: one entry per hot tenant the
+//! instance moved, replaced when read again.
 
 use crate::autopay::Autopay;
 use crate::autopay_handler::threshold_writes;

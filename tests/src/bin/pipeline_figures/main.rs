@@ -290,23 +290,25 @@ async fn main() {
         1,
         &capture,
     );
-    let (hold, capture) = holds::hold_and_capture_sharded().await;
+    let (hold_k8, capture_k8) = holds::hold_and_capture_sharded().await;
     integration_tests::pipeline::keys::record(
         "hold-k8",
         "one hold placed by the wallet API on a wallet of 8 shards, the API's view warm",
         1,
-        &hold,
+        &hold_k8,
     );
     integration_tests::pipeline::keys::record(
         "capture-k8",
         "the 2 KB delivery webhook capturing a hold on a wallet of 8 shards, the processor's view warm, ingest + processing",
         1,
-        &capture,
+        &capture_k8,
     );
     for (flow, units) in [
         ("webhook", &all[0].1.keys),
         ("hold", &hold),
         ("capture", &capture),
+        ("hold-k8", &hold_k8),
+        ("capture-k8", &capture_k8),
     ] {
         println!("units by partition key, {flow}:");
         for (key, u) in units {
