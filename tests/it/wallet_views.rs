@@ -97,9 +97,13 @@ async fn accepted(p: &Pipeline, message_id: &str) -> MessageKey {
     )
 }
 
+/// The shard items a movement read (each key with its read's half units), and whether it read
+/// the AUTOPAY item.
+type MovementReads = (Vec<((String, String), u64)>, bool);
+
 /// The wallet's shard items and whether the AUTOPAY item were read since the last reset, each
 /// shard with its read's half units.
-fn wallet_reads(p: &Pipeline) -> (Vec<((String, String), u64)>, bool) {
+fn wallet_reads(p: &Pipeline) -> MovementReads {
     let reads = p.keys.items_read();
     let shards: Vec<_> = (0..SHARDS).map(|n| shard_key("acme", n)).collect();
     let autopay = reads
@@ -113,8 +117,8 @@ fn wallet_reads(p: &Pipeline) -> (Vec<((String, String), u64)>, bool) {
     (read, autopay)
 }
 
-/// What one measured hold and debit read: (shards read, AUTOPAY read) per movement.
-type Reads = Vec<(Vec<((String, String), u64)>, bool)>;
+/// What the measured movements read, one [`MovementReads`] each.
+type Reads = Vec<MovementReads>;
 
 async fn measure(
     p: &Pipeline,
