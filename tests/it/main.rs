@@ -20,6 +20,8 @@
 //!   keys, release, the wallet's view, checkout sessions).
 //! - [`wallet_shards`]: a hot tenant: a wallet of 8 shards under 2,000 holds and 2,000 debits at
 //!   once, exact; a tight one refusing exactly what the whole wallet cannot afford.
+//! - [`wallet_views`]: the instance's view of a sharded wallet: with it warm a hold or a webhook's
+//!   debit reads its own shard alone (counted at the SDK), without it all 8 and the AUTOPAY item.
 //! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
@@ -61,3 +63,4 @@ mod wallet_events;
 mod wallet_holds;
 mod wallet_notices;
 mod wallet_shards;
+mod wallet_views;

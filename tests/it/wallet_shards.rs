@@ -3,7 +3,8 @@
 //! movement lost or made twice (the entries sum to the balance and the held amount, every hold
 //! has its row, reconciliation is clean), the floor on the total; and a tight wallet of 8 shards
 //! refuses exactly the holds the whole wallet cannot afford under 200 concurrent holds. Each
-//! prints the conflicts, refills and retries it saw.
+//! prints the conflicts, refills and retries it saw. The API and the processor keep a view of
+//! the wallet as deployed (`WALLET_VIEW_MS`), so most movements read only their own shard.
 
 use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use aws_lambda_events::encodings::Body;
@@ -21,7 +22,7 @@ use wallet_api::{ApiConfig, WalletApi};
 use wallet_ledger::checkout::{Checkout, CheckoutError, CheckoutRequest, CheckoutSession};
 use wallet_ledger::reconcile::{reconcile, ReconcileOptions};
 use wallet_ledger::rules::{EmailState, EntryKind};
-use wallet_ledger::{Currency, Ledger, TenantId, Wallet, WalletSources};
+use wallet_ledger::{Currency, Ledger, TenantId, Wallet, WalletSources, WalletViews};
 
 const PRICE: i64 = 25;
 const FLOOR: i64 = 1_000;
@@ -79,6 +80,11 @@ async fn sharded_wallet(amount: i64) -> (Pipeline, DynamoTable) {
     (p, store)
 }
 
+/// A view of sharded wallets as the deployed functions keep one (`WALLET_VIEW_MS`' default).
+fn views() -> WalletViews {
+    WalletViews::system(Duration::from_millis(wallet_ledger::views::DEFAULT_VIEW_MS))
+}
+
 /// The API on a client with the SDK's default timeouts (DynamoDB Local under thousands of
 /// transactions at once on a shared machine is slower than the deployed 2 s per attempt), its
 /// metrics recorded.
@@ -92,7 +98,8 @@ async fn api(
     let store = DynamoTable::new(patient, p.harness.table.clone());
     let sink = Arc::new(RecordingSink::new());
     let api = WalletApi::new(store, NoCheckout, SystemClock, ApiConfig::default())
-        .with_metrics(sink.clone());
+        .with_metrics(sink.clone())
+        .with_views(views());
     (Arc::new(api), sink)
 }
 
@@ -230,7 +237,8 @@ async fn a_wallet_of_eight_shards_takes_hundreds_of_holds_and_debits_at_once() {
         assert_eq!(p.harness.send(&event).await.code(), "accepted", "{id}");
     }
     let (api, sink) = api(&p).await;
-    let registry = process_function::registry(store.clone(), WalletSources::default());
+    let registry =
+        process_function::registry_with(store.clone(), WalletSources::default(), views());
     let processor = Arc::new(p.processor(registry, SystemClock).await);
     // At most 16 requests of each kind in flight, interleaved: holds and debits at once (DynamoDB
     // Local on a shared machine times out its locks beyond that).

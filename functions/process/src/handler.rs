@@ -20,7 +20,7 @@ use inbox_core::store::{ItemStore, MessageStore};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
 use std::sync::Arc;
-use wallet_ledger::{WalletConfig, WalletHandler};
+use wallet_ledger::{WalletConfig, WalletHandler, WalletViews};
 
 /// The processor as deployed.
 pub type Service = Processor<DynamoTable, SqsRetryQueue, SqsQuarantine, SystemClock>;
@@ -32,7 +32,19 @@ pub type Service = Processor<DynamoTable, SqsRetryQueue, SqsQuarantine, SystemCl
 ///   the `WALLET_STRIPE_MODE`) and email delivery events (`WALLET_MAILER_SOURCE`, default
 ///   `mailer`, and each provider's source in `WALLET_EMAIL_SOURCES`). Given its sources alone, the rest of its configuration is the documented default.
 pub fn registry<S: ItemStore + 'static>(store: S, wallet: impl Into<WalletConfig>) -> Registry {
-    WalletHandler::new(store, wallet).register(Registry::new())
+    registry_with(store, wallet, WalletViews::disabled())
+}
+
+/// The same with the instance's view of sharded wallets (`WALLET_VIEW_MS`): each email's
+/// movement on a wallet of K > 1 shards reads its own shard alone.
+pub fn registry_with<S: ItemStore + 'static>(
+    store: S,
+    wallet: impl Into<WalletConfig>,
+    views: WalletViews,
+) -> Registry {
+    WalletHandler::new(store, wallet)
+        .with_views(views)
+        .register(Registry::new())
 }
 
 /// Builds the service once per cold start: the handlers, and the outbox's fan-out at the
@@ -47,7 +59,8 @@ pub async fn build() -> Result<Service, ConfigError> {
     let sqs = inbox_core::queue::sqs::fail_fast_sqs(&sdk);
     let retry = SqsRetryQueue::new(sqs.clone(), config.retry_queue_url);
     let quarantine = SqsQuarantine::new(sqs, config.quarantine_queue_url);
-    let registry = registry(store.clone(), wallet);
+    let views = WalletViews::system(wallet_ledger::config::view_ttl(&env)?);
+    let registry = registry_with(store.clone(), wallet, views);
     // The outbox: every event that becomes processed or ignored is fanned out to the matching
     // destinations in the transaction of that transition (destinations cached briefly).
     let destinations = DestinationCache::new(store.clone(), destination_cache(&env)?);

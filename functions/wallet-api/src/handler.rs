@@ -8,7 +8,8 @@
 //! and this function must answer every bad input with a JSON 400 instead.
 //!
 //! [`build`] is the composition root: the table (DynamoDB), the payment provider's hosted
-//! checkout ([`checkout`]), the system clock, `WALLET_API_IDEMPOTENCY_HOURS`.
+//! checkout ([`checkout`]), the system clock, `WALLET_API_IDEMPOTENCY_HOURS`, the instance's view
+//! of sharded wallets (`WALLET_VIEW_MS`).
 
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
@@ -22,6 +23,7 @@ use std::convert::Infallible;
 use stripe_charges::{HttpTransport, StripeCheckout, StripeConfig};
 use wallet_api::{ApiConfig, ApiRequest, ApiResponse, WalletApi};
 use wallet_ledger::checkout::Checkout;
+use wallet_ledger::WalletViews;
 
 /// The payment provider's hosted checkout as deployed: Stripe's Checkout Sessions, its calls
 /// drawing on the account's token bucket in the table (shared with autopay's charges).
@@ -38,7 +40,9 @@ pub async fn build() -> Result<Deployed, ConfigError> {
     let sdk = inbox_core::tls::sdk_config(&env).await?;
     let table = DynamoTable::new(fail_fast_client(&sdk), table_name);
     let checkout = checkout(&env, &sdk, &table).await?;
-    Ok(WalletApi::new(table, checkout, SystemClock, config))
+    // One view of sharded wallets per instance: a hold reads its own shard alone.
+    let views = WalletViews::system(wallet_ledger::config::view_ttl(&env)?);
+    Ok(WalletApi::new(table, checkout, SystemClock, config).with_views(views))
 }
 
 /// The payment provider's hosted checkout (Stripe's, `stripe_charges`, reading its

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use wallet_ledger::checkout::Checkout;
 use wallet_ledger::holds::{Held, HoldOutcome, HoldRequest, Holds, ReleaseOutcome, Released};
-use wallet_ledger::{month_of, Ledger, LedgerError, TenantId};
+use wallet_ledger::{month_of, Ledger, LedgerError, TenantId, WalletViews};
 
 /// The wallet API over a table `S`, a provider's checkout `K` and a clock `C`.
 pub struct WalletApi<S, K, C> {
@@ -33,6 +33,9 @@ pub struct WalletApi<S, K, C> {
     pub config: ApiConfig,
     /// Where the holds' metrics go (`HoldBusy`, `HoldConflicts`, their notices').
     pub metrics: Arc<dyn MetricSink>,
+    /// The instance's view of sharded wallets (`WALLET_VIEW_MS`; none unless
+    /// [`WalletApi::with_views`]).
+    pub views: WalletViews,
 }
 
 impl<S, K, C> std::fmt::Debug for WalletApi<S, K, C> {
@@ -57,7 +60,14 @@ where
             clock,
             config,
             metrics: Arc::new(EmfWriter::stdout()),
+            views: WalletViews::disabled(),
         }
+    }
+
+    /// The same placing a sharded wallet's holds on `views` (each reads its own shard alone).
+    pub fn with_views(mut self, views: WalletViews) -> Self {
+        self.views = views;
+        self
     }
 
     /// The same with its metrics going to `sink`.
@@ -67,7 +77,9 @@ where
     }
 
     fn holds(&self) -> Holds<'_, S> {
-        Holds::new(&self.store).with_clock(Arc::new(self.clock.clone()))
+        Holds::new(&self.store)
+            .with_clock(Arc::new(self.clock.clone()))
+            .with_views(self.views.clone())
     }
 
     /// Emits what `holds` measured (after its commit).
@@ -254,6 +266,7 @@ where
         };
         let keys = self.keys();
         let placed = Holds::new(&self.store)
+            .with_views(self.views.clone())
             .place(&request, |held| {
                 vec![keys.completion(claim, &held_answer(held))]
             })

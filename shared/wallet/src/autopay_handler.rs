@@ -140,16 +140,19 @@ impl<S: ItemStore> WalletHandler<S> {
             .map_err(read_failed("the autopay settings"))
     }
 
-    /// What autopay writes after a hold or debit that left `available` where it is.
+    /// What autopay writes after a hold or debit that left `wallet` at `available` (on the
+    /// viewed AUTOPAY item of a sharded wallet: [`Ledger::threshold`](crate::Ledger)).
     pub(crate) async fn at_threshold(
         &self,
         m: &StoredMessage,
-        tenant: &TenantId,
+        wallet: &crate::model::Wallet,
         available: Money,
     ) -> Result<(Vec<Effect>, Vec<Metric>), HandlerOutcome> {
-        let autopay = self.autopay_of(tenant).await?;
         let origin = [m.source.as_str(), m.event_id.as_str()];
-        threshold_writes(autopay, tenant, available, m.received_at, origin)
+        self.ledger()
+            .threshold(wallet, &self.views, available, m.received_at, origin)
+            .await
+            .map_err(read_failed("the autopay settings"))?
             .map_err(HandlerOutcome::Permanent)
     }
 

@@ -7,7 +7,7 @@ use crate::parse::StripeMode;
 use crate::providers::EmailProvider;
 use crate::WalletSources;
 use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
-use inbox_core::config::doc::readers::{INBOXCTL, PROCESS};
+use inbox_core::config::doc::readers::{INBOXCTL, PROCESS, WALLET_API};
 use inbox_core::config::doc::{ReadBy, Unset};
 use inbox_core::config::{ConfigError, Env, Var};
 use std::time::Duration;
@@ -162,6 +162,26 @@ pub const AUTOPAY_BATCH: Var = Var {
               the charging function handles; the rest wait for the next minute; at least 1",
 };
 
+pub const WALLET_VIEW_MS: Var = Var {
+    name: "WALLET_VIEW_MS",
+    read_by: ReadBy::Only(&[PROCESS, WALLET_API]),
+    unset: Unset::Default("1000"),
+    meaning: "milliseconds a function instance keeps its view of a sharded wallet (K > 1 \
+              shards): the wallet item, the other shards and the AUTOPAY item, so that a hold or \
+              an email's debit, capture or release reads only its own shard strongly. The money \
+              stays exact (a hold is a bounded write on its own shard; one its shard cannot pay, \
+              a refusal and a refill read every shard); low-balance and review notices, the \
+              overdrawn / review flags and autopay's threshold see the other shards up to this \
+              late. `0`: no view (every movement reads every shard and the AUTOPAY item). A \
+              wallet of one shard is never kept (see [Wallet ledger](wallet.md))",
+};
+
+/// `WALLET_VIEW_MS` (or its default) as a duration (0: no view).
+pub fn view_ttl(env: &Env) -> Result<Duration, ConfigError> {
+    let ms: u64 = env.parse(&WALLET_VIEW_MS)?;
+    Ok(Duration::from_millis(ms))
+}
+
 /// The wallet ledger's variables, in the order `docs/configuration.md` lists them.
 pub const VARS: &[&Var] = &[
     &WALLET_STRIPE_SOURCE,
@@ -171,6 +191,7 @@ pub const VARS: &[&Var] = &[
     &WALLET_MAX_AMOUNT,
     &WALLET_DEFAULT_FLOOR,
     &WALLET_DEFAULT_REVIEW_THRESHOLD,
+    &WALLET_VIEW_MS,
     &RECONCILE_STALE_AFTER_HOURS,
     &RECONCILE_UNMATCHED_AFTER_MINUTES,
     &AUTOPAY_LADDER_DAYS,
@@ -468,6 +489,19 @@ mod tests {
             (StripeMode::Live, 5000, Duration::from_secs(7 * 86_400))
         );
         assert_eq!(unmatched_after_ms(&none).unwrap(), 3_600_000);
+        assert_eq!(view_ttl(&none).unwrap(), Duration::from_millis(1_000));
+        assert_eq!(
+            WALLET_VIEW_MS.default_value(),
+            Some(crate::views::DEFAULT_VIEW_MS.to_string().as_str())
+        );
+        let off = Env::from_pairs([("WALLET_VIEW_MS", "0")]);
+        assert_eq!(view_ttl(&off).unwrap(), Duration::ZERO);
+        for bad in ["-1", "1.5", "x"] {
+            let e = view_ttl(&Env::from_pairs([("WALLET_VIEW_MS", bad)]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("WALLET_VIEW_MS"), "{bad}: {e}");
+        }
         assert_eq!(
             unmatched_after_ms(&Env::from_pairs([(
                 "RECONCILE_UNMATCHED_AFTER_MINUTES",

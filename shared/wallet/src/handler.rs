@@ -21,6 +21,7 @@ use crate::parse::{self, EmailNotice, StripeNotice};
 use crate::providers::EmailProvider;
 use crate::rules::{self, EmailState, Flags, Movement};
 use crate::tenant::TenantId;
+use crate::views::{Viewed, WalletViews};
 use crate::METRICS_NAMESPACE;
 use inbox_core::message::StoredMessage;
 use inbox_core::metrics::Metric;
@@ -111,6 +112,13 @@ pub(crate) fn read_failed(what: &str) -> impl FnOnce(LedgerError) -> HandlerOutc
     }
 }
 
+/// A movement of a tenant that has no wallet: permanent, until one is created and it replayed.
+fn no_wallet(tenant: &TenantId) -> HandlerOutcome {
+    HandlerOutcome::Permanent(format!(
+        "no wallet for tenant {tenant:?}; create it (inboxctl wallet create), then replay this message"
+    ))
+}
+
 /// What the movements of one event write and raise ([`WalletHandler::money`]): the wallet's
 /// adjustment and notices, their metrics, and the movements' entries.
 pub(crate) type MoneyWrites = (Vec<Effect>, Vec<Metric>, Vec<Entry>);
@@ -120,6 +128,8 @@ pub(crate) type MoneyWrites = (Vec<Effect>, Vec<Metric>, Vec<Entry>);
 pub struct WalletHandler<S> {
     pub(crate) store: S,
     pub(crate) config: WalletConfig,
+    /// The instance's view of sharded wallets (none unless [`WalletHandler::with_views`]).
+    pub(crate) views: WalletViews,
 }
 
 impl<S: ItemStore> WalletHandler<S> {
@@ -128,7 +138,15 @@ impl<S: ItemStore> WalletHandler<S> {
         Self {
             store,
             config: config.into(),
+            views: WalletViews::disabled(),
         }
+    }
+
+    /// The same deciding a sharded wallet's movements on `views` (shared with the instance's
+    /// other users): each reads only its own shard strongly, see [`crate::views`].
+    pub fn with_views(mut self, views: WalletViews) -> Self {
+        self.views = views;
+        self
     }
 
     /// Routes this handler for its events into `registry`.
@@ -156,9 +174,17 @@ impl<S: ItemStore> WalletHandler<S> {
     pub(crate) async fn wallet(&self, tenant: &TenantId) -> Result<Wallet, HandlerOutcome> {
         match self.ledger().wallet_as_read(tenant).await {
             Ok(Some(wallet)) => Ok(wallet),
-            Ok(None) => Err(HandlerOutcome::Permanent(format!(
-                "no wallet for tenant {tenant:?}; create it (inboxctl wallet create), then replay this message"
-            ))),
+            Ok(None) => Err(no_wallet(tenant)),
+            Err(e) => Err(read_failed("the wallet")(e)),
+        }
+    }
+
+    /// The wallet an email's movement starts from ([`Ledger::viewed`]: a sharded wallet's view
+    /// when one is fresh, else every shard read strongly).
+    async fn viewed(&self, tenant: &TenantId) -> Result<Viewed, HandlerOutcome> {
+        match self.ledger().viewed(tenant, &self.views).await {
+            Ok(Some(viewed)) => Ok(viewed),
+            Ok(None) => Err(no_wallet(tenant)),
             Err(e) => Err(read_failed("the wallet")(e)),
         }
     }
@@ -228,7 +254,7 @@ impl<S: ItemStore> WalletHandler<S> {
         m: &StoredMessage,
         notice: EmailNotice,
     ) -> Result<HandlerOutcome, HandlerOutcome> {
-        let wallet = self.wallet(&notice.tenant).await?;
+        let viewed = self.viewed(&notice.tenant).await?;
         let row = self
             .ledger()
             .email_row(&notice.tenant, &notice.message_id)
@@ -238,6 +264,19 @@ impl<S: ItemStore> WalletHandler<S> {
                 message_id: notice.message_id.clone(),
                 ..Default::default()
             });
+        // The shard its hold is on (a capture or release), else the one its message hashes to
+        // (of the count of shards as read: only ever raised, so one that exists).
+        let shard = if row.state == EmailState::Held {
+            row.shard
+        } else {
+            pick(&notice.message_id, viewed.wallet.shard_count())
+        };
+        // That shard read strongly, the others as viewed (all of them strongly without a view).
+        let wallet = self
+            .ledger()
+            .own_shard(viewed, shard, &self.views)
+            .await
+            .map_err(read_failed("the wallet's shard"))?;
         let amount = if row.state == EmailState::New {
             wallet.message_price.minor()
         } else {
@@ -256,12 +295,6 @@ impl<S: ItemStore> WalletHandler<S> {
         if !next.events.contains(&m.event_id.to_string()) {
             next.events.push(m.event_id.to_string());
         }
-        // The shard its hold is on (a capture or release), else the one its message hashes to.
-        let shard = if row.state == EmailState::Held {
-            row.shard
-        } else {
-            pick(&notice.message_id, wallet.shard_count())
-        };
         if state == EmailState::Held && row.state != EmailState::Held {
             next.shard = shard;
         }
@@ -281,7 +314,7 @@ impl<S: ItemStore> WalletHandler<S> {
                     .after(&mv)
                     .and_then(|v| v.available())
                     .map_err(|e| HandlerOutcome::Permanent(format!("refused: {e}")))?;
-                let (effects, metrics) = self.at_threshold(m, &notice.tenant, available).await?;
+                let (effects, metrics) = self.at_threshold(m, &wallet, available).await?;
                 commit.effects.extend(effects);
                 commit.metrics.extend(metrics);
             }

@@ -20,6 +20,7 @@ use crate::ledger::{Ledger, LedgerError};
 use crate::money::{Money, Overflow};
 use crate::rules::EmailState;
 use crate::tenant::TenantId;
+use crate::views::WalletViews;
 use crate::METRICS_NAMESPACE;
 use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::metrics::Metric;
@@ -113,6 +114,7 @@ pub struct Holds<'s, S> {
     pause: Pause,
     draw: Draw,
     retry: RetryPolicy,
+    views: WalletViews,
     metrics: Mutex<Vec<Metric>>,
 }
 
@@ -148,6 +150,7 @@ where
             pause: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
             draw: Arc::new(fastrand::f64),
             retry: RETRY,
+            views: WalletViews::disabled(),
             metrics: Mutex::new(Vec::new()),
         }
     }
@@ -162,6 +165,13 @@ where
     pub fn with_pause(mut self, pause: Pause, draw: Draw) -> Self {
         self.pause = pause;
         self.draw = draw;
+        self
+    }
+
+    /// The same deciding a sharded wallet's holds on `views` (the instance's): a hold reads only
+    /// its own shard strongly while that shard can pay it ([`crate::views`]).
+    pub fn with_views(mut self, views: WalletViews) -> Self {
+        self.views = views;
         self
     }
 

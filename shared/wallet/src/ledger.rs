@@ -161,7 +161,10 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
         Ok(self.read_wallet(tenant).await?.map(|(w, _)| w))
     }
 
-    async fn read_wallet(&self, tenant: &TenantId) -> Result<Option<(Wallet, Item)>, LedgerError> {
+    pub(crate) async fn read_wallet(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<(Wallet, Item)>, LedgerError> {
         let Some(item) = self.store.get_item(&wallet_pk(tenant), WALLET_SK).await? else {
             return Ok(None);
         };

@@ -32,6 +32,8 @@
 //!   ([`unmatched::UnmatchedPayment`]) until a later event names the tenant or an operator binds
 //!   them ([`Ledger::bind`]).
 //! - [`reconcile`]: the consistency report (and the count of payments unmatched too long).
+//! - [`views`]: [`WalletViews`], a function instance's view of sharded wallets (`WALLET_VIEW_MS`):
+//!   a movement reads only its own shard strongly, the rest from a copy at most that old.
 //! - [`config`]: the ledger's environment variables (documented with the core's `Var`) and
 //!   [`WalletConfig`].
 
@@ -55,6 +57,7 @@ pub mod reconcile;
 pub mod rules;
 pub mod tenant;
 pub mod unmatched;
+pub mod views;
 
 pub use config::WalletConfig;
 pub use handler::{WalletHandler, WalletSources, STRIPE_TYPES};
@@ -69,6 +72,7 @@ pub use providers::EmailProvider;
 pub use rules::Funds;
 pub use tenant::{InvalidTenant, TenantId, MAX_TENANT_CHARS};
 pub use unmatched::UnmatchedPayment;
+pub use views::WalletViews;
 
 /// The CloudWatch namespace of the ledger's metrics.
 pub const METRICS_NAMESPACE: &str = "WebhookIngestor/Wallet";

@@ -25,6 +25,15 @@
 //! that the next real crossing is announced only if that movement read it above the line. No
 //! crossing as one read saw it is ever announced twice, and no month twice.
 //!
+//! A wallet of K > 1 shards with its function instance's view ([`crate::views`],
+//! `WALLET_VIEW_MS`): a movement reads its own shard fresh and the wallet item and the other
+//! shards from a copy at most that old, so the notices (and the overdrawn / review flags) see the
+//! other shards' movements up to `WALLET_VIEW_MS` late: the window in which movements do not see
+//! each other widens from a read's round trip to the view's age. Nothing more than that: late,
+//! not lost (level-triggered), never announced twice (the ids are deterministic, the events'
+//! writes `CreateIfAbsent`), and the money is never wrong (holds are bounded writes on their own
+//! shard, read fresh).
+//!
 //! The webhook-driven movements (`handler`) and the API's holds (`holds`) both call [`notices`].
 
 use crate::events::WalletEvent;

@@ -82,6 +82,23 @@ impl KeyMeter {
         }
     }
 
+    /// The table items read one by one (`GetItem`) since the last reset, in order: their key
+    /// and the read's half units (2 for a strongly consistent read of an item up to 4 KB).
+    pub fn items_read(&self) -> Vec<(String, String, u64)> {
+        self.touches()
+            .into_iter()
+            .filter_map(|t| match t {
+                Touch::Read {
+                    partition,
+                    sk: Some(sk),
+                    index: false,
+                    half_units,
+                } => Some((partition, sk, half_units)),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn touches(&self) -> Vec<Touch> {
         self.0.lock().map(|t| t.clone()).unwrap_or_default()
     }

@@ -7,7 +7,6 @@
 //! found already there is read back here too.
 
 use super::{busy_metric, refused, Held, HoldOutcome, HoldRequest, Holds};
-use crate::autopay_handler::threshold_writes;
 use crate::items::holds::{bounded_hold, hold_sk, pointed_message, pointer, HOLDS_SOURCE};
 use crate::items::shards::{self, pick, plan_refill, Part};
 use crate::items::wallet_pk;
@@ -48,7 +47,7 @@ where
             if attempt > 1 {
                 self.back_off(attempt).await;
             }
-            let Some(mut wallet) = self.ledger().wallet_as_read(tenant).await? else {
+            let Some(mut wallet) = self.wallet_for(request).await? else {
                 return Ok(self.done(tenant, "place", conflicts, HoldOutcome::NoWallet));
             };
             if conflicts > 0 {
@@ -153,11 +152,13 @@ where
             let (mut effects, mut metrics) = self.hold_effects(&wallet, &part, &held, &with)?;
             // Autopay's threshold, as a webhook's hold checks it: the attempt (and the settings
             // at their version) in the hold's own transaction.
-            let autopay = self.ledger().autopay(tenant).await?;
             let origin = [HOLDS_SOURCE, held.hold_id.as_str()];
-            let (top_up, top_up_metrics) =
-                threshold_writes(autopay, tenant, after, self.clock.now_millis(), origin)
-                    .map_err(LedgerError::Unreadable)?;
+            let now = self.clock.now_millis();
+            let (top_up, top_up_metrics) = self
+                .ledger()
+                .threshold(&wallet, &self.views, after, now, origin)
+                .await?
+                .map_err(LedgerError::Unreadable)?;
             effects.extend(top_up);
             metrics.extend(top_up_metrics);
             match self.store.commit(effects).await? {
@@ -170,6 +171,32 @@ where
         }
         self.record([busy_metric(tenant, "place")]);
         Ok(self.done(tenant, "place", conflicts, HoldOutcome::Busy))
+    }
+
+    /// The wallet a try decides on: every shard read strongly, unless the instance has a fresh
+    /// view of it (K > 1) in which the hold's own shard, read strongly, pays it and no shard is
+    /// below its floor: then that one read over the view. A hold its own shard cannot pay (a
+    /// refill, another shard, a refusal) is decided on all K read strongly, as without a view.
+    async fn wallet_for(&self, request: &HoldRequest) -> Result<Option<Wallet>, LedgerError> {
+        let ledger = self.ledger();
+        let Some(viewed) = ledger.viewed(&request.tenant, &self.views).await? else {
+            return Ok(None);
+        };
+        if viewed.whole {
+            return Ok(Some(viewed.wallet));
+        }
+        let shard = pick(&request.message_id, viewed.wallet.shard_count());
+        let wallet = ledger.own_shard(viewed, shard, &self.views).await?;
+        let amount = request.amount.unwrap_or(wallet.message_price.minor());
+        let pays = wallet.part(shard).surplus().is_ok_and(|s| s >= amount)
+            && wallet
+                .shards
+                .iter()
+                .all(|p| p.surplus().is_ok_and(|s| s >= 0));
+        if pays {
+            return Ok(Some(wallet));
+        }
+        ledger.whole(&request.tenant, &self.views).await
     }
 
     /// Moves to shard `target` at least `short` of the other shards' surplus (as read), in one

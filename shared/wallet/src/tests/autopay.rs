@@ -3,7 +3,9 @@
 //! conflict), the monthly cap reported once, the credit that closes an attempt exactly once
 //! whether the charging pass's write comes before or after the webhook, the saved method and its
 //! detach in either order — and a property test over any order and duplication of the autopay
-//! webhooks against a reference model.
+//! webhooks against a reference model; holds on a sharded wallet's view that never expires make
+//! one attempt too, decided on the settings read strongly (a stale copy would conflict on its
+//! version and leave the holds busy).
 
 use super::*;
 use crate::attempts::TableAttempts;
@@ -789,4 +791,39 @@ async fn the_wallet_apis_holds_across_the_threshold_make_one_attempt_as_webhook_
     );
     let settings = w.settings().await;
     assert_eq!(settings.open_attempt.as_deref(), Some(a.id.as_str()));
+}
+
+#[tokio::test]
+async fn holds_on_a_sharded_wallets_warm_view_make_one_attempt_decided_on_the_stored_settings() {
+    let w = World::new().autopay(true, None).await;
+    Ledger::new(&*w.store)
+        .set_shards(&tid("acme"), 4)
+        .await
+        .unwrap();
+    // A view that never expires: every hold after the first sees the settings as first read
+    // (no open attempt), however many attempts were made since.
+    let clock = Arc::new(inbox_core::clock::ManualClock::at_millis(T0));
+    let views = crate::views::WalletViews::new(std::time::Duration::from_secs(3600), clock);
+    let holds = crate::holds::Holds::new(&*w.store).with_views(views);
+    for i in 0..100 {
+        let request = crate::holds::HoldRequest {
+            tenant: tid("acme"),
+            message_id: format!("api{i}"),
+            amount: Some(25),
+            hold_id: format!("hold_{i}"),
+        };
+        let outcome = holds.place(&request, |_| Vec::new()).await.unwrap();
+        assert!(
+            matches!(outcome, crate::holds::HoldOutcome::Held(_)),
+            "hold {i}: {outcome:?}"
+        );
+        let expected = usize::from((i + 1) * 25 >= START - 1000);
+        assert_eq!(w.attempts().await.len(), expected, "after hold {i}");
+    }
+    let attempts = w.attempts().await;
+    let settings = w.settings().await;
+    assert_eq!(
+        settings.open_attempt.as_deref(),
+        Some(attempts[0].id.as_str())
+    );
 }

@@ -11,7 +11,8 @@
 //!
 //! - read and write units by partition-key pattern (`integration_tests::pipeline::keys`) of the
 //!   2 KB wallet webhook, of a hold the wallet API places and of the webhook capturing it
-//!   (`holds.rs`), for `bench-tools capacity`.
+//!   (`holds.rs`: on a wallet of one item, `hold` / `capture`, and on one of 8 shards with each
+//!   function's view warm, `hold-k8` / `capture-k8`), for `bench-tools capacity`.
 //!
 //! It prints them and writes them for `bench-tools figures`, `cost` and `capacity`:
 //! `target/bench-figures/units.json` (the counts), `keys-*.json` (units by key) and
@@ -289,10 +290,25 @@ async fn main() {
         1,
         &capture,
     );
+    let (hold_k8, capture_k8) = holds::hold_and_capture_sharded().await;
+    integration_tests::pipeline::keys::record(
+        "hold-k8",
+        "one hold placed by the wallet API on a wallet of 8 shards, the API's view warm",
+        1,
+        &hold_k8,
+    );
+    integration_tests::pipeline::keys::record(
+        "capture-k8",
+        "the 2 KB delivery webhook capturing a hold on a wallet of 8 shards, the processor's view warm, ingest + processing",
+        1,
+        &capture_k8,
+    );
     for (flow, units) in [
         ("webhook", &all[0].1.keys),
         ("hold", &hold),
         ("capture", &capture),
+        ("hold-k8", &hold_k8),
+        ("capture-k8", &capture_k8),
     ] {
         println!("units by partition key, {flow}:");
         for (key, u) in units {
