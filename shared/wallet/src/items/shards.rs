@@ -210,19 +210,35 @@ pub(crate) fn raise_count(tenant: &str, from: u32, to: u32) -> Effect {
     }
 }
 
-/// The bounds under which `part` (as read) can give `amount` of its surplus, or take a hold of
-/// `amount`: `balance ≥ b AND floor ≤ f AND held ≤ b − f − amount` on the stored item, i.e.
-/// `balance − held − amount ≥ floor` whatever else moved on it since.
+/// The bounds under which `part` (as read: balance b, held h, floor f) can give `amount` of its
+/// surplus, or take a hold of `amount`, so that `balance − held − amount ≥ floor` on the stored
+/// item at the write, whatever else moved on it since within the slack.
+///
+/// DynamoDB conditions cannot do arithmetic, so the sum is bounded term by term. With
+/// `room = b − h − f − amount` (what the shard has above its floor after this movement, as read)
+/// split in two, `lo = room / 2` and `hi = room − lo`, the bounds are
+/// `balance ≥ b − lo`, `held ≤ h + hi` and `floor ≤ f`; on any stored item that meets them,
+/// `balance − held − amount ≥ (b − lo) − (h + hi) − amount = b − h − room − amount = f ≥ floor`.
+/// The read item meets them (`lo, hi ≥ 0`), so the write tolerates, between its read and its
+/// write, captures and debits taking up to `lo` off the balance and concurrent holds adding up
+/// to `hi` to the held amount (half the room each way), and any release or credit; only a raised
+/// floor or more than that fails it (read again, retried). A movement the shard cannot afford as
+/// read (`room < 0`) gets no slack: `held ≤ b − f − amount < h`, which the read item already fails.
 pub(crate) fn affords(part: &Part, amount: i64) -> Result<Vec<Bound>, Overflow> {
-    let max_held = part
-        .balance
-        .checked_sub(part.floor)
-        .and_then(|m| m.checked_sub(amount))
-        .ok_or_else(|| Overflow("the affordable amount".into()))?;
+    let overflow = || Overflow("the affordable amount".into());
+    let room = part.surplus()?.checked_sub(amount).ok_or_else(overflow)?;
+    let lo = room.max(0) / 2;
+    let hi = room.checked_sub(lo).ok_or_else(overflow)?;
     Ok(vec![
-        Bound::AtLeast("balance".into(), part.balance),
+        Bound::AtLeast(
+            "balance".into(),
+            part.balance.checked_sub(lo).ok_or_else(overflow)?,
+        ),
         Bound::AtMost("floor".into(), part.floor),
-        Bound::AtMost("held".into(), max_held),
+        Bound::AtMost(
+            "held".into(),
+            part.held.checked_add(hi).ok_or_else(overflow)?,
+        ),
     ])
 }
 
@@ -433,6 +449,81 @@ mod tests {
         }
     }
 
+    /// The (balance, held, floor) bounds of `affords` as a triple: (min balance, max held, max floor).
+    fn bounds_of(bounds: &[Bound]) -> (i64, i64, i64) {
+        let (mut balance, mut held, mut floor) = (None, None, None);
+        for b in bounds {
+            match b {
+                Bound::AtLeast(a, v) if a == "balance" => balance = Some(*v),
+                Bound::AtMost(a, v) if a == "held" => held = Some(*v),
+                Bound::AtMost(a, v) if a == "floor" => floor = Some(*v),
+                other => panic!("an unexpected bound {other:?}"),
+            }
+        }
+        (balance.unwrap(), held.unwrap(), floor.unwrap())
+    }
+
+    #[test]
+    fn a_hold_or_a_donor_is_bounded_with_half_the_room_each_way() {
+        // (balance, held, floor, amount) → (balance ≥, held ≤, floor ≤)
+        let cases: [((i64, i64, i64, i64), (i64, i64, i64)); 7] = [
+            // room 1000 − 200 − 100 − 50 = 650: 325 off the balance, 325 onto the held amount.
+            ((1000, 200, 100, 50), (675, 525, 100)),
+            // An odd room: the odd unit goes to the held side.
+            ((100, 0, 0, 25), (63, 38, 0)),
+            ((100, 0, 0, 24), (62, 38, 0)),
+            // Exactly affordable: no slack, the old bound.
+            ((100, 50, 25, 25), (100, 50, 25)),
+            // One unit of room: all of it on the held side.
+            ((100, 50, 25, 24), (100, 51, 25)),
+            // Unaffordable as read: no slack, and the held bound is below what was read.
+            ((100, 90, 0, 25), (100, 75, 0)),
+            // A shard in deficit (debits overdrew it) with a negative balance.
+            ((-40, 0, 0, 5), (-40, -45, 0)),
+        ];
+        for ((b, h, f, amount), want) in cases {
+            let got = bounds_of(&affords(&part(1, b, h, f), amount).unwrap());
+            assert_eq!(got, want, "(b, h, f, amount) = {:?}", (b, h, f, amount));
+        }
+        assert!(affords(&part(1, i64::MIN, 1, 0), 1).is_err());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
+
+        /// Any stored item within the bounds leaves the shard at or above its floor after the
+        /// movement, and the item as read is within them when it affords the movement.
+        #[test]
+        fn within_the_bounds_the_shard_stays_at_or_above_its_floor(
+            b in -1_000_000i64..1_000_000,
+            h in 0i64..1_000_000,
+            f in 0i64..100_000,
+            amount in 1i64..100_000,
+            balance_off in 0i64..2_000_000,
+            held_off in -1_000_000i64..2_000_000,
+            floor_off in 0i64..100_000,
+        ) {
+            let read = part(1, b, h, f);
+            let (min_balance, max_held, max_floor) = bounds_of(&affords(&read, amount).unwrap());
+            let room = b - h - f - amount;
+            // The read values meet the bounds exactly when the shard affords the movement.
+            let meets = |balance: i64, held: i64, floor: i64| {
+                balance >= min_balance && held <= max_held && floor <= max_floor
+            };
+            proptest::prop_assert_eq!(meets(b, h, f), room >= 0);
+            // A stored item somewhere around the read one (balance down or up, held up or down,
+            // floor down): within the bounds, it affords the movement.
+            let (balance, held, floor) = (b - balance_off + 1_000_000, h + held_off, f - floor_off);
+            if meets(balance, held, floor) {
+                proptest::prop_assert!(balance - held - amount >= floor);
+            }
+            // The slack: half the room each way.
+            if room >= 0 {
+                proptest::prop_assert_eq!((b - min_balance, max_held - h), (room / 2, room - room / 2));
+            }
+        }
+    }
+
     #[test]
     fn a_refills_writes_bound_each_donor_and_credit_the_target() {
         let parts = [part(0, 100, 20, 10), part(1, 0, 0, 0)];
@@ -452,7 +543,15 @@ mod tests {
                 ("refills".to_string(), 1)
             ]
         );
-        assert!(bounds.contains(&Bound::AtMost("held".into(), 100 - 10 - 50)));
+        // room = 100 − 20 − 10 − 50 = 20, half of it slack each way.
+        assert_eq!(
+            bounds,
+            &vec![
+                Bound::AtLeast("balance".into(), 100 - 10),
+                Bound::AtMost("floor".into(), 10),
+                Bound::AtMost("held".into(), 20 + 10),
+            ]
+        );
         let Effect::AdjustIf {
             pk, add, bounds, ..
         } = &effects[1]
