@@ -225,8 +225,21 @@ pub(crate) fn raise_count(tenant: &str, from: u32, to: u32) -> Effect {
 /// floor or more than that fails it (read again, retried). A movement the shard cannot afford as
 /// read (`room < 0`) gets no slack: `held ≤ b − f − amount < h`, which the read item already fails.
 pub(crate) fn affords(part: &Part, amount: i64) -> Result<Vec<Bound>, Overflow> {
+    affords_after(part, amount, 0)
+}
+
+/// [`affords`] for a movement written together with a `credit` to the same shard in one write
+/// (a refill's, in the hold's own transaction): the bounds are on the stored item before the
+/// credit, the room counts it. With `room = b + credit − h − f − amount` split as in
+/// [`affords`], an item meeting `balance ≥ b − lo`, `held ≤ h + hi`, `floor ≤ f` has
+/// `balance + credit − held − amount ≥ b + credit − h − room − amount = f ≥ floor`.
+pub(crate) fn affords_after(part: &Part, amount: i64, credit: i64) -> Result<Vec<Bound>, Overflow> {
     let overflow = || Overflow("the affordable amount".into());
-    let room = part.surplus()?.checked_sub(amount).ok_or_else(overflow)?;
+    let room = part
+        .surplus()?
+        .checked_add(credit)
+        .and_then(|r| r.checked_sub(amount))
+        .ok_or_else(overflow)?;
     let lo = room.max(0) / 2;
     let hi = room.checked_sub(lo).ok_or_else(overflow)?;
     Ok(vec![
@@ -323,8 +336,9 @@ pub fn plan_refill(parts: &[Part], target: u32, need: i64) -> Option<Vec<Transfe
 
 /// The writes of a refill: each donor's balance taken under [`affords`] (as read), the target's
 /// given, the wallet item's refill counter added ([`REFILLS_ATTR`]: in shard 0's own write when
-/// it takes part, one item being written once per transaction); one transaction, so no amount
-/// is ever in two shards or none.
+/// it takes part, one item being written once per transaction); one transaction (its own, or a
+/// hold's on the target with the writes merged by [`merge_writes`]), so no amount is ever in
+/// two shards or none.
 pub(crate) fn refill(
     tenant: &str,
     parts: &[Part],
@@ -374,9 +388,75 @@ pub(crate) fn refill(
     Ok(effects)
 }
 
+/// `effects` with every item's adjustments written once, as a transaction writes an item at
+/// most once: the `Adjust` and `AdjustIf` writes of one key folded into the first of them (adds
+/// of one attribute summed, sets and bounds joined, conditional if any was: every bound is on the
+/// item as stored before the write, so they all still must hold). Other effects are kept.
+pub(crate) fn merge_writes(effects: Vec<Effect>) -> Result<Vec<Effect>, Overflow> {
+    type Write = (
+        String,
+        String,
+        Vec<(String, i64)>,
+        Vec<(String, AttributeValue)>,
+    );
+    let mut out: Vec<Result<(Write, Option<Vec<Bound>>), Effect>> = Vec::new();
+    for e in effects {
+        let (write, bounds) = match e {
+            Effect::Adjust { pk, sk, add, set } => ((pk, sk, add, set), None),
+            Effect::AdjustIf {
+                pk,
+                sk,
+                add,
+                set,
+                bounds,
+            } => ((pk, sk, add, set), Some(bounds)),
+            other => {
+                out.push(Err(other));
+                continue;
+            }
+        };
+        let same = out.iter_mut().find_map(|o| match o {
+            Ok((w, b)) if (&w.0, &w.1) == (&write.0, &write.1) => Some((w, b)),
+            _ => None,
+        });
+        let Some((into, into_bounds)) = same else {
+            out.push(Ok((write, bounds)));
+            continue;
+        };
+        for (name, v) in write.2 {
+            match into.2.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, sum)) => *sum = checked_add(*sum, v, "a merged write")?,
+                None => into.2.push((name, v)),
+            }
+        }
+        for (name, v) in write.3 {
+            into.3.retain(|(n, _)| *n != name);
+            into.3.push((name, v));
+        }
+        if let Some(bounds) = bounds {
+            into_bounds.get_or_insert_with(Vec::new).extend(bounds);
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|o| match o {
+            Ok(((pk, sk, add, set), None)) => Effect::Adjust { pk, sk, add, set },
+            Ok(((pk, sk, add, set), Some(bounds))) => Effect::AdjustIf {
+                pk,
+                sk,
+                add,
+                set,
+                bounds,
+            },
+            Err(other) => other,
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::{prop_oneof, Just, ProptestConfig};
 
     fn part(shard: u32, balance: i64, held: i64, floor: i64) -> Part {
         Part {
@@ -489,23 +569,32 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
         /// Any stored item within the bounds leaves the shard at or above its floor after the
-        /// movement, and the item as read is within them when it affords the movement.
+        /// movement (and the credit written with it), and the item as read is within them when
+        /// it affords the movement.
         #[test]
         fn within_the_bounds_the_shard_stays_at_or_above_its_floor(
             b in -1_000_000i64..1_000_000,
             h in 0i64..1_000_000,
             f in 0i64..100_000,
             amount in 1i64..100_000,
+            credit in prop_oneof![Just(0i64), 0i64..200_000],
             balance_off in 0i64..2_000_000,
             held_off in -1_000_000i64..2_000_000,
             floor_off in 0i64..100_000,
         ) {
             let read = part(1, b, h, f);
-            let (min_balance, max_held, max_floor) = bounds_of(&affords(&read, amount).unwrap());
-            let room = b - h - f - amount;
+            let (min_balance, max_held, max_floor) =
+                bounds_of(&affords_after(&read, amount, credit).unwrap());
+            if credit == 0 {
+                proptest::prop_assert_eq!(
+                    affords(&read, amount).unwrap(),
+                    affords_after(&read, amount, 0).unwrap()
+                );
+            }
+            let room = b + credit - h - f - amount;
             // The read values meet the bounds exactly when the shard affords the movement.
             let meets = |balance: i64, held: i64, floor: i64| {
                 balance >= min_balance && held <= max_held && floor <= max_floor
@@ -515,13 +604,86 @@ mod tests {
             // floor down): within the bounds, it affords the movement.
             let (balance, held, floor) = (b - balance_off + 1_000_000, h + held_off, f - floor_off);
             if meets(balance, held, floor) {
-                proptest::prop_assert!(balance - held - amount >= floor);
+                proptest::prop_assert!(balance + credit - held - amount >= floor);
             }
             // The slack: half the room each way.
             if room >= 0 {
                 proptest::prop_assert_eq!((b - min_balance, max_held - h), (room / 2, room - room / 2));
             }
         }
+    }
+
+    #[test]
+    fn a_hold_written_with_a_refills_credit_counts_it_in_its_room() {
+        // An empty shard credited 30 for a hold of 25: room 5, 2 off the stored balance (0,
+        // before the credit), 3 onto its held amount.
+        let got = bounds_of(&affords_after(&part(1, 0, 0, 0), 25, 30).unwrap());
+        assert_eq!(got, (-2, 3, 0));
+        // Credited exactly the need: no slack.
+        let got = bounds_of(&affords_after(&part(1, 10, 0, 0), 25, 15).unwrap());
+        assert_eq!(got, (10, 0, 0));
+    }
+
+    #[test]
+    fn an_items_writes_in_one_transaction_merge_into_one() {
+        let adjust = |sk: &str, add: Vec<(&str, i64)>, bounds: Option<Vec<Bound>>| {
+            let add = add.into_iter().map(|(a, v)| (a.to_string(), v)).collect();
+            let (pk, sk) = ("P".to_string(), sk.to_string());
+            match bounds {
+                None => Effect::Adjust {
+                    pk,
+                    sk,
+                    add,
+                    set: vec![],
+                },
+                Some(bounds) => Effect::AdjustIf {
+                    pk,
+                    sk,
+                    add,
+                    set: vec![],
+                    bounds,
+                },
+            }
+        };
+        let created = Effect::Create(Item::from([("pk".to_string(), s("P"))]));
+        let merged = merge_writes(vec![
+            adjust("A", vec![("balance", 30), ("refills", 1)], Some(vec![])),
+            created.clone(),
+            adjust("B", vec![("balance", -30)], None),
+            adjust(
+                "A",
+                vec![("held", 25), ("balance", 5)],
+                Some(vec![Bound::AtMost("held".into(), 3)]),
+            ),
+            adjust("B", vec![("changes", 1)], None),
+        ])
+        .unwrap();
+        assert_eq!(
+            merged,
+            vec![
+                adjust(
+                    "A",
+                    vec![("balance", 35), ("refills", 1), ("held", 25)],
+                    Some(vec![Bound::AtMost("held".into(), 3)])
+                ),
+                created,
+                adjust("B", vec![("balance", -30), ("changes", 1)], None),
+            ]
+        );
+        // An unconditional write folded into a conditional one stays conditional.
+        let merged = merge_writes(vec![
+            adjust("A", vec![("held", 1)], None),
+            adjust("A", vec![], Some(vec![Bound::AtLeast("balance".into(), 0)])),
+        ])
+        .unwrap();
+        assert_eq!(
+            merged,
+            vec![adjust(
+                "A",
+                vec![("held", 1)],
+                Some(vec![Bound::AtLeast("balance".into(), 0)])
+            )]
+        );
     }
 
     #[test]
