@@ -19,7 +19,8 @@
 //! - [`wallet_api`]: the wallet API through its real handler (holds under concurrency, idempotency
 //!   keys, release, the wallet's view, checkout sessions).
 //! - [`wallet_shards`]: a hot tenant: a wallet of 8 shards under 2,000 holds and 2,000 debits at
-//!   once, exact; a tight one refusing exactly what the whole wallet cannot afford.
+//!   once, exact; a tight one refusing exactly what the whole wallet cannot afford; one funded on
+//!   one shard refilling the others under concurrent holds and captures.
 //! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).

@@ -1,9 +1,10 @@
 //! A hot tenant on DynamoDB Local: a wallet of 8 shards takes 2,000 holds through the wallet
 //! API's real handler and 2,000 webhook debits through the processor at the same time, with no
 //! movement lost or made twice (the entries sum to the balance and the held amount, every hold
-//! has its row, reconciliation is clean), the floor on the total; and a tight wallet of 8 shards
-//! refuses exactly the holds the whole wallet cannot afford under 200 concurrent holds. Each
-//! prints the conflicts, refills and retries it saw.
+//! has its row, reconciliation is clean), the floor on the total; a tight wallet of 8 shards
+//! refuses exactly the holds the whole wallet cannot afford under 200 concurrent holds; and a
+//! wallet funded on one shard, others overdrawn, refills them while concurrent holds and captures
+//! contend, granting exactly what it affords. Each prints the conflicts, refills and retries it saw.
 
 use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use aws_lambda_events::encodings::Body;

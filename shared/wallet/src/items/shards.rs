@@ -399,7 +399,9 @@ pub(crate) fn merge_writes(effects: Vec<Effect>) -> Result<Vec<Effect>, Overflow
         Vec<(String, i64)>,
         Vec<(String, AttributeValue)>,
     );
-    let mut out: Vec<Result<(Write, Option<Vec<Bound>>), Effect>> = Vec::new();
+    /// An adjustment (with its bounds if conditional), or any other effect.
+    type Slot = Result<(Write, Option<Vec<Bound>>), Effect>;
+    let mut out: Vec<Slot> = Vec::new();
     for e in effects {
         let (write, bounds) = match e {
             Effect::Adjust { pk, sk, add, set } => ((pk, sk, add, set), None),
@@ -546,7 +548,8 @@ mod tests {
     #[test]
     fn a_hold_or_a_donor_is_bounded_with_half_the_room_each_way() {
         // (balance, held, floor, amount) → (balance ≥, held ≤, floor ≤)
-        let cases: [((i64, i64, i64, i64), (i64, i64, i64)); 7] = [
+        type Case = ((i64, i64, i64, i64), (i64, i64, i64));
+        let cases: [Case; 7] = [
             // room 1000 − 200 − 100 − 50 = 650: 325 off the balance, 325 onto the held amount.
             ((1000, 200, 100, 50), (675, 525, 100)),
             // An odd room: the odd unit goes to the held side.
