@@ -411,10 +411,10 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
     // `CAPTURED + OVERDRAWN + GRANTED` movements above the floor, and a capture leaves the
     // available amount as it is, so exactly `GRANTED` of the `ASKED` holds can be granted
     // whatever the order.
-    const CAPTURED: usize = 40;
+    const CAPTURED: usize = 30;
     const OVERDRAWN: usize = 3;
-    const GRANTED: usize = 60;
-    const ASKED: usize = 100;
+    const GRANTED: usize = 50;
+    const ASKED: usize = 80;
     let funds = FLOOR + (CAPTURED + OVERDRAWN + GRANTED) as i64 * PRICE;
     // Its payment hashes to a shard other than 0, whose floor is the wallet's: shard 0 starts
     // short of it, six more shards have nothing.
