@@ -19,7 +19,8 @@
 //! - [`wallet_api`]: the wallet API through its real handler (holds under concurrency, idempotency
 //!   keys, release, the wallet's view, checkout sessions).
 //! - [`wallet_shards`]: a hot tenant: a wallet of 8 shards under 2,000 holds and 2,000 debits at
-//!   once, exact; a tight one refusing exactly what the whole wallet cannot afford.
+//!   once, exact; a tight one refusing exactly what the whole wallet cannot afford; one funded on
+//!   one shard refilling the others under concurrent holds and captures.
 //! - [`wallet_views`]: the instance's view of a sharded wallet: with it warm a hold or a webhook's
 //!   debit reads its own shard alone (counted at the SDK), without it all 8 and the AUTOPAY item.
 //! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.

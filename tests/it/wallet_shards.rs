@@ -1,10 +1,12 @@
 //! A hot tenant on DynamoDB Local: a wallet of 8 shards takes 2,000 holds through the wallet
 //! API's real handler and 2,000 webhook debits through the processor at the same time, with no
 //! movement lost or made twice (the entries sum to the balance and the held amount, every hold
-//! has its row, reconciliation is clean), the floor on the total; and a tight wallet of 8 shards
-//! refuses exactly the holds the whole wallet cannot afford under 200 concurrent holds. Each
-//! prints the conflicts, refills and retries it saw. The API and the processor keep a view of
-//! the wallet as deployed (`WALLET_VIEW_MS`), so most movements read only their own shard.
+//! has its row, reconciliation is clean), the floor on the total; a tight wallet of 8 shards
+//! refuses exactly the holds the whole wallet cannot afford under 200 concurrent holds; and a
+//! wallet funded on one shard, others overdrawn, refills them while concurrent holds and captures
+//! contend, granting exactly what it affords. Each prints the conflicts, refills and retries it saw.
+//! The API and the processor keep a view of the wallet as deployed (`WALLET_VIEW_MS`), so most
+//! movements read only their own shard.
 
 use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use aws_lambda_events::encodings::Body;
@@ -12,7 +14,7 @@ use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::domain::{EventId, MessageKey, SourceName};
 use inbox_core::metrics::RecordingSink;
 use inbox_core::store::dynamo::DynamoTable;
-use integration_tests::pipeline::Pipeline;
+use integration_tests::pipeline::{Pipeline, TestProcessor};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -52,6 +54,11 @@ async fn wallet(store: &DynamoTable) -> Wallet {
 /// A wallet of `SHARDS` shards credited with `amount` by a signed Stripe top-up through the
 /// pipeline (it lands on the shard its payment hashes to).
 async fn sharded_wallet(amount: i64) -> (Pipeline, DynamoTable) {
+    sharded_wallet_paid(amount, "pi_1").await
+}
+
+/// [`sharded_wallet`] with the top-up's payment intent `payment` (which picks its shard).
+async fn sharded_wallet_paid(amount: i64, payment: &str) -> (Pipeline, DynamoTable) {
     let p = Pipeline::new().await;
     let store = DynamoTable::new(p.harness.client.clone(), p.harness.table.clone());
     let usd = Currency::parse("usd").unwrap();
@@ -64,7 +71,7 @@ async fn sharded_wallet(amount: i64) -> (Pipeline, DynamoTable) {
     assert_eq!((set.before, set.after), (1, SHARDS));
     let registry = process_function::registry(store.clone(), WalletSources::default());
     let processor = p.processor(registry, SystemClock).await;
-    let session = json!({"object": "checkout.session", "id": "cs_1", "payment_intent": "pi_1",
+    let session = json!({"object": "checkout.session", "id": "cs_1", "payment_intent": payment,
         "amount_total": amount, "currency": "usd", "payment_status": "paid", "metadata": {"tenant": "acme"}});
     let r = p
         .ingest(
@@ -147,7 +154,7 @@ async fn hold(
     api: &WalletApi<DynamoTable, NoCheckout, SystemClock>,
     i: usize,
 ) -> (i64, Value, u32) {
-    let (key, message) = (format!("key-{i}"), format!("held-{i}"));
+    let (key, message) = (format!("key-{i}"), held_message(i));
     let deadline = Instant::now() + Duration::from_secs(300);
     let mut retried = 0;
     loop {
@@ -162,6 +169,45 @@ async fn hold(
         retried += 1;
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// The mailer's signed `message.accepted` webhook `id` for `message_id`, through the real ingest
+/// handler (a debit, or the capture of the message's hold).
+async fn accepted(p: &Pipeline, id: &str, message_id: &str) {
+    let body = json!({"type": "message.accepted", "timestamp": "2026-11-30T10:00:00Z",
+        "data": {"message_id": message_id, "tenant": "acme"}});
+    let body = body.to_string();
+    let headers = p.harness.sign("mailer", body.as_bytes(), id);
+    let event = integration_tests::api_event("POST", "mailer", &headers, Some(&body), false);
+    assert_eq!(p.harness.send(&event).await.code(), "accepted", "{id}");
+}
+
+/// The processor's run of the mailer's webhook `id`; the emulator timing out under the load is
+/// retried, as the stream's redelivery would. The outcome, and how often it ran again.
+async fn process<C: Clock>(
+    processor: &TestProcessor<C>,
+    id: &str,
+) -> (inbox_core::process::Outcome, u32) {
+    let key = MessageKey::new(
+        SourceName::parse("mailer").unwrap(),
+        EventId::parse(id).unwrap(),
+    );
+    let mut unavailable = 0u32;
+    loop {
+        match processor.process_key(&key).await {
+            Ok(outcome) => return (outcome, unavailable),
+            Err(e) if unavailable < 20 => {
+                unavailable += 1;
+                eprintln!("{key:?}: {e}; again");
+            }
+            Err(e) => panic!("{key:?}: {e}"),
+        }
+    }
+}
+
+/// The message id of client `i`'s hold.
+fn held_message(i: usize) -> String {
+    format!("held-{i}")
 }
 
 /// What the holds' metrics counted: conflicts (sum of `HoldConflicts`), refills that moved and
@@ -228,13 +274,7 @@ async fn a_wallet_of_eight_shards_takes_hundreds_of_holds_and_debits_at_once() {
     let (p, store) = sharded_wallet(funds).await;
     // The debits' webhooks, ingested first (signed, through the real ingest handler).
     for i in 0..n {
-        let id = format!("evt_debit_{i}");
-        let body = json!({"type": "message.accepted", "timestamp": "2026-11-30T10:00:00Z",
-            "data": {"message_id": format!("sent-{i}"), "tenant": "acme"}});
-        let body = body.to_string();
-        let headers = p.harness.sign("mailer", body.as_bytes(), &id);
-        let event = integration_tests::api_event("POST", "mailer", &headers, Some(&body), false);
-        assert_eq!(p.harness.send(&event).await.code(), "accepted", "{id}");
+        accepted(&p, &format!("evt_debit_{i}"), &format!("sent-{i}")).await;
     }
     let (api, sink) = api(&p).await;
     let registry =
@@ -255,22 +295,7 @@ async fn a_wallet_of_eight_shards_takes_hundreds_of_holds_and_debits_at_once() {
         let (processor, gate) = (processor.clone(), gate_d.clone());
         debits.push(tokio::spawn(async move {
             let _permit = gate.acquire().await.unwrap();
-            let key = MessageKey::new(
-                SourceName::parse("mailer").unwrap(),
-                EventId::parse(&format!("evt_debit_{i}")).unwrap(),
-            );
-            // The emulator timing out under the load is retried, as the stream's redelivery would.
-            let mut unavailable = 0u32;
-            loop {
-                match processor.process_key(&key).await {
-                    Ok(outcome) => return (outcome, unavailable),
-                    Err(e) if unavailable < 20 => {
-                        unavailable += 1;
-                        eprintln!("{key:?}: {e}; again");
-                    }
-                    Err(e) => panic!("{key:?}: {e}"),
-                }
-            }
+            process(&processor, &format!("evt_debit_{i}")).await
         }));
     }
     let mut statuses: HashMap<i64, usize> = HashMap::new();
@@ -386,4 +411,205 @@ async fn a_tight_wallet_of_eight_shards_refuses_exactly_what_the_whole_wallet_ca
         w.shards
     );
     reconciles(&store, &w).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_captures_contend() {
+    // Holds captured while the asked ones run (placed first), debits that overdraw empty shards
+    // (processed first), then holds granted of those asked: the money affords exactly
+    // `CAPTURED + OVERDRAWN + GRANTED` movements above the floor, and a capture leaves the
+    // available amount as it is, so exactly `GRANTED` of the `ASKED` holds can be granted
+    // whatever the order.
+    const CAPTURED: usize = 30;
+    const OVERDRAWN: usize = 3;
+    const GRANTED: usize = 50;
+    const ASKED: usize = 80;
+    let funds = FLOOR + (CAPTURED + OVERDRAWN + GRANTED) as i64 * PRICE;
+    // Its payment hashes to a shard other than 0, whose floor is the wallet's: shard 0 starts
+    // short of it, six more shards have nothing.
+    let (p, store) = sharded_wallet_paid(funds, "pi_refill").await;
+    let w = wallet(&store).await;
+    let funded: Vec<_> = w.shards.iter().filter(|s| s.balance != 0).collect();
+    assert!(
+        funded.len() == 1 && funded[0].shard != 0 && funded[0].balance == funds,
+        "{:?}",
+        w.shards
+    );
+    let funded = funded[0].shard;
+    // The holds to capture, placed through the API first (the first refills shard 0 up to its
+    // floor and a share), and their `accepted` webhooks ingested.
+    let (first, _) = api(&p).await;
+    let gate = Arc::new(Semaphore::new(16));
+    let placed: Vec<_> = (ASKED..ASKED + CAPTURED)
+        .map(|i| {
+            let (api, gate) = (first.clone(), gate.clone());
+            tokio::spawn(async move {
+                let _permit = gate.acquire().await.unwrap();
+                hold(&api, i).await
+            })
+        })
+        .collect();
+    for t in placed {
+        let (status, body, _) = t.await.unwrap();
+        assert_eq!(status, 201, "{body}");
+    }
+    for i in ASKED..ASKED + CAPTURED {
+        accepted(&p, &format!("evt_capture_{i}"), &held_message(i)).await;
+    }
+    let registry = process_function::registry(store.clone(), WalletSources::default());
+    let processor = Arc::new(p.processor(registry, SystemClock).await);
+    // Debits of messages never held, each on an empty shard of its own (the one its message
+    // hashes to): each leaves its shard in deficit, which the next hold must cover from the
+    // others first, so the asked holds cannot but refill.
+    let w = wallet(&store).await;
+    let mut empty: Vec<u32> = w
+        .shards
+        .iter()
+        .filter(|s| s.balance == 0 && s.shard != funded)
+        .map(|s| s.shard)
+        .collect();
+    let mut overdrawing = Vec::new();
+    for j in 0.. {
+        let message = format!("unheld-{j}");
+        let shard = wallet_ledger::items::shards::pick(&message, SHARDS);
+        if let Some(at) = empty.iter().position(|s| *s == shard) {
+            empty.remove(at);
+            overdrawing.push(message);
+        }
+        if overdrawing.len() == OVERDRAWN {
+            break;
+        }
+    }
+    for (j, message) in overdrawing.iter().enumerate() {
+        let id = format!("evt_unheld_{j}");
+        accepted(&p, &id, message).await;
+        assert_eq!(process(&processor, &id).await.0.as_str(), "processed");
+    }
+    let w = wallet(&store).await;
+    assert_eq!(
+        w.shards.iter().filter(|s| s.surplus().unwrap() < 0).count(),
+        OVERDRAWN,
+        "{:?}",
+        w.shards
+    );
+    assert_eq!(
+        w.available().unwrap().minor(),
+        FLOOR + GRANTED as i64 * PRICE
+    );
+    // Then the asked holds through the API's handler and the captures through the processor, at
+    // once: the shards in deficit refilled, the funded ones run dry, while others hold and
+    // capture on them.
+    let (api, sink) = api(&p).await;
+    let (gate_h, gate_c) = (Arc::new(Semaphore::new(16)), Arc::new(Semaphore::new(8)));
+    let started = Instant::now();
+    let holds: Vec<_> = (0..ASKED)
+        .map(|i| {
+            let (api, gate) = (api.clone(), gate_h.clone());
+            tokio::spawn(async move {
+                let _permit = gate.acquire().await.unwrap();
+                hold(&api, i).await
+            })
+        })
+        .collect();
+    let captures: Vec<_> = (ASKED..ASKED + CAPTURED)
+        .map(|i| {
+            let (processor, gate) = (processor.clone(), gate_c.clone());
+            tokio::spawn(async move {
+                let _permit = gate.acquire().await.unwrap();
+                process(&processor, &format!("evt_capture_{i}")).await
+            })
+        })
+        .collect();
+    let mut statuses: HashMap<i64, usize> = HashMap::new();
+    let mut client_retries = 0;
+    for t in holds {
+        let (status, body, retried) = t.await.unwrap();
+        client_retries += retried;
+        *statuses.entry(status).or_default() += 1;
+        match status {
+            201 => assert!(body["available"].as_i64().unwrap() >= FLOOR, "{body}"),
+            402 => assert_eq!(body["error"], "insufficient_funds", "{body}"),
+            other => panic!("status {other}: {body}"),
+        }
+    }
+    let mut outcomes: HashMap<&'static str, usize> = HashMap::new();
+    let mut unavailable = 0;
+    for t in captures {
+        let (outcome, again) = t.await.unwrap();
+        unavailable += again;
+        *outcomes.entry(outcome.as_str()).or_default() += 1;
+    }
+    let elapsed = started.elapsed();
+    let (conflicts, refills, refill_conflicts, busy) = hold_metrics(&sink);
+    let (w, item) = Ledger::new(&store)
+        .wallet_and_item(&acme())
+        .await
+        .unwrap()
+        .unwrap();
+    let counted = item.get("refills").and_then(|v| v.as_n().ok()).cloned();
+    println!(
+        "{ASKED} holds (affording {GRANTED}) + {CAPTURED} captures on {SHARDS} shards funded on \
+         one, {OVERDRAWN} overdrawn, in {elapsed:?}: holds {statuses:?} (client retries after a 503/409: \
+         {client_retries}); captures {outcomes:?} (processed again after the emulator timed out: \
+         {unavailable}); hold conflicts (read again and retried): {conflicts}; refills: \
+         {refills} moved, {refill_conflicts} conflicted; busy answers: {busy}; the wallet's \
+         refill counter {counted:?}; shards (balance, held): {:?}",
+        w.shards
+            .iter()
+            .map(|s| (s.balance, s.held))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        (statuses.get(&201), statuses.get(&402)),
+        (Some(&GRANTED), Some(&(ASKED - GRANTED))),
+        "{statuses:?}"
+    );
+    assert_eq!(outcomes.get("processed"), Some(&CAPTURED), "{outcomes:?}");
+    // The money the shards ran short of moved to them while the holds contended: each deficit
+    // by a refill of its own at least.
+    assert!(refills >= OVERDRAWN, "{refills} refills moved");
+    // Every debit and capture debited once, every granted hold held once: the shards' balances
+    // sum to the credits less the debits (no amount in two shards or none), no shard below its
+    // floor.
+    let debited = (CAPTURED + OVERDRAWN) as i64 * PRICE;
+    assert_eq!(
+        (
+            w.shards.iter().map(|s| s.balance).sum::<i64>(),
+            w.shards.iter().map(|s| s.held).sum::<i64>(),
+        ),
+        (funds - debited, GRANTED as i64 * PRICE)
+    );
+    assert_eq!(
+        (w.balance.minor(), w.available().unwrap().minor()),
+        (funds - debited, FLOOR)
+    );
+    assert!(
+        w.shards.iter().all(|s| s.surplus().unwrap() >= 0),
+        "{:?}",
+        w.shards
+    );
+    let entries = reconciles(&store, &w).await;
+    let count = |k: EntryKind| entries.iter().filter(|e| e.kind == k).count();
+    assert_eq!(
+        (
+            count(EntryKind::Topup),
+            count(EntryKind::Hold),
+            count(EntryKind::Debit)
+        ),
+        (1, CAPTURED + GRANTED, CAPTURED + OVERDRAWN)
+    );
+    let rows = Ledger::new(&store).email_rows(&acme()).await.unwrap();
+    let state = |s: EmailState| rows.iter().filter(|r| r.state == s).count();
+    assert_eq!(
+        (
+            rows.len(),
+            state(EmailState::Held),
+            state(EmailState::Debited)
+        ),
+        (
+            CAPTURED + OVERDRAWN + GRANTED,
+            GRANTED,
+            CAPTURED + OVERDRAWN
+        )
+    );
 }

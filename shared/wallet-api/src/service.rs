@@ -265,13 +265,15 @@ where
             hold_id: format!("hold_{}", uuid::Uuid::new_v4().simple()),
         };
         let keys = self.keys();
-        let placed = Holds::new(&self.store)
-            .with_views(self.views.clone())
+        let holds = self.holds();
+        let placed = holds
             .place(&request, |held| {
                 vec![keys.completion(claim, &held_answer(held))]
             })
             .await
-            .map_err(ledger)?;
+            .map_err(ledger);
+        self.emit(&holds);
+        let placed = placed?;
         Ok(match placed {
             HoldOutcome::Held(held) => Ran::Stored(held_answer(&held)),
             HoldOutcome::InsufficientFunds {

@@ -6,11 +6,13 @@ use crate::idempotency::{record_sk, Begun, Fingerprint, Keys};
 use crate::request::{IdempotencyKey, IDEMPOTENCY_HEADER};
 use crate::{ApiConfig, ApiRequest, ApiResponse, WalletApi};
 use inbox_core::clock::{Clock, ManualClock};
+use inbox_core::metrics::RecordingSink;
 use inbox_core::store::attr;
 use inbox_core::store::memory::MemoryStore;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use wallet_ledger::checkout::{Checkout, CheckoutError, CheckoutRequest, CheckoutSession};
+use wallet_ledger::items::shards::shard_key;
 use wallet_ledger::items::{wallet_pk, WALLET_SK};
 use wallet_ledger::{Currency, Ledger, TenantId, Wallet};
 
@@ -498,4 +500,48 @@ async fn a_hold_and_its_answer_commit_together_and_replay() {
         (twice.status.as_u16(), twice.body_json()["error"].clone()),
         (409, json!("hold_settled"))
     );
+}
+
+#[tokio::test]
+async fn a_holds_metrics_reach_the_apis_sink() {
+    // A wallet of two shards funded on shard 1 only: shard 0 is below the wallet's floor, so the
+    // hold refills it first, and says so in `ShardRefills`.
+    let store = MemoryStore::new();
+    let acme = TenantId::parse("acme").unwrap();
+    let wallet = Wallet::new(
+        acme.clone(),
+        usd().amount(25),
+        usd().amount(2_000),
+        None,
+        NOW,
+    );
+    Ledger::new(&store).create(&wallet).await.unwrap();
+    Ledger::new(&store).set_shards(&acme, 2).await.unwrap();
+    let (pk, sk) = shard_key("acme", 1);
+    let mut item = store.item(&pk, &sk).unwrap();
+    item.insert("balance".into(), attr::n(3_000));
+    store.put_item(item);
+    let sink = Arc::new(RecordingSink::new());
+    let (checkout, clock) = (Shared::default(), Arc::new(ManualClock::at_millis(NOW)));
+    let api = WalletApi::new(store, checkout.clone(), clock.clone(), ApiConfig::default())
+        .with_metrics(sink.clone());
+    let r = Rig {
+        api,
+        checkout,
+        clock,
+    };
+    let placed = hold(&r, "h1", json!({"message_id": "m1"})).await;
+    assert_eq!(placed.status, 201, "{}", placed.body);
+    let refills: Vec<_> = sink
+        .emitted()
+        .into_iter()
+        .filter(|(_, m)| m.name == "ShardRefills")
+        .map(|(at, m)| (at, m.properties))
+        .collect();
+    assert_eq!(refills.len(), 1, "{:?}", sink.emitted());
+    assert_eq!(refills[0].0, NOW, "at the API's clock");
+    assert!(refills[0]
+        .1
+        .iter()
+        .any(|(k, v)| k == "Moved" && v == "true"));
 }

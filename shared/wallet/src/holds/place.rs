@@ -1,17 +1,20 @@
 //! Placing a hold ([`Holds::place`]): the wallet read and the affordability decided, a shard
-//! below its floor or too short for the amount refilled from the others first
-//! ([`crate::items::shards::plan_refill`], counted in `ShardRefills`), the hold put on its
-//! message's shard (else the richest one), and the one transaction's writes built: the email's
-//! row in state `held` with its entry, the hold's pointer, the bounded write on the shard, the
-//! caller's effects, the notices and autopay's threshold. What a refused or conflicting try
+//! below its floor refilled from the others first (its own transaction), the hold put on its
+//! message's shard (else the richest one; when none has enough, its own shard refilled from the
+//! others in the hold's transaction: [`crate::items::shards::plan_refill`], both counted in
+//! `ShardRefills`), and the one transaction's writes built: the email's row in state `held`
+//! with its entry, the hold's pointer, the bounded write on the shard (with the refill's credit
+//! in it), the refill's donors, the caller's effects, the notices and autopay's threshold, each
+//! item written once ([`crate::items::shards::merge_writes`]). What a refused or conflicting try
 //! found already there is read back here too.
 
 use super::{busy_metric, refused, Held, HoldOutcome, HoldRequest, Holds};
 use crate::items::holds::{bounded_hold, hold_sk, pointed_message, pointer, HOLDS_SOURCE};
-use crate::items::shards::{self, pick, plan_refill, Part};
+use crate::items::shards::{self, merge_writes, pick, plan_refill, Part};
 use crate::items::wallet_pk;
 use crate::ledger::LedgerError;
 use crate::model::{EmailRow, Entry, RowEntry, Wallet};
+use crate::money::checked_add;
 use crate::notices::notices;
 use crate::rules::{self, EmailEvent, EmailState, Movement};
 use crate::tenant::TenantId;
@@ -130,18 +133,23 @@ where
                     _ => own,
                 }
             };
+            // Short of it: the others' surplus moves to its shard in the hold's own transaction
+            // (the shard's one write takes the credit and the hold, bounded with the credit).
             let short = amount.minor() - part.surplus().map_err(refused)?;
+            let (mut refill, mut credit) = (Vec::new(), 0);
             if short > 0 {
-                if refills < self.retry.max_attempts {
-                    refills += 1;
-                    if self.refill(&wallet, part.shard, short).await? {
-                        attempt -= 1;
-                    } else {
-                        conflicts += 1;
-                    }
-                    continue;
+                if refills >= self.retry.max_attempts {
+                    break;
                 }
-                break;
+                refills += 1;
+                let Some(moves) = plan_refill(&wallet.shards, part.shard, short) else {
+                    conflicts += 1;
+                    continue;
+                };
+                for m in &moves {
+                    credit = checked_add(credit, m.amount, "the refill").map_err(refused)?;
+                }
+                refill = shards::refill(tenant, &wallet.shards, &moves).map_err(refused)?;
             }
             let held = Held {
                 hold_id: request.hold_id.clone(),
@@ -149,7 +157,8 @@ where
                 amount,
                 available: after,
             };
-            let (mut effects, mut metrics) = self.hold_effects(&wallet, &part, &held, &with)?;
+            let (mut effects, mut metrics) =
+                self.hold_effects(&wallet, &part, credit, &held, &with)?;
             // Autopay's threshold, as a webhook's hold checks it: the attempt (and the settings
             // at their version) in the hold's own transaction.
             let origin = [HOLDS_SOURCE, held.hold_id.as_str()];
@@ -161,13 +170,20 @@ where
                 .map_err(LedgerError::Unreadable)?;
             effects.extend(top_up);
             metrics.extend(top_up_metrics);
-            match self.store.commit(effects).await? {
-                Applied::Done => {
-                    self.record(metrics);
-                    return Ok(self.done(tenant, "place", conflicts, HoldOutcome::Held(held)));
-                }
-                Applied::EffectConflict | Applied::MessageConflict => conflicts += 1,
+            let refilled = !refill.is_empty();
+            if refilled {
+                refill.extend(effects);
+                effects = merge_writes(refill).map_err(refused)?;
             }
+            let done = matches!(self.store.commit(effects).await?, Applied::Done);
+            if refilled {
+                self.record([refills_metric(tenant, done)]);
+            }
+            if done {
+                self.record(metrics);
+                return Ok(self.done(tenant, "place", conflicts, HoldOutcome::Held(held)));
+            }
+            conflicts += 1;
         }
         self.record([busy_metric(tenant, "place")]);
         Ok(self.done(tenant, "place", conflicts, HoldOutcome::Busy))
@@ -246,6 +262,7 @@ where
         &self,
         wallet: &Wallet,
         part: &Part,
+        credit: i64,
         held: &Held,
         with: &(impl Fn(&Held) -> Vec<Effect> + Send + Sync),
     ) -> Result<(Vec<Effect>, Vec<Metric>), LedgerError> {
@@ -278,7 +295,7 @@ where
                 now,
             )),
         ];
-        effects.extend(bounded_hold(tenant, part, &mv, now, &notices).map_err(refused)?);
+        effects.extend(bounded_hold(tenant, part, credit, &mv, now, &notices).map_err(refused)?);
         effects.extend(with(held));
         effects.extend(notices.effects);
         Ok((effects, notices.metrics))

@@ -3,7 +3,7 @@
 //! by and which the hold's entries name as their origin; and the wallet's bounded write that
 //! makes a hold exact under concurrency.
 
-use super::shards::{affords, shard_write, Part};
+use super::shards::{affords_after, shard_write, Part};
 use super::{wallet_changes, wallet_pk};
 use crate::money::{Money, Overflow};
 use crate::notices::Notices;
@@ -48,19 +48,22 @@ pub(crate) fn pointed_message(item: &Item) -> Option<String> {
 }
 
 /// The wallet's side of a hold `mv` placed at `at`, on its shard as read (`part`; the wallet item
-/// itself for a wallet of one shard): `held` added only while `balance ≥ b`, `floor ≤ f` and
-/// `held ≤ b − f − amount` still hold on the stored item, i.e. while `available − amount ≥ floor`
-/// for the shard as it is at the write ([`affords`]). DynamoDB conditions cannot do arithmetic,
-/// hence the bound on `held` computed from the read; a shard whose balance fell or whose floor
-/// rose since fails it (read again, retried). The notices' attributes go to the wallet item.
+/// itself for a wallet of one shard) credited with `credit` in the same transaction (a refill's;
+/// else 0): `held` added only while the stored item is within the bounds of [`affords_after`],
+/// i.e. while `available + credit − amount ≥ floor` for the shard as it is at the write.
+/// DynamoDB conditions cannot do arithmetic, hence bounds on `balance` and `held` computed from
+/// the read, with half the room as slack each way; a shard whose balance fell or whose held
+/// amount rose by more since, or whose floor rose, fails it (read again, retried). The
+/// notices' attributes go to the wallet item.
 pub(crate) fn bounded_hold(
     tenant: &str,
     part: &Part,
+    credit: i64,
     mv: &Movement,
     at: i64,
     notices: &Notices,
 ) -> Result<Vec<Effect>, Overflow> {
-    let bounds = affords(part, mv.amount.minor())?;
+    let bounds = affords_after(part, mv.amount.minor(), credit)?;
     wallet_write(tenant, part.shard, mv, at, notices, Some(bounds))
 }
 

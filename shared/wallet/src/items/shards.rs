@@ -210,19 +210,48 @@ pub(crate) fn raise_count(tenant: &str, from: u32, to: u32) -> Effect {
     }
 }
 
-/// The bounds under which `part` (as read) can give `amount` of its surplus, or take a hold of
-/// `amount`: `balance ≥ b AND floor ≤ f AND held ≤ b − f − amount` on the stored item, i.e.
-/// `balance − held − amount ≥ floor` whatever else moved on it since.
+/// The bounds under which `part` (as read: balance b, held h, floor f) can give `amount` of its
+/// surplus, or take a hold of `amount`, so that `balance − held − amount ≥ floor` on the stored
+/// item at the write, whatever else moved on it since within the slack.
+///
+/// DynamoDB conditions cannot do arithmetic, so the sum is bounded term by term. With
+/// `room = b − h − f − amount` (what the shard has above its floor after this movement, as read)
+/// split in two, `lo = room / 2` and `hi = room − lo`, the bounds are
+/// `balance ≥ b − lo`, `held ≤ h + hi` and `floor ≤ f`; on any stored item that meets them,
+/// `balance − held − amount ≥ (b − lo) − (h + hi) − amount = b − h − room − amount = f ≥ floor`.
+/// The read item meets them (`lo, hi ≥ 0`), so the write tolerates, between its read and its
+/// write, captures and debits taking up to `lo` off the balance and concurrent holds adding up
+/// to `hi` to the held amount (half the room each way), and any release or credit; only a raised
+/// floor or more than that fails it (read again, retried). A movement the shard cannot afford as
+/// read (`room < 0`) gets no slack: `held ≤ b − f − amount < h`, which the read item already fails.
 pub(crate) fn affords(part: &Part, amount: i64) -> Result<Vec<Bound>, Overflow> {
-    let max_held = part
-        .balance
-        .checked_sub(part.floor)
-        .and_then(|m| m.checked_sub(amount))
-        .ok_or_else(|| Overflow("the affordable amount".into()))?;
+    affords_after(part, amount, 0)
+}
+
+/// [`affords`] for a movement written together with a `credit` to the same shard in one write
+/// (a refill's, in the hold's own transaction): the bounds are on the stored item before the
+/// credit, the room counts it. With `room = b + credit − h − f − amount` split as in
+/// [`affords`], an item meeting `balance ≥ b − lo`, `held ≤ h + hi`, `floor ≤ f` has
+/// `balance + credit − held − amount ≥ b + credit − h − room − amount = f ≥ floor`.
+pub(crate) fn affords_after(part: &Part, amount: i64, credit: i64) -> Result<Vec<Bound>, Overflow> {
+    let overflow = || Overflow("the affordable amount".into());
+    let room = part
+        .surplus()?
+        .checked_add(credit)
+        .and_then(|r| r.checked_sub(amount))
+        .ok_or_else(overflow)?;
+    let lo = room.max(0) / 2;
+    let hi = room.checked_sub(lo).ok_or_else(overflow)?;
     Ok(vec![
-        Bound::AtLeast("balance".into(), part.balance),
+        Bound::AtLeast(
+            "balance".into(),
+            part.balance.checked_sub(lo).ok_or_else(overflow)?,
+        ),
         Bound::AtMost("floor".into(), part.floor),
-        Bound::AtMost("held".into(), max_held),
+        Bound::AtMost(
+            "held".into(),
+            part.held.checked_add(hi).ok_or_else(overflow)?,
+        ),
     ])
 }
 
@@ -307,8 +336,9 @@ pub fn plan_refill(parts: &[Part], target: u32, need: i64) -> Option<Vec<Transfe
 
 /// The writes of a refill: each donor's balance taken under [`affords`] (as read), the target's
 /// given, the wallet item's refill counter added ([`REFILLS_ATTR`]: in shard 0's own write when
-/// it takes part, one item being written once per transaction); one transaction, so no amount
-/// is ever in two shards or none.
+/// it takes part, one item being written once per transaction); one transaction (its own, or a
+/// hold's on the target with the writes merged by [`merge_writes`]), so no amount is ever in
+/// two shards or none.
 pub(crate) fn refill(
     tenant: &str,
     parts: &[Part],
@@ -358,9 +388,77 @@ pub(crate) fn refill(
     Ok(effects)
 }
 
+/// `effects` with every item's adjustments written once, as a transaction writes an item at
+/// most once: the `Adjust` and `AdjustIf` writes of one key folded into the first of them (adds
+/// of one attribute summed, sets and bounds joined, conditional if any was: every bound is on the
+/// item as stored before the write, so they all still must hold). Other effects are kept.
+pub(crate) fn merge_writes(effects: Vec<Effect>) -> Result<Vec<Effect>, Overflow> {
+    type Write = (
+        String,
+        String,
+        Vec<(String, i64)>,
+        Vec<(String, AttributeValue)>,
+    );
+    /// An adjustment (with its bounds if conditional), or any other effect.
+    type Slot = Result<(Write, Option<Vec<Bound>>), Effect>;
+    let mut out: Vec<Slot> = Vec::new();
+    for e in effects {
+        let (write, bounds) = match e {
+            Effect::Adjust { pk, sk, add, set } => ((pk, sk, add, set), None),
+            Effect::AdjustIf {
+                pk,
+                sk,
+                add,
+                set,
+                bounds,
+            } => ((pk, sk, add, set), Some(bounds)),
+            other => {
+                out.push(Err(other));
+                continue;
+            }
+        };
+        let same = out.iter_mut().find_map(|o| match o {
+            Ok((w, b)) if (&w.0, &w.1) == (&write.0, &write.1) => Some((w, b)),
+            _ => None,
+        });
+        let Some((into, into_bounds)) = same else {
+            out.push(Ok((write, bounds)));
+            continue;
+        };
+        for (name, v) in write.2 {
+            match into.2.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, sum)) => *sum = checked_add(*sum, v, "a merged write")?,
+                None => into.2.push((name, v)),
+            }
+        }
+        for (name, v) in write.3 {
+            into.3.retain(|(n, _)| *n != name);
+            into.3.push((name, v));
+        }
+        if let Some(bounds) = bounds {
+            into_bounds.get_or_insert_with(Vec::new).extend(bounds);
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|o| match o {
+            Ok(((pk, sk, add, set), None)) => Effect::Adjust { pk, sk, add, set },
+            Ok(((pk, sk, add, set), Some(bounds))) => Effect::AdjustIf {
+                pk,
+                sk,
+                add,
+                set,
+                bounds,
+            },
+            Err(other) => other,
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::{prop_oneof, Just, ProptestConfig};
 
     fn part(shard: u32, balance: i64, held: i64, floor: i64) -> Part {
         Part {
@@ -433,6 +531,164 @@ mod tests {
         }
     }
 
+    /// The (balance, held, floor) bounds of `affords` as a triple: (min balance, max held, max floor).
+    fn bounds_of(bounds: &[Bound]) -> (i64, i64, i64) {
+        let (mut balance, mut held, mut floor) = (None, None, None);
+        for b in bounds {
+            match b {
+                Bound::AtLeast(a, v) if a == "balance" => balance = Some(*v),
+                Bound::AtMost(a, v) if a == "held" => held = Some(*v),
+                Bound::AtMost(a, v) if a == "floor" => floor = Some(*v),
+                other => panic!("an unexpected bound {other:?}"),
+            }
+        }
+        (balance.unwrap(), held.unwrap(), floor.unwrap())
+    }
+
+    #[test]
+    fn a_hold_or_a_donor_is_bounded_with_half_the_room_each_way() {
+        // (balance, held, floor, amount) → (balance ≥, held ≤, floor ≤)
+        type Case = ((i64, i64, i64, i64), (i64, i64, i64));
+        let cases: [Case; 7] = [
+            // room 1000 − 200 − 100 − 50 = 650: 325 off the balance, 325 onto the held amount.
+            ((1000, 200, 100, 50), (675, 525, 100)),
+            // An odd room: the odd unit goes to the held side.
+            ((100, 0, 0, 25), (63, 38, 0)),
+            ((100, 0, 0, 24), (62, 38, 0)),
+            // Exactly affordable: no slack, the old bound.
+            ((100, 50, 25, 25), (100, 50, 25)),
+            // One unit of room: all of it on the held side.
+            ((100, 50, 25, 24), (100, 51, 25)),
+            // Unaffordable as read: no slack, and the held bound is below what was read.
+            ((100, 90, 0, 25), (100, 75, 0)),
+            // A shard in deficit (debits overdrew it) with a negative balance.
+            ((-40, 0, 0, 5), (-40, -45, 0)),
+        ];
+        for ((b, h, f, amount), want) in cases {
+            let got = bounds_of(&affords(&part(1, b, h, f), amount).unwrap());
+            assert_eq!(got, want, "(b, h, f, amount) = {:?}", (b, h, f, amount));
+        }
+        assert!(affords(&part(1, i64::MIN, 1, 0), 1).is_err());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+        /// Any stored item within the bounds leaves the shard at or above its floor after the
+        /// movement (and the credit written with it), and the item as read is within them when
+        /// it affords the movement.
+        #[test]
+        fn within_the_bounds_the_shard_stays_at_or_above_its_floor(
+            b in -1_000_000i64..1_000_000,
+            h in 0i64..1_000_000,
+            f in 0i64..100_000,
+            amount in 1i64..100_000,
+            credit in prop_oneof![Just(0i64), 0i64..200_000],
+            balance_off in 0i64..2_000_000,
+            held_off in -1_000_000i64..2_000_000,
+            floor_off in 0i64..100_000,
+        ) {
+            let read = part(1, b, h, f);
+            let (min_balance, max_held, max_floor) =
+                bounds_of(&affords_after(&read, amount, credit).unwrap());
+            if credit == 0 {
+                proptest::prop_assert_eq!(
+                    affords(&read, amount).unwrap(),
+                    affords_after(&read, amount, 0).unwrap()
+                );
+            }
+            let room = b + credit - h - f - amount;
+            // The read values meet the bounds exactly when the shard affords the movement.
+            let meets = |balance: i64, held: i64, floor: i64| {
+                balance >= min_balance && held <= max_held && floor <= max_floor
+            };
+            proptest::prop_assert_eq!(meets(b, h, f), room >= 0);
+            // A stored item somewhere around the read one (balance down or up, held up or down,
+            // floor down): within the bounds, it affords the movement.
+            let (balance, held, floor) = (b - balance_off + 1_000_000, h + held_off, f - floor_off);
+            if meets(balance, held, floor) {
+                proptest::prop_assert!(balance + credit - held - amount >= floor);
+            }
+            // The slack: half the room each way.
+            if room >= 0 {
+                proptest::prop_assert_eq!((b - min_balance, max_held - h), (room / 2, room - room / 2));
+            }
+        }
+    }
+
+    #[test]
+    fn a_hold_written_with_a_refills_credit_counts_it_in_its_room() {
+        // An empty shard credited 30 for a hold of 25: room 5, 2 off the stored balance (0,
+        // before the credit), 3 onto its held amount.
+        let got = bounds_of(&affords_after(&part(1, 0, 0, 0), 25, 30).unwrap());
+        assert_eq!(got, (-2, 3, 0));
+        // Credited exactly the need: no slack.
+        let got = bounds_of(&affords_after(&part(1, 10, 0, 0), 25, 15).unwrap());
+        assert_eq!(got, (10, 0, 0));
+    }
+
+    #[test]
+    fn an_items_writes_in_one_transaction_merge_into_one() {
+        let adjust = |sk: &str, add: Vec<(&str, i64)>, bounds: Option<Vec<Bound>>| {
+            let add = add.into_iter().map(|(a, v)| (a.to_string(), v)).collect();
+            let (pk, sk) = ("P".to_string(), sk.to_string());
+            match bounds {
+                None => Effect::Adjust {
+                    pk,
+                    sk,
+                    add,
+                    set: vec![],
+                },
+                Some(bounds) => Effect::AdjustIf {
+                    pk,
+                    sk,
+                    add,
+                    set: vec![],
+                    bounds,
+                },
+            }
+        };
+        let created = Effect::Create(Item::from([("pk".to_string(), s("P"))]));
+        let merged = merge_writes(vec![
+            adjust("A", vec![("balance", 30), ("refills", 1)], Some(vec![])),
+            created.clone(),
+            adjust("B", vec![("balance", -30)], None),
+            adjust(
+                "A",
+                vec![("held", 25), ("balance", 5)],
+                Some(vec![Bound::AtMost("held".into(), 3)]),
+            ),
+            adjust("B", vec![("changes", 1)], None),
+        ])
+        .unwrap();
+        assert_eq!(
+            merged,
+            vec![
+                adjust(
+                    "A",
+                    vec![("balance", 35), ("refills", 1), ("held", 25)],
+                    Some(vec![Bound::AtMost("held".into(), 3)])
+                ),
+                created,
+                adjust("B", vec![("balance", -30), ("changes", 1)], None),
+            ]
+        );
+        // An unconditional write folded into a conditional one stays conditional.
+        let merged = merge_writes(vec![
+            adjust("A", vec![("held", 1)], None),
+            adjust("A", vec![], Some(vec![Bound::AtLeast("balance".into(), 0)])),
+        ])
+        .unwrap();
+        assert_eq!(
+            merged,
+            vec![adjust(
+                "A",
+                vec![("held", 1)],
+                Some(vec![Bound::AtLeast("balance".into(), 0)])
+            )]
+        );
+    }
+
     #[test]
     fn a_refills_writes_bound_each_donor_and_credit_the_target() {
         let parts = [part(0, 100, 20, 10), part(1, 0, 0, 0)];
@@ -452,7 +708,15 @@ mod tests {
                 ("refills".to_string(), 1)
             ]
         );
-        assert!(bounds.contains(&Bound::AtMost("held".into(), 100 - 10 - 50)));
+        // room = 100 − 20 − 10 − 50 = 20, half of it slack each way.
+        assert_eq!(
+            bounds,
+            &vec![
+                Bound::AtLeast("balance".into(), 100 - 10),
+                Bound::AtMost("floor".into(), 10),
+                Bound::AtMost("held".into(), 20 + 10),
+            ]
+        );
         let Effect::AdjustIf {
             pk, add, bounds, ..
         } = &effects[1]

@@ -255,9 +255,15 @@ async fn a_hold_goes_where_the_money_is_and_a_shard_is_refilled_when_none_has_en
         .find(|m| ![sa, sb].contains(&pick(m, 4)))
         .unwrap();
     let target = pick(&big, 4);
+    let writes = w.store.write_requests();
     let HoldOutcome::Held(held) = place(&w, &big, "h2", Some(80 * PRICE)).await else {
         panic!("the whole wallet affords it")
     };
+    assert_eq!(
+        w.store.write_requests() - writes,
+        1,
+        "the refill and the hold in one transaction"
+    );
     assert_eq!(held.available.minor(), 19 * PRICE);
     let after = w.total_async().await;
     assert_eq!(
