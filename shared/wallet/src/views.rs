@@ -12,7 +12,11 @@
 //!   time (exactly as without a view).
 //! - The money: a hold is a bounded conditional write on its own shard (read fresh), a debit or a
 //!   release a commutative add on the shard its hold is on; a hold its own shard cannot pay, a
-//!   refusal and every refill read all K shards strongly first (and refresh the view).
+//!   refusal and every refill read all K shards strongly first (and refresh the view). A view is
+//!   read settled (no refill moved during its reads), and a movement whose own shard's refill
+//!   counter differs from the view's copy reads the whole wallet again: a refill moves money
+//!   between shards, and the fresh shard over the others' old copies would count it twice or
+//!   not at all (one between two other shards cancels out in the view's sum).
 //! - K only ever rises: a stale K picks within the older range of shards, which all exist.
 //! - Notices, the overdrawn / review flags and autopay's threshold decide on the view: at K > 1
 //!   they see the other shards up to `WALLET_VIEW_MS` late (level-triggered, so late, not lost;
@@ -27,7 +31,7 @@
 
 use crate::autopay::Autopay;
 use crate::autopay_handler::threshold_writes;
-use crate::items::shards::{shard_key, Part};
+use crate::items::shards::{refills, shard_key, Part};
 use crate::ledger::{unreadable, Ledger, LedgerError};
 use crate::model::Wallet;
 use crate::money::Money;
@@ -218,7 +222,7 @@ impl<S: ItemStore> Ledger<'_, S> {
                 whole: false,
             }));
         }
-        let Some((wallet, item)) = self.read_wallet(tenant).await? else {
+        let Some((wallet, item)) = self.settled(tenant, views).await? else {
             return Ok(None);
         };
         views.keep(&wallet, &item);
@@ -229,13 +233,28 @@ impl<S: ItemStore> Ledger<'_, S> {
         }))
     }
 
-    /// Every shard read strongly (K reads), and the view kept.
+    /// The K shards read strongly: settled (no refill moved during the reads, see
+    /// [`Ledger::wallet_and_item`]: one more read) when a view is kept from them, so that the
+    /// view's sum is one moment's; as read at once when views are off.
+    async fn settled(
+        &self,
+        tenant: &TenantId,
+        views: &WalletViews,
+    ) -> Result<Option<(Wallet, Item)>, LedgerError> {
+        if views.enabled() {
+            self.wallet_and_item(tenant).await
+        } else {
+            self.read_wallet(tenant).await
+        }
+    }
+
+    /// Every shard read strongly (K reads, settled when kept), and the view kept.
     pub(crate) async fn whole(
         &self,
         tenant: &TenantId,
         views: &WalletViews,
     ) -> Result<Option<Wallet>, LedgerError> {
-        let Some((wallet, item)) = self.read_wallet(tenant).await? else {
+        let Some((wallet, item)) = self.settled(tenant, views).await? else {
             return Ok(None);
         };
         views.keep(&wallet, &item);
@@ -262,6 +281,25 @@ impl<S: ItemStore> Ledger<'_, S> {
             .get_item(&pk, &sk)
             .await?
             .ok_or_else(|| LedgerError::Unreadable(format!("{what} is missing")))?;
+        // A refill that moved this shard since the view was read moved money between it and
+        // shards the view still has as they were: the sum would count that money twice or not
+        // at all. Its counter says so, and the whole wallet is read again instead. (Refills
+        // between other shards cancel out in the view's sum: it was read settled.)
+        let seen = if shard == 0 {
+            Some(refills(&viewed.item))
+        } else {
+            wallet
+                .shards
+                .iter()
+                .find(|p| p.shard == shard)
+                .map(|p| p.refills)
+        };
+        if seen.unwrap_or(0) != refills(&read) {
+            return self
+                .whole(&tenant, views)
+                .await?
+                .ok_or_else(|| LedgerError::Unreadable(format!("{what}: the wallet is gone")));
+        }
         let others: Vec<Part> = wallet.shards.into_iter().filter(|p| p.shard != 0).collect();
         if shard == 0 {
             views.update(&tenant, Some(&read), None);

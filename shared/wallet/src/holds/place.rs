@@ -1,8 +1,8 @@
 //! Placing a hold ([`Holds::place`]): the wallet read and the affordability decided, a shard
 //! below its floor refilled from the others first (its own transaction), the hold put on its
-//! message's shard (else the richest one; when none has enough, its own shard refilled from the
-//! others in the hold's transaction: [`crate::items::shards::plan_refill`], both counted in
-//! `ShardRefills`), and the one transaction's writes built: the email's row in state `held`
+//! message's shard, always (short of it, that shard refilled from the others in the hold's
+//! transaction with its need and an even share: [`crate::items::shards::plan_refill`], both
+//! counted in `ShardRefills`), and the one transaction's writes built: the email's row in state `held`
 //! with its entry, the hold's pointer, the bounded write on the shard (with the refill's credit
 //! in it), the refill's donors, the caller's effects, the notices and autopay's threshold, each
 //! item written once ([`crate::items::shards::merge_writes`]). What a refused or conflicting try
@@ -116,23 +116,13 @@ where
                 }
                 break;
             }
-            // On its message's shard if that one affords it, else on the
-            // shard with the most above its floor if that one does (the row records which),
-            // else its own shard once the others refilled it.
-            let own = wallet.part(pick(&request.message_id, wallet.shard_count()));
-            let part = if own.surplus().map_err(refused)? >= amount.minor() {
-                own
-            } else {
-                let richest = wallet
-                    .shards
-                    .iter()
-                    .filter_map(|p| p.surplus().ok().map(|s| (s, p)))
-                    .max_by_key(|(s, p)| (*s, std::cmp::Reverse(p.shard)));
-                match richest {
-                    Some((s, p)) if s >= amount.minor() => p.clone(),
-                    _ => own,
-                }
-            };
+            // On its message's shard, always: so a hot tenant's holds spread over its K shards
+            // as its messages do. Short of it, the shard takes the others' surplus in the hold's
+            // own transaction — what it needs and an even share of the rest (`plan_refill`), so
+            // money funded on one shard (a top-up lands on the shard its payment hashes to)
+            // spreads to the shards that spend it, refill by refill, instead of every hold
+            // following the money to one shard.
+            let part = wallet.part(pick(&request.message_id, wallet.shard_count()));
             // Short of it: the others' surplus moves to its shard in the hold's own transaction
             // (the shard's one write takes the credit and the hold, bounded with the credit).
             let short = amount.minor() - part.surplus().map_err(refused)?;

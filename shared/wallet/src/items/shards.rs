@@ -28,7 +28,8 @@ pub const SHARDS_ATTR: &str = "shards";
 /// transaction, DynamoDB's limit being 100 items).
 pub const MAX_SHARDS: u32 = 64;
 pub const KIND_WALLET_SHARD: &str = "wallet_shard";
-/// The wallet item's count of refills (every refill adds one, in its transaction): a read of
+/// The count of refills an item took part in (every refill adds one to each shard it moves and
+/// to the wallet item, in its transaction): a read of
 /// the K shards that saw it unchanged before and after saw no refill in between.
 pub const REFILLS_ATTR: &str = "refills";
 pub const SHARD_PREFIX: &str = "SHARD#";
@@ -69,6 +70,9 @@ pub struct Part {
     pub month_debits: BTreeMap<String, i64>,
     pub overdrawn: bool,
     pub review: bool,
+    /// The refills this shard took part in (its item's [`REFILLS_ATTR`]; shard 0's counts every
+    /// refill of the wallet).
+    pub refills: i64,
 }
 
 impl Part {
@@ -97,6 +101,7 @@ impl Part {
             month_debits,
             overdrawn: get_bool(item, "overdrawn").unwrap_or(false),
             review: get_bool(item, "review").unwrap_or(false),
+            refills: refills(item),
         })
     }
 
@@ -135,6 +140,8 @@ impl Wallet {
             month_debits: self.month_debits.clone(),
             overdrawn: self.overdrawn,
             review: self.review,
+            // The wallet model does not keep it: a view compares shard 0's on its item.
+            refills: 0,
         }
     }
 
@@ -335,8 +342,9 @@ pub fn plan_refill(parts: &[Part], target: u32, need: i64) -> Option<Vec<Transfe
 }
 
 /// The writes of a refill: each donor's balance taken under [`affords`] (as read), the target's
-/// given, the wallet item's refill counter added ([`REFILLS_ATTR`]: in shard 0's own write when
-/// it takes part, one item being written once per transaction); one transaction (its own, or a
+/// given, the refill counter ([`REFILLS_ATTR`]) added on each of them and on the wallet item (in
+/// shard 0's own write when it takes part, one item being written once per transaction); one
+/// transaction (its own, or a
 /// hold's on the target with the writes merged by [`merge_writes`]), so no amount is ever in
 /// two shards or none.
 pub(crate) fn refill(
@@ -346,10 +354,10 @@ pub(crate) fn refill(
 ) -> Result<Vec<Effect>, Overflow> {
     let mut effects = Vec::new();
     let mut total = 0i64;
-    let counted = |shard: u32, mut add: Vec<(String, i64)>| {
-        if shard == 0 {
-            add.push((REFILLS_ATTR.into(), 1));
-        }
+    // Every shard it moves counts it (a view that kept a shard's copy sees, on reading the
+    // shard again, that money moved between it and shards the view has not read since).
+    let counted = |_shard: u32, mut add: Vec<(String, i64)>| {
+        add.push((REFILLS_ATTR.into(), 1));
         add
     };
     for m in moves {
@@ -725,7 +733,11 @@ mod tests {
         };
         assert_eq!(
             (pk.as_str(), add, bounds.len()),
-            ("WALLET#acme#S1", &vec![("balance".to_string(), 50)], 0)
+            (
+                "WALLET#acme#S1",
+                &vec![("balance".to_string(), 50), ("refills".to_string(), 1)],
+                0
+            )
         );
         assert_eq!(effects.len(), 2);
         // Between two other shards: the counter in a third write.

@@ -805,10 +805,15 @@ async fn holds_on_a_sharded_wallets_warm_view_make_one_attempt_decided_on_the_st
     let clock = Arc::new(inbox_core::clock::ManualClock::at_millis(T0));
     let views = crate::views::WalletViews::new(std::time::Duration::from_secs(3600), clock);
     let holds = crate::holds::Holds::new(&*w.store).with_views(views);
+    // Messages of shard 0, where the money is: each hold reads that shard strongly (the wallet's
+    // amounts exact), the settings come from the view.
+    let mut messages = (0..)
+        .map(|i| format!("api{i}"))
+        .filter(|m| crate::items::shards::pick(m, 4) == 0);
     for i in 0..100 {
         let request = crate::holds::HoldRequest {
             tenant: tid("acme"),
-            message_id: format!("api{i}"),
+            message_id: messages.next().unwrap(),
             amount: Some(25),
             hold_id: format!("hold_{i}"),
         };

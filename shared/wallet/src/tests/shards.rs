@@ -224,7 +224,7 @@ proptest! {
 }
 
 #[tokio::test]
-async fn a_hold_goes_where_the_money_is_and_a_shard_is_refilled_when_none_has_enough() {
+async fn a_hold_stays_on_its_shard_and_refills_it_with_its_need_and_an_even_share() {
     let w = World::new().wallet("acme", 0, None).shard(4).await;
     // Two top-ups, each on the shard its payment hashes to: 60 and 40 prices on two shards.
     let pis: Vec<String> = (0..).map(|i| format!("pi_{i}")).take(50).collect();
@@ -238,25 +238,11 @@ async fn a_hold_goes_where_the_money_is_and_a_shard_is_refilled_when_none_has_en
         .find(|m| ![sa, sb].contains(&pick(m, 4)))
         .unwrap();
     let own = pick(&message, 4);
-    // One price: its own shard is empty, so the richest shard takes it (the row says which).
-    let HoldOutcome::Held(_) = place(&w, &message, "h1", None).await else {
-        panic!("the whole wallet affords it")
-    };
-    assert_eq!(row_of(&w, &message).await.shard, sa);
-    assert_eq!(w.total_async().await.part(own).balance, 0, "no refill");
-    // Its capture moves that shard.
-    w.email("e1", "message.accepted", &message, json!({})).await;
-    let captured = w.total_async().await.part(sa);
-    assert_eq!((captured.balance, captured.held), (59 * PRICE, 0));
-    // 80 prices: no shard has them; the whole wallet (99) does. Its own shard is refilled with
-    // the need and an even share of the rest ((99 − 80) / 4, rounded down), richest first.
-    let big = (0..)
-        .map(|i| format!("big{i}"))
-        .find(|m| ![sa, sb].contains(&pick(m, 4)))
-        .unwrap();
-    let target = pick(&big, 4);
+    // One price: its own shard is empty, so the others refill it in the hold's own transaction
+    // with the need and an even share of the rest, richest first; the hold stays on its shard
+    // (so a hot tenant's holds spread as its messages do, and so does its money).
     let writes = w.store.write_requests();
-    let HoldOutcome::Held(held) = place(&w, &big, "h2", Some(80 * PRICE)).await else {
+    let HoldOutcome::Held(_) = place(&w, &message, "h1", None).await else {
         panic!("the whole wallet affords it")
     };
     assert_eq!(
@@ -264,6 +250,37 @@ async fn a_hold_goes_where_the_money_is_and_a_shard_is_refilled_when_none_has_en
         1,
         "the refill and the hold in one transaction"
     );
+    assert_eq!(row_of(&w, &message).await.shard, own);
+    let want = PRICE + (100 * PRICE - PRICE) / 4;
+    let after = w.total_async().await;
+    assert_eq!(
+        (after.part(own).balance, after.part(own).held),
+        (want, PRICE)
+    );
+    assert_eq!(
+        after.part(sa).balance,
+        60 * PRICE - want,
+        "from the richest"
+    );
+    assert_eq!(after.part(sb).balance, 40 * PRICE, "the richest had it all");
+    // Its capture moves that shard.
+    w.email("e1", "message.accepted", &message, json!({})).await;
+    let captured = w.total_async().await.part(own);
+    assert_eq!((captured.balance, captured.held), (want - PRICE, 0));
+    // 80 prices: no shard has them; the whole wallet (99) does. Its own shard is refilled with
+    // the need and an even share of the rest, richest first, in the hold's transaction.
+    let big = (0..)
+        .map(|i| format!("big{i}"))
+        .find(|m| ![sa, sb, own].contains(&pick(m, 4)))
+        .unwrap();
+    let target = pick(&big, 4);
+    let before = w.total_async().await;
+    assert_eq!(before.part(target).balance, 0);
+    let writes = w.store.write_requests();
+    let HoldOutcome::Held(held) = place(&w, &big, "h2", Some(80 * PRICE)).await else {
+        panic!("the whole wallet affords it")
+    };
+    assert_eq!(w.store.write_requests() - writes, 1);
     assert_eq!(held.available.minor(), 19 * PRICE);
     let after = w.total_async().await;
     assert_eq!(
@@ -275,7 +292,6 @@ async fn a_hold_goes_where_the_money_is_and_a_shard_is_refilled_when_none_has_en
         (part.balance, part.held),
         (80 * PRICE + 19 * PRICE / 4, 80 * PRICE)
     );
-    assert_eq!(after.part(sa).balance, 0, "the richest gave all it had");
     assert!(shards_within_floors(&after));
     assert_eq!(
         row_of(&w, &big).await.shard,

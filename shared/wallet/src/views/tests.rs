@@ -225,3 +225,57 @@ async fn a_raised_count_of_shards_is_picked_up_when_the_view_expires() {
     hold(&store, &views, &m, 5).await;
     assert_eq!(store.take(), vec![shard_key("acme", pick(&m, 8))]);
 }
+
+#[tokio::test]
+async fn a_refill_another_instance_made_on_a_viewed_shard_makes_the_next_hold_there_read_them_all()
+{
+    // 8 shards of 1,000; this instance's view is warm.
+    let store = wallet_of(8).await;
+    let clock = Arc::new(ManualClock::at_millis(T0));
+    let views = views_on(&clock);
+    let warm = (0..)
+        .map(|i| format!("w{i}"))
+        .find(|m| pick(m, 8) == 1)
+        .unwrap();
+    assert!(matches!(
+        hold(&store, &views, &warm, 5).await,
+        HoldOutcome::Held(_)
+    ));
+    // Another instance (no view) holds 1,500 on shard 2: the others refill it, so money moves
+    // between shard 2 and shards this view still has as they were.
+    let big = (0..)
+        .map(|i| format!("b{i}"))
+        .find(|m| pick(m, 8) == 2)
+        .unwrap();
+    let HoldOutcome::Held(_) = hold(&store, &WalletViews::disabled(), &big, 1_500).await else {
+        panic!("the wallet affords it")
+    };
+    store.take();
+    // The next hold on shard 2 through the view: its counter says a refill moved it since the
+    // view was read, so every shard is read again and the total is exact (8,000 − 5 − 1,500 − 5),
+    // not shard 2's new balance over the others' old ones.
+    let next = (0..)
+        .map(|i| format!("n{i}"))
+        .find(|m| pick(m, 8) == 2)
+        .unwrap();
+    let HoldOutcome::Held(held) = hold(&store, &views, &next, 5).await else {
+        panic!("the wallet affords it")
+    };
+    assert_eq!(held.available.minor(), 8_000 - 5 - 1_500 - 5);
+    let (shards, _) = read_of(&store.take());
+    assert_eq!(shards.len(), 8, "all of them, read again: {shards:?}");
+    // A shard no refill moved (the donors were the last two, richest first by shard) reads
+    // alone again, over the view just refreshed.
+    let calm = (0..)
+        .map(|i| format!("c{i}"))
+        .find(|m| pick(m, 8) == 3)
+        .unwrap();
+    let HoldOutcome::Held(held) = hold(&store, &views, &calm, 5).await else {
+        panic!("the wallet affords it")
+    };
+    // Its total is the view's: late by the one hold on shard 2 since the view was read (the
+    // ordinary window), never by money a refill moved.
+    assert_eq!(held.available.minor(), 8_000 - 5 - 1_500 - 5);
+    let (shards, _) = read_of(&store.take());
+    assert_eq!(shards, vec![shard_key("acme", 3)]);
+}
