@@ -436,11 +436,18 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
         w.shards
     );
     let funded = funded[0].shard;
-    // The holds to capture, placed through the API first (the first refills shard 0 up to its
-    // floor and a share), and their `accepted` webhooks ingested.
+    // The holds to capture: of messages on the funded shard (a hold stays on its message's
+    // shard), so the other shards stay empty; placed through the API first (the first refills
+    // shard 0 up to its floor and a share), and their `accepted` webhooks ingested.
+    let captured: Vec<usize> = (ASKED..)
+        .filter(|i| wallet_ledger::items::shards::pick(&held_message(*i), SHARDS) == funded)
+        .take(CAPTURED)
+        .collect();
     let (first, _) = api(&p).await;
     let gate = Arc::new(Semaphore::new(16));
-    let placed: Vec<_> = (ASKED..ASKED + CAPTURED)
+    let placed: Vec<_> = captured
+        .iter()
+        .copied()
         .map(|i| {
             let (api, gate) = (first.clone(), gate.clone());
             tokio::spawn(async move {
@@ -453,7 +460,7 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
         let (status, body, _) = t.await.unwrap();
         assert_eq!(status, 201, "{body}");
     }
-    for i in ASKED..ASKED + CAPTURED {
+    for i in captured.iter().copied() {
         accepted(&p, &format!("evt_capture_{i}"), &held_message(i)).await;
     }
     let registry = process_function::registry(store.clone(), WalletSources::default());
@@ -468,8 +475,9 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
         .filter(|s| s.balance == 0 && s.shard != funded)
         .map(|s| s.shard)
         .collect();
+    assert!(empty.len() >= OVERDRAWN, "{:?}", w.shards);
     let mut overdrawing = Vec::new();
-    for j in 0.. {
+    for j in 0..100_000 {
         let message = format!("unheld-{j}");
         let shard = wallet_ledger::items::shards::pick(&message, SHARDS);
         if let Some(at) = empty.iter().position(|s| *s == shard) {
@@ -511,7 +519,9 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
             })
         })
         .collect();
-    let captures: Vec<_> = (ASKED..ASKED + CAPTURED)
+    let captures: Vec<_> = captured
+        .iter()
+        .copied()
         .map(|i| {
             let (processor, gate) = (processor.clone(), gate_c.clone());
             tokio::spawn(async move {
