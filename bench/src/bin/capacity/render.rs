@@ -75,7 +75,7 @@ pub fn figures(c: &Capacity, rate: f64, k: f64, whats: &[String]) -> Vec<String>
     );
     let h = &c.hot;
     let k_text = format!(
-        "K = {:.0}: balance units per email (hold + capture, each on its own shard, measured at K = 8): writes {:.0} + {:.0} WCU, reads {:.0} + {:.0} RCU; {} holds + {} debits/s take {:.0} WCU/s (K ≥ {:.0} at 1,000 per shard) and {:.0} RCU/s (K ≥ {:.0} at 3,000 per shard less the views' refreshes, {:.0} instances × {:.0}/s); at K = {:.0} one tenant's keys carry {} emails/s, bound by {}",
+        "K = {:.0}: balance units per email (hold + capture, each on its own shard, measured at K = 8): writes {:.0} + {:.0} WCU, reads {:.0} + {:.0} RCU; {} holds + {} debits/s take {} WCU/s (K ≥ {:.0} at 1,000 per shard) and {} RCU/s (K ≥ {:.0} at 3,000 per shard less the views' refreshes, {:.0} instances × {:.0}/s); at K = {:.0} one tenant's keys carry {} emails/s, bound by {}",
         h.k,
         h.hold.1,
         h.capture.1,
@@ -83,9 +83,9 @@ pub fn figures(c: &Capacity, rate: f64, k: f64, whats: &[String]) -> Vec<String>
         h.capture.0,
         fmt_rate(HOT_HOLDS),
         fmt_rate(HOT_DEBITS),
-        HOT_HOLDS * h.hold.1 + HOT_DEBITS * h.capture.1,
+        fmt_rate(HOT_HOLDS * h.hold.1 + HOT_DEBITS * h.capture.1),
         h.k_writes,
-        HOT_HOLDS * h.hold.0 + HOT_DEBITS * h.capture.0,
+        fmt_rate(HOT_HOLDS * h.hold.0 + HOT_DEBITS * h.capture.0),
         h.k_reads,
         VIEW_INSTANCES,
         VIEW_REFRESHES_PER_S,
