@@ -171,6 +171,39 @@ async fn hold(
     }
 }
 
+/// `hold(api, i)` as its own task, at most as many in flight as `gate` lets through.
+fn spawn_hold(
+    api: &Arc<WalletApi<DynamoTable, NoCheckout, SystemClock>>,
+    gate: &Arc<Semaphore>,
+    i: usize,
+) -> tokio::task::JoinHandle<(i64, Value, u32)> {
+    let (api, gate) = (api.clone(), gate.clone());
+    tokio::spawn(async move {
+        let _permit = gate.acquire().await.unwrap();
+        hold(&api, i).await
+    })
+}
+
+/// The holds' final statuses counted and the client retries summed; a granted hold never leaves
+/// the wallet below its floor, a refused one names the reason, nothing else is answered.
+async fn hold_statuses(
+    tasks: Vec<tokio::task::JoinHandle<(i64, Value, u32)>>,
+) -> (HashMap<i64, usize>, u32) {
+    let mut statuses: HashMap<i64, usize> = HashMap::new();
+    let mut client_retries = 0;
+    for t in tasks {
+        let (status, body, retried) = t.await.unwrap();
+        client_retries += retried;
+        *statuses.entry(status).or_default() += 1;
+        match status {
+            201 => assert!(body["available"].as_i64().unwrap() >= FLOOR, "{body}"),
+            402 => assert_eq!(body["error"], "insufficient_funds", "{body}"),
+            other => panic!("status {other}: {body}"),
+        }
+    }
+    (statuses, client_retries)
+}
+
 /// The mailer's signed `message.accepted` webhook `id` for `message_id`, through the real ingest
 /// handler (a debit, or the capture of the message's hold).
 async fn accepted(p: &Pipeline, id: &str, message_id: &str) {
@@ -287,26 +320,15 @@ async fn a_wallet_of_eight_shards_takes_hundreds_of_holds_and_debits_at_once() {
     let mut holds = Vec::new();
     let mut debits = Vec::new();
     for i in 0..n {
-        let (api, gate) = (api.clone(), gate_h.clone());
-        holds.push(tokio::spawn(async move {
-            let _permit = gate.acquire().await.unwrap();
-            hold(&api, i).await
-        }));
+        holds.push(spawn_hold(&api, &gate_h, i));
         let (processor, gate) = (processor.clone(), gate_d.clone());
         debits.push(tokio::spawn(async move {
             let _permit = gate.acquire().await.unwrap();
             process(&processor, &format!("evt_debit_{i}")).await
         }));
     }
-    let mut statuses: HashMap<i64, usize> = HashMap::new();
-    let mut client_retries = 0;
-    for t in holds {
-        let (status, body, retried) = t.await.unwrap();
-        client_retries += retried;
-        *statuses.entry(status).or_default() += 1;
-        assert_eq!(status, 201, "{body}");
-        assert!(body["available"].as_i64().unwrap() >= FLOOR, "{body}");
-    }
+    let (statuses, client_retries) = hold_statuses(holds).await;
+    assert_eq!(statuses, HashMap::from([(201, n)]), "every hold affordable");
     let mut outcomes: HashMap<&'static str, usize> = HashMap::new();
     let mut unavailable = 0;
     for t in debits {
@@ -363,27 +385,8 @@ async fn a_tight_wallet_of_eight_shards_refuses_exactly_what_the_whole_wallet_ca
     let (p, store) = sharded_wallet(FLOOR + 100 * PRICE).await;
     let (api, sink) = api(&p).await;
     let gate = Arc::new(Semaphore::new(32));
-    let tasks: Vec<_> = (0..200)
-        .map(|i| {
-            let (api, gate) = (api.clone(), gate.clone());
-            tokio::spawn(async move {
-                let _permit = gate.acquire().await.unwrap();
-                hold(&api, i).await
-            })
-        })
-        .collect();
-    let mut statuses: HashMap<i64, usize> = HashMap::new();
-    let mut client_retries = 0;
-    for t in tasks {
-        let (status, body, retried) = t.await.unwrap();
-        client_retries += retried;
-        *statuses.entry(status).or_default() += 1;
-        match status {
-            201 => assert!(body["available"].as_i64().unwrap() >= FLOOR, "{body}"),
-            402 => assert_eq!(body["error"], "insufficient_funds"),
-            other => panic!("status {other}: {body}"),
-        }
-    }
+    let tasks: Vec<_> = (0..200).map(|i| spawn_hold(&api, &gate, i)).collect();
+    let (statuses, client_retries) = hold_statuses(tasks).await;
     let (conflicts, refills, refill_conflicts, busy) = hold_metrics(&sink);
     println!(
         "200 holds on {SHARDS} shards affording 100: {statuses:?} (client retries: \
@@ -447,19 +450,10 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
     let gate = Arc::new(Semaphore::new(16));
     let placed: Vec<_> = captured
         .iter()
-        .copied()
-        .map(|i| {
-            let (api, gate) = (first.clone(), gate.clone());
-            tokio::spawn(async move {
-                let _permit = gate.acquire().await.unwrap();
-                hold(&api, i).await
-            })
-        })
+        .map(|i| spawn_hold(&first, &gate, *i))
         .collect();
-    for t in placed {
-        let (status, body, _) = t.await.unwrap();
-        assert_eq!(status, 201, "{body}");
-    }
+    let (statuses, _) = hold_statuses(placed).await;
+    assert_eq!(statuses, HashMap::from([(201, CAPTURED)]));
     for i in captured.iter().copied() {
         accepted(&p, &format!("evt_capture_{i}"), &held_message(i)).await;
     }
@@ -510,15 +504,7 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
     let (api, sink) = api(&p).await;
     let (gate_h, gate_c) = (Arc::new(Semaphore::new(16)), Arc::new(Semaphore::new(8)));
     let started = Instant::now();
-    let holds: Vec<_> = (0..ASKED)
-        .map(|i| {
-            let (api, gate) = (api.clone(), gate_h.clone());
-            tokio::spawn(async move {
-                let _permit = gate.acquire().await.unwrap();
-                hold(&api, i).await
-            })
-        })
-        .collect();
+    let holds: Vec<_> = (0..ASKED).map(|i| spawn_hold(&api, &gate_h, i)).collect();
     let captures: Vec<_> = captured
         .iter()
         .copied()
@@ -530,18 +516,7 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
             })
         })
         .collect();
-    let mut statuses: HashMap<i64, usize> = HashMap::new();
-    let mut client_retries = 0;
-    for t in holds {
-        let (status, body, retried) = t.await.unwrap();
-        client_retries += retried;
-        *statuses.entry(status).or_default() += 1;
-        match status {
-            201 => assert!(body["available"].as_i64().unwrap() >= FLOOR, "{body}"),
-            402 => assert_eq!(body["error"], "insufficient_funds", "{body}"),
-            other => panic!("status {other}: {body}"),
-        }
-    }
+    let (statuses, client_retries) = hold_statuses(holds).await;
     let mut outcomes: HashMap<&'static str, usize> = HashMap::new();
     let mut unavailable = 0;
     for t in captures {
