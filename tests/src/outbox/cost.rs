@@ -285,11 +285,20 @@ pub async fn happy_path<T: Transport>(
         }
         let requests = counter.counts();
         let writes = log.take();
-        assert_eq!(
-            outcomes.get(DeliveryOutcome::Delivered.as_str()),
-            Some(&count),
-            "{outcomes:?}"
-        );
+        if outcomes.get(DeliveryOutcome::Delivered.as_str()) != Some(&count) {
+            let mut why = Vec::new();
+            for id in &ids {
+                if let Some(d) = rig.delivery(destination, id).await {
+                    if d.delivered_at.is_none() {
+                        why.push(format!(
+                            "{id}: {:?} {:?} {:?}",
+                            d.status, d.last_status, d.last_error
+                        ));
+                    }
+                }
+            }
+            panic!("{origin:?} round {round}: {outcomes:?}; not delivered: {why:#?}");
+        }
         if round == 1 {
             let after = sizes(rig).await;
             return DeliveryCost {
