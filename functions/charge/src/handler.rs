@@ -125,6 +125,9 @@ pub async fn run<S: AttemptStore, P: Charger, C: Clock, U: Settle>(
 }
 
 fn log(r: &PassReport) {
+    for item in &r.unreadable_samples {
+        tracing::warn!(item = %item, "an autopay item could not be read: skipped");
+    }
     if r.is_idle() {
         tracing::info!(due = 0, "nothing due");
         return;
@@ -135,7 +138,10 @@ fn log(r: &PassReport) {
         requests = r.requests,
         succeeded = r.succeeded,
         declined = r.declined,
+        pending = r.pending,
         indeterminate = r.indeterminate,
+        resent_after_proof = r.resent_after_proof,
+        unreadable = r.unreadable,
         ended = r.ended,
         suspended = r.suspended,
         recurring_made = r.recurring_made,

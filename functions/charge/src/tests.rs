@@ -47,6 +47,7 @@ fn service(steps: Vec<Step>) -> (Fakes, Arc<RecordingSink>) {
         first_failure: None,
         due: Millis::new(T0),
         idempotency_key: None,
+        claimed_at: None,
         provider_ref: None,
         tries: Vec::new(),
         created_at: Millis::new(T0),

@@ -7,14 +7,31 @@
 //!
 //! | answer | outcome |
 //! |---|---|
-//! | 200, intent `succeeded` | `Succeeded` (the credit still comes from `payment_intent.succeeded`) |
-//! | 200, intent `requires_action` (3-D Secure asked) | `NeedsCustomer { code: "requires_action" }` |
-//! | 200, intent `requires_payment_method` | its `last_payment_error` read as a decline below (`DeclinedSoft { "requires_payment_method" }` without one) |
-//! | 200, intent `processing` (or another status) | `Indeterminate`: the result comes by webhook or [`crate::StripeCharger`]'s `find` |
+//! | 200, a PaymentIntent | its `status`, by [`STATUSES`] (below); the intent exists, so its id is kept and the try is never sent again |
 //! | 402 `card_error` | the decline code (`decline_code`, else `code`) by the table below |
 //! | 400/404 `invalid_request_error` (a customer or payment method missing or unusable) | `DeclinedHard { code }`: the same request cannot succeed |
 //! | 400 `idempotency_error`, 401, 403 | `Indeterminate`: a fault of ours (the key, the configuration), never a new key |
 //! | 5xx, 409, 429 (retries spent), a broken connection | `Indeterminate` |
+//!
+//! An error that names an intent (`error.payment_intent.id`) keeps its id too: the intent exists,
+//! and the charging pass looks it up instead of sending the try again.
+//!
+//! Every status a PaymentIntent can have, as Stripe's own libraries type it (the `stripe` package
+//! types `PaymentIntent.status` as a closed `Literal`; a test reads that set from the installed
+//! library and fails if a status is not in this table):
+//!
+//! | `status` | outcome | why |
+//! |---|---|---|
+//! | `succeeded` | `Succeeded` | money taken; the credit still comes from `payment_intent.succeeded` |
+//! | `processing` | `Pending` | a delayed-notification method (SEPA Direct Debit, ACH, Bacs, BECS) takes days; it ends with `payment_intent.succeeded` or `payment_intent.payment_failed` |
+//! | `requires_capture` | `Pending` | funds authorized, not captured (autopay never asks for manual capture): it is captured or canceled later (an uncaptured authorization is canceled after 7 days: `payment_intent.canceled`) |
+//! | `requires_action` | `NeedsCustomer { "requires_action" }` | 3-D Secure or another customer step; an off-session charge cannot complete it |
+//! | `requires_payment_method` | its `last_payment_error` read as a decline below (`DeclinedSoft { "requires_payment_method" }` without one) | the attempt failed; nothing was charged |
+//! | `requires_confirmation` | `DeclinedSoft { "requires_confirmation" }` | not confirmed: nothing was charged and nothing will be without a confirm, which autopay never sends twice |
+//! | `canceled` | `DeclinedSoft { "canceled" }` | canceled: nothing was or will be charged |
+//! | another (a status Stripe adds) | `Pending` | the intent exists: never sent again; looked up until it settles |
+//!
+//! A 200 that is no PaymentIntent (no `id`) names nothing: `Indeterminate`.
 //!
 //! Decline codes ([Stripe's decline codes](https://docs.stripe.com/declines/codes); its "next
 //! steps" say which can succeed on a later try):
@@ -109,21 +126,62 @@ pub fn read(status: u16, body: &[u8]) -> Read {
     }
 }
 
-/// A PaymentIntent's outcome by its `status`.
+/// How a PaymentIntent's `status` reads (the module's status table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Succeeded,
+    /// The charge exists and settles later.
+    Pending,
+    NeedsCustomer,
+    /// Failed: read its `last_payment_error`.
+    Failed,
+    /// Nothing charged, nothing will be: a soft decline named by the status.
+    NotCharged,
+}
+
+/// Every PaymentIntent status Stripe documents, with how it reads.
+pub const STATUSES: [(&str, Status); 7] = [
+    ("canceled", Status::NotCharged),
+    ("processing", Status::Pending),
+    ("requires_action", Status::NeedsCustomer),
+    ("requires_capture", Status::Pending),
+    ("requires_confirmation", Status::NotCharged),
+    ("requires_payment_method", Status::Failed),
+    ("succeeded", Status::Succeeded),
+];
+
+/// How `status` reads; `None`: not a status this table knows (read as pending: the intent
+/// exists).
+pub fn status(status: &str) -> Option<Status> {
+    STATUSES
+        .iter()
+        .find(|(name, _)| *name == status)
+        .map(|(_, s)| *s)
+}
+
+/// A PaymentIntent's outcome by its `status` (the module's status table).
 pub fn intent(json: &Value) -> Read {
-    let id = json["id"].as_str().map(str::to_owned);
-    let outcome = match json["status"].as_str() {
-        Some("succeeded") => ChargeOutcome::Succeeded,
-        Some("requires_action") => ChargeOutcome::NeedsCustomer {
-            code: "requires_action".into(),
+    let id = json["id"]
+        .as_str()
+        .filter(|i| !i.is_empty())
+        .map(str::to_owned);
+    let name = json["status"].as_str().unwrap_or_default();
+    let outcome = match (&id, status(name)) {
+        (None, _) => ChargeOutcome::Indeterminate,
+        (Some(_), Some(Status::Succeeded)) => ChargeOutcome::Succeeded,
+        (Some(_), Some(Status::Pending) | None) => ChargeOutcome::Pending,
+        (Some(_), Some(Status::NeedsCustomer)) => ChargeOutcome::NeedsCustomer {
+            code: name.to_owned(),
         },
-        Some("requires_payment_method") => match code_of(&json["last_payment_error"]) {
+        (Some(_), Some(Status::Failed)) => match code_of(&json["last_payment_error"]) {
             Some(code) => decline(&code),
             None => ChargeOutcome::DeclinedSoft {
-                code: "requires_payment_method".into(),
+                code: name.to_owned(),
             },
         },
-        _ => ChargeOutcome::Indeterminate,
+        (Some(_), Some(Status::NotCharged)) => ChargeOutcome::DeclinedSoft {
+            code: name.to_owned(),
+        },
     };
     Read {
         outcome,
@@ -259,6 +317,31 @@ mod tests {
             (
                 200,
                 body(json!({"id": "pi_1", "status": "processing"})),
+                ChargeOutcome::Pending,
+            ),
+            (
+                200,
+                body(json!({"id": "pi_1", "status": "requires_capture"})),
+                ChargeOutcome::Pending,
+            ),
+            (
+                200,
+                body(json!({"id": "pi_1", "status": "requires_confirmation"})),
+                soft("requires_confirmation"),
+            ),
+            (
+                200,
+                body(json!({"id": "pi_1", "status": "canceled"})),
+                soft("canceled"),
+            ),
+            (
+                200,
+                body(json!({"id": "pi_1", "status": "a_status_stripe_adds_later"})),
+                ChargeOutcome::Pending,
+            ),
+            (
+                200,
+                body(json!({"status": "succeeded"})),
                 ChargeOutcome::Indeterminate,
             ),
             (

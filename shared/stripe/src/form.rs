@@ -58,6 +58,28 @@ pub fn search_attempt(tenant: &TenantId, attempt: &str) -> Request {
     Request::get(&format!("{PAYMENT_INTENTS}/search?{q}"))
 }
 
+/// The retrieval of one PaymentIntent (strongly consistent: what it is now).
+pub fn retrieve_intent(id: &str) -> Request {
+    let id: String = form_urlencoded::byte_serialize(id.as_bytes()).collect();
+    Request::get(&format!("{PAYMENT_INTENTS}/{id}"))
+}
+
+/// A page of `customer`'s PaymentIntents created at or after `since_secs`, newest first, after
+/// `starting_after` when given. Stripe's lists are strongly consistent (its search is not: "don't
+/// use search for read-after-write flows"), so an empty list is proof of no intent.
+pub fn list_intents(customer: &str, since_secs: i64, starting_after: Option<&str>) -> Request {
+    let since = since_secs.to_string();
+    let mut pairs = vec![
+        ("customer", customer),
+        ("created[gte]", since.as_str()),
+        ("limit", "100"),
+    ];
+    if let Some(after) = starting_after {
+        pairs.push(("starting_after", after));
+    }
+    Request::get(&format!("{PAYMENT_INTENTS}?{}", encode(pairs)))
+}
+
 /// The hosted Checkout Session (payment mode) of a top-up: one line item of the amount, priced
 /// inline, and the tenant where every event of the payment carries it: the session's
 /// `metadata[tenant]` (its `checkout.session.*` events) AND `payment_intent_data[metadata][tenant]`

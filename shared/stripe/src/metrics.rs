@@ -36,7 +36,8 @@ impl Tally {
                 self.decline = Some((code.clone(), "needs_customer"))
             }
             ChargeOutcome::Indeterminate => self.indeterminate = true,
-            ChargeOutcome::Succeeded => {}
+            // Counted by the pass once recorded (`AutopayCharged`, `AutopayPending`).
+            ChargeOutcome::Succeeded | ChargeOutcome::Pending => {}
         }
     }
 

@@ -4,7 +4,7 @@
 //! `AUTOPAY#ATTEMPT#…` and `AUTOPAY#RECURRING#…`: no scan). Works on DynamoDB and on the
 //! in-memory store alike.
 
-use crate::autopay::{Attempt, AttemptStore, Autopay, Written};
+use crate::autopay::{Attempt, AttemptStore, Autopay, Listed, Written};
 use crate::items::{shards, ATTEMPT_SHARD_PREFIX, RECURRING_SHARD_PREFIX};
 use crate::ledger::{Ledger, LedgerError};
 use crate::tenant::TenantId;
@@ -63,32 +63,50 @@ impl<S: ItemStore + ItemWriter + DueIndex> TableAttempts<S> {
 }
 
 impl<S: ItemStore + ItemWriter + DueIndex> AttemptStore for TableAttempts<S> {
-    async fn due_attempts(&self, now: Millis, limit: usize) -> Result<Vec<Attempt>, StoreError> {
-        let mut due = Vec::new();
-        for (tenant, sk) in self.due_keys(ATTEMPT_SHARD_PREFIX, now, limit).await? {
+    async fn due_attempts(&self, now: Millis, limit: usize) -> Result<Listed<Attempt>, StoreError> {
+        let mut due = Listed::of(Vec::new());
+        // Twice the batch is listed, so a few unreadable items at the head of the index (met
+        // first on every run: they stay due) never take the whole batch.
+        let listed = limit.saturating_mul(2);
+        for (tenant, sk) in self.due_keys(ATTEMPT_SHARD_PREFIX, now, listed).await? {
             let Some(id) = sk.strip_prefix(crate::items::ATTEMPT_PREFIX) else {
                 continue;
             };
             // The index lags the table: what it lists is read again and kept only if still due.
-            if let Some(a) = self.attempt(&tenant, id).await? {
-                if !a.state.is_terminal() && a.due <= now {
-                    due.push(a);
-                }
+            match Ledger::new(&self.store).attempt(&tenant, id).await {
+                Ok(Some(a)) if !a.state.is_terminal() && a.due <= now => due.items.push(a),
+                Ok(_) => {}
+                Err(LedgerError::Unreadable(why)) => due
+                    .unreadable
+                    .push(format!("{} {sk}: {why}", tenant.as_str())),
+                Err(LedgerError::Store(e)) => return Err(e),
             }
         }
-        due.sort_by_key(|a| a.due);
+        due.items.sort_by_key(|a| a.due);
+        due.items.truncate(limit);
         Ok(due)
     }
 
-    async fn due_recurring(&self, now: Millis, limit: usize) -> Result<Vec<Autopay>, StoreError> {
-        let mut due = Vec::new();
-        for (tenant, _) in self.due_keys(RECURRING_SHARD_PREFIX, now, limit).await? {
-            if let Some(a) = self.autopay(&tenant).await? {
-                if a.recurring_due().is_some_and(|d| d <= now) {
-                    due.push(a);
-                }
+    async fn due_recurring(
+        &self,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Listed<Autopay>, StoreError> {
+        let mut due = Listed::of(Vec::new());
+        for (tenant, sk) in self
+            .due_keys(RECURRING_SHARD_PREFIX, now, limit.saturating_mul(2))
+            .await?
+        {
+            match Ledger::new(&self.store).autopay(&tenant).await {
+                Ok(Some(a)) if a.recurring_due().is_some_and(|d| d <= now) => due.items.push(a),
+                Ok(_) => {}
+                Err(LedgerError::Unreadable(why)) => due
+                    .unreadable
+                    .push(format!("{} {sk}: {why}", tenant.as_str())),
+                Err(LedgerError::Store(e)) => return Err(e),
             }
         }
+        due.items.truncate(limit);
         Ok(due)
     }
 

@@ -26,8 +26,9 @@ use crate::autopay::{Attempt, AttemptState, Autopay, AutopayStatus, Reason, Save
 use crate::events::WalletEvent;
 use crate::handler::{read_failed, WalletHandler};
 use crate::items::{derived_attempt_id, AutopayLog, MethodIndex};
+use crate::model::month_of;
 use crate::money::Money;
-use crate::parse::autopay::MethodNotice;
+use crate::parse::autopay::{MethodNotice, Unsettled};
 use crate::rules::autopay::{top_up, TopUp};
 use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
@@ -98,12 +99,15 @@ pub(crate) fn threshold_writes(
                 first_failure: None,
                 due: now,
                 idempotency_key: None,
+                claimed_at: None,
                 provider_ref: None,
                 tries: Vec::new(),
                 created_at: now,
                 version: None,
             };
-            *autopay.month_charged.entry(month).or_insert(0) += amount.minor();
+            autopay
+                .count_charge(&month, amount.minor())
+                .map_err(|e| e.to_string())?;
             autopay.open_attempt = Some(attempt.id.clone());
             autopay.updated_at = now;
             Ok((
@@ -175,12 +179,23 @@ impl<S: ItemStore> WalletHandler<S> {
             return Ok(Vec::new());
         };
         let now = Millis::new(m.received_at);
+        // An attempt that had ended gave its month's reservation back: the money was taken
+        // after all, so it counts again.
+        let recount = matches!(attempt.state, AttemptState::Ended { .. });
         attempt.state = AttemptState::Credited;
         attempt.provider_ref = Some(payment.to_owned());
         let mut effects = vec![attempt.replace()];
         if let Some(mut autopay) = self.autopay_of(tenant).await? {
-            if autopay.open_attempt.as_deref() == Some(id) {
+            let open = autopay.open_attempt.as_deref() == Some(id);
+            if open {
                 autopay.open_attempt = None;
+            }
+            if recount {
+                autopay
+                    .count_charge(&month_of(attempt.created_at.get()), attempt.amount.minor())
+                    .map_err(|e| HandlerOutcome::Permanent(e.to_string()))?;
+            }
+            if open || recount {
                 autopay.updated_at = now;
                 effects.push(autopay.replace());
             }
@@ -283,6 +298,43 @@ impl<S: ItemStore> WalletHandler<S> {
         self.wallet(&tenant).await?;
         let effects = self.method_effects(m, &tenant, &notice.method).await?;
         Ok(HandlerOutcome::commit(effects))
+    }
+
+    /// A charge of an attempt failed or was canceled: if it is the attempt's PENDING charge (a
+    /// delayed-notification method settling as failed), the attempt is due at once, so the
+    /// charging pass looks the charge up and moves it down the dunning ladder with its own
+    /// settings (the one place that decides a try's outcome). Anything else moves nothing: a
+    /// card's decline is recorded by the pass from the API's answer (the same decline replayed
+    /// under its key), and a charge of an earlier try is done with.
+    pub(crate) async fn unsettled(
+        &self,
+        m: &StoredMessage,
+        notice: Unsettled,
+    ) -> Result<HandlerOutcome, HandlerOutcome> {
+        let Some(tenant) = notice.tenant else {
+            return Ok(HandlerOutcome::Ignore(format!(
+                "payment intent {} of attempt {} names no tenant (metadata.tenant)",
+                notice.intent, notice.attempt
+            )));
+        };
+        let found = self
+            .ledger()
+            .attempt(&tenant, &notice.attempt)
+            .await
+            .map_err(read_failed("the autopay attempt"))?;
+        let pending = found.filter(|a| {
+            a.state == AttemptState::Pending
+                && a.provider_ref.as_deref().is_none_or(|r| r == notice.intent)
+        });
+        let Some(mut attempt) = pending else {
+            return Ok(HandlerOutcome::Ignore(format!(
+                "payment intent {} of autopay attempt {} did not go through; the attempt is not \
+                 pending on it, so the charging pass records it from the API's answer",
+                notice.intent, notice.attempt
+            )));
+        };
+        attempt.due = Millis::new(m.received_at);
+        Ok(HandlerOutcome::commit(vec![attempt.replace()]))
     }
 
     /// `payment_method.detached`: remembered on the method's index; autopay suspended if it was

@@ -79,13 +79,14 @@ impl WalletSources {
 }
 
 /// The Stripe event types the wallet handles.
-pub const STRIPE_TYPES: [&str; 8] = [
+pub const STRIPE_TYPES: [&str; 9] = [
     "checkout.session.completed",
     "checkout.session.async_payment_succeeded",
     "checkout.session.async_payment_failed",
     "payment_intent.succeeded",
     "charge.refunded",
     "payment_intent.payment_failed",
+    "payment_intent.canceled",
     "setup_intent.succeeded",
     "payment_method.detached",
 ];
@@ -361,6 +362,7 @@ impl<S: ItemStore> WalletHandler<S> {
                 Some(StripeNotice::NoMoney(reason)) => Ok(HandlerOutcome::Ignore(reason)),
                 Some(StripeNotice::Method(notice)) => self.saved_method(m, notice).await,
                 Some(StripeNotice::Detached(pm)) => self.detached(m, pm).await,
+                Some(StripeNotice::Unsettled(notice)) => self.unsettled(m, notice).await,
                 None => nothing(),
             }
         } else if m.source.as_str() == crate::events::SOURCE

@@ -100,6 +100,8 @@ pub enum StripeNotice {
     Method(autopay::MethodNotice),
     /// This payment method was detached.
     Detached(String),
+    /// A charge of an autopay attempt failed or was canceled.
+    Unsettled(autopay::Unsettled),
 }
 
 /// An amount in minor units no larger than `max` (`WALLET_MAX_AMOUNT`).

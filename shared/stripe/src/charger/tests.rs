@@ -9,6 +9,7 @@ use inbox_core::outbox::bucket::shared::LocalBucket;
 use serde_json::json;
 use std::sync::Arc;
 use wallet_ledger::money::Currency;
+use wallet_ledger::tenant::TenantId;
 
 type Tested = StripeCharger<Arc<Script>, Arc<LocalBucket>>;
 
@@ -215,35 +216,122 @@ async fn no_token_in_time_sends_nothing_and_is_indeterminate() {
     assert_eq!(r.script.sent.lock().unwrap().len(), 1);
 }
 
+fn find(customer: &str) -> Find {
+    Find {
+        tenant: TenantId::parse("acme").unwrap(),
+        attempt: "a1".into(),
+        try_no: Some(1),
+        customer: customer.into(),
+        since_secs: 1_000,
+    }
+}
+
+/// An intent of acme's attempt a1, try `t`.
+fn of(id: &str, t: &str, status: &str, created: i64) -> serde_json::Value {
+    json!({"id": id, "status": status, "created": created,
+        "metadata": {"tenant": "acme", "attempt": "a1", "try": t}})
+}
+
 #[tokio::test]
-async fn find_reads_the_newest_intent_of_the_attempt() {
-    let list = answer(
+async fn find_reads_the_newest_intent_of_the_try_from_the_search_and_the_customers_list() {
+    let searched = answer(
         200,
-        json!({"object": "search_result", "data": [
-        {"id": "pi_old", "status": "requires_payment_method", "created": 1,
-         "last_payment_error": {"code": "card_declined", "decline_code": "insufficient_funds"}},
-        {"id": "pi_new", "status": "succeeded", "created": 2}]}),
+        json!({"object": "search_result", "has_more": false, "data": [
+            of("pi_try0", "0", "succeeded", 5),
+            of("pi_old", "1", "requires_payment_method", 1)]}),
     );
-    let r = rig(
-        vec![
-            list,
-            answer(200, json!({"data": []})),
-            server_error(Some(false)),
-        ],
-        fast(),
+    // The list (strongly consistent) has what the search does not show yet, over two pages.
+    let page1 = answer(
+        200,
+        json!({"object": "list", "has_more": true, "data": [
+            {"id": "pi_other", "status": "succeeded", "created": 9,
+             "metadata": {"tenant": "globex", "attempt": "a1", "try": "1"}}]}),
     );
-    let tenant = TenantId::parse("acme").unwrap();
-    let found = r.it.find(&tenant, "a1").await.unwrap().unwrap();
+    let page2 = answer(
+        200,
+        json!({"object": "list", "has_more": false, "data": [of("pi_new", "1", "processing", 3)]}),
+    );
+    let r = rig(vec![searched, page1, page2], fast());
+    let found = r.it.find(&find("cus_1")).await.unwrap().unwrap();
     assert_eq!(
         (found.outcome, found.provider_ref.as_deref()),
-        (ChargeOutcome::Succeeded, Some("pi_new"))
+        (ChargeOutcome::Pending, Some("pi_new")),
+        "the try's newest, not another try's or another tenant's"
     );
-    assert_eq!(r.it.find(&tenant, "a1").await, Ok(None));
-    assert!(r.it.find(&tenant, "a1").await.is_err());
     let sent = r.script.sent.lock().unwrap();
     assert!(sent[0]
         .0
         .path
         .starts_with("/v1/payment_intents/search?query=metadata"));
-    assert_eq!(sent[0].0.method, http::Method::GET);
+    assert!(
+        sent[1].0.path.contains("customer=cus_1")
+            && sent[1].0.path.contains("created%5Bgte%5D=1000"),
+        "{}",
+        sent[1].0.path
+    );
+    assert!(
+        sent[2].0.path.contains("starting_after=pi_other"),
+        "{}",
+        sent[2].0.path
+    );
+    assert!(sent.iter().all(|(req, _)| req.method == http::Method::GET));
+}
+
+#[tokio::test]
+async fn find_proves_nothing_unless_every_read_answered() {
+    let empty = || {
+        answer(
+            200,
+            json!({"object": "list", "has_more": false, "data": []}),
+        )
+    };
+    let r = rig(vec![empty(), empty()], fast());
+    assert_eq!(
+        r.it.find(&find("cus_1")).await,
+        Ok(None),
+        "both empty: proof"
+    );
+    let r = rig(vec![empty(), server_error(Some(false))], fast());
+    assert!(r.it.find(&find("cus_1")).await.is_err(), "the list failed");
+    let r = rig(vec![server_error(Some(false))], fast());
+    assert!(
+        r.it.find(&find("cus_1")).await.is_err(),
+        "the search failed"
+    );
+    // More pages than it reads: no proof either way.
+    let more = || {
+        answer(
+            200,
+            json!({"object": "list", "has_more": true, "data": [{"id": "pi_x", "created": 1}]}),
+        )
+    };
+    let mut answers = vec![empty()];
+    answers.extend((0..MAX_LIST_PAGES).map(|_| more()));
+    let r = rig(answers, fast());
+    assert!(r.it.find(&find("cus_1")).await.is_err());
+}
+
+#[tokio::test]
+async fn lookup_reads_the_intent_as_stripe_has_it_now() {
+    let r = rig(
+        vec![
+            answer(200, of("pi_1", "0", "processing", 1)),
+            answer(200, json!({"object": "list"})),
+            answer_retry(
+                404,
+                json!({"error": {"type": "invalid_request_error", "code": "resource_missing"}}),
+                Some(false),
+            ),
+        ],
+        fast(),
+    );
+    let found = r.it.lookup("pi_1").await.unwrap();
+    assert_eq!(
+        (found.outcome, found.provider_ref.as_deref()),
+        (ChargeOutcome::Pending, Some("pi_1"))
+    );
+    assert!(r.it.lookup("pi_1").await.is_err(), "not an intent");
+    assert!(r.it.lookup("pi_1").await.is_err(), "missing");
+    let sent = r.script.sent.lock().unwrap();
+    assert_eq!(sent[0].0.path, "/v1/payment_intents/pi_1");
 }

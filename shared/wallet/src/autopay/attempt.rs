@@ -10,6 +10,7 @@
 //! |---|---|---|
 //! | `Due` | its next try is due at `due` | yes, at `due` |
 //! | `Charging` | try `try_no` began: its idempotency key is stored, the answer is not recorded yet | yes, at the lease's end: a crash repeats the same key |
+//! | `Pending` | the provider took try `try_no` and settles it later (Stripe: `processing`, days for SEPA Direct Debit): never sent again; its webhook (succeeded: credited; failed or canceled: a decline down the ladder) or a look-up of its `provider_ref` ends it | yes, at the next look-up |
 //! | `Charged` | the provider said succeeded; the credit comes from its payment's webhook | yes, at the reconciliation deadline |
 //! | `Credited` | its payment's webhook credited the wallet (in the same transaction) | no (terminal) |
 //! | `Ended` | the ladder ended without a charge, or a limit refused it, with the reason | no (terminal) |
@@ -72,6 +73,38 @@ pub struct Autopay {
     pub version: Option<u64>,
 }
 
+/// A month's charged total would not fit the counter (a corrupt or absurd amount).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the charged total of {month} would overflow ({charged} + {amount} minor units)")]
+pub struct ChargedOverflow {
+    pub month: String,
+    pub charged: i64,
+    pub amount: i64,
+}
+
+impl Autopay {
+    /// Counts `amount` (minor units) in `month`'s charges, for the monthly cap: an open attempt
+    /// reserves its amount when it is made.
+    pub fn count_charge(&mut self, month: &str, amount: i64) -> Result<(), ChargedOverflow> {
+        let charged = self.month_charged.get(month).copied().unwrap_or(0);
+        let total = charged.checked_add(amount).ok_or(ChargedOverflow {
+            month: month.to_owned(),
+            charged,
+            amount,
+        })?;
+        self.month_charged.insert(month.to_owned(), total);
+        Ok(())
+    }
+
+    /// Gives back what an attempt that ended without a charge reserved in `month` (never below
+    /// zero): the cap counts money charged, succeeded or pending, not attempts.
+    pub fn give_back(&mut self, month: &str, amount: i64) {
+        if let Some(charged) = self.month_charged.get_mut(month) {
+            *charged = charged.saturating_sub(amount).max(0);
+        }
+    }
+}
+
 /// Why an attempt was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
@@ -86,6 +119,7 @@ pub enum Reason {
 pub enum AttemptState {
     Due,
     Charging,
+    Pending,
     Charged,
     Credited,
     Ended { reason: String },
@@ -127,7 +161,11 @@ pub struct Attempt {
     pub due: Millis,
     /// The current try's key, stored before its call.
     pub idempotency_key: Option<String>,
-    /// The provider's id of the latest charge.
+    /// When the current try was first claimed (its key first sent): the key's age at the
+    /// provider is measured from it. `None` before the try's first claim.
+    pub claimed_at: Option<Millis>,
+    /// The provider's id of the current try's charge, once an answer named one (a charge that
+    /// exists is never sent again: it is looked up); after a decline, the declined one's.
     pub provider_ref: Option<String>,
     pub tries: Vec<TryRecord>,
     pub created_at: Millis,
@@ -142,23 +180,41 @@ pub enum Written {
     Conflict,
 }
 
+/// A due list: what could be read, and what could not (each with its key and reason), so one
+/// unreadable item never stops the others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed<T> {
+    pub items: Vec<T>,
+    /// `"{tenant} {key}: {reason}"` of each item that could not be read.
+    pub unreadable: Vec<String>,
+}
+
+impl<T> Listed<T> {
+    pub fn of(items: Vec<T>) -> Self {
+        Self {
+            items,
+            unreadable: Vec::new(),
+        }
+    }
+}
+
 /// What the charging pass needs of the table.
 pub trait AttemptStore: Send + Sync {
     /// The attempts whose `due` is at or before `now`, oldest first, at most `limit` (a sparse
-    /// index: no scan).
+    /// index: no scan); an item that cannot be read is listed apart, never an error of the list.
     fn due_attempts(
         &self,
         now: Millis,
         limit: usize,
-    ) -> impl Future<Output = Result<Vec<Attempt>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Listed<Attempt>, StoreError>> + Send;
 
     /// The wallets whose recurring charge is due at or before `now`, at most `limit` (a sparse
-    /// index: no scan).
+    /// index: no scan); unreadable ones listed apart, as above.
     fn due_recurring(
         &self,
         now: Millis,
         limit: usize,
-    ) -> impl Future<Output = Result<Vec<Autopay>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Listed<Autopay>, StoreError>> + Send;
 
     fn autopay(
         &self,

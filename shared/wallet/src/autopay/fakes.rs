@@ -9,7 +9,7 @@ mod charger;
 
 pub use charger::{ScriptedCharger, Step};
 
-use super::attempt::{Attempt, AttemptState, AttemptStore, Autopay, Written};
+use super::attempt::{Attempt, AttemptState, AttemptStore, Autopay, Listed, Written};
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
 use inbox_core::store::attr::get_s;
@@ -139,7 +139,7 @@ pub fn credit(tables: &mut Tables, tenant: &str, id: &str) {
 }
 
 impl AttemptStore for MemoryAttempts {
-    async fn due_attempts(&self, now: Millis, limit: usize) -> Result<Vec<Attempt>, StoreError> {
+    async fn due_attempts(&self, now: Millis, limit: usize) -> Result<Listed<Attempt>, StoreError> {
         let t = self.tables();
         let mut due: Vec<Attempt> = t
             .attempts
@@ -149,22 +149,28 @@ impl AttemptStore for MemoryAttempts {
             .collect();
         due.sort_by_key(|a| a.due);
         due.truncate(limit);
-        Ok(due)
+        Ok(Listed::of(due))
     }
 
-    async fn due_recurring(&self, now: Millis, limit: usize) -> Result<Vec<Autopay>, StoreError> {
+    async fn due_recurring(
+        &self,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Listed<Autopay>, StoreError> {
         let t = self.tables();
-        Ok(t.autopays
-            .values()
-            .filter(|a| {
-                a.recurring
-                    .as_ref()
-                    .and_then(|r| r.schedule.due_at(r.next))
-                    .is_some_and(|due| due <= now)
-            })
-            .take(limit)
-            .cloned()
-            .collect())
+        Ok(Listed::of(
+            t.autopays
+                .values()
+                .filter(|a| {
+                    a.recurring
+                        .as_ref()
+                        .and_then(|r| r.schedule.due_at(r.next))
+                        .is_some_and(|due| due <= now)
+                })
+                .take(limit)
+                .cloned()
+                .collect(),
+        ))
     }
 
     async fn autopay(&self, tenant: &TenantId) -> Result<Option<Autopay>, StoreError> {

@@ -13,6 +13,7 @@
 //! | declined, soft (`insufficient_funds`, `processing_error`, …) | the next rung, or [`LadderEnd::Exhausted`] after the last |
 //! | declined, hard (`expired_card`, `lost_card`, `stolen_card`, `incorrect_number`, …) | [`LadderEnd::HardDecline`] at once |
 //! | needing the customer (`authentication_required`, an intent in `requires_action`) | [`LadderEnd::NeedsCustomer`] at once |
+//! | pending (the provider took the charge and settles it later: Stripe's `processing`) | [`NextTry::Pending`]: never sent again; its settlement ends it (a success, or a decline read as one of the rows above) |
 //! | indeterminate (a 500, a timeout: the outcome is not known) | [`NextTry::Repeat`]: the same request again, not a rung |
 //!
 //! Which provider code is soft or hard is the provider module's business: it maps its answers
@@ -39,6 +40,10 @@ pub enum ChargeOutcome {
     NeedsCustomer {
         code: String,
     },
+    /// The provider accepted the charge and settles it later (Stripe: a PaymentIntent
+    /// `processing`, as delayed-notification methods such as SEPA Direct Debit stay for days): it
+    /// exists, so it is never sent again; its settlement (a webhook, or a look-up) ends it.
+    Pending,
     /// Not known whether it was charged: the same request must be repeated.
     Indeterminate,
 }
@@ -70,6 +75,8 @@ pub enum NextTry {
     },
     /// The same request again (same idempotency key): the try is not decided.
     Repeat,
+    /// The charge exists and settles later: wait for it, never send it again.
+    Pending,
     End(LadderEnd),
 }
 
@@ -128,6 +135,7 @@ impl Ladder {
         match outcome {
             ChargeOutcome::Succeeded => NextTry::End(LadderEnd::Succeeded),
             ChargeOutcome::Indeterminate => NextTry::Repeat,
+            ChargeOutcome::Pending => NextTry::Pending,
             ChargeOutcome::DeclinedHard { code } => {
                 NextTry::End(LadderEnd::HardDecline { code: code.clone() })
             }

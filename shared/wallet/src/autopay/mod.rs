@@ -27,11 +27,13 @@ pub mod pass;
 pub mod threshold;
 
 pub use attempt::{
-    Attempt, AttemptState, AttemptStore, Autopay, AutopayStatus, Reason, Recurring, SavedMethod,
-    TryRecord, Written,
+    Attempt, AttemptState, AttemptStore, Autopay, AutopayStatus, ChargedOverflow, Listed, Reason,
+    Recurring, SavedMethod, TryRecord, Written,
 };
 pub use calendar::{Every, Schedule};
-pub use charge::{idempotency_key, ChargeReply, ChargeRequest, Charger, ProviderUnavailable};
+pub use charge::{
+    idempotency_key, tenant_tag, ChargeReply, ChargeRequest, Charger, Find, ProviderUnavailable,
+};
 pub use ladder::{ChargeOutcome, Ladder, LadderEnd, NextTry};
 pub use pass::{Pass, PassConfig, PassReport, ReportOnly, Settle, Uncredited};
 pub use threshold::{CapRefusal, MonthlyCap, TopUpRule};

@@ -27,13 +27,13 @@ pub mod recurring;
 mod report;
 
 pub use config::PassConfig;
-pub use decide::{Timings, Transition};
+pub use decide::{Resend, Timings, Transition};
 pub use layout::{charge_writes, suspended_flag, AUTOPAY_SUSPENDED_ATTR};
 pub use recurring::RecurringStep;
 pub use report::{PassReport, Uncredited};
 
 use super::attempt::{Attempt, AttemptState, AttemptStore, Autopay, Written};
-use super::charge::{ChargeReply, ChargeRequest, Charger};
+use super::charge::{ChargeReply, ChargeRequest, Charger, Find};
 use super::ladder::ChargeOutcome;
 use inbox_core::clock::{Clock, Millis};
 use inbox_core::store::StoreError;
@@ -42,6 +42,9 @@ use std::future::Future;
 /// How often one attempt is re-read after a conflicting write before the run leaves it to the
 /// next.
 const MAX_REREADS: usize = 3;
+
+/// How far before a try's first claim its charges are looked for (clocks differ).
+const FIND_MARGIN_SECS: i64 = 300;
 
 /// Credits a charge whose webhook never came, through the ledger's rules (the same path as its
 /// `payment_intent.succeeded`: the payment index, the credit and the attempt closed in one
@@ -124,7 +127,8 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
         let now = self.clock.now();
         match self.store.due_recurring(now, self.config.batch).await {
             Ok(wallets) => {
-                for autopay in wallets {
+                self.unreadable(&wallets.unreadable, &mut report);
+                for autopay in wallets.items {
                     self.recurring(autopay, &mut report).await;
                 }
             }
@@ -133,8 +137,9 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
         let now = self.clock.now();
         match self.store.due_attempts(now, self.config.batch).await {
             Ok(attempts) => {
-                report.due = attempts.len();
-                for attempt in attempts {
+                self.unreadable(&attempts.unreadable, &mut report);
+                report.due = attempts.items.len();
+                for attempt in attempts.items {
                     if self.out_of_time(deadline) {
                         report.deferred += 1;
                         continue;
@@ -145,6 +150,25 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
             Err(e) => report.error("reading the due attempts", e),
         }
         report
+    }
+
+    /// Items of a due list that could not be read: named in the report (the function logs
+    /// them), counted, skipped.
+    fn unreadable(&self, items: &[String], report: &mut PassReport) {
+        for why in items {
+            report.unreadable += 1;
+            if report.unreadable_samples.len() < 10 {
+                report.unreadable_samples.push(why.clone());
+            }
+            report.metrics.push(
+                inbox_core::metrics::Metric::count(
+                    crate::METRICS_NAMESPACE,
+                    "AutopayUnreadable",
+                    1,
+                )
+                .with_note("an autopay item could not be read: skipped, the rest charged"),
+            );
+        }
     }
 
     fn out_of_time(&self, deadline: Option<Millis>) -> bool {
@@ -211,6 +235,7 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
         }
         match attempt.state {
             AttemptState::Charged => self.late_credit(attempt, report).await,
+            AttemptState::Pending => self.settlement(attempt, report).await,
             _ => self.charge(attempt, report).await,
         }
     }
@@ -253,38 +278,110 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
             payment_method: method.payment_method,
             idempotency_key: claimed.idempotency_key.clone().unwrap_or_default(),
         };
-        let known = if decide::beyond_key_window(&claimed, now) {
-            // The provider may have forgotten the key: what it knows of the attempt decides.
-            match self.charger.find(&attempt.tenant, &attempt.id).await {
-                Ok(found) => found.filter(|f| {
-                    f.outcome != ChargeOutcome::Indeterminate
-                        && f.provider_ref.is_some()
-                        && f.provider_ref != attempt.provider_ref
-                }),
+        let reply = match decide::resend(&claimed, now) {
+            Resend::Send => self.charger.charge(&request).await,
+            // The charge exists: what it is now is the answer; it is never sent again.
+            Resend::LookUp(provider_ref) => match self.charger.lookup(&provider_ref).await {
+                Ok(found) => found,
                 Err(e) => {
-                    report.error(&format!("looking up attempt {}", attempt.id), e);
+                    report.error(&format!("looking up {provider_ref} of {}", attempt.id), e);
                     return Ok(Flow::Done);
                 }
+            },
+            // The provider may have pruned the key: its records decide; a charge of this try
+            // found (the attempt's own included) is the answer, and only proof of none sends.
+            Resend::FindFirst { since } => {
+                let find = Find {
+                    tenant: attempt.tenant.clone(),
+                    attempt: attempt.id.clone(),
+                    try_no: Some(claimed.try_no),
+                    customer: request.customer.clone(),
+                    since_secs: since.get().div_euclid(1000) - FIND_MARGIN_SECS,
+                };
+                match self.charger.find(&find).await {
+                    Ok(Some(found)) => found,
+                    Ok(None) => {
+                        report.resent_after_proof += 1;
+                        self.charger.charge(&request).await
+                    }
+                    Err(e) => {
+                        report.error(&format!("looking up attempt {}", attempt.id), e);
+                        return Ok(Flow::Done);
+                    }
+                }
             }
-        } else {
-            None
-        };
-        let reply = match known {
-            Some(found) => found,
-            None => self.charger.charge(&request).await,
         };
         report.tries += 1;
         report.requests += u64::from(reply.requests);
-        self.record(&request, &reply, report).await?;
+        self.record(&request, &AttemptState::Charging, &reply, report)
+            .await?;
         Ok(Flow::Done)
     }
 
-    /// Records `reply` on the attempt as it is now: only while it is still the claimed try
-    /// (`Charging` with the request's key); anything else (credited by its webhook meanwhile,
-    /// recorded by another run) is left alone.
+    /// A `Pending` charge due for a look-up (its webhook has not settled it): what the provider
+    /// says of it now is recorded (settled: credited or declined; still pending: looked up
+    /// again later). It is never sent again.
+    async fn settlement(
+        &self,
+        attempt: &Attempt,
+        report: &mut PassReport,
+    ) -> Result<Flow, StoreError> {
+        let found = match &attempt.provider_ref {
+            Some(r) => self.charger.lookup(r).await.map(Some),
+            None => {
+                let autopay = self.store.autopay(&attempt.tenant).await?;
+                let customer = autopay
+                    .and_then(|a| a.method)
+                    .map(|m| m.customer)
+                    .unwrap_or_default();
+                let since = decide::first_claim(attempt).unwrap_or(attempt.created_at);
+                let find = Find {
+                    tenant: attempt.tenant.clone(),
+                    attempt: attempt.id.clone(),
+                    try_no: Some(attempt.try_no),
+                    customer,
+                    since_secs: since.get().div_euclid(1000) - FIND_MARGIN_SECS,
+                };
+                self.charger.find(&find).await
+            }
+        };
+        let reply = match found {
+            Ok(Some(reply)) => reply,
+            // A pending charge the provider's records do not show is still not proof of no
+            // charge worth a resend: it stays pending and is looked up again.
+            Ok(None) => ChargeReply {
+                outcome: ChargeOutcome::Pending,
+                provider_ref: attempt.provider_ref.clone(),
+                replayed: false,
+                requests: 1,
+            },
+            Err(e) => {
+                report.error(&format!("looking up attempt {}", attempt.id), e);
+                return Ok(Flow::Done);
+            }
+        };
+        let request = ChargeRequest {
+            tenant: attempt.tenant.clone(),
+            attempt: attempt.id.clone(),
+            try_no: attempt.try_no,
+            amount: attempt.amount,
+            customer: String::new(),
+            payment_method: String::new(),
+            idempotency_key: attempt.idempotency_key.clone().unwrap_or_default(),
+        };
+        report.requests += u64::from(reply.requests);
+        self.record(&request, &AttemptState::Pending, &reply, report)
+            .await?;
+        Ok(Flow::Done)
+    }
+
+    /// Records `reply` on the attempt as it is now: only while it is still the same try in the
+    /// state it was read in (`expected`, with the request's key); anything else (credited or
+    /// declined by its webhook meanwhile, recorded by another run) is left alone.
     async fn record(
         &self,
         request: &ChargeRequest,
+        expected: &AttemptState,
         reply: &ChargeReply,
         report: &mut PassReport,
     ) -> Result<(), StoreError> {
@@ -294,7 +391,8 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
                 .attempt(&request.tenant, &request.attempt)
                 .await?;
             let Some(current) = current.filter(|a| {
-                a.state == AttemptState::Charging
+                a.state == *expected
+                    && a.try_no == request.try_no
                     && a.idempotency_key.as_deref() == Some(request.idempotency_key.as_str())
             }) else {
                 report.left_alone += 1;
@@ -312,6 +410,7 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
             if self.commit(t, report).await? == Written::Done {
                 match reply.outcome {
                     ChargeOutcome::Succeeded => report.succeeded += 1,
+                    ChargeOutcome::Pending => report.pending += 1,
                     ChargeOutcome::Indeterminate => report.indeterminate += 1,
                     _ => report.declined += 1,
                 }
@@ -330,7 +429,27 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
         attempt: &Attempt,
         report: &mut PassReport,
     ) -> Result<Flow, StoreError> {
-        let found = match self.charger.find(&attempt.tenant, &attempt.id).await {
+        let found = match &attempt.provider_ref {
+            Some(r) => self.charger.lookup(r).await.map(Some),
+            None => {
+                let customer = self
+                    .store
+                    .autopay(&attempt.tenant)
+                    .await?
+                    .and_then(|a| a.method)
+                    .map(|m| m.customer)
+                    .unwrap_or_default();
+                let find = Find {
+                    tenant: attempt.tenant.clone(),
+                    attempt: attempt.id.clone(),
+                    try_no: None,
+                    customer,
+                    since_secs: attempt.created_at.get().div_euclid(1000) - FIND_MARGIN_SECS,
+                };
+                self.charger.find(&find).await
+            }
+        };
+        let found = match found {
             Ok(found) => found,
             Err(e) => {
                 report.error(&format!("looking up attempt {}", attempt.id), e);

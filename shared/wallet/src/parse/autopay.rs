@@ -2,13 +2,24 @@
 //! (`setup_intent.succeeded`; `checkout.session.completed` in `setup` mode, or with the payment
 //! intent expanded and `setup_future_usage` set; a `payment_intent.succeeded` with
 //! `setup_future_usage`), `payment_method.detached`, an attempt named in a payment intent's
-//! `metadata.attempt`, and `payment_intent.payment_failed` (recorded by the charging pass from
-//! the API's answer, so the webhook moves nothing).
+//! `metadata.attempt`, and `payment_intent.payment_failed` / `payment_intent.canceled` of an
+//! attempt's charge ([`Unsettled`]: a pending charge's failure is looked up by the charging pass at
+//! once; a card's decline is recorded from the API's answer).
 
 use super::{id_of, stripe_tenant, text, StripeNotice, Unusable};
 use crate::autopay::SavedMethod;
 use crate::tenant::TenantId;
 use serde_json::Value;
+
+/// A charge of an autopay attempt that failed or was canceled (`payment_intent.payment_failed`,
+/// `payment_intent.canceled` with `metadata.attempt`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsettled {
+    pub tenant: Option<TenantId>,
+    pub attempt: String,
+    /// The payment intent.
+    pub intent: String,
+}
 
 /// A saved payment method the provider reported, for the tenant its metadata names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,15 +88,19 @@ pub fn stripe(event_type: &str, obj: &Value) -> Result<Option<StripeNotice>, Unu
         "payment_method.detached" => StripeNotice::Detached(
             text(&obj["id"]).ok_or_else(|| Unusable("data.object.id is missing".into()))?,
         ),
-        "payment_intent.payment_failed" => StripeNotice::NoMoney(match attempt_of(obj) {
-            Some(a) => format!(
-                "payment intent {} of autopay attempt {a} failed: the charging pass records \
-                 the decline from the API's answer (replayed under the same idempotency key), \
-                 so this webhook counts no try",
+        "payment_intent.payment_failed" | "payment_intent.canceled" => match attempt_of(obj) {
+            // A charge of an attempt that did not go through: a pending one's settlement (SEPA
+            // Direct Debit failing days later) is the charging pass's to record.
+            Some(attempt) => StripeNotice::Unsettled(Unsettled {
+                tenant: stripe_tenant(obj)?,
+                attempt,
+                intent: id(),
+            }),
+            None => StripeNotice::NoMoney(format!(
+                "payment intent {} did not go through: no money moved",
                 id()
-            ),
-            None => format!("payment intent {} failed: no money moved", id()),
-        }),
+            )),
+        },
         _ => return Ok(None),
     };
     Ok(Some(notice))
@@ -165,10 +180,21 @@ mod tests {
             Ok(Some(StripeNotice::Detached("pm_1".into())))
         );
         assert!(stripe("payment_method.detached", &json!({"customer": null})).is_err());
-        let failed = json!({"id": "pi_1", "metadata": {"attempt": "thr_1"}});
+        let failed = json!({"id": "pi_1", "metadata": {"attempt": "thr_1", "tenant": "acme"}});
+        for event in ["payment_intent.payment_failed", "payment_intent.canceled"] {
+            assert_eq!(
+                stripe(event, &failed),
+                Ok(Some(StripeNotice::Unsettled(Unsettled {
+                    tenant: Some(TenantId::parse("acme").unwrap()),
+                    attempt: "thr_1".into(),
+                    intent: "pi_1".into(),
+                }))),
+                "{event}"
+            );
+        }
         assert!(matches!(
-            stripe("payment_intent.payment_failed", &failed),
-            Ok(Some(StripeNotice::NoMoney(why))) if why.contains("thr_1") && why.contains("counts no try")
+            stripe("payment_intent.payment_failed", &json!({"id": "pi_2"})),
+            Ok(Some(StripeNotice::NoMoney(why))) if why.contains("pi_2")
         ));
         assert_eq!(stripe("customer.created", &failed), Ok(None));
     }

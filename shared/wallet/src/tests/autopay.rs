@@ -147,7 +147,7 @@ async fn a_thousand_debits_across_the_threshold_make_one_attempt() {
         .await
         .unwrap();
     assert_eq!(
-        due.iter().map(|a| a.id.clone()).collect::<Vec<_>>(),
+        due.items.iter().map(|a| a.id.clone()).collect::<Vec<_>>(),
         vec![a.id.clone()],
         "in the due index"
     );
@@ -277,7 +277,8 @@ async fn the_credit_closes_the_attempt_once_whether_the_pass_writes_before_or_af
         let due = TableAttempts::new(w.store.clone())
             .due_attempts(Millis::new(i64::MAX / 2), 10)
             .await
-            .unwrap();
+            .unwrap()
+            .items;
         assert!(due.is_empty(), "out of the due index");
     }
 }
@@ -300,6 +301,88 @@ async fn a_failed_payment_webhook_counts_no_try() {
         .await;
     assert_eq!(o, Outcome::Ignored);
     assert_eq!(w.attempts().await, before);
+}
+
+#[tokio::test]
+async fn a_pending_charges_failure_or_cancel_makes_its_attempt_due_for_the_pass() {
+    for (n, event) in ["payment_intent.payment_failed", "payment_intent.canceled"]
+        .into_iter()
+        .enumerate()
+    {
+        let w = World::new().autopay(true, None).await;
+        w.debits(0, 400).await;
+        let mut a = w.attempts().await.remove(0);
+        a.state = AttemptState::Pending;
+        a.provider_ref = Some("pi_sepa".into());
+        a.due = Millis::new(T0 + 86_400_000);
+        let written = TableAttempts::new(w.store.clone())
+            .write(&a, None, Vec::new())
+            .await
+            .unwrap();
+        assert_eq!(written, Written::Done);
+        // Another intent of the attempt (an earlier try's) moves nothing.
+        let other = json!({"id": "pi_old", "object": "payment_intent", "amount": 4000,
+            "currency": "usd", "livemode": false, "status": "canceled",
+            "metadata": {"tenant": "acme", "attempt": a.id}});
+        let o = w
+            .send(
+                "stripe",
+                &format!("evt_o{n}"),
+                event,
+                stripe_body(event, other),
+            )
+            .await;
+        assert_eq!(o, Outcome::Ignored, "{event}");
+        let pi = json!({"id": "pi_sepa", "object": "payment_intent", "amount": 4000,
+            "currency": "usd", "livemode": false, "status": "requires_payment_method",
+            "last_payment_error": {"code": "payment_method_provider_decline"},
+            "metadata": {"tenant": "acme", "attempt": a.id}});
+        let o = w
+            .send(
+                "stripe",
+                &format!("evt_p{n}"),
+                event,
+                stripe_body(event, pi),
+            )
+            .await;
+        assert_eq!(o, Outcome::Processed, "{event}");
+        let after = w.attempts().await.remove(0);
+        assert_eq!(after.state, AttemptState::Pending, "the pass decides it");
+        assert!(
+            after.due.get() < T0 + 86_400_000,
+            "due now: {:?}",
+            after.due
+        );
+    }
+}
+
+#[tokio::test]
+async fn one_unreadable_attempt_is_listed_apart_and_the_others_still_listed() {
+    let w = World::new().autopay(true, None).await;
+    w.debits(0, 400).await;
+    let good = w.attempts().await.remove(0);
+    // A second tenant's attempt whose item is corrupt (an unknown state), due first.
+    let mut bad = good.clone();
+    bad.tenant = tid("globex");
+    bad.id = "thr_bad".into();
+    bad.due = Millis::new(T0);
+    let mut item = bad.to_item();
+    item.insert("state".into(), inbox_core::store::attr::s("exploded"));
+    w.store.put_item(item);
+    let due = TableAttempts::new(w.store.clone())
+        .due_attempts(Millis::new(T0 + 10_000), 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        due.items.iter().map(|a| a.id.clone()).collect::<Vec<_>>(),
+        vec![good.id.clone()]
+    );
+    assert_eq!(due.unreadable.len(), 1, "{:?}", due.unreadable);
+    assert!(
+        due.unreadable[0].contains("globex") && due.unreadable[0].contains("exploded"),
+        "{:?}",
+        due.unreadable
+    );
 }
 
 fn setup_intent(pm: &str) -> serde_json::Value {
@@ -621,15 +704,20 @@ async fn a_recurring_charge_waits_in_the_index_only_while_it_can_be_made() {
         .due_recurring(Millis::new(due_at.get() - 1), 10)
         .await
         .unwrap()
+        .items
         .is_empty());
-    let due = pass.due_recurring(due_at, 10).await.unwrap();
+    let due = pass.due_recurring(due_at, 10).await.unwrap().items;
     assert_eq!(
         due.iter().map(|a| a.tenant.clone()).collect::<Vec<_>>(),
         vec![tid("acme")]
     );
     w.debits(0, 400).await;
     assert!(
-        pass.due_recurring(due_at, 10).await.unwrap().is_empty(),
+        pass.due_recurring(due_at, 10)
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
         "an attempt is open: the next charge waits for it"
     );
 }

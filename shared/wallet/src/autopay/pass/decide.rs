@@ -6,16 +6,26 @@
 //!
 //! | the try | the attempt becomes | autopay | events |
 //! |---|---|---|---|
-//! | claimed (`Due`, or `Charging` past its lease) | `Charging`, the try's key, due at the lease's end | — | — |
+//! | claimed (`Due`, or `Charging` past its lease) | `Charging`, the try's key (and, on a new try, the claim's time), due at the lease's end | — | — |
 //! | succeeded | `Charged`, due at the credit deadline | — | — (the credit publishes `topped_up`) |
+//! | pending (the charge exists, settles later) | `Pending`, the charge's reference, due at the next look-up ([`PENDING_LOOK`]) | — | — (its settlement decides) |
 //! | declined soft, a rung left | `Due` at the rung's time from the FIRST failure, the next try | — | `autopay_failed` (next try's time) |
-//! | declined hard, needs the customer, the last rung | `Ended` with the reason | `Suspended`, open attempt cleared, the wallet flagged | `autopay_failed` (no next try), `autopay_suspended` |
-//! | indeterminate | `Charging`, the SAME key, due at the lease's end | — | — |
+//! | declined hard, needs the customer, the last rung | `Ended` with the reason | `Suspended`, open attempt cleared, its month's reservation given back, the wallet flagged | `autopay_failed` (no next try), `autopay_suspended` |
+//! | indeterminate | `Charging`, the SAME key (and the charge's reference if the answer named one: then it is looked up, never sent again), due at the lease's end | — | — |
+//!
+//! Whether a `Charging` try may be sent again ([`resend`]):
+//!
+//! | the try | next |
+//! |---|---|
+//! | an answer named its charge (`provider_ref`) | looked up by that reference; never sent again, under any key |
+//! | no charge named, claimed less than [`KEY_WINDOW`] ago | sent again with its key (the provider replays its saved answer, or runs it once) |
+//! | no charge named, claimed [`KEY_WINDOW`] ago or more (the key may be pruned) | the provider's records are asked first: a charge of the attempt and try found is the answer (the attempt's own included); sent again only when they prove there is none |
 
 use super::super::attempt::{Attempt, AttemptState, Autopay, AutopayStatus, TryRecord};
 use super::super::charge::{idempotency_key, ChargeReply};
 use super::super::ladder::{ChargeOutcome, Ladder, LadderEnd, NextTry};
 use crate::events::WalletEvent;
+use crate::model::month_of;
 use crate::METRICS_NAMESPACE;
 use inbox_core::clock::Millis;
 use inbox_core::metrics::Metric;
@@ -55,32 +65,79 @@ pub(super) fn metric(name: &str, attempt: &Attempt) -> Metric {
 
 /// The try is claimed before its call: `Charging`, its idempotency key stored, due again at the
 /// lease's end (a crash after the call repeats the same key then). A `Charging` attempt keeps its
-/// key: the try is the same.
+/// key and its first claim's time: the try is the same. A new try records when it was first
+/// claimed: the key's age at the provider counts from then, whether or not any answer was
+/// recorded (a run killed mid-call records none).
 pub fn claim(attempt: &Attempt, now: Millis, lease: Duration) -> Attempt {
-    let key = match (&attempt.state, &attempt.idempotency_key) {
-        (AttemptState::Charging, Some(key)) => key.clone(),
-        _ => idempotency_key(&attempt.id, attempt.try_no),
+    let (key, claimed_at, provider_ref) = match (&attempt.state, &attempt.idempotency_key) {
+        (AttemptState::Charging, Some(key)) => (
+            key.clone(),
+            first_claim(attempt).unwrap_or(now),
+            attempt.provider_ref.clone(),
+        ),
+        // A new try: no charge of it exists yet (a former try's declined charge is not its own).
+        _ => (
+            idempotency_key(&attempt.tenant, &attempt.id, attempt.try_no),
+            now,
+            None,
+        ),
     };
     Attempt {
         state: AttemptState::Charging,
         idempotency_key: Some(key),
+        claimed_at: Some(claimed_at),
+        provider_ref,
         due: now.plus(lease),
         ..attempt.clone()
     }
 }
 
-/// How long a try's answer may stay unknown before its key is not repeated blindly: well within
-/// the 24 hours Stripe keeps an idempotency key, after which the same key could charge again.
+/// How long a try's key is sent again without asking the provider first: well within the 24
+/// hours Stripe keeps an idempotency key at least ("keys can be removed from the system
+/// automatically after they're at least 24 hours old, and a new request is generated if a key is
+/// reused after the original is pruned": Stripe API reference, Idempotent requests).
 pub const KEY_WINDOW: Duration = Duration::from_secs(12 * 3600);
 
-/// Whether the claimed try's first indeterminate answer is older than [`KEY_WINDOW`]: then the
-/// provider is asked what became of the attempt before the key is sent again.
-pub fn beyond_key_window(attempt: &Attempt, now: Millis) -> bool {
-    let first = attempt
-        .tries
-        .iter()
-        .find(|t| t.try_no == attempt.try_no && t.outcome == "indeterminate");
-    first.is_some_and(|t| t.at.plus(KEY_WINDOW) <= now)
+/// How often a pending charge is looked up when its webhook has not settled it.
+pub const PENDING_LOOK: Duration = Duration::from_secs(24 * 3600);
+
+/// How long a charge may stay pending before it is reported (`AutopayPendingLong`): SEPA Direct
+/// Debit takes up to 14 business days, the longest of Stripe's delayed-notification methods.
+pub const PENDING_LONG: Duration = Duration::from_secs(21 * 24 * 3600);
+
+/// When the current try was first claimed: recorded on the attempt; for a try claimed before it
+/// was (an item written by an earlier version), its first journaled answer, else `None`.
+pub fn first_claim(attempt: &Attempt) -> Option<Millis> {
+    attempt.claimed_at.or_else(|| {
+        attempt
+            .tries
+            .iter()
+            .find(|t| t.try_no == attempt.try_no)
+            .map(|t| t.at)
+    })
+}
+
+/// What a claimed (`Charging`) try does next instead of a blind send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resend {
+    /// An answer named the try's charge: look it up, never send it again.
+    LookUp(String),
+    /// Send the same key again: the provider keeps it (replays its answer or runs it once).
+    Send,
+    /// The key may be pruned: ask the provider's records for the try's charges first; send only
+    /// if they prove there are none.
+    FindFirst { since: Millis },
+}
+
+/// What a claimed try does next (the module's second table).
+pub fn resend(claimed: &Attempt, now: Millis) -> Resend {
+    if let Some(r) = &claimed.provider_ref {
+        return Resend::LookUp(r.clone());
+    }
+    match first_claim(claimed) {
+        Some(at) if at.plus(KEY_WINDOW) <= now => Resend::FindFirst { since: at },
+        _ => Resend::Send,
+    }
 }
 
 /// Why a ladder ended, as the attempt and the suspension say it.
@@ -143,6 +200,32 @@ pub fn record(
             t.metrics.push(m);
             t
         }
+        NextTry::Pending => {
+            next.state = AttemptState::Pending;
+            next.due = now.plus(PENDING_LOOK);
+            let mut t = match next.tries.last_mut() {
+                Some(last) if last.try_no == attempt.try_no && last.outcome == "pending" => {
+                    last.next_due = Some(next.due);
+                    Transition::of(next)
+                }
+                _ => {
+                    next.tries.push(journal("pending", Some(next.due)));
+                    let mut t = Transition::of(next);
+                    t.metrics.push(metric("AutopayPending", attempt).with_note(
+                        "the provider took the charge and settles it later; never sent again",
+                    ));
+                    t
+                }
+            };
+            let since = first_claim(attempt).unwrap_or(attempt.created_at);
+            if since.plus(PENDING_LONG) <= now {
+                t.metrics.push(
+                    metric("AutopayPendingLong", attempt)
+                        .with_note("a charge is still pending past the longest settlement time"),
+                );
+            }
+            t
+        }
         NextTry::Repeat => {
             next.due = now.plus(timings.lease);
             // One line per try however often it is repeated (the first keeps its time).
@@ -153,10 +236,9 @@ pub fn record(
                 _ => next.tries.push(journal("indeterminate", Some(next.due))),
             }
             let mut t = Transition::of(next);
-            t.metrics.push(
-                metric("AutopayIndeterminate", attempt)
-                    .with_note("the provider's answer was not decisive; the same key is repeated"),
-            );
+            t.metrics.push(metric("AutopayIndeterminate", attempt).with_note(
+                "the provider's answer was not decisive; the charge it named is looked up, else the same key is repeated",
+            ));
             t
         }
         NextTry::Rung { rung, due } => {
@@ -166,6 +248,8 @@ pub fn record(
             next.try_no = attempt.try_no + 1;
             next.first_failure = Some(first_failure);
             next.idempotency_key = None;
+            next.claimed_at = None;
+            next.provider_ref = None;
             next.due = due;
             next.tries.push(journal(&code, Some(due)));
             let mut t = Transition::of(next);
@@ -209,6 +293,7 @@ fn decline_code(outcome: &ChargeOutcome) -> String {
         | ChargeOutcome::DeclinedHard { code }
         | ChargeOutcome::NeedsCustomer { code } => code.clone(),
         ChargeOutcome::Succeeded => "succeeded".into(),
+        ChargeOutcome::Pending => "pending".into(),
         ChargeOutcome::Indeterminate => "indeterminate".into(),
     }
 }
@@ -251,6 +336,8 @@ pub fn ended(
         let mut a = autopay.clone();
         if a.open_attempt.as_deref() == Some(attempt.id.as_str()) {
             a.open_attempt = None;
+            // Nothing was charged: the month's reservation made with the attempt is given back.
+            a.give_back(&month_of(attempt.created_at.get()), attempt.amount.minor());
         }
         if suspend {
             a.status = AutopayStatus::Suspended {

@@ -14,8 +14,10 @@
 
 use super::decide::{ended, metric, Transition};
 use crate::autopay::attempt::{Attempt, AttemptState, Autopay, AutopayStatus, Reason, Recurring};
+use crate::autopay::charge::tenant_tag;
 use crate::events::WalletEvent;
 use crate::model::month_of;
+use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
 
 /// A recurring charge's next step.
@@ -30,11 +32,14 @@ pub enum RecurringStep {
     Make(Box<Transition>),
 }
 
-/// The attempt id of period `k` of `recurring`: the same on every re-run, new for a new anchor.
-pub fn recurring_id(recurring: &Recurring, k: u32) -> String {
+/// The attempt id of period `k` of `recurring` of `tenant`: the same on every re-run, new for a
+/// new anchor, and never another tenant's (ids name the charge at the provider, whose account
+/// every tenant shares: [`tenant_tag`]).
+pub fn recurring_id(tenant: &TenantId, recurring: &Recurring, k: u32) -> String {
     let anchor = recurring.schedule.anchor();
     format!(
-        "rec-{:04}{:02}{:02}-{}-{k}",
+        "rec-{}-{:04}{:02}{:02}-{}-{k}",
+        tenant_tag(tenant),
         anchor.year(),
         anchor.month(),
         anchor.day(),
@@ -57,7 +62,7 @@ pub fn recurring(autopay: &Autopay, now: Millis) -> RecurringStep {
         return RecurringStep::Waits { open: open.clone() };
     }
     let attempt = Attempt {
-        id: recurring_id(recurring, k),
+        id: recurring_id(&autopay.tenant, recurring, k),
         tenant: autopay.tenant.clone(),
         reason: Reason::Recurring { period: k },
         amount: recurring.amount,
@@ -67,6 +72,7 @@ pub fn recurring(autopay: &Autopay, now: Millis) -> RecurringStep {
         first_failure: None,
         due,
         idempotency_key: None,
+        claimed_at: None,
         provider_ref: None,
         tries: Vec::new(),
         created_at: now,
@@ -118,7 +124,17 @@ pub fn recurring(autopay: &Autopay, now: Millis) -> RecurringStep {
             return RecurringStep::Make(Box::new(t));
         }
     }
-    *next.month_charged.entry(month).or_insert(0) += recurring.amount.minor();
+    if let Err(overflow) = next.count_charge(&month, recurring.amount.minor()) {
+        let mut t = ended(
+            &attempt,
+            None,
+            &format!("limit_reached: {overflow}"),
+            now,
+            false,
+        );
+        t.autopay = Some(next);
+        return RecurringStep::Make(Box::new(t));
+    }
     next.open_attempt = Some(attempt.id.clone());
     let mut t = Transition::of(attempt);
     t.autopay = Some(next);

@@ -51,7 +51,16 @@ pub struct PassReport {
     pub requests: u64,
     pub succeeded: usize,
     pub declined: usize,
+    /// Charges the provider took to settle later (recorded `Pending`, or looked up still so).
+    pub pending: usize,
     pub indeterminate: usize,
+    /// Tries sent again past the key's window, after the provider's records proved no charge.
+    pub resent_after_proof: usize,
+    /// Items of the due lists that could not be read: skipped (each named in the log and
+    /// counted in `AutopayUnreadable`), the rest of the pass charged.
+    pub unreadable: usize,
+    /// The first few of them (key and reason), for the log.
+    pub unreadable_samples: Vec<String>,
     /// Attempts ended (the ladder ended, or nothing could be charged).
     pub ended: usize,
     /// Autopay suspensions written.
@@ -94,6 +103,10 @@ impl PassReport {
 
     /// Whether nothing was due and nothing failed.
     pub fn is_idle(&self) -> bool {
-        self.due == 0 && self.recurring_made == 0 && self.recurring_skipped == 0 && self.errors == 0
+        self.due == 0
+            && self.recurring_made == 0
+            && self.recurring_skipped == 0
+            && self.errors == 0
+            && self.unreadable == 0
     }
 }

@@ -12,7 +12,7 @@ use crate::autopay::threshold::MonthlyCap;
 use crate::money::{Currency, Money};
 use crate::tenant::TenantId;
 use inbox_core::clock::ManualClock;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 const T0: Millis = Millis::new(1_800_000_000_000);
@@ -66,6 +66,7 @@ fn attempt(id: &str, due: Millis) -> Attempt {
         first_failure: None,
         due,
         idempotency_key: None,
+        claimed_at: None,
         provider_ref: None,
         tries: Vec::new(),
         created_at: due,
@@ -317,7 +318,7 @@ async fn a_try_claimed_by_another_run_is_not_charged_twice() {
                 .get_mut(&("acme".into(), "thr-1".into()))
                 .expect("thr-1");
             a.state = AttemptState::Charging;
-            a.idempotency_key = Some(idempotency_key("thr-1", 0));
+            a.idempotency_key = Some(idempotency_key(&tenant(), "thr-1", 0));
             a.due = at(5 * MINUTE);
             a.version = a.version.map(|v| v + 1);
         },
@@ -325,6 +326,14 @@ async fn a_try_claimed_by_another_run_is_not_charged_twice() {
     let report = run_at(&pass, &clock, &[0]).await.remove(0);
     assert_eq!(report.conflicts, 1);
     assert!(pass.charger().requests().is_empty(), "the other run's try");
+}
+
+/// The id of acme's recurring period 0 anchored on 2027-03-15.
+fn rec_0315() -> String {
+    format!(
+        "rec-{}-20270315-month-0",
+        crate::autopay::tenant_tag(&tenant())
+    )
 }
 
 fn recurring_autopay(anchor: jiff::civil::Date, cap: Option<MonthlyCap>) -> Autopay {
@@ -462,7 +471,7 @@ async fn the_monthly_cap_refuses_a_recurring_charge_and_reports_it() {
     assert!(pass.charger().requests().is_empty());
     let refused = pass
         .store()
-        .get_attempt("acme", "rec-20270315-month-0")
+        .get_attempt("acme", &rec_0315())
         .expect("journaled");
     assert!(
         matches!(&refused.state, AttemptState::Ended { reason } if reason.starts_with("limit_reached"))
@@ -491,7 +500,7 @@ async fn a_recurring_period_waits_for_the_open_attempt_and_is_made_once() {
     pass.store().credit("acme", "thr-1");
     // Another run makes the same period first: this one meets its write and reads again.
     pass.store().race(
-        |a| a.id == "rec-20270315-month-0",
+        |a| a.id == rec_0315(),
         |t| {
             let w = t.autopays.get_mut("acme").expect("autopay");
             w.recurring.as_mut().expect("recurring").next = 1;
@@ -504,10 +513,7 @@ async fn a_recurring_period_waits_for_the_open_attempt_and_is_made_once() {
         (1, 0),
         "{report:?}"
     );
-    assert!(pass
-        .store()
-        .get_attempt("acme", "rec-20270315-month-0")
-        .is_none());
+    assert!(pass.store().get_attempt("acme", &rec_0315()).is_none());
 }
 
 struct Counting(std::sync::atomic::AtomicUsize);
@@ -604,4 +610,136 @@ async fn an_answer_unknown_past_the_keys_lifetime_is_looked_up_not_charged_again
         vec!["indeterminate", "succeeded"],
         "one line for the repeats"
     );
+}
+
+fn pending() -> Step {
+    Step::Answer(ChargeOutcome::Pending)
+}
+
+#[tokio::test]
+async fn a_pending_charge_is_never_sent_again_over_thirty_days_and_settles_once() {
+    // A delayed-notification method (SEPA-like): `processing` for 4 days, then succeeded. The
+    // pass runs every hour for 30 days, past the 24 hours the provider keeps the key.
+    let (pass, clock) = setup(vec![pending()]);
+    run_hourly(&pass, &clock, 4).await;
+    assert_eq!(thr(&pass).state, AttemptState::Pending);
+    let (lookups, finds) = pass.charger().lookups();
+    assert_eq!(finds, 0, "its id was known: nothing searched");
+    assert_eq!(lookups, 4, "looked up daily while pending, not hourly");
+    let pi = thr(&pass).provider_ref.expect("the pending charge's id");
+    pass.charger().settle(&pi, ChargeOutcome::Succeeded);
+    let times: Vec<i64> = (4 * 24 + 1..=30 * 24).map(|h| h * HOUR).collect();
+    run_at(&pass, &clock, &times).await;
+    assert_eq!(pass.charger().intents().len(), 1, "one charge in 30 days");
+    assert_eq!(request_times(&pass), vec![0], "one request to charge");
+    let a = thr(&pass);
+    assert_eq!(a.state, AttemptState::Charged, "{:?}", a.tries);
+    let outcomes: Vec<&str> = a.tries.iter().map(|t| t.outcome.as_str()).collect();
+    assert_eq!(outcomes[..2], ["pending", "succeeded"], "{outcomes:?}");
+}
+
+#[tokio::test]
+async fn a_pending_charge_that_fails_walks_the_ladder_one_charge_per_try() {
+    let (pass, clock) = setup(vec![pending(), pending()]);
+    run_at(&pass, &clock, &[0, HOUR]).await;
+    let pi = thr(&pass).provider_ref.expect("pending");
+    // Its webhook (payment_intent.payment_failed) makes it due; the pass looks it up.
+    pass.charger().settle(
+        &pi,
+        ChargeOutcome::DeclinedSoft {
+            code: "insufficient_funds".into(),
+        },
+    );
+    run_hourly(&pass, &clock, 30).await;
+    let intents = pass.charger().intents();
+    let tries: Vec<u32> = intents.iter().map(|i| i.try_no).collect();
+    assert_eq!(tries, vec![0, 1], "one charge per try");
+    assert_ne!(intents[0].key, intents[1].key, "a new key per rung");
+    let a = thr(&pass);
+    assert_eq!((a.state.clone(), a.try_no), (AttemptState::Pending, 1));
+    assert_eq!(pass.store().event_types(), vec!["wallet.autopay_failed"]);
+}
+
+#[tokio::test]
+async fn a_run_killed_mid_call_past_the_keys_lifetime_finds_the_charge_not_charges_again() {
+    // The charge is made, the answer lost AND nothing recorded (the run died mid-call); the
+    // provider is then unreachable for 30 hours: the key is pruned meanwhile, so sending it
+    // again would charge again. The window counts from the try's claim.
+    let (pass, clock) = setup(vec![Step::ChargedButLost]);
+    pass.store().fail_write(|a| a.tries.len() == 1);
+    run_at(&pass, &clock, &[0]).await;
+    assert!(thr(&pass).tries.is_empty(), "nothing recorded");
+    pass.charger().set_down(true);
+    let lease = i64::try_from(pass.config().lease.as_millis()).expect("lease");
+    let times: Vec<i64> = (1..=30 * HOUR / lease).map(|k| k * lease).collect();
+    run_at(&pass, &clock, &times).await;
+    pass.charger().set_down(false);
+    run_at(&pass, &clock, &[30 * HOUR + lease]).await;
+    assert_eq!(pass.charger().intents().len(), 1, "one charge");
+    let a = thr(&pass);
+    assert_eq!(a.state, AttemptState::Charged);
+    assert_eq!(a.claimed_at, Some(T0), "the window measured from the claim");
+}
+
+#[tokio::test]
+async fn a_try_with_no_charge_found_past_the_keys_lifetime_is_sent_again_and_charges_once() {
+    // Stripe unreachable for 30 hours (nothing made): past the key's window each resend waits
+    // for the records' proof of no charge; once they prove it, the try is sent and charges once.
+    let (pass, clock) = setup(vec![]);
+    pass.charger().set_down(true);
+    let lease = i64::try_from(pass.config().lease.as_millis()).expect("lease");
+    let times: Vec<i64> = (0..=30 * HOUR / lease).map(|k| k * lease).collect();
+    run_at(&pass, &clock, &times).await;
+    let sent = pass.charger().requests().len();
+    assert_eq!(
+        i64::try_from(sent).expect("count"),
+        12 * HOUR / lease,
+        "sent blindly only within the key's window"
+    );
+    pass.charger().set_down(false);
+    let report = run_at(&pass, &clock, &[31 * HOUR]).await.remove(0);
+    assert_eq!(report.resent_after_proof, 1, "{report:?}");
+    assert_eq!(pass.charger().intents().len(), 1, "one charge");
+    assert_eq!(thr(&pass).state, AttemptState::Charged);
+}
+
+#[tokio::test]
+async fn two_tenants_on_one_anchor_date_send_two_keys_and_are_each_charged_on_the_day() {
+    let anchor = jiff::civil::date(2027, 3, 1);
+    let clock = Arc::new(ManualClock::at_millis(utc(anchor).get()));
+    let store = MemoryAttempts::new();
+    for t in ["acme", "globex"] {
+        let mut w = recurring_autopay(anchor, None);
+        w.tenant = TenantId::parse(t).expect("tenant");
+        store.put_autopay(w);
+    }
+    let charger = ScriptedCharger::new(vec![]).timed(clock.clone());
+    let pass = Pass::new(store, charger, clock.clone(), PassConfig::default());
+    pass.run(None).await;
+    pass.run(None).await;
+    let intents = pass.charger().intents();
+    let keys: BTreeSet<&str> = intents.iter().map(|i| i.key.as_str()).collect();
+    assert_eq!(keys.len(), 2, "two tenants, two keys: {intents:?}");
+    let requests = pass.charger().requests();
+    let tenants: BTreeSet<&str> = requests.iter().map(|(_, r)| r.tenant.as_str()).collect();
+    assert_eq!(tenants.len(), 2);
+    assert!(
+        requests.iter().all(|(t, _)| *t == utc(anchor)),
+        "on the day"
+    );
+}
+
+#[tokio::test]
+async fn a_declined_attempt_gives_its_months_reservation_back() {
+    let (pass, clock) = setup(vec![Step::Answer(ChargeOutcome::DeclinedHard {
+        code: "expired_card".into(),
+    })]);
+    let month = crate::model::month_of(T0.get());
+    let mut w = pass.store().get_autopay("acme").expect("autopay");
+    w.month_charged.insert(month.clone(), 4000);
+    pass.store().tables().autopays.insert("acme".into(), w);
+    run_at(&pass, &clock, &[0]).await;
+    let w = pass.store().get_autopay("acme").expect("autopay");
+    assert_eq!(w.month_charged.get(&month), Some(&0), "given back");
+    assert!(matches!(thr(&pass).state, AttemptState::Ended { .. }));
 }

@@ -15,6 +15,7 @@ fn state_name(s: &AttemptState) -> &'static str {
     match s {
         AttemptState::Due => "due",
         AttemptState::Charging => "charging",
+        AttemptState::Pending => "pending",
         AttemptState::Charged => "charged",
         AttemptState::Credited => "credited",
         AttemptState::Ended { .. } => "ended",
@@ -70,6 +71,9 @@ impl Attempt {
         if let Some(r) = &self.provider_ref {
             item.insert("provider_ref".into(), s(r));
         }
+        if let Some(t) = self.claimed_at {
+            item.insert("claimed_at".into(), n(t.get()));
+        }
         if !self.state.is_terminal() {
             let key = format!("{t}#{}", self.id);
             item.insert(OPEN_SHARD.into(), s(shard_of(ATTEMPT_SHARD_PREFIX, &key)));
@@ -85,6 +89,7 @@ impl Attempt {
         let state = match get_s(item, "state") {
             Some("due") => AttemptState::Due,
             Some("charging") => AttemptState::Charging,
+            Some("pending") => AttemptState::Pending,
             Some("charged") => AttemptState::Charged,
             Some("credited") => AttemptState::Credited,
             Some("ended") => AttemptState::Ended {
@@ -131,6 +136,7 @@ impl Attempt {
             first_failure: millis(item, "first_failure")?,
             due: need(millis(item, "due")?, "due")?,
             idempotency_key: text(item, "idempotency_key"),
+            claimed_at: millis(item, "claimed_at")?,
             provider_ref: text(item, "provider_ref"),
             tries,
             created_at: Millis::new(number(item, "created_at")?.unwrap_or(0)),

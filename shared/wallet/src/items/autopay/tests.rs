@@ -40,6 +40,7 @@ fn attempt(state: AttemptState) -> Attempt {
         first_failure: Some(Millis::new(100)),
         due: Millis::new(200),
         idempotency_key: Some("autopay-thr_1-try-2".into()),
+        claimed_at: None,
         provider_ref: Some("pi_1".into()),
         tries: vec![TryRecord {
             try_no: 1,

@@ -24,6 +24,7 @@ fn attempt() -> Attempt {
         first_failure: None,
         due: T0,
         idempotency_key: None,
+        claimed_at: None,
         provider_ref: None,
         tries: Vec::new(),
         created_at: T0,
@@ -73,11 +74,125 @@ fn a_claim_stores_the_tries_key_and_keeps_it_when_repeated() {
     let lease = Duration::from_secs(300);
     let claimed = claim(&attempt(), T0, lease);
     assert_eq!(claimed.state, AttemptState::Charging);
-    assert_eq!(claimed.idempotency_key, Some(idempotency_key("a1", 0)));
+    let acme = TenantId::parse("acme").expect("tenant");
+    assert_eq!(
+        claimed.idempotency_key,
+        Some(idempotency_key(&acme, "a1", 0))
+    );
     assert_eq!(claimed.due, T0.plus(lease));
+    assert_eq!(claimed.claimed_at, Some(T0), "the try's first claim");
     assert_eq!(claimed.version, Some(3), "written at the version read");
     let again = claim(&claimed, T0.plus(lease), lease);
     assert_eq!(again.idempotency_key, claimed.idempotency_key);
+    assert_eq!(
+        again.claimed_at,
+        Some(T0),
+        "the same try: its first claim kept"
+    );
+}
+
+#[test]
+fn a_claimed_try_is_resent_only_by_the_table() {
+    let lease = Duration::from_secs(300);
+    let claimed = claim(&attempt(), T0, lease);
+    // Within the key's window: the same key again.
+    assert_eq!(resend(&claimed, T0.plus(KEY_WINDOW / 2)), Resend::Send);
+    // Past it: the provider's records first, from the try's first claim.
+    assert_eq!(
+        resend(&claimed, T0.plus(KEY_WINDOW)),
+        Resend::FindFirst { since: T0 }
+    );
+    // An answer named its charge: looked up, whatever the time.
+    let named = Attempt {
+        provider_ref: Some("pi_9".into()),
+        ..claimed.clone()
+    };
+    assert_eq!(resend(&named, T0), Resend::LookUp("pi_9".into()));
+    assert_eq!(
+        resend(&named, T0.plus(DAY * 30)),
+        Resend::LookUp("pi_9".into())
+    );
+    // A new try (the next rung) never inherits a former try's charge.
+    let next_rung = Attempt {
+        state: AttemptState::Due,
+        try_no: 1,
+        ..named
+    };
+    let claimed = claim(&next_rung, T0.plus(DAY), lease);
+    assert_eq!(claimed.provider_ref, None);
+    assert_eq!(claimed.claimed_at, Some(T0.plus(DAY)));
+    // A try claimed by an earlier version (no claim time): its first journaled answer.
+    let old = Attempt {
+        claimed_at: None,
+        tries: vec![TryRecord {
+            try_no: 0,
+            at: T0.plus(lease),
+            outcome: "indeterminate".into(),
+            next_due: None,
+        }],
+        ..claim(&attempt(), T0, lease)
+    };
+    assert_eq!(first_claim(&old), Some(T0.plus(lease)));
+}
+
+#[test]
+fn a_pending_reply_waits_and_an_ended_attempt_gives_its_reservation_back() {
+    let charging = claim(&attempt(), T0, Duration::from_secs(300));
+    let t = record(
+        &charging,
+        Some(&autopay()),
+        &reply(ChargeOutcome::Pending),
+        &timings(),
+        T0,
+    );
+    assert_eq!(t.attempt.state, AttemptState::Pending);
+    assert_eq!(t.attempt.provider_ref.as_deref(), Some("pi_1"));
+    assert_eq!(t.attempt.due, T0.plus(PENDING_LOOK));
+    assert!(t.events.is_empty());
+    // Looked up again still pending: one journal line, no second metric.
+    let again = record(
+        &t.attempt,
+        Some(&autopay()),
+        &reply(ChargeOutcome::Pending),
+        &timings(),
+        T0.plus(PENDING_LOOK),
+    );
+    assert_eq!(again.attempt.tries.len(), 1);
+    assert!(again.metrics.is_empty());
+    // Still pending past the longest settlement: reported.
+    let late = record(
+        &t.attempt,
+        Some(&autopay()),
+        &reply(ChargeOutcome::Pending),
+        &timings(),
+        T0.plus(PENDING_LONG),
+    );
+    let names: Vec<&str> = late.metrics.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, vec!["AutopayPendingLong"]);
+    // A hard decline ends it: the month's reservation is given back.
+    let mut w = autopay();
+    let month = crate::model::month_of(T0.get());
+    w.month_charged.insert(month.clone(), 1500);
+    let hard = reply(ChargeOutcome::DeclinedHard {
+        code: "lost_card".into(),
+    });
+    let t = record(&charging, Some(&w), &hard, &timings(), T0);
+    let back = t.autopay.expect("autopay written");
+    assert_eq!(
+        back.month_charged.get(&month),
+        Some(&1000),
+        "500 given back"
+    );
+    // Never below zero, and never twice (the open attempt is cleared with it).
+    w.month_charged.insert(month.clone(), 100);
+    let t = record(&charging, Some(&w), &hard, &timings(), T0);
+    let back = t.autopay.expect("autopay written");
+    assert_eq!(back.month_charged.get(&month), Some(&0));
+    let t = record(&charging, Some(&back), &hard, &timings(), T0);
+    assert_eq!(
+        t.autopay.expect("autopay").month_charged.get(&month),
+        Some(&0)
+    );
 }
 
 #[test]
@@ -162,9 +277,19 @@ fn a_recurring_attempt_is_named_by_its_anchor_and_period() {
         amount: Currency::parse("USD").expect("usd").amount(100),
         next: 0,
     };
-    assert_eq!(recurring_id(&r, 3), "rec-20270131-month-3");
-    assert_eq!(recurring_id(&r, 3), recurring_id(&r, 3));
-    assert_ne!(recurring_id(&r, 3), recurring_id(&r, 4));
+    let acme = TenantId::parse("acme").expect("tenant");
+    let globex = TenantId::parse("globex").expect("tenant");
+    assert_eq!(
+        recurring_id(&acme, &r, 3),
+        format!("rec-{}-20270131-month-3", crate::autopay::tenant_tag(&acme))
+    );
+    assert_eq!(recurring_id(&acme, &r, 3), recurring_id(&acme, &r, 3));
+    assert_ne!(recurring_id(&acme, &r, 3), recurring_id(&acme, &r, 4));
+    assert_ne!(
+        recurring_id(&acme, &r, 3),
+        recurring_id(&globex, &r, 3),
+        "two tenants on one anchor date"
+    );
 }
 
 #[test]
