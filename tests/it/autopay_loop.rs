@@ -8,7 +8,7 @@
 use inbox_core::clock::{Clock as _, ManualClock, Millis, SystemClock};
 use inbox_core::store::dynamo::DynamoTable;
 use inbox_core::store::{Effect, ItemStore as _, ItemWriter};
-use integration_tests::pipeline::Pipeline;
+use integration_tests::pipeline::{Pipeline, TestProcessor};
 use integration_tests::stripe::{charger, Standin};
 use serde_json::Value;
 use std::sync::Arc;
@@ -134,7 +134,10 @@ async fn one_burst_one_charge_its_own_webhook_credits_once() {
         .iter()
         .map(|r| r["idempotency_key"].clone())
         .collect();
-    assert_eq!(keys, vec![Value::from(idempotency_key(&attempt.id, 0))]);
+    assert_eq!(
+        keys,
+        vec![Value::from(idempotency_key(&acme(), &attempt.id, 0))]
+    );
     let charged = ledger.attempt(&acme(), &attempt.id).await.unwrap().unwrap();
     assert_eq!(charged.state, AttemptState::Charged);
 
@@ -210,8 +213,8 @@ async fn a_declining_card_walks_the_ladder_with_a_new_key_per_rung() {
     assert_eq!(
         keys,
         vec![
-            Value::from(idempotency_key(&attempt.id, 0)),
-            Value::from(idempotency_key(&attempt.id, 1))
+            Value::from(idempotency_key(&acme(), &attempt.id, 0)),
+            Value::from(idempotency_key(&acme(), &attempt.id, 1))
         ]
     );
     assert_eq!(s.charges(), (0, 2));
@@ -236,4 +239,145 @@ async fn a_declining_card_walks_the_ladder_with_a_new_key_per_rung() {
             "wallet.autopay_failed of try {try_no}"
         );
     }
+}
+
+/// Ingests (once each, as Stripe delivers) the stand-in's events not ingested yet, then
+/// processes what arrived.
+async fn deliver_new_events(
+    p: &Pipeline,
+    s: &Standin,
+    processor: &TestProcessor<SystemClock>,
+    seen: &mut std::collections::BTreeSet<String>,
+) {
+    let all = s.call("GET", "/_standin/events", None);
+    for e in all["data"].as_array().cloned().unwrap_or_default() {
+        let event = e.get("event").cloned().unwrap_or(e);
+        let id = event["id"].as_str().expect("an event id").to_owned();
+        if seen.insert(id.clone()) {
+            assert_eq!(send(p, "stripe", &id, &event).await, "accepted");
+        }
+    }
+    processor.handle_stream_batch(p.read_stream().await).await;
+}
+
+/// The PaymentIntents the stand-in created (each POST it ran, not a replay).
+fn intents_created(s: &Standin) -> usize {
+    s.intent_requests()
+        .iter()
+        .filter(|r| {
+            r["method"] == "POST" && r["path"] == "/v1/payment_intents" && r["replayed"] != true
+        })
+        .filter(|r| r["status"].as_u64().is_some_and(|st| st < 500))
+        .count()
+}
+
+#[tokio::test]
+async fn a_sepa_debit_pending_for_days_is_charged_once_over_thirty_simulated_days() {
+    // SEPA Direct Debit: `processing` for 4 days, then `payment_intent.succeeded`. The pass runs
+    // every 2 simulated hours for 30 days on the stand-in's own clock, which prunes keys after
+    // 24 hours as Stripe may: a resend of the key would make a second PaymentIntent.
+    let s = Standin::start();
+    s.configure(serde_json::json!({"settle_after_s": 4 * 86_400}));
+    let p = Pipeline::new().await;
+    let store = drained(&p, &s, "pm_sepa_debit").await;
+    let registry = process_function::registry(store.clone(), WalletSources::default());
+    let processor = p.processor(registry, SystemClock).await;
+    processor.handle_stream_batch(p.read_stream().await).await;
+    let ledger = Ledger::new(&store);
+    let attempt = ledger.attempts(&acme()).await.unwrap().remove(0);
+    let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis() + 1_000));
+    let pass = Pass::new(
+        TableAttempts::new(store.clone()),
+        charger(&s),
+        clock.clone(),
+        PassConfig::default(),
+    )
+    .settling_with(SettleByEvent {
+        writer: store.clone(),
+        clock: clock.clone(),
+    });
+    let mut seen = std::collections::BTreeSet::new();
+    let mut states = Vec::new();
+    let step_hours = 2;
+    for _ in 0..30 * 24 / step_hours {
+        let report = pass.run(None).await;
+        assert_eq!(report.errors, 0, "{report:?}");
+        deliver_new_events(&p, &s, &processor, &mut seen).await;
+        let a = ledger.attempt(&acme(), &attempt.id).await.unwrap().unwrap();
+        if states.last() != Some(&a.state) {
+            states.push(a.state.clone());
+        }
+        clock.advance_millis(step_hours * 3_600_000);
+        s.advance(step_hours * 3_600);
+    }
+    assert_eq!(intents_created(&s), 1, "one PaymentIntent in 30 days");
+    let charges = s.call("GET", "/_standin/charges", None);
+    assert_eq!(charges["succeeded"], 1, "{charges}");
+    assert_eq!(
+        states,
+        vec![AttemptState::Pending, AttemptState::Credited],
+        "pending for days, then credited by its webhook"
+    );
+    let w = ledger.wallet(&acme()).await.unwrap().unwrap();
+    assert_eq!(
+        w.balance.minor(),
+        1000 - 50 * PRICE + attempt.amount.minor(),
+        "credited once"
+    );
+    integration_tests::faults::report::record(
+        "9-stripe",
+        "a SEPA Direct Debit charge `processing` for 4 days (Stripe prunes keys after 24 h)",
+        format!(
+            "the charging pass every {step_hours} h for 30 simulated days on the stand-in's clock"
+        ),
+        format!(
+            "PaymentIntents made {}, charges {}; the attempt {:?}; credited once",
+            intents_created(&s),
+            charges["succeeded"],
+            states
+        ),
+    );
+}
+
+#[tokio::test]
+async fn a_lost_answer_is_found_on_stripe_after_its_key_is_pruned_not_charged_again() {
+    // The charge is made and Stripe's answer is a 500, saved for the key (replayed on every
+    // resend); the pass runs every 30 simulated minutes for 40 hours, past the 24 hours after
+    // which the stand-in prunes the key and would charge it anew.
+    let s = Standin::start();
+    let p = Pipeline::new().await;
+    let store = drained(&p, &s, "pm_card_visa").await;
+    let registry = process_function::registry(store.clone(), WalletSources::default());
+    let processor = p.processor(registry, SystemClock).await;
+    processor.handle_stream_batch(p.read_stream().await).await;
+    let ledger = Ledger::new(&store);
+    let attempt = ledger.attempts(&acme()).await.unwrap().remove(0);
+    s.fault(serde_json::json!({"kind": "error_after_charge"}));
+    let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis() + 1_000));
+    let pass = Pass::new(
+        TableAttempts::new(store.clone()),
+        charger(&s),
+        clock.clone(),
+        PassConfig::default(),
+    );
+    for _ in 0..80 {
+        let report = pass.run(None).await;
+        assert_eq!(report.errors, 0, "{report:?}");
+        clock.advance_millis(1_800_000);
+        s.advance(1_800);
+    }
+    let (succeeded, _) = s.charges();
+    assert_eq!(succeeded, 1, "one charge");
+    let a = ledger.attempt(&acme(), &attempt.id).await.unwrap().unwrap();
+    assert_eq!(a.state, AttemptState::Charged, "{:?}", a.tries);
+    assert!(a.provider_ref.is_some(), "found on Stripe: {a:?}");
+    integration_tests::faults::report::record(
+        "9-stripe",
+        "Stripe's 500 after the charge, saved for the key, past the key's 24 h",
+        "the charging pass every 30 min for 40 simulated hours; the stand-in prunes the key at 24 h".into(),
+        format!(
+            "charges made {succeeded}; the try found on Stripe's records after 12 h and recorded {:?}",
+            a.state
+        ),
+    );
 }

@@ -186,3 +186,41 @@ async fn a_5xx_is_retried_with_the_same_key_and_a_saved_500_is_unavailable() {
     assert_eq!(saved.len(), 5, "1 + 4 retries, all with the key");
     assert!(saved[1..].iter().all(|r| r["replayed"] == true));
 }
+
+/// Every PaymentIntent status Stripe's own library types (`PaymentIntent.status` in the pinned
+/// `stripe` package, a closed `Literal`) has its row in the answer table: a status Stripe adds
+/// fails this test instead of falling into a default.
+#[test]
+fn every_payment_intent_status_of_stripes_library_has_a_defined_outcome() {
+    let out = std::process::Command::new(integration_tests::python())
+        .args([
+            "-c",
+            "import typing, json\n\
+             from stripe._payment_intent import PaymentIntent\n\
+             t = PaymentIntent.__annotations__['status']\n\
+             lits = [a for a in typing.get_args(t) if typing.get_origin(a) is typing.Literal]\n\
+             print(json.dumps(sorted(x for l in lits for x in typing.get_args(l))))",
+        ])
+        .output()
+        .expect("the venv's python (INBOX_VENV)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let library: Vec<String> = serde_json::from_slice(&out.stdout).expect("a JSON list");
+    assert!(library.len() >= 7, "{library:?}");
+    let table: Vec<&str> = stripe_charges::answer::STATUSES
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
+    let mut sorted = table.clone();
+    sorted.sort_unstable();
+    assert_eq!(library, sorted, "the library's statuses and the table's");
+    // Each reads as the table says, an intent naming itself: never an unknown answer.
+    for name in table {
+        let read = stripe_charges::answer::intent(&json!({"id": "pi_1", "status": name}));
+        assert_eq!(read.intent.as_deref(), Some("pi_1"), "{name}");
+        assert_ne!(read.outcome, ChargeOutcome::Indeterminate, "{name}");
+    }
+}

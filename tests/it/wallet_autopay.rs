@@ -96,7 +96,7 @@ async fn a_burst_of_debits_across_the_threshold_makes_one_attempt_credited_once(
     assert_eq!(settings.open_attempt.as_deref(), Some(attempt.id.as_str()));
     let far = Millis::new(i64::MAX / 2);
     let pass = TableAttempts::new(store.clone());
-    let due = pass.due_attempts(far, 10).await.unwrap();
+    let due = pass.due_attempts(far, 10).await.unwrap().items;
     assert_eq!(
         due.len(),
         1,
@@ -124,9 +124,9 @@ async fn a_burst_of_debits_across_the_threshold_makes_one_attempt_credited_once(
         ledger.autopay(&acme()).await.unwrap().unwrap().open_attempt,
         None
     );
-    assert!(pass.due_attempts(far, 10).await.unwrap().is_empty());
+    assert!(pass.due_attempts(far, 10).await.unwrap().items.is_empty());
     // The next recurring charge waits in its own shards once no attempt is open.
-    assert!(pass.due_recurring(far, 10).await.unwrap().is_empty());
+    assert!(pass.due_recurring(far, 10).await.unwrap().items.is_empty());
     ledger
         .set_autopay(&acme(), "ops", "set", Millis::new(0), |a| {
             a.recurring = Some(Recurring {
@@ -138,7 +138,7 @@ async fn a_burst_of_debits_across_the_threshold_makes_one_attempt_credited_once(
         })
         .await
         .unwrap();
-    let waiting = pass.due_recurring(far, 10).await.unwrap();
+    let waiting = pass.due_recurring(far, 10).await.unwrap().items;
     assert_eq!(
         waiting.len(),
         1,

@@ -81,6 +81,18 @@ impl Standin {
         serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {raw}"))
     }
 
+    /// Moves the stand-in's own clock (its objects' times, its keys' ages, settlements):
+    /// the stand-in's now, in Unix seconds.
+    pub fn advance(&self, secs: i64) -> i64 {
+        let now = self.call("POST", "/_standin/clock", Some(&json!({"advance": secs})));
+        now["now"].as_i64().expect("the stand-in's clock")
+    }
+
+    /// Sets the stand-in's settings (`key_ttl_s`, `settle_after_s`, `search_lag_s`, …).
+    pub fn configure(&self, settings: Value) {
+        self.call("POST", "/_standin/config", Some(&settings));
+    }
+
     pub fn fault(&self, spec: Value) {
         self.call("POST", "/_standin/faults", Some(&spec));
     }
@@ -205,7 +217,7 @@ pub fn request(customer: &str, pm: &str, attempt: &str) -> ChargeRequest {
         amount: Currency::parse("usd").unwrap().amount(2500),
         customer: customer.into(),
         payment_method: pm.into(),
-        idempotency_key: idempotency_key(attempt, 0),
+        idempotency_key: idempotency_key(&TenantId::parse("acme").unwrap(), attempt, 0),
     }
 }
 

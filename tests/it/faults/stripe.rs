@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 use stripe_charges::retry::RetryPolicy;
 use stripe_charges::transport::{Answer, Failure, Request, Transport};
 use stripe_charges::{HttpTransport, StripeCharger};
-use wallet_ledger::autopay::{ChargeOutcome, Charger};
+use wallet_ledger::autopay::{idempotency_key, ChargeOutcome, Charger, Find};
+use wallet_ledger::tenant::TenantId;
 
 const ROW: &str = "9-stripe";
 
@@ -182,11 +183,14 @@ async fn a_500_after_the_charge_repeats_the_same_key_charges_once_and_find_settl
         "the same key"
     );
     assert_eq!(s.charges(), (1, 0), "one charge");
-    let found = c
-        .find(&req.tenant, &req.attempt)
-        .await
-        .unwrap()
-        .expect("the attempt's intent");
+    let find = Find {
+        tenant: req.tenant.clone(),
+        attempt: req.attempt.clone(),
+        try_no: Some(0),
+        customer: cus.clone(),
+        since_secs: s.advance(0) - 600,
+    };
+    let found = c.find(&find).await.unwrap().expect("the attempt's intent");
     assert_eq!(found.outcome, ChargeOutcome::Succeeded);
     record(
         ROW,
@@ -225,6 +229,47 @@ async fn a_reset_after_the_charge_is_retried_with_the_same_key_and_is_one_charge
              (replayed {}); charges made 1",
             requests.len(),
             reply.replayed
+        ),
+    );
+}
+
+#[tokio::test]
+async fn two_tenants_charging_the_same_attempt_id_send_two_keys_and_are_each_charged() {
+    // Keys are scoped to the Stripe account, which every tenant shares; two tenants' recurring
+    // periods on one anchor date have the same attempt id.
+    let s = Standin::start();
+    let c = charger(&s);
+    let mut replies = Vec::new();
+    for tenant in ["acme", "globex"] {
+        let (cus, pm) = s.customer("pm_card_visa");
+        let mut req = request(&cus, &pm, "rec-20261201-month-0");
+        req.tenant = TenantId::parse(tenant).unwrap();
+        req.idempotency_key = idempotency_key(&req.tenant, &req.attempt, 0);
+        replies.push(c.charge(&req).await);
+    }
+    assert!(replies
+        .iter()
+        .all(|r| r.outcome == ChargeOutcome::Succeeded));
+    assert_eq!(s.charges(), (2, 0), "each tenant charged once");
+    // The same key for both (the key without the tenant): Stripe refuses the second.
+    let (cus, pm) = s.customer("pm_card_visa");
+    let mut shared = request(&cus, &pm, "rec-20261201-month-0");
+    shared.idempotency_key = "autopay-rec-20261201-month-0-try-0".into();
+    assert_eq!(c.charge(&shared).await.outcome, ChargeOutcome::Succeeded);
+    shared.tenant = TenantId::parse("initech").unwrap();
+    shared.customer = s.customer("pm_card_visa").0;
+    let refused = c.charge(&shared).await;
+    assert_eq!(refused.outcome, ChargeOutcome::Indeterminate);
+    let last = s.intent_requests().last().cloned().unwrap_or_default();
+    assert_eq!(last["status"], 400, "{last}");
+    record(
+        ROW,
+        "two tenants' recurring charges on one anchor date (one Stripe account)",
+        "2 tenants charging attempt rec-20261201-month-0, try 0".into(),
+        format!(
+            "keys 2 (each carries the tenant's tag), charges made 2; the same key for both \
+             (as before): the second answered 400 idempotency_error, {} charge made for it",
+            s.charges().0 - 3
         ),
     );
 }
