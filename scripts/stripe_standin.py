@@ -106,7 +106,18 @@ Injectable faults and the control API, under `/_standin/` (JSON in and out, no a
            the receiver is not fixed). A declining card answers its 402 and leaves the session
            open (paid again later, the same PaymentIntent is confirmed again); a card that asks
            for 3-D Secure answers 402 `authentication_required` (the stand-in completes no 3DS)
+    GET    /_standin/clock       the stand-in clock: {"now": UNIX_SECONDS}
+    POST   /_standin/clock       move it: {"advance": SECONDS} or {"set": UNIX_SECONDS} -> {"now": ...}
     GET    /_standin/health
+
+Time: one clock, the stand-in clock, gives every time the stand-in uses: objects' and events'
+`created`, `canceled_at`, idempotency keys' ages, settlement of delayed payments, the `created[...]`
+filters of lists, Checkout's `expires_at` bounds. It starts at real time and runs with it; POST
+/_standin/clock moves it (forward or back) and /_standin/reset puts it back on real time, so a
+test can live through days (a key's 24 hours, a debit's settlement, an authorization's 7 days) in
+a second. Not on that clock: webhook signatures (`t=` is the real time, because the receiver checks
+its 5-minute tolerance against its own real clock), delivery retries and the rate limiter (real
+seconds), and the `at` of /_standin/requests and of delivery attempts (real time, for logs).
 
 A fault matches requests by `method` (default POST), `path` (exact, or a prefix ending in `*`;
 default `/v1/payment_intents`) and optionally `idempotency_key`, for `times` requests (default
@@ -403,7 +414,23 @@ class StandIn:
             self.events: list[str] = []
             self.event_state: dict[str, dict] = {}
             self.counter = 0
+            self.clock_offset = 0.0  # the stand-in clock: real time + this (see `now`)
             self.deliverer.generation += 1
+
+    # ---- the clock
+    def now(self) -> int:
+        """The stand-in clock, in Unix seconds: every time it gives (objects' and events' `created`,
+        key ages, settlement, list filters) comes from here. It runs with real time from where it was
+        last moved (POST /_standin/clock). Webhook signatures use the real time instead."""
+        return int(time.time() + self.clock_offset)
+
+    def move_clock(self, advance=None, set_to=None) -> int:
+        with self.lock:
+            if set_to is not None:
+                self.clock_offset = float(set_to) - time.time()
+            if advance is not None:
+                self.clock_offset += float(advance)
+            return self.now()
 
     # ---- objects
     def put(self, obj: dict) -> dict:
@@ -504,7 +531,7 @@ class StandIn:
             "id": new_id("evt_"),
             "object": "event",
             "api_version": self.api_version,
-            "created": int(time.time()),
+            "created": self.now(),
             "data": {"object": public(obj, self)},  # its internal fields (`_…`) left out
             "livemode": False,
             "pending_webhooks": 1 if type_ in self.enabled_events else 0,
@@ -713,7 +740,7 @@ class Api:
                          "invoice_settings"})
         md = metadata_of(p)
         pm_id = as_str(p, "payment_method")
-        c = {"id": new_id("cus_", 14), "object": "customer", "created": int(time.time()), "livemode": False,
+        c = {"id": new_id("cus_", 14), "object": "customer", "created": self.s.now(), "livemode": False,
              "email": as_str(p, "email"), "name": as_str(p, "name"), "description": as_str(p, "description"),
              "phone": as_str(p, "phone"), "metadata": md, "balance": 0, "currency": None,
              "default_source": None, "delinquent": False,
@@ -763,10 +790,10 @@ class Api:
     # ---- payment methods
     def _new_pm(self, card_name, customer=None, metadata=None):
         brand, last4, _ = CARDS[card_name]
-        pm = {"id": new_id("pm_"), "object": "payment_method", "created": int(time.time()), "livemode": False,
+        pm = {"id": new_id("pm_"), "object": "payment_method", "created": self.s.now(), "livemode": False,
               "type": "card", "customer": customer, "metadata": metadata or {}, "allow_redisplay": "unspecified",
               "billing_details": {"address": None, "email": None, "name": None, "phone": None},
-              "card": {"brand": brand, "last4": last4, "exp_month": 12, "exp_year": time.gmtime().tm_year + 3,
+              "card": {"brand": brand, "last4": last4, "exp_month": 12, "exp_year": time.gmtime(self.s.now()).tm_year + 3,
                        "funding": "debit" if card_name.endswith("debit") else "credit", "country": "US",
                        "checks": {"address_line1_check": None, "address_postal_code_check": None,
                                   "cvc_check": "pass"},
@@ -878,7 +905,7 @@ class Api:
         if cid:
             self.s.get("customer", "cus_", cid, "customer")
         pm = self._usable_pm(pm_param, cid) if pm_param else None
-        now = int(time.time())
+        now = self.s.now()
         pid = new_id("pi_3")
         pi = {"id": pid, "object": "payment_intent", "created": now, "livemode": False, "amount": amount,
               "amount_capturable": 0, "amount_received": 0, "capture_method": "automatic",
@@ -910,7 +937,7 @@ class Api:
         return pm
 
     def _charge(self, ctx, pi, pm, failure=None):
-        ch = {"id": new_id("ch_3"), "object": "charge", "created": int(time.time()), "livemode": False,
+        ch = {"id": new_id("ch_3"), "object": "charge", "created": self.s.now(), "livemode": False,
               "amount": pi["amount"], "amount_captured": 0 if failure else pi["amount"], "amount_refunded": 0,
               "balance_transaction": None if failure else new_id("txn_3"), "captured": not failure,
               "currency": pi["currency"], "customer": pi["customer"], "description": pi["description"],
@@ -991,7 +1018,7 @@ class Api:
             raise ApiError(400, "invalid_request_error",
                            f"You cannot cancel this PaymentIntent because it has a status of {pi['status']}.",
                            code="payment_intent_unexpected_state")
-        pi.update(status="canceled", canceled_at=int(time.time()),
+        pi.update(status="canceled", canceled_at=self.s.now(),
                   cancellation_reason=p.get("cancellation_reason"))
         self.s.event(ctx, "payment_intent.canceled", pi)
         return pi
@@ -1113,7 +1140,7 @@ class Api:
         pm = self._attach(ctx, spec.get("payment_method") or "pm_card_visa", cid, "payment_method")
         md = {str(k): str(v) for k, v in (spec.get("metadata") or {}).items()}
         sid = new_id("seti_1")
-        seti = {"id": sid, "object": "setup_intent", "created": int(time.time()), "livemode": False,
+        seti = {"id": sid, "object": "setup_intent", "created": self.s.now(), "livemode": False,
                 "client_secret": f"{sid}_secret_{new_id('', 25)}", "customer": cid, "description": None,
                 "last_setup_error": None, "metadata": md, "next_action": None, "payment_method": pm["id"],
                 "payment_method_types": ["card"], "status": "succeeded", "usage": spec.get("usage", "off_session"),
@@ -1160,7 +1187,7 @@ class Api:
 
     def _new_session(self, mode, currency, amount, cid, md, ref, pid, success_url=None, cancel_url=None,
                      customer_creation=None, email=None, expires_at=None):
-        now = int(time.time())
+        now = self.s.now()
         sid = new_id("cs_test_a1", 56)
         return {"id": sid, "object": "checkout.session", "created": now, "livemode": False, "mode": mode,
                 "status": "open", "payment_status": "unpaid" if mode == "payment" else "no_payment_required",
@@ -1292,7 +1319,7 @@ class Api:
                 "param", "metadata")[len("metadata"):]
             raise
         expires_at = as_int(p, "expires_at")
-        if expires_at is not None and not time.time() + 1800 <= expires_at <= time.time() + 86400:
+        if expires_at is not None and not self.s.now() + 1800 <= expires_at <= self.s.now() + 86400:
             raise invalid("The `expires_at` timestamp must be between 30 minutes and 24 hours from Checkout "
                           "Session creation.", param="expires_at")
         # validated: the endpoint starts executing here; what follows is saved for the key
@@ -1635,6 +1662,15 @@ class Handler(BaseHTTPRequestHandler):
         q = dict(urllib.parse.parse_qsl(url.query))
         if (method, path) == ("GET", "/health"):
             return self._send(200, {"ok": True})
+        if path == "/clock" and method in ("GET", "POST"):
+            spec = _json_body(self) if method == "POST" else {}
+            for k in spec:
+                if k not in ("advance", "set"):
+                    raise ValueError(f"unknown clock field {k!r}: advance (seconds) or set (Unix seconds)")
+            for k in ("advance", "set"):
+                if k in spec and (isinstance(spec[k], bool) or not isinstance(spec[k], (int, float))):
+                    raise ValueError(f"{k} is a number of seconds")
+            return self._send(200, {"now": s.move_clock(spec.get("advance"), spec.get("set"))})
         if (method, path) == ("POST", "/reset"):
             s.reset()
             return self._send(200, {"reset": True})

@@ -744,6 +744,43 @@ def test_a_detached_method_posts_detached_and_cannot_be_charged(base, receiver):
     assert charges(base)["data"] == []
 
 
+# ------------------------------------------------------------------ the clock
+
+DAY = 86400
+
+
+def clock(base, **move):
+    """The stand-in clock's time; moved first with advance=SECONDS or set=UNIX_SECONDS."""
+    return ctl(base, "POST", "/clock", move)["now"] if move else ctl(base, "GET", "/clock")["now"]
+
+
+def test_the_clock_starts_at_real_time_and_moves_every_time_the_stand_in_gives(base, receiver):
+    c = client(base)
+    real = int(time.time())
+    assert abs(clock(base) - real) <= 2
+    later = clock(base, advance=10 * DAY)
+    assert abs(later - (real + 10 * DAY)) <= 2
+    cus, pm = customer_with_card(c)
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm))
+    for obj in (cus, pm, pi, c.v1.charges.retrieve(pi.latest_charge)):
+        assert later <= obj.created <= clock(base), obj.object
+    # the event's `created` is the stand-in's; its signature's t= the real time, which the receiver
+    # checks against its own clock (construct_event: 300 s tolerance): the delivery verifies
+    evt = wait_for(lambda: receiver.events("payment_intent.succeeded"), what="payment_intent.succeeded")[0]
+    assert evt.created >= later and evt.data.object.id == pi.id
+    assert clock(base, set=1_700_000_000) in (1_700_000_000, 1_700_000_001)
+    assert c.v1.customers.create(params={}).created - 1_700_000_000 in (0, 1, 2)
+    ctl(base, "POST", "/reset")
+    assert abs(clock(base) - int(time.time())) <= 2
+
+
+def test_the_clock_refuses_what_it_cannot_read(base):
+    for bad in ({"advance": "1d"}, {"sett": 5}):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            ctl(base, "POST", "/clock", bad)
+        assert e.value.code == 400
+
+
 # ------------------------------------------------------------------ lists, search, control API
 
 def test_list_by_customer_and_creation_and_search_by_metadata(base):
