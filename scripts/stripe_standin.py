@@ -66,7 +66,15 @@ missing customer, a 500), and replayed for the same key with `Idempotent-Replaye
 same key with another endpoint or other parameters: 400 `idempotency_error`. The same key while
 its first request still runs: 409 `idempotency_key_in_use`. Not saved (a retry runs anew):
 parameter validation failures (missing, unknown or malformed parameters), 401s, 409s, 429s and
-the injected faults of phase `before`. Keys never expire here (Stripe prunes after 24 h).
+the injected faults of phase `before`. Keys are pruned as Stripe documents ("keys can be removed
+from the system automatically after they're at least 24 hours old, and a new request is generated
+if a key is reused after the original is pruned"): a saved key whose first request is at least
+`key_ttl_s` old on the stand-in clock (default 86400; /_standin/config) is forgotten when next
+used, and that request runs anew (a new PaymentIntent and a new charge if it charges) and is saved
+anew. (Stripe says "can be removed": after 24 h a key may or may not be there; the stand-in always
+prunes, the case a client has to survive.) A key still running is never pruned. The scope is the
+API key, i.e. the Stripe account: nothing of the caller's (a tenant in `metadata`) separates two
+requests with the same key; they are the same request or an `idempotency_error`.
 
 Injectable faults and the control API, under `/_standin/` (JSON in and out, no auth):
 
@@ -75,13 +83,15 @@ Injectable faults and the control API, under `/_standin/` (JSON in and out, no a
     DELETE /_standin/faults      drop them
     GET    /_standin/requests    every /v1 request: method, path, query, idempotency_key, status,
                                  replayed, request_id, fault, reset (?path=PREFIX filters)
-    GET    /_standin/keys        idempotency keys: endpoint, state (running or done), saved status
+    GET    /_standin/keys        idempotency keys: endpoint, state (running or done), saved status,
+                                 request_id, created (stand-in clock), expired (pruned when next used)
     GET    /_standin/charges     charges actually made ({"data", "succeeded", "failed"})
     GET    /_standin/events      every event, with its delivery attempts (?type=T filters)
     POST   /_standin/events/ID/resend   deliver an event again (a duplicate, or a held one)
     POST   /_standin/reset       forget everything (objects, keys, faults, logs, pending webhooks)
     POST   /_standin/config      {"webhook_url", "webhook_secret", "retry_schedule": [s, ...],
-                                 "enabled_events": [...], "rate_limit": N | null}
+                                 "enabled_events": [...], "rate_limit": N | null, "key_ttl_s": N}
+                                 (durations in seconds of the stand-in clock; reset restores them)
     POST   /_standin/setup_intents       a customer completes a setup: {"customer"?, "email"?,
            "payment_method"? (default pm_card_visa), "metadata"?} -> customer (created if absent),
            payment method attached, a succeeded SetupIntent, `setup_intent.succeeded`
@@ -158,7 +168,7 @@ Not emulated: other endpoints and parameters (an unknown parameter is a 400, as 
 Checkout's Prices and Products (`line_items[n][price]` is a `resource_missing`), its setup and
 subscription modes through /v1, session expiry, tax, discounts, embedded UI modes,
 amounts' currency-specific minimums beyond usd/eur/gbp, the search index's lag (Stripe's search
-can be a minute behind; here it is immediate), the per-endpoint and per-object limits, key expiry,
+can be a minute behind; here it is immediate), the per-endpoint and per-object limits,
 API versions (one `--api-version` for every event), Connect, refunds, disputes, Billing,
 asynchronous payment methods, 3DS completion, webhook endpoints' management API, event ordering
 guarantees beyond "in the order raised, retries interleaved".
@@ -189,6 +199,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DEFAULT_API_VERSION = "2026-10-28.endive"  # stripe-python 16.1.0's _ApiVersion.CURRENT
 DEFAULT_RETRY_SCHEDULE = (0.5, 2.0, 5.0, 15.0, 30.0)
+DEFAULT_KEY_TTL_S = 86400  # Stripe prunes idempotency keys once they are at least 24 hours old
 DEFAULT_EVENTS = (
     "payment_intent.succeeded",
     "payment_intent.payment_failed",
@@ -374,11 +385,12 @@ def fault_error(f: dict):
 # ------------------------------------------------------------------ the stand-in's state
 
 class IdemEntry:
-    __slots__ = ("endpoint", "params", "state", "status", "body", "request_id")
+    __slots__ = ("endpoint", "params", "state", "status", "body", "request_id", "created")
 
-    def __init__(self, endpoint, params, request_id):
+    def __init__(self, endpoint, params, request_id, created):
         self.endpoint, self.params, self.request_id = endpoint, params, request_id
         self.state, self.status, self.body = "running", None, None
+        self.created = created  # its first request, on the stand-in clock
 
 
 class StandIn:
@@ -415,6 +427,7 @@ class StandIn:
             self.event_state: dict[str, dict] = {}
             self.counter = 0
             self.clock_offset = 0.0  # the stand-in clock: real time + this (see `now`)
+            self.key_ttl_s = DEFAULT_KEY_TTL_S
             self.deliverer.generation += 1
 
     # ---- the clock
@@ -492,8 +505,11 @@ class StandIn:
         """None: run it (the key is now in flight); else the answer (status, body, headers, replayed)."""
         with self.lock:
             e = self.idem.get((api_key, key))
+            if e is not None and self.key_expired(e):
+                # pruned: Stripe forgets a key at least 24 hours old and runs its reuse as a new request
+                e = None
             if e is None:
-                self.idem[(api_key, key)] = IdemEntry(endpoint, params, request_id)
+                self.idem[(api_key, key)] = IdemEntry(endpoint, params, request_id, self.now())
                 return None
             if e.state == "running":
                 err = ApiError(409, "invalid_request_error",
@@ -514,6 +530,10 @@ class StandIn:
                                f"execute a different request.")
                 return 400, err.body, {}, False
             return e.status, e.body, {"Idempotent-Replayed": "true", "Original-Request": e.request_id}, True
+
+    def key_expired(self, e: IdemEntry) -> bool:
+        """A saved key old enough to be pruned (one still running is never: its request is in flight)."""
+        return e.state == "done" and self.now() - e.created >= self.key_ttl_s
 
     def idem_end(self, api_key, key, status=None, body=None):
         """Save the answer for the key, or (status None) forget the key: nothing was saved."""
@@ -1656,6 +1676,8 @@ class Handler(BaseHTTPRequestHandler):
             s.flush_events(ctx["events"], mode)
 
     # ---- the control API
+    DURATIONS = ("key_ttl_s",)  # settings of /_standin/config in seconds of the stand-in clock
+
     def _control(self, method, url):
         s = self.s
         path = url.path[len("/_standin"):]
@@ -1690,7 +1712,8 @@ class Handler(BaseHTTPRequestHandler):
         if (method, path) == ("GET", "/keys"):
             with s.lock:
                 data = [{"idempotency_key": k, "endpoint": e.endpoint, "state": e.state, "status": e.status,
-                         "request_id": e.request_id} for (_, k), e in s.idem.items()]
+                         "request_id": e.request_id, "created": e.created, "expired": s.key_expired(e)}
+                        for (_, k), e in s.idem.items()]
             return self._send(200, {"data": data})
         if (method, path) == ("GET", "/charges"):
             with s.lock:
@@ -1721,9 +1744,16 @@ class Handler(BaseHTTPRequestHandler):
                 if "rate_limit" in spec:
                     s.rate_limit = spec["rate_limit"] and int(spec["rate_limit"])
                     s.recent = []
+                for k in self.DURATIONS:
+                    if k in spec:
+                        v = spec[k]
+                        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                            raise ValueError(f"{k} is a number of seconds >= 0")
+                        setattr(s, k, v)
                 return self._send(200, {"webhook_url": s.webhook_url, "retry_schedule": s.retry_schedule,
                                         "rate_limit": s.rate_limit,
-                                        "enabled_events": sorted(s.enabled_events)})
+                                        "enabled_events": sorted(s.enabled_events),
+                                        **{k: getattr(s, k) for k in self.DURATIONS}})
         m = re.fullmatch(r"/checkout_sessions/(cs_\w+)", path)
         if method == "GET" and m:  # where a session's `url` points: the payer's page, as JSON
             with s.lock:

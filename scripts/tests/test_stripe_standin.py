@@ -150,6 +150,14 @@ def requests_for(base, key):
     return [r for r in ctl(base, "GET", "/requests")["data"] if r["idempotency_key"] == key]
 
 
+DAY = 86400
+
+
+def clock(base, **move):
+    """The stand-in clock's time; moved first with advance=SECONDS or set=UNIX_SECONDS."""
+    return ctl(base, "POST", "/clock", move)["now"] if move else ctl(base, "GET", "/clock")["now"]
+
+
 def customer_with_card(c, card="pm_card_visa"):
     cus = c.v1.customers.create(params={"email": "ops@acme.test", "metadata": {"tenant": "acme"}})
     pm = c.v1.payment_methods.attach(card, params={"customer": cus.id})
@@ -231,6 +239,52 @@ def test_same_key_other_parameters_is_an_idempotency_error(base):
     with pytest.raises(stripe.IdempotencyError):  # another endpoint, same key
         c.v1.customers.create(params={}, options={"idempotency_key": "k"})
     assert charges(base)["succeeded"] == 1
+
+
+def key_info(base, key):
+    return next(k for k in ctl(base, "GET", "/keys")["data"] if k["idempotency_key"] == key)
+
+
+def test_a_key_is_pruned_once_24_hours_old_and_its_reuse_charges_again(base):
+    # https://docs.stripe.com/api/idempotent_requests: "keys can be removed from the system
+    # automatically after they're at least 24 hours old, and a new request is generated if a key
+    # is reused after the original is pruned"
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    t0 = clock(base)
+    first = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "day-old"})
+    assert t0 <= key_info(base, "day-old")["created"] <= clock(base)
+    clock(base, set=key_info(base, "day-old")["created"] + DAY - 5)
+    replay = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "day-old"})
+    assert replay.id == first.id and replay.last_response.headers["Idempotent-Replayed"] == "true"
+    assert key_info(base, "day-old")["expired"] is False
+    clock(base, advance=5)
+    assert key_info(base, "day-old")["expired"] is True  # shown until touched
+    again = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "day-old"})
+    assert again.id != first.id and again.status == "succeeded"
+    assert "Idempotent-Replayed" not in again.last_response.headers
+    assert charges(base)["succeeded"] == 2  # the customer charged twice: the key was the only guard
+    info = key_info(base, "day-old")  # saved anew, its age from the new request
+    assert info["created"] >= clock(base) - 2 and info["request_id"] == again.last_response.request_id
+    assert c.v1.payment_intents.create(params=charge_params(cus, pm),
+                                       options={"idempotency_key": "day-old"}).id == again.id
+
+
+def test_the_key_ttl_is_configurable_and_a_pruned_key_takes_other_parameters(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    assert ctl(base, "POST", "/config", {"key_ttl_s": 60})["key_ttl_s"] == 60
+    c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "short"})
+    with pytest.raises(stripe.IdempotencyError):
+        c.v1.payment_intents.create(params=charge_params(cus, pm, amount=900), options={"idempotency_key": "short"})
+    clock(base, advance=60)
+    other = c.v1.payment_intents.create(params=charge_params(cus, pm, amount=900), options={"idempotency_key": "short"})
+    assert other.amount == 900 and charges(base)["succeeded"] == 2
+    with pytest.raises(urllib.error.HTTPError) as e:
+        ctl(base, "POST", "/config", {"key_ttl_s": -1})
+    assert e.value.code == 400
+    ctl(base, "POST", "/reset")
+    assert ctl(base, "POST", "/config", {})["key_ttl_s"] == 86400
 
 
 def test_a_key_still_in_flight_answers_409(base):
@@ -745,14 +799,6 @@ def test_a_detached_method_posts_detached_and_cannot_be_charged(base, receiver):
 
 
 # ------------------------------------------------------------------ the clock
-
-DAY = 86400
-
-
-def clock(base, **move):
-    """The stand-in clock's time; moved first with advance=SECONDS or set=UNIX_SECONDS."""
-    return ctl(base, "POST", "/clock", move)["now"] if move else ctl(base, "GET", "/clock")["now"]
-
 
 def test_the_clock_starts_at_real_time_and_moves_every_time_the_stand_in_gives(base, receiver):
     c = client(base)
