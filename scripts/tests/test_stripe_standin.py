@@ -287,6 +287,33 @@ def test_the_key_ttl_is_configurable_and_a_pruned_key_takes_other_parameters(bas
     assert ctl(base, "POST", "/config", {})["key_ttl_s"] == 86400
 
 
+def test_two_tenants_reusing_one_key_get_an_idempotency_error_nothing_run_or_saved(base, receiver):
+    # keys are scoped to the Stripe account (the API key), not to anything of ours: a key made up
+    # per tenant that collides is one request to Stripe, and the second tenant's is refused
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    acme = {**charge_params(cus, pm, "topup-1"), "metadata": {"tenant": "acme", "attempt": "topup-1"}}
+    globex = {**acme, "amount": 4000, "metadata": {"tenant": "globex", "attempt": "topup-1"}}
+    first = c.v1.payment_intents.create(params=acme, options={"idempotency_key": "topup-1"})
+    saved = key_info(base, "topup-1")
+    with pytest.raises(stripe.IdempotencyError) as e:
+        c.v1.payment_intents.create(params=globex, options={"idempotency_key": "topup-1"})
+    assert e.value.http_status == 400 and e.value.error.type == "idempotency_error"
+    assert e.value.error.message == (
+        "Keys for idempotent requests can only be used with the same parameters they were first used with. "
+        "Try using a key other than 'topup-1' if you meant to execute a different request.")
+    assert "Idempotent-Replayed" not in e.value.headers
+    assert key_info(base, "topup-1") == saved  # not saved: the first request's answer stays
+    assert [p.id for p in c.v1.payment_intents.list().data] == [first.id]  # not executed
+    assert charges(base)["succeeded"] == 1
+    assert [ev["event"]["data"]["object"]["metadata"].get("tenant") for ev in ctl(base, "GET", "/events")["data"]
+            if ev["event"]["type"].startswith("payment_intent.")] == ["acme", "acme"]
+    # the same key under another Stripe account (another secret key) is another key
+    other = client(base, key="sk_test_other_account").v1.payment_intents.create(
+        params=acme, options={"idempotency_key": "topup-1"})
+    assert other.id != first.id and "Idempotent-Replayed" not in other.last_response.headers
+
+
 def test_a_key_still_in_flight_answers_409(base):
     c = client(base)
     cus, pm = customer_with_card(c)
