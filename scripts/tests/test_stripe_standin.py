@@ -158,6 +158,13 @@ def clock(base, **move):
     return ctl(base, "POST", "/clock", move)["now"] if move else ctl(base, "GET", "/clock")["now"]
 
 
+def event_about(receiver, type_, obj_id):
+    """The first delivered `type_` event about `obj_id`, waited for (a late delivery of an earlier
+    test's event of the same type left out)."""
+    return wait_for(lambda: [e for e in receiver.events(type_) if e.data.object.id == obj_id],
+                    what=f"{type_} about {obj_id}")[0]
+
+
 def customer_with_card(c, card="pm_card_visa"):
     cus = c.v1.customers.create(params={"email": "ops@acme.test", "metadata": {"tenant": "acme"}})
     pm = c.v1.payment_methods.attach(card, params={"customer": cus.id})
@@ -540,8 +547,7 @@ def test_a_decline_posts_payment_failed(base, receiver):
     cus, pm = customer_with_card(c, "pm_card_visa_chargeDeclinedInsufficientFunds")
     with pytest.raises(stripe.CardError) as e:
         c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "kd"})
-    evt = wait_for(lambda: receiver.events("payment_intent.payment_failed"), what="payment_failed")[0]
-    assert evt.data.object.id == e.value.error.payment_intent.id
+    evt = event_about(receiver, "payment_intent.payment_failed", e.value.error.payment_intent.id)
     assert evt.data.object.last_payment_error.decline_code == "insufficient_funds"
     assert evt.request.idempotency_key == "kd"
 
@@ -852,6 +858,122 @@ def test_the_clock_refuses_what_it_cannot_read(base):
         with pytest.raises(urllib.error.HTTPError) as e:
             ctl(base, "POST", "/clock", bad)
         assert e.value.code == 400
+
+
+# ------------------------------------------------------------------ delayed-notification methods
+
+def sepa_customer(base, c, pm="pm_sepa_debit"):
+    out = ctl(base, "POST", "/setup_intents", {"payment_method": pm, "metadata": {"tenant": "acme"}})
+    return c.v1.customers.retrieve(out["customer"]["id"]), out["payment_method"]["id"]
+
+
+def events_about(base, obj_id):
+    return [e["event"]["type"] for e in ctl(base, "GET", "/events")["data"]
+            if e["event"]["data"]["object"]["id"] == obj_id]
+
+
+def test_a_sepa_debit_method_attaches_like_a_card(base):
+    c = client(base)
+    cus, pm_id = sepa_customer(base, c)
+    pm = c.v1.payment_methods.retrieve(pm_id)
+    assert pm.type == "sepa_debit" and pm.customer == cus.id and "card" not in pm
+    assert (pm.sepa_debit.last4, pm.sepa_debit.country, pm.sepa_debit.bank_code) == ("3201", "AT", "19043")
+    # Stripe's own test PaymentMethods for SEPA (docs: sepa-debit/accept-a-payment) work too
+    for name, last4, country in (("pm_success_de", "3000", "DE"), ("pm_failed_fr", "2607", "FR"),
+                                 ("pm_insufficientFunds_at", "2227", "AT")):
+        made = c.v1.payment_methods.attach(name, params={"customer": cus.id})
+        assert made.id != name and (made.type, made.sepa_debit.last4, made.sepa_debit.country) == (
+            "sepa_debit", last4, country)
+    by_iban = c.v1.payment_methods.create(params={"type": "sepa_debit",
+                                                  "sepa_debit": {"iban": "AT61 1904 3002 3457 3201"}})
+    assert by_iban.sepa_debit.last4 == "3201"
+
+
+def test_an_off_session_sepa_debit_is_processing_until_it_settles_by_the_clock(base, receiver):
+    c = client(base)
+    cus, pm = sepa_customer(base, c)
+    params = {**charge_params(cus, pm), "currency": "eur"}
+    pi = c.v1.payment_intents.create(params=params, options={"idempotency_key": "sepa-1"})
+    assert pi.status == "processing" and pi.last_payment_error is None and pi.amount_received == 0
+    assert pi.payment_method_types == ["sepa_debit"]
+    ch = c.v1.charges.retrieve(pi.latest_charge)
+    assert ch.status == "pending" and ch.payment_method_details.type == "sepa_debit"
+    assert (charges(base)["pending"], charges(base)["succeeded"]) == (1, 0)
+    evt = event_about(receiver, "payment_intent.processing", pi.id)
+    assert evt.data.object.metadata["tenant"] == "acme"
+    # under way: neither confirmed again nor canceled
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.payment_intents.cancel(pi.id)
+    assert e.value.code == "payment_intent_unexpected_state" and "status of processing" in e.value.user_message
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.payment_intents.confirm(pi.id, params={"payment_method": pm})
+    assert e.value.code == "payment_intent_unexpected_state"
+    clock(base, advance=DAY - 60)
+    # the key's saved answer is the first one: a replay says processing, whatever happened since
+    replay = c.v1.payment_intents.create(params=params, options={"idempotency_key": "sepa-1"})
+    assert replay.status == "processing" and replay.last_response.headers["Idempotent-Replayed"] == "true"
+    clock(base, advance=3 * DAY)
+    assert c.v1.payment_intents.retrieve(pi.id).status == "processing"
+    clock(base, advance=60)  # moving the clock is enough: it settles what is due
+    assert (charges(base)["pending"], charges(base)["succeeded"]) == (0, 1)
+    settled = c.v1.payment_intents.retrieve(pi.id)
+    assert settled.status == "succeeded" and settled.amount_received == 2500
+    assert c.v1.charges.retrieve(pi.latest_charge).status == "succeeded"
+    evt = event_about(receiver, "payment_intent.succeeded", pi.id)
+    assert evt.data.object.metadata.to_dict() == {"tenant": "acme", "attempt": "att_1"}
+    assert evt.request.id is None  # raised by the settlement, not by a request
+    assert events_about(base, pi.id) == ["payment_intent.created", "payment_intent.processing",
+                                         "payment_intent.succeeded"]
+    assert events_about(base, pi.latest_charge) == ["charge.pending", "charge.succeeded"]
+
+
+def test_a_failing_sepa_debit_settles_failed(base, receiver):
+    c = client(base)
+    cus, pm = sepa_customer(base, c, "pm_sepa_debit_fails")
+    pi = c.v1.payment_intents.create(params={**charge_params(cus, pm), "currency": "eur"})
+    assert pi.status == "processing" and pi.last_payment_error is None
+    clock(base, advance=4 * DAY)
+    failed = c.v1.payment_intents.retrieve(pi.id)
+    assert failed.status == "requires_payment_method"
+    err = failed.last_payment_error
+    assert (err.type, err.code, err.decline_code) == ("card_error", "payment_method_provider_decline",
+                                                      "insufficient_funds")
+    ch = c.v1.charges.retrieve(pi.latest_charge)
+    assert ch.status == "failed" and ch.failure_code == "insufficient_funds"
+    assert (charges(base)["pending"], charges(base)["failed"], charges(base)["succeeded"]) == (0, 1, 0)
+    evt = event_about(receiver, "payment_intent.payment_failed", pi.id)
+    assert evt.data.object.metadata["tenant"] == "acme"
+    assert events_about(base, pi.latest_charge) == ["charge.pending", "charge.failed"]
+
+
+def test_settlement_is_checked_on_every_request_and_can_be_forced(base):
+    c = client(base)
+    cus, pm = sepa_customer(base, c)
+    assert ctl(base, "POST", "/config", {"settle_after_s": 3600})["settle_after_s"] == 3600
+    pis = [c.v1.payment_intents.create(params={**charge_params(cus, pm, f"a{i}"), "currency": "eur"})
+           for i in range(3)]
+    forced = ctl(base, "POST", f"/payment_intents/{pis[0].id}/settle", {"outcome": "failed"})
+    assert forced["object"]["status"] == "requires_payment_method" and forced["charge"]["status"] == "failed"
+    with pytest.raises(urllib.error.HTTPError) as e:  # settled already
+        ctl(base, "POST", f"/payment_intents/{pis[0].id}/settle", {})
+    assert e.value.code == 400
+    by_method = ctl(base, "POST", f"/payment_intents/{pis[1].id}/settle", {})
+    assert by_method["object"]["status"] == "succeeded"
+    ctl(base, "POST", "/config", {"settle_after_s": 0})  # now due: the next API request settles it
+    assert c.v1.payment_intents.retrieve(pis[2].id).status == "succeeded"
+    ctl(base, "POST", "/reset")
+    assert ctl(base, "POST", "/config", {})["settle_after_s"] == 4 * DAY
+
+
+def test_a_canceled_intent_posts_payment_intent_canceled(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    pi = c.v1.payment_intents.create(params={"amount": 2500, "currency": "usd", "customer": cus.id,
+                                             "payment_method": pm.id})
+    done = c.v1.payment_intents.cancel(pi.id, params={"cancellation_reason": "duplicate"})
+    assert done.status == "canceled" and done.cancellation_reason == "duplicate" and done.canceled_at
+    evt = event_about(receiver, "payment_intent.canceled", pi.id)
+    assert evt.data.object.cancellation_reason == "duplicate"
 
 
 # ------------------------------------------------------------------ lists, search, control API
