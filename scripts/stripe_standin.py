@@ -112,8 +112,10 @@ Injectable faults and the control API, under `/_standin/` (JSON in and out, no a
                                  replayed, request_id, fault, reset (?path=PREFIX filters)
     GET    /_standin/keys        idempotency keys: endpoint, state (running or done), saved status,
                                  request_id, created (stand-in clock), expired (pruned when next used)
-    GET    /_standin/charges     charges actually made ({"data", "succeeded", "pending", "failed"}:
-                                 a pending one, a bank debit not yet settled, moves when it settles)
+    GET    /_standin/charges     charges actually made ({"data", "succeeded", "pending", "failed",
+                                 "uncaptured"}: a pending one, a bank debit not yet settled, moves
+                                 when it settles; "uncaptured" counts the `succeeded` ones that are
+                                 authorizations still held, never captured)
     GET    /_standin/events      every event, with its delivery attempts (?type=T filters)
     POST   /_standin/events/ID/resend   deliver an event again (a duplicate, or a held one)
     POST   /_standin/reset       forget everything (objects, keys, faults, logs, pending webhooks)
@@ -177,6 +179,27 @@ default `/v1/payment_intents`) and optionally `idempotency_key`, for `times` req
     delay_ms      hold the request this long while its key is in flight (to overlap requests)
     webhook       before | after (default) | never: deliver this request's events before the
                   answer is written, after it, or hold them (see /_standin/events/ID/resend)
+    intent_status one of the PaymentIntent statuses (stripe-python's `PaymentIntent.status`): the
+                  next matching POST /v1/payment_intents runs (the intent created, saved for the
+                  key, its events raised) but ends in this status, answered 200, so a client can
+                  be tested against each: `succeeded` (a succeeded charge); `processing` (as a
+                  SEPA debit: a pending charge, settled later by the clock, as its method does);
+                  `requires_capture` (an authorization: a succeeded charge with `captured: false`,
+                  `amount_capturable` = amount, `capture_method: manual`,
+                  `payment_intent.amount_capturable_updated`; an authorization not captured in
+                  time is released and its intent canceled,
+                  https://docs.stripe.com/payments/place-a-hold-on-a-payment-method: here after 7
+                  days on the clock, the charge's `payment_method_details.card.capture_before`
+                  (Stripe's window is 7 days for most card-not-present payments, 4 days 18 hours
+                  for Visa's merchant-initiated ones), then `charge.expired`, the intent
+                  `canceled` with `cancellation_reason: automatic`, `payment_intent.canceled`);
+                  `requires_confirmation` (nothing charged);
+                  `requires_action` (`next_action` 3DS, `payment_intent.requires_action`);
+                  `requires_payment_method` (a failed charge, `last_payment_error` as the method
+                  declines, a Visa's `card_declined`, `payment_intent.payment_failed`); `canceled`
+                  (`canceled_at`, `cancellation_reason` from the fault's `cancellation_reason`,
+                  default `automatic`, `payment_intent.canceled`). A status that needs a payment
+                  method uses the request's, else a new test Visa. Capture is not emulated.
 
 Webhooks: `payment_intent.succeeded`, `payment_intent.payment_failed`,
 `payment_intent.requires_action`, `payment_intent.processing`, `payment_intent.canceled`,
@@ -237,6 +260,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 DEFAULT_API_VERSION = "2026-10-28.endive"  # stripe-python 16.1.0's _ApiVersion.CURRENT
 DEFAULT_RETRY_SCHEDULE = (0.5, 2.0, 5.0, 15.0, 30.0)
 DEFAULT_KEY_TTL_S = 86400  # Stripe prunes idempotency keys once they are at least 24 hours old
+CAPTURE_WINDOW_S = 7 * 86400  # Stripe cancels an uncaptured card authorization after 7 days
+PI_STATUSES = ("canceled", "processing", "requires_action", "requires_capture", "requires_confirmation",
+               "requires_payment_method", "succeeded")  # stripe-python's PaymentIntent.status
 DEFAULT_SETTLE_AFTER_S = 4 * 86400  # a SEPA debit: up to 14 business days, on average 7 to 8
 DEFAULT_EVENTS = (
     "payment_intent.succeeded",
@@ -454,6 +480,8 @@ def make_fault(spec: dict) -> dict:
         raise ValueError("phase is before or after")
     if f.get("webhook", "after") not in ("before", "after", "never"):
         raise ValueError("webhook is before, after or never")
+    if f.get("intent_status") is not None and f["intent_status"] not in PI_STATUSES:
+        raise ValueError(f"intent_status is one of {list(PI_STATUSES)}")
     return f
 
 
@@ -504,6 +532,7 @@ class StandIn:
             self.seq: dict[str, int] = {}         # id -> creation order (for lists)
             self.cards: dict[str, str] = {}       # pm id -> test method name (CARDS or SEPA)
             self.pending: set[str] = set()        # processing intents, settled by the clock (`tick`)
+            self.authorized: set[str] = set()     # requires_capture intents, canceled after 7 days
             self.detached: set[str] = set()
             self.idem: dict[tuple, IdemEntry] = {}
             self.faults: list[dict] = []
@@ -536,6 +565,10 @@ class StandIn:
                 pi = self.objects[pid]
                 if now >= self.objects[pi["latest_charge"]]["created"] + self.settle_after_s:
                     api.settle(ctx, pi)
+            for pid in sorted(self.authorized, key=lambda i: self.seq[i]):
+                pi = self.objects[pid]
+                if now >= self.objects[pi["latest_charge"]]["created"] + CAPTURE_WINDOW_S:
+                    api.expire_authorization(ctx, pi)
             return ctx["events"]
 
     def move_clock(self, advance=None, set_to=None) -> int:
@@ -1058,6 +1091,8 @@ class Api:
               "canceled_at": None, "cancellation_reason": None, "statement_descriptor": None}
         self.s.put(pi)
         self.s.event(ctx, "payment_intent.created", pi)
+        if ctx.get("intent_status"):  # a fault: the intent ends in the status asked for
+            return self._force_status(ctx, pi, pm, ctx["intent_status"])
         if confirm:
             return self._confirm(ctx, pi, pm, off_session, erra)
         return pi
@@ -1076,9 +1111,9 @@ class Api:
                            f"{cid or 'no Customer'}.", param="payment_method")
         return pm
 
-    def _charge(self, ctx, pi, pm, failure=None, pending=False):
-        """A charge of the intent: succeeded, failed (`failure`), or pending (a bank debit, until
-        `settle`)."""
+    def _charge(self, ctx, pi, pm, failure=None, pending=False, authorize_only=False):
+        """A charge of the intent: succeeded, failed (`failure`), pending (a bank debit, until
+        `settle`), or an authorization not captured (`authorize_only`: succeeded, `captured: false`)."""
         if pm["type"] == "sepa_debit":
             details = {"type": "sepa_debit", "sepa_debit": {
                 **{k: pm["sepa_debit"][k] for k in ("bank_code", "branch_code", "country", "fingerprint",
@@ -1091,6 +1126,10 @@ class Api:
               "metadata": dict(pi["metadata"]), "payment_intent": pi["id"], "payment_method": pm["id"],
               "refunded": False, "payment_method_details": details}
         self._charge_outcome(ch, "pending" if pending else "failed" if failure else "succeeded", failure)
+        if authorize_only:
+            ch.update(captured=False, amount_captured=0, balance_transaction=None)
+            if pm["type"] == "card":
+                details["card"]["capture_before"] = ch["created"] + CAPTURE_WINDOW_S
         self.s.put(ch)
         self.s.charges.append(ch["id"])
         self.s.charge_keys[ch["id"]] = ctx.get("idempotency_key")
@@ -1142,6 +1181,63 @@ class Api:
         self.s.pending.add(pi["id"])
         self.s.event(ctx, "payment_intent.processing", pi)
         return pi
+
+    def _force_status(self, ctx, pi, pm, status):
+        """The intent made to end in `status` (the fault `intent_status`), as Stripe would leave it
+        there: what a client must handle for each status, on demand. A status that needs a payment
+        method uses the request's, else a new test Visa."""
+        if pm is None and status != "canceled":
+            pm = self._new_pm("visa")
+        if status == "succeeded":
+            ch = self._charge(ctx, pi, pm)
+            pi.update(status="succeeded", amount_received=pi["amount"], latest_charge=ch["id"],
+                      payment_method=pm["id"])
+            self.s.event(ctx, "payment_intent.succeeded", pi)
+        elif status == "processing":
+            self._start_processing(ctx, pi, pm)
+        elif status == "requires_capture":
+            ch = self._charge(ctx, pi, pm, authorize_only=True)
+            pi.update(status="requires_capture", capture_method="manual", amount_capturable=pi["amount"],
+                      latest_charge=ch["id"], payment_method=pm["id"])
+            self.s.authorized.add(pi["id"])
+            self.s.event(ctx, "payment_intent.amount_capturable_updated", pi)
+        elif status == "requires_confirmation":
+            pi.update(status="requires_confirmation", payment_method=pm["id"])
+        elif status == "requires_action":
+            pi.update(status="requires_action", payment_method=pm["id"], next_action={
+                "type": "use_stripe_sdk",
+                "use_stripe_sdk": {"type": "three_d_secure_redirect", "stripe_js": "https://hooks.stripe.com/"
+                                   "3d_secure_2/hosted", "source": new_id("src_")}})
+            self.s.event(ctx, "payment_intent.requires_action", pi)
+        elif status == "requires_payment_method":
+            failure = self._failure(pm)
+            ch = self._charge(ctx, pi, pm, failure)
+            pi.update(status="requires_payment_method", latest_charge=ch["id"], payment_method=None,
+                      last_payment_error=self._payment_error(pm, failure, ch))
+            self.s.event(ctx, "payment_intent.payment_failed", pi)
+        else:  # canceled
+            pi.update(status="canceled", canceled_at=self.s.now(),
+                      cancellation_reason=ctx.get("cancellation_reason") or "automatic")
+            self.s.event(ctx, "payment_intent.canceled", pi)
+        return pi
+
+    def expire_authorization(self, ctx, pi):
+        """An authorization not captured within 7 days: Stripe releases it and cancels the intent
+        (`cancellation_reason: automatic`)."""
+        ch = self.s.objects[pi["latest_charge"]]
+        self._release(pi)
+        self.s.event(ctx, "charge.expired", ch)
+        pi.update(status="canceled", canceled_at=self.s.now(), cancellation_reason="automatic")
+        self.s.event(ctx, "payment_intent.canceled", pi)
+        return pi
+
+    def _release(self, pi):
+        """An uncaptured authorization's hold given back (expired or its intent canceled)."""
+        if pi["id"] in self.s.authorized:
+            self.s.authorized.discard(pi["id"])
+            ch = self.s.objects[pi["latest_charge"]]
+            ch.update(refunded=True, amount_refunded=ch["amount"])
+            pi["amount_capturable"] = 0
 
     def settle(self, ctx, pi, outcome=None):
         """A processing intent's payment settles: `succeeded`, or `failed` (the intent back to
@@ -1229,6 +1325,7 @@ class Api:
                            f"Only a PaymentIntent with one of the following statuses may be canceled: "
                            f"requires_payment_method, requires_capture, requires_confirmation, requires_action.",
                            code="payment_intent_unexpected_state")
+        self._release(pi)
         pi.update(status="canceled", canceled_at=self.s.now(),
                   cancellation_reason=p.get("cancellation_reason"))
         self.s.event(ctx, "payment_intent.canceled", pi)
@@ -1847,7 +1944,9 @@ class Handler(BaseHTTPRequestHandler):
             entry["fault"] = name_of(fault)
         if fault and fault.get("delay_ms"):
             time.sleep(fault["delay_ms"] / 1000)  # the key is in flight meanwhile
-        ctx = {"request_id": rid, "idempotency_key": key, "events": []}
+        ctx = {"request_id": rid, "idempotency_key": key, "events": [],
+               "intent_status": (fault or {}).get("intent_status"),
+               "cancellation_reason": (fault or {}).get("cancellation_reason")}
         saved = True
         with s.lock:
             try:
@@ -1921,7 +2020,9 @@ class Handler(BaseHTTPRequestHandler):
             with s.lock:
                 data = [{**public(s.objects[c], s), "idempotency_key": s.charge_keys.get(c)} for c in s.charges]
             return self._send(200, {"data": data, **{st: sum(c["status"] == st for c in data)
-                                                     for st in ("succeeded", "pending", "failed")}})
+                                                     for st in ("succeeded", "pending", "failed")},
+                                    "uncaptured": sum(c["status"] == "succeeded" and not c["captured"]
+                                                      and not c["refunded"] for c in data)})
         if (method, path) == ("GET", "/events"):
             return self._send(200, {"data": s.snapshot_events(q.get("type"))})
         m = re.fullmatch(r"/events/(evt_\w+)/resend", path)

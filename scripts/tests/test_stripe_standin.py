@@ -976,6 +976,98 @@ def test_a_canceled_intent_posts_payment_intent_canceled(base, receiver):
     assert evt.data.object.cancellation_reason == "duplicate"
 
 
+# ------------------------------------------------------------------ every PaymentIntent status on demand
+
+# stripe-python's PaymentIntent.status Literal: every status a client may be handed
+PI_STATUSES = ["canceled", "processing", "requires_action", "requires_capture", "requires_confirmation",
+               "requires_payment_method", "succeeded"]
+FORCED = {  # status -> (charges by status, the events the intent raised after payment_intent.created)
+    "succeeded": ({"succeeded": 1}, ["payment_intent.succeeded"]),
+    "processing": ({"pending": 1}, ["payment_intent.processing"]),
+    "requires_capture": ({"succeeded": 1, "uncaptured": 1}, ["payment_intent.amount_capturable_updated"]),
+    "requires_confirmation": ({}, []),
+    "requires_action": ({}, ["payment_intent.requires_action"]),
+    "requires_payment_method": ({"failed": 1}, ["payment_intent.payment_failed"]),
+    "canceled": ({}, ["payment_intent.canceled"]),
+}
+
+
+def test_the_forced_statuses_are_stripes():
+    import typing
+    hint = stripe.PaymentIntent.__annotations__["status"]  # Union[Literal[...], str]
+    literal = next(a for a in typing.get_args(hint) if typing.get_origin(a) is typing.Literal)
+    assert sorted(typing.get_args(literal)) == PI_STATUSES
+    assert sorted(FORCED) == PI_STATUSES == sorted(ss.PI_STATUSES)
+
+
+@pytest.mark.parametrize("status", PI_STATUSES)
+def test_a_fault_makes_the_next_intent_end_in_any_status_answered_200_and_saved(base, status):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, intent_status=status)
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": f"st-{status}"})
+    assert pi.status == status and pi.last_response.code == 200
+    made = charges(base)
+    assert {k: made[k] for k in ("succeeded", "pending", "failed", "uncaptured") if made[k]} == FORCED[status][0]
+    assert events_about(base, pi.id) == ["payment_intent.created"] + FORCED[status][1]
+    assert ctl(base, "GET", "/faults")["faults"] == []
+    replay = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": f"st-{status}"})
+    assert replay.id == pi.id and replay.status == status
+    assert replay.last_response.headers["Idempotent-Replayed"] == "true"
+    if status == "requires_capture":
+        assert (pi.amount_capturable, pi.amount_received, pi.capture_method) == (2500, 0, "manual")
+        ch = c.v1.charges.retrieve(pi.latest_charge)
+        assert ch.status == "succeeded" and ch.captured is False and ch.amount_captured == 0
+        assert ch.payment_method_details.card.capture_before == ch.created + 7 * DAY
+    elif status == "requires_action":
+        assert pi.next_action.type == "use_stripe_sdk" and pi.amount_received == 0
+    elif status == "requires_payment_method":
+        assert pi.last_payment_error.code == "card_declined" and pi.last_payment_error.type == "card_error"
+    elif status == "canceled":
+        assert pi.cancellation_reason == "automatic" and pi.canceled_at >= pi.created
+    elif status == "requires_confirmation":
+        assert pi.payment_method == pm.id and pi.latest_charge is None
+    elif status == "succeeded":
+        assert pi.amount_received == 2500
+
+
+def test_a_forced_processing_intent_settles_by_the_clock(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, intent_status="processing")
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm))
+    assert pi.status == "processing" and charges(base)["pending"] == 1
+    clock(base, advance=4 * DAY)
+    assert c.v1.payment_intents.retrieve(pi.id).status == "succeeded" and charges(base)["succeeded"] == 1
+
+
+def test_an_uncaptured_authorization_is_canceled_after_7_days(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, intent_status="requires_capture")
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm))
+    clock(base, advance=7 * DAY - 60)
+    assert c.v1.payment_intents.retrieve(pi.id).status == "requires_capture"
+    clock(base, advance=60)
+    done = c.v1.payment_intents.retrieve(pi.id)
+    assert (done.status, done.cancellation_reason, done.amount_capturable) == ("canceled", "automatic", 0)
+    assert done.canceled_at >= pi.created + 7 * DAY
+    ch = c.v1.charges.retrieve(pi.latest_charge)
+    assert ch.captured is False and ch.refunded is True and charges(base)["uncaptured"] == 0
+    assert event_about(receiver, "payment_intent.canceled", pi.id).data.object.cancellation_reason == "automatic"
+    assert events_about(base, pi.latest_charge) == ["charge.succeeded", "charge.expired"]
+
+
+def test_a_forced_cancel_takes_a_reason_and_an_unknown_status_is_refused(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, intent_status="canceled", cancellation_reason="fraudulent")
+    assert c.v1.payment_intents.create(params=charge_params(cus, pm)).cancellation_reason == "fraudulent"
+    with pytest.raises(urllib.error.HTTPError) as e:
+        fault(base, intent_status="pending")
+    assert e.value.code == 400
+
+
 # ------------------------------------------------------------------ lists, search, control API
 
 def test_list_by_customer_and_creation_and_search_by_metadata(base):
