@@ -39,8 +39,14 @@ payment_intent, ...}}`; a `Request-Id` header on every answer):
 - PaymentIntents: create with `amount`, `currency`, `customer`, `payment_method`,
   `confirm=true`, `off_session=true`, `metadata[...]`; confirm, cancel, retrieve, list
   (`customer`, `limit`, `created[gte|gt|lte|lt]`, `starting_after`, `ending_before`, newest
-  first) and search (`query=metadata['attempt']:'x' AND status:'succeeded'`, fields `metadata[..]`,
-  `status`, `customer`, `currency`, `amount`). A declined confirm answers 402 `card_error` with
+  first; `limit` 1..100, `has_more`), strongly consistent as Stripe's lists are (an intent is
+  listed the moment it exists), and search (`query=metadata['attempt']:'x' AND
+  status:'succeeded'`, fields `metadata[..]`, `status`, `customer`, `currency`, `amount`), which
+  is not: https://docs.stripe.com/search, "Data freshness" ("Don't use search for read-after-write
+  flows ... Under normal operating conditions, data is searchable in under 1 minute", the list
+  APIs "aren't subject to the availability delay"); an intent younger than `search_lag_s` on the
+  stand-in clock (/_standin/config; default 0, immediate) is not found yet (once indexed, search
+  sees its current state: the lag of updates is not modelled). A declined confirm answers 402 `card_error` with
   the intent in `requires_payment_method` (its `last_payment_error` set) and a failed charge.
   `pm_card_authenticationRequired` off-session: 402 `authentication_required` (code and
   decline_code), the intent in `requires_payment_method`, `payment_intent.payment_failed`, as
@@ -82,7 +88,8 @@ payment_intent, ...}}`; a `Request-Id` header on every answer):
   the answer is an `open` session, `payment_status: unpaid`, no PaymentIntent yet, and a `url`
   (the stand-in's own `/_standin/checkout_sessions/ID`, which says how to pay it). Paying it is
   the control API's (`/_standin/checkout_sessions/ID/pay`, below);
-- retrieve of charges, SetupIntents, Checkout Sessions and events (`GET /v1/events` too).
+- retrieve of charges, SetupIntents, Checkout Sessions and events (`GET /v1/events` too, with
+  `type` and `created[...]`).
 
 Idempotency, as Stripe documents it for API v1 (https://docs.stripe.com/api/idempotent_requests
 and https://docs.stripe.com/error-low-level#idempotency): an `Idempotency-Key` (POST only; up
@@ -118,10 +125,13 @@ Injectable faults and the control API, under `/_standin/` (JSON in and out, no a
                                  authorizations still held, never captured)
     GET    /_standin/events      every event, with its delivery attempts (?type=T filters)
     POST   /_standin/events/ID/resend   deliver an event again (a duplicate, or a held one)
-    POST   /_standin/reset       forget everything (objects, keys, faults, logs, pending webhooks)
+    POST   /_standin/reset       forget everything (objects, keys, faults, logs, pending webhooks,
+                                 processing and authorized intents), the clock back on real time,
+                                 key_ttl_s, settle_after_s and search_lag_s back to their defaults
+                                 (the webhook settings and rate limit are kept)
     POST   /_standin/config      {"webhook_url", "webhook_secret", "retry_schedule": [s, ...],
                                  "enabled_events": [...], "rate_limit": N | null, "key_ttl_s": N,
-                                 "settle_after_s": N}
+                                 "settle_after_s": N, "search_lag_s": N}
                                  (durations in seconds of the stand-in clock; reset restores them)
     POST   /_standin/setup_intents       a customer completes a setup: {"customer"?, "email"?,
            "payment_method"? (default pm_card_visa), "metadata"?} -> customer (created if absent),
@@ -222,8 +232,8 @@ bucket can be shown to keep under it.
 Not emulated: other endpoints and parameters (an unknown parameter is a 400, as on Stripe),
 Checkout's Prices and Products (`line_items[n][price]` is a `resource_missing`), its setup and
 subscription modes through /v1, session expiry, tax, discounts, embedded UI modes,
-amounts' currency-specific minimums beyond usd/eur/gbp, the search index's lag (Stripe's search
-can be a minute behind; here it is immediate), the per-endpoint and per-object limits,
+amounts' currency-specific minimums beyond usd/eur/gbp, the search index's lag for updates (only
+new intents lag, by `search_lag_s`), the per-endpoint and per-object limits,
 API versions (one `--api-version` for every event), Connect, refunds, disputes, Billing,
 delayed-notification methods other than SEPA Direct Debit (ACH, Bacs, BECS), SEPA's mandates
 (a charge names a made-up `mandate_...`), its `eur`-only rule (any currency is debited here), the
@@ -545,6 +555,7 @@ class StandIn:
             self.clock_offset = 0.0  # the stand-in clock: real time + this (see `now`)
             self.key_ttl_s = DEFAULT_KEY_TTL_S
             self.settle_after_s = DEFAULT_SETTLE_AFTER_S
+            self.search_lag_s = 0  # how long a new intent stays out of search (Stripe: usually < 1 min)
             self.deliverer.generation += 1
 
     # ---- the clock
@@ -955,7 +966,8 @@ class Api:
         pm = {"id": new_id("pm_"), "object": "payment_method", "created": self.s.now(), "livemode": False,
               "type": "card", "customer": customer, "metadata": metadata or {}, "allow_redisplay": "unspecified",
               "billing_details": {"address": None, "email": None, "name": None, "phone": None},
-              "card": {"brand": brand, "last4": last4, "exp_month": 12, "exp_year": time.gmtime(self.s.now()).tm_year + 3,
+              "card": {"brand": brand, "last4": last4, "exp_month": 12,
+                       "exp_year": time.gmtime(self.s.now()).tm_year + 3,
                        "funding": "debit" if card_name.endswith("debit") else "credit", "country": "US",
                        "checks": {"address_line1_check": None, "address_postal_code_check": None,
                                   "cvc_check": "pass"},
@@ -1335,9 +1347,9 @@ class Api:
         check_params(p, {"client_secret"})
         return self.s.get("payment_intent", "pi_", pid)
 
-    def pi_list(self, ctx, p):
-        check_params(p, {"customer", "limit", "starting_after", "ending_before", "created"})
-        cid = as_str(p, "customer")
+    @staticmethod
+    def _created_filter(p):
+        """`created=T` or `created[gt|gte|lt|lte]=T` as a predicate on an object's `created`."""
         created = p.get("created")
         bounds = {}
         if isinstance(created, str):
@@ -1350,13 +1362,16 @@ class Api:
                 bounds[op] = as_int(created, op)
                 if bounds[op] is None:
                     raise invalid("Invalid integer", param=f"created[{op}]")
+        return lambda t: (("gt" not in bounds or t > bounds["gt"]) and ("gte" not in bounds or t >= bounds["gte"])
+                          and ("lt" not in bounds or t < bounds["lt"]) and ("lte" not in bounds or t <= bounds["lte"]))
 
-        def keep(o):
-            t = o["created"]
-            return ((cid is None or o["customer"] == cid)
-                    and ("gt" not in bounds or t > bounds["gt"]) and ("gte" not in bounds or t >= bounds["gte"])
-                    and ("lt" not in bounds or t < bounds["lt"]) and ("lte" not in bounds or t <= bounds["lte"]))
-        return self._list(p, "pi_", "/v1/payment_intents", keep)
+    def pi_list(self, ctx, p):
+        """Strongly consistent, as Stripe's lists are: an intent is listed the moment it exists."""
+        check_params(p, {"customer", "limit", "starting_after", "ending_before", "created"})
+        cid = as_str(p, "customer")
+        in_range = self._created_filter(p)
+        return self._list(p, "pi_", "/v1/payment_intents",
+                          lambda o: (cid is None or o["customer"] == cid) and in_range(o["created"]))
 
     def pi_search(self, ctx, p):
         check_params(p, {"query", "limit", "page"})
@@ -1385,7 +1400,13 @@ class Api:
                         return False
             return True
         limit = as_int(p, "limit", minimum=1) or 10
-        found = sorted((o for o in self.s.objects.values() if o["id"].startswith("pi_") and keep(o)),
+        if limit > 100:
+            raise invalid("This value must be less than or equal to 100.", param="limit",
+                          code="parameter_invalid_integer")
+        # not read-after-write: an intent younger than `search_lag_s` on the clock is not indexed yet
+        indexed_before = self.s.now() - self.s.search_lag_s
+        found = sorted((o for o in self.s.objects.values()
+                        if o["id"].startswith("pi_") and o["created"] <= indexed_before and keep(o)),
                        key=lambda o: -self.s.seq[o["id"]])
         start = int(p.get("page") or 0) if str(p.get("page") or "0").isdigit() else 0
         page = found[start:start + limit]
@@ -1443,7 +1464,9 @@ class Api:
     def event_list(self, ctx, p):
         check_params(p, {"type", "limit", "starting_after", "ending_before", "created"})
         t = as_str(p, "type")
-        return self._list(p, "evt_", "/v1/events", lambda o: t is None or o["type"] == t)
+        in_range = self._created_filter(p)
+        return self._list(p, "evt_", "/v1/events",
+                          lambda o: (t is None or o["type"] == t) and in_range(o["created"]))
 
     # ---- what a customer does in Stripe's pages (the control API)
     def complete_setup(self, ctx, spec):
@@ -1975,7 +1998,8 @@ class Handler(BaseHTTPRequestHandler):
             s.flush_events(ctx["events"], mode)
 
     # ---- the control API
-    DURATIONS = ("key_ttl_s", "settle_after_s")  # settings of /_standin/config in seconds of the stand-in clock
+    # settings of /_standin/config, in seconds of the stand-in clock
+    DURATIONS = ("key_ttl_s", "settle_after_s", "search_lag_s")
 
     def _control(self, method, url):
         s = self.s

@@ -1089,14 +1089,63 @@ def test_list_by_customer_and_creation_and_search_by_metadata(base):
     assert len(both.data) == 4
 
 
+def test_the_list_sees_an_intent_the_moment_it_exists_search_only_after_its_lag(base):
+    # https://docs.stripe.com/search, "Data freshness": "Don't use search for read-after-write
+    # flows ... Under normal operating conditions, data is searchable in under 1 minute ... use the
+    # various list APIs ... These APIs aren't subject to the availability delay"
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    assert ctl(base, "POST", "/config", {"search_lag_s": 60})["search_lag_s"] == 60
+    since = clock(base, set=1_800_000_000)
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm, "fresh"))
+    assert since <= pi.created <= since + 2
+    listed = c.v1.payment_intents.list(params={"customer": cus.id, "created": {"gte": since}, "limit": 100})
+    assert [p.id for p in listed.data] == [pi.id] and not listed.has_more
+    query = {"query": "metadata['attempt']:'fresh'"}
+    assert c.v1.payment_intents.search(params=query).data == []  # not indexed yet
+    clock(base, advance=59)
+    assert c.v1.payment_intents.search(params=query).data == []
+    clock(base, advance=1)
+    assert [p.id for p in c.v1.payment_intents.search(params=query).data] == [pi.id]
+    # the created bounds follow the clock: before `since`, nothing; events filter the same way
+    assert c.v1.payment_intents.list(params={"created": {"lt": since}}).data == []
+    assert {e.type for e in c.v1.events.list(params={"created": {"gte": since}, "limit": 100}).data} >= {
+        "payment_intent.created", "payment_intent.succeeded"}
+    assert c.v1.events.list(params={"created": {"lt": since}, "type": "payment_intent.created"}).data == []
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.payment_intents.list(params={"limit": 101})
+    assert e.value.param == "limit"
+    ctl(base, "POST", "/reset")
+    assert ctl(base, "POST", "/config", {})["search_lag_s"] == 0
+
+
+def test_a_page_of_the_list_goes_on_where_the_last_ended(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    made = [c.v1.payment_intents.create(params=charge_params(cus, pm, f"p{i}")) for i in range(5)]
+    first = c.v1.payment_intents.list(params={"customer": cus.id, "limit": 2})
+    rest = c.v1.payment_intents.list(params={"customer": cus.id, "limit": 100, "starting_after": first.data[-1].id})
+    assert [p.id for p in first.data + rest.data] == [p.id for p in reversed(made)]
+    assert first.has_more and not rest.has_more
+
+
 def test_reset_forgets_everything(base):
     c = client(base)
     cus, pm = customer_with_card(c)
     c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "kz"})
+    scus, spm = sepa_customer(base, c)
+    processing = c.v1.payment_intents.create(params={**charge_params(scus, spm), "currency": "eur"})
+    assert processing.status == "processing"
     fault(base, kind="lock_timeout")
+    ctl(base, "POST", "/config", {"key_ttl_s": 5, "settle_after_s": 7, "search_lag_s": 9})
+    clock(base, advance=30 * DAY)
     ctl(base, "POST", "/reset")
     assert charges(base)["data"] == [] and ctl(base, "GET", "/requests")["data"] == []
     assert ctl(base, "GET", "/faults")["faults"] == []
+    assert abs(clock(base) - time.time()) <= 2
+    assert {k: v for k, v in ctl(base, "POST", "/config", {}).items() if k.endswith("_s")} == {
+        "key_ttl_s": 86400, "settle_after_s": 4 * DAY, "search_lag_s": 0}
+    assert ctl(base, "GET", "/events")["data"] == []  # the forgotten intent never settles
     with pytest.raises(stripe.InvalidRequestError):
         c.v1.customers.retrieve(cus.id)
 
