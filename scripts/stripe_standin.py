@@ -214,9 +214,10 @@ default `/v1/payment_intents`) and optionally `idempotency_key`, for `times` req
 Webhooks: `payment_intent.succeeded`, `payment_intent.payment_failed`,
 `payment_intent.requires_action`, `payment_intent.processing`, `payment_intent.canceled`,
 `setup_intent.succeeded`, `payment_method.detached` and `checkout.session.completed`
-(`--webhook-events` changes the set; `payment_intent.created`, `charge.succeeded`,
-`charge.pending`, `charge.failed`, `customer.created` and `payment_method.attached` are raised
-too, kept in /_standin/events and GET /v1/events, delivered only if listed) are POSTed to
+(`--webhook-events` changes the set; `payment_intent.created`,
+`payment_intent.amount_capturable_updated`, `charge.succeeded`, `charge.pending`, `charge.failed`,
+`charge.expired`, `customer.created` and `payment_method.attached` are raised too, kept in
+/_standin/events and GET /v1/events, delivered only if listed) are POSTed to
 `--webhook-url` as Stripe event objects (`id evt_...`, `object: event`, `api_version`,
 `created`, `type`, `data.object`, `livemode: false`, `pending_webhooks`, `request: {id,
 idempotency_key}`) with `Stripe-Signature: t=<now>,v1=<HMAC-SHA256 of "t.payload" keyed with
@@ -235,7 +236,8 @@ subscription modes through /v1, session expiry, tax, discounts, embedded UI mode
 amounts' currency-specific minimums beyond usd/eur/gbp, the search index's lag for updates (only
 new intents lag, by `search_lag_s`), the per-endpoint and per-object limits,
 API versions (one `--api-version` for every event), Connect, refunds, disputes, Billing,
-delayed-notification methods other than SEPA Direct Debit (ACH, Bacs, BECS), SEPA's mandates
+capture (`/v1/payment_intents/ID/capture`, `capture_method=manual` on create: an uncaptured
+authorization comes only from the `intent_status` fault), delayed-notification methods other than SEPA Direct Debit (ACH, Bacs, BECS), SEPA's mandates
 (a charge names a made-up `mandate_...`), its `eur`-only rule (any currency is debited here), the
 "three minutes" between Stripe's non-delayed and `Delayed` test IBANs (both settle by
 `settle_after_s`), `pm_disputed_*` and the weekly-limit IBANs, a SEPA method in Checkout (its
@@ -567,8 +569,9 @@ class StandIn:
 
     def tick(self) -> list:
         """What is due on the stand-in clock, done: processing intents whose charge is at least
-        `settle_after_s` old settle. Run on every request and when the clock moves. Returns the
-        events raised (for `flush_events`)."""
+        `settle_after_s` old settle, and authorizations at least 7 days old are released (their
+        intents canceled). Run on every request and when the clock moves. Returns the events raised
+        (for `flush_events`)."""
         with self.lock:
             ctx = {"request_id": None, "idempotency_key": None, "events": []}
             now, api = self.now(), Api(self)
