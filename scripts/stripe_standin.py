@@ -27,13 +27,26 @@ payment_intent, ...}}`; a `Request-Id` header on every answer):
   without `visa_` both work; every test card attaches here and declines when charged, where
   Stripe documents `pm_card_chargeCustomerFail` as the one that attaches and then declines;
   `pm_card_authenticationRequired` needs 3DS on every charge), `tok_<same names>` in
-  `card[token]`; create, retrieve, list, attach (a test id attaches a new `pm_...` copy, as on
-  Stripe), detach (`payment_method.detached`; a detached method can't be used again);
+  `card[token]`; SEPA Direct Debit, a delayed-notification method (below): Stripe's test
+  PaymentMethods `pm_success_<cc>`, `pm_successDelayed_<cc>` (settle succeeded), `pm_failed_<cc>`,
+  `pm_failedDelayed_<cc>`, `pm_insufficientFunds_<cc>` (settle failed) for cc = at, de, fr
+  (https://docs.stripe.com/payments/sepa-debit/accept-a-payment, "Test your integration"; their
+  IBANs in `sepa_debit[iban]` with `type=sepa_debit`), and the stand-in's own `pm_sepa_debit`
+  (settles succeeded) and `pm_sepa_debit_fails` (settles failed), not Stripe's names; their
+  PaymentMethods have `type: sepa_debit` and a `sepa_debit` (bank_code, branch_code, country,
+  fingerprint, last4); create, retrieve, list, attach (a test id attaches a new `pm_...` copy, as
+  on Stripe), detach (`payment_method.detached`; a detached method can't be used again);
 - PaymentIntents: create with `amount`, `currency`, `customer`, `payment_method`,
   `confirm=true`, `off_session=true`, `metadata[...]`; confirm, cancel, retrieve, list
   (`customer`, `limit`, `created[gte|gt|lte|lt]`, `starting_after`, `ending_before`, newest
-  first) and search (`query=metadata['attempt']:'x' AND status:'succeeded'`, fields `metadata[..]`,
-  `status`, `customer`, `currency`, `amount`). A declined confirm answers 402 `card_error` with
+  first; `limit` 1..100, `has_more`), strongly consistent as Stripe's lists are (an intent is
+  listed the moment it exists), and search (`query=metadata['attempt']:'x' AND
+  status:'succeeded'`, fields `metadata[..]`, `status`, `customer`, `currency`, `amount`), which
+  is not: https://docs.stripe.com/search, "Data freshness" ("Don't use search for read-after-write
+  flows ... Under normal operating conditions, data is searchable in under 1 minute", the list
+  APIs "aren't subject to the availability delay"); an intent younger than `search_lag_s` on the
+  stand-in clock (/_standin/config; default 0, immediate) is not found yet (once indexed, search
+  sees its current state: the lag of updates is not modelled). A declined confirm answers 402 `card_error` with
   the intent in `requires_payment_method` (its `last_payment_error` set) and a failed charge.
   `pm_card_authenticationRequired` off-session: 402 `authentication_required` (code and
   decline_code), the intent in `requires_payment_method`, `payment_intent.payment_failed`, as
@@ -42,7 +55,27 @@ payment_intent, ...}}`; a `Request-Id` header on every answer):
   request also fails with a 402 HTTP status code and the status of the PaymentIntent is
   requires_payment_method"); on-session: 200 with the intent in `requires_action`
   (`next_action.type = use_stripe_sdk`) and `payment_intent.requires_action` (or the 402 with
-  `error_on_requires_action=true`);
+  `error_on_requires_action=true`). Cancel raises `payment_intent.canceled`; it refuses (400
+  `payment_intent_unexpected_state`) an intent that is `succeeded`, `canceled` or `processing`.
+  A SEPA debit confirmed (on- or off-session) answers 200 with the intent `processing` (no
+  `last_payment_error`), a `pending` charge (`py_...`, `charge.pending`) and
+  `payment_intent.processing`: a delayed-notification method
+  (https://docs.stripe.com/payments/payment-methods#payment-notification: the intent stays
+  `processing` until the bank says; https://docs.stripe.com/payments/sepa-debit: "it can take up
+  to 14 business days to receive notification on the success or failure of a payment ... though
+  the average is 7 to 8 business days"). It is neither
+  confirmed nor canceled meanwhile. It settles when the stand-in clock reaches its charge's
+  `created` + `settle_after_s` (default 345600, 4 days; /_standin/config, read when checked, so
+  lowering it settles what it makes due), checked on every request and whenever the clock moves,
+  or when forced (/_standin/payment_intents/ID/settle): succeeded (the intent `succeeded`, the
+  charge `succeeded`, `charge.succeeded` and `payment_intent.succeeded`) or failed (the intent
+  `requires_payment_method`, its `last_payment_error` {type card_error, code
+  payment_method_provider_decline, decline_code insufficient_funds}, the charge `failed` with
+  `failure_code: insufficient_funds`, `charge.failed` and `payment_intent.payment_failed`).
+  Stripe documents the charge's failure code (for `pm_insufficientFunds_*`); the error's type and
+  code are the stand-in's choice. Settlement events carry `request: {id: null, idempotency_key:
+  null}` (no request raised them). The key's saved answer stays the 200 `processing` one (a
+  replay says `processing` after settlement: retrieve the intent, or wait for its event);
 - Checkout Sessions in payment mode: create (`mode`, `line_items[n]` priced inline with
   `price_data[currency|unit_amount|product_data[name]]` and a `quantity`, `success_url`,
   `cancel_url`, `client_reference_id`, `customer` or `customer_creation`, `customer_email`,
@@ -55,7 +88,8 @@ payment_intent, ...}}`; a `Request-Id` header on every answer):
   the answer is an `open` session, `payment_status: unpaid`, no PaymentIntent yet, and a `url`
   (the stand-in's own `/_standin/checkout_sessions/ID`, which says how to pay it). Paying it is
   the control API's (`/_standin/checkout_sessions/ID/pay`, below);
-- retrieve of charges, SetupIntents, Checkout Sessions and events (`GET /v1/events` too).
+- retrieve of charges, SetupIntents, Checkout Sessions and events (`GET /v1/events` too, with
+  `type` and `created[...]`).
 
 Idempotency, as Stripe documents it for API v1 (https://docs.stripe.com/api/idempotent_requests
 and https://docs.stripe.com/error-low-level#idempotency): an `Idempotency-Key` (POST only; up
@@ -66,7 +100,15 @@ missing customer, a 500), and replayed for the same key with `Idempotent-Replaye
 same key with another endpoint or other parameters: 400 `idempotency_error`. The same key while
 its first request still runs: 409 `idempotency_key_in_use`. Not saved (a retry runs anew):
 parameter validation failures (missing, unknown or malformed parameters), 401s, 409s, 429s and
-the injected faults of phase `before`. Keys never expire here (Stripe prunes after 24 h).
+the injected faults of phase `before`. Keys are pruned as Stripe documents ("keys can be removed
+from the system automatically after they're at least 24 hours old, and a new request is generated
+if a key is reused after the original is pruned"): a saved key whose first request is at least
+`key_ttl_s` old on the stand-in clock (default 86400; /_standin/config) is forgotten when next
+used, and that request runs anew (a new PaymentIntent and a new charge if it charges) and is saved
+anew. (Stripe says "can be removed": after 24 h a key may or may not be there; the stand-in always
+prunes, the case a client has to survive.) A key still running is never pruned. The scope is the
+API key, i.e. the Stripe account: nothing of the caller's (a tenant in `metadata`) separates two
+requests with the same key; they are the same request or an `idempotency_error`.
 
 Injectable faults and the control API, under `/_standin/` (JSON in and out, no auth):
 
@@ -75,13 +117,22 @@ Injectable faults and the control API, under `/_standin/` (JSON in and out, no a
     DELETE /_standin/faults      drop them
     GET    /_standin/requests    every /v1 request: method, path, query, idempotency_key, status,
                                  replayed, request_id, fault, reset (?path=PREFIX filters)
-    GET    /_standin/keys        idempotency keys: endpoint, state (running or done), saved status
-    GET    /_standin/charges     charges actually made ({"data", "succeeded", "failed"})
+    GET    /_standin/keys        idempotency keys: endpoint, state (running or done), saved status,
+                                 request_id, created (stand-in clock), expired (pruned when next used)
+    GET    /_standin/charges     charges actually made ({"data", "succeeded", "pending", "failed",
+                                 "uncaptured"}: a pending one, a bank debit not yet settled, moves
+                                 when it settles; "uncaptured" counts the `succeeded` ones that are
+                                 authorizations still held, never captured)
     GET    /_standin/events      every event, with its delivery attempts (?type=T filters)
     POST   /_standin/events/ID/resend   deliver an event again (a duplicate, or a held one)
-    POST   /_standin/reset       forget everything (objects, keys, faults, logs, pending webhooks)
+    POST   /_standin/reset       forget everything (objects, keys, faults, logs, pending webhooks,
+                                 processing and authorized intents), the clock back on real time,
+                                 key_ttl_s, settle_after_s and search_lag_s back to their defaults
+                                 (the webhook settings and rate limit are kept)
     POST   /_standin/config      {"webhook_url", "webhook_secret", "retry_schedule": [s, ...],
-                                 "enabled_events": [...], "rate_limit": N | null}
+                                 "enabled_events": [...], "rate_limit": N | null, "key_ttl_s": N,
+                                 "settle_after_s": N, "search_lag_s": N}
+                                 (durations in seconds of the stand-in clock; reset restores them)
     POST   /_standin/setup_intents       a customer completes a setup: {"customer"?, "email"?,
            "payment_method"? (default pm_card_visa), "metadata"?} -> customer (created if absent),
            payment method attached, a succeeded SetupIntent, `setup_intent.succeeded`
@@ -106,7 +157,20 @@ Injectable faults and the control API, under `/_standin/` (JSON in and out, no a
            the receiver is not fixed). A declining card answers its 402 and leaves the session
            open (paid again later, the same PaymentIntent is confirmed again); a card that asks
            for 3-D Secure answers 402 `authentication_required` (the stand-in completes no 3DS)
+    POST   /_standin/payment_intents/ID/settle  a processing intent settles now: {"outcome"?
+           succeeded|failed (default: as its method does)} -> {"object", "charge", "events"}
+    GET    /_standin/clock       the stand-in clock: {"now": UNIX_SECONDS}
+    POST   /_standin/clock       move it: {"advance": SECONDS} or {"set": UNIX_SECONDS} -> {"now": ...}
     GET    /_standin/health
+
+Time: one clock, the stand-in clock, gives every time the stand-in uses: objects' and events'
+`created`, `canceled_at`, idempotency keys' ages, settlement of delayed payments, the `created[...]`
+filters of lists, Checkout's `expires_at` bounds. It starts at real time and runs with it; POST
+/_standin/clock moves it (forward or back) and /_standin/reset puts it back on real time, so a
+test can live through days (a key's 24 hours, a debit's settlement, an authorization's 7 days) in
+a second. Not on that clock: webhook signatures (`t=` is the real time, because the receiver checks
+its 5-minute tolerance against its own real clock), delivery retries and the rate limiter (real
+seconds), and the `at` of /_standin/requests and of delivery attempts (real time, for logs).
 
 A fault matches requests by `method` (default POST), `path` (exact, or a prefix ending in `*`;
 default `/v1/payment_intents`) and optionally `idempotency_key`, for `times` requests (default
@@ -125,12 +189,35 @@ default `/v1/payment_intents`) and optionally `idempotency_key`, for `times` req
     delay_ms      hold the request this long while its key is in flight (to overlap requests)
     webhook       before | after (default) | never: deliver this request's events before the
                   answer is written, after it, or hold them (see /_standin/events/ID/resend)
+    intent_status one of the PaymentIntent statuses (stripe-python's `PaymentIntent.status`): the
+                  next matching POST /v1/payment_intents runs (the intent created, saved for the
+                  key, its events raised) but ends in this status, answered 200, so a client can
+                  be tested against each: `succeeded` (a succeeded charge); `processing` (as a
+                  SEPA debit: a pending charge, settled later by the clock, as its method does);
+                  `requires_capture` (an authorization: a succeeded charge with `captured: false`,
+                  `amount_capturable` = amount, `capture_method: manual`,
+                  `payment_intent.amount_capturable_updated`; an authorization not captured in
+                  time is released and its intent canceled,
+                  https://docs.stripe.com/payments/place-a-hold-on-a-payment-method: here after 7
+                  days on the clock, the charge's `payment_method_details.card.capture_before`
+                  (Stripe's window is 7 days for most card-not-present payments, 4 days 18 hours
+                  for Visa's merchant-initiated ones), then `charge.expired`, the intent
+                  `canceled` with `cancellation_reason: automatic`, `payment_intent.canceled`);
+                  `requires_confirmation` (nothing charged);
+                  `requires_action` (`next_action` 3DS, `payment_intent.requires_action`);
+                  `requires_payment_method` (a failed charge, `last_payment_error` as the method
+                  declines, a Visa's `card_declined`, `payment_intent.payment_failed`); `canceled`
+                  (`canceled_at`, `cancellation_reason` from the fault's `cancellation_reason`,
+                  default `automatic`, `payment_intent.canceled`). A status that needs a payment
+                  method uses the request's, else a new test Visa. Capture is not emulated.
 
 Webhooks: `payment_intent.succeeded`, `payment_intent.payment_failed`,
-`payment_intent.requires_action`, `setup_intent.succeeded`, `payment_method.detached` and
-`checkout.session.completed` (`--webhook-events` changes the set; `payment_intent.created`,
-`charge.succeeded`, `charge.failed`, `customer.created` and `payment_method.attached` are raised
-too, kept in /_standin/events and GET /v1/events, delivered only if listed) are POSTed to
+`payment_intent.requires_action`, `payment_intent.processing`, `payment_intent.canceled`,
+`setup_intent.succeeded`, `payment_method.detached` and `checkout.session.completed`
+(`--webhook-events` changes the set; `payment_intent.created`,
+`payment_intent.amount_capturable_updated`, `charge.succeeded`, `charge.pending`, `charge.failed`,
+`charge.expired`, `customer.created` and `payment_method.attached` are raised too, kept in
+/_standin/events and GET /v1/events, delivered only if listed) are POSTed to
 `--webhook-url` as Stripe event objects (`id evt_...`, `object: event`, `api_version`,
 `created`, `type`, `data.object`, `livemode: false`, `pending_webhooks`, `request: {id,
 idempotency_key}`) with `Stripe-Signature: t=<now>,v1=<HMAC-SHA256 of "t.payload" keyed with
@@ -146,11 +233,17 @@ bucket can be shown to keep under it.
 Not emulated: other endpoints and parameters (an unknown parameter is a 400, as on Stripe),
 Checkout's Prices and Products (`line_items[n][price]` is a `resource_missing`), its setup and
 subscription modes through /v1, session expiry, tax, discounts, embedded UI modes,
-amounts' currency-specific minimums beyond usd/eur/gbp, the search index's lag (Stripe's search
-can be a minute behind; here it is immediate), the per-endpoint and per-object limits, key expiry,
+amounts' currency-specific minimums beyond usd/eur/gbp, the search index's lag for updates (only
+new intents lag, by `search_lag_s`), the per-endpoint and per-object limits,
 API versions (one `--api-version` for every event), Connect, refunds, disputes, Billing,
-asynchronous payment methods, 3DS completion, webhook endpoints' management API, event ordering
-guarantees beyond "in the order raised, retries interleaved".
+capture (`/v1/payment_intents/ID/capture`, `capture_method=manual` on create: an uncaptured
+authorization comes only from the `intent_status` fault), delayed-notification methods other than SEPA Direct Debit (ACH, Bacs, BECS), SEPA's mandates
+(a charge names a made-up `mandate_...`), its `eur`-only rule (any currency is debited here), the
+"three minutes" between Stripe's non-delayed and `Delayed` test IBANs (both settle by
+`settle_after_s`), `pm_disputed_*` and the weekly-limit IBANs, a SEPA method in Checkout (its
+`checkout.session.async_payment_*` events; paying a session with one is a 400 here), 3DS
+completion, webhook endpoints' management API, event ordering guarantees beyond "in the order
+raised, retries interleaved".
 """
 
 from __future__ import annotations
@@ -178,10 +271,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DEFAULT_API_VERSION = "2026-10-28.endive"  # stripe-python 16.1.0's _ApiVersion.CURRENT
 DEFAULT_RETRY_SCHEDULE = (0.5, 2.0, 5.0, 15.0, 30.0)
+DEFAULT_KEY_TTL_S = 86400  # Stripe prunes idempotency keys once they are at least 24 hours old
+CAPTURE_WINDOW_S = 7 * 86400  # Stripe cancels an uncaptured card authorization after 7 days
+PI_STATUSES = ("canceled", "processing", "requires_action", "requires_capture", "requires_confirmation",
+               "requires_payment_method", "succeeded")  # stripe-python's PaymentIntent.status
+DEFAULT_SETTLE_AFTER_S = 4 * 86400  # a SEPA debit: up to 14 business days, on average 7 to 8
 DEFAULT_EVENTS = (
     "payment_intent.succeeded",
     "payment_intent.payment_failed",
     "payment_intent.requires_action",
+    "payment_intent.processing",
+    "payment_intent.canceled",
     "setup_intent.succeeded",
     "payment_method.detached",
     "checkout.session.completed",
@@ -235,6 +335,52 @@ def card_name_of(pm_or_token: str):
     if name not in CARDS and name.startswith("visa_"):
         name = name[len("visa_"):]
     return name if name in CARDS else None
+
+
+# SEPA Direct Debit, a delayed-notification method: the intent is `processing` until the debit
+# settles (https://docs.stripe.com/payments/payment-methods#payment-notification). Stripe's test
+# PaymentMethods (https://docs.stripe.com/payments/sepa-debit/accept-a-payment, "Test your
+# integration": `pm_success_at` ... one per IBAN) for three of its countries, and the stand-in's
+# own two names. name -> (IBAN, fails)
+SEPA_IBANS = {
+    "at": ("AT611904300234573201", "AT321904300235473204", "AT861904300235473202", "AT051904300235473205",
+           "AT981904300002222227"),
+    "de": ("DE89370400440532013000", "DE08370400440532013003", "DE62370400440532013001", "DE78370400440532013004",
+           "DE65370400440002222227"),
+    "fr": ("FR1420041010050500013M02606", "FR3020041010050500013M02609", "FR8420041010050500013M02607",
+           "FR7920041010050500013M02600", "FR9720041010050000002222227"),
+}
+SEPA = {"sepa_debit": (SEPA_IBANS["at"][0], False), "sepa_debit_fails": (SEPA_IBANS["at"][2], True)}
+for _cc, _ibans in SEPA_IBANS.items():
+    for _outcome, _iban in zip(("success", "successDelayed", "failed", "failedDelayed", "insufficientFunds"), _ibans):
+        SEPA[f"{_outcome}_{_cc}"] = (_iban, not _outcome.startswith("success"))
+# What a failed debit says. Stripe documents the charge's `failure_code` (`insufficient_funds` for
+# pm_insufficientFunds_*); the PaymentIntent's `last_payment_error` (type, code) is the stand-in's
+# choice, Stripe's docs not giving it for bank debits.
+SEPA_FAILURE = {"code": "payment_method_provider_decline", "decline_code": "insufficient_funds",
+                "failure_code": "insufficient_funds",
+                "message": "The customer's bank account has insufficient funds to cover this payment."}
+
+
+def sepa_name_of(pm_id: str):
+    """The SEPA test method behind `pm_sepa_debit`, `pm_sepa_debit_fails`, `pm_success_at`, ..., or None."""
+    m = re.fullmatch(r"pm_(.+)", pm_id or "")
+    return m.group(1) if m and m.group(1) in SEPA else None
+
+
+def method_name_of(pm_id: str):
+    """The test method (a card's or a SEPA debit's name) behind a test id, or None."""
+    return card_name_of(pm_id) or sepa_name_of(pm_id)
+
+
+def iban_parts(iban: str) -> dict:
+    """`sepa_debit` of a PaymentMethod: Stripe shows the bank (and branch) code, never the IBAN."""
+    country, bban = iban[:2], iban[4:]
+    bank, branch = {"AT": (bban[:5], ""), "DE": (bban[:8], ""), "FR": (bban[:5], bban[5:10])}.get(
+        country, (bban[:4], ""))
+    return {"bank_code": bank, "branch_code": branch, "country": country,
+            "fingerprint": hashlib.sha256(iban.encode()).hexdigest()[:16], "generated_from": None,
+            "last4": iban[-4:]}
 
 
 # ------------------------------------------------------------------ form encoding
@@ -346,6 +492,8 @@ def make_fault(spec: dict) -> dict:
         raise ValueError("phase is before or after")
     if f.get("webhook", "after") not in ("before", "after", "never"):
         raise ValueError("webhook is before, after or never")
+    if f.get("intent_status") is not None and f["intent_status"] not in PI_STATUSES:
+        raise ValueError(f"intent_status is one of {list(PI_STATUSES)}")
     return f
 
 
@@ -363,11 +511,12 @@ def fault_error(f: dict):
 # ------------------------------------------------------------------ the stand-in's state
 
 class IdemEntry:
-    __slots__ = ("endpoint", "params", "state", "status", "body", "request_id")
+    __slots__ = ("endpoint", "params", "state", "status", "body", "request_id", "created")
 
-    def __init__(self, endpoint, params, request_id):
+    def __init__(self, endpoint, params, request_id, created):
         self.endpoint, self.params, self.request_id = endpoint, params, request_id
         self.state, self.status, self.body = "running", None, None
+        self.created = created  # its first request, on the stand-in clock
 
 
 class StandIn:
@@ -393,7 +542,9 @@ class StandIn:
         with self.lock:
             self.objects: dict[str, dict] = {}   # id -> public object
             self.seq: dict[str, int] = {}         # id -> creation order (for lists)
-            self.cards: dict[str, str] = {}       # pm id -> test card name
+            self.cards: dict[str, str] = {}       # pm id -> test method name (CARDS or SEPA)
+            self.pending: set[str] = set()        # processing intents, settled by the clock (`tick`)
+            self.authorized: set[str] = set()     # requires_capture intents, canceled after 7 days
             self.detached: set[str] = set()
             self.idem: dict[tuple, IdemEntry] = {}
             self.faults: list[dict] = []
@@ -403,7 +554,44 @@ class StandIn:
             self.events: list[str] = []
             self.event_state: dict[str, dict] = {}
             self.counter = 0
+            self.clock_offset = 0.0  # the stand-in clock: real time + this (see `now`)
+            self.key_ttl_s = DEFAULT_KEY_TTL_S
+            self.settle_after_s = DEFAULT_SETTLE_AFTER_S
+            self.search_lag_s = 0  # how long a new intent stays out of search (Stripe: usually < 1 min)
             self.deliverer.generation += 1
+
+    # ---- the clock
+    def now(self) -> int:
+        """The stand-in clock, in Unix seconds: every time it gives (objects' and events' `created`,
+        key ages, settlement, list filters) comes from here. It runs with real time from where it was
+        last moved (POST /_standin/clock). Webhook signatures use the real time instead."""
+        return int(time.time() + self.clock_offset)
+
+    def tick(self) -> list:
+        """What is due on the stand-in clock, done: processing intents whose charge is at least
+        `settle_after_s` old settle, and authorizations at least 7 days old are released (their
+        intents canceled). Run on every request and when the clock moves. Returns the events raised
+        (for `flush_events`)."""
+        with self.lock:
+            ctx = {"request_id": None, "idempotency_key": None, "events": []}
+            now, api = self.now(), Api(self)
+            for pid in sorted(self.pending, key=lambda i: self.seq[i]):
+                pi = self.objects[pid]
+                if now >= self.objects[pi["latest_charge"]]["created"] + self.settle_after_s:
+                    api.settle(ctx, pi)
+            for pid in sorted(self.authorized, key=lambda i: self.seq[i]):
+                pi = self.objects[pid]
+                if now >= self.objects[pi["latest_charge"]]["created"] + CAPTURE_WINDOW_S:
+                    api.expire_authorization(ctx, pi)
+            return ctx["events"]
+
+    def move_clock(self, advance=None, set_to=None) -> int:
+        with self.lock:
+            if set_to is not None:
+                self.clock_offset = float(set_to) - time.time()
+            if advance is not None:
+                self.clock_offset += float(advance)
+            return self.now()
 
     # ---- objects
     def put(self, obj: dict) -> dict:
@@ -465,8 +653,11 @@ class StandIn:
         """None: run it (the key is now in flight); else the answer (status, body, headers, replayed)."""
         with self.lock:
             e = self.idem.get((api_key, key))
+            if e is not None and self.key_expired(e):
+                # pruned: Stripe forgets a key at least 24 hours old and runs its reuse as a new request
+                e = None
             if e is None:
-                self.idem[(api_key, key)] = IdemEntry(endpoint, params, request_id)
+                self.idem[(api_key, key)] = IdemEntry(endpoint, params, request_id, self.now())
                 return None
             if e.state == "running":
                 err = ApiError(409, "invalid_request_error",
@@ -488,6 +679,10 @@ class StandIn:
                 return 400, err.body, {}, False
             return e.status, e.body, {"Idempotent-Replayed": "true", "Original-Request": e.request_id}, True
 
+    def key_expired(self, e: IdemEntry) -> bool:
+        """A saved key old enough to be pruned (one still running is never: its request is in flight)."""
+        return e.state == "done" and self.now() - e.created >= self.key_ttl_s
+
     def idem_end(self, api_key, key, status=None, body=None):
         """Save the answer for the key, or (status None) forget the key: nothing was saved."""
         with self.lock:
@@ -504,7 +699,7 @@ class StandIn:
             "id": new_id("evt_"),
             "object": "event",
             "api_version": self.api_version,
-            "created": int(time.time()),
+            "created": self.now(),
             "data": {"object": public(obj, self)},  # its internal fields (`_…`) left out
             "livemode": False,
             "pending_webhooks": 1 if type_ in self.enabled_events else 0,
@@ -713,7 +908,7 @@ class Api:
                          "invoice_settings"})
         md = metadata_of(p)
         pm_id = as_str(p, "payment_method")
-        c = {"id": new_id("cus_", 14), "object": "customer", "created": int(time.time()), "livemode": False,
+        c = {"id": new_id("cus_", 14), "object": "customer", "created": self.s.now(), "livemode": False,
              "email": as_str(p, "email"), "name": as_str(p, "name"), "description": as_str(p, "description"),
              "phone": as_str(p, "phone"), "metadata": md, "balance": 0, "currency": None,
              "default_source": None, "delinquent": False,
@@ -762,11 +957,20 @@ class Api:
 
     # ---- payment methods
     def _new_pm(self, card_name, customer=None, metadata=None):
+        if card_name in SEPA:
+            pm = {"id": new_id("pm_"), "object": "payment_method", "created": self.s.now(), "livemode": False,
+                  "type": "sepa_debit", "customer": customer, "metadata": metadata or {},
+                  "allow_redisplay": "unspecified",
+                  "billing_details": {"address": None, "email": None, "name": None, "phone": None},
+                  "sepa_debit": iban_parts(SEPA[card_name][0])}
+            self.s.cards[pm["id"]] = card_name
+            return self.s.put(pm)
         brand, last4, _ = CARDS[card_name]
-        pm = {"id": new_id("pm_"), "object": "payment_method", "created": int(time.time()), "livemode": False,
+        pm = {"id": new_id("pm_"), "object": "payment_method", "created": self.s.now(), "livemode": False,
               "type": "card", "customer": customer, "metadata": metadata or {}, "allow_redisplay": "unspecified",
               "billing_details": {"address": None, "email": None, "name": None, "phone": None},
-              "card": {"brand": brand, "last4": last4, "exp_month": 12, "exp_year": time.gmtime().tm_year + 3,
+              "card": {"brand": brand, "last4": last4, "exp_month": 12,
+                       "exp_year": time.gmtime(self.s.now()).tm_year + 3,
                        "funding": "debit" if card_name.endswith("debit") else "credit", "country": "US",
                        "checks": {"address_line1_check": None, "address_postal_code_check": None,
                                   "cvc_check": "pass"},
@@ -777,15 +981,26 @@ class Api:
 
     def _resolve_pm(self, pm_id, param="payment_method"):
         """A usable payment method for `pm_id`: a test id makes a new one, as on Stripe."""
-        name = card_name_of(pm_id)
+        name = method_name_of(pm_id)
         if name and pm_id not in self.s.objects:
             return self._new_pm(name)
         return self.s.get("payment method", "pm_", pm_id, param)
 
     def pm_create(self, ctx, p):
-        check_params(p, {"type", "card", "metadata", "billing_details"})
-        if as_str(p, "type", required=True) != "card":
-            raise invalid("The stand-in only has card payment methods.", param="type", code="parameter_invalid")
+        check_params(p, {"type", "card", "sepa_debit", "metadata", "billing_details"})
+        type_ = as_str(p, "type", required=True)
+        if type_ == "sepa_debit":
+            iban = re.sub(r"\s", "", ((p.get("sepa_debit") or {}) if isinstance(p.get("sepa_debit"), dict)
+                                      else {}).get("iban") or "").upper()
+            name = next((n for n, (i, _) in SEPA.items() if i == iban and n not in
+                         ("sepa_debit", "sepa_debit_fails")), None)
+            if not name:
+                raise invalid("The stand-in takes Stripe's test IBANs only (e.g. AT611904300234573201).",
+                              param="sepa_debit[iban]", code="invalid_bank_account_iban")
+            return self._new_pm(name, metadata=metadata_of(p))
+        if type_ != "card":
+            raise invalid("The stand-in only has card and sepa_debit payment methods.", param="type",
+                          code="parameter_invalid")
         card = p.get("card")
         token = card.get("token") if isinstance(card, dict) else None
         if not token:
@@ -798,7 +1013,7 @@ class Api:
 
     def pm_get(self, ctx, p, pm_id):
         check_params(p, set())
-        if card_name_of(pm_id):
+        if method_name_of(pm_id):
             return self._resolve_pm(pm_id, None)
         return self.s.get("payment method", "pm_", pm_id)
 
@@ -878,19 +1093,21 @@ class Api:
         if cid:
             self.s.get("customer", "cus_", cid, "customer")
         pm = self._usable_pm(pm_param, cid) if pm_param else None
-        now = int(time.time())
+        now = self.s.now()
         pid = new_id("pi_3")
         pi = {"id": pid, "object": "payment_intent", "created": now, "livemode": False, "amount": amount,
               "amount_capturable": 0, "amount_received": 0, "capture_method": "automatic",
               "client_secret": f"{pid}_secret_{new_id('', 25)}", "confirmation_method": "automatic",
               "currency": currency, "customer": cid, "description": as_str(p, "description"),
               "last_payment_error": None, "latest_charge": None, "metadata": md, "next_action": None,
-              "payment_method": pm["id"] if pm else None, "payment_method_types": ["card"],
+              "payment_method": pm["id"] if pm else None, "payment_method_types": [pm["type"] if pm else "card"],
               "receipt_email": as_str(p, "receipt_email"), "setup_future_usage": as_str(p, "setup_future_usage"),
               "status": "requires_confirmation" if pm else "requires_payment_method",
               "canceled_at": None, "cancellation_reason": None, "statement_descriptor": None}
         self.s.put(pi)
         self.s.event(ctx, "payment_intent.created", pi)
+        if ctx.get("intent_status"):  # a fault: the intent ends in the status asked for
+            return self._force_status(ctx, pi, pm, ctx["intent_status"])
         if confirm:
             return self._confirm(ctx, pi, pm, off_session, erra)
         return pi
@@ -909,28 +1126,164 @@ class Api:
                            f"{cid or 'no Customer'}.", param="payment_method")
         return pm
 
-    def _charge(self, ctx, pi, pm, failure=None):
-        ch = {"id": new_id("ch_3"), "object": "charge", "created": int(time.time()), "livemode": False,
-              "amount": pi["amount"], "amount_captured": 0 if failure else pi["amount"], "amount_refunded": 0,
-              "balance_transaction": None if failure else new_id("txn_3"), "captured": not failure,
+    def _charge(self, ctx, pi, pm, failure=None, pending=False, authorize_only=False):
+        """A charge of the intent: succeeded, failed (`failure`), pending (a bank debit, until
+        `settle`), or an authorization not captured (`authorize_only`: succeeded, `captured: false`)."""
+        if pm["type"] == "sepa_debit":
+            details = {"type": "sepa_debit", "sepa_debit": {
+                **{k: pm["sepa_debit"][k] for k in ("bank_code", "branch_code", "country", "fingerprint",
+                                                    "last4")}, "mandate": new_id("mandate_")}}
+        else:
+            details = {"type": "card", "card": {"brand": pm["card"]["brand"], "last4": pm["card"]["last4"]}}
+        ch = {"id": new_id("ch_3" if pm["type"] == "card" else "py_3"), "object": "charge",
+              "created": self.s.now(), "livemode": False, "amount": pi["amount"], "amount_refunded": 0,
               "currency": pi["currency"], "customer": pi["customer"], "description": pi["description"],
-              "failure_code": failure and failure["code"], "failure_message": failure and failure["message"],
-              "metadata": dict(pi["metadata"]), "paid": not failure, "payment_intent": pi["id"],
-              "payment_method": pm["id"], "refunded": False, "status": "failed" if failure else "succeeded",
-              "outcome": {"network_status": "declined_by_network" if failure else "approved_by_network",
-                          "reason": failure and failure["decline_code"], "risk_level": "normal",
-                          "seller_message": "The bank did not return any further details with this decline."
-                          if failure else "Payment complete.",
-                          "type": "issuer_declined" if failure else "authorized"},
-              "payment_method_details": {"type": "card", "card": {"brand": pm["card"]["brand"],
-                                                                   "last4": pm["card"]["last4"]}}}
+              "metadata": dict(pi["metadata"]), "payment_intent": pi["id"], "payment_method": pm["id"],
+              "refunded": False, "payment_method_details": details}
+        self._charge_outcome(ch, "pending" if pending else "failed" if failure else "succeeded", failure)
+        if authorize_only:
+            ch.update(captured=False, amount_captured=0, balance_transaction=None)
+            if pm["type"] == "card":
+                details["card"]["capture_before"] = ch["created"] + CAPTURE_WINDOW_S
         self.s.put(ch)
         self.s.charges.append(ch["id"])
         self.s.charge_keys[ch["id"]] = ctx.get("idempotency_key")
-        self.s.event(ctx, "charge.failed" if failure else "charge.succeeded", ch)
+        self.s.event(ctx, "charge." + ch["status"], ch)
         return ch
 
+    @staticmethod
+    def _charge_outcome(ch, status, failure=None):
+        ok, code = status == "succeeded", failure and failure.get("failure_code", failure["code"])
+        ch.update(status=status, paid=ok, captured=status != "failed",
+                  amount_captured=0 if status == "failed" else ch["amount"],
+                  balance_transaction=None if status == "failed" else ch.get("balance_transaction") or new_id(
+                      "txn_3"), failure_code=code, failure_message=failure and failure["message"],
+                  outcome=None if status == "pending" else {
+                      "network_status": "declined_by_network" if failure else "approved_by_network",
+                      "reason": failure and failure["decline_code"], "risk_level": "normal",
+                      "seller_message": "The bank did not return any further details with this decline."
+                      if failure else "Payment complete.",
+                      "type": "issuer_declined" if failure else "authorized"})
+
+    def _failure(self, pm):
+        """How a payment with this method fails: the card's decline, or a bank debit's return."""
+        name = self.s.cards.get(pm["id"], "visa")
+        if name in SEPA:
+            return SEPA_FAILURE
+        outcome = CARDS[name][2]
+        if outcome == "auth":
+            return _decline("authentication_required", "authentication_required", AUTH_MESSAGE)
+        return outcome or _decline("card_declined", "generic_decline", DECLINED)
+
+    def _payment_error(self, pm, failure, ch):
+        """A `last_payment_error`, as on a declined intent."""
+        err = {"type": "card_error", "code": failure["code"], "decline_code": failure["decline_code"],
+               "message": failure["message"], "charge": ch["id"],
+               "doc_url": f"https://docs.stripe.com/error-codes/{failure['code'].replace('_', '-')}",
+               "payment_method": copy.deepcopy(pm)}
+        if failure.get("param"):
+            err["param"] = failure["param"]
+        return err
+
+    def _start_processing(self, ctx, pi, pm):
+        """A delayed-notification payment begun: the intent `processing`, its charge `pending`, until
+        the clock reaches the charge's `created` + `settle_after_s` (or /_standin/.../settle)."""
+        ch = self._charge(ctx, pi, pm, pending=True)
+        pi.update(status="processing", latest_charge=ch["id"], last_payment_error=None, next_action=None,
+                  payment_method=pm["id"], amount_received=0)
+        if pi["setup_future_usage"] and pi["customer"] and pm["customer"] is None:
+            self._attach(ctx, pm["id"], pi["customer"])
+        self.s.pending.add(pi["id"])
+        self.s.event(ctx, "payment_intent.processing", pi)
+        return pi
+
+    def _force_status(self, ctx, pi, pm, status):
+        """The intent made to end in `status` (the fault `intent_status`), as Stripe would leave it
+        there: what a client must handle for each status, on demand. A status that needs a payment
+        method uses the request's, else a new test Visa."""
+        if pm is None and status != "canceled":
+            pm = self._new_pm("visa")
+        if status == "succeeded":
+            ch = self._charge(ctx, pi, pm)
+            pi.update(status="succeeded", amount_received=pi["amount"], latest_charge=ch["id"],
+                      payment_method=pm["id"])
+            self.s.event(ctx, "payment_intent.succeeded", pi)
+        elif status == "processing":
+            self._start_processing(ctx, pi, pm)
+        elif status == "requires_capture":
+            ch = self._charge(ctx, pi, pm, authorize_only=True)
+            pi.update(status="requires_capture", capture_method="manual", amount_capturable=pi["amount"],
+                      latest_charge=ch["id"], payment_method=pm["id"])
+            self.s.authorized.add(pi["id"])
+            self.s.event(ctx, "payment_intent.amount_capturable_updated", pi)
+        elif status == "requires_confirmation":
+            pi.update(status="requires_confirmation", payment_method=pm["id"])
+        elif status == "requires_action":
+            pi.update(status="requires_action", payment_method=pm["id"], next_action={
+                "type": "use_stripe_sdk",
+                "use_stripe_sdk": {"type": "three_d_secure_redirect", "stripe_js": "https://hooks.stripe.com/"
+                                   "3d_secure_2/hosted", "source": new_id("src_")}})
+            self.s.event(ctx, "payment_intent.requires_action", pi)
+        elif status == "requires_payment_method":
+            failure = self._failure(pm)
+            ch = self._charge(ctx, pi, pm, failure)
+            pi.update(status="requires_payment_method", latest_charge=ch["id"], payment_method=None,
+                      last_payment_error=self._payment_error(pm, failure, ch))
+            self.s.event(ctx, "payment_intent.payment_failed", pi)
+        else:  # canceled
+            pi.update(status="canceled", canceled_at=self.s.now(),
+                      cancellation_reason=ctx.get("cancellation_reason") or "automatic")
+            self.s.event(ctx, "payment_intent.canceled", pi)
+        return pi
+
+    def expire_authorization(self, ctx, pi):
+        """An authorization not captured within 7 days: Stripe releases it and cancels the intent
+        (`cancellation_reason: automatic`)."""
+        ch = self.s.objects[pi["latest_charge"]]
+        self._release(pi)
+        self.s.event(ctx, "charge.expired", ch)
+        pi.update(status="canceled", canceled_at=self.s.now(), cancellation_reason="automatic")
+        self.s.event(ctx, "payment_intent.canceled", pi)
+        return pi
+
+    def _release(self, pi):
+        """An uncaptured authorization's hold given back (expired or its intent canceled)."""
+        if pi["id"] in self.s.authorized:
+            self.s.authorized.discard(pi["id"])
+            ch = self.s.objects[pi["latest_charge"]]
+            ch.update(refunded=True, amount_refunded=ch["amount"])
+            pi["amount_capturable"] = 0
+
+    def settle(self, ctx, pi, outcome=None):
+        """A processing intent's payment settles: `succeeded`, or `failed` (the intent back to
+        `requires_payment_method`); by default as its method does."""
+        ch = self.s.objects[pi["latest_charge"]]
+        pm = self.s.objects[ch["payment_method"]]
+        name = self.s.cards.get(pm["id"], "visa")
+        if outcome is None:
+            fails = SEPA[name][1] if name in SEPA else CARDS[name][2] is not None
+            outcome = "failed" if fails else "succeeded"
+        if outcome not in ("succeeded", "failed"):
+            raise ValueError("outcome is succeeded or failed")
+        self.s.pending.discard(pi["id"])
+        if outcome == "succeeded":
+            self._charge_outcome(ch, "succeeded")
+            pi.update(status="succeeded", amount_received=pi["amount"])
+            self.s.event(ctx, "charge.succeeded", ch)
+            self.s.event(ctx, "payment_intent.succeeded", pi)
+        else:
+            failure = self._failure(pm)
+            self._charge_outcome(ch, "failed", failure)
+            pi.update(status="requires_payment_method", payment_method=None,
+                      last_payment_error=self._payment_error(pm, failure, ch))
+            self.s.event(ctx, "charge.failed", ch)
+            self.s.event(ctx, "payment_intent.payment_failed", pi)
+        return pi
+
     def _confirm(self, ctx, pi, pm, off_session, error_on_requires_action=False):
+        pi["payment_method_types"] = [pm["type"]]
+        if pm["type"] == "sepa_debit":  # on- or off-session alike: no authentication, a debit begun
+            return self._start_processing(ctx, pi, pm)
         outcome = CARDS[self.s.cards.get(pm["id"], "visa")][2]
         if outcome is None:
             ch = self._charge(ctx, pi, pm)
@@ -947,15 +1300,9 @@ class Api:
                                    "3d_secure_2/hosted", "source": new_id("src_")}})
             self.s.event(ctx, "payment_intent.requires_action", pi)
             return pi
-        failure = _decline("authentication_required", "authentication_required", AUTH_MESSAGE) \
-            if outcome == "auth" else outcome
+        failure = self._failure(pm)
         ch = self._charge(ctx, pi, pm, failure)
-        err = {"type": "card_error", "code": failure["code"], "decline_code": failure["decline_code"],
-               "message": failure["message"], "charge": ch["id"],
-               "doc_url": f"https://docs.stripe.com/error-codes/{failure['code'].replace('_', '-')}",
-               "payment_method": copy.deepcopy(pm)}
-        if failure.get("param"):
-            err["param"] = failure["param"]
+        err = self._payment_error(pm, failure, ch)
         pi.update(status="requires_payment_method", latest_charge=ch["id"], next_action=None,
                   payment_method=None, last_payment_error=err)
         self.s.event(ctx, "payment_intent.payment_failed", pi)
@@ -987,11 +1334,14 @@ class Api:
     def pi_cancel(self, ctx, p, pid):
         check_params(p, {"cancellation_reason"})
         pi = self.s.get("payment_intent", "pi_", pid)
-        if pi["status"] in ("succeeded", "canceled"):
+        if pi["status"] in ("succeeded", "canceled", "processing"):  # a debit under way can't be stopped
             raise ApiError(400, "invalid_request_error",
-                           f"You cannot cancel this PaymentIntent because it has a status of {pi['status']}.",
+                           f"You cannot cancel this PaymentIntent because it has a status of {pi['status']}. "
+                           f"Only a PaymentIntent with one of the following statuses may be canceled: "
+                           f"requires_payment_method, requires_capture, requires_confirmation, requires_action.",
                            code="payment_intent_unexpected_state")
-        pi.update(status="canceled", canceled_at=int(time.time()),
+        self._release(pi)
+        pi.update(status="canceled", canceled_at=self.s.now(),
                   cancellation_reason=p.get("cancellation_reason"))
         self.s.event(ctx, "payment_intent.canceled", pi)
         return pi
@@ -1000,9 +1350,9 @@ class Api:
         check_params(p, {"client_secret"})
         return self.s.get("payment_intent", "pi_", pid)
 
-    def pi_list(self, ctx, p):
-        check_params(p, {"customer", "limit", "starting_after", "ending_before", "created"})
-        cid = as_str(p, "customer")
+    @staticmethod
+    def _created_filter(p):
+        """`created=T` or `created[gt|gte|lt|lte]=T` as a predicate on an object's `created`."""
         created = p.get("created")
         bounds = {}
         if isinstance(created, str):
@@ -1015,13 +1365,16 @@ class Api:
                 bounds[op] = as_int(created, op)
                 if bounds[op] is None:
                     raise invalid("Invalid integer", param=f"created[{op}]")
+        return lambda t: (("gt" not in bounds or t > bounds["gt"]) and ("gte" not in bounds or t >= bounds["gte"])
+                          and ("lt" not in bounds or t < bounds["lt"]) and ("lte" not in bounds or t <= bounds["lte"]))
 
-        def keep(o):
-            t = o["created"]
-            return ((cid is None or o["customer"] == cid)
-                    and ("gt" not in bounds or t > bounds["gt"]) and ("gte" not in bounds or t >= bounds["gte"])
-                    and ("lt" not in bounds or t < bounds["lt"]) and ("lte" not in bounds or t <= bounds["lte"]))
-        return self._list(p, "pi_", "/v1/payment_intents", keep)
+    def pi_list(self, ctx, p):
+        """Strongly consistent, as Stripe's lists are: an intent is listed the moment it exists."""
+        check_params(p, {"customer", "limit", "starting_after", "ending_before", "created"})
+        cid = as_str(p, "customer")
+        in_range = self._created_filter(p)
+        return self._list(p, "pi_", "/v1/payment_intents",
+                          lambda o: (cid is None or o["customer"] == cid) and in_range(o["created"]))
 
     def pi_search(self, ctx, p):
         check_params(p, {"query", "limit", "page"})
@@ -1050,7 +1403,13 @@ class Api:
                         return False
             return True
         limit = as_int(p, "limit", minimum=1) or 10
-        found = sorted((o for o in self.s.objects.values() if o["id"].startswith("pi_") and keep(o)),
+        if limit > 100:
+            raise invalid("This value must be less than or equal to 100.", param="limit",
+                          code="parameter_invalid_integer")
+        # not read-after-write: an intent younger than `search_lag_s` on the clock is not indexed yet
+        indexed_before = self.s.now() - self.s.search_lag_s
+        found = sorted((o for o in self.s.objects.values()
+                        if o["id"].startswith("pi_") and o["created"] <= indexed_before and keep(o)),
                        key=lambda o: -self.s.seq[o["id"]])
         start = int(p.get("page") or 0) if str(p.get("page") or "0").isdigit() else 0
         page = found[start:start + limit]
@@ -1088,7 +1447,10 @@ class Api:
 
     def charge_get(self, ctx, p, cid):
         check_params(p, set())
-        return self.s.get("charge", "ch_", cid)
+        ch = self.s.objects.get(cid) if isinstance(cid, str) else None
+        if ch is None or ch["object"] != "charge":  # `ch_` for cards, `py_` for other methods
+            raise missing("charge", cid)
+        return ch
 
     def seti_get(self, ctx, p, sid):
         check_params(p, {"client_secret"})
@@ -1105,7 +1467,9 @@ class Api:
     def event_list(self, ctx, p):
         check_params(p, {"type", "limit", "starting_after", "ending_before", "created"})
         t = as_str(p, "type")
-        return self._list(p, "evt_", "/v1/events", lambda o: t is None or o["type"] == t)
+        in_range = self._created_filter(p)
+        return self._list(p, "evt_", "/v1/events",
+                          lambda o: (t is None or o["type"] == t) and in_range(o["created"]))
 
     # ---- what a customer does in Stripe's pages (the control API)
     def complete_setup(self, ctx, spec):
@@ -1113,10 +1477,10 @@ class Api:
         pm = self._attach(ctx, spec.get("payment_method") or "pm_card_visa", cid, "payment_method")
         md = {str(k): str(v) for k, v in (spec.get("metadata") or {}).items()}
         sid = new_id("seti_1")
-        seti = {"id": sid, "object": "setup_intent", "created": int(time.time()), "livemode": False,
+        seti = {"id": sid, "object": "setup_intent", "created": self.s.now(), "livemode": False,
                 "client_secret": f"{sid}_secret_{new_id('', 25)}", "customer": cid, "description": None,
                 "last_setup_error": None, "metadata": md, "next_action": None, "payment_method": pm["id"],
-                "payment_method_types": ["card"], "status": "succeeded", "usage": spec.get("usage", "off_session"),
+                "payment_method_types": [pm["type"]], "status": "succeeded", "usage": spec.get("usage", "off_session"),
                 "latest_attempt": new_id("setatt_")}
         self.s.put(seti)
         self.s.event(ctx, "setup_intent.succeeded", seti)
@@ -1160,7 +1524,7 @@ class Api:
 
     def _new_session(self, mode, currency, amount, cid, md, ref, pid, success_url=None, cancel_url=None,
                      customer_creation=None, email=None, expires_at=None):
-        now = int(time.time())
+        now = self.s.now()
         sid = new_id("cs_test_a1", 56)
         return {"id": sid, "object": "checkout.session", "created": now, "livemode": False, "mode": mode,
                 "status": "open", "payment_status": "unpaid" if mode == "payment" else "no_payment_required",
@@ -1292,7 +1656,7 @@ class Api:
                 "param", "metadata")[len("metadata"):]
             raise
         expires_at = as_int(p, "expires_at")
-        if expires_at is not None and not time.time() + 1800 <= expires_at <= time.time() + 86400:
+        if expires_at is not None and not self.s.now() + 1800 <= expires_at <= self.s.now() + 86400:
             raise invalid("The `expires_at` timestamp must be between 30 minutes and 24 hours from Checkout "
                           "Session creation.", param="expires_at")
         # validated: the endpoint starts executing here; what follows is saved for the key
@@ -1325,6 +1689,10 @@ class Api:
             cid = self.customer_create(ctx, parse_form([("email", email or "")]))["id"]
             cs["customer"] = cid
         pm_id = spec.get("payment_method") or "pm_card_visa"
+        if sepa_name_of(pm_id) or self.s.cards.get(pm_id) in SEPA:
+            raise ApiError(400, "invalid_request_error", "The stand-in pays Checkout Sessions with cards only "
+                           "(a delayed method's checkout.session.async_payment_* events are not emulated).",
+                           param="payment_method")
         if cs.get("_pi"):
             pi = self.s.objects[cs["_pi"]]
             pi = self._confirm(ctx, pi, self._usable_pm(pm_id, pi["customer"]), False)
@@ -1501,6 +1869,8 @@ class Handler(BaseHTTPRequestHandler):
     # ---- dispatch
     def _handle(self, method):
         url = urllib.parse.urlsplit(self.path)
+        if url.path != "/_standin/health":  # what the clock made due happens before anything is seen
+            self.s.flush_events(self.s.tick(), "after")
         if url.path.startswith("/_standin/"):
             try:
                 self._control(method, url)
@@ -1600,7 +1970,9 @@ class Handler(BaseHTTPRequestHandler):
             entry["fault"] = name_of(fault)
         if fault and fault.get("delay_ms"):
             time.sleep(fault["delay_ms"] / 1000)  # the key is in flight meanwhile
-        ctx = {"request_id": rid, "idempotency_key": key, "events": []}
+        ctx = {"request_id": rid, "idempotency_key": key, "events": [],
+               "intent_status": (fault or {}).get("intent_status"),
+               "cancellation_reason": (fault or {}).get("cancellation_reason")}
         saved = True
         with s.lock:
             try:
@@ -1629,12 +2001,26 @@ class Handler(BaseHTTPRequestHandler):
             s.flush_events(ctx["events"], mode)
 
     # ---- the control API
+    # settings of /_standin/config, in seconds of the stand-in clock
+    DURATIONS = ("key_ttl_s", "settle_after_s", "search_lag_s")
+
     def _control(self, method, url):
         s = self.s
         path = url.path[len("/_standin"):]
         q = dict(urllib.parse.parse_qsl(url.query))
         if (method, path) == ("GET", "/health"):
             return self._send(200, {"ok": True})
+        if path == "/clock" and method in ("GET", "POST"):
+            spec = _json_body(self) if method == "POST" else {}
+            for k in spec:
+                if k not in ("advance", "set"):
+                    raise ValueError(f"unknown clock field {k!r}: advance (seconds) or set (Unix seconds)")
+            for k in ("advance", "set"):
+                if k in spec and (isinstance(spec[k], bool) or not isinstance(spec[k], (int, float))):
+                    raise ValueError(f"{k} is a number of seconds")
+            now = s.move_clock(spec.get("advance"), spec.get("set"))
+            s.flush_events(s.tick(), "after")
+            return self._send(200, {"now": now})
         if (method, path) == ("POST", "/reset"):
             s.reset()
             return self._send(200, {"reset": True})
@@ -1654,13 +2040,16 @@ class Handler(BaseHTTPRequestHandler):
         if (method, path) == ("GET", "/keys"):
             with s.lock:
                 data = [{"idempotency_key": k, "endpoint": e.endpoint, "state": e.state, "status": e.status,
-                         "request_id": e.request_id} for (_, k), e in s.idem.items()]
+                         "request_id": e.request_id, "created": e.created, "expired": s.key_expired(e)}
+                        for (_, k), e in s.idem.items()]
             return self._send(200, {"data": data})
         if (method, path) == ("GET", "/charges"):
             with s.lock:
                 data = [{**public(s.objects[c], s), "idempotency_key": s.charge_keys.get(c)} for c in s.charges]
-            return self._send(200, {"data": data, "succeeded": sum(c["status"] == "succeeded" for c in data),
-                                    "failed": sum(c["status"] == "failed" for c in data)})
+            return self._send(200, {"data": data, **{st: sum(c["status"] == st for c in data)
+                                                     for st in ("succeeded", "pending", "failed")},
+                                    "uncaptured": sum(c["status"] == "succeeded" and not c["captured"]
+                                                      and not c["refunded"] for c in data)})
         if (method, path) == ("GET", "/events"):
             return self._send(200, {"data": s.snapshot_events(q.get("type"))})
         m = re.fullmatch(r"/events/(evt_\w+)/resend", path)
@@ -1685,9 +2074,33 @@ class Handler(BaseHTTPRequestHandler):
                 if "rate_limit" in spec:
                     s.rate_limit = spec["rate_limit"] and int(spec["rate_limit"])
                     s.recent = []
+                for k in self.DURATIONS:
+                    if k in spec:
+                        v = spec[k]
+                        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                            raise ValueError(f"{k} is a number of seconds >= 0")
+                        setattr(s, k, v)
                 return self._send(200, {"webhook_url": s.webhook_url, "retry_schedule": s.retry_schedule,
                                         "rate_limit": s.rate_limit,
-                                        "enabled_events": sorted(s.enabled_events)})
+                                        "enabled_events": sorted(s.enabled_events),
+                                        **{k: getattr(s, k) for k in self.DURATIONS}})
+        m = re.fullmatch(r"/payment_intents/(pi_\w+)/settle", path)
+        if method == "POST" and m:
+            spec = _json_body(self)
+            ctx = {"request_id": None, "idempotency_key": None, "events": []}
+            with s.lock:
+                pi = s.objects.get(m.group(1))
+                if pi is None:
+                    return self._send(404, {"error": f"no payment intent {m.group(1)}"})
+                if pi["id"] not in s.pending:
+                    return self._send(400, {"error": f"{pi['id']} is {pi['status']}, not processing: "
+                                                     f"nothing to settle"})
+                Api(s).settle(ctx, pi, spec.get("outcome"))
+                out = {"object": public(pi, s), "charge": public(s.objects[pi["latest_charge"]], s),
+                       "events": ctx["events"]}
+            self._send(200, out)
+            s.flush_events(ctx["events"], "after")
+            return
         m = re.fullmatch(r"/checkout_sessions/(cs_\w+)", path)
         if method == "GET" and m:  # where a session's `url` points: the payer's page, as JSON
             with s.lock:

@@ -150,6 +150,21 @@ def requests_for(base, key):
     return [r for r in ctl(base, "GET", "/requests")["data"] if r["idempotency_key"] == key]
 
 
+DAY = 86400
+
+
+def clock(base, **move):
+    """The stand-in clock's time; moved first with advance=SECONDS or set=UNIX_SECONDS."""
+    return ctl(base, "POST", "/clock", move)["now"] if move else ctl(base, "GET", "/clock")["now"]
+
+
+def event_about(receiver, type_, obj_id):
+    """The first delivered `type_` event about `obj_id`, waited for (a late delivery of an earlier
+    test's event of the same type left out)."""
+    return wait_for(lambda: [e for e in receiver.events(type_) if e.data.object.id == obj_id],
+                    what=f"{type_} about {obj_id}")[0]
+
+
 def customer_with_card(c, card="pm_card_visa"):
     cus = c.v1.customers.create(params={"email": "ops@acme.test", "metadata": {"tenant": "acme"}})
     pm = c.v1.payment_methods.attach(card, params={"customer": cus.id})
@@ -231,6 +246,79 @@ def test_same_key_other_parameters_is_an_idempotency_error(base):
     with pytest.raises(stripe.IdempotencyError):  # another endpoint, same key
         c.v1.customers.create(params={}, options={"idempotency_key": "k"})
     assert charges(base)["succeeded"] == 1
+
+
+def key_info(base, key):
+    return next(k for k in ctl(base, "GET", "/keys")["data"] if k["idempotency_key"] == key)
+
+
+def test_a_key_is_pruned_once_24_hours_old_and_its_reuse_charges_again(base):
+    # https://docs.stripe.com/api/idempotent_requests: "keys can be removed from the system
+    # automatically after they're at least 24 hours old, and a new request is generated if a key
+    # is reused after the original is pruned"
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    t0 = clock(base)
+    first = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "day-old"})
+    assert t0 <= key_info(base, "day-old")["created"] <= clock(base)
+    clock(base, set=key_info(base, "day-old")["created"] + DAY - 5)
+    replay = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "day-old"})
+    assert replay.id == first.id and replay.last_response.headers["Idempotent-Replayed"] == "true"
+    assert key_info(base, "day-old")["expired"] is False
+    clock(base, advance=5)
+    assert key_info(base, "day-old")["expired"] is True  # shown until touched
+    again = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "day-old"})
+    assert again.id != first.id and again.status == "succeeded"
+    assert "Idempotent-Replayed" not in again.last_response.headers
+    assert charges(base)["succeeded"] == 2  # the customer charged twice: the key was the only guard
+    info = key_info(base, "day-old")  # saved anew, its age from the new request
+    assert info["created"] >= clock(base) - 2 and info["request_id"] == again.last_response.request_id
+    assert c.v1.payment_intents.create(params=charge_params(cus, pm),
+                                       options={"idempotency_key": "day-old"}).id == again.id
+
+
+def test_the_key_ttl_is_configurable_and_a_pruned_key_takes_other_parameters(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    assert ctl(base, "POST", "/config", {"key_ttl_s": 60})["key_ttl_s"] == 60
+    c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "short"})
+    with pytest.raises(stripe.IdempotencyError):
+        c.v1.payment_intents.create(params=charge_params(cus, pm, amount=900), options={"idempotency_key": "short"})
+    clock(base, advance=60)
+    other = c.v1.payment_intents.create(params=charge_params(cus, pm, amount=900), options={"idempotency_key": "short"})
+    assert other.amount == 900 and charges(base)["succeeded"] == 2
+    with pytest.raises(urllib.error.HTTPError) as e:
+        ctl(base, "POST", "/config", {"key_ttl_s": -1})
+    assert e.value.code == 400
+    ctl(base, "POST", "/reset")
+    assert ctl(base, "POST", "/config", {})["key_ttl_s"] == 86400
+
+
+def test_two_tenants_reusing_one_key_get_an_idempotency_error_nothing_run_or_saved(base, receiver):
+    # keys are scoped to the Stripe account (the API key), not to anything of ours: a key made up
+    # per tenant that collides is one request to Stripe, and the second tenant's is refused
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    acme = {**charge_params(cus, pm, "topup-1"), "metadata": {"tenant": "acme", "attempt": "topup-1"}}
+    globex = {**acme, "amount": 4000, "metadata": {"tenant": "globex", "attempt": "topup-1"}}
+    first = c.v1.payment_intents.create(params=acme, options={"idempotency_key": "topup-1"})
+    saved = key_info(base, "topup-1")
+    with pytest.raises(stripe.IdempotencyError) as e:
+        c.v1.payment_intents.create(params=globex, options={"idempotency_key": "topup-1"})
+    assert e.value.http_status == 400 and e.value.error.type == "idempotency_error"
+    assert e.value.error.message == (
+        "Keys for idempotent requests can only be used with the same parameters they were first used with. "
+        "Try using a key other than 'topup-1' if you meant to execute a different request.")
+    assert "Idempotent-Replayed" not in e.value.headers
+    assert key_info(base, "topup-1") == saved  # not saved: the first request's answer stays
+    assert [p.id for p in c.v1.payment_intents.list().data] == [first.id]  # not executed
+    assert charges(base)["succeeded"] == 1
+    assert [ev["event"]["data"]["object"]["metadata"].get("tenant") for ev in ctl(base, "GET", "/events")["data"]
+            if ev["event"]["type"].startswith("payment_intent.")] == ["acme", "acme"]
+    # the same key under another Stripe account (another secret key) is another key
+    other = client(base, key="sk_test_other_account").v1.payment_intents.create(
+        params=acme, options={"idempotency_key": "topup-1"})
+    assert other.id != first.id and "Idempotent-Replayed" not in other.last_response.headers
 
 
 def test_a_key_still_in_flight_answers_409(base):
@@ -459,8 +547,7 @@ def test_a_decline_posts_payment_failed(base, receiver):
     cus, pm = customer_with_card(c, "pm_card_visa_chargeDeclinedInsufficientFunds")
     with pytest.raises(stripe.CardError) as e:
         c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "kd"})
-    evt = wait_for(lambda: receiver.events("payment_intent.payment_failed"), what="payment_failed")[0]
-    assert evt.data.object.id == e.value.error.payment_intent.id
+    evt = event_about(receiver, "payment_intent.payment_failed", e.value.error.payment_intent.id)
     assert evt.data.object.last_payment_error.decline_code == "insufficient_funds"
     assert evt.request.idempotency_key == "kd"
 
@@ -744,6 +831,243 @@ def test_a_detached_method_posts_detached_and_cannot_be_charged(base, receiver):
     assert charges(base)["data"] == []
 
 
+# ------------------------------------------------------------------ the clock
+
+def test_the_clock_starts_at_real_time_and_moves_every_time_the_stand_in_gives(base, receiver):
+    c = client(base)
+    real = int(time.time())
+    assert abs(clock(base) - real) <= 2
+    later = clock(base, advance=10 * DAY)
+    assert abs(later - (real + 10 * DAY)) <= 2
+    cus, pm = customer_with_card(c)
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm))
+    for obj in (cus, pm, pi, c.v1.charges.retrieve(pi.latest_charge)):
+        assert later <= obj.created <= clock(base), obj.object
+    # the event's `created` is the stand-in's; its signature's t= the real time, which the receiver
+    # checks against its own clock (construct_event: 300 s tolerance): the delivery verifies
+    evt = wait_for(lambda: receiver.events("payment_intent.succeeded"), what="payment_intent.succeeded")[0]
+    assert evt.created >= later and evt.data.object.id == pi.id
+    assert clock(base, set=1_700_000_000) in (1_700_000_000, 1_700_000_001)
+    assert c.v1.customers.create(params={}).created - 1_700_000_000 in (0, 1, 2)
+    ctl(base, "POST", "/reset")
+    assert abs(clock(base) - int(time.time())) <= 2
+
+
+def test_the_clock_refuses_what_it_cannot_read(base):
+    for bad in ({"advance": "1d"}, {"sett": 5}):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            ctl(base, "POST", "/clock", bad)
+        assert e.value.code == 400
+
+
+# ------------------------------------------------------------------ delayed-notification methods
+
+def sepa_customer(base, c, pm="pm_sepa_debit"):
+    out = ctl(base, "POST", "/setup_intents", {"payment_method": pm, "metadata": {"tenant": "acme"}})
+    return c.v1.customers.retrieve(out["customer"]["id"]), out["payment_method"]["id"]
+
+
+def events_about(base, obj_id):
+    return [e["event"]["type"] for e in ctl(base, "GET", "/events")["data"]
+            if e["event"]["data"]["object"]["id"] == obj_id]
+
+
+def test_a_sepa_debit_method_attaches_like_a_card(base):
+    c = client(base)
+    cus, pm_id = sepa_customer(base, c)
+    pm = c.v1.payment_methods.retrieve(pm_id)
+    assert pm.type == "sepa_debit" and pm.customer == cus.id and "card" not in pm
+    assert (pm.sepa_debit.last4, pm.sepa_debit.country, pm.sepa_debit.bank_code) == ("3201", "AT", "19043")
+    # Stripe's own test PaymentMethods for SEPA (docs: sepa-debit/accept-a-payment) work too
+    for name, last4, country in (("pm_success_de", "3000", "DE"), ("pm_failed_fr", "2607", "FR"),
+                                 ("pm_insufficientFunds_at", "2227", "AT")):
+        made = c.v1.payment_methods.attach(name, params={"customer": cus.id})
+        assert made.id != name and (made.type, made.sepa_debit.last4, made.sepa_debit.country) == (
+            "sepa_debit", last4, country)
+    by_iban = c.v1.payment_methods.create(params={"type": "sepa_debit",
+                                                  "sepa_debit": {"iban": "AT61 1904 3002 3457 3201"}})
+    assert by_iban.sepa_debit.last4 == "3201"
+
+
+def test_an_off_session_sepa_debit_is_processing_until_it_settles_by_the_clock(base, receiver):
+    c = client(base)
+    cus, pm = sepa_customer(base, c)
+    params = {**charge_params(cus, pm), "currency": "eur"}
+    pi = c.v1.payment_intents.create(params=params, options={"idempotency_key": "sepa-1"})
+    assert pi.status == "processing" and pi.last_payment_error is None and pi.amount_received == 0
+    assert pi.payment_method_types == ["sepa_debit"]
+    ch = c.v1.charges.retrieve(pi.latest_charge)
+    assert ch.status == "pending" and ch.payment_method_details.type == "sepa_debit"
+    assert (charges(base)["pending"], charges(base)["succeeded"]) == (1, 0)
+    evt = event_about(receiver, "payment_intent.processing", pi.id)
+    assert evt.data.object.metadata["tenant"] == "acme"
+    # under way: neither confirmed again nor canceled
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.payment_intents.cancel(pi.id)
+    assert e.value.code == "payment_intent_unexpected_state" and "status of processing" in e.value.user_message
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.payment_intents.confirm(pi.id, params={"payment_method": pm})
+    assert e.value.code == "payment_intent_unexpected_state"
+    clock(base, advance=DAY - 60)
+    # the key's saved answer is the first one: a replay says processing, whatever happened since
+    replay = c.v1.payment_intents.create(params=params, options={"idempotency_key": "sepa-1"})
+    assert replay.status == "processing" and replay.last_response.headers["Idempotent-Replayed"] == "true"
+    clock(base, advance=3 * DAY)
+    assert c.v1.payment_intents.retrieve(pi.id).status == "processing"
+    clock(base, advance=60)  # moving the clock is enough: it settles what is due
+    assert (charges(base)["pending"], charges(base)["succeeded"]) == (0, 1)
+    settled = c.v1.payment_intents.retrieve(pi.id)
+    assert settled.status == "succeeded" and settled.amount_received == 2500
+    assert c.v1.charges.retrieve(pi.latest_charge).status == "succeeded"
+    evt = event_about(receiver, "payment_intent.succeeded", pi.id)
+    assert evt.data.object.metadata.to_dict() == {"tenant": "acme", "attempt": "att_1"}
+    assert evt.request.id is None  # raised by the settlement, not by a request
+    assert events_about(base, pi.id) == ["payment_intent.created", "payment_intent.processing",
+                                         "payment_intent.succeeded"]
+    assert events_about(base, pi.latest_charge) == ["charge.pending", "charge.succeeded"]
+
+
+def test_a_failing_sepa_debit_settles_failed(base, receiver):
+    c = client(base)
+    cus, pm = sepa_customer(base, c, "pm_sepa_debit_fails")
+    pi = c.v1.payment_intents.create(params={**charge_params(cus, pm), "currency": "eur"})
+    assert pi.status == "processing" and pi.last_payment_error is None
+    clock(base, advance=4 * DAY)
+    failed = c.v1.payment_intents.retrieve(pi.id)
+    assert failed.status == "requires_payment_method"
+    err = failed.last_payment_error
+    assert (err.type, err.code, err.decline_code) == ("card_error", "payment_method_provider_decline",
+                                                      "insufficient_funds")
+    ch = c.v1.charges.retrieve(pi.latest_charge)
+    assert ch.status == "failed" and ch.failure_code == "insufficient_funds"
+    assert (charges(base)["pending"], charges(base)["failed"], charges(base)["succeeded"]) == (0, 1, 0)
+    evt = event_about(receiver, "payment_intent.payment_failed", pi.id)
+    assert evt.data.object.metadata["tenant"] == "acme"
+    assert events_about(base, pi.latest_charge) == ["charge.pending", "charge.failed"]
+
+
+def test_settlement_is_checked_on_every_request_and_can_be_forced(base):
+    c = client(base)
+    cus, pm = sepa_customer(base, c)
+    assert ctl(base, "POST", "/config", {"settle_after_s": 3600})["settle_after_s"] == 3600
+    pis = [c.v1.payment_intents.create(params={**charge_params(cus, pm, f"a{i}"), "currency": "eur"})
+           for i in range(3)]
+    forced = ctl(base, "POST", f"/payment_intents/{pis[0].id}/settle", {"outcome": "failed"})
+    assert forced["object"]["status"] == "requires_payment_method" and forced["charge"]["status"] == "failed"
+    with pytest.raises(urllib.error.HTTPError) as e:  # settled already
+        ctl(base, "POST", f"/payment_intents/{pis[0].id}/settle", {})
+    assert e.value.code == 400
+    by_method = ctl(base, "POST", f"/payment_intents/{pis[1].id}/settle", {})
+    assert by_method["object"]["status"] == "succeeded"
+    ctl(base, "POST", "/config", {"settle_after_s": 0})  # now due: the next API request settles it
+    assert c.v1.payment_intents.retrieve(pis[2].id).status == "succeeded"
+    ctl(base, "POST", "/reset")
+    assert ctl(base, "POST", "/config", {})["settle_after_s"] == 4 * DAY
+
+
+def test_a_canceled_intent_posts_payment_intent_canceled(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    pi = c.v1.payment_intents.create(params={"amount": 2500, "currency": "usd", "customer": cus.id,
+                                             "payment_method": pm.id})
+    done = c.v1.payment_intents.cancel(pi.id, params={"cancellation_reason": "duplicate"})
+    assert done.status == "canceled" and done.cancellation_reason == "duplicate" and done.canceled_at
+    evt = event_about(receiver, "payment_intent.canceled", pi.id)
+    assert evt.data.object.cancellation_reason == "duplicate"
+
+
+# ------------------------------------------------------------------ every PaymentIntent status on demand
+
+# stripe-python's PaymentIntent.status Literal: every status a client may be handed
+PI_STATUSES = ["canceled", "processing", "requires_action", "requires_capture", "requires_confirmation",
+               "requires_payment_method", "succeeded"]
+FORCED = {  # status -> (charges by status, the events the intent raised after payment_intent.created)
+    "succeeded": ({"succeeded": 1}, ["payment_intent.succeeded"]),
+    "processing": ({"pending": 1}, ["payment_intent.processing"]),
+    "requires_capture": ({"succeeded": 1, "uncaptured": 1}, ["payment_intent.amount_capturable_updated"]),
+    "requires_confirmation": ({}, []),
+    "requires_action": ({}, ["payment_intent.requires_action"]),
+    "requires_payment_method": ({"failed": 1}, ["payment_intent.payment_failed"]),
+    "canceled": ({}, ["payment_intent.canceled"]),
+}
+
+
+def test_the_forced_statuses_are_stripes():
+    import typing
+    hint = stripe.PaymentIntent.__annotations__["status"]  # Union[Literal[...], str]
+    literal = next(a for a in typing.get_args(hint) if typing.get_origin(a) is typing.Literal)
+    assert sorted(typing.get_args(literal)) == PI_STATUSES
+    assert sorted(FORCED) == PI_STATUSES == sorted(ss.PI_STATUSES)
+
+
+@pytest.mark.parametrize("status", PI_STATUSES)
+def test_a_fault_makes_the_next_intent_end_in_any_status_answered_200_and_saved(base, status):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, intent_status=status)
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": f"st-{status}"})
+    assert pi.status == status and pi.last_response.code == 200
+    made = charges(base)
+    assert {k: made[k] for k in ("succeeded", "pending", "failed", "uncaptured") if made[k]} == FORCED[status][0]
+    assert events_about(base, pi.id) == ["payment_intent.created"] + FORCED[status][1]
+    assert ctl(base, "GET", "/faults")["faults"] == []
+    replay = c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": f"st-{status}"})
+    assert replay.id == pi.id and replay.status == status
+    assert replay.last_response.headers["Idempotent-Replayed"] == "true"
+    if status == "requires_capture":
+        assert (pi.amount_capturable, pi.amount_received, pi.capture_method) == (2500, 0, "manual")
+        ch = c.v1.charges.retrieve(pi.latest_charge)
+        assert ch.status == "succeeded" and ch.captured is False and ch.amount_captured == 0
+        assert ch.payment_method_details.card.capture_before == ch.created + 7 * DAY
+    elif status == "requires_action":
+        assert pi.next_action.type == "use_stripe_sdk" and pi.amount_received == 0
+    elif status == "requires_payment_method":
+        assert pi.last_payment_error.code == "card_declined" and pi.last_payment_error.type == "card_error"
+    elif status == "canceled":
+        assert pi.cancellation_reason == "automatic" and pi.canceled_at >= pi.created
+    elif status == "requires_confirmation":
+        assert pi.payment_method == pm.id and pi.latest_charge is None
+    elif status == "succeeded":
+        assert pi.amount_received == 2500
+
+
+def test_a_forced_processing_intent_settles_by_the_clock(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, intent_status="processing")
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm))
+    assert pi.status == "processing" and charges(base)["pending"] == 1
+    clock(base, advance=4 * DAY)
+    assert c.v1.payment_intents.retrieve(pi.id).status == "succeeded" and charges(base)["succeeded"] == 1
+
+
+def test_an_uncaptured_authorization_is_canceled_after_7_days(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, intent_status="requires_capture")
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm))
+    clock(base, advance=7 * DAY - 60)
+    assert c.v1.payment_intents.retrieve(pi.id).status == "requires_capture"
+    clock(base, advance=60)
+    done = c.v1.payment_intents.retrieve(pi.id)
+    assert (done.status, done.cancellation_reason, done.amount_capturable) == ("canceled", "automatic", 0)
+    assert done.canceled_at >= pi.created + 7 * DAY
+    ch = c.v1.charges.retrieve(pi.latest_charge)
+    assert ch.captured is False and ch.refunded is True and charges(base)["uncaptured"] == 0
+    assert event_about(receiver, "payment_intent.canceled", pi.id).data.object.cancellation_reason == "automatic"
+    assert events_about(base, pi.latest_charge) == ["charge.succeeded", "charge.expired"]
+
+
+def test_a_forced_cancel_takes_a_reason_and_an_unknown_status_is_refused(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    fault(base, intent_status="canceled", cancellation_reason="fraudulent")
+    assert c.v1.payment_intents.create(params=charge_params(cus, pm)).cancellation_reason == "fraudulent"
+    with pytest.raises(urllib.error.HTTPError) as e:
+        fault(base, intent_status="pending")
+    assert e.value.code == 400
+
+
 # ------------------------------------------------------------------ lists, search, control API
 
 def test_list_by_customer_and_creation_and_search_by_metadata(base):
@@ -765,14 +1089,63 @@ def test_list_by_customer_and_creation_and_search_by_metadata(base):
     assert len(both.data) == 4
 
 
+def test_the_list_sees_an_intent_the_moment_it_exists_search_only_after_its_lag(base):
+    # https://docs.stripe.com/search, "Data freshness": "Don't use search for read-after-write
+    # flows ... Under normal operating conditions, data is searchable in under 1 minute ... use the
+    # various list APIs ... These APIs aren't subject to the availability delay"
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    assert ctl(base, "POST", "/config", {"search_lag_s": 60})["search_lag_s"] == 60
+    since = clock(base, set=1_800_000_000)
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm, "fresh"))
+    assert since <= pi.created <= since + 2
+    listed = c.v1.payment_intents.list(params={"customer": cus.id, "created": {"gte": since}, "limit": 100})
+    assert [p.id for p in listed.data] == [pi.id] and not listed.has_more
+    query = {"query": "metadata['attempt']:'fresh'"}
+    assert c.v1.payment_intents.search(params=query).data == []  # not indexed yet
+    clock(base, advance=59)
+    assert c.v1.payment_intents.search(params=query).data == []
+    clock(base, advance=1)
+    assert [p.id for p in c.v1.payment_intents.search(params=query).data] == [pi.id]
+    # the created bounds follow the clock: before `since`, nothing; events filter the same way
+    assert c.v1.payment_intents.list(params={"created": {"lt": since}}).data == []
+    assert {e.type for e in c.v1.events.list(params={"created": {"gte": since}, "limit": 100}).data} >= {
+        "payment_intent.created", "payment_intent.succeeded"}
+    assert c.v1.events.list(params={"created": {"lt": since}, "type": "payment_intent.created"}).data == []
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.payment_intents.list(params={"limit": 101})
+    assert e.value.param == "limit"
+    ctl(base, "POST", "/reset")
+    assert ctl(base, "POST", "/config", {})["search_lag_s"] == 0
+
+
+def test_a_page_of_the_list_goes_on_where_the_last_ended(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    made = [c.v1.payment_intents.create(params=charge_params(cus, pm, f"p{i}")) for i in range(5)]
+    first = c.v1.payment_intents.list(params={"customer": cus.id, "limit": 2})
+    rest = c.v1.payment_intents.list(params={"customer": cus.id, "limit": 100, "starting_after": first.data[-1].id})
+    assert [p.id for p in first.data + rest.data] == [p.id for p in reversed(made)]
+    assert first.has_more and not rest.has_more
+
+
 def test_reset_forgets_everything(base):
     c = client(base)
     cus, pm = customer_with_card(c)
     c.v1.payment_intents.create(params=charge_params(cus, pm), options={"idempotency_key": "kz"})
+    scus, spm = sepa_customer(base, c)
+    processing = c.v1.payment_intents.create(params={**charge_params(scus, spm), "currency": "eur"})
+    assert processing.status == "processing"
     fault(base, kind="lock_timeout")
+    ctl(base, "POST", "/config", {"key_ttl_s": 5, "settle_after_s": 7, "search_lag_s": 9})
+    clock(base, advance=30 * DAY)
     ctl(base, "POST", "/reset")
     assert charges(base)["data"] == [] and ctl(base, "GET", "/requests")["data"] == []
     assert ctl(base, "GET", "/faults")["faults"] == []
+    assert abs(clock(base) - time.time()) <= 2
+    assert {k: v for k, v in ctl(base, "POST", "/config", {}).items() if k.endswith("_s")} == {
+        "key_ttl_s": 86400, "settle_after_s": 4 * DAY, "search_lag_s": 0}
+    assert ctl(base, "GET", "/events")["data"] == []  # the forgotten intent never settles
     with pytest.raises(stripe.InvalidRequestError):
         c.v1.customers.retrieve(cus.id)
 
