@@ -174,3 +174,135 @@ pub fn header(request: &http::request::Parts, name: &str) -> Option<String> {
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read as _, Write as _};
+    use std::net::{SocketAddr, TcpStream};
+
+    /// Serves on a free port, on a runtime of its own, answering every request with its body's
+    /// size or why it was not read (`max` bytes within `within`). Stops when the sender drops.
+    fn start(max: usize, within: Duration) -> (SocketAddr, watch::Sender<bool>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = watch::channel(false);
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = TcpListener::from_std(listener).unwrap();
+                let handle = move |request: Request<Incoming>| async move {
+                    match read_body(request.into_body(), max, within).await {
+                        Ok(body) => reply(200, "text/plain", format!("{} bytes", body.len())),
+                        Err(e) => reply(e.status(), "text/plain", e.to_string()),
+                    }
+                };
+                serve(listener, handle, stopped).await;
+            });
+        });
+        (addr, stop)
+    }
+
+    /// Sends `request` on a new connection and reads the answer until the server closes it.
+    fn exchange(addr: SocketAddr, request: &str) -> String {
+        let mut s = TcpStream::connect(addr).unwrap();
+        // Generous for a loaded machine: each of these is answered at once.
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out)
+            .unwrap_or_else(|e| panic!("no answer to {request:?}: {e} (got {out:?})"));
+        out
+    }
+
+    #[test]
+    fn a_stalled_body_holds_up_no_other_connection() {
+        let (addr, _stop) = start(64 * 1024, Duration::from_secs(60));
+        let mut slow = TcpStream::connect(addr).unwrap();
+        slow.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\nhello")
+            .unwrap();
+        let answer = exchange(
+            addr,
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc",
+        );
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("3 bytes"), "{answer}");
+        slow.set_nonblocking(true).unwrap();
+        let pending = slow.read(&mut [0u8; 1]);
+        assert!(
+            matches!(&pending, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "the stalled one is still being read: {pending:?}"
+        );
+    }
+
+    #[test]
+    fn bodies_are_bounded_in_size_and_time() {
+        let (addr, _stop) = start(10, Duration::from_secs(1));
+        let declared = exchange(
+            addr,
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\nConnection: close\r\n\r\n",
+        );
+        assert!(declared.starts_with("HTTP/1.1 413"), "{declared}");
+        assert!(declared.ends_with("larger than 10 bytes"), "{declared}");
+        let chunked = exchange(
+            addr,
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+             6\r\nabcdef\r\n6\r\nghijkl\r\n0\r\n\r\n",
+        );
+        assert!(chunked.starts_with("HTTP/1.1 413"), "{chunked}");
+        // Sent in part, then nothing: a 408 once the time is up, and the connection closed.
+        let slow = exchange(
+            addr,
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\nabc",
+        );
+        assert!(slow.starts_with("HTTP/1.1 408"), "{slow}");
+        assert!(slow.ends_with("did not arrive within 1 s"), "{slow}");
+        let fits = exchange(
+            addr,
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nConnection: close\r\n\r\n0123456789",
+        );
+        assert!(fits.ends_with("10 bytes"), "{fits}");
+    }
+
+    #[test]
+    fn a_stop_lets_the_request_under_way_finish_then_returns() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = watch::channel(false);
+        let stop = std::sync::Arc::new(stop);
+        let server = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = TcpListener::from_std(listener).unwrap();
+                let handle = move |_: Request<Incoming>| {
+                    let stop = stop.clone();
+                    async move {
+                        // Told to stop while this request is under way: it is still answered.
+                        stop.send(true).unwrap();
+                        tokio::task::yield_now().await;
+                        reply(200, "text/plain", "answered")
+                    }
+                };
+                serve(listener, handle, stopped).await;
+            });
+        });
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        // Keep-alive asked for: the connection is closed because the server stops.
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        assert!(out.ends_with("answered"), "{out}");
+        // And `serve` returned: no new connection is taken.
+        server.join().unwrap();
+    }
+}
