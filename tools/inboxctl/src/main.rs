@@ -16,6 +16,7 @@ mod error;
 mod output;
 mod sample;
 mod secret_input;
+mod server;
 mod when;
 
 use clap::Parser as _;

@@ -10,6 +10,7 @@ use crate::cli::ListenArgs;
 use crate::context::Context;
 use crate::error::{failed, usage, Result};
 use crate::secret_input;
+use crate::server::{self, BodyError};
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::outbox::destination::SecretText;
 use inbox_core::signature::{self, Request, Scheme, Secret, Spec};
@@ -18,6 +19,13 @@ use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::watch;
+
+/// The most a delivery's body may be: above anything the ingest path accepts (6 MiB).
+const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// How long a delivery's body may take to arrive.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The answer to the `n`-th delivery (1-based): its status and `Retry-After`.
 pub fn answer(args: &ListenArgs, n: u64, verified: bool) -> (u16, Option<u64>) {
@@ -53,96 +61,154 @@ pub async fn run(ctx: &Context, args: ListenArgs) -> Result<()> {
         &Spec::new(&settings, &secrets, Duration::from_secs(300)),
     )
     .map_err(|e| usage(e.to_string()))?;
-    let server = tiny_http::Server::http(("127.0.0.1", args.port))
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
+        .await
         .map_err(|e| failed(format!("cannot listen on 127.0.0.1:{}: {e}", args.port)))?;
+    let port = listener.local_addr().map_or(args.port, |a| a.port());
     let json = ctx.json();
     if !json {
         eprintln!(
-            "listening on http://127.0.0.1:{} (Ctrl-C to stop); answering {}",
-            args.port, args.status
+            "listening on http://127.0.0.1:{port} (Ctrl-C to stop); answering {}",
+            args.status
         );
     }
-    let count = Arc::new(AtomicU64::new(0));
-    let out = Arc::new(Mutex::new(()));
-    let mut handlers = Vec::new();
-    for mut request in server.incoming_requests() {
-        let n = count.fetch_add(1, Ordering::SeqCst) + 1;
-        let (scheme, args2, out) = (scheme.clone(), args.clone(), out.clone());
-        handlers.push(std::thread::spawn(move || {
-            let mut body = Vec::new();
-            let read = request.as_reader().read_to_end(&mut body);
-            let mut headers = http::HeaderMap::new();
-            for h in request.headers() {
-                if let (Ok(name), Ok(value)) = (
-                    http::HeaderName::from_bytes(h.field.as_str().as_str().as_bytes()),
-                    http::HeaderValue::from_str(h.value.as_str()),
-                ) {
-                    headers.append(name, value);
-                }
-            }
-            let header = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-            let now = SystemClock.now_millis();
-            let verdict = match read {
-                Ok(_) => scheme.verify(Request::new(&headers, &body, now.div_euclid(1000))).ready().unwrap_or(Ok(())),
-                Err(_) => Ok(()),
-            };
-            let error = match (&read, &verdict) {
-                (Err(e), _) => Some(format!("unreadable body: {e}")),
-                (_, Err(e)) => Some(e.to_string()),
-                _ => None,
-            };
-            let (status, retry_after) = answer(&args2, n, error.is_none());
-            let line = if json {
-                let mut v = json!({
-                    "n": n, "at_ms": now, "method": request.method().as_str(), "path": request.url(),
-                    "webhook_id": header("webhook-id"), "timestamp": header("webhook-timestamp"),
-                    "source": header("webhook-source"), "event_type": header("webhook-event-type"),
-                    "verified": error.is_none(), "error": error, "answered": status, "bytes": body.len(),
-                });
-                if args2.show_body {
-                    v["body"] = json!(String::from_utf8_lossy(&body));
-                }
-                v.to_string()
-            } else {
-                let mut line = format!(
-                    "#{n} {} {} {}/{} webhook-id={} {} → {status}",
-                    crate::when::human(now),
-                    request.url(),
-                    header("webhook-source"),
-                    header("webhook-event-type"),
-                    header("webhook-id"),
-                    error.as_deref().map_or_else(|| "signature ok".to_owned(), |e| format!("SIGNATURE INVALID ({e})")),
-                );
-                if args2.show_body {
-                    line.push('\n');
-                    line.push_str(&String::from_utf8_lossy(&body));
-                }
-                line
-            };
-            if let Ok(_guard) = out.lock() {
-                let mut stdout = std::io::stdout().lock();
-                let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
-            }
-            if args2.delay_ms > 0 {
-                std::thread::sleep(Duration::from_millis(args2.delay_ms));
-            }
-            let mut response = tiny_http::Response::from_string(json!({"received": error.is_none()}).to_string()).with_status_code(status);
-            if let Some(secs) = retry_after {
-                if let Ok(h) = tiny_http::Header::from_bytes("Retry-After", secs.to_string()) {
-                    response.add_header(h);
-                }
-            }
-            let _ = request.respond(response);
-        }));
-        handlers.retain(|h| !h.is_finished());
-        if args.max.is_some_and(|max| n >= max) {
-            break;
+    let (stop, stopped) = watch::channel(false);
+    let listener_state = Arc::new(Listener {
+        scheme,
+        args,
+        json,
+        count: AtomicU64::new(0),
+        out: Mutex::new(()),
+        stop,
+    });
+    server::serve(
+        listener,
+        move |request| receive(listener_state.clone(), request),
+        stopped,
+    )
+    .await;
+    Ok(())
+}
+
+/// What every delivery is received with.
+struct Listener {
+    scheme: Arc<dyn Scheme>,
+    args: ListenArgs,
+    json: bool,
+    /// Deliveries so far.
+    count: AtomicU64,
+    /// One line at a time on standard output.
+    out: Mutex<()>,
+    /// Told once `--max` deliveries have arrived.
+    stop: watch::Sender<bool>,
+}
+
+/// Receives one delivery: reads its body, verifies its signature, prints it, and answers.
+async fn receive(
+    state: Arc<Listener>,
+    request: hyper::Request<hyper::body::Incoming>,
+) -> server::Reply {
+    let args = &state.args;
+    let n = state.count.fetch_add(1, Ordering::SeqCst) + 1;
+    if let Some(max) = args.max {
+        if n > max {
+            // Arrived with the last one: not received (the listener is stopping).
+            return server::reply(
+                503,
+                "application/json",
+                json!({"received": false}).to_string(),
+            );
+        }
+        if n == max {
+            // No new connection; those open end once their requests are answered.
+            let _ = state.stop.send(true);
         }
     }
-    for h in handlers {
-        let _ = h.join();
+    let (parts, body) = request.into_parts();
+    let read = server::read_body(body, MAX_BODY_BYTES, BODY_TIMEOUT).await;
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in &parts.headers {
+        if value.to_str().is_ok() {
+            headers.append(name.clone(), value.clone());
+        }
     }
-    Ok(())
+    let header = |k: &str| {
+        headers
+            .get(k)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let now = SystemClock.now_millis();
+    let body = read.as_deref().unwrap_or_default();
+    let error = match &read {
+        Ok(body) => state
+            .scheme
+            .verify(Request::new(&headers, body, now.div_euclid(1000)))
+            .ready()
+            .unwrap_or(Ok(()))
+            .err()
+            .map(|e| e.to_string()),
+        Err(e) => Some(e.to_string()),
+    };
+    let (mut status, retry_after) = answer(args, n, error.is_none());
+    // A body too large or too slow is answered as such (413, 408); an unreadable one as before (401).
+    let refused = read
+        .as_ref()
+        .err()
+        .filter(|e| !matches!(e, BodyError::Unreadable(_)));
+    if let Some(e) = refused {
+        status = e.status();
+    }
+    let url = server::target(&parts);
+    let line = if state.json {
+        let mut v = json!({
+            "n": n, "at_ms": now, "method": parts.method.as_str(), "path": url,
+            "webhook_id": header("webhook-id"), "timestamp": header("webhook-timestamp"),
+            "source": header("webhook-source"), "event_type": header("webhook-event-type"),
+            "verified": error.is_none(), "error": error, "answered": status, "bytes": body.len(),
+        });
+        if args.show_body {
+            v["body"] = json!(String::from_utf8_lossy(body));
+        }
+        v.to_string()
+    } else {
+        let mut line = format!(
+            "#{n} {} {} {}/{} webhook-id={} {} → {status}",
+            crate::when::human(now),
+            url,
+            header("webhook-source"),
+            header("webhook-event-type"),
+            header("webhook-id"),
+            error.as_deref().map_or_else(
+                || "signature ok".to_owned(),
+                |e| format!("SIGNATURE INVALID ({e})")
+            ),
+        );
+        if args.show_body {
+            line.push('\n');
+            line.push_str(&String::from_utf8_lossy(body));
+        }
+        line
+    };
+    if let Ok(_guard) = state.out.lock() {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+    }
+    if args.delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(args.delay_ms)).await;
+    }
+    let mut reply = json!({"received": error.is_none()});
+    if let Some(e) = refused {
+        reply["error"] = json!(e.to_string());
+    }
+    let mut response = server::reply(status, "application/json", reply.to_string());
+    if let Some(secs) = retry_after {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
+    }
+    response
 }
 
 #[cfg(test)]

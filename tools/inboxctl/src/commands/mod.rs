@@ -36,7 +36,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Dest(command) => dest::run(&ctx, command).await,
         Command::Deliveries(command) => deliveries::run(&ctx, command).await,
         Command::Listen(args) => listen::run(&ctx, args).await,
-        Command::Console(args) => crate::console::run(&ctx, args).await,
+        Command::Console(args) => crate::console::run(ctx, args).await,
     }
 }
 

@@ -1,17 +1,21 @@
-//! The console's HTTP layer over `tiny_http`: a request read once into [`Req`] (method, path,
-//! query and form parameters, the session cookie), the [`Reply`] a page returns, the headers
-//! every reply carries (a strict Content-Security-Policy: scripts only from the console itself,
-//! no inline script, no framing), and the sessions with their CSRF tokens.
+//! The console's HTTP layer over hyper ([`crate::server`]): a request read once into [`Req`]
+//! (method, path, query and form parameters, the session cookie), the [`Reply`] a page returns,
+//! the headers every reply carries (a strict Content-Security-Policy: scripts only from the
+//! console itself, no inline script, no framing), and the sessions with their CSRF tokens.
 
+use crate::server::{self, BodyError};
 use std::collections::HashMap;
-use std::io::Read as _;
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "inboxctl_console";
 
 /// The most a form body may be (the console's forms are a few fields).
 const MAX_FORM_BYTES: usize = 64 * 1024;
+
+/// How long a form body may take to arrive (a browser sends it at once).
+const FORM_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Decoded `name=value` pairs (a query string or a form), in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -83,38 +87,29 @@ pub struct Req {
 }
 
 impl Req {
-    /// Reads `request` (its body only for a POST form, at most [`MAX_FORM_BYTES`]); `None` for
-    /// a method the console does not answer.
-    pub fn read(request: &mut tiny_http::Request) -> Option<Self> {
-        let post = match request.method() {
-            tiny_http::Method::Get | tiny_http::Method::Head => false,
-            tiny_http::Method::Post => true,
-            _ => return None,
+    /// Reads `request` (its body only for a POST form, at most [`MAX_FORM_BYTES`], within
+    /// [`FORM_TIMEOUT`]); otherwise the reply that refuses it: 405 for a method the console does
+    /// not answer, 413 for a larger form, 408 for one that does not arrive in time.
+    pub async fn read(request: hyper::Request<hyper::body::Incoming>) -> Result<Self, Reply> {
+        let (parts, body) = request.into_parts();
+        let post = match parts.method {
+            http::Method::GET | http::Method::HEAD => false,
+            http::Method::POST => true,
+            _ => return Err(Reply::text(405, "method not allowed")),
         };
-        let url = request.url().to_owned();
+        let url = server::target(&parts);
         let (path, query) = url.split_once('?').unwrap_or((&url, ""));
-        let header = |name: &'static str| {
-            request
-                .headers()
-                .iter()
-                .find(|h| h.field.equiv(name))
-                .map(|h| h.value.as_str().to_owned())
-        };
+        let header = |name: &str| server::header(&parts, name);
         let session = header("Cookie").and_then(|c| cookie(&c, COOKIE));
         let (host, origin) = (header("Host"), header("Origin"));
         let mut form = Params::default();
         if post {
-            let mut body = Vec::new();
-            let read = request
-                .as_reader()
-                .take(MAX_FORM_BYTES as u64 + 1)
-                .read_to_end(&mut body);
-            if read.is_err() || body.len() > MAX_FORM_BYTES {
-                return None;
-            }
+            let body = server::read_body(body, MAX_FORM_BYTES, FORM_TIMEOUT)
+                .await
+                .map_err(|e| refused_body(&e))?;
             form = Params::parse(&String::from_utf8_lossy(&body));
         }
-        Some(Self {
+        Ok(Self {
             post,
             path: path.to_owned(),
             query: Params::parse(query),
@@ -124,6 +119,21 @@ impl Req {
             origin,
         })
     }
+}
+
+/// The reply to a form body not read.
+fn refused_body(e: &BodyError) -> Reply {
+    let why = match e {
+        BodyError::TooLarge { .. } => {
+            format!("refused: a form is at most {} KiB", MAX_FORM_BYTES / 1024)
+        }
+        BodyError::TimedOut { after } => format!(
+            "refused: the form did not arrive within {} s",
+            after.as_secs()
+        ),
+        BodyError::Unreadable(_) => "refused: the form could not be read".to_owned(),
+    };
+    Reply::text(e.status(), &why)
 }
 
 /// The value of cookie `name` in a `Cookie` header.
@@ -183,13 +193,9 @@ impl Reply {
         }
     }
 
-    /// The `tiny_http` response with the headers every reply carries, and `set_cookie`.
-    pub fn into_response(
-        self,
-        set_cookie: Option<String>,
-    ) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    /// The response with the headers every reply carries, and `set_cookie`.
+    pub fn into_response(self, set_cookie: Option<String>) -> server::Reply {
         let mut headers = vec![
-            ("Content-Type", self.content_type.to_owned()),
             (
                 "Content-Security-Policy",
                 "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
@@ -208,10 +214,14 @@ impl Reply {
         if let Some(c) = set_cookie {
             headers.push(("Set-Cookie", c));
         }
-        let mut response = tiny_http::Response::from_data(self.body).with_status_code(self.status);
+        let mut response = server::reply(self.status, self.content_type, self.body);
         for (k, v) in headers {
-            if let Ok(h) = tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()) {
-                response.add_header(h);
+            // A value that is not visible ASCII is left out (none of ours is).
+            if let (Ok(k), Ok(v)) = (
+                http::HeaderName::from_bytes(k.as_bytes()),
+                http::HeaderValue::from_str(&v),
+            ) {
+                response.headers_mut().append(k, v);
             }
         }
         response

@@ -81,42 +81,65 @@ pub fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
     hosts
 }
 
-pub async fn run(ctx: &Context, args: ConsoleArgs) -> Result<()> {
+/// What every connection's task answers with.
+struct Served {
+    console: Console<'static>,
+    hosts: Vec<String>,
+    sessions: Sessions,
+}
+
+/// Serves the console until the listener fails; every connection is its own task
+/// ([`crate::server`]), so a slow page, a slow form or a slow client never holds up another.
+pub async fn run(ctx: Context, args: ConsoleArgs) -> Result<()> {
     let ip = listen_address(args.listen);
+    // The console serves until the process ends: its tasks share the context for that long.
+    let ctx: &'static Context = Box::leak(Box::new(ctx));
     let store = ctx.store().await?;
-    let server = tiny_http::Server::http((ip, args.port))
+    let listener = tokio::net::TcpListener::bind((ip, args.port))
+        .await
         .map_err(|e| failed(format!("cannot listen on {ip}:{}: {e}", args.port)))?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| failed("the console's listener has no IP address"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| failed(format!("the console's listener has no address: {e}")))?;
     if !ip.is_loopback() {
         eprintln!(
             "warning: listening on {ip}, not loopback: whoever reaches it acts with your AWS credentials"
         );
     }
-    let console = Console {
-        ctx,
-        table: store.table().to_owned(),
-        store,
-        operator: args.operator.clone(),
-    };
-    let hosts = allowed_hosts(addr);
-    let sessions = Sessions::default();
+    let served = Arc::new(Served {
+        console: Console {
+            ctx,
+            table: store.table().to_owned(),
+            store,
+            operator: args.operator.clone(),
+        },
+        hosts: allowed_hosts(addr),
+        sessions: Sessions::default(),
+    });
     say(format!("console: http://{addr}/"))?;
-    let server = Arc::new(server);
-    loop {
-        let next = server.clone();
-        let Ok(Ok(mut request)) = tokio::task::spawn_blocking(move || next.recv()).await else {
-            return Err(failed("the console's listener stopped"));
-        };
-        let Some(req) = Req::read(&mut request) else {
-            let _ = request.respond(Reply::text(405, "method not allowed").into_response(None));
-            continue;
-        };
-        let (reply, cookie) = console.answer(&req, &hosts, &sessions).await;
-        let _ = request.respond(reply.into_response(cookie));
-    }
+    // Never told to stop: the sender is gone.
+    let (_, never) = tokio::sync::watch::channel(false);
+    crate::server::serve(
+        listener,
+        move |request| {
+            let served = served.clone();
+            async move {
+                match Req::read(request).await {
+                    Ok(req) => {
+                        let (reply, cookie) = served
+                            .console
+                            .answer(&req, &served.hosts, &served.sessions)
+                            .await;
+                        reply.into_response(cookie)
+                    }
+                    Err(refused) => refused.into_response(None),
+                }
+            }
+        },
+        never,
+    )
+    .await;
+    Err(failed("the console's listener stopped"))
 }
 
 impl Console<'_> {

@@ -25,10 +25,12 @@ use inbox_core::store::dynamo::DynamoTable;
 use inbox_core::store::MessageStore as _;
 use integration_tests::{api_event, Harness};
 use serde_json::json;
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use wallet_ledger::{Currency, Ledger, TenantId, Wallet, WalletConfig, WalletHandler};
 
 /// Fails checkout sessions permanently while `failing` is set, then handles them.
@@ -601,4 +603,103 @@ async fn the_console_in_a_real_browser() {
         .expect("get")
         .expect("kept");
     assert_eq!(d.state.as_str(), "active");
+}
+
+/// The host and port of the console at `url` (`http://127.0.0.1:PORT/`).
+fn host_of(url: &str) -> String {
+    url.trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// Sends `request` on a new connection to `host` and reads the whole answer (the console closes
+/// after `Connection: close`), failing if it takes longer than `within`.
+fn exchange(host: &str, request: &str, within: Duration) -> String {
+    let mut s = TcpStream::connect(host).expect("connect to the console");
+    s.set_read_timeout(Some(within)).expect("read timeout");
+    s.write_all(request.as_bytes()).expect("send");
+    let mut out = Vec::new();
+    if let Err(e) = s.read_to_end(&mut out) {
+        panic!(
+            "no answer to {:?} within {within:?} ({e}); got {:?}",
+            request.lines().next().unwrap_or_default(),
+            String::from_utf8_lossy(&out)
+        );
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A slow client (a form's headers saying 60,000 bytes, then 5 of them, then nothing) holds up
+/// no other request: GETs on other connections are answered at once while it is still open and
+/// unanswered, and it gets a 408 (with every reply's headers) when its time is up; a form larger
+/// than the console takes gets a 413 without being read. (The console served one request at a
+/// time and read each form inside that loop: every other request waited behind a slow one.)
+/// The pages asked for read nothing from AWS, so no table is needed.
+#[tokio::test]
+async fn a_slow_form_holds_up_no_other_request() {
+    let (_console, url) = start_console(
+        "inboxctl-console-no-table",
+        "http://127.0.0.1:9/retry",
+        "http://127.0.0.1:9/quarantine",
+    );
+    let host = host_of(&url);
+    let mut slow = TcpStream::connect(&host).expect("connect to the console");
+    slow.write_all(
+        format!(
+            "POST /event/replay HTTP/1.1\r\nHost: {host}\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 60000\r\n\r\nid=ev"
+        )
+        .as_bytes(),
+    )
+    .expect("send the slow form's start");
+
+    // Generous for a loaded machine; the old console never answered while the form was open.
+    let within = Duration::from_secs(5);
+    for path in ["/favicon.ico", "/static/console.css", "/favicon.ico"] {
+        let answer = exchange(
+            &host,
+            &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+            within,
+        );
+        assert!(
+            answer.starts_with("HTTP/1.1 204") || answer.starts_with("HTTP/1.1 200"),
+            "{path}: {answer}"
+        );
+    }
+    // The slow form is still unanswered (it gets 10 s), its connection open.
+    slow.set_nonblocking(true).expect("non-blocking");
+    let mut byte = [0u8; 1];
+    let pending = slow.read(&mut byte);
+    assert!(
+        matches!(&pending, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the slow form was answered or closed before the GETs were done: {pending:?}"
+    );
+
+    let too_large = exchange(
+        &host,
+        &format!(
+            "POST /event/replay HTTP/1.1\r\nHost: {host}\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 70000\r\n\r\n"
+        ),
+        within,
+    );
+    assert!(too_large.starts_with("HTTP/1.1 413"), "{too_large}");
+    assert!(
+        too_large.contains("a form is at most 64 KiB"),
+        "{too_large}"
+    );
+
+    slow.set_nonblocking(false).expect("blocking");
+    slow.set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("read timeout");
+    let mut answer = Vec::new();
+    slow.read_to_end(&mut answer)
+        .expect("the slow form's answer, then the connection closed");
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 408"), "{answer}");
+    assert!(answer.contains("did not arrive within 10 s"), "{answer}");
+    assert!(
+        answer.contains("content-security-policy: default-src 'none'"),
+        "{answer}"
+    );
 }

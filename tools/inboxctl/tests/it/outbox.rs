@@ -647,3 +647,126 @@ async fn listen_verifies_prints_and_answers_as_told() {
     );
     assert!(child.wait().unwrap().success(), "stops after --max");
 }
+
+/// A child process, killed if a test fails before it ends.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Reads one HTTP/1.1 answer from `s` (its head, then `Content-Length` bytes), leaving the
+/// connection open: its status and the whole text.
+fn read_answer(s: &mut std::net::TcpStream) -> std::io::Result<(u16, String)> {
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if got.len() >= end + 4 + length {
+                let status = text.split(' ').nth(1).and_then(|c| c.parse().ok());
+                return Ok((status.unwrap_or(0), text));
+            }
+        }
+        match s.read(&mut chunk)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => got.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// Fifty deliveries on fifty new connections at once, each connection kept open (keep-alive, as
+/// a deliverer keeps it) until every one is answered: each is received, printed once, verified
+/// and answered. (`tiny_http`'s thread pool could queue a new connection while every thread served
+/// an open one: its request was never read and the sender timed out.)
+#[tokio::test]
+async fn listen_answers_fifty_new_connections_at_once() {
+    const N: usize = 50;
+    let env = Env::new().await;
+    let secret = SecretText::generate();
+    let port = free_port();
+    let mut child = Killed(
+        env.command()
+            .env("INBOXCTL_SECRET", secret.expose())
+            .args(["--json", "listen", "--port", &port.to_string()])
+            .args(["--max", &N.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the listener did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let body: &'static [u8] = br#"{"id":"evt_many","type":"invoice.paid"}"#;
+    let go = std::sync::Arc::new(std::sync::Barrier::new(N));
+    let answered = std::sync::Arc::new(std::sync::Barrier::new(N));
+    let signer = Signer::new([&secret]).unwrap();
+    let clients: Vec<_> = (0..N)
+        .map(|i| {
+            let signed = signer
+                .sign(&format!("msg_many_{i:02}"), SystemClock.now_secs(), body)
+                .unwrap();
+            let (go, answered) = (go.clone(), answered.clone());
+            std::thread::spawn(move || {
+                go.wait();
+                let result = (|| {
+                    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+                    // Generous: answered at once by the listener, but never by one that lost it.
+                    s.set_read_timeout(Some(Duration::from_secs(20)))?;
+                    let mut req = format!(
+                        "POST /hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n",
+                        body.len()
+                    );
+                    for (k, v) in &signed {
+                        req.push_str(&format!("{k}: {v}\r\n"));
+                    }
+                    req.push_str("\r\n");
+                    s.write_all(req.as_bytes())?;
+                    s.write_all(body)?;
+                    read_answer(&mut s).map(|answer| (s, answer))
+                })();
+                // Every connection stays open until each has its answer (or gave up).
+                answered.wait();
+                result.map(|(_open, (status, _))| status)
+            })
+        })
+        .collect();
+    let results: Vec<_> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let unanswered: Vec<String> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !matches!(r, Ok(200)))
+        .map(|(i, r)| format!("msg_many_{i:02}: {r:?}"))
+        .collect();
+    assert!(unanswered.is_empty(), "not answered 200: {unanswered:#?}");
+    let lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let mut printed: Vec<String> = lines
+        .map(|l| {
+            let v: Value = serde_json::from_str(&l.unwrap()).unwrap();
+            assert_eq!(v["verified"].as_bool(), Some(true), "{v}");
+            v["webhook_id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    printed.sort();
+    let expected: Vec<String> = (0..N).map(|i| format!("msg_many_{i:02}")).collect();
+    assert_eq!(printed, expected, "each printed once");
+    assert!(child.0.wait().unwrap().success(), "stops after --max");
+}
