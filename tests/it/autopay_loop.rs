@@ -298,7 +298,7 @@ async fn a_sepa_debit_pending_for_days_is_charged_once_over_thirty_simulated_day
     });
     let mut seen = std::collections::BTreeSet::new();
     let mut states = Vec::new();
-    let step_hours = 2;
+    let step_hours = 6;
     for _ in 0..30 * 24 / step_hours {
         let report = pass.run(None).await;
         assert_eq!(report.errors, 0, "{report:?}");

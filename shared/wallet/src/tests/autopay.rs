@@ -385,6 +385,43 @@ async fn one_unreadable_attempt_is_listed_apart_and_the_others_still_listed() {
     );
 }
 
+#[tokio::test]
+async fn a_pass_skips_an_unreadable_attempt_counts_it_and_charges_the_rest() {
+    use crate::autopay::fakes::ScriptedCharger;
+    use crate::autopay::{Pass, PassConfig};
+    let w = World::new().autopay(true, None).await;
+    w.debits(0, 400).await;
+    let good = w.attempts().await.remove(0);
+    let mut bad = good.clone();
+    bad.tenant = tid("globex");
+    bad.id = "thr_bad".into();
+    bad.due = Millis::new(T0);
+    let mut item = bad.to_item();
+    item.insert("amount".into(), inbox_core::store::attr::s("lots"));
+    w.store.put_item(item);
+    let clock = std::sync::Arc::new(inbox_core::clock::ManualClock::at_millis(T0 + 10_000));
+    let pass = Pass::new(
+        TableAttempts::new(w.store.clone()),
+        ScriptedCharger::new(vec![]),
+        clock,
+        PassConfig::default(),
+    );
+    let report = pass.run(None).await;
+    assert_eq!(
+        (
+            report.unreadable,
+            report.tries,
+            report.succeeded,
+            report.errors
+        ),
+        (1, 1, 1, 0),
+        "{report:?}"
+    );
+    let names: Vec<&str> = report.metrics.iter().map(|m| m.name.as_str()).collect();
+    assert!(names.contains(&"AutopayUnreadable"), "{names:?}");
+    assert!(report.unreadable_samples[0].contains("thr_bad"));
+}
+
 fn setup_intent(pm: &str) -> serde_json::Value {
     json!({"id": format!("seti_{pm}"), "object": "setup_intent", "customer": "cus_9",
         "payment_method": pm, "status": "succeeded", "usage": "off_session", "livemode": false,
