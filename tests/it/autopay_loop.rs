@@ -324,6 +324,15 @@ async fn a_sepa_debit_pending_for_days_is_charged_once_over_thirty_simulated_day
         1000 - 50 * PRICE + attempt.amount.minor(),
         "credited once"
     );
+    let lookups = s
+        .requests("/v1/payment_intents/pi_")
+        .iter()
+        .filter(|r| r["method"] == "GET")
+        .count();
+    assert!(
+        (3..=5).contains(&lookups),
+        "looked up about daily while pending, never charged again: {lookups}"
+    );
     integration_tests::faults::report::record(
         "9-stripe",
         "a SEPA Direct Debit charge `processing` for 4 days (Stripe prunes keys after 24 h)",
@@ -331,7 +340,8 @@ async fn a_sepa_debit_pending_for_days_is_charged_once_over_thirty_simulated_day
             "the charging pass every {step_hours} h for 30 simulated days on the stand-in's clock"
         ),
         format!(
-            "PaymentIntents made {}, charges {}; the attempt {:?}; credited once",
+            "PaymentIntents made {}, charges {}; looked up {lookups} times while pending; the \
+             attempt {:?}; credited once",
             intents_created(&s),
             charges["succeeded"],
             states
