@@ -6,7 +6,7 @@
 use crate::server::{self, BodyError};
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "inboxctl_console";
@@ -84,6 +84,9 @@ pub struct Req {
     pub session: Option<String>,
     pub host: Option<String>,
     pub origin: Option<String>,
+    /// `Sec-Fetch-Site`, which browsers send with every request (`same-origin` for the
+    /// console's own forms).
+    pub fetch_site: Option<String>,
 }
 
 impl Req {
@@ -102,6 +105,7 @@ impl Req {
         let header = |name: &str| server::header(&parts, name);
         let session = header("Cookie").and_then(|c| cookie(&c, COOKIE));
         let (host, origin) = (header("Host"), header("Origin"));
+        let fetch_site = header("Sec-Fetch-Site");
         let mut form = Params::default();
         if post {
             let body = server::read_body(body, MAX_FORM_BYTES, FORM_TIMEOUT)
@@ -117,6 +121,7 @@ impl Req {
             session,
             host,
             origin,
+            fetch_site,
         })
     }
 }
@@ -228,26 +233,93 @@ impl Reply {
     }
 }
 
+/// How long a session lasts without a request.
+pub const SESSION_IDLE: Duration = Duration::from_secs(12 * 3600);
+
+/// The most sessions kept; opening one more evicts the least recently used.
+pub const MAX_SESSIONS: usize = 32;
+
+/// One browser session.
+#[derive(Debug, Clone)]
+struct Open {
+    csrf: String,
+    last_used: Instant,
+}
+
 /// The browser sessions: session id → CSRF token, both random (v4 UUIDs, from the OS's random
-/// source), for the console's lifetime.
-#[derive(Debug, Default)]
-pub struct Sessions(Mutex<HashMap<String, String>>);
+/// source). A session is opened only by the console's login URL ([`Sessions::login`]: the token
+/// printed when it started), expires after [`SESSION_IDLE`] unused, and the least recently used
+/// is evicted past [`MAX_SESSIONS`]. Times are given by the caller (tests move them).
+#[derive(Debug)]
+pub struct Sessions {
+    login: String,
+    open: Mutex<HashMap<String, Open>>,
+}
 
 impl Sessions {
-    /// The CSRF token of session `id`, if it is one of ours.
-    pub fn token(&self, id: Option<&str>) -> Option<String> {
-        let id = id?;
-        self.0.lock().ok()?.get(id).cloned()
+    /// Sessions opened by `login`, the secret of the console's login URL.
+    pub fn new(login: String) -> Self {
+        Self {
+            login,
+            open: Mutex::new(HashMap::new()),
+        }
     }
 
-    /// A new session: its id and CSRF token.
-    pub fn open(&self) -> (String, String) {
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        let token = uuid::Uuid::new_v4().simple().to_string();
-        if let Ok(mut map) = self.0.lock() {
-            map.insert(id.clone(), token.clone());
+    /// A fresh login secret (two v4 UUIDs: 244 random bits).
+    pub fn secret() -> String {
+        format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        )
+    }
+
+    /// The login URL's query.
+    pub fn login_query(&self) -> String {
+        format!("token={}", self.login)
+    }
+
+    /// The CSRF token of session `id` at `now`, if it is one of ours and not expired (its use
+    /// recorded).
+    pub fn token(&self, id: Option<&str>, now: Instant) -> Option<String> {
+        let id = id?;
+        let mut map = self.open.lock().ok()?;
+        let expired = map
+            .get(id)
+            .is_some_and(|o| now.saturating_duration_since(o.last_used) >= SESSION_IDLE);
+        if expired {
+            map.remove(id);
+            return None;
         }
-        (id, token)
+        let open = map.get_mut(id)?;
+        open.last_used = now;
+        Some(open.csrf.clone())
+    }
+
+    /// A new session if `token` is the login secret: its id and CSRF token.
+    pub fn login(&self, token: Option<&str>, now: Instant) -> Option<(String, String)> {
+        if !same_token(token, &self.login) {
+            return None;
+        }
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let csrf = uuid::Uuid::new_v4().simple().to_string();
+        let mut map = self.open.lock().ok()?;
+        map.retain(|_, o| now.saturating_duration_since(o.last_used) < SESSION_IDLE);
+        while map.len() >= MAX_SESSIONS {
+            let oldest = map
+                .iter()
+                .min_by_key(|(_, o)| o.last_used)
+                .map(|(id, _)| id.clone())?;
+            map.remove(&oldest);
+        }
+        map.insert(
+            id.clone(),
+            Open {
+                csrf: csrf.clone(),
+                last_used: now,
+            },
+        );
+        Some((id, csrf))
     }
 }
 
@@ -262,9 +334,13 @@ pub fn same_token(given: Option<&str>, expected: &str) -> bool {
             == 0
 }
 
-/// The `Set-Cookie` value of a session: only for this origin's requests, never to script.
+/// The `Set-Cookie` value of a session: only for this origin's requests, never to script,
+/// expiring with the session.
 pub fn session_cookie(id: &str) -> String {
-    format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict")
+    format!(
+        "{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+        SESSION_IDLE.as_secs()
+    )
 }
 
 #[cfg(test)]
@@ -294,10 +370,29 @@ mod tests {
         assert!(!same_token(Some("abd"), "abc"));
         assert!(!same_token(Some("ab"), "abc"));
         assert!(!same_token(None, "abc"));
-        let s = Sessions::default();
-        let (id, token) = s.open();
-        assert_eq!(s.token(Some(&id)), Some(token));
-        assert_eq!(s.token(Some("forged")), None);
-        assert_eq!(s.token(None), None);
+    }
+
+    #[test]
+    fn only_the_login_secret_opens_a_session_which_expires_and_is_evicted() {
+        let t0 = Instant::now();
+        let s = Sessions::new("secret".into());
+        assert_eq!(s.login(None, t0), None);
+        assert_eq!(s.login(Some("guess"), t0), None);
+        let (id, token) = s.login(Some("secret"), t0).expect("a session");
+        assert_eq!(s.token(Some(&id), t0), Some(token.clone()));
+        assert_eq!(s.token(Some("forged"), t0), None);
+        assert_eq!(s.token(None, t0), None);
+        // Used within the idle time: kept, and the idle time counts from the last use.
+        let later = t0 + SESSION_IDLE / 2;
+        assert_eq!(s.token(Some(&id), later), Some(token));
+        assert_eq!(s.token(Some(&id), later + SESSION_IDLE), None, "expired");
+        assert_eq!(s.token(Some(&id), later), None, "and forgotten");
+        // Past the cap the least recently used goes.
+        let first = s.login(Some("secret"), t0).expect("a session").0;
+        for k in 1..=MAX_SESSIONS {
+            s.login(Some("secret"), t0 + Duration::from_secs(k as u64));
+        }
+        assert_eq!(s.token(Some(&first), t0 + Duration::from_secs(60)), None);
+        assert!(s.open.lock().unwrap().len() <= MAX_SESSIONS);
     }
 }

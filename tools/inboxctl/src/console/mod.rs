@@ -16,9 +16,14 @@
 //! - [`bulk`]: a confirmed bulk action in steps with progress (the quarantine's replay, the
 //!   destinations' retry).
 //!
-//! Safety ([`http`]): every state-changing action is a POST carrying the session's CSRF token
-//! (a random token per browser session, kept in this process); a request whose `Host` is not this
-//! console's address is refused (DNS rebinding), and so is a POST from another `Origin`; every
+//! Safety ([`http`]): only the login URL the console prints when it starts (`/login?token=…`, a
+//! secret of this run, as notebook servers do) opens a session: any other request without one is
+//! refused (401), so a process, another user of the machine or a LAN client that reaches the port
+//! cannot open one by asking. Sessions are cookies (`HttpOnly`, `SameSite=Strict`, expiring) that
+//! expire after 12 h unused and are evicted past 32. Every state-changing action is a POST
+//! carrying the session's CSRF token, from the console's own origin (`Origin`, or for a browser
+//! that sends none `Sec-Fetch-Site: same-origin`: a POST with neither is refused); a request
+//! whose `Host` is not this console's address is refused (DNS rebinding); every
 //! reply carries a Content-Security-Policy allowing only the console's own script; maud escapes
 //! every value; signature header values and destination secrets are never rendered ([`mask`]).
 
@@ -103,7 +108,10 @@ pub async fn run(ctx: Context, args: ConsoleArgs) -> Result<()> {
         .map_err(|e| failed(format!("the console's listener has no address: {e}")))?;
     if !ip.is_loopback() {
         eprintln!(
-            "warning: listening on {ip}, not loopback: whoever reaches it acts with your AWS credentials"
+            "warning: listening on {ip}, not loopback, over plain HTTP (no TLS): the login URL \
+             printed below and the session cookie cross that network unencrypted, and whoever \
+             holds either acts with your AWS credentials (replay, retry, pause, bind payments). \
+             Prefer an SSH tunnel to 127.0.0.1."
         );
     }
     let served = Arc::new(Served {
@@ -114,9 +122,12 @@ pub async fn run(ctx: Context, args: ConsoleArgs) -> Result<()> {
             operator: args.operator.clone(),
         },
         hosts: allowed_hosts(addr),
-        sessions: Sessions::default(),
+        sessions: Sessions::new(Sessions::secret()),
     });
-    say(format!("console: http://{addr}/"))?;
+    say(format!(
+        "console: http://{addr}/login?{}",
+        served.sessions.login_query()
+    ))?;
     // Never told to stop: the sender is gone.
     let (_, never) = tokio::sync::watch::channel(false);
     crate::server::serve(
@@ -160,35 +171,53 @@ impl Console<'_> {
                 None,
             );
         }
+        // The page's own assets carry nothing of the table: served without a session.
         if req.path.starts_with("/static/") {
             return (static_asset(&req.path), None);
         }
-        let known = sessions.token(req.session.as_deref());
+        if req.path == "/favicon.ico" {
+            return (Reply::text(204, ""), None);
+        }
+        let now = std::time::Instant::now();
+        if !req.post && req.path == "/login" {
+            return match sessions.login(req.query.get("token"), now) {
+                Some((id, _)) => (Reply::redirect("/".into()), Some(http::session_cookie(&id))),
+                None => (
+                    Reply::text(
+                        403,
+                        "refused: this login URL's token is not this console's (use the URL it printed when it started)",
+                    ),
+                    None,
+                ),
+            };
+        }
+        let Some(csrf) = sessions.token(req.session.as_deref(), now) else {
+            return (
+                Reply::text(
+                    401,
+                    "this console opens only from the login URL it printed when it started \
+                     (console: http://…/login?token=…); open that URL",
+                ),
+                None,
+            );
+        };
         if req.post {
-            let origin_ok = req
-                .origin
-                .as_ref()
-                .is_none_or(|o| hosts.iter().any(|h| *o == format!("http://{h}")));
-            let token_ok = known
-                .as_deref()
-                .is_some_and(|t| http::same_token(req.form.get("csrf"), t));
-            if !origin_ok || !token_ok {
+            let own = |o: &String| hosts.iter().any(|h| *o == format!("http://{h}"));
+            let origin_ok = match &req.origin {
+                Some(o) => own(o),
+                None => req.fetch_site.as_deref() == Some("same-origin"),
+            };
+            if !origin_ok || !http::same_token(req.form.get("csrf"), &csrf) {
                 return (
                     Reply::text(
                         403,
-                        "refused: this form's CSRF token is missing or stale (reload the page and try again)",
+                        "refused: this form's CSRF token is missing or stale, or it was not sent from this console's page (reload the page and try again)",
                     ),
                     None,
                 );
             }
         }
-        let (session, cookie) = match known {
-            Some(csrf) => (Session { csrf }, None),
-            None => {
-                let (id, csrf) = sessions.open();
-                (Session { csrf }, Some(http::session_cookie(&id)))
-            }
-        };
+        let (session, cookie) = (Session { csrf }, None);
         let reply = match self.route(req, &session).await {
             Ok(r) => r,
             Err(e) => self.error_page(&e),
@@ -199,7 +228,6 @@ impl Console<'_> {
     async fn route(&self, req: &Req, session: &Session) -> Result<Reply> {
         match (req.post, req.path.as_str()) {
             (false, "/") => Ok(Reply::redirect("/events".into())),
-            (false, "/favicon.ico") => Ok(Reply::text(204, "")),
             (false, "/events") => events::page(self, &req.query).await,
             (false, "/events/rows") => events::rows(self, &req.query).await,
             (false, "/event") => event::page(self, session, &req.query).await,

@@ -157,8 +157,8 @@ fn checkout_processor(
 }
 
 /// Starts the built `inboxctl console --port 0 --operator ana` on `table` and the queues: the
-/// running process and the URL it printed.
-fn start_console(table: &str, retry_url: &str, quarantine_url: &str) -> (Running, String) {
+/// running process, its base URL and the login URL it printed.
+fn start_console(table: &str, retry_url: &str, quarantine_url: &str) -> (Running, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_inboxctl"))
         .args(["console", "--port", "0", "--operator", "ana"])
         .envs(integration_tests::endpoints().env())
@@ -180,13 +180,46 @@ fn start_console(table: &str, retry_url: &str, quarantine_url: &str) -> (Running
     BufReader::new(stdout)
         .read_line(&mut line)
         .expect("the URL line");
-    let url = line
+    let login = line
         .trim()
         .strip_prefix("console: ")
         .unwrap_or_else(|| panic!("expected the console's URL, got {line:?}"))
         .to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    (console, url)
+    assert!(login.starts_with("http://127.0.0.1:"), "{login}");
+    let url = login
+        .split_once("login?token=")
+        .map(|(base, _)| base.to_owned())
+        .unwrap_or_else(|| panic!("a login URL with its token: {login}"));
+    (console, url, login)
+}
+
+/// An agent that answers every status and follows no redirect (to see each answer).
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into()
+}
+
+/// Opens a session with the login URL: its cookie (`name=value`).
+fn login(agent: &ureq::Agent, login: &str) -> String {
+    let reply = agent.get(login).call().expect("login");
+    assert_eq!(
+        reply.status().as_u16(),
+        303,
+        "the login URL opens a session"
+    );
+    let cookie = reply
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session cookie")
+        .to_owned();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Max-Age="] {
+        assert!(cookie.contains(attribute), "{attribute}: {cookie}");
+    }
+    cookie.split(';').next().expect("name=value").to_owned()
 }
 
 /// The value of `name="NAME" value="…"` in a page.
@@ -225,25 +258,21 @@ async fn a_bulk_replay_goes_in_steps_until_every_confirmed_one_is_done() {
             .await
             .expect("process");
     }
-    let (_console, url) = start_console(&h.table, &retry_url, &quarantine_url);
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut page = agent.get(format!("{url}quarantine")).call().expect("page");
-    let cookie = page
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .expect("a session cookie")
-        .to_owned();
+    let (_console, url, login_url) = start_console(&h.table, &retry_url, &quarantine_url);
+    let agent = agent();
+    let cookie = login(&agent, &login_url);
+    let mut page = agent
+        .get(format!("{url}quarantine"))
+        .header("Cookie", &cookie)
+        .call()
+        .expect("page");
     let html = page.body_mut().read_to_string().expect("html");
     let csrf = hidden_value(&html, "csrf");
     let post = |form: String| {
         let mut reply = agent
             .post(format!("{url}quarantine/replay"))
             .header("Cookie", &cookie)
+            .header("Origin", url.trim_end_matches('/'))
             .content_type("application/x-www-form-urlencoded")
             .send(form)
             .expect("answered");
@@ -427,26 +456,71 @@ async fn the_console_in_a_real_browser() {
     );
 
     // The console, as an operator starts it.
-    let (console, url) = start_console(&h.table, &retry_url, &quarantine_url);
+    let (console, url, login_url) = start_console(&h.table, &retry_url, &quarantine_url);
 
-    // Refused: a POST without the session's CSRF token, and a request for another host name.
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    // Refused, as an attacker on the machine would try: a cookie-jar client that asks for a page
+    // gets no session (nothing to scrape), a POST without the session's CSRF token, a forged
+    // cookie, a wrong login token, and a real session's POST without its page's origin.
+    let agent = agent();
+    let page = agent.get(format!("{url}wallets")).call().expect("answered");
+    assert_eq!(
+        page.status().as_u16(),
+        401,
+        "no session without the login URL"
+    );
+    assert!(
+        page.headers().get("set-cookie").is_none(),
+        "no session opened by asking"
+    );
+    let guessed = agent
+        .get(format!("{url}login?token=guess"))
+        .call()
+        .expect("answered");
+    assert_eq!(guessed.status().as_u16(), 403);
     let refused = agent
         .post(format!("{url}event/replay"))
         .content_type("application/x-www-form-urlencoded")
         .send(format!("source=stripe&id={failed}"))
         .expect("answered");
-    assert_eq!(refused.status().as_u16(), 403);
+    assert_eq!(refused.status().as_u16(), 401);
     let forged = agent
         .post(format!("{url}event/replay"))
         .header("Cookie", "inboxctl_console=forged")
         .content_type("application/x-www-form-urlencoded")
         .send(format!("source=stripe&id={failed}&csrf=guess"))
         .expect("answered");
-    assert_eq!(forged.status().as_u16(), 403);
+    assert_eq!(forged.status().as_u16(), 401);
+    let cookie = login(&agent, &login_url);
+    let mut page = agent
+        .get(format!("{url}wallets"))
+        .header("Cookie", &cookie)
+        .call()
+        .expect("answered");
+    assert_eq!(page.status().as_u16(), 200);
+    let csrf = hidden_value(&page.body_mut().read_to_string().expect("html"), "csrf");
+    let no_origin = agent
+        .post(format!("{url}event/replay"))
+        .header("Cookie", &cookie)
+        .content_type("application/x-www-form-urlencoded")
+        .send(format!("source=stripe&id={failed}&csrf={csrf}"))
+        .expect("answered");
+    assert_eq!(
+        no_origin.status().as_u16(),
+        403,
+        "a POST with neither Origin nor Sec-Fetch-Site"
+    );
+    let elsewhere = agent
+        .post(format!("{url}event/replay"))
+        .header("Cookie", &cookie)
+        .header("Origin", "https://evil.example")
+        .content_type("application/x-www-form-urlencoded")
+        .send(format!("source=stripe&id={failed}&csrf={csrf}"))
+        .expect("answered");
+    assert_eq!(
+        elsewhere.status().as_u16(),
+        403,
+        "a POST from another origin"
+    );
     let rebound = agent
         .get(format!("{url}events"))
         .header("Host", "evil.example:80")
@@ -478,7 +552,7 @@ async fn the_console_in_a_real_browser() {
         "no Chromium at {chromium}: install Debian's (apt-get install chromium, as .ci/run does) or set CHROMIUM"
     );
     let config = json!({
-        "url": url, "failed": failed, "bulk": failed2, "ok": ok, "hostile": hostile,
+        "url": url, "login": login_url, "failed": failed, "bulk": failed2, "ok": ok, "hostile": hostile,
         "signature": signature, "destination": dest_id, "tenant": tenant, "topup": topup, "late": late,
         "payment": lost_payment, "nobody": format!("nobody-{}", &suffix[..8]),
         "chromium": chromium,
@@ -637,7 +711,7 @@ fn exchange(host: &str, request: &str, within: Duration) -> String {
 /// The pages asked for read nothing from AWS, so no table is needed.
 #[tokio::test]
 async fn a_slow_form_holds_up_no_other_request() {
-    let (_console, url) = start_console(
+    let (_console, url, _) = start_console(
         "inboxctl-console-no-table",
         "http://127.0.0.1:9/retry",
         "http://127.0.0.1:9/quarantine",

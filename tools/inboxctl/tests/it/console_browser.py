@@ -34,6 +34,13 @@ def main(cfg):
             return page
 
         page = watched(context.new_page())
+        # Only the login URL the console printed opens a session (its cookie then serves every
+        # page of this context); without it every page answers 401.
+        denied = context.request.get(base + "/events")
+        if denied.status != 401:
+            problems.append(f"/events without a session answered {denied.status}, not 401")
+        page.goto(cfg["login"])
+        expect(page).to_have_url(re.compile(r"/events$"))
 
         # An Events page searching for an event not ingested yet (the test ingests it once the
         # first replay is processed): it must appear there without a reload.
@@ -181,6 +188,7 @@ def main(cfg):
         # Without JavaScript the read-only views still read: the list, and an event with its body.
         plain = browser.new_context(java_script_enabled=False)
         quiet = watched(plain.new_page())
+        quiet.goto(cfg["login"])
         quiet.goto(base + "/events?q=" + cfg["ok"])
         expect(quiet.locator("#events tbody tr")).to_have_count(1)
         quiet.click(f"text={cfg['ok']}")
