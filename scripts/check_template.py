@@ -41,6 +41,7 @@ Usage:
   check_template.py [--template template.yaml]            run the checks (exit 1 on a problem)
   check_template.py [--template …] --ingest-timeout       print the ingest function's timeout, s
   check_template.py [--template …] --leading-keys ROLE    print the role's write prefixes, one a line
+  check_template.py [--template …] --leading-reads ROLE   print the role's read prefixes (index: ones for the index)
 
 Needs the venv (`make venv`): samtranslator and aws-sam-cli's YAML loader.
 """
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import sys
 from pathlib import Path
@@ -86,6 +88,22 @@ LEADING_KEYS: dict[str, list[str]] = {
     # The wallet API: holds, releases and idempotency records under the wallets' partitions,
     # the wallet's events, the Stripe account's token bucket (checkout sessions).
     "WalletApiRole": ["WALLET#*", "MSG#wallet#*", "PROVIDER#stripe"],
+}
+# Roles whose table READS are limited too (dynamodb:LeadingKeys on every GetItem, Query and
+# BatchGetItem statement, the table's and the index's), with the prefixes: ChargeRole's are
+# wallet_ledger::autopay::pass::charge_reads() and charge_index_reads() and the Stripe account's
+# token bucket (tests/it/template.rs compares them). A Scan is never allowed to such a role.
+LEADING_READS: dict[str, dict[str, list[str]]] = {
+    "ChargeRole": {
+        "table": ["WALLET#*", "PROVIDER#stripe"],
+        "index": ["AUTOPAY#ATTEMPT#*", "AUTOPAY#RECURRING#*"],
+    },
+}
+TABLE_READS = {
+    "dynamodb:GetItem",
+    "dynamodb:Query",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Scan",
 }
 TABLE_WRITES = {
     "dynamodb:PutItem",
@@ -236,6 +254,45 @@ def check_leading_keys(cfn: dict[str, Any]) -> list[str]:
             problems.append(
                 f"{where}: dynamodb:LeadingKeys {keys}, expected exactly {LEADING_KEYS[name]}"
             )
+    return problems
+
+
+def _on_index(statement: dict[str, Any]) -> bool:
+    return any("/index/" in json.dumps(r) for r in _as_list(statement.get("Resource")))
+
+
+def leading_reads(cfn: dict[str, Any], role: str) -> list[str]:
+    """The prefixes `role`'s table and index reads are limited to, `index:`-prefixed for the
+    index's."""
+    out = []
+    for name, statement in _statements(cfn):
+        actions = set(map(str, _as_list(statement.get("Action", []))))
+        if name == role and statement.get("Effect") == "Allow" and actions & TABLE_READS:
+            prefix = "index:" if _on_index(statement) else ""
+            out += [prefix + k for k in _leading_keys(statement) or []]
+    return sorted(set(out))
+
+
+def check_leading_reads(cfn: dict[str, Any]) -> list[str]:
+    problems = []
+    for name, statement in _statements(cfn):
+        if name not in LEADING_READS or statement.get("Effect") != "Allow":
+            continue
+        reads = sorted(set(map(str, _as_list(statement.get("Action", [])))) & TABLE_READS)
+        if not reads:
+            continue
+        where = f"{name}, statement {statement.get('Sid') or '(no Sid)'}"
+        if "dynamodb:Scan" in reads:
+            problems.append(f"{where}: dynamodb:Scan reads every item of the table")
+        expected = LEADING_READS[name]["index" if _on_index(statement) else "table"]
+        keys = _leading_keys(statement)
+        if keys is None:
+            problems.append(
+                f"{where}: {', '.join(reads)} without a dynamodb:LeadingKeys condition "
+                f"(ForAllValues:StringLike {expected}): it may read any item"
+            )
+        elif sorted(keys) != sorted(expected):
+            problems.append(f"{where}: read dynamodb:LeadingKeys {keys}, expected exactly {expected}")
     return problems
 
 
@@ -499,6 +556,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE)
     parser.add_argument("--ingest-timeout", action="store_true")
     parser.add_argument("--leading-keys", metavar="ROLE")
+    parser.add_argument("--leading-reads", metavar="ROLE")
     args = parser.parse_args(argv)
     sam = load(args.template)
     if args.ingest_timeout:
@@ -508,9 +566,13 @@ def main(argv: list[str]) -> int:
     if args.leading_keys:
         print("\n".join(leading_keys(cfn, args.leading_keys)))
         return 0
+    if args.leading_reads:
+        print("\n".join(leading_reads(cfn, args.leading_reads)))
+        return 0
     problems = (
         check_least_privilege(cfn)
         + check_leading_keys(cfn)
+        + check_leading_reads(cfn)
         + check_schedules(sam)
         + check_secret_values(sam)
         + check_routes(cfn)
@@ -524,7 +586,7 @@ def main(argv: list[str]) -> int:
     if problems:
         return 1
     print(
-        f"{args.template.name}: least privilege, leading keys, schedules, secret values, routes, "
+        f"{args.template.name}: least privilege, leading keys (writes, and the charge role's reads), schedules, secret values, routes, "
         "the wallet API's IAM authorizer, bodies, alarms and the deliver stream's parallelism checked"
     )
     return 0

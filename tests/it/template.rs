@@ -223,6 +223,22 @@ fn the_check_catches_what_it_guards_against() {
              expected exactly",
         ),
         (
+            "charge-reads-any-item",
+            "                Resource: !GetAtt InboxTable.Arn\n                Condition:\n                  \
+             ForAllValues:StringLike:\n                    dynamodb:LeadingKeys:\n                      \
+             - WALLET#*\n                      - PROVIDER#stripe\n",
+            "                Resource: !GetAtt InboxTable.Arn\n",
+            "ChargeRole, statement ReadAutopay: dynamodb:GetItem, dynamodb:Query without a \
+             dynamodb:LeadingKeys condition",
+        ),
+        (
+            "charge-reads-any-index-shard",
+            "                      - AUTOPAY#RECURRING#*\n",
+            "                      - \"*\"\n",
+            "ChargeRole, statement QueryDueIndex: read dynamodb:LeadingKeys ['AUTOPAY#ATTEMPT#*', '*'], \
+             expected exactly",
+        ),
+        (
             "stripe-429-stage",
             "      MetricName: ProviderRateLimited\n      Dimensions:\n        - Name: Stage\n",
             "      MetricName: ProviderRateLimited\n      Dimensions:\n        - Name: Tier\n",
@@ -304,4 +320,22 @@ fn the_charge_role_writes_only_the_wallet_keys_the_pass_writes() {
     template.sort();
     code.sort();
     assert_eq!(template, code, "template.yaml's ChargeRole LeadingKeys");
+}
+
+#[test]
+fn the_charge_role_reads_only_the_keys_the_pass_reads() {
+    let template: Vec<String> = answer(&["--leading-reads", "ChargeRole"])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    // The pass reads the wallets' partitions (settings, attempts, the wallet) through the due
+    // index's autopay shards, and the Stripe account's token bucket.
+    let mut code = vec![
+        format!("{}*", wallet_ledger::items::wallet_pk("")),
+        stripe_charges::client::BUCKET_PK.to_owned(),
+        format!("index:{}*", wallet_ledger::items::ATTEMPT_SHARD_PREFIX),
+        format!("index:{}*", wallet_ledger::items::RECURRING_SHARD_PREFIX),
+    ];
+    code.sort();
+    assert_eq!(template, code, "template.yaml's ChargeRole read LeadingKeys");
 }
