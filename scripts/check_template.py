@@ -296,6 +296,23 @@ def check_leading_reads(cfn: dict[str, Any]) -> list[str]:
     return problems
 
 
+def check_trust(sam: dict[str, Any]) -> list[str]:
+    """No role trusts a whole account (its root principal): a named principal or a service."""
+    problems = []
+    for name, resource in (sam.get("Resources") or {}).items():
+        if resource.get("Type") != "AWS::IAM::Role":
+            continue
+        document = (resource.get("Properties") or {}).get("AssumeRolePolicyDocument") or {}
+        for statement in _as_list(document.get("Statement")):
+            principal = (statement or {}).get("Principal") or {}
+            trusted = json.dumps(principal.get("AWS")) if isinstance(principal, dict) else ""
+            if ":root" in trusted or principal == "*" or '"*"' in trusted:
+                problems.append(
+                    f"{name}: trusts a whole account ({trusted}): name the principal that assumes it"
+                )
+    return problems
+
+
 def _schedule_rate_seconds(function: dict[str, Any]) -> list[int | None]:
     """The period of every schedule event of a function (None: not a rate expression)."""
     periods: list[int | None] = []
@@ -573,6 +590,7 @@ def main(argv: list[str]) -> int:
         check_least_privilege(cfn)
         + check_leading_keys(cfn)
         + check_leading_reads(cfn)
+        + check_trust(sam)
         + check_schedules(sam)
         + check_secret_values(sam)
         + check_routes(cfn)

@@ -223,6 +223,14 @@ fn the_check_catches_what_it_guards_against() {
              expected exactly",
         ),
         (
+            "caller-trusts-the-account",
+            "              AWS: !Ref WalletApiCallerPrincipal\n",
+            "              AWS: !If\n                - HasWalletApiCaller\n                \
+             - !Ref WalletApiCallerPrincipal\n                \
+             - !Sub arn:${AWS::Partition}:iam::${AWS::AccountId}:root\n",
+            "WalletApiCallerRole: trusts a whole account",
+        ),
+        (
             "charge-reads-any-item",
             "                Resource: !GetAtt InboxTable.Arn\n                Condition:\n                  \
              ForAllValues:StringLike:\n                    dynamodb:LeadingKeys:\n                      \
