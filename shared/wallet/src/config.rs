@@ -3,8 +3,8 @@
 //! needs (its sources, the Stripe mode it moves money for, the largest amount it accepts, and the
 //! retention the core's `DELIVERY_RETENTION_DAYS` gives).
 
+use crate::email::providers::EmailProvider;
 use crate::parse::StripeMode;
-use crate::providers::EmailProvider;
 use crate::WalletSources;
 use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
 use inbox_core::config::doc::readers::{INBOXCTL, PROCESS, WALLET_API};
@@ -492,7 +492,7 @@ mod tests {
         assert_eq!(view_ttl(&none).unwrap(), Duration::from_millis(1_000));
         assert_eq!(
             WALLET_VIEW_MS.default_value(),
-            Some(crate::views::DEFAULT_VIEW_MS.to_string().as_str())
+            Some(crate::balance::views::DEFAULT_VIEW_MS.to_string().as_str())
         );
         let off = Env::from_pairs([("WALLET_VIEW_MS", "0")]);
         assert_eq!(view_ttl(&off).unwrap(), Duration::ZERO);

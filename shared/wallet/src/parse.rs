@@ -4,13 +4,12 @@
 //! `payment_status` (`paid`, `unpaid` for delayed methods, `no_payment_required`), its async
 //! outcomes, payment intents (whose `metadata` is the session's only if
 //! `payment_intent_data.metadata` set it), charges with their cumulative `amount_refunded`, and
-//! every event's `livemode`. Autopay's (saved methods, detached methods, attempts): [`autopay`].
+//! every event's `livemode`. Autopay's (saved methods, detached methods, attempts): [`crate::autopay::parse`].
 
-pub mod autopay;
-
-use super::autopay::SavedMethod;
-use super::rules::{Bounce, EmailEvent, PaymentEvent};
-use super::tenant::TenantId;
+use crate::autopay::parse as autopay;
+use crate::autopay::SavedMethod;
+use crate::balance::rules::{Bounce, EmailEvent, PaymentEvent};
+use crate::tenant::TenantId;
 use serde_json::Value;
 
 /// Why an event cannot move money (a permanent failure: the message is quarantined with this reason).
