@@ -3,6 +3,7 @@
 //! autopay …`): ONE transaction of the settings item at the version read and its journal entry,
 //! as destinations' changes are journaled in the outbox.
 
+use crate::autopay::handler::threshold_writes;
 use crate::autopay::items::{
     attempt_sk, method_index_key, AutopayLog, MethodIndex, ATTEMPT_PREFIX, AUTOPAY_LOG_PREFIX,
     AUTOPAY_SK,
@@ -10,9 +11,14 @@ use crate::autopay::items::{
 use crate::autopay::{Attempt, Autopay, AutopayStatus, TopUpRule};
 use crate::balance::items::wallet_pk;
 use crate::balance::ledger::{unreadable, Ledger, LedgerError};
+use crate::balance::model::Wallet;
+use crate::balance::views::WalletViews;
 use crate::money::Currency;
+use crate::money::Money;
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
+use inbox_core::metrics::Metric;
+use inbox_core::store::Effect;
 use inbox_core::store::{Applied, Item, ItemStore, ItemWriter};
 
 /// Why an autopay change was not made.
@@ -159,6 +165,37 @@ impl<S: ItemStore> Ledger<'_, S> {
             }
             _ => Err(AutopayError::Conflict(tenant.to_string())),
         }
+    }
+
+    /// Autopay's writes for a hold or debit that leaves `wallet` at `available`: decided on the
+    /// viewed AUTOPAY item for a wallet of K > 1 shards (read strongly and kept when none is
+    /// fresh), and decided again on the item read strongly whenever that decision writes (the
+    /// write is conditioned on the version read). At K = 1 the item is read strongly, as always.
+    pub(crate) async fn threshold(
+        &self,
+        wallet: &Wallet,
+        views: &WalletViews,
+        available: Money,
+        now_ms: i64,
+        origin: [&str; 2],
+    ) -> Result<Result<(Vec<Effect>, Vec<Metric>), String>, LedgerError> {
+        let tenant = &wallet.tenant;
+        if wallet.shard_count() > 1 {
+            if let Some(viewed) = views.autopay(tenant) {
+                match threshold_writes(viewed, tenant, available, now_ms, origin) {
+                    Ok((effects, metrics)) if effects.is_empty() => {
+                        return Ok(Ok((effects, metrics)))
+                    }
+                    // It writes (or failed): decided again on the item as stored.
+                    _ => {}
+                }
+            }
+        }
+        let autopay = self.autopay(tenant).await?;
+        if wallet.shard_count() > 1 {
+            views.keep_autopay(tenant, &autopay);
+        }
+        Ok(threshold_writes(autopay, tenant, available, now_ms, origin))
     }
 }
 

@@ -29,16 +29,13 @@
 //! Only wallets of K > 1 shards (and their AUTOPAY items) are kept: one entry per hot tenant the
 //! instance moved, replaced when read again.
 
-use crate::autopay::handler::threshold_writes;
 use crate::autopay::Autopay;
 use crate::balance::items::shards::{refills, shard_key, Part};
 use crate::balance::ledger::{unreadable, Ledger, LedgerError};
 use crate::balance::model::Wallet;
-use crate::money::Money;
 use crate::tenant::TenantId;
 use inbox_core::clock::{Clock, SystemClock};
-use inbox_core::metrics::Metric;
-use inbox_core::store::{Effect, Item, ItemStore};
+use inbox_core::store::{Item, ItemStore};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -181,12 +178,12 @@ impl WalletViews {
         }
     }
 
-    fn autopay(&self, tenant: &TenantId) -> Option<Option<Autopay>> {
+    pub(crate) fn autopay(&self, tenant: &TenantId) -> Option<Option<Autopay>> {
         let (at, autopay) = self.lock().autopay.get(tenant).cloned()?;
         self.fresh(at).then_some(autopay)
     }
 
-    fn keep_autopay(&self, tenant: &TenantId, autopay: &Option<Autopay>) {
+    pub(crate) fn keep_autopay(&self, tenant: &TenantId, autopay: &Option<Autopay>) {
         if self.enabled() {
             let at = self.inner.clock.now_millis();
             self.lock()
@@ -312,37 +309,6 @@ impl<S: ItemStore> Ledger<'_, S> {
         others.push(fresh);
         others.sort_by_key(|p| p.shard);
         assemble(&tenant, &viewed.item, others)
-    }
-
-    /// Autopay's writes for a hold or debit that leaves `wallet` at `available`: decided on the
-    /// viewed AUTOPAY item for a wallet of K > 1 shards (read strongly and kept when none is
-    /// fresh), and decided again on the item read strongly whenever that decision writes (the
-    /// write is conditioned on the version read). At K = 1 the item is read strongly, as always.
-    pub(crate) async fn threshold(
-        &self,
-        wallet: &Wallet,
-        views: &WalletViews,
-        available: Money,
-        now_ms: i64,
-        origin: [&str; 2],
-    ) -> Result<Result<(Vec<Effect>, Vec<Metric>), String>, LedgerError> {
-        let tenant = &wallet.tenant;
-        if wallet.shard_count() > 1 {
-            if let Some(viewed) = views.autopay(tenant) {
-                match threshold_writes(viewed, tenant, available, now_ms, origin) {
-                    Ok((effects, metrics)) if effects.is_empty() => {
-                        return Ok(Ok((effects, metrics)))
-                    }
-                    // It writes (or failed): decided again on the item as stored.
-                    _ => {}
-                }
-            }
-        }
-        let autopay = self.autopay(tenant).await?;
-        if wallet.shard_count() > 1 {
-            views.keep_autopay(tenant, &autopay);
-        }
-        Ok(threshold_writes(autopay, tenant, available, now_ms, origin))
     }
 }
 

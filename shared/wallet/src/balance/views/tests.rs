@@ -11,6 +11,7 @@ use crate::money::Currency;
 use inbox_core::clock::ManualClock;
 use inbox_core::store::attr::n;
 use inbox_core::store::memory::MemoryStore;
+use inbox_core::store::Effect;
 use inbox_core::store::{Applied, ItemWriter, StoreError};
 
 const T0: i64 = 1_795_000_000_000;
