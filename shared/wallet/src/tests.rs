@@ -3,6 +3,7 @@
 
 mod autopay;
 mod holds;
+mod layout;
 mod metrics;
 mod reconciliation;
 mod shards;
