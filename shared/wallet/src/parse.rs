@@ -7,10 +7,16 @@
 //! every event's `livemode`. Autopay's (saved methods, detached methods, attempts): [`crate::autopay::parse`].
 
 use crate::autopay::parse as autopay;
-use crate::autopay::SavedMethod;
 use crate::balance::rules::{Bounce, EmailEvent, PaymentEvent};
 use crate::tenant::TenantId;
 use serde_json::Value;
+
+/// The provider's customer and saved payment method (from its setup events or the operator).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedMethod {
+    pub customer: String,
+    pub payment_method: String,
+}
 
 /// Why an event cannot move money (a permanent failure: the message is quarantined with this reason).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

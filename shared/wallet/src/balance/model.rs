@@ -306,7 +306,7 @@ pub struct PaymentIndex {
     pub events: Vec<String>,
     /// A payment method the payment saved for later (`setup_future_usage`), reported before the
     /// payment's tenant was known: saved for autopay when an event names the tenant.
-    pub method: Option<crate::autopay::SavedMethod>,
+    pub method: Option<crate::parse::SavedMethod>,
     /// Whether the payment's unmatched item ([`crate::payments::unmatched`]) is open: the event that names
     /// the tenant (or the operator's bind) resolves it in its transaction.
     pub unmatched: bool,

@@ -4,8 +4,8 @@
 //! complete).
 
 use super::{number, tenant, version};
-use crate::autopay::SavedMethod;
 use crate::balance::model::PaymentIndex;
+use crate::parse::SavedMethod;
 use crate::tenant::TenantId;
 use inbox_core::store::attr::{self, get_s, get_strings, n, s};
 use inbox_core::store::{Effect, Item};
