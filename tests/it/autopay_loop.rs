@@ -12,12 +12,12 @@ use integration_tests::pipeline::{Pipeline, TestProcessor};
 use integration_tests::stripe::{charger, Standin};
 use serde_json::Value;
 use std::sync::Arc;
-use wallet_ledger::attempts::TableAttempts;
+use wallet_ledger::autopay::table::TableAttempts;
 use wallet_ledger::autopay::{
     idempotency_key, AttemptState, Pass, PassConfig, SavedMethod, TopUpRule,
 };
-use wallet_ledger::events::{SettleByEvent, WalletEvent};
-use wallet_ledger::items::{wallet_pk, WALLET_SK};
+use wallet_ledger::balance::events::{SettleByEvent, WalletEvent};
+use wallet_ledger::balance::items::{wallet_pk, WALLET_SK};
 use wallet_ledger::{Currency, Ledger, TenantId, Wallet, WalletSources};
 
 const PRICE: i64 = 7;
@@ -84,7 +84,7 @@ async fn drained(p: &Pipeline, s: &Standin, card: &str) -> DynamoTable {
 }
 
 async fn published(store: &DynamoTable, e: &WalletEvent) -> bool {
-    let pk = format!("MSG#{}#{}", wallet_ledger::events::SOURCE, e.id());
+    let pk = format!("MSG#{}#{}", wallet_ledger::balance::events::SOURCE, e.id());
     store
         .get_item(&pk, inbox_core::store::schema::MESSAGE_SK)
         .await

@@ -12,7 +12,7 @@ use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::pipeline::Pipeline;
 use integration_tests::stripe::{checkout, top_up, Standin};
 use serde_json::{json, Value};
-use wallet_ledger::checkout::Checkout;
+use wallet_ledger::payments::checkout::Checkout;
 use wallet_ledger::{Currency, Funds, Ledger, TenantId, Wallet, WalletSources};
 
 fn acme() -> TenantId {

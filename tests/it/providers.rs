@@ -378,7 +378,7 @@ async fn every_providers_email_events_move_the_wallet_through_the_pipeline() {
         .unwrap();
     // Held: m-sg (SendGrid processed), m-rs (Resend sent). Debited: m-ses, m-mg, m-pm (m-sg2 refunded).
     assert_eq!((w.balance.minor(), w.held.minor()), (-15, 10));
-    let rows: Vec<(String, wallet_ledger::rules::EmailState)> = {
+    let rows: Vec<(String, wallet_ledger::balance::rules::EmailState)> = {
         let ledger = Ledger::new(&store);
         let mut rows = Vec::new();
         for id in ["m-sg", "m-sg2", "m-ses", "m-mg", "m-pm", "m-rs"] {
@@ -394,7 +394,7 @@ async fn every_providers_email_events_move_the_wallet_through_the_pipeline() {
         }
         rows
     };
-    use wallet_ledger::rules::EmailState::*;
+    use wallet_ledger::balance::rules::EmailState::*;
     assert_eq!(
         rows.iter().map(|(_, s)| *s).collect::<Vec<_>>(),
         vec![Held, Refunded, Debited, Debited, Debited, Held],

@@ -8,7 +8,7 @@
 use integration_tests::stripe::{charger, checkout, request, top_up, Standin};
 use serde_json::{json, Value};
 use wallet_ledger::autopay::{ChargeOutcome, Charger};
-use wallet_ledger::checkout::{Checkout, CheckoutError};
+use wallet_ledger::payments::checkout::{Checkout, CheckoutError};
 
 #[tokio::test]
 async fn each_decline_test_card_maps_to_its_outcome() {

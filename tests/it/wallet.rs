@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use wallet_ledger::items::{wallet_pk, WALLET_SK};
+use wallet_ledger::balance::items::{wallet_pk, WALLET_SK};
 use wallet_ledger::reconcile::{reconcile, ReconcileOptions};
 use wallet_ledger::{CreateOutcome, Currency, Entry, Funds, Ledger, Wallet, WalletSources};
 
@@ -136,12 +136,12 @@ async fn a_row_and_entry_of_the_old_layout_settle_once_and_reconcile() {
     let mut row = store
         .get_item(
             &wallet_pk("acme"),
-            &format!("{}m1", wallet_ledger::items::EMAIL_PREFIX),
+            &format!("{}m1", wallet_ledger::balance::items::EMAIL_PREFIX),
         )
         .await
         .unwrap()
         .unwrap();
-    row.remove(wallet_ledger::items::ROW_ENTRIES);
+    row.remove(wallet_ledger::balance::items::ROW_ENTRIES);
     let entry = Entry::of_row(&held.entries[0], &acme, "m1", usd()).to_item();
     for item in [row, entry] {
         p.harness
@@ -173,17 +173,20 @@ async fn a_row_and_entry_of_the_old_layout_settle_once_and_reconcile() {
         kinds,
         vec![
             (
-                wallet_ledger::rules::EntryKind::Hold,
+                wallet_ledger::balance::rules::EntryKind::Hold,
                 "msg_old_s".to_owned()
             ),
             (
-                wallet_ledger::rules::EntryKind::Debit,
+                wallet_ledger::balance::rules::EntryKind::Debit,
                 "msg_old_a".to_owned()
             )
         ]
     );
     let settled = ledger.email_row(&acme, "m1").await.unwrap().unwrap();
-    assert_eq!(settled.state, wallet_ledger::rules::EmailState::Debited);
+    assert_eq!(
+        settled.state,
+        wallet_ledger::balance::rules::EmailState::Debited
+    );
     assert_eq!(settled.entries.len(), 1, "the debit in the row");
     let report = reconcile(
         &store,

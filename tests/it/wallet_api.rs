@@ -18,9 +18,11 @@ use std::sync::{Arc, Mutex};
 use wallet_api::idempotency::{Begun, Fingerprint, Keys};
 use wallet_api::request::{canonical_json, IdempotencyKey};
 use wallet_api::{ApiConfig, WalletApi};
-use wallet_ledger::checkout::{Checkout, CheckoutError, CheckoutRequest, CheckoutSession};
+use wallet_ledger::balance::rules::EntryKind;
+use wallet_ledger::payments::checkout::{
+    Checkout, CheckoutError, CheckoutRequest, CheckoutSession,
+};
 use wallet_ledger::reconcile::{reconcile, ReconcileOptions};
-use wallet_ledger::rules::EntryKind;
 use wallet_ledger::{Currency, Ledger, TenantId, Wallet, WalletSources};
 
 const PRICE: i64 = 25;

@@ -8,11 +8,11 @@ use inbox_core::store::dynamo::DynamoTable;
 use inbox_core::store::{Effect, ItemWriter};
 use integration_tests::pipeline::Pipeline;
 use serde_json::json;
-use wallet_ledger::attempts::TableAttempts;
+use wallet_ledger::autopay::table::TableAttempts;
 use wallet_ledger::autopay::{
     AttemptState, AttemptStore, Every, Recurring, SavedMethod, Schedule, TopUpRule,
 };
-use wallet_ledger::items::{wallet_pk, WALLET_SK};
+use wallet_ledger::balance::items::{wallet_pk, WALLET_SK};
 use wallet_ledger::{CreateOutcome, Currency, Ledger, TenantId, Wallet, WalletSources};
 
 const PRICE: i64 = 7;

@@ -1,4 +1,4 @@
-//! The wallet's own events (`shared/wallet/src/events.rs`) through the outbox against the
+//! The wallet's own events (`shared/wallet/src/balance/events.rs`) through the outbox against the
 //! emulators: [`WalletEvent::publish`] committed through the core's `ItemWriter::commit` (as the
 //! ledger and the charging pass commit it, with the change it reports) writes a message of the
 //! source `wallet`, which has no signature scheme and no handler: the deployed registry marks it
@@ -22,7 +22,7 @@ use integration_tests::receiver::Receiver;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use wallet_ledger::events::{WalletEvent, SOURCE};
+use wallet_ledger::balance::events::{WalletEvent, SOURCE};
 use wallet_ledger::{TenantId, WalletSources};
 
 pub(crate) fn config() -> DeliverConfig {

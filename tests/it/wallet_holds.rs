@@ -12,9 +12,9 @@ use integration_tests::pipeline::Pipeline;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use wallet_ledger::holds::{HoldOutcome, HoldRequest, Holds, ReleaseOutcome};
+use wallet_ledger::balance::rules::{EmailState, EntryKind};
+use wallet_ledger::email::holds::{HoldOutcome, HoldRequest, Holds, ReleaseOutcome};
 use wallet_ledger::reconcile::{reconcile, ReconcileOptions};
-use wallet_ledger::rules::{EmailState, EntryKind};
 use wallet_ledger::{CreateOutcome, Currency, Ledger, TenantId, Wallet, WalletSources};
 
 const PRICE: i64 = 20;

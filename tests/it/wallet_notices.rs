@@ -1,4 +1,4 @@
-//! The wallet's notices (`shared/wallet/src/notices.rs`) on DynamoDB Local, through signed
+//! The wallet's notices (`shared/wallet/src/balance/notices.rs`) on DynamoDB Local, through signed
 //! webhooks, the ingest, the stream and the deployed registry at its concurrency, to a
 //! destination subscribed to them: a burst of debits in one month publishes
 //! `wallet.review_threshold_reached` once and `wallet.low_balance` once (when the wallet can no
@@ -11,7 +11,7 @@ use integration_tests::outbox::OutboxRig;
 use integration_tests::pipeline::TestProcessor;
 use integration_tests::receiver::Receiver;
 use serde_json::{json, Value};
-use wallet_ledger::items::{wallet_pk, WALLET_SK};
+use wallet_ledger::balance::items::{wallet_pk, WALLET_SK};
 use wallet_ledger::{CreateOutcome, Currency, Ledger, TenantId, Wallet, WalletSources};
 
 const PRICE: i64 = 7;

@@ -21,9 +21,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use wallet_api::{ApiConfig, WalletApi};
-use wallet_ledger::checkout::{Checkout, CheckoutError, CheckoutRequest, CheckoutSession};
+use wallet_ledger::balance::rules::{EmailState, EntryKind};
+use wallet_ledger::payments::checkout::{
+    Checkout, CheckoutError, CheckoutRequest, CheckoutSession,
+};
 use wallet_ledger::reconcile::{reconcile, ReconcileOptions};
-use wallet_ledger::rules::{EmailState, EntryKind};
 use wallet_ledger::{Currency, Ledger, TenantId, Wallet, WalletSources, WalletViews};
 
 const PRICE: i64 = 25;
@@ -89,7 +91,9 @@ async fn sharded_wallet_paid(amount: i64, payment: &str) -> (Pipeline, DynamoTab
 
 /// A view of sharded wallets as the deployed functions keep one (`WALLET_VIEW_MS`' default).
 fn views() -> WalletViews {
-    WalletViews::system(Duration::from_millis(wallet_ledger::views::DEFAULT_VIEW_MS))
+    WalletViews::system(Duration::from_millis(
+        wallet_ledger::balance::views::DEFAULT_VIEW_MS,
+    ))
 }
 
 /// The API on a client with the SDK's default timeouts (DynamoDB Local under thousands of
@@ -443,7 +447,9 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
     // shard), so the other shards stay empty; placed through the API first (the first refills
     // shard 0 up to its floor and a share), and their `accepted` webhooks ingested.
     let captured: Vec<usize> = (ASKED..)
-        .filter(|i| wallet_ledger::items::shards::pick(&held_message(*i), SHARDS) == funded)
+        .filter(|i| {
+            wallet_ledger::balance::items::shards::pick(&held_message(*i), SHARDS) == funded
+        })
         .take(CAPTURED)
         .collect();
     let (first, _) = api(&p).await;
@@ -473,7 +479,7 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
     let mut overdrawing = Vec::new();
     for j in 0..100_000 {
         let message = format!("unheld-{j}");
-        let shard = wallet_ledger::items::shards::pick(&message, SHARDS);
+        let shard = wallet_ledger::balance::items::shards::pick(&message, SHARDS);
         if let Some(at) = empty.iter().position(|s| *s == shard) {
             empty.remove(at);
             overdrawing.push(message);

@@ -13,9 +13,9 @@ use integration_tests::pipeline::Pipeline;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use wallet_ledger::holds::{HoldOutcome, HoldRequest, Holds};
-use wallet_ledger::items::shards::{pick, shard_key};
-use wallet_ledger::items::wallet_pk;
+use wallet_ledger::balance::items::shards::{pick, shard_key};
+use wallet_ledger::balance::items::wallet_pk;
+use wallet_ledger::email::holds::{HoldOutcome, HoldRequest, Holds};
 use wallet_ledger::{Currency, Ledger, TenantId, Wallet, WalletSources, WalletViews};
 
 const PRICE: i64 = 25;

@@ -13,8 +13,8 @@ use std::time::Duration;
 use stripe_charges::retry::RetryPolicy;
 use stripe_charges::{HttpTransport, SecretKey, StripeCharger, StripeCheckout, StripeConfig};
 use wallet_ledger::autopay::{idempotency_key, ChargeRequest};
-use wallet_ledger::checkout::CheckoutRequest;
 use wallet_ledger::money::Currency;
+use wallet_ledger::payments::checkout::CheckoutRequest;
 use wallet_ledger::tenant::TenantId;
 
 /// A stand-in process, stopped when dropped.

@@ -21,9 +21,9 @@ use std::sync::Arc;
 use stripe_charges::charger::StripeCharger;
 use stripe_charges::config::StripeConfig;
 use stripe_charges::http::HttpTransport;
-use wallet_ledger::attempts::TableAttempts;
+use wallet_ledger::autopay::table::TableAttempts;
 use wallet_ledger::autopay::{AttemptStore, Charger, Pass, PassConfig, PassReport, Settle};
-use wallet_ledger::events::SettleByEvent;
+use wallet_ledger::balance::events::SettleByEvent;
 
 /// The charging pass and where its metrics go.
 pub struct Service<S, P, C, U> {

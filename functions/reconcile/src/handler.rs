@@ -254,7 +254,7 @@ mod tests {
     use inbox_core::clock::ManualClock;
     use inbox_core::metrics::RecordingSink;
     use inbox_core::store::memory::MemoryStore;
-    use wallet_ledger::rules::EntryKind;
+    use wallet_ledger::balance::rules::EntryKind;
     use wallet_ledger::{Currency, Entry, Wallet};
 
     const T0: i64 = 1_795_000_000_000;

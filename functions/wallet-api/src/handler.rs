@@ -22,7 +22,7 @@ use lambda_runtime::LambdaEvent;
 use std::convert::Infallible;
 use stripe_charges::{HttpTransport, StripeCheckout, StripeConfig};
 use wallet_api::{ApiConfig, ApiRequest, ApiResponse, WalletApi};
-use wallet_ledger::checkout::Checkout;
+use wallet_ledger::payments::checkout::Checkout;
 use wallet_ledger::WalletViews;
 
 /// The payment provider's hosted checkout as deployed: Stripe's Checkout Sessions, its calls

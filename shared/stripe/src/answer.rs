@@ -55,7 +55,7 @@
 
 use serde_json::Value;
 use wallet_ledger::autopay::ChargeOutcome;
-use wallet_ledger::checkout::{CheckoutError, CheckoutSession};
+use wallet_ledger::payments::checkout::{CheckoutError, CheckoutSession};
 
 /// Declines that need the customer present.
 pub const NEEDS_CUSTOMER: [&str; 3] = [

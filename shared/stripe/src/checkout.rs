@@ -18,7 +18,9 @@ use crate::metrics::Tally;
 use crate::transport::Transport;
 use inbox_core::metrics::Metric;
 use inbox_core::outbox::bucket::shared::SharedBucket;
-use wallet_ledger::checkout::{Checkout, CheckoutError, CheckoutRequest, CheckoutSession};
+use wallet_ledger::payments::checkout::{
+    Checkout, CheckoutError, CheckoutRequest, CheckoutSession,
+};
 
 /// Hosted top-ups on a Stripe account.
 #[derive(Debug)]

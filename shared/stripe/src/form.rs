@@ -4,7 +4,7 @@
 
 use crate::transport::Request;
 use wallet_ledger::autopay::ChargeRequest;
-use wallet_ledger::checkout::CheckoutRequest;
+use wallet_ledger::payments::checkout::CheckoutRequest;
 use wallet_ledger::tenant::TenantId;
 
 /// The path of PaymentIntents.

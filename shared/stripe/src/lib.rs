@@ -2,7 +2,7 @@
 //! the hosted Checkout a wallet is topped up through, lives here, behind the wallet's neutral
 //! [`wallet_ledger::autopay::Charger`] (the ledger, the scheduler and the dunning ladder see only
 //! a charge request and a charge outcome; the charging function's `main` builds a
-//! [`StripeCharger`]) and [`wallet_ledger::checkout::Checkout`] (the wallet API sees a top-up
+//! [`StripeCharger`]) and [`wallet_ledger::payments::checkout::Checkout`] (the wallet API sees a top-up
 //! request and the session's id and URL; its `main` builds a [`StripeCheckout`]). A second
 //! provider is a second crate like this one.
 //!

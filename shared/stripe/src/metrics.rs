@@ -7,7 +7,7 @@
 
 use inbox_core::metrics::Metric;
 use wallet_ledger::autopay::ChargeOutcome;
-use wallet_ledger::checkout::CheckoutError;
+use wallet_ledger::payments::checkout::CheckoutError;
 
 /// The CloudWatch namespace of autopay's provider metrics.
 pub const METRICS_NAMESPACE: &str = "WebhookIngestor/Autopay";

@@ -29,7 +29,7 @@ use inbox_core::store::schema::EXPIRES_AT;
 use inbox_core::store::{Applied, Effect, Item, ItemStore, ItemWriter, StoreError};
 use sha2::{Digest, Sha256};
 use std::time::Duration;
-use wallet_ledger::items::wallet_pk;
+use wallet_ledger::balance::items::wallet_pk;
 use wallet_ledger::TenantId;
 
 /// The sort-key prefix of idempotency records (under `WALLET#{tenant}`).

@@ -21,8 +21,10 @@ use inbox_core::store::{ItemStore, ItemWriter};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Instant;
-use wallet_ledger::checkout::Checkout;
-use wallet_ledger::holds::{Held, HoldOutcome, HoldRequest, Holds, ReleaseOutcome, Released};
+use wallet_ledger::email::holds::{
+    Held, HoldOutcome, HoldRequest, Holds, ReleaseOutcome, Released,
+};
+use wallet_ledger::payments::checkout::Checkout;
 use wallet_ledger::{month_of, Ledger, LedgerError, TenantId, WalletViews};
 
 /// The wallet API over a table `S`, a provider's checkout `K` and a clock `C`.
@@ -359,7 +361,7 @@ fn ledger(e: LedgerError) -> ApiError {
     }
 }
 
-fn state_name(state: &wallet_ledger::rules::EmailState) -> String {
+fn state_name(state: &wallet_ledger::balance::rules::EmailState) -> String {
     serde_json::to_value(state)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

@@ -11,9 +11,11 @@ use inbox_core::store::attr;
 use inbox_core::store::memory::MemoryStore;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
-use wallet_ledger::checkout::{Checkout, CheckoutError, CheckoutRequest, CheckoutSession};
-use wallet_ledger::items::shards::shard_key;
-use wallet_ledger::items::{wallet_pk, WALLET_SK};
+use wallet_ledger::balance::items::shards::shard_key;
+use wallet_ledger::balance::items::{wallet_pk, WALLET_SK};
+use wallet_ledger::payments::checkout::{
+    Checkout, CheckoutError, CheckoutRequest, CheckoutSession,
+};
 use wallet_ledger::{Currency, Ledger, TenantId, Wallet};
 
 const NOW: i64 = 1_796_000_000_000; // 2026-11-30

@@ -3,8 +3,12 @@
 //! needs (its sources, the Stripe mode it moves money for, the largest amount it accepts, and the
 //! retention the core's `DELIVERY_RETENTION_DAYS` gives).
 
+/// The charging pass's variables, documented where the pass reads them.
+pub use crate::autopay::pass::{
+    AUTOPAY_BATCH, AUTOPAY_CREDIT_WITHIN_SECS, AUTOPAY_LADDER_DAYS, AUTOPAY_LEASE_SECS,
+};
+use crate::email::providers::EmailProvider;
 use crate::parse::StripeMode;
-use crate::providers::EmailProvider;
 use crate::WalletSources;
 use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
 use inbox_core::config::doc::readers::{INBOXCTL, PROCESS, WALLET_API};
@@ -124,43 +128,6 @@ pub fn unmatched_after_ms(env: &Env) -> Result<i64, ConfigError> {
     }
     Ok(minutes * 60_000)
 }
-
-pub const AUTOPAY_LADDER_DAYS: Var = Var {
-    name: "AUTOPAY_LADDER_DAYS",
-    read_by: ReadBy::Only(&[CHARGE]),
-    unset: Unset::Default("0,1,3,5,7"),
-    meaning: "the dunning ladder: days from an autopay charge's FIRST failure on which a soft \
-              decline is tried again (comma-separated, starting at 0, strictly increasing); after \
-              the last, autopay is suspended; a wallet that set its own (`inboxctl wallet \
-              autopay set --ladder`, other than the default) follows that one (see \
-              [Autopay](autopay.md))",
-};
-
-pub const AUTOPAY_LEASE_SECS: Var = Var {
-    name: "AUTOPAY_LEASE_SECS",
-    read_by: ReadBy::Only(&[CHARGE]),
-    unset: Unset::Default("300"),
-    meaning: "seconds a try being charged holds its attempt: an attempt whose answer was never \
-              recorded (a crash after the call, an indeterminate answer) is tried again after it \
-              with the SAME idempotency key; longer than the function's timeout, 1 to 3600",
-};
-
-pub const AUTOPAY_CREDIT_WITHIN_SECS: Var = Var {
-    name: "AUTOPAY_CREDIT_WITHIN_SECS",
-    read_by: ReadBy::Only(&[CHARGE]),
-    unset: Unset::Default("3600"),
-    meaning: "seconds a successful autopay charge may wait for its payment's webhook to credit \
-              the wallet; then the provider is asked and the charge reported \
-              (`AutopayUncredited`), never charged again; at least 1",
-};
-
-pub const AUTOPAY_BATCH: Var = Var {
-    name: "AUTOPAY_BATCH",
-    read_by: ReadBy::Only(&[CHARGE]),
-    unset: Unset::Default("50"),
-    meaning: "most due autopay attempts (and most wallets with a recurring charge due) one run of \
-              the charging function handles; the rest wait for the next minute; at least 1",
-};
 
 pub const WALLET_VIEW_MS: Var = Var {
     name: "WALLET_VIEW_MS",
@@ -492,7 +459,7 @@ mod tests {
         assert_eq!(view_ttl(&none).unwrap(), Duration::from_millis(1_000));
         assert_eq!(
             WALLET_VIEW_MS.default_value(),
-            Some(crate::views::DEFAULT_VIEW_MS.to_string().as_str())
+            Some(crate::balance::views::DEFAULT_VIEW_MS.to_string().as_str())
         );
         let off = Env::from_pairs([("WALLET_VIEW_MS", "0")]);
         assert_eq!(view_ttl(&off).unwrap(), Duration::ZERO);

@@ -1,27 +1,27 @@
-//! The [`WalletHandler`]: reads the rows an event concerns, applies [`crate::rules`], and returns
+//! The [`WalletHandler`]: reads the rows an event concerns, applies [`crate::balance::rules`], and returns
 //! the writes that the processor commits in ONE transaction with the message's `processed`
 //! transition — a row `Replace`d at the version read (a concurrent event on the same email or
 //! payment conflicts and is re-run), the wallet `Adjust`ed by commutative adds (events on
 //! different emails never conflict), the entries `Create`d, the events the movement announces
-//! ([`crate::notices`]: `wallet.low_balance`, `wallet.review_threshold_reached`, their wallet
+//! ([`crate::balance::notices`]: `wallet.low_balance`, `wallet.review_threshold_reached`, their wallet
 //! attributes in the wallet's own write) — and the metrics (`WalletOverdrawn`,
 //! `WalletReviewFlagged`, the notices') the processor emits once, after that transaction committed. An event
 //! that is not the wallet's business (another Stripe mode, a payment of no wallet's) is declined
-//! with the reason (`ignored`, no alarm). Stripe payments are in [`crate::payment`]; autopay (the
+//! with the reason (`ignored`, no alarm). Stripe payments are in [`crate::payments::handler`]; autopay (the
 //! attempt a hold or debit at the threshold writes with it, `AutopayAttemptMade`, and the cap's
 //! `AutopayLimitReached`; the credit that closes an attempt; saved methods) in
-//! [`crate::autopay_handler`].
+//! [`crate::autopay::handler`].
 
+use crate::balance::items::adjust_wallet;
+use crate::balance::items::shards::pick;
+use crate::balance::ledger::{Ledger, LedgerError};
+use crate::balance::model::{EmailRow, Entry, Wallet};
+use crate::balance::rules::{self, EmailState, Flags, Movement};
+use crate::balance::views::{Viewed, WalletViews};
 use crate::config::WalletConfig;
-use crate::items::adjust_wallet;
-use crate::items::shards::pick;
-use crate::ledger::{Ledger, LedgerError};
-use crate::model::{EmailRow, Entry, Wallet};
+use crate::email::providers::EmailProvider;
 use crate::parse::{self, EmailNotice, StripeNotice};
-use crate::providers::EmailProvider;
-use crate::rules::{self, EmailState, Flags, Movement};
 use crate::tenant::TenantId;
-use crate::views::{Viewed, WalletViews};
 use crate::METRICS_NAMESPACE;
 use inbox_core::message::StoredMessage;
 use inbox_core::metrics::Metric;
@@ -144,7 +144,7 @@ impl<S: ItemStore> WalletHandler<S> {
     }
 
     /// The same deciding a sharded wallet's movements on `views` (shared with the instance's
-    /// other users): each reads only its own shard strongly, see [`crate::views`].
+    /// other users): each reads only its own shard strongly, see [`crate::balance::views`].
     pub fn with_views(mut self, views: WalletViews) -> Self {
         self.views = views;
         self
@@ -160,7 +160,11 @@ impl<S: ItemStore> WalletHandler<S> {
         let registry = STRIPE_TYPES
             .iter()
             .fold(registry, |r, t| r.on(&sources.stripe, t, me.clone()))
-            .on(crate::events::SOURCE, crate::events::RECONCILED, me.clone());
+            .on(
+                crate::balance::events::SOURCE,
+                crate::balance::events::RECONCILED,
+                me.clone(),
+            );
         sources
             .email_sources()
             .fold(registry, |r, source| r.on_any(source, me.clone()))
@@ -221,7 +225,8 @@ impl<S: ItemStore> WalletHandler<S> {
             metrics.push(review_flagged(&wallet.tenant));
         }
         // What the movements announce: its wallet attributes join the wallet's own write.
-        let notices = crate::notices::notices(wallet, moves, m.received_at).map_err(refuse)?;
+        let notices =
+            crate::balance::notices::notices(wallet, moves, m.received_at).map_err(refuse)?;
         let mut effects =
             adjust_wallet(&wallet.tenant, shard, moves, m.received_at, flags, &notices)
                 .map_err(refuse)?;
@@ -365,12 +370,12 @@ impl<S: ItemStore> WalletHandler<S> {
                 Some(StripeNotice::Unsettled(notice)) => self.unsettled(m, notice).await,
                 None => nothing(),
             }
-        } else if m.source.as_str() == crate::events::SOURCE
-            && event_type == crate::events::RECONCILED
+        } else if m.source.as_str() == crate::balance::events::SOURCE
+            && event_type == crate::balance::events::RECONCILED
         {
             // A charge the charging pass found confirmed at the provider, its webhook missing.
-            let notice =
-                crate::events::reconciled_notice(&body).map_err(HandlerOutcome::Permanent)?;
+            let notice = crate::balance::events::reconciled_notice(&body)
+                .map_err(HandlerOutcome::Permanent)?;
             self.payment(m, notice).await
         } else if let Some(provider) = sources.email_provider(m.source.as_str()) {
             match provider.notice(event_type, &body).map_err(unusable)? {

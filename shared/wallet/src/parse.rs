@@ -4,14 +4,19 @@
 //! `payment_status` (`paid`, `unpaid` for delayed methods, `no_payment_required`), its async
 //! outcomes, payment intents (whose `metadata` is the session's only if
 //! `payment_intent_data.metadata` set it), charges with their cumulative `amount_refunded`, and
-//! every event's `livemode`. Autopay's (saved methods, detached methods, attempts): [`autopay`].
+//! every event's `livemode`. Autopay's (saved methods, detached methods, attempts): [`crate::autopay::parse`].
 
-pub mod autopay;
-
-use super::autopay::SavedMethod;
-use super::rules::{Bounce, EmailEvent, PaymentEvent};
-use super::tenant::TenantId;
+use crate::autopay::parse as autopay;
+use crate::balance::rules::{Bounce, EmailEvent, PaymentEvent};
+use crate::tenant::TenantId;
 use serde_json::Value;
+
+/// The provider's customer and saved payment method (from its setup events or the operator).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedMethod {
+    pub customer: String,
+    pub payment_method: String,
+}
 
 /// Why an event cannot move money (a permanent failure: the message is quarantined with this reason).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,7 +2,7 @@
 //! terminal event, wallets whose balance or held amount disagrees with the sum of their entries
 //! (or that cannot be read), entries whose webhook event is missing from the inbox (or, for
 //! the wallet API's holds and releases, whose hold has no pointer), and payments unmatched for
-//! longer than a window ([`crate::unmatched`]: one `Query` of the open index, bounded by time; the
+//! longer than a window ([`crate::payments::unmatched`]: one `Query` of the open index, bounded by time; the
 //! ordinary intent-then-session case is matched within seconds and never counted). Amounts in the
 //! report are in each wallet's (or payment's) minor unit.
 //!
@@ -20,14 +20,14 @@
 //! - entries are checked against the inbox only while their message must still be there: within
 //!   the configured retention (`DELIVERY_RETENTION_DAYS`) less [`ORPHAN_MARGIN_MS`].
 
-use crate::items::holds::{hold_sk, HOLDS_SOURCE};
-use crate::items::wallet_pk;
-use crate::ledger::{Ledger, LedgerError};
-use crate::model::{Entry, Wallet};
+use crate::balance::items::wallet_pk;
+use crate::balance::ledger::{Ledger, LedgerError};
+use crate::balance::model::{Entry, Wallet};
+use crate::balance::rules::EmailState;
+use crate::email::holds::items::{hold_sk, HOLDS_SOURCE};
 use crate::money::checked_sum;
-use crate::rules::EmailState;
+pub use crate::payments::unmatched::LongUnmatched;
 use crate::tenant::TenantId;
-pub use crate::unmatched::LongUnmatched;
 use crate::METRICS_NAMESPACE;
 use inbox_core::domain::{EventId, MessageKey, SourceName};
 use inbox_core::metrics::Metric;
@@ -131,7 +131,7 @@ pub struct ReconcileReport {
     /// Wallets only the fallback scan found: `inboxctl wallet reindex` registers them.
     pub unregistered_wallets: Vec<TenantId>,
     /// Payments unmatched for longer than [`ReconcileOptions::unmatched_after_ms`], oldest first
-    /// (at most [`crate::ledger::LIST_LIMIT`]): a problem until bound.
+    /// (at most [`crate::balance::ledger::LIST_LIMIT`]): a problem until bound.
     pub unmatched_payments: Vec<LongUnmatched>,
 }
 

@@ -3,15 +3,18 @@
 
 mod autopay;
 mod holds;
+mod layout;
 mod metrics;
 mod reconciliation;
 mod shards;
 mod stripe;
 mod unmatched;
 
-use super::items::{wallet_pk, WALLET_SK};
-use super::reconcile::{reconcile, ReconcileOptions};
 use super::*;
+use crate::balance::items::{wallet_pk, WALLET_SK};
+use crate::balance::{events, rules};
+use crate::email::providers;
+use crate::reconcile::{reconcile, ReconcileOptions};
 use inbox_core::clock::ManualClock;
 use inbox_core::domain::{BodyDigest, EventId, EventType, MessageKey, SourceName};
 use inbox_core::metrics::EmfWriter;
@@ -274,9 +277,9 @@ async fn a_retried_webhook_never_debits_twice() {
 fn to_layout_without_row_entries(w: &World, message_id: &str) {
     let pk = wallet_pk("acme");
     let mut row = w.store.item(&pk, &format!("EMAIL#{message_id}")).unwrap();
-    let kept = crate::items::row_entries(&row).unwrap();
+    let kept = crate::balance::items::row_entries(&row).unwrap();
     assert!(!kept.is_empty(), "the row keeps its entries");
-    row.remove(crate::items::ROW_ENTRIES);
+    row.remove(crate::balance::items::ROW_ENTRIES);
     w.store.put_item(row);
     for e in &kept {
         w.store
@@ -345,7 +348,7 @@ async fn an_email_movement_writes_its_entry_in_the_row_and_no_entry_item() {
     w.email("e2", "message.accepted", "m1", json!({})).await;
     let items = w
         .store
-        .query_items(&wallet_pk("acme"), crate::items::ENTRY_PREFIX)
+        .query_items(&wallet_pk("acme"), crate::balance::items::ENTRY_PREFIX)
         .await
         .unwrap();
     assert!(items.is_empty(), "{items:?}");
@@ -689,7 +692,7 @@ enum Kind {
 }
 
 impl Kind {
-    /// The kind's name for [`crate::providers::tests::sample`].
+    /// The kind's name for [`crate::email::providers::tests::sample`].
     fn name(self) -> &'static str {
         match self {
             Self::Sent => "sent",

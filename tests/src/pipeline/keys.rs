@@ -125,8 +125,8 @@ pub fn record(flow: &str, what: &str, count: usize, units: &KeyUnits) {
         "open-index OPEN#{shard}": shards(inbox_core::store::schema::OPEN_SHARDS),
         "open-index OUTBOX#{shard}": shards(inbox_core::outbox::schema::OUTBOX_SHARDS),
         "open-index OUTBOX#DONE#{shard}": shards(inbox_core::outbox::schema::OUTBOX_SHARDS),
-        "open-index AUTOPAY#ATTEMPT#{shard}": shards(wallet_ledger::items::AUTOPAY_SHARDS),
-        "open-index AUTOPAY#RECURRING#{shard}": shards(wallet_ledger::items::AUTOPAY_SHARDS),
+        "open-index AUTOPAY#ATTEMPT#{shard}": shards(wallet_ledger::autopay::items::AUTOPAY_SHARDS),
+        "open-index AUTOPAY#RECURRING#{shard}": shards(wallet_ledger::autopay::items::AUTOPAY_SHARDS),
     }});
     if let Err(e) = std::fs::write(dir.join(format!("keys-{flow}.json")), body.to_string()) {
         eprintln!("keys-{flow}.json: {e}");

@@ -14,7 +14,7 @@ pub const HOT_HOLDS: f64 = 5_000.0;
 pub const HOT_DEBITS: f64 = 5_000.0;
 /// The balance item's sort key under `WALLET#{tenant}` (what K shard items split).
 pub const BALANCE_SK: &str = "WALLET";
-/// The most shards a wallet may have (`wallet_ledger::items::shards::MAX_SHARDS`).
+/// The most shards a wallet may have (`wallet_ledger::balance::items::shards::MAX_SHARDS`).
 pub const MAX_K: f64 = 64.0;
 /// The shard items' partition-key pattern (`WALLET#{tenant}#S{n}`, shards 1..K − 1).
 pub const SHARD_PATTERN: &str = "WALLET#{tenant}#{shard}";

@@ -12,7 +12,7 @@ use inbox_core::clock::Clock;
 use inbox_core::store::{ItemStore, ItemWriter};
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use wallet_ledger::checkout::{Checkout, CheckoutError, CheckoutRequest};
+use wallet_ledger::payments::checkout::{Checkout, CheckoutError, CheckoutRequest};
 
 impl<S, K, C> WalletApi<S, K, C>
 where

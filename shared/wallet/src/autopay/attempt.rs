@@ -19,6 +19,7 @@ use super::calendar::Schedule;
 use super::ladder::Ladder;
 use super::threshold::{MonthlyCap, TopUpRule};
 use crate::money::Money;
+pub use crate::parse::SavedMethod;
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
 use inbox_core::store::{Effect, StoreError};
@@ -32,13 +33,6 @@ pub struct Recurring {
     pub schedule: Schedule,
     pub amount: Money,
     pub next: u32,
-}
-
-/// The provider's customer and saved payment method (from its setup events or the operator).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SavedMethod {
-    pub customer: String,
-    pub payment_method: String,
 }
 
 /// Whether autopay may charge.

@@ -26,7 +26,9 @@ mod layout;
 pub mod recurring;
 mod report;
 
-pub use config::PassConfig;
+pub use config::{
+    PassConfig, AUTOPAY_BATCH, AUTOPAY_CREDIT_WITHIN_SECS, AUTOPAY_LADDER_DAYS, AUTOPAY_LEASE_SECS,
+};
 pub use decide::{Resend, Timings, Transition};
 pub use layout::{charge_writes, suspended_flag, AUTOPAY_SUSPENDED_ATTR};
 pub use recurring::RecurringStep;

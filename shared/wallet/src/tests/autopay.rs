@@ -8,12 +8,12 @@
 //! version and leave the holds busy).
 
 use super::*;
-use crate::attempts::TableAttempts;
+use crate::autopay::table::TableAttempts;
 use crate::autopay::Settle as _;
 use crate::autopay::{
     AttemptState, AttemptStore, AutopayStatus, MonthlyCap, SavedMethod, TopUpRule, Written,
 };
-use crate::events::WalletEvent;
+use crate::balance::events::WalletEvent;
 use inbox_core::clock::Millis;
 use inbox_core::process::registry::{Handler, HandlerOutcome};
 use inbox_core::store::{Applied, ItemWriter};
@@ -69,7 +69,7 @@ impl World {
     /// Whether the wallet published this event.
     fn published(&self, e: &WalletEvent) -> bool {
         let key = MessageKey::new(
-            SourceName::parse(crate::events::SOURCE).unwrap(),
+            SourceName::parse(crate::balance::events::SOURCE).unwrap(),
             EventId::parse(&e.id()).unwrap(),
         );
         let pk = inbox_core::store::schema::message_pk(&key);
@@ -816,7 +816,7 @@ async fn a_charge_reconciled_without_its_webhook_is_credited_once_whichever_come
             );
         }
         // The pass finds the charge confirmed at the provider and settles it by an event.
-        let settle = crate::events::SettleByEvent {
+        let settle = crate::balance::events::SettleByEvent {
             writer: w.store.clone(),
             clock: inbox_core::clock::ManualClock::at_millis(T0),
         };
@@ -838,9 +838,9 @@ async fn a_charge_reconciled_without_its_webhook_is_credited_once_whichever_come
         assert!(w.published(&reconciled));
         assert_eq!(
             w.send(
-                crate::events::SOURCE,
+                crate::balance::events::SOURCE,
                 &reconciled.id(),
-                crate::events::RECONCILED,
+                crate::balance::events::RECONCILED,
                 reconciled.body(Millis::new(T0)),
             )
             .await,
@@ -867,7 +867,7 @@ async fn a_charge_reconciled_without_its_webhook_is_credited_once_whichever_come
     }
     // Nothing to settle for a charge the provider does not confirm.
     let w = World::new().autopay(true, None).await;
-    let settle = crate::events::SettleByEvent {
+    let settle = crate::balance::events::SettleByEvent {
         writer: w.store.clone(),
         clock: inbox_core::clock::ManualClock::at_millis(T0),
     };
@@ -885,17 +885,17 @@ async fn a_charge_reconciled_without_its_webhook_is_credited_once_whichever_come
 #[tokio::test]
 async fn the_wallet_apis_holds_across_the_threshold_make_one_attempt_as_webhook_holds_do() {
     let w = World::new().autopay(true, None).await;
-    let holds = crate::holds::Holds::new(&*w.store);
+    let holds = crate::email::holds::Holds::new(&*w.store);
     let mut placed = 0;
     for i in 0..100 {
-        let request = crate::holds::HoldRequest {
+        let request = crate::email::holds::HoldRequest {
             tenant: tid("acme"),
             message_id: format!("api{i}"),
             amount: Some(25),
             hold_id: format!("hold_{i}"),
         };
         match holds.place(&request, |_| Vec::new()).await.unwrap() {
-            crate::holds::HoldOutcome::Held(_) => placed += 1,
+            crate::email::holds::HoldOutcome::Held(_) => placed += 1,
             other => panic!("hold {i}: {other:?}"),
         }
         let expected = usize::from((i + 1) * 25 >= START - 1000);
@@ -928,15 +928,16 @@ async fn holds_on_a_sharded_wallets_warm_view_make_one_attempt_decided_on_the_st
     // A view that never expires: every hold after the first sees the settings as first read
     // (no open attempt), however many attempts were made since.
     let clock = Arc::new(inbox_core::clock::ManualClock::at_millis(T0));
-    let views = crate::views::WalletViews::new(std::time::Duration::from_secs(3600), clock);
-    let holds = crate::holds::Holds::new(&*w.store).with_views(views);
+    let views =
+        crate::balance::views::WalletViews::new(std::time::Duration::from_secs(3600), clock);
+    let holds = crate::email::holds::Holds::new(&*w.store).with_views(views);
     // Messages of shard 0, where the money is: each hold reads that shard strongly (the wallet's
     // amounts exact), the settings come from the view.
     let mut messages = (0..)
         .map(|i| format!("api{i}"))
-        .filter(|m| crate::items::shards::pick(m, 4) == 0);
+        .filter(|m| crate::balance::items::shards::pick(m, 4) == 0);
     for i in 0..100 {
-        let request = crate::holds::HoldRequest {
+        let request = crate::email::holds::HoldRequest {
             tenant: tid("acme"),
             message_id: messages.next().unwrap(),
             amount: Some(25),
@@ -944,7 +945,7 @@ async fn holds_on_a_sharded_wallets_warm_view_make_one_attempt_decided_on_the_st
         };
         let outcome = holds.place(&request, |_| Vec::new()).await.unwrap();
         assert!(
-            matches!(outcome, crate::holds::HoldOutcome::Held(_)),
+            matches!(outcome, crate::email::holds::HoldOutcome::Held(_)),
             "hold {i}: {outcome:?}"
         );
         let expected = usize::from((i + 1) * 25 >= START - 1000);

@@ -4,8 +4,8 @@
 //! match a reference model, and reconcile.
 
 use super::*;
-use crate::holds::{HoldOutcome, HoldRequest, Holds, ReleaseOutcome};
-use crate::rules::{EmailState, EntryKind};
+use crate::balance::rules::{EmailState, EntryKind};
+use crate::email::holds::{HoldOutcome, HoldRequest, Holds, ReleaseOutcome};
 
 fn holds(store: &MemoryStore) -> Holds<'_, MemoryStore> {
     Holds::new(store).with_clock(Arc::new(ManualClock::at_millis(T0)))
@@ -45,7 +45,8 @@ fn funded() -> World {
     let mut item = w.store.item(&wallet_pk("acme"), WALLET_SK).unwrap();
     item.insert("balance".into(), attr::n(10_000));
     w.store.put_item(item);
-    w.store.put_item(crate::holds::tests::old_topup(10_000));
+    w.store
+        .put_item(crate::email::holds::tests::old_topup(10_000));
     w
 }
 

@@ -59,7 +59,7 @@ impl Busy {
             balance_delta: usd().amount(700),
             held_delta: usd().amount(0),
         };
-        let mut effects = crate::items::adjust_wallet(
+        let mut effects = crate::balance::items::adjust_wallet(
             "acme",
             0,
             &[mv],
@@ -81,7 +81,7 @@ impl ItemStore for Busy {
     }
 
     async fn query_items(&self, pk: &str, prefix: &str) -> Result<Vec<Item>, StoreError> {
-        if pk == wallet_pk("acme") && prefix == crate::items::ENTRY_PREFIX {
+        if pk == wallet_pk("acme") && prefix == crate::balance::items::ENTRY_PREFIX {
             let left = self.busy_reads.load(Ordering::SeqCst);
             if left > 0 {
                 self.busy_reads.store(left - 1, Ordering::SeqCst);

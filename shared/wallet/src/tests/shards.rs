@@ -5,8 +5,8 @@
 //! step, the same figures and notices at the end), and the operator's raise of K.
 
 use super::*;
-use crate::holds::{HoldOutcome, HoldRequest, Holds, ReleaseOutcome};
-use crate::items::shards::{pick, shard_key, KIND_WALLET_SHARD};
+use crate::balance::items::shards::{pick, shard_key, KIND_WALLET_SHARD};
+use crate::email::holds::{HoldOutcome, HoldRequest, Holds, ReleaseOutcome};
 use crate::ShardsError;
 
 impl World {

@@ -5,8 +5,8 @@
 //! them against a reference model.
 
 use super::*;
+use crate::balance::rules::Funds;
 use crate::config::WalletConfig;
-use crate::rules::Funds;
 use inbox_core::domain::Status;
 
 /// A Checkout Session in payment mode, as Stripe renders it in its events.
@@ -131,7 +131,7 @@ async fn an_intent_without_a_tenant_waits_as_unmatched_until_its_session_names_t
     let resolved = ledger.unmatched_payment("pi_1").await.unwrap().unwrap();
     assert_eq!(
         resolved.resolution,
-        crate::unmatched::Resolution::Matched {
+        crate::payments::unmatched::Resolution::Matched {
             tenant: tid("acme"),
             at: resolved.first_seen + 1,
             by_event: "stripe/evt_cs".into()
@@ -294,7 +294,10 @@ async fn refunds_find_their_tenant_through_the_payment_and_never_take_back_more_
     assert_eq!((parked.tenant, parked.refund_total), (None, 700));
     let item = w
         .store
-        .item(&crate::items::payment_index_key("pi_unknown").0, "PAYMENT")
+        .item(
+            &crate::balance::items::payment_index_key("pi_unknown").0,
+            "PAYMENT",
+        )
         .unwrap();
     assert!(
         attr::get_n(&item, "expires_at").is_some(),
@@ -685,7 +688,7 @@ proptest! {
                 Some(k) => {
                     prop_assert!(intent_first, "pi_{} kept though its first event named the tenant", p);
                     prop_assert!(
-                        matches!(&k.resolution, crate::unmatched::Resolution::Matched { tenant, .. } if tenant.as_str() == "acme"),
+                        matches!(&k.resolution, crate::payments::unmatched::Resolution::Matched { tenant, .. } if tenant.as_str() == "acme"),
                         "{:?}", k
                     );
                 }

@@ -5,7 +5,7 @@
 
 use super::stripe::{charge, session};
 use super::*;
-use crate::unmatched::Resolution;
+use crate::payments::unmatched::Resolution;
 use crate::BindError;
 use inbox_core::clock::ManualClock;
 use inbox_core::ops::{self, ReplayOutcome};
@@ -74,7 +74,10 @@ async fn an_unmatched_top_up_is_listed_counted_after_the_window_and_bound_once()
     assert_eq!(body["data"]["object"]["id"], "cs_1", "the raw body is kept");
     let index = w
         .store
-        .item(&crate::items::payment_index_key("pi_1").0, "PAYMENT")
+        .item(
+            &crate::balance::items::payment_index_key("pi_1").0,
+            "PAYMENT",
+        )
         .unwrap();
     assert!(
         !index.contains_key("expires_at"),

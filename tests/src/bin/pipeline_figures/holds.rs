@@ -1,5 +1,5 @@
 //! Units by partition-key pattern of the flows the wallet webhook of `units.rs` does not
-//! exercise: a hold the wallet API places before a send (`wallet_ledger::holds::Holds::place`,
+//! exercise: a hold the wallet API places before a send (`wallet_ledger::email::holds::Holds::place`,
 //! as the API's handler calls it) and the delivery webhook that captures it (ingest and
 //! processing, wallet handler), each against the emulator through the counted client: on a
 //! wallet of one item ([`hold_and_capture`]), and on one of 8 shards with each function's view
@@ -12,8 +12,8 @@ use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::pipeline::keys::{self, KeyUnits};
 use integration_tests::pipeline::Pipeline;
 use std::time::Duration;
-use wallet_ledger::holds::{HoldOutcome, HoldRequest, Holds};
-use wallet_ledger::items::shards::{pick, shard_key};
+use wallet_ledger::balance::items::shards::{pick, shard_key};
+use wallet_ledger::email::holds::{HoldOutcome, HoldRequest, Holds};
 use wallet_ledger::{Ledger, TenantId, WalletSources, WalletViews};
 
 /// How many shards the sharded flow's wallet has.

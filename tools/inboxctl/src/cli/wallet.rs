@@ -72,7 +72,7 @@ pub struct WalletSetArgs {
     pub limits: WalletLimitArgs,
     /// Split the wallet's balance over K shard items (a hot tenant: each spreads its movements
     /// over K partitions); only ever raised, a lower K is refused.
-    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=i64::from(wallet_ledger::items::shards::MAX_SHARDS)))]
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=i64::from(wallet_ledger::balance::items::shards::MAX_SHARDS)))]
     pub shards: Option<u32>,
     /// Who makes the change (journaled) [default: $USER, else operator].
     #[arg(long, default_value_t = default_operator(), hide_default_value = true)]

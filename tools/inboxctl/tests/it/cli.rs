@@ -1199,7 +1199,7 @@ async fn show_and_replay_read_a_body_kept_in_s3() {
 #[tokio::test]
 async fn the_wallets_own_events_are_listed_shown_and_replayed_like_any_message() {
     use inbox_core::store::ItemWriter as _;
-    use wallet_ledger::events::WalletEvent;
+    use wallet_ledger::balance::events::WalletEvent;
     let env = Env::new().await;
     let event = WalletEvent::AutopaySuspended {
         tenant: wallet_ledger::TenantId::parse("acme").unwrap(),

@@ -15,7 +15,7 @@ use integration_tests::pipeline::Pipeline;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::process::Command;
-use wallet_ledger::items::{wallet_pk, WALLET_SK};
+use wallet_ledger::balance::items::{wallet_pk, WALLET_SK};
 use wallet_ledger::{Currency, Wallet, WalletHandler, WalletSources};
 
 /// What one run of the binary did.
@@ -817,7 +817,7 @@ async fn unmatched_payments_are_listed_and_bound_once() {
     // moved back, as the clock would), a window of one minute counts it, and the report says so.
     inboxctl(t, &["wallet", "reconcile"]).ok();
     let earlier = one["first_seen_ms"].as_i64().unwrap() - 120_000;
-    let (pk, sk) = wallet_ledger::items::unmatched_key("pi_lost");
+    let (pk, sk) = wallet_ledger::payments::unmatched::items::unmatched_key("pi_lost");
     p.harness
         .client
         .update_item()

@@ -1,14 +1,50 @@
 //! The charging pass's settings, read from the charging function's environment (the variables
-//! are documented in [`crate::config`]: `AUTOPAY_LADDER_DAYS`, `AUTOPAY_LEASE_SECS`,
-//! `AUTOPAY_CREDIT_WITHIN_SECS`, `AUTOPAY_BATCH`).
+//! are documented here and listed with the ledger's in [`crate::config`]: `AUTOPAY_LADDER_DAYS`,
+//! `AUTOPAY_LEASE_SECS`, `AUTOPAY_CREDIT_WITHIN_SECS`, `AUTOPAY_BATCH`).
 
 use super::Timings;
 use crate::autopay::ladder::Ladder;
-use crate::config::{
-    AUTOPAY_BATCH, AUTOPAY_CREDIT_WITHIN_SECS, AUTOPAY_LADDER_DAYS, AUTOPAY_LEASE_SECS,
-};
-use inbox_core::config::{ConfigError, Env};
+use inbox_core::config::doc::readers::CHARGE;
+use inbox_core::config::doc::{ReadBy, Unset};
+use inbox_core::config::{ConfigError, Env, Var};
 use std::time::Duration;
+
+pub const AUTOPAY_LADDER_DAYS: Var = Var {
+    name: "AUTOPAY_LADDER_DAYS",
+    read_by: ReadBy::Only(&[CHARGE]),
+    unset: Unset::Default("0,1,3,5,7"),
+    meaning: "the dunning ladder: days from an autopay charge's FIRST failure on which a soft \
+              decline is tried again (comma-separated, starting at 0, strictly increasing); after \
+              the last, autopay is suspended; a wallet that set its own (`inboxctl wallet \
+              autopay set --ladder`, other than the default) follows that one (see \
+              [Autopay](autopay.md))",
+};
+
+pub const AUTOPAY_LEASE_SECS: Var = Var {
+    name: "AUTOPAY_LEASE_SECS",
+    read_by: ReadBy::Only(&[CHARGE]),
+    unset: Unset::Default("300"),
+    meaning: "seconds a try being charged holds its attempt: an attempt whose answer was never \
+              recorded (a crash after the call, an indeterminate answer) is tried again after it \
+              with the SAME idempotency key; longer than the function's timeout, 1 to 3600",
+};
+
+pub const AUTOPAY_CREDIT_WITHIN_SECS: Var = Var {
+    name: "AUTOPAY_CREDIT_WITHIN_SECS",
+    read_by: ReadBy::Only(&[CHARGE]),
+    unset: Unset::Default("3600"),
+    meaning: "seconds a successful autopay charge may wait for its payment's webhook to credit \
+              the wallet; then the provider is asked and the charge reported \
+              (`AutopayUncredited`), never charged again; at least 1",
+};
+
+pub const AUTOPAY_BATCH: Var = Var {
+    name: "AUTOPAY_BATCH",
+    read_by: ReadBy::Only(&[CHARGE]),
+    unset: Unset::Default("50"),
+    meaning: "most due autopay attempts (and most wallets with a recurring charge due) one run of \
+              the charging function handles; the rest wait for the next minute; at least 1",
+};
 
 /// The longest lease: well below the 24 hours a provider keeps an idempotency key (Stripe's),
 /// so a repeated try always meets its saved answer.

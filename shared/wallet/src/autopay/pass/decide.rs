@@ -24,8 +24,8 @@
 use super::super::attempt::{Attempt, AttemptState, Autopay, AutopayStatus, TryRecord};
 use super::super::charge::{idempotency_key, ChargeReply};
 use super::super::ladder::{ChargeOutcome, Ladder, LadderEnd, NextTry};
-use crate::events::WalletEvent;
-use crate::model::month_of;
+use crate::balance::events::WalletEvent;
+use crate::balance::model::month_of;
 use crate::METRICS_NAMESPACE;
 use inbox_core::clock::Millis;
 use inbox_core::metrics::Metric;

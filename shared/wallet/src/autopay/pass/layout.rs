@@ -2,7 +2,7 @@
 //! `autopay_suspended` flag, and the partition keys the charging function's role may write.
 
 use super::super::attempt::Attempt;
-use crate::items::{wallet_pk, WALLET_SK};
+use crate::balance::items::{wallet_pk, WALLET_SK};
 use inbox_core::store::{attr, Effect};
 
 /// The wallet item's flag set when autopay suspends itself (a boolean, beside `overdrawn` and
@@ -15,7 +15,7 @@ pub const AUTOPAY_SUSPENDED_ATTR: &str = "autopay_suspended";
 pub fn charge_writes() -> Vec<String> {
     vec![
         format!("{}*", wallet_pk("")),
-        format!("MSG#{}#*", crate::events::SOURCE),
+        format!("MSG#{}#*", crate::balance::events::SOURCE),
     ]
 }
 

@@ -15,8 +15,8 @@
 use super::decide::{ended, metric, Transition};
 use crate::autopay::attempt::{Attempt, AttemptState, Autopay, AutopayStatus, Reason, Recurring};
 use crate::autopay::charge::tenant_tag;
-use crate::events::WalletEvent;
-use crate::model::month_of;
+use crate::balance::events::WalletEvent;
+use crate::balance::model::month_of;
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
 

@@ -734,7 +734,7 @@ async fn a_declined_attempt_gives_its_months_reservation_back() {
     let (pass, clock) = setup(vec![Step::Answer(ChargeOutcome::DeclinedHard {
         code: "expired_card".into(),
     })]);
-    let month = crate::model::month_of(T0.get());
+    let month = crate::balance::model::month_of(T0.get());
     let mut w = pass.store().get_autopay("acme").expect("autopay");
     w.month_charged.insert(month.clone(), 4000);
     pass.store().tables().autopays.insert("acme".into(), w);

@@ -8,7 +8,7 @@ use crate::error::{failed, Context as _, Result};
 use crate::output::{or_dash, print_json, say, table, truncate};
 use crate::when;
 use serde::Serialize;
-use wallet_ledger::rules::EntryKind;
+use wallet_ledger::balance::rules::EntryKind;
 use wallet_ledger::{EmailRow, Entry, Ledger, PaymentRow, Wallet};
 
 /// One ledger entry as printed.

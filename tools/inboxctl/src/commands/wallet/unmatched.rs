@@ -1,5 +1,5 @@
 //! `inboxctl wallet unmatched` and `inboxctl wallet bind`: the payments kept because they named
-//! no tenant ([`wallet_ledger::unmatched`]), as [`Ledger::unmatched`] lists them, and
+//! no tenant ([`wallet_ledger::payments::unmatched`]), as [`Ledger::unmatched`] lists them, and
 //! [`Ledger::bind`] (the ledger's rules) followed by the replay of the payment's messages with
 //! `inboxctl replay`'s own code ([`replay_key`]). The query ([`open_payments`]), the printed view
 //! ([`UnmatchedView`]) and the bind with its replay ([`bind_and_replay`]) are shared with the

@@ -171,7 +171,7 @@ fn a_pending_reply_waits_and_an_ended_attempt_gives_its_reservation_back() {
     assert_eq!(names, vec!["AutopayPendingLong"]);
     // A hard decline ends it: the month's reservation is given back.
     let mut w = autopay();
-    let month = crate::model::month_of(T0.get());
+    let month = crate::balance::model::month_of(T0.get());
     w.month_charged.insert(month.clone(), 1500);
     let hard = reply(ChargeOutcome::DeclinedHard {
         code: "lost_card".into(),

@@ -1,0 +1,327 @@
+//! The wallet's own events, published through the outbox: each is written as a message of the
+//! source [`SOURCE`] (`wallet`) in the same transaction as the change it reports, so it exists
+//! exactly when that change committed, once however often the transaction is re-run (its id is
+//! derived from what it reports). The processor has no handler for it: it is `ignored` and its
+//! deliveries go to the destinations subscribed to its source and type, like any event.
+//!
+//! | type | when | data |
+//! |---|---|---|
+//! | `wallet.topped_up` | an autopay charge was credited | tenant, attempt, amount, currency, payment |
+//! | `wallet.autopay_failed` | a try of an attempt failed (one per try) | tenant, attempt, try, code, next_try_at (ms, absent at the end) |
+//! | `wallet.autopay_suspended` | autopay stopped itself (the ladder ended, the method was detached) | tenant, reason |
+//! | `wallet.autopay_limit_reached` | the monthly cap refused a charge | tenant, wanted, charged, cap, currency, month |
+//! | `wallet.autopay_reconciled` | the provider confirms a charge whose webhook never came: the wallet's handler credits it (the same rules and payment row as the webhook, so whichever comes first credits, once) | tenant, attempt, amount, currency, payment |
+//! | `wallet.low_balance` | a movement took the wallet into "cannot afford one more send at its price" (`available − price < floor`), once per crossing ([`crate::balance::notices`]) | tenant, crossing (the wallet's count of crossings, which makes the id), available, floor, price, currency |
+//! | `wallet.review_threshold_reached` | a month's debits passed the wallet's review threshold, once per wallet and month ([`crate::balance::notices`]) | tenant, month (`YYYY_MM`), debits, threshold, currency |
+
+use crate::autopay::{Settle, Uncredited};
+use crate::balance::rules::PaymentEvent;
+use crate::money::{Currency, Money};
+use crate::parse::PaymentNotice;
+use crate::tenant::TenantId;
+use inbox_core::clock::{Clock, Millis};
+use inbox_core::domain::{EventId, EventType, InvalidValue, MessageKey, SourceName};
+use inbox_core::store::dynamo::{message_item, StoredBody};
+use inbox_core::store::{Applied, Effect, ItemWriter, NewMessage, StoreError};
+use serde_json::{json, Value};
+
+/// The source of the wallet's own events.
+pub const SOURCE: &str = "wallet";
+
+/// The type of [`WalletEvent::Reconciled`], the one wallet event the wallet's handler handles.
+pub const RECONCILED: &str = "wallet.autopay_reconciled";
+
+/// The type of [`WalletEvent::LowBalance`].
+pub const LOW_BALANCE: &str = "wallet.low_balance";
+
+/// The type of [`WalletEvent::ReviewThresholdReached`].
+pub const REVIEW_THRESHOLD_REACHED: &str = "wallet.review_threshold_reached";
+
+/// One event the wallet publishes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WalletEvent {
+    ToppedUp {
+        tenant: TenantId,
+        attempt: String,
+        amount: Money,
+        payment: String,
+    },
+    AutopayFailed {
+        tenant: TenantId,
+        attempt: String,
+        try_no: u32,
+        code: String,
+        next_try_at: Option<Millis>,
+    },
+    AutopaySuspended {
+        tenant: TenantId,
+        /// What it is about (an attempt, a payment method): makes the event's id.
+        subject: String,
+        reason: String,
+    },
+    /// A charge the provider confirms whose webhook never came; handled by the wallet itself.
+    Reconciled {
+        tenant: TenantId,
+        attempt: String,
+        amount: Money,
+        payment: String,
+    },
+    LimitReached {
+        tenant: TenantId,
+        /// The month (`YYYY_MM`): one event per wallet and month.
+        month: String,
+        wanted: Money,
+        charged: Money,
+        cap: Money,
+    },
+    /// The wallet can no longer afford one more send at its price.
+    LowBalance {
+        tenant: TenantId,
+        /// The wallet's crossing count this crossing makes (one event per crossing).
+        crossing: i64,
+        /// `available` after the movement, as its commit read the wallet.
+        available: Money,
+        floor: Money,
+        price: Money,
+    },
+    /// A month's debits passed the review threshold.
+    ReviewThresholdReached {
+        tenant: TenantId,
+        /// The month (`YYYY_MM`): one event per wallet and month.
+        month: String,
+        /// The month's debits after the movement, as its commit read the wallet.
+        debits: Money,
+        threshold: Money,
+    },
+}
+
+impl WalletEvent {
+    /// Its type, as destinations subscribe to it.
+    pub fn event_type(&self) -> &'static str {
+        match self {
+            Self::ToppedUp { .. } => "wallet.topped_up",
+            Self::AutopayFailed { .. } => "wallet.autopay_failed",
+            Self::AutopaySuspended { .. } => "wallet.autopay_suspended",
+            Self::LimitReached { .. } => "wallet.autopay_limit_reached",
+            Self::Reconciled { .. } => RECONCILED,
+            Self::LowBalance { .. } => LOW_BALANCE,
+            Self::ReviewThresholdReached { .. } => REVIEW_THRESHOLD_REACHED,
+        }
+    }
+
+    pub fn tenant(&self) -> &TenantId {
+        match self {
+            Self::ToppedUp { tenant, .. }
+            | Self::AutopayFailed { tenant, .. }
+            | Self::AutopaySuspended { tenant, .. }
+            | Self::Reconciled { tenant, .. }
+            | Self::LimitReached { tenant, .. }
+            | Self::LowBalance { tenant, .. }
+            | Self::ReviewThresholdReached { tenant, .. } => tenant,
+        }
+    }
+
+    /// Its id: derived from what it reports, so a re-run makes the same event.
+    pub fn id(&self) -> String {
+        let t = self.tenant().as_str();
+        match self {
+            Self::ToppedUp { attempt, .. } => format!("wevt_{t}_{attempt}_topped_up"),
+            Self::AutopayFailed {
+                attempt, try_no, ..
+            } => format!("wevt_{t}_{attempt}_failed_{try_no}"),
+            Self::AutopaySuspended { subject, .. } => format!("wevt_{t}_{subject}_suspended"),
+            Self::LimitReached { month, .. } => format!("wevt_{t}_limit_{month}"),
+            Self::Reconciled { attempt, .. } => format!("wevt_{t}_{attempt}_reconciled"),
+            Self::LowBalance { crossing, .. } => format!("wevt_{t}_low_{crossing}"),
+            Self::ReviewThresholdReached { month, .. } => format!("wevt_{t}_review_{month}"),
+        }
+    }
+
+    /// The event as its receivers read it: `{id, type, created (ms), data}`.
+    pub fn body(&self, now: Millis) -> Value {
+        let tenant = self.tenant().as_str();
+        let data = match self {
+            Self::ToppedUp {
+                attempt,
+                amount,
+                payment,
+                ..
+            }
+            | Self::Reconciled {
+                attempt,
+                amount,
+                payment,
+                ..
+            } => json!({"tenant": tenant, "attempt": attempt, "amount": amount.minor(),
+                        "currency": amount.currency().as_str(), "payment": payment}),
+            Self::AutopayFailed {
+                attempt,
+                try_no,
+                code,
+                next_try_at,
+                ..
+            } => json!({"tenant": tenant, "attempt": attempt, "try": try_no, "code": code,
+                        "next_try_at": next_try_at.map(Millis::get)}),
+            Self::AutopaySuspended { reason, .. } => json!({"tenant": tenant, "reason": reason}),
+            Self::LimitReached {
+                month,
+                wanted,
+                charged,
+                cap,
+                ..
+            } => json!({"tenant": tenant, "month": month, "wanted": wanted.minor(),
+                        "charged": charged.minor(), "cap": cap.minor(),
+                        "currency": cap.currency().as_str()}),
+            Self::LowBalance {
+                crossing,
+                available,
+                floor,
+                price,
+                ..
+            } => json!({"tenant": tenant, "crossing": crossing, "available": available.minor(),
+                        "floor": floor.minor(), "price": price.minor(),
+                        "currency": floor.currency().as_str()}),
+            Self::ReviewThresholdReached {
+                month,
+                debits,
+                threshold,
+                ..
+            } => json!({"tenant": tenant, "month": month, "debits": debits.minor(),
+                        "threshold": threshold.minor(),
+                        "currency": threshold.currency().as_str()}),
+        };
+        json!({"id": self.id(), "type": self.event_type(), "created": now.get(), "data": data})
+    }
+
+    /// The write that publishes it: a new message of [`SOURCE`], created unless it exists (a
+    /// re-run or a racer that lost writes nothing twice, and never touches the message: one
+    /// already processed stays as it is, out of the open index), to be committed with the change
+    /// it reports.
+    pub fn publish(&self, now: Millis) -> Result<Effect, InvalidValue> {
+        let key = MessageKey::new(SourceName::parse(SOURCE)?, EventId::parse(&self.id())?);
+        let body = self.body(now).to_string().into_bytes();
+        let msg = NewMessage {
+            key,
+            event_type: Some(EventType::parse(self.event_type())?),
+            received_at_ms: now.get(),
+            body_digest: None,
+            headers: vec![("content-type".into(), "application/json".into())],
+            provider_id: None,
+            unidentified: None,
+            batch: None,
+            body: Vec::new(),
+        };
+        let stored = StoredBody::inline(&body);
+        let msg = NewMessage { body, ..msg };
+        Ok(Effect::CreateIfAbsent(message_item(&msg, "wallet", stored)))
+    }
+}
+
+/// What a [`WalletEvent::Reconciled`] body says, as the payment its webhook would have reported.
+pub(crate) fn reconciled_notice(body: &Value) -> Result<PaymentNotice, String> {
+    let data = &body["data"];
+    let text = |k: &str| {
+        data[k]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("a {RECONCILED} event without data.{k}"))
+    };
+    let tenant = TenantId::parse(&text("tenant")?).map_err(|e| e.to_string())?;
+    let amount = data["amount"]
+        .as_i64()
+        .filter(|a| *a > 0)
+        .ok_or_else(|| format!("a {RECONCILED} event without a positive data.amount"))?;
+    Ok(PaymentNotice {
+        tenant: Some(tenant),
+        payment_key: text("payment")?,
+        currency: Some(text("currency")?.to_ascii_lowercase()),
+        event: PaymentEvent::Paid { amount },
+        attempt: Some(text("attempt")?),
+        method: None,
+    })
+}
+
+/// Settles a charge whose webhook never came by publishing [`WalletEvent::Reconciled`]: the
+/// wallet's handler then credits it on the one path money moves on, once.
+#[derive(Debug, Clone)]
+pub struct SettleByEvent<W, C> {
+    pub writer: W,
+    pub clock: C,
+}
+
+impl<W: ItemWriter, C: Clock> Settle for SettleByEvent<W, C> {
+    async fn settle(&self, charge: &Uncredited) -> Result<bool, StoreError> {
+        let invalid = |e: String| StoreError::Invalid(e.into());
+        let Some(payment) = charge.provider_ref.clone().filter(|_| charge.succeeded) else {
+            return Ok(false);
+        };
+        let currency = Currency::parse(&charge.currency).map_err(|e| invalid(e.to_string()))?;
+        let event = WalletEvent::Reconciled {
+            tenant: TenantId::parse(&charge.tenant).map_err(|e| invalid(e.to_string()))?,
+            attempt: charge.attempt.clone(),
+            amount: currency.amount(charge.amount),
+            payment,
+        };
+        let effect = event
+            .publish(self.clock.now())
+            .map_err(|e| invalid(e.to_string()))?;
+        match self.writer.commit(vec![effect]).await? {
+            Applied::Done => Ok(true),
+            other => Err(invalid(format!("publishing {}: {other:?}", event.id()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::money::Currency;
+
+    fn tenant() -> TenantId {
+        TenantId::parse("acme").expect("tenant")
+    }
+
+    #[test]
+    fn an_event_is_the_same_on_a_rerun_and_new_per_try() {
+        let failed = |try_no| WalletEvent::AutopayFailed {
+            tenant: tenant(),
+            attempt: "a1".into(),
+            try_no,
+            code: "insufficient_funds".into(),
+            next_try_at: Some(Millis::new(5)),
+        };
+        assert_eq!(failed(1).id(), failed(1).id());
+        assert_ne!(failed(1).id(), failed(2).id());
+        assert_eq!(failed(1).event_type(), "wallet.autopay_failed");
+        assert_eq!(
+            failed(1).body(Millis::new(9))["data"]["next_try_at"],
+            json!(5)
+        );
+    }
+
+    #[test]
+    fn publishing_writes_a_wallet_message_only_if_absent() {
+        let usd = Currency::parse("USD").expect("usd");
+        let e = WalletEvent::ToppedUp {
+            tenant: tenant(),
+            attempt: "a1".into(),
+            amount: usd.amount(4000),
+            payment: "pi_1".into(),
+        };
+        let Ok(Effect::CreateIfAbsent(item)) = e.publish(Millis::new(7)) else {
+            panic!("a creation of the message item unless it exists");
+        };
+        assert_eq!(
+            item.get("source")
+                .and_then(|v| v.as_s().ok())
+                .map(String::as_str),
+            Some(SOURCE)
+        );
+        assert_eq!(
+            item.get("event_type")
+                .and_then(|v| v.as_s().ok())
+                .map(String::as_str),
+            Some("wallet.topped_up")
+        );
+    }
+}

@@ -1,0 +1,165 @@
+//! The per-email and per-payment rows ([`EmailRow`], [`PaymentRow`]) as items and writes (the
+//! layout table is in [`super`]), and the ledger entries an email's row keeps ([`RowEntry`]).
+
+use super::*;
+use crate::balance::model::RowEntry;
+
+/// The attribute of an email's row that keeps its ledger entries (a list of maps).
+pub const ROW_ENTRIES: &str = "entries";
+
+impl RowEntry {
+    fn to_value(&self) -> AttributeValue {
+        AttributeValue::M(std::collections::HashMap::from([
+            ("id".to_string(), s(&self.id)),
+            ("kind".to_string(), s(self.kind.as_str())),
+            ("amount".to_string(), n(self.amount)),
+            ("balance_delta".to_string(), n(self.balance_delta)),
+            ("held_delta".to_string(), n(self.held_delta)),
+            ("event_source".to_string(), s(&self.event_source)),
+            ("event_id".to_string(), s(&self.event_id)),
+            ("at".to_string(), n(self.at)),
+        ]))
+    }
+
+    fn from_value(v: &AttributeValue) -> Result<Self, String> {
+        let m = v.as_m().map_err(|_| "an entry is not a map".to_string())?;
+        let need = |k: &str| required(m, k);
+        let word = |k: &str| text(m, k).ok_or_else(|| format!("an entry's {k} is missing"));
+        Ok(Self {
+            id: word("id")?,
+            kind: parse_state::<Option<rules::EntryKind>>(m, "kind")?
+                .ok_or("an entry's kind is missing")?,
+            amount: need("amount")?,
+            balance_delta: need("balance_delta")?,
+            held_delta: need("held_delta")?,
+            event_source: word("event_source")?,
+            event_id: word("event_id")?,
+            at: need("at")?,
+        })
+    }
+}
+
+/// The entries an email's row keeps (none in a row written before entries were kept there).
+pub(crate) fn row_entries(item: &Item) -> Result<Vec<RowEntry>, String> {
+    match item.get(ROW_ENTRIES) {
+        None => Ok(Vec::new()),
+        Some(v) => v
+            .as_l()
+            .map_err(|_| format!("{ROW_ENTRIES} is not a list"))?
+            .iter()
+            .map(RowEntry::from_value)
+            .collect(),
+    }
+}
+
+impl EmailRow {
+    /// Reads an email row; an error says what is wrong with it.
+    pub fn from_item(item: &Item) -> Result<Self, String> {
+        Ok(Self {
+            message_id: text(item, "message_id").unwrap_or_default(),
+            state: parse_state(item, "state")?,
+            amount: number(item, "amount")?.unwrap_or(0),
+            events: get_strings(item, "events"),
+            held_at: number(item, "held_at")?,
+            updated_at: number(item, "updated_at")?,
+            hold_id: text(item, "hold_id"),
+            entries: row_entries(item)?,
+            shard: number(item, "shard")?
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0),
+            version: version(item),
+        })
+    }
+
+    fn to_item(&self, tenant: &str) -> Item {
+        let mut item = Item::from([
+            ("pk".to_string(), s(wallet_pk(tenant))),
+            ("sk".to_string(), s(email_sk(&self.message_id))),
+            ("kind".to_string(), s(KIND_EMAIL)),
+            ("tenant".to_string(), s(tenant)),
+            ("message_id".to_string(), s(&self.message_id)),
+            ("state".to_string(), s(state_name(&self.state))),
+            ("amount".to_string(), n(self.amount)),
+            ("events".to_string(), attr::strings(&self.events)),
+        ]);
+        if let Some(t) = self.updated_at {
+            item.insert("updated_at".into(), n(t));
+        }
+        if let Some(t) = self.held_at {
+            item.insert("held_at".into(), n(t));
+        }
+        if let Some(h) = &self.hold_id {
+            item.insert("hold_id".into(), s(h));
+        }
+        if !self.entries.is_empty() {
+            let entries = self.entries.iter().map(RowEntry::to_value).collect();
+            item.insert(ROW_ENTRIES.into(), AttributeValue::L(entries));
+        }
+        if self.shard != 0 {
+            item.insert("shard".into(), n(i64::from(self.shard)));
+        }
+        item
+    }
+
+    /// Writes `self` over the row as read at `read_version` (`None`: there was none).
+    pub(crate) fn replace(&self, tenant: &str, read_version: Option<u64>) -> Effect {
+        Effect::Replace {
+            item: self.to_item(tenant),
+            expected_version: read_version,
+        }
+    }
+}
+
+impl PaymentRow {
+    /// Reads a payment row; an error says what is wrong with it. Rows written before delayed
+    /// payments and capped refunds have no `funds` or `refund_total`: paid if credited, refunded
+    /// as far as taken back.
+    pub fn from_item(item: &Item) -> Result<Self, String> {
+        let credited = number(item, "credited")?.unwrap_or(0);
+        let refunded = number(item, "refunded")?.unwrap_or(0);
+        let funds = match item.get("funds") {
+            Some(_) => parse_state(item, "funds")?,
+            None if credited > 0 => Funds::Paid,
+            None => Funds::Unknown,
+        };
+        Ok(Self {
+            payment_key: text(item, "payment_key").unwrap_or_default(),
+            funds,
+            expected: number(item, "expected")?.unwrap_or(0),
+            credited,
+            refund_total: number(item, "refund_total")?.unwrap_or(refunded),
+            refunded,
+            events: get_strings(item, "events"),
+            updated_at: number(item, "updated_at")?,
+            version: version(item),
+        })
+    }
+
+    fn to_item(&self, tenant: &str) -> Item {
+        let mut item = Item::from([
+            ("pk".to_string(), s(wallet_pk(tenant))),
+            ("sk".to_string(), s(payment_sk(&self.payment_key))),
+            ("kind".to_string(), s(KIND_PAYMENT)),
+            ("tenant".to_string(), s(tenant)),
+            ("payment_key".to_string(), s(&self.payment_key)),
+            ("funds".to_string(), s(state_name(&self.funds))),
+            ("expected".to_string(), n(self.expected)),
+            ("credited".to_string(), n(self.credited)),
+            ("refund_total".to_string(), n(self.refund_total)),
+            ("refunded".to_string(), n(self.refunded)),
+            ("events".to_string(), attr::strings(&self.events)),
+        ]);
+        if let Some(t) = self.updated_at {
+            item.insert("updated_at".into(), n(t));
+        }
+        item
+    }
+
+    /// Writes `self` over the row as read at `read_version` (`None`: there was none).
+    pub(crate) fn replace(&self, tenant: &str, read_version: Option<u64>) -> Effect {
+        Effect::Replace {
+            item: self.to_item(tenant),
+            expected_version: read_version,
+        }
+    }
+}

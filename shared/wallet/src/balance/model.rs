@@ -1,0 +1,315 @@
+//! The ledger's records as values: a tenant's [`Wallet`], its ledger [`Entry`]s, the per-email
+//! and per-payment rows the handler keeps, and the [`PaymentIndex`] that finds a payment's tenant.
+//! How they are stored is [`crate::balance::items`]'s business.
+
+use crate::balance::rules::{self, EmailState, Funds, PaymentState, WalletView};
+use crate::money::{Currency, Money, Overflow};
+use crate::tenant::TenantId;
+use std::collections::BTreeMap;
+
+/// The calendar month (UTC) of a time in ms, as `YYYY_MM` (for the monthly debit counter).
+pub fn month_of(ms: i64) -> String {
+    // Days since 1970-01-01 → civil date (Howard Hinnant's algorithm).
+    let z = ms.div_euclid(86_400_000) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}_{month:02}")
+}
+
+/// A tenant's wallet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wallet {
+    pub tenant: TenantId,
+    /// Every amount of the wallet is in this currency.
+    pub currency: Currency,
+    pub balance: Money,
+    pub held: Money,
+    /// `available` may not go below this without flagging the wallet `overdrawn`.
+    pub floor: Money,
+    /// The price of one email.
+    pub message_price: Money,
+    /// Monthly debits above this flag the tenant for review.
+    pub review_threshold: Option<Money>,
+    pub overdrawn: bool,
+    pub review: bool,
+    /// Whether the wallet was last seen unable to afford one more send at its price
+    /// (`available − price < floor`): `wallet.low_balance` was published for the crossing into it,
+    /// and a movement that brings it back clears it (see [`crate::balance::notices`]).
+    pub low: bool,
+    /// How many crossings into low were recorded (the id of each one's event; it only grows).
+    pub low_crossings: i64,
+    /// The last month (`YYYY_MM`) whose `wallet.review_threshold_reached` was published.
+    pub review_reported: Option<String>,
+    /// Debits per month (`YYYY_MM`), in minor units.
+    pub month_debits: BTreeMap<String, i64>,
+    pub created_at: i64,
+    /// How many movements (entries) have changed it: every movement adds one, in the same write
+    /// as its amounts, so two reads with the same count saw no change in between (0 for wallets
+    /// older than the counter: it only ever grows).
+    pub changes: i64,
+    /// Each shard's amounts when its balance is split over K > 1 shard items
+    /// ([`crate::balance::items::shards`]; the figures above are then their sums); empty: one item.
+    pub shards: Vec<crate::balance::items::shards::Part>,
+}
+
+impl Wallet {
+    /// A new, empty wallet in the currency of its `message_price` (the floor and the review
+    /// threshold are amounts of the same currency).
+    pub fn new(
+        tenant: TenantId,
+        message_price: Money,
+        floor: Money,
+        review_threshold: Option<Money>,
+        now_ms: i64,
+    ) -> Self {
+        let currency = message_price.currency();
+        debug_assert_eq!(floor.currency(), currency);
+        let mut wallet = Self {
+            tenant,
+            currency,
+            balance: currency.amount(0),
+            held: currency.amount(0),
+            floor,
+            message_price,
+            review_threshold,
+            overdrawn: false,
+            review: false,
+            low: false,
+            low_crossings: 0,
+            review_reported: None,
+            month_debits: BTreeMap::new(),
+            created_at: now_ms,
+            changes: 0,
+            shards: Vec::new(),
+        };
+        // A new wallet that cannot afford a send yet is not a crossing: its first top-up to
+        // above the line arms the notice.
+        wallet.low =
+            crate::balance::notices::is_low(wallet.balance, wallet.held, floor, message_price);
+        wallet
+    }
+
+    /// `balance − held`.
+    pub fn available(&self) -> Result<Money, Overflow> {
+        self.balance.checked_sub(self.held, "the available amount")
+    }
+
+    /// Its floor and review threshold.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            floor: self.floor,
+            review_threshold: self.review_threshold,
+        }
+    }
+
+    /// The debits of a month (`YYYY_MM`, see [`month_of`]).
+    pub fn debits_in(&self, month: &str) -> Money {
+        self.currency
+            .amount(self.month_debits.get(month).copied().unwrap_or(0))
+    }
+
+    /// What the rules need to know of it, for an event received at `received_at` (ms).
+    pub(crate) fn view(&self, received_at: i64) -> WalletView {
+        WalletView {
+            balance: self.balance,
+            held: self.held,
+            floor: self.floor,
+            month_debits: self.debits_in(&month_of(received_at)),
+            review_threshold: self.review_threshold,
+        }
+    }
+}
+
+/// A wallet's limits: what an operator may change on it after it was created
+/// ([`crate::Ledger::set_limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// A hold may not take `available` below it; a webhook-driven debit that does is recorded and
+    /// flags the wallet `overdrawn`.
+    pub floor: Money,
+    /// Monthly debits above it flag the wallet for review (`None`: never).
+    pub review_threshold: Option<Money>,
+}
+
+/// One ledger entry: a single change of a wallet's balance or held amount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub id: String,
+    pub tenant: TenantId,
+    pub kind: rules::EntryKind,
+    pub amount: Money,
+    pub balance_delta: Money,
+    pub held_delta: Money,
+    /// The email's message id or the payment's id.
+    pub subject: String,
+    pub event_source: String,
+    pub event_id: String,
+    pub at: i64,
+}
+
+impl Entry {
+    /// The entry of movement `m` of `tenant`'s wallet about `subject` (an email's message id or a
+    /// payment's id), caused by `(event_source, event_id)` at `at`.
+    pub(crate) fn of(
+        id: String,
+        tenant: &TenantId,
+        m: &rules::Movement,
+        subject: &str,
+        (event_source, event_id): (&str, &str),
+        at: i64,
+    ) -> Self {
+        Self {
+            id,
+            tenant: tenant.clone(),
+            kind: m.kind,
+            amount: m.amount,
+            balance_delta: m.balance_delta,
+            held_delta: m.held_delta,
+            subject: subject.to_owned(),
+            event_source: event_source.to_owned(),
+            event_id: event_id.to_owned(),
+            at,
+        }
+    }
+
+    /// The entry as its email's row keeps it (without the tenant and subject the row says).
+    pub(crate) fn in_row(&self) -> RowEntry {
+        RowEntry {
+            id: self.id.clone(),
+            kind: self.kind,
+            amount: self.amount.minor(),
+            balance_delta: self.balance_delta.minor(),
+            held_delta: self.held_delta.minor(),
+            event_source: self.event_source.clone(),
+            event_id: self.event_id.clone(),
+            at: self.at,
+        }
+    }
+
+    /// The entry `e` of the email `subject` of `tenant`'s wallet in `currency`, as its row keeps it.
+    pub fn of_row(e: &RowEntry, tenant: &TenantId, subject: &str, currency: Currency) -> Self {
+        Self {
+            id: e.id.clone(),
+            tenant: tenant.clone(),
+            kind: e.kind,
+            amount: currency.amount(e.amount),
+            balance_delta: currency.amount(e.balance_delta),
+            held_delta: currency.amount(e.held_delta),
+            subject: subject.to_owned(),
+            event_source: e.event_source.clone(),
+            event_id: e.event_id.clone(),
+            at: e.at,
+        }
+    }
+
+    /// Whether the entry concerns a payment (its subject is a payment id) rather than an email.
+    pub fn is_payment(&self) -> bool {
+        matches!(
+            self.kind,
+            rules::EntryKind::Topup | rules::EntryKind::TopupRefund
+        )
+    }
+}
+
+/// The per-email row. Amounts are in the wallet's minor unit.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EmailRow {
+    pub message_id: String,
+    pub state: EmailState,
+    pub amount: i64,
+    /// Webhook event ids that reached this email, in processing order.
+    pub events: Vec<String>,
+    pub held_at: Option<i64>,
+    pub updated_at: Option<i64>,
+    /// The hold the wallet API placed for it before the send ([`crate::email::holds`]); `None` for an
+    /// email first held (or debited) by a webhook.
+    pub hold_id: Option<String>,
+    /// The ledger entries of this email's movements, oldest first, kept in the row itself so that
+    /// a movement writes one item for both (rows written before that layout have none: their
+    /// entries are `ENTRY#` items; [`crate::Ledger::entries`] reads both).
+    pub entries: Vec<RowEntry>,
+    /// The wallet shard its hold is on (its capture or release moves that shard; 0 for a
+    /// wallet of one shard).
+    pub shard: u32,
+    pub version: Option<u64>,
+}
+
+/// A ledger entry as its email's row keeps it: an [`Entry`] without the tenant and the subject
+/// (the row's). Amounts are in the wallet's minor unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowEntry {
+    pub id: String,
+    pub kind: rules::EntryKind,
+    pub amount: i64,
+    pub balance_delta: i64,
+    pub held_delta: i64,
+    pub event_source: String,
+    pub event_id: String,
+    pub at: i64,
+}
+
+/// The per-payment row. Amounts are in the wallet's minor unit.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PaymentRow {
+    pub payment_key: String,
+    pub funds: Funds,
+    /// What a checkout awaiting funds expects.
+    pub expected: i64,
+    pub credited: i64,
+    /// The largest cumulative refunded amount Stripe reported.
+    pub refund_total: i64,
+    /// Taken back from the wallet: never more than `credited`.
+    pub refunded: i64,
+    pub events: Vec<String>,
+    pub updated_at: Option<i64>,
+    pub version: Option<u64>,
+}
+
+impl PaymentRow {
+    /// Its money state, for [`rules::payment`].
+    pub fn state(&self) -> PaymentState {
+        PaymentState {
+            funds: self.funds,
+            expected: self.expected,
+            credited: self.credited,
+            refund_total: self.refund_total,
+            refunded: self.refunded,
+        }
+    }
+
+    /// The row with `state`.
+    pub fn with_state(mut self, state: PaymentState) -> Self {
+        self.funds = state.funds;
+        self.expected = state.expected;
+        self.credited = state.credited;
+        self.refund_total = state.refund_total;
+        self.refunded = state.refunded;
+        self
+    }
+}
+
+/// Where a payment belongs: the tenant its first event with a tenant named (then its row lives
+/// in that tenant's wallet), or — while no such event came — the refunds reported for it, to be
+/// settled when (if) it comes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PaymentIndex {
+    pub payment_key: String,
+    pub tenant: Option<TenantId>,
+    /// The largest cumulative refunded amount reported before the payment was known.
+    pub refund_total: i64,
+    /// The webhook events that recorded it.
+    pub events: Vec<String>,
+    /// A payment method the payment saved for later (`setup_future_usage`), reported before the
+    /// payment's tenant was known: saved for autopay when an event names the tenant.
+    pub method: Option<crate::parse::SavedMethod>,
+    /// Whether the payment's unmatched item ([`crate::payments::unmatched`]) is open: the event that names
+    /// the tenant (or the operator's bind) resolves it in its transaction.
+    pub unmatched: bool,
+    /// `None` for an index written before versions (it always names its tenant).
+    pub version: Option<u64>,
+}
