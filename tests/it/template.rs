@@ -339,10 +339,10 @@ fn the_charge_role_reads_only_the_keys_the_pass_reads() {
     // The pass reads the wallets' partitions (settings, attempts, the wallet) through the due
     // index's autopay shards, and the Stripe account's token bucket.
     let mut code = vec![
-        format!("{}*", wallet_ledger::items::wallet_pk("")),
+        format!("{}*", wallet_ledger::balance::items::wallet_pk("")),
         stripe_charges::client::BUCKET_PK.to_owned(),
-        format!("index:{}*", wallet_ledger::items::ATTEMPT_SHARD_PREFIX),
-        format!("index:{}*", wallet_ledger::items::RECURRING_SHARD_PREFIX),
+        format!("index:{}*", wallet_ledger::autopay::items::ATTEMPT_SHARD_PREFIX),
+        format!("index:{}*", wallet_ledger::autopay::items::RECURRING_SHARD_PREFIX),
     ];
     code.sort();
     assert_eq!(template, code, "template.yaml's ChargeRole read LeadingKeys");
