@@ -14,6 +14,13 @@ undeleted message is visible again, as after its visibility timeout) and moves t
 queue (the message is back in its queue with a fresh receive count). `POST /moto-api/reset`
 empties the log.
 
+SQS is served one request at a time (moto 5.2.5's SQS model is not thread-safe: under a dozen
+long-polling pollers, `receive_message` raised `RuntimeError: Set changed size during iteration`
+and `ValueError: list.remove(x)`, and its long poll spins while a queue holds visible messages it
+cannot hand out, at 75 % CPU, until the server stopped answering). Long polls are waited out here,
+outside the lock: a `ReceiveMessage` with `WaitTimeSeconds` runs as a short receive, again after
+every send or visibility change and at least every 200 ms, until it has messages or its time is up.
+
     python scripts/moto_server.py [-H HOST] [-p PORT] [--state-file PATH]
 """
 
@@ -28,6 +35,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs
 
@@ -111,6 +119,104 @@ def sqs_queue(environ: dict[str, Any], queue_url: str) -> Any:
     return get_backend("sqs")[account][region_of(environ)].queues.get(name)
 
 
+SQS_CREDENTIAL = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
+SQS_WAKERS = ("SendMessage", "SendMessageBatch", "ChangeMessageVisibility",
+              "ChangeMessageVisibilityBatch", "SetQueueAttributes", "CreateQueue", "PurgeQueue")
+SQS_RECHECK_S = 0.2  # delayed messages and expired visibility timeouts show within this
+
+
+def is_sqs(environ: dict[str, Any], service: str) -> bool:
+    if service:
+        return service.startswith("AmazonSQS")
+    m = SQS_CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
+    return bool(m and m.group(1) == "sqs")
+
+
+def short_receive(environ: dict[str, Any], body: bytes, service: str) -> tuple[bytes, float | None]:
+    """A ReceiveMessage rewritten without its long poll: (new body, seconds it wanted to wait, or
+    None when it did not ask for one)."""
+    if service:
+        try:
+            req = json.loads(body or b"{}")
+        except ValueError:
+            return body, None
+        wait = req.get("WaitTimeSeconds")
+        if wait is None:
+            queue = sqs_queue(environ, req.get("QueueUrl", "")) if req.get("QueueUrl") else None
+            wait = int(getattr(queue, "receive_message_wait_time_seconds", 0) or 0) if queue else 0
+        req["WaitTimeSeconds"] = 0
+        return json.dumps(req).encode(), float(wait)
+    pairs = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    wait = float(pairs.get("WaitTimeSeconds", ["0"])[0] or 0)
+    pairs["WaitTimeSeconds"] = ["0"]
+    from urllib.parse import urlencode
+    return urlencode({k: v[0] for k, v in pairs.items()}).encode(), wait
+
+
+def has_messages(out: bytes) -> bool:
+    if out[:1] == b"{":
+        try:
+            return bool(json.loads(out).get("Messages"))
+        except ValueError:
+            return True
+    return b"<Message>" in out
+
+
+class SerializeSqs:
+    """WSGI middleware: every SQS request runs under one lock, long polls waited out here (see the
+    module docs). Everything else passes through unchanged."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.cond = threading.Condition()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        service, action = action_of(environ, body)
+        if not is_sqs(environ, service):
+            return self.app(environ, start_response)
+        wait = None
+        if action == "ReceiveMessage":
+            with self.cond:
+                body, wait = short_receive(environ, body, service)
+        deadline = time.monotonic() + (wait or 0)
+        while True:
+            env = dict(environ)
+            env["wsgi.input"] = io.BytesIO(body)
+            env["CONTENT_LENGTH"] = str(len(body))
+            with self.cond:
+                status, out, headers = run_app(self.app, env)
+                if action in SQS_WAKERS:
+                    self.cond.notify_all()
+                remaining = deadline - time.monotonic()
+                if not wait or remaining <= 0 or not status.startswith("2") or has_messages(out):
+                    break
+                self.cond.wait(min(SQS_RECHECK_S, remaining))
+        headers = [(k, v) for k, v in headers if k.lower() != "content-length"] + [("Content-Length", str(len(out)))]
+        start_response(status, headers)
+        return [out]
+
+
+def run_app(app: App, environ: dict[str, Any]) -> tuple[str, bytes, list[Any]]:
+    """Runs a WSGI request to the end: (status line, whole body, headers)."""
+    captured: list[Any] = ["500 INTERNAL SERVER ERROR", []]
+
+    def start_response(s: str, headers: Any, exc_info: Any = None) -> Callable[[bytes], None]:
+        captured[0], captured[1] = s, headers
+        return lambda _data: None
+
+    result = app(environ, start_response)
+    try:
+        out = b"".join(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    return captured[0], out, list(captured[1])
+
+
 class Durable:
     """WSGI middleware: appends every state-changing request that succeeded to a log, and replays
     the log at start (see the module docs)."""
@@ -130,7 +236,7 @@ class Durable:
         environ["wsgi.input"] = io.BytesIO(body)
         service, action = action_of(environ, body)
         deleted = self.sqs_deletes(environ, action, body)
-        status, out, headers = self.run(environ)
+        status, out, headers = run_app(self.app, environ)
         start_response(status, headers)
         code = int(status.split(" ", 1)[0])
         if 200 <= code < 300:
@@ -143,22 +249,6 @@ class Durable:
             elif service and not action.startswith(READ_PREFIXES):
                 self.append(self.entry(environ, body, action, out))
         return [out]
-
-    def run(self, environ: dict[str, Any]) -> tuple[str, bytes, list[Any]]:
-        captured: list[Any] = ["500 INTERNAL SERVER ERROR", []]
-
-        def start_response(s: str, headers: Any, exc_info: Any = None) -> Callable[[bytes], None]:
-            captured[0], captured[1] = s, headers
-            return lambda _data: None
-
-        result = self.app(environ, start_response)
-        try:
-            out = b"".join(result)
-        finally:
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
-        return captured[0], out, captured[1]
 
     def entry(self, environ: dict[str, Any], body: bytes, action: str, out: bytes) -> dict[str, Any]:
         headers = {k[5:].replace("_", "-").title(): v for k, v in environ.items() if k.startswith("HTTP_")}
@@ -257,8 +347,8 @@ def main(argv: list[str] | None = None) -> None:
     app: Any = DomainDispatcherApplication(create_backend_app)
     if args.state_file:
         app = Durable(app, args.state_file)
-    app = RefuseDynamoDB(app)
-    mode = "SQS, S3, Secrets Manager; DynamoDB refused (DynamoDB Local serves it)"
+    app = RefuseDynamoDB(SerializeSqs(app))
+    mode = "SQS (serialized, long polls outside moto), S3, Secrets Manager; DynamoDB refused (DynamoDB Local serves it)"
     if args.state_file:
         mode += f"; durable ({args.state_file})"
     print(f"moto on http://{args.host}:{args.port}: {mode}", flush=True)
