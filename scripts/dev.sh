@@ -139,7 +139,7 @@ cleanup() {
     stop_group "$CONSOLE_PID" "inboxctl console"
     stop_group "$LISTEN_PID" "inboxctl listen"
     stop_group "$PIPELINE_PID" "the local pipeline"
-    stop_group "$WATCH_PID" "cargo lambda watch"
+    stop_group "$WATCH_PID" "the function host"
     if ((STANDIN_STARTED)); then
         emu_stop >&2 || true
     fi
@@ -277,21 +277,27 @@ print(" ".join(r["Metadata"]["BuildProperties"]["Binary"] for r in res.values()
 PY
 )" || die "could not read the functions from template.yaml"
 [[ -n "$functions" ]] || die "template.yaml names no function binary (Metadata.BuildProperties.Binary)"
-log "building the functions: $functions (a few minutes on a cold cache)"
-for bin in $functions inboxctl; do
-    cargo build --bin "$bin" ||
-        log "warning: the $bin function does not build yet; cargo lambda watch rebuilds it when you save a fix"
-done
-log "starting cargo lambda watch on 127.0.0.1:$LAMBDA_PORT"
-# own process group (setsid) so cleanup can stop it together with cargo and the function processes
-setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$LAMBDA_PORT" \
-    --env-file "$STATE_DIR/dev.env" </dev/null &
+# cargo's target directory (CARGO_TARGET_DIR or the workspace's target/), for inboxctl's binary.
+TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | python -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')" ||
+    die "cargo metadata failed"
+log "building inboxctl"
+cargo build --bin inboxctl || die "inboxctl does not build"
+# The function host (scripts/lambda_local.py, not cargo lambda watch: docs/local-stack.md, "The
+# function host"): builds each function (`cargo build --bin <name>`: one build per binary, as
+# cargo unifies features per build), serves them on 127.0.0.1:$LAMBDA_PORT, each function up to
+# DEV_LAMBDA_CONCURRENCY processes of one invocation each, and rebuilds and restarts a function
+# only when the Rust sources it is built from change.
+log "starting the function host on 127.0.0.1:$LAMBDA_PORT (it builds the functions first: $functions)"
+fn_args=()
+for bin in $functions; do fn_args+=(--function "$bin"); done
+# own process group (setsid) so cleanup can stop it together with the function processes
+setsid python scripts/lambda_local.py --port "$LAMBDA_PORT" "${fn_args[@]}" \
+    --env-file "$STATE_DIR/dev.env" --state-dir "$STATE_DIR" </dev/null &
 WATCH_PID=$!
 
-deadline=$((SECONDS + 60))
+# a cold build of every function takes minutes; the host listens once they are built
 until port_in_use "$LAMBDA_PORT"; do
-    kill -0 "$WATCH_PID" 2>/dev/null || { wait "$WATCH_PID" || true; die "cargo lambda watch exited"; }
-    ((SECONDS < deadline)) || die "cargo lambda watch did not listen on 127.0.0.1:$LAMBDA_PORT within 60s"
+    kill -0 "$WATCH_PID" 2>/dev/null || { wait "$WATCH_PID" || true; die "the function host exited"; }
     sleep 0.2
 done
 
@@ -304,7 +310,7 @@ setsid python scripts/local_pipeline.py --lambda-url "$lambda_url" --table "Inbo
 PIPELINE_PID=$!
 
 # ------------------------------------------------------------------ 6. a local receiver
-INBOXCTL="$ROOT/target/debug/inboxctl"
+INBOXCTL="$TARGET_DIR/debug/inboxctl"
 LISTEN_SECRET="$(python -c 'import base64, os; print("whsec_" + base64.b64encode(os.urandom(32)).decode())')"
 # The secret goes by environment, not on a command line (where the process list shows it).
 INBOXCTL_SECRET="$LISTEN_SECRET" setsid "$INBOXCTL" listen --port "$LISTEN_PORT" </dev/null &
@@ -384,4 +390,4 @@ EOF
 wait -n "$WATCH_PID" "$PIPELINE_PID" "$LISTEN_PID" || true
 kill -0 "$LISTEN_PID" 2>/dev/null || die "inboxctl listen exited"
 kill -0 "$PIPELINE_PID" 2>/dev/null || die "the local pipeline (scripts/local_pipeline.py) exited"
-die "cargo lambda watch exited"
+die "the function host (scripts/lambda_local.py) exited"
