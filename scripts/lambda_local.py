@@ -600,10 +600,44 @@ class Host:
         self.bin_dir = args.state_dir / "lambda-bin"
         self.build_lock = asyncio.Lock()
         self.answers: collections.Counter[int] = collections.Counter()
+        self.prebuilt = dict(b.split("=", 1) for b in args.binary)
+        self.functions.update({n: Function(self, n, timeouts.get(n, 3.0)) for n in self.prebuilt if n not in self.functions})
 
     # ---------------------------------------------------------------- builds
 
+    def install(self, fn: Function, executable: str) -> None:
+        """Serve this executable from now on (a link in .local/lambda-bin/: a later build never
+        changes a running binary); processes of the previous one stop once idle."""
+        st = os.stat(executable)
+        source = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if source == fn.source and fn.binary is not None:
+            return
+        fn.generation += 1
+        self.bin_dir.mkdir(parents=True, exist_ok=True)
+        dest = self.bin_dir / f"{fn.name}-{os.getpid()}-{fn.generation}"
+        try:
+            dest.unlink()
+        except OSError:
+            pass
+        try:
+            os.link(executable, dest)
+        except OSError:
+            shutil.copy2(executable, dest)
+        old = fn.binary
+        fn.binary, fn.source = dest, source
+        if old is not None:
+            log(f"{fn.name}: new build; processes of the previous one stop once idle")
+            fn.retire_old()
+            try:
+                old.unlink()
+            except OSError:
+                pass
+        fn.dispatch()
+
     async def build(self, fn: Function, reason: str) -> None:
+        if fn.name in self.prebuilt:
+            self.install(fn, self.prebuilt[fn.name])
+            return
         async with self.build_lock:
             cmd = ["cargo", "build", "--bin", fn.name, "--message-format", "json-render-diagnostics"]
             log(f"{fn.name}: {reason}: {' '.join(cmd)}")
@@ -641,27 +675,7 @@ class Host:
             log(f"{fn.name}: {fn.build_error}; " + ("the previous build keeps serving" if fn.binary else "not serving"))
             return
         fn.build_error = None
-        st = os.stat(executable)
-        source = (st.st_ino, st.st_mtime_ns, st.st_size)
-        if source == fn.source and fn.binary is not None:
-            return
-        fn.generation += 1
-        self.bin_dir.mkdir(parents=True, exist_ok=True)
-        dest = self.bin_dir / f"{fn.name}-{os.getpid()}-{fn.generation}"
-        try:
-            os.link(executable, dest)
-        except OSError:
-            shutil.copy2(executable, dest)
-        old = fn.binary
-        fn.binary, fn.source = dest, source
-        if old is not None:
-            log(f"{fn.name}: new build; processes of the previous one stop once idle")
-            fn.retire_old()
-            try:
-                old.unlink()
-            except OSError:
-                pass
-        fn.dispatch()
+        self.install(fn, executable)
 
     async def watch(self) -> None:
         root = self.args.root
@@ -855,9 +869,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queue-wait", type=float, default=float(os.environ.get("DEV_LAMBDA_QUEUE_WAIT", "60")),
                    help="seconds an invocation may wait for a process before a 503 (default 60)")
     p.add_argument("--no-watch", action="store_true", help="never rebuild")
+    p.add_argument("--binary", action="append", default=[], metavar="NAME=PATH",
+                   help="serve this executable as function NAME, never built (a release bootstrap)")
     args = p.parse_args(argv)
-    if not args.function:
-        p.error("at least one --function")
+    if not args.function and not args.binary:
+        p.error("at least one --function or --binary")
+    if any("=" not in b for b in args.binary):
+        p.error("--binary NAME=PATH")
     try:
         timeouts = template_functions(args.template)
     except (OSError, ValueError, KeyError, TypeError) as e:
