@@ -11,9 +11,9 @@ stack's settings in the environment (`.local/dev-env-<moto port>.sh`) and `SOAK_
   Standard Webhooks', github and custom HMACs) to ingest, and wallet holds, releases and reads;
 - bursts of `--burst` concurrent requests (default 500), alternately to ingest and to the wallet
   API, every `--burst-every` seconds;
-- destinations that fail (500), time out (the receiver answers after the destination's timeout)
-  and throttle (429 + Retry-After every other request), served by receivers it starts, and one
-  that succeeds: every accepted event is delivered to all four;
+- destinations that fail (500; stripe's events), time out (the receiver answers after the
+  destination's timeout; mailer's) and throttle (429 + Retry-After every other request; github's),
+  served by receivers it starts, and one that succeeds (every event);
 - autopay: a saved card for the soak's tenant, then an off-session charge every minute
   (scripts/autopay_demo.py against the Stripe stand-in), each crediting the wallet;
 - `git status` every 30 s, and half-way a concurrent `cargo build` (`--cargo`, default
@@ -243,11 +243,13 @@ class Soak:
         ok, ok_port = start_receiver("ok")
         self.servers = [fail, slow, thr, ok]
         schedule = "0,2s,5s,10s,20s"
-        for name, port, extra in (("fail", fail_port, []), ("slow", slow_port, ["--timeout-ms", "1000"]),
-                                  ("throttle", thr_port, []), ("ok", ok_port, [])):
+        # each provider's events to one troubled destination, every event to the good one
+        for name, port, pattern, extra in (("fail", fail_port, "stripe:*", []),
+                                           ("slow", slow_port, "mailer:*", ["--timeout-ms", "1000"]),
+                                           ("throttle", thr_port, "github:*", []), ("ok", ok_port, "*", [])):
             self.ctl("dest", "add", f"soak-{self.run_id}-{name}", "--url", f"http://127.0.0.1:{port}/hook",
-                     "--pattern", "*", "--allow-http", "--schedule", schedule, *extra)
-        self.note(f"destinations soak-{self.run_id}-{{fail,slow,throttle,ok}} on receivers "
+                     "--pattern", pattern, "--allow-http", "--schedule", schedule, *extra)
+        self.note(f"destinations soak-{self.run_id}-{{fail: stripe, slow: mailer, throttle: github, ok: all}} on receivers "
                   f"{fail_port}, {slow_port}, {thr_port}, {ok_port} (schedule {schedule})")
         self.ctl("wallet", "create", self.tenant, "--currency", "usd", "--price", "25", "--floor", "-1000000000")
         self.note(f"wallet {self.tenant} (floor -10,000,000.00: holds never refused for funds)")
@@ -288,16 +290,16 @@ class Soak:
         return source, f"c_{eid}", body, {"X-Signature": sign_custom(self.secrets["custom"][0], body),
                                           "X-Event-Type": "soak.tick", "Content-Type": "application/json"}
 
-    def ingest(self, i: int) -> None:
+    def ingest(self, i: int, kind: str = "ingest") -> None:
         source, eid, body, headers = self.signed_event(i)
-        a = self.client.request("ingest", "POST", f"{self.lambda_url}/lambda-url/ingest/webhooks/{source}", body, headers)
+        a = self.client.request(kind, "POST", f"{self.lambda_url}/lambda-url/ingest/webhooks/{source}", body, headers)
         if a.status is not None and 200 <= a.status < 300:
             with self.lock:
                 self.accepted.add((source, eid))
 
-    def hold(self, i: int) -> None:
+    def hold(self, i: int, kind: str = "wallet") -> None:
         amount = 1 + (i % 97)
-        a = self.client.request("wallet", "POST", f"{self.lambda_url}/lambda-url/wallet-api/wallets/{self.tenant}/holds",
+        a = self.client.request(kind, "POST", f"{self.lambda_url}/lambda-url/wallet-api/wallets/{self.tenant}/holds",
                                 json.dumps({"message_id": f"m_{self.run_id}_{i}", "amount": amount}).encode(),
                                 {"Idempotency-Key": f"{self.run_id}-hold-{i}", "Content-Type": "application/json"})
         if a.status == 201:
@@ -328,7 +330,7 @@ class Soak:
         self.note(f"burst: {n} concurrent requests to {kind}")
         t0 = time.monotonic()
         target = self.ingest if kind == "ingest" else self.hold
-        threads = [threading.Thread(target=target, args=(start + k,), daemon=True) for k in range(n)]
+        threads = [threading.Thread(target=target, args=(start + k, f"{kind} burst"), daemon=True) for k in range(n)]
         for t in threads:
             t.start()
         for t in threads:
@@ -429,15 +431,12 @@ class Soak:
             return None
 
     def open_work(self) -> tuple[dict[str, int], dict[str, int]]:
-        """(messages by status, deliveries by status) from inboxctl."""
-        stats = json.loads(self.ctl("--json", "stats").stdout)
+        """(messages by status, deliveries by status) from `inboxctl --json stats`."""
+        stats = json.loads(self.ctl("--json", "stats", timeout=300).stdout)
         deliveries: collections.Counter[str] = collections.Counter()
-        cp = self.ctl("--json", "deliveries", "list", "--limit", "1000000", check=False, timeout=300)
-        if cp.returncode == 0:
-            doc = json.loads(cp.stdout)
-            rows = doc if isinstance(doc, list) else doc.get("deliveries", [])
-            for r in rows:
-                deliveries[str(r.get("status"))] += 1
+        for d in stats.get("destinations") or []:
+            for status, n in (d.get("by_status") or {}).items():
+                deliveries[str(status)] += int(n)
         return stats_by_status(stats), dict(deliveries)
 
     def verdict(self, load_seconds: float, before: dict[str, Any] | None) -> dict[str, Any]:
@@ -464,10 +463,13 @@ class Soak:
         checks["every delivery ended or scheduled"] = (deliveries.get("delivering", 0) == 0,
                                                       f"deliveries by status {deliveries}")
         checks.update(self.wallet_checks())
-        ingest = [a.seconds * 1000 for a in self.client.answers if a.kind == "ingest" and a.status is not None]
-        p50, p99 = percentile(ingest, 50), percentile(ingest, 99)
-        checks["ingest latency reported"] = (bool(ingest), f"p50 {p50:.0f} ms, p99 {p99:.0f} ms over {len(ingest)} answers"
-                                             if ingest else "no ingest answer")
+        latency: dict[str, dict[str, Any]] = {}
+        for kind in ("ingest", "ingest burst", "wallet", "wallet burst"):
+            ms = [a.seconds * 1000 for a in self.client.answers if a.kind == kind and a.status is not None]
+            latency[kind] = {"p50": percentile(ms, 50), "p99": percentile(ms, 99), "n": len(ms)}
+        ingest = latency["ingest"]
+        checks["ingest latency reported"] = (bool(ingest["n"]), "; ".join(
+            f"{k}: p50 {v['p50']:.0f} ms, p99 {v['p99']:.0f} ms over {v['n']}" for k, v in latency.items() if v["n"]))
         bad = []
         for path in self.args.log:
             try:
@@ -477,15 +479,18 @@ class Soak:
             bad += [f"{Path(path).name}: {ln[:200]}" for ln in failure_lines(lines)]
         checks["no traceback or panic in any log"] = (not bad, f"{len(bad)} lines" + (f": {bad[:5]}" if bad else ""))
         after = self.host_status()
+        waited = sum(Path(p).read_text(errors="replace").count("waiting for another cargo's lock")
+                     for p in self.args.log[:1] if Path(p).exists())
         checks["git status rebuilt nothing"] = (not self.git_failures, f"{self.git_runs} git status runs; "
                                                f"builds before/after: {builds(before)} -> {builds(after)} "
-                                               "(ingest's source was touched once)")
+                                               f"(ingest's source was touched once; the host waited for "
+                                               f"another cargo's lock {waited} times)")
         ok = all(v[0] for v in checks.values())
         summary = {
             "ok": ok,
             "minutes": round(load_seconds / 60, 1),
             "requests": t,
-            "ingest_ms": {"p50": p50, "p99": p99, "n": len(ingest)},
+            "latency_ms": latency,
             "checks": {k: {"ok": v[0], "detail": v[1]} for k, v in checks.items()},
             "host": after,
             "events": self.events,
