@@ -818,7 +818,19 @@ class Host:
             for fn in self.functions.values():
                 fn.housekeeping()
 
+    def remove_stale_links(self) -> None:
+        """Links left by a host that was killed (`<function>-<pid>-<generation>`, its pid gone)."""
+        for f in self.bin_dir.glob("*-*-*") if self.bin_dir.is_dir() else []:
+            try:
+                pid = int(f.name.rsplit("-", 2)[1])
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                f.unlink(missing_ok=True)
+            except (ValueError, PermissionError, OSError):
+                continue
+
     async def serve(self) -> None:
+        self.remove_stale_links()
         rt = await asyncio.start_server(self.runtime, "127.0.0.1", 0, limit=MAX_BODY_BYTES)
         self.runtime_port = rt.sockets[0].getsockname()[1]
         for fn in self.functions.values():
