@@ -645,6 +645,7 @@ class Host:
                                                         stdout=asyncio.subprocess.PIPE,
                                                         stderr=asyncio.subprocess.PIPE)
             executable: str | None = None
+            waited_since: float | None = None
 
             async def out() -> None:
                 nonlocal executable
@@ -663,6 +664,8 @@ class Host:
                 async for line in proc.stderr:
                     text = line.decode("utf-8", "replace").rstrip()
                     if "Blocking waiting for file lock" in text:
+                        nonlocal waited_since
+                        waited_since = waited_since or time.monotonic()
                         log(f"{fn.name}: waiting for another cargo's lock ({text.strip()}); "
                             f"{'the previous build keeps serving' if fn.binary else 'invocations wait'}")
                     elif text.strip() and not text.lstrip().startswith(("Compiling", "Finished", "Checking")):
@@ -670,6 +673,8 @@ class Host:
 
             await asyncio.gather(out(), err())
             code = await proc.wait()
+        if waited_since is not None:
+            log(f"{fn.name}: build done {time.monotonic() - waited_since:.0f} s after it began waiting for the lock (exit {code})")
         if code != 0 or not executable:
             fn.build_error = f"cargo build --bin {fn.name} failed (exit {code})"
             log(f"{fn.name}: {fn.build_error}; " + ("the previous build keeps serving" if fn.binary else "not serving"))
