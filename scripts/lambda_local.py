@@ -716,13 +716,19 @@ class Host:
                     break
                 if req is None:
                     break
-                status, headers, body = await self.answer(req)
+                try:
+                    status, headers, body = await self.answer(req)
+                except asyncio.CancelledError:
+                    # the host is stopping: say so instead of dropping the connection
+                    write_response(writer, 503, [("retry-after", "5"), ("content-type", "application/json")],
+                                   b'{"message": "the function host is stopping"}', False)
+                    break
                 self.answers[status] += 1
                 write_response(writer, status, headers, body, req.keep_alive)
                 await writer.drain()
                 if not req.keep_alive:
                     break
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError, asyncio.CancelledError):
             pass
         finally:
             writer.close()
