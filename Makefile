@@ -1,6 +1,7 @@
 # Webhook ingestor: the two everyday commands are `make dev` and `make test`.
 #
 #   make dev           run locally: DynamoDB Local + moto + table + `cargo lambda watch` (scripts/dev.sh)
+#   make soak          the local stack under a team's load for SOAK_MINUTES (default 30), then a verdict (scripts/soak.sh)
 #   make test          every test against DynamoDB Local and moto, then template checks (scripts/test.sh)
 #   make fuzz          the fuzz targets of every parser of outside bytes, time-boxed (FUZZ_SECONDS, default 600; scripts/fuzz.sh)
 #   make lint          rustfmt, clippy (-D warnings), cfn-lint, sam validate --lint, template checks
@@ -27,13 +28,18 @@ STAMP  := $(VENV)/.stamp-$(REQS_HASH)
 SAM_ENV := AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 \
            AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 
-.PHONY: help dev test fuzz lint venv build-lambda bench bench-docs config-docs fault-table clean-local
+.PHONY: help dev soak test fuzz lint venv build-lambda bench bench-docs config-docs fault-table clean-local
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
 
 dev:
 	scripts/dev.sh
+
+# SOAK_MINUTES (default 30), SOAK_BURST (500), SOAK_BURST_EVERY (120 s), SOAK_CARGO, SOAK_DRAIN_SECONDS:
+# see scripts/soak.sh and docs/local-stack.md.
+soak: venv
+	scripts/soak.sh
 
 test:
 	scripts/test.sh

@@ -108,7 +108,7 @@ def wait_for_delivery(api: Api, event_type: str, object_id: str, wait: float) ->
                 return 0 if entry["status"] == "delivered" else 1
         if time.monotonic() >= deadline:
             print(f"  no answer from ingest to {event_type} about {object_id} within {wait:g}s "
-                  f"(is make dev's cargo lambda watch up? `autopay_demo.py events` shows the attempts)")
+                  f"(is make dev's function host up? `autopay_demo.py events` shows the attempts)")
             return 1
         time.sleep(0.2)
 

@@ -13,10 +13,13 @@
 #     webhook-delivery-quarantine-local with the template's visibility timeout, retention and
 #     redrive policy (scripts/queues_from_template.py), and the bucket webhook-bodies-local for
 #     bodies above 8 KiB with BodyBucket's settings (scripts/bucket_from_template.py);
-#  4. builds the template's functions (ingest, process, reaper, reconcile, deliver, charge,
-#     wallet-api: each function's Metadata.BuildProperties.Binary) and inboxctl, and runs
-#     `cargo lambda watch` on 127.0.0.1:9000 (DEV_LAMBDA_PORT to change), which serves every binary
-#     of the workspace and rebuilds on change: ingest answers at
+#  4. builds inboxctl, and starts the function host, scripts/lambda_local.py, on 127.0.0.1:9000
+#     (DEV_LAMBDA_PORT to change; not cargo lambda watch: docs/local-stack.md, "The function
+#     host"), which builds the template's functions (ingest, process, reaper, reconcile, deliver,
+#     charge, wallet-api: each function's Metadata.BuildProperties.Binary), serves them (each up
+#     to DEV_LAMBDA_CONCURRENCY processes of one invocation; 429/503 with Retry-After beyond
+#     DEV_LAMBDA_QUEUE waiting or DEV_LAMBDA_QUEUE_WAIT seconds) and rebuilds a function when
+#     the Rust sources change (never for .git/, docs, scripts, .local/): ingest answers at
 #     http://127.0.0.1:9000/lambda-url/ingest/webhooks/<source>, the wallet API at
 #     http://127.0.0.1:9000/lambda-url/wallet-api/wallets/<tenant>[/holds, …] (docs/wallet-api.md;
 #     UNAUTHENTICATED on loopback: in AWS only SigV4 calls through the IAM authorizer reach it),
@@ -35,9 +38,9 @@
 #     signed with the `stripe` source's secret from local/secrets.json and posted to ingest's
 #     `stripe` URL; scripts/autopay_demo.py drives it (a saved card, a charge).
 #
-# Ctrl-C stops everything this script started (the emulators, the Stripe stand-in, cargo lambda
-# watch and its children, the pipeline). The functions get their configuration from this script's environment (cargo lambda
-# watch passes its environment on to the function processes):
+# Ctrl-C stops everything this script started (the emulators, the Stripe stand-in, the function
+# host and the function processes, the pipeline). The functions get their configuration from
+# this script's environment (the function host passes its environment on to the function processes):
 #   AWS_ENDPOINT_URL=http://127.0.0.1:5000 (moto) AWS_REGION=us-east-1
 #   AWS_ENDPOINT_URL_DYNAMODB=AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:8000 (DynamoDB Local)
 #   AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing TABLE_NAME=webhook-inbox-local
@@ -110,7 +113,7 @@ port_in_use "$MOTO_PORT" &&
 port_in_use "$DYNAMODB_PORT" &&
     die "something already listens on 127.0.0.1:$DYNAMODB_PORT (DynamoDB Local's port). Stop it (a previous 'make dev'? try 'scripts/dynamodb_local.sh stop $DYNAMODB_PORT') or run with DEV_DYNAMODB_PORT=<port>"
 port_in_use "$LAMBDA_PORT" &&
-    die "something already listens on 127.0.0.1:$LAMBDA_PORT (cargo lambda watch's port). Stop it or run with DEV_LAMBDA_PORT=<port>"
+    die "something already listens on 127.0.0.1:$LAMBDA_PORT (the function host's port). Stop it or run with DEV_LAMBDA_PORT=<port>"
 port_in_use "$LISTEN_PORT" &&
     die "something already listens on 127.0.0.1:$LISTEN_PORT (inboxctl listen's port). Stop it or run with DEV_LISTEN_PORT=<port>"
 port_in_use "$CONSOLE_PORT" &&
@@ -139,7 +142,7 @@ cleanup() {
     stop_group "$CONSOLE_PID" "inboxctl console"
     stop_group "$LISTEN_PID" "inboxctl listen"
     stop_group "$PIPELINE_PID" "the local pipeline"
-    stop_group "$WATCH_PID" "cargo lambda watch"
+    stop_group "$WATCH_PID" "the function host"
     if ((STANDIN_STARTED)); then
         emu_stop >&2 || true
     fi
@@ -162,7 +165,7 @@ DYNAMODB_LOCAL_DB_PATH="${DEV_DYNAMODB_DB_PATH:-}" "$ROOT/scripts/dynamodb_local
 # Started like the emulators (scripts/lib/emulator.sh: own process group, ready when its health
 # page answers, stopped by cleanup). Its webhooks go to ingest's `stripe` URL, signed with the
 # secret the `stripe` source verifies (local/secrets.json's committed test secret, so on its
-# command line); events sent before cargo lambda watch listens are retried by its schedule.
+# command line); events sent before the function host listens are retried by its schedule.
 STRIPE_WEBHOOK_URL="http://127.0.0.1:$LAMBDA_PORT/lambda-url/ingest/webhooks/stripe"
 STRIPE_WEBHOOK_SECRET="$(python -c 'import json, sys; print(json.loads(sys.argv[1])["stripe"][0])' "$SECRETS_JSON")" ||
     die "local/secrets.json has no secret for the source stripe"
@@ -199,8 +202,8 @@ export AWS_SECRET_ACCESS_KEY="testing"
 export TABLE_NAME="$TABLE"
 export WEBHOOK_SOURCES="$SOURCES_JSON"
 export WEBHOOK_SECRETS="$SECRETS_JSON"
-# RUST_LOG goes to the function through an env file, not the environment: cargo-lambda itself
-# honours RUST_LOG and would flood the terminal with its own logs. (--env-var would split a
+# RUST_LOG goes to the function through an env file, not the environment (the function host
+# reads it; so does the pipeline's cargo, which would flood the terminal with its own logs). (--env-var would split a
 # filter such as "info,shared=debug" at the comma.)
 FUNCTION_RUST_LOG="${RUST_LOG:-info}"
 unset RUST_LOG
@@ -258,13 +261,9 @@ DEV_ENV_SH="$STATE_DIR/dev-env-$MOTO_PORT.sh"
     printf 'export AWS_DEFAULT_REGION=%q\n' "$AWS_REGION" # boto3 and the AWS CLI read this one
 } >"$DEV_ENV_SH"
 
-# ------------------------------------------------------------------ 4. cargo lambda watch
+# ------------------------------------------------------------------ 4. the function host
 # single quotes: the env-file parser rejects an unquoted value containing '=' (info,shared=debug)
 printf "RUST_LOG='%s'\n" "$FUNCTION_RUST_LOG" >"$STATE_DIR/dev.env"
-# Build once up front so the first invocations do not wait for a cold compile. cargo lambda watch
-# starts a function on its first invocation with `cargo run --bin <name>`; one build per binary
-# gives exactly those artifacts (cargo unifies features per build, so a combined
-# `cargo build --bin ingest --bin process --bin reaper` can differ and cause a rebuild later).
 # The functions are the template's (Metadata.BuildProperties.Binary): ingest, process, reaper, ...
 functions="$(python - <<'PY'
 import sys
@@ -277,21 +276,27 @@ print(" ".join(r["Metadata"]["BuildProperties"]["Binary"] for r in res.values()
 PY
 )" || die "could not read the functions from template.yaml"
 [[ -n "$functions" ]] || die "template.yaml names no function binary (Metadata.BuildProperties.Binary)"
-log "building the functions: $functions (a few minutes on a cold cache)"
-for bin in $functions inboxctl; do
-    cargo build --bin "$bin" ||
-        log "warning: the $bin function does not build yet; cargo lambda watch rebuilds it when you save a fix"
-done
-log "starting cargo lambda watch on 127.0.0.1:$LAMBDA_PORT"
-# own process group (setsid) so cleanup can stop it together with cargo and the function processes
-setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$LAMBDA_PORT" \
-    --env-file "$STATE_DIR/dev.env" </dev/null &
+# cargo's target directory (CARGO_TARGET_DIR or the workspace's target/), for inboxctl's binary.
+TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | python -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')" ||
+    die "cargo metadata failed"
+log "building inboxctl"
+cargo build --bin inboxctl || die "inboxctl does not build"
+# The function host (scripts/lambda_local.py, not cargo lambda watch: docs/local-stack.md, "The
+# function host"): builds each function (`cargo build --bin <name>`: one build per binary, as
+# cargo unifies features per build), serves them on 127.0.0.1:$LAMBDA_PORT, each function up to
+# DEV_LAMBDA_CONCURRENCY processes of one invocation each, and rebuilds and restarts a function
+# only when the Rust sources it is built from change.
+log "starting the function host on 127.0.0.1:$LAMBDA_PORT (it builds the functions first: $functions)"
+fn_args=()
+for bin in $functions; do fn_args+=(--function "$bin"); done
+# own process group (setsid) so cleanup can stop it together with the function processes
+setsid python scripts/lambda_local.py --port "$LAMBDA_PORT" "${fn_args[@]}" \
+    --env-file "$STATE_DIR/dev.env" --state-dir "$STATE_DIR" </dev/null &
 WATCH_PID=$!
 
-deadline=$((SECONDS + 60))
+# a cold build of every function takes minutes; the host listens once they are built
 until port_in_use "$LAMBDA_PORT"; do
-    kill -0 "$WATCH_PID" 2>/dev/null || { wait "$WATCH_PID" || true; die "cargo lambda watch exited"; }
-    ((SECONDS < deadline)) || die "cargo lambda watch did not listen on 127.0.0.1:$LAMBDA_PORT within 60s"
+    kill -0 "$WATCH_PID" 2>/dev/null || { wait "$WATCH_PID" || true; die "the function host exited"; }
     sleep 0.2
 done
 
@@ -304,7 +309,7 @@ setsid python scripts/local_pipeline.py --lambda-url "$lambda_url" --table "Inbo
 PIPELINE_PID=$!
 
 # ------------------------------------------------------------------ 6. a local receiver
-INBOXCTL="$ROOT/target/debug/inboxctl"
+INBOXCTL="$TARGET_DIR/debug/inboxctl"
 LISTEN_SECRET="$(python -c 'import base64, os; print("whsec_" + base64.b64encode(os.urandom(32)).decode())')"
 # The secret goes by environment, not on a command line (where the process list shows it).
 INBOXCTL_SECRET="$LISTEN_SECRET" setsid "$INBOXCTL" listen --port "$LISTEN_PORT" </dev/null &
@@ -375,7 +380,7 @@ cat >&2 <<EOF
     .venv/bin/python scripts/autopay_demo.py setup acme
     .venv/bin/python scripts/autopay_demo.py charge acme --amount 2000 --currency usd
 
-  Ctrl-C stops the pipeline, cargo lambda watch, the Stripe stand-in, DynamoDB Local and moto.
+  Ctrl-C stops the pipeline, the function host, the Stripe stand-in, DynamoDB Local and moto.
   ================================================================================
 
 EOF
@@ -384,4 +389,4 @@ EOF
 wait -n "$WATCH_PID" "$PIPELINE_PID" "$LISTEN_PID" || true
 kill -0 "$LISTEN_PID" 2>/dev/null || die "inboxctl listen exited"
 kill -0 "$PIPELINE_PID" 2>/dev/null || die "the local pipeline (scripts/local_pipeline.py) exited"
-die "cargo lambda watch exited"
+die "the function host (scripts/lambda_local.py) exited"

@@ -3,7 +3,7 @@
 
 Without an AWS account (and without Docker) there is no Lambda event source mapping and no
 scheduler, so this daemon does their work against the local emulators (DynamoDB Local for the
-table's stream, moto for the queues) and `cargo lambda watch`:
+table's stream, moto for the queues) and the function host (scripts/lambda_local.py):
 
   stream -> process   reads the table's stream (DescribeTable, DescribeStream, GetShardIterator,
                       GetRecords every ~250 ms when idle), keeps the records that pass the event's
@@ -37,7 +37,7 @@ Not emulated: MaximumBatchingWindowInSeconds (batches go out as soon as they are
 scaling of SQS pollers (MaximumConcurrency pollers from the start), MaximumRecordAgeInSeconds
 (records of any age are delivered).
 
-Functions are invoked through cargo lambda watch's Invoke API:
+Functions are invoked through the function host's Invoke API:
     POST {lambda_url}/2015-03-31/functions/<binary>/invocations
 
 Usage (scripts/dev.sh starts it; Ctrl-C / SIGTERM stops it):
@@ -84,9 +84,9 @@ IDLE_POLL_S = 0.25          # stream poll interval when there is nothing to deli
 STREAM_RETRY_BASE_S = 0.5   # backoff between retries of a failed stream batch: 0.5, 1, 2, 4, 4, ...
 STREAM_RETRY_CAP_S = 4.0
 SQS_WAIT_S = 2              # ReceiveMessage long poll
-# An invocation waits for the function's Timeout (template.yaml) plus this allowance: cargo lambda
-# (re)compiles a function on its first invocation after a change. A function that failed to start
-# (e.g. a configuration error) leaves cargo lambda's invocations hanging: the timeout ends them.
+# An invocation waits for the function's Timeout (template.yaml) plus this allowance: the function
+# host answers every invocation (its own timeouts, 429/503 with Retry-After when its queue is full
+# or a process is not free within a minute); this bound is the last resort if it does not.
 INVOKE_GRACE_S = 60.0
 LAMBDA_DEFAULT_TIMEOUT_S = 3.0
 DESCRIBE_EVERY_S = 30.0     # re-describe the stream to find new shards
@@ -302,7 +302,7 @@ def read_sources(template: Path, tables: dict[str, str], queues: dict[str, str],
 
 
 class InvokeError(Exception):
-    """The invocation failed: function error, crash, timeout or cargo lambda unreachable."""
+    """The invocation failed: function error, crash, timeout, throttled, or the function host unreachable."""
 
 
 class Invoker:
@@ -323,12 +323,12 @@ class Invoker:
         except TimeoutError:
             raise InvokeError(
                 f"no response within {wait:.0f} s (Timeout {timeout_s:.0f} s + {INVOKE_GRACE_S:.0f} s to build): "
-                "the function timed out, failed to start, or is still compiling; see cargo lambda's output"
+                "the function timed out, failed to start, or is still compiling; see the function host's output"
             ) from None
         except urllib.error.HTTPError as e:
             raise InvokeError(f"HTTP {e.code}: {_error_text(e.read())}") from None
         except (urllib.error.URLError, OSError) as e:
-            raise InvokeError(f"cannot reach cargo lambda at {self.base}: {getattr(e, 'reason', e)}") from None
+            raise InvokeError(f"cannot reach the function host at {self.base}: {getattr(e, 'reason', e)}") from None
         try:
             result = json.loads(body) if body.strip() else None
         except ValueError:
@@ -344,6 +344,8 @@ def _error_text(body: bytes) -> str:
         j = json.loads(body)
         if "errorType" in j or "errorMessage" in j:
             text = f"{j.get('errorType', 'error')}: {j.get('errorMessage', '')}"
+        elif "message" in j:  # the function host's own answers (no such function, 429, 503)
+            text = f"{j.get('Type', 'error')}: {j['message']}"
         else:  # cargo lambda's own errors (e.g. no such binary): {"title", "detail"}
             text = f"{j.get('title', 'error')}: {j.get('detail', '')}"
     except (ValueError, AttributeError):
@@ -843,7 +845,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE)
     p.add_argument("--lambda-url", default="http://127.0.0.1:9000",
-                   help="cargo lambda watch's Invoke API (default: http://127.0.0.1:9000)")
+                   help="the function host's Invoke API (default: http://127.0.0.1:9000)")
     p.add_argument("--table", action="append", default=[], metavar="LOGICAL_ID=NAME")
     p.add_argument("--queue", action="append", default=[], metavar="LOGICAL_ID=URL")
     p.add_argument("--function", action="append", default=[], metavar="BINARY",

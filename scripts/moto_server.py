@@ -14,6 +14,17 @@ undeleted message is visible again, as after its visibility timeout) and moves t
 queue (the message is back in its queue with a fresh receive count). `POST /moto-api/reset`
 empties the log.
 
+SQS is served one request at a time (moto 5.2.5's SQS model is not thread-safe: under a dozen
+long-polling pollers, `receive_message` raised `RuntimeError: Set changed size during iteration`
+and `ValueError: list.remove(x)`, its receive scans the whole queue several times per message it
+hands out (patched: `patch_sqs_retention_check`), and its long poll spins while a queue holds visible messages it
+cannot hand out, at 75 % CPU, until the server stopped answering). Long polls are waited out here,
+outside the lock: a `ReceiveMessage` with `WaitTimeSeconds` runs as a short receive; if it found
+nothing it waits on its queue (woken by a send or visibility change there, and every second) and
+receives again only once the queue holds a visible message, until its time is up. (A first version
+re-ran every waiting receive every 200 ms: with make dev's 40 pollers, 30 of them idle, the lock
+was never free and every SQS call took 5-16 s after 12 minutes of a soak.)
+
     python scripts/moto_server.py [-H HOST] [-p PORT] [--state-file PATH]
 """
 
@@ -28,9 +39,11 @@ import re
 import signal
 import sys
 import threading
+import time
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs
 
+from moto.core.utils import unix_time_millis
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
     MotoRequestHandler,
@@ -111,6 +124,146 @@ def sqs_queue(environ: dict[str, Any], queue_url: str) -> Any:
     return get_backend("sqs")[account][region_of(environ)].queues.get(name)
 
 
+SQS_CREDENTIAL = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
+SQS_WAKERS = ("SendMessage", "SendMessageBatch", "ChangeMessageVisibility",
+              "ChangeMessageVisibilityBatch", "SetQueueAttributes", "CreateQueue", "PurgeQueue")
+SQS_RECHECK_S = 1.0  # delayed messages and expired visibility timeouts show within this
+
+
+def is_sqs(environ: dict[str, Any], service: str) -> bool:
+    if service:
+        return service.startswith("AmazonSQS")
+    m = SQS_CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
+    return bool(m and m.group(1) == "sqs")
+
+
+def short_receive(environ: dict[str, Any], body: bytes, service: str) -> tuple[bytes, float | None]:
+    """A ReceiveMessage rewritten without its long poll: (new body, seconds it wanted to wait, or
+    None when it did not ask for one)."""
+    if service:
+        try:
+            req = json.loads(body or b"{}")
+        except ValueError:
+            return body, None
+        wait = req.get("WaitTimeSeconds")
+        if wait is None:
+            queue = sqs_queue(environ, req.get("QueueUrl", "")) if req.get("QueueUrl") else None
+            wait = int(getattr(queue, "receive_message_wait_time_seconds", 0) or 0) if queue else 0
+        req["WaitTimeSeconds"] = 0
+        return json.dumps(req).encode(), float(wait)
+    pairs = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    wait = float(pairs.get("WaitTimeSeconds", ["0"])[0] or 0)
+    pairs["WaitTimeSeconds"] = ["0"]
+    from urllib.parse import urlencode
+    return urlencode({k: v[0] for k, v in pairs.items()}).encode(), wait
+
+
+def has_messages(out: bytes) -> bool:
+    if out[:1] == b"{":
+        try:
+            return bool(json.loads(out).get("Messages"))
+        except ValueError:
+            return True
+    return b"<Message>" in out
+
+
+def queue_url_of(body: bytes, service: str) -> str:
+    if service:
+        try:
+            return str(json.loads(body or b"{}").get("QueueUrl") or "")
+        except (ValueError, AttributeError):
+            return ""
+    return parse_qs(body.decode("utf-8", "replace")).get("QueueUrl", [""])[0]
+
+
+def has_visible(queue: Any) -> bool:
+    """Whether a queue holds a message a receive could hand out now (visible, not delayed): the
+    cheap check a waiting long poll makes instead of running a receive."""
+    if queue is None:
+        return True
+    now = unix_time_millis()
+    return any(now > m.visible_at and now >= m.delayed_until for m in list(queue._messages))
+
+
+class SerializeSqs:
+    """WSGI middleware: every SQS request runs under one lock, long polls waited out here (see the
+    module docs). Everything else passes through unchanged.
+
+    A long poll that found nothing waits on its queue's condition (sharing the lock), woken by a
+    send or a visibility change to that queue and at least every SQS_RECHECK_S; when woken it runs
+    the receive again only if the queue holds a message that is visible now (a cheap scan, no
+    request machinery), so idle pollers cost next to nothing."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+        self.conds: dict[str, threading.Condition] = {}
+
+    def cond(self, queue_url: str) -> threading.Condition:
+        name = queue_url.rstrip("/").rsplit("/", 1)[-1]
+        c = self.conds.get(name)
+        if c is None:
+            c = self.conds[name] = threading.Condition(self.lock)
+        return c
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        service, action = action_of(environ, body)
+        if not is_sqs(environ, service):
+            return self.app(environ, start_response)
+        queue_url = queue_url_of(body, service)
+        wait = None
+        with self.lock:
+            if action == "ReceiveMessage":
+                body, wait = short_receive(environ, body, service)
+            try:
+                queue = sqs_queue(environ, queue_url) if wait and queue_url else None
+            except (ValueError, KeyError, AttributeError):
+                queue = None  # unknown: re-run the receive every SQS_RECHECK_S
+            deadline = time.monotonic() + (wait or 0)
+            cond = self.cond(queue_url)
+            while True:
+                env = dict(environ)
+                env["wsgi.input"] = io.BytesIO(body)
+                env["CONTENT_LENGTH"] = str(len(body))
+                status, out, headers = run_app(self.app, env)
+                if action in SQS_WAKERS:
+                    cond.notify_all()
+                if not wait or not status.startswith("2") or has_messages(out):
+                    break
+                woken = False
+                while (remaining := deadline - time.monotonic()) > 0:
+                    cond.wait(min(SQS_RECHECK_S, remaining))
+                    if has_visible(queue):
+                        woken = True
+                        break
+                if not woken:
+                    break  # the wait is over: the empty answer stands
+        headers = [(k, v) for k, v in headers if k.lower() != "content-length"] + [("Content-Length", str(len(out)))]
+        start_response(status, headers)
+        return [out]
+
+
+def run_app(app: App, environ: dict[str, Any]) -> tuple[str, bytes, list[Any]]:
+    """Runs a WSGI request to the end: (status line, whole body, headers)."""
+    captured: list[Any] = ["500 INTERNAL SERVER ERROR", []]
+
+    def start_response(s: str, headers: Any, exc_info: Any = None) -> Callable[[bytes], None]:
+        captured[0], captured[1] = s, headers
+        return lambda _data: None
+
+    result = app(environ, start_response)
+    try:
+        out = b"".join(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    return captured[0], out, list(captured[1])
+
+
 class Durable:
     """WSGI middleware: appends every state-changing request that succeeded to a log, and replays
     the log at start (see the module docs)."""
@@ -130,7 +283,7 @@ class Durable:
         environ["wsgi.input"] = io.BytesIO(body)
         service, action = action_of(environ, body)
         deleted = self.sqs_deletes(environ, action, body)
-        status, out, headers = self.run(environ)
+        status, out, headers = run_app(self.app, environ)
         start_response(status, headers)
         code = int(status.split(" ", 1)[0])
         if 200 <= code < 300:
@@ -143,22 +296,6 @@ class Durable:
             elif service and not action.startswith(READ_PREFIXES):
                 self.append(self.entry(environ, body, action, out))
         return [out]
-
-    def run(self, environ: dict[str, Any]) -> tuple[str, bytes, list[Any]]:
-        captured: list[Any] = ["500 INTERNAL SERVER ERROR", []]
-
-        def start_response(s: str, headers: Any, exc_info: Any = None) -> Callable[[bytes], None]:
-            captured[0], captured[1] = s, headers
-            return lambda _data: None
-
-        result = self.app(environ, start_response)
-        try:
-            out = b"".join(result)
-        finally:
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
-        return captured[0], out, captured[1]
 
     def entry(self, environ: dict[str, Any], body: bytes, action: str, out: bytes) -> dict[str, Any]:
         headers = {k[5:].replace("_", "-").title(): v for k, v in environ.items() if k.startswith("HTTP_")}
@@ -244,6 +381,47 @@ class Durable:
                     m.id = renamed[m.id]
 
 
+def patch_sqs_retention_check() -> None:
+    """moto 5.2.5's `receive_message` checks each message it hands out against the queue's
+    retention period through `get_queue_attributes`, which computes every attribute of the queue,
+    most of them a scan of its messages with a clock read per message: a receive of 10 from a
+    queue of 700 messages cost tens of thousands of clock reads, and under the SQS lock every SQS
+    call waited 5-12 s (seen in a soak, py-spy). Same check, reading the one attribute."""
+    from moto.core.utils import unix_time
+    from moto.sqs.models import Message, SQSBackend
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Message) -> bool:
+        queue = self.get_queue(queue_name)
+        return float(queue.message_retention_period) + message.sent_timestamp / 1000 > unix_time()
+
+    SQSBackend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period
+    patch_sqs_queue_scans()
+
+
+def patch_sqs_queue_scans() -> None:
+    """moto 5.2.5 reads the clock twice per message in every scan of a queue (`Message.visible`,
+    `Message.delayed`), and every SendMessage computes all of the queue's attributes (three such
+    scans) to read ContentBasedDeduplication: with 900 messages in the delivery queue every send
+    cost thousands of clock reads (py-spy, in a soak). Same results, one clock read per scan."""
+    from moto.sqs.models import Queue
+
+    def visible_now(self: Any) -> list[Any]:
+        now = unix_time_millis()
+        return [m for m in self._messages if now > m.visible_at and now >= m.delayed_until]
+
+    def delayed(self: Any) -> int:
+        now = unix_time_millis()
+        return sum(1 for m in self._messages if now < m.delayed_until)
+
+    def not_visible(self: Any) -> int:
+        now = unix_time_millis()
+        return sum(1 for m in self._messages if not now > m.visible_at)
+
+    Queue.messages = property(visible_now)
+    Queue.approximate_number_of_messages_delayed = property(delayed)
+    Queue.approximate_number_of_messages_not_visible = property(not_visible)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-H", "--host", default="127.0.0.1")
@@ -254,11 +432,12 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
 
+    patch_sqs_retention_check()
     app: Any = DomainDispatcherApplication(create_backend_app)
     if args.state_file:
         app = Durable(app, args.state_file)
-    app = RefuseDynamoDB(app)
-    mode = "SQS, S3, Secrets Manager; DynamoDB refused (DynamoDB Local serves it)"
+    app = RefuseDynamoDB(SerializeSqs(app))
+    mode = "SQS (serialized, long polls outside moto), S3, Secrets Manager; DynamoDB refused (DynamoDB Local serves it)"
     if args.state_file:
         mode += f"; durable ({args.state_file})"
     print(f"moto on http://{args.host}:{args.port}: {mode}", flush=True)
