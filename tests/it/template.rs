@@ -341,9 +341,18 @@ fn the_charge_role_reads_only_the_keys_the_pass_reads() {
     let mut code = vec![
         format!("{}*", wallet_ledger::balance::items::wallet_pk("")),
         stripe_charges::client::BUCKET_PK.to_owned(),
-        format!("index:{}*", wallet_ledger::autopay::items::ATTEMPT_SHARD_PREFIX),
-        format!("index:{}*", wallet_ledger::autopay::items::RECURRING_SHARD_PREFIX),
+        format!(
+            "index:{}*",
+            wallet_ledger::autopay::items::ATTEMPT_SHARD_PREFIX
+        ),
+        format!(
+            "index:{}*",
+            wallet_ledger::autopay::items::RECURRING_SHARD_PREFIX
+        ),
     ];
     code.sort();
-    assert_eq!(template, code, "template.yaml's ChargeRole read LeadingKeys");
+    assert_eq!(
+        template, code,
+        "template.yaml's ChargeRole read LeadingKeys"
+    );
 }
