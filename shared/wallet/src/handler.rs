@@ -19,7 +19,6 @@ use crate::balance::model::{EmailRow, Entry, Wallet};
 use crate::balance::rules::{self, EmailState, Flags, Movement};
 use crate::balance::views::{Viewed, WalletViews};
 use crate::config::WalletConfig;
-use crate::email::providers::EmailProvider;
 use crate::parse::{self, EmailNotice, StripeNotice};
 use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
@@ -29,54 +28,7 @@ use inbox_core::process::registry::{Commit, Handler, HandlerFuture, HandlerOutco
 use inbox_core::store::{Effect, ItemStore};
 use std::sync::Arc;
 
-/// Which sources carry which events.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WalletSources {
-    /// The Stripe source (top-ups and refunds).
-    pub stripe: String,
-    /// The source of this product's own mailer events (`message.*`, Standard Webhooks).
-    pub mailer: String,
-    /// More sources of email delivery events, each with its provider's format
-    /// (`WALLET_EMAIL_SOURCES`).
-    pub email: Vec<(String, EmailProvider)>,
-}
-
-impl Default for WalletSources {
-    /// `stripe` and `mailer`, no other email source.
-    fn default() -> Self {
-        Self {
-            stripe: "stripe".into(),
-            mailer: "mailer".into(),
-            email: Vec::new(),
-        }
-    }
-}
-
-impl WalletSources {
-    /// The default sources and these email sources.
-    pub fn with_email(email: impl IntoIterator<Item = (String, EmailProvider)>) -> Self {
-        Self {
-            email: email.into_iter().collect(),
-            ..Self::default()
-        }
-    }
-
-    /// The provider whose delivery events `source` carries, if it is an email source.
-    pub fn email_provider(&self, source: &str) -> Option<EmailProvider> {
-        if source == self.mailer {
-            return Some(EmailProvider::Mailer);
-        }
-        self.email
-            .iter()
-            .find(|(name, _)| name == source)
-            .map(|(_, provider)| *provider)
-    }
-
-    /// Every email source (the mailer's first).
-    pub fn email_sources(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(self.mailer.as_str()).chain(self.email.iter().map(|(n, _)| n.as_str()))
-    }
-}
+pub use crate::config::WalletSources;
 
 /// The Stripe event types the wallet handles.
 pub const STRIPE_TYPES: [&str; 9] = [

@@ -13,9 +13,10 @@
 //!    is called; the reply is recorded on the attempt as re-read after the call (the webhook may
 //!    have credited it meanwhile: then it is left alone), following the ladder
 //!    ([`decide::record`]). A write that answers `Conflict` is re-read and decided again.
-//! 3. **late credits**: a `Charged` attempt past its credit deadline is looked up at the provider
-//!    ([`Charger::find`]) and reported (`AutopayUncredited`, journaled on the attempt), never
-//!    charged again; [`Settle`] credits it through the ledger (the composition root's choice).
+//! 3. **charges that exist** ([`settle`]): a `Pending` one due for its look-up, and a `Charged`
+//!    one past its credit deadline, are looked up at the provider and recorded or reported, never
+//!    charged again; [`Settle`] credits a late one through the ledger (the composition root's
+//!    choice). Whether a claimed try may be sent again at all is [`resend`]'s table.
 //!
 //! Effects (metrics) are only those of writes that committed: the run returns them in its
 //! [`PassReport`] for the function to emit.
@@ -25,48 +26,31 @@ pub mod decide;
 mod layout;
 pub mod recurring;
 mod report;
+mod resend;
+mod settle;
 
 pub use config::{
     PassConfig, AUTOPAY_BATCH, AUTOPAY_CREDIT_WITHIN_SECS, AUTOPAY_LADDER_DAYS, AUTOPAY_LEASE_SECS,
 };
-pub use decide::{Resend, Timings, Transition};
+pub use decide::{Timings, Transition};
 pub use layout::{charge_writes, suspended_flag, AUTOPAY_SUSPENDED_ATTR};
 pub use recurring::RecurringStep;
 pub use report::{PassReport, Uncredited};
+pub use resend::{first_claim, resend, Resend, KEY_WINDOW};
+pub use settle::{ReportOnly, Settle};
 
 use super::attempt::{Attempt, AttemptState, AttemptStore, Autopay, Written};
 use super::charge::{ChargeReply, ChargeRequest, Charger, Find};
 use super::ladder::ChargeOutcome;
 use inbox_core::clock::{Clock, Millis};
 use inbox_core::store::StoreError;
-use std::future::Future;
 
 /// How often one attempt is re-read after a conflicting write before the run leaves it to the
 /// next.
 const MAX_REREADS: usize = 3;
 
 /// How far before a try's first claim its charges are looked for (clocks differ).
-const FIND_MARGIN_SECS: i64 = 300;
-
-/// Credits a charge whose webhook never came, through the ledger's rules (the same path as its
-/// `payment_intent.succeeded`: the payment index, the credit and the attempt closed in one
-/// transaction, exactly once however the webhook races it). The ledger implements it; the
-/// composition root hands it to the pass.
-pub trait Settle: Send + Sync {
-    /// Whether it credited `charge` now (`false`: already credited, or not creditable).
-    fn settle(&self, charge: &Uncredited) -> impl Future<Output = Result<bool, StoreError>> + Send;
-}
-
-/// Reports late credits and credits nothing (the default until the ledger's [`Settle`] is
-/// plugged in).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReportOnly;
-
-impl Settle for ReportOnly {
-    async fn settle(&self, _charge: &Uncredited) -> Result<bool, StoreError> {
-        Ok(false)
-    }
-}
+pub(super) const FIND_MARGIN_SECS: i64 = 300;
 
 /// The charging pass.
 #[derive(Debug)]
@@ -78,7 +62,7 @@ pub struct Pass<S, P, C, U = ReportOnly> {
     settle: U,
 }
 
-enum Flow {
+pub(super) enum Flow {
     Done,
     Reread,
 }
@@ -280,7 +264,7 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
             payment_method: method.payment_method,
             idempotency_key: claimed.idempotency_key.clone().unwrap_or_default(),
         };
-        let reply = match decide::resend(&claimed, now) {
+        let reply = match resend(&claimed, now) {
             Resend::Send => self.charger.charge(&request).await,
             // The charge exists: what it is now is the answer; it is never sent again.
             Resend::LookUp(provider_ref) => match self.charger.lookup(&provider_ref).await {
@@ -320,67 +304,10 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
         Ok(Flow::Done)
     }
 
-    /// A `Pending` charge due for a look-up (its webhook has not settled it): what the provider
-    /// says of it now is recorded (settled: credited or declined; still pending: looked up
-    /// again later). It is never sent again.
-    async fn settlement(
-        &self,
-        attempt: &Attempt,
-        report: &mut PassReport,
-    ) -> Result<Flow, StoreError> {
-        let found = match &attempt.provider_ref {
-            Some(r) => self.charger.lookup(r).await.map(Some),
-            None => {
-                let autopay = self.store.autopay(&attempt.tenant).await?;
-                let customer = autopay
-                    .and_then(|a| a.method)
-                    .map(|m| m.customer)
-                    .unwrap_or_default();
-                let since = decide::first_claim(attempt).unwrap_or(attempt.created_at);
-                let find = Find {
-                    tenant: attempt.tenant.clone(),
-                    attempt: attempt.id.clone(),
-                    try_no: Some(attempt.try_no),
-                    customer,
-                    since_secs: since.get().div_euclid(1000) - FIND_MARGIN_SECS,
-                };
-                self.charger.find(&find).await
-            }
-        };
-        let reply = match found {
-            Ok(Some(reply)) => reply,
-            // A pending charge the provider's records do not show is still not proof of no
-            // charge worth a resend: it stays pending and is looked up again.
-            Ok(None) => ChargeReply {
-                outcome: ChargeOutcome::Pending,
-                provider_ref: attempt.provider_ref.clone(),
-                replayed: false,
-                requests: 1,
-            },
-            Err(e) => {
-                report.error(&format!("looking up attempt {}", attempt.id), e);
-                return Ok(Flow::Done);
-            }
-        };
-        let request = ChargeRequest {
-            tenant: attempt.tenant.clone(),
-            attempt: attempt.id.clone(),
-            try_no: attempt.try_no,
-            amount: attempt.amount,
-            customer: String::new(),
-            payment_method: String::new(),
-            idempotency_key: attempt.idempotency_key.clone().unwrap_or_default(),
-        };
-        report.requests += u64::from(reply.requests);
-        self.record(&request, &AttemptState::Pending, &reply, report)
-            .await?;
-        Ok(Flow::Done)
-    }
-
     /// Records `reply` on the attempt as it is now: only while it is still the same try in the
     /// state it was read in (`expected`, with the request's key); anything else (credited or
     /// declined by its webhook meanwhile, recorded by another run) is left alone.
-    async fn record(
+    pub(super) async fn record(
         &self,
         request: &ChargeRequest,
         expected: &AttemptState,
@@ -424,67 +351,12 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
         Ok(())
     }
 
-    /// A `Charged` attempt past its credit deadline: what the provider says, journaled and
-    /// reported; credited by [`Settle`] when the provider confirms it.
-    async fn late_credit(
-        &self,
-        attempt: &Attempt,
-        report: &mut PassReport,
-    ) -> Result<Flow, StoreError> {
-        let found = match &attempt.provider_ref {
-            Some(r) => self.charger.lookup(r).await.map(Some),
-            None => {
-                let customer = self
-                    .store
-                    .autopay(&attempt.tenant)
-                    .await?
-                    .and_then(|a| a.method)
-                    .map(|m| m.customer)
-                    .unwrap_or_default();
-                let find = Find {
-                    tenant: attempt.tenant.clone(),
-                    attempt: attempt.id.clone(),
-                    try_no: None,
-                    customer,
-                    since_secs: attempt.created_at.get().div_euclid(1000) - FIND_MARGIN_SECS,
-                };
-                self.charger.find(&find).await
-            }
-        };
-        let found = match found {
-            Ok(found) => found,
-            Err(e) => {
-                report.error(&format!("looking up attempt {}", attempt.id), e);
-                return Ok(Flow::Done);
-            }
-        };
-        let t = decide::uncredited(
-            attempt,
-            found.as_ref(),
-            self.clock.now(),
-            self.config.credit_within,
-        );
-        let provider_ref = t.attempt.provider_ref.clone();
-        if self.commit(t, report).await? == Written::Conflict {
-            return Ok(Flow::Reread);
-        }
-        let succeeded = found.is_some_and(|f| f.outcome == ChargeOutcome::Succeeded);
-        let charge = Uncredited::new(
-            &attempt.tenant,
-            &attempt.id,
-            attempt.amount,
-            provider_ref,
-            succeeded,
-        );
-        if succeeded && self.settle.settle(&charge).await? {
-            report.settled += 1;
-        }
-        report.uncredited.push(charge);
-        Ok(Flow::Done)
-    }
-
     /// Writes `t` in one transaction; its metrics join the report once it committed.
-    async fn commit(&self, t: Transition, report: &mut PassReport) -> Result<Written, StoreError> {
+    pub(super) async fn commit(
+        &self,
+        t: Transition,
+        report: &mut PassReport,
+    ) -> Result<Written, StoreError> {
         let mut also = Vec::with_capacity(t.events.len() + 1);
         for event in &t.events {
             let effect = event

@@ -5,6 +5,7 @@ use super::*;
 use crate::autopay::attempt::{Reason, Recurring, SavedMethod};
 use crate::autopay::calendar::{Every, Schedule};
 use crate::autopay::pass::recurring::recurring_id;
+use crate::autopay::pass::resend::{first_claim, resend, Resend, KEY_WINDOW};
 use crate::money::Currency;
 use crate::tenant::TenantId;
 use std::collections::BTreeMap;
