@@ -20,10 +20,42 @@ use std::future::Future;
 pub struct DueItem {
     pub pk: String,
     pub sk: String,
+    /// Its `open_due`: when the sweep is to look at it (next).
     pub due: Millis,
+    /// Since when it has been due: a delivery's lease end or next attempt as projected, else
+    /// `due`. The sweep moves `due` on when it re-drives an item
+    /// ([`OutboxStore::postpone_due`]), never this: the late-delivery gauge reads it.
+    pub since: Millis,
+    /// A delivery's status as projected (empty for a fan-out).
+    pub status: String,
     /// `source` and `event_id` (and `destination` for a delivery) as projected.
     pub source: String,
     pub event_id: String,
+}
+
+impl DueItem {
+    /// The open-index item as the query projects it (`now` stands in for a missing due time).
+    pub fn from_index(item: &crate::store::Item, now: Millis) -> Self {
+        use crate::store::attr::{get_n, get_s};
+        use crate::store::schema::{EVENT_ID, OPEN_DUE, PK, SK, SOURCE, STATUS};
+        let text = |k: &str| get_s(item, k).unwrap_or_default().to_owned();
+        let due = get_n(item, OPEN_DUE).unwrap_or(now.get());
+        let status = text(STATUS);
+        let since = match status.as_str() {
+            "delivering" => get_n(item, "lease_until"),
+            "pending" | "retrying" => get_n(item, "next_attempt_at"),
+            _ => None,
+        };
+        Self {
+            pk: text(PK),
+            sk: text(SK),
+            due: Millis::new(due),
+            since: Millis::new(since.unwrap_or(due).min(due)),
+            status,
+            source: text(SOURCE),
+            event_id: text(EVENT_ID),
+        }
+    }
 }
 
 /// A destination's shared worker state.
@@ -87,6 +119,17 @@ pub trait OutboxStore: Send + Sync {
         now: Millis,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<DueItem>, StoreError>> + Send;
+
+    /// Moves a due open-index item's due time to `until`, only if it is still in `shard` and
+    /// still due at `item.due` (a worker that wrote it since wins): whether it moved. The sweep
+    /// takes an item this way before it re-drives it, so that it sends one message per
+    /// [`super::sweep::REDRIVE_AFTER`], not one per sweep while a backlog is worked off.
+    fn postpone_due(
+        &self,
+        shard: &str,
+        item: &DueItem,
+        until: Millis,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Every delivery item (a scan: for operators).
     fn all_deliveries(
@@ -189,6 +232,15 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<DueItem>, StoreError>> + Send {
         (**self).due_work_items(shard, now, limit)
+    }
+
+    fn postpone_due(
+        &self,
+        shard: &str,
+        item: &DueItem,
+        until: Millis,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).postpone_due(shard, item, until)
     }
 
     fn all_deliveries(

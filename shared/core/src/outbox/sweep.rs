@@ -19,6 +19,15 @@ use crate::store::{ItemStore, ItemWriter, MessageStore};
 use serde::Serialize;
 use std::time::Duration;
 
+/// How long an item the sweep re-drove waits before the sweep re-drives it again (its due time
+/// moves this far, [`OutboxStore::postpone_due`]). Every due item normally has a message on its
+/// way already (the stream's first attempt, a worker's scheduled retry); the sweep is for the ones
+/// whose message was lost. Re-driving everything due on every sweep (each minute) added a copy of
+/// the whole backlog to the queue each minute whenever the workers were more than a minute
+/// behind: under a burst on the local stack the delivery queue grew to 6,500 messages for a few
+/// hundred deliveries, and the emulator serving it slowed until the backlog never drained.
+pub const REDRIVE_AFTER: Duration = Duration::from_secs(300);
+
 /// What a sweep found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SweepReport {
@@ -26,6 +35,8 @@ pub struct SweepReport {
     pub due: usize,
     /// Re-driven through the delivery queue.
     pub redriven: usize,
+    /// Due, but written by a worker between the sweep's read and its re-drive (not re-driven).
+    pub taken: usize,
     /// How late the most overdue one is, s (0 when none).
     pub oldest_due_secs: i64,
     /// Destinations disabled right now.
@@ -68,21 +79,39 @@ where
     /// ([`crate::store::fair`]: oldest first within each), and how late the most overdue item of
     /// any shard is, s (the shards the limit did not reach asked for their oldest too).
     pub async fn due_work(&self, limit: usize) -> Result<(Vec<Work>, i64), InfraError> {
+        let (due, oldest) = self.due_items(limit).await?;
+        Ok((due.into_iter().map(|(_, _, w)| w).collect(), oldest))
+    }
+
+    /// [`Self::due_work`] with each work's shard and open-index item.
+    async fn due_items(
+        &self,
+        limit: usize,
+    ) -> Result<(Vec<(String, DueItem, Work)>, i64), InfraError> {
         let now = self.clock.now_millis();
         let shards: Vec<String> = outbox_shards().collect();
-        let fetch = |i: usize, n: usize| self.store.due_work_items(&shards[i], Millis::new(now), n);
+        let shards_ref = &shards;
+        let fetch = |i: usize, n: usize| async move {
+            let items = self
+                .store
+                .due_work_items(&shards_ref[i], Millis::new(now), n)
+                .await?;
+            Ok::<_, crate::store::StoreError>(items.into_iter().map(|d| (i, d)).collect::<Vec<_>>())
+        };
         let mut fair = FairShares::new(shards.len(), limit, now);
         let mut work = Vec::new();
         let mut oldest = now;
         loop {
-            let round = fair.next_round(fetch, |d: &DueItem| d.pk.clone()).await?;
+            let round = fair
+                .next_round(fetch, |(_, d): &(usize, DueItem)| d.pk.clone())
+                .await?;
             if round.is_empty() {
                 break;
             }
-            for item in round {
-                oldest = oldest.min(item.due.get());
+            for (shard, item) in round {
+                oldest = oldest.min(item.since.get());
                 match work_of(&item) {
-                    Some(w) => work.push(w),
+                    Some(w) => work.push((shards[shard].clone(), item, w)),
                     None => {
                         tracing::warn!(pk = %item.pk, "an open-index item of the outbox is unreadable; skipped")
                     }
@@ -91,8 +120,8 @@ where
         }
         let unasked: Vec<usize> = fair.unasked().collect();
         for i in unasked {
-            for item in fetch(i, 1).await? {
-                oldest = oldest.min(item.due.get());
+            for (_, item) in fetch(i, 1).await? {
+                oldest = oldest.min(item.since.get());
             }
         }
         Ok((work, (now - oldest).div_euclid(1000)))
@@ -100,8 +129,25 @@ where
 
     /// The scheduled sweep: re-drives what is due through the delivery queue and emits the
     /// gauges the alarms watch (`OldestDueDeliverySeconds`, `DisabledDestinations`).
+    /// Each item is taken before it is re-driven ([`REDRIVE_AFTER`]): at most one message per
+    /// item per that time, however far behind the workers are.
     pub async fn sweep(&self, limit: usize) -> Result<SweepReport, InfraError> {
-        let (work, oldest_due_secs) = self.due_work(limit).await?;
+        use futures_util::StreamExt;
+        let (due, oldest_due_secs) = self.due_items(limit).await?;
+        let found = due.len();
+        let until = Millis::new(self.clock.now_millis()).plus(REDRIVE_AFTER);
+        let taken: Vec<Result<Option<Work>, crate::store::StoreError>> =
+            futures_util::stream::iter(due.into_iter().map(|(shard, item, w)| async move {
+                let moved = self.store.postpone_due(&shard, &item, until).await?;
+                Ok(moved.then_some(w))
+            }))
+            .buffer_unordered(16)
+            .collect()
+            .await;
+        let mut work = Vec::with_capacity(taken.len());
+        for t in taken {
+            work.extend(t?);
+        }
         let redriven = if work.is_empty() {
             0
         } else {
@@ -126,8 +172,9 @@ where
             ],
         );
         Ok(SweepReport {
-            due: work.len(),
+            due: found,
             redriven,
+            taken: found - work.len(),
             oldest_due_secs,
             disabled_destinations: disabled,
         })
@@ -190,6 +237,8 @@ mod tests {
             pk: pk.into(),
             sk: sk.into(),
             due: Millis::new(0),
+            since: Millis::new(0),
+            status: String::new(),
             source: "stripe".into(),
             event_id: "evt_1".into(),
         }

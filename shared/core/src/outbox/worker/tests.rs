@@ -796,11 +796,63 @@ async fn the_sweep_gives_every_shard_its_share_and_its_gauge_sees_the_oldest_of_
         "the first shard gets what the others leave"
     );
     assert_eq!(oldest, 600, "the oldest is in a later shard");
-    let report = w.worker.sweep(100).await.unwrap();
-    assert_eq!((report.due, report.oldest_due_secs), (100, 600));
     // A limit smaller than the shards: the gauge still looks at every shard.
     let (few, oldest) = w.worker.due_work(4).await.unwrap();
     assert_eq!((few.len(), oldest), (4, 600));
+    let report = w.worker.sweep(100).await.unwrap();
+    assert_eq!((report.due, report.oldest_due_secs), (100, 600));
+    // Re-driven, they are not due again until the re-drive's interval has passed; then the
+    // gauge counts their wait from when they first became due, not from the re-drive.
+    let interval = i64::try_from(crate::outbox::sweep::REDRIVE_AFTER.as_millis()).unwrap();
+    w.clock.advance_millis(interval);
+    let (_, oldest) = w.worker.due_work(100).await.unwrap();
+    assert_eq!(oldest, 600 + interval / 1000);
+}
+
+#[tokio::test]
+async fn the_sweep_re_drives_a_due_item_once_per_interval_however_far_behind_the_workers_are() {
+    use crate::outbox::sweep::REDRIVE_AFTER;
+    let w = world(ScriptedTransport::new());
+    let refs = due_in(&w, "OUTBOX#3", 3, T0 - 1_000).await;
+    let redriven = |w: &World| w.queues.redriven.lock().unwrap().len();
+    let first = w.worker.sweep(100).await.unwrap();
+    assert_eq!((first.due, first.redriven, first.taken), (3, 3, 0));
+    // Nobody took the messages yet (a backlog): the next sweeps send no copies.
+    w.clock.advance_millis(60_000);
+    let again = w.worker.sweep(100).await.unwrap();
+    assert_eq!((again.due, again.redriven), (0, 0));
+    assert_eq!(redriven(&w), 3);
+    // Still not done after the interval: a lost message is re-driven again.
+    w.clock
+        .advance_millis(i64::try_from(REDRIVE_AFTER.as_millis()).unwrap() - 60_000);
+    let later = w.worker.sweep(100).await.unwrap();
+    assert_eq!((later.due, later.redriven), (3, 3));
+    assert_eq!(redriven(&w), 6);
+    // An item written since the sweep read it (a worker recorded it) is not taken.
+    w.clock
+        .advance_millis(i64::try_from(REDRIVE_AFTER.as_millis()).unwrap());
+    let due_now = w
+        .store
+        .due_work_items("OUTBOX#3", Millis::new(w.clock.now_millis()), 10)
+        .await
+        .unwrap();
+    assert_eq!(due_now.len(), 3);
+    let mut d = w.store.delivery(&refs[0]).await.unwrap().unwrap();
+    let version = d.version;
+    d.next_attempt_at = Some(w.clock.now_millis() + 1_000);
+    w.store.save_delivery(&d, Some(version)).await.unwrap();
+    let stale = due_now.iter().find(|i| i.pk == refs[0].pk()).unwrap();
+    let until = Millis::new(w.clock.now_millis() + 1);
+    assert!(!w
+        .store
+        .postpone_due("OUTBOX#3", stale, until)
+        .await
+        .unwrap());
+    assert!(!w
+        .store
+        .postpone_due("OUTBOX#4", &due_now[1], until)
+        .await
+        .unwrap());
 }
 
 #[tokio::test]

@@ -14,10 +14,8 @@ use crate::outbox::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
 use crate::outbox::destination::DestinationId;
 use crate::outbox::schema::*;
 use crate::outbox::store::{DueItem, OutboxStore, TokenAnswer, WorkerState};
-use crate::store::attr::{get_n, get_s, n, s};
-use crate::store::schema::{
-    EVENT_ID, EXPIRES_AT, KIND, OPEN_DUE, OPEN_SHARD, PK, SK, SOURCE, VERSION,
-};
+use crate::store::attr::{get_n, n, s};
+use crate::store::schema::{EXPIRES_AT, KIND, OPEN_DUE, OPEN_SHARD, PK, SK, VERSION};
 use crate::store::{Applied, Item, StoreError};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -178,16 +176,57 @@ impl OutboxStore for DynamoTable {
         limit: usize,
     ) -> Result<Vec<DueItem>, StoreError> {
         self.due_in_shard(shard, now.get(), limit, |item| {
-            let text = |k: &str| get_s(item, k).unwrap_or_default().to_owned();
-            Ok(Some(DueItem {
-                pk: text(PK),
-                sk: text(SK),
-                due: Millis::new(get_n(item, OPEN_DUE).unwrap_or(now.get())),
-                source: text(SOURCE),
-                event_id: text(EVENT_ID),
-            }))
+            Ok(Some(DueItem::from_index(item, now)))
         })
         .await
+    }
+
+    async fn postpone_due(
+        &self,
+        shard: &str,
+        item: &DueItem,
+        until: Millis,
+    ) -> Result<bool, StoreError> {
+        // A first attempt's wait keeps its start where the gauge reads it (`since`).
+        let first = item.sk == DELIVERY_SK && item.status == "pending";
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(&item.pk))
+            .key(SK, s(&item.sk))
+            .update_expression(if first {
+                "SET #due = :until, #next = :since"
+            } else {
+                "SET #due = :until"
+            })
+            .set_expression_attribute_names(
+                first.then(|| [("#next".to_owned(), "next_attempt_at".to_owned())].into()),
+            )
+            .set_expression_attribute_values(
+                first.then(|| [(":since".to_owned(), n(item.since.get()))].into()),
+            )
+            .condition_expression("#shard = :shard AND #due = :seen")
+            .expression_attribute_names("#due", OPEN_DUE)
+            .expression_attribute_names("#shard", OPEN_SHARD)
+            .expression_attribute_values(":until", n(until.get()))
+            .expression_attribute_values(":seen", n(item.due.get()))
+            .expression_attribute_values(":shard", s(shard))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            // Written since (claimed, recorded or finished): its writer has it.
+            Err(SdkError::ServiceError(se))
+                if matches!(
+                    se.err(),
+                    UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(classify(e)),
+        }
     }
 
     async fn all_deliveries(&self) -> Result<Vec<OutboundDelivery>, StoreError> {

@@ -14,9 +14,7 @@ use crate::outbox::destination::DestinationId;
 use crate::outbox::schema::*;
 use crate::outbox::store::{DueItem, OutboxStore, TokenAnswer, WorkerState};
 use crate::store::attr::{get_n, get_s, n, s};
-use crate::store::schema::{
-    EVENT_ID, EXPIRES_AT, KIND, OPEN_DUE, OPEN_SHARD, PK, SK, SOURCE, VERSION,
-};
+use crate::store::schema::{EXPIRES_AT, KIND, OPEN_DUE, OPEN_SHARD, PK, SK, VERSION};
 use crate::store::{Applied, Item, StoreError};
 use std::sync::atomic::Ordering;
 
@@ -157,17 +155,31 @@ impl OutboxStore for MemoryStore {
         let items = lock(&self.items);
         Ok(super::due_index::due_in(&items, shard, now, limit)
             .into_iter()
-            .map(|(due, i)| {
-                let text = |k: &str| get_s(&i, k).unwrap_or_default().to_owned();
-                DueItem {
-                    pk: text(PK),
-                    sk: text(SK),
-                    due,
-                    source: text(SOURCE),
-                    event_id: text(EVENT_ID),
-                }
-            })
+            .map(|(_, i)| DueItem::from_index(&i, now))
             .collect())
+    }
+
+    async fn postpone_due(
+        &self,
+        shard: &str,
+        item: &DueItem,
+        until: Millis,
+    ) -> Result<bool, StoreError> {
+        self.up()?;
+        let mut items = lock(&self.items);
+        let Some(stored) = items.get_mut(&(item.pk.clone(), item.sk.clone())) else {
+            return Ok(false);
+        };
+        if get_s(stored, OPEN_SHARD) != Some(shard)
+            || get_n(stored, OPEN_DUE) != Some(item.due.get())
+        {
+            return Ok(false);
+        }
+        stored.insert(OPEN_DUE.into(), n(until.get()));
+        if item.sk == DELIVERY_SK && item.status == "pending" {
+            stored.insert("next_attempt_at".into(), n(item.since.get()));
+        }
+        Ok(true)
     }
 
     async fn all_deliveries(&self) -> Result<Vec<OutboundDelivery>, StoreError> {
