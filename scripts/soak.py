@@ -25,8 +25,9 @@ every request answered (a connection error or no answer within `--request-timeou
 a 429/503 with Retry-After is an answer), every accepted event processed (no open message),
 every delivery ended or scheduled (none left `delivering`), the wallet's arithmetic exact
 (balance = the charges credited, held = the holds granted and not released, available = balance -
-held, `inboxctl wallet reconcile` clean), ingest's p50/p99 latency, and no traceback or panic in
-any component's log. A JSON summary goes to `--summary`.
+held, `inboxctl wallet reconcile` clean), no permissive CORS (a foreign `Origin` gets no
+`Access-Control-Allow-*` from the wallet API or ingest), ingest's p50/p99 latency, and no
+traceback or panic in any component's log. A JSON summary goes to `--summary`.
 """
 
 from __future__ import annotations
@@ -463,6 +464,7 @@ class Soak:
         checks["every delivery ended or scheduled"] = (deliveries.get("delivering", 0) == 0,
                                                       f"deliveries by status {deliveries}")
         checks.update(self.wallet_checks())
+        checks["no permissive CORS"] = self.cors_check()
         latency: dict[str, dict[str, Any]] = {}
         for kind in ("ingest", "ingest burst", "wallet", "wallet burst"):
             ms = [a.seconds * 1000 for a in self.client.answers if a.kind == kind and a.status is not None]
@@ -503,6 +505,9 @@ class Soak:
         print("  ============================================================\n", file=sys.stderr)
         return summary
 
+    def cors_check(self) -> tuple[bool, str]:
+        return cors_check(self.lambda_url, self.tenant, self.args.request_timeout)
+
     def wallet_checks(self) -> dict[str, tuple[bool, str]]:
         out: dict[str, tuple[bool, str]] = {}
         # the last charge's webhook may still be on its way: poll until the balance matches
@@ -525,6 +530,38 @@ class Soak:
         cp = self.ctl("wallet", "reconcile", check=False, timeout=300)
         out["inboxctl wallet reconcile clean"] = (cp.returncode == 0, (cp.stdout + cp.stderr).strip()[-300:])
         return out
+
+
+def cors_check(lambda_url: str, tenant: str, timeout: float) -> tuple[bool, str]:
+    """A page on another origin open in the developer's browser gets no leave to read or write:
+    the wallet API and ingest answer a foreign `Origin` (a simple GET or POST, and a preflight
+    naming `Idempotency-Key`) without any `Access-Control-Allow-*` header."""
+    evil = "https://evil.example"
+    asks = [
+        ("GET", f"/lambda-url/wallet-api/wallets/{tenant}", {"Origin": evil}),
+        ("OPTIONS", f"/lambda-url/wallet-api/wallets/{tenant}/holds",
+         {"Origin": evil, "Access-Control-Request-Method": "POST",
+          "Access-Control-Request-Headers": "idempotency-key,content-type"}),
+        ("POST", "/lambda-url/ingest/webhooks/stripe", {"Origin": evil, "Content-Type": "text/plain"}),
+        ("OPTIONS", "/lambda-url/ingest/webhooks/stripe", {"Origin": evil, "Access-Control-Request-Method": "POST"}),
+    ]
+    allowed, seen = [], []
+    u = urlsplit(lambda_url)
+    for method, path, headers in asks:
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=b"{}" if method == "POST" else None, headers=headers)
+            resp = conn.getresponse()
+            resp.read()
+            seen.append(f"{method} {path.split('/')[2]}: {resp.status}")
+            allowed += [f"{method} {path}: {k}: {v}" for k, v in resp.getheaders()
+                        if k.lower().startswith("access-control-allow")]
+        except (OSError, http.client.HTTPException) as e:
+            allowed.append(f"{method} {path}: no answer ({type(e).__name__})")
+        finally:
+            conn.close()
+    return (not allowed, f"Origin {evil}: {', '.join(seen)}"
+            + (f"; allowed: {allowed[:4]}" if allowed else "; no Access-Control-Allow-* header"))
 
 
 def stats_by_status(stats: Any) -> dict[str, int]:

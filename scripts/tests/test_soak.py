@@ -1,12 +1,17 @@
 """The pure parts of scripts/soak.py: percentiles, the log lines that fail a soak, the tally of
-answers, the signatures it computes by hand, and the message counts read from inboxctl."""
+answers, the signatures it computes by hand, the message counts read from inboxctl, and the CORS
+check against a host that allows a foreign origin."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import pytest
 
 SCRIPTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(SCRIPTS))
@@ -54,3 +59,36 @@ def test_hmac_signatures() -> None:
 def test_stats_by_status() -> None:
     assert soak.stats_by_status({"by_status": {"processed": 3, "pending": 0}}) == {"processed": 3, "pending": 0}
     assert soak.stats_by_status([]) == {}
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_cors_check_fails_on_any_allow_header(allow: bool) -> None:
+    """The check sees what a browser would: one `Access-Control-Allow-*` header on any answer
+    fails it (cargo lambda watch's default echoed the Origin with credentials allowed)."""
+    seen: list[tuple[str, str, str | None]] = []
+
+    class Host(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def answer(self) -> None:
+            seen.append((self.command, self.path, self.headers.get("Origin")))
+            n = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(n)
+            self.send_response(404)
+            if allow and self.command == "OPTIONS":
+                self.send_header("Access-Control-Allow-Origin", self.headers.get("Origin") or "*")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = do_OPTIONS = answer  # noqa: N815
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Host)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        ok, detail = soak.cors_check(f"http://127.0.0.1:{server.server_address[1]}", "acme", 5)
+    finally:
+        server.shutdown()
+    assert ok is (not allow), detail
+    assert len(seen) == 4 and all(origin == "https://evil.example" for _, _, origin in seen)
+    assert {m for m, _, _ in seen} == {"GET", "POST", "OPTIONS"}
