@@ -8,4 +8,4 @@ pub use crate::balance::ledger::{
     CreateOutcome, Entries, Ledger, LedgerError, LimitsChange, LimitsSet, Reindexed, Rows,
     ShardsError, ShardsSet, Tenants,
 };
-pub use crate::payments::ledger::{BindError, Bound, LIST_LIMIT};
+pub use crate::payments::ledger::{BindError, Bound, DismissError, LIST_LIMIT};

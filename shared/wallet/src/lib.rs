@@ -49,8 +49,8 @@ pub use config::WalletConfig;
 pub use email::providers::EmailProvider;
 pub use handler::{WalletHandler, WalletSources, STRIPE_TYPES};
 pub use ledger::{
-    BindError, Bound, CreateOutcome, Entries, Ledger, LedgerError, LimitsChange, LimitsSet,
-    Reindexed, Rows, ShardsError, ShardsSet, Tenants,
+    BindError, Bound, CreateOutcome, DismissError, Entries, Ledger, LedgerError, LimitsChange,
+    LimitsSet, Reindexed, Rows, ShardsError, ShardsSet, Tenants,
 };
 pub use money::{Currency, InvalidCurrency, Money, Overflow};
 pub use parse::StripeMode;

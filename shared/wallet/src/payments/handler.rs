@@ -216,7 +216,8 @@ impl<S: ItemStore> WalletHandler<S> {
         let message = m.key();
         let (customer, email) = m.json().map(|b| payer(&b)).unwrap_or_default();
         let record = match found {
-            Some(r) if !r.is_open() => {
+            // A dismissed one stays dismissed and keeps this message with the others.
+            Some(r) if !r.awaits_tenant() => {
                 return Err(HandlerOutcome::Permanent(format!(
                     "payment {key} was resolved ({:?}) but its index names no tenant; bind it \
                      again (inboxctl wallet bind {key} TENANT) after checking the index",
@@ -250,8 +251,8 @@ impl<S: ItemStore> WalletHandler<S> {
         ]))
     }
 
-    /// The write that marks the payment's open unmatched item matched to `tenant` by this
-    /// message (none if there is none open).
+    /// The write that marks the payment's open (or dismissed) unmatched item matched to `tenant`
+    /// by this message (none if there is none such).
     async fn matched(
         &self,
         m: &StoredMessage,
@@ -264,7 +265,7 @@ impl<S: ItemStore> WalletHandler<S> {
             .await
             .map_err(read_failed("the unmatched payment"))?;
         Ok(found
-            .filter(UnmatchedPayment::is_open)
+            .filter(UnmatchedPayment::awaits_tenant)
             .map(|mut r| {
                 r.resolution = Resolution::Matched {
                     tenant: tenant.clone(),

@@ -6,8 +6,8 @@
 
 use crate::balance::ledger::{unreadable, Ledger, LedgerError};
 use crate::balance::model::PaymentIndex;
-use crate::payments::unmatched::items::{unmatched_key, UNMATCHED_SHARD};
-use crate::payments::unmatched::{Resolution, UnmatchedPayment};
+use crate::payments::unmatched::items::{unmatched_key, DISMISSED_SHARD, UNMATCHED_SHARD};
+use crate::payments::unmatched::{Resolution, UnmatchedPayment, MAX_REASON_CHARS};
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
 use inbox_core::domain::MessageKey;
@@ -77,6 +77,41 @@ impl From<StoreError> for BindError {
     }
 }
 
+/// Why a payment was not dismissed.
+#[derive(Debug, thiserror::Error)]
+pub enum DismissError {
+    #[error(
+        "a dismissal needs a reason (--reason): what the payment is, so the next operator knows"
+    )]
+    NoReason,
+    #[error("the reason is {0} characters: at most {MAX_REASON_CHARS}")]
+    LongReason(usize),
+    #[error("payment {0} is not an unmatched payment (inboxctl wallet unmatched lists them)")]
+    NotUnmatched(String),
+    #[error("payment {payment} was dismissed already by {by} ({reason:?}): nothing to do")]
+    AlreadyDismissed {
+        payment: String,
+        by: String,
+        reason: String,
+    },
+    #[error("payment {payment} belongs to tenant {tenant:?} ({how}): it cannot be dismissed")]
+    Resolved {
+        payment: String,
+        tenant: TenantId,
+        how: String,
+    },
+    #[error("payment {0} changed during every try; try again")]
+    Busy(String),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+impl From<StoreError> for DismissError {
+    fn from(e: StoreError) -> Self {
+        Self::Ledger(LedgerError::Store(e))
+    }
+}
+
 /// What [`Ledger::bind`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bound {
@@ -134,7 +169,100 @@ impl<S: ItemStore> Ledger<'_, S> {
         Ok(open)
     }
 
-    /// Binds an open unmatched payment to `tenant`, as `operator` at `now_ms`, in one conditional
+    /// The dismissed unmatched payments, oldest dismissal first, at most [`LIST_LIMIT`] (one
+    /// `Query` of their shard, then each item read).
+    pub async fn dismissed(&self, by: i64) -> Result<Vec<UnmatchedPayment>, LedgerError>
+    where
+        S: DueIndex,
+    {
+        let listed = self
+            .store
+            .due_items(DISMISSED_SHARD, Millis::new(by), LIST_LIMIT)
+            .await?;
+        let mut found = Vec::with_capacity(listed.len());
+        for item in &listed {
+            let Some(key) = get_s(item, "pk").and_then(|pk| pk.strip_prefix("PAYMENT#")) else {
+                continue;
+            };
+            if let Some(p) = self.unmatched_payment(key).await? {
+                if matches!(p.resolution, Resolution::Dismissed { .. }) {
+                    found.push(p);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Dismisses an open unmatched payment as not the product's, as `operator` at `now_ms`, with
+    /// `reason` (trimmed, 1 to [`MAX_REASON_CHARS`] characters): one conditional write of its
+    /// item (it leaves the open list and the alarm's count, keeps its body and the messages that
+    /// reported it, and can still be bound later). Refused with the reason: no reason, a payment
+    /// never unmatched, dismissed already, or matched or bound to a tenant.
+    pub async fn dismiss(
+        &self,
+        payment_key: &str,
+        operator: &str,
+        reason: &str,
+        now_ms: i64,
+    ) -> Result<UnmatchedPayment, DismissError>
+    where
+        S: ItemWriter,
+    {
+        let reason = reason.trim();
+        match reason.chars().count() {
+            0 => return Err(DismissError::NoReason),
+            n if n > MAX_REASON_CHARS => return Err(DismissError::LongReason(n)),
+            _ => {}
+        }
+        for _ in 0..BIND_TRIES {
+            let Some(mut record) = self.unmatched_payment(payment_key).await? else {
+                return Err(DismissError::NotUnmatched(payment_key.to_owned()));
+            };
+            match &record.resolution {
+                Resolution::Open => {}
+                Resolution::Dismissed { by, reason, .. } => {
+                    return Err(DismissError::AlreadyDismissed {
+                        payment: payment_key.to_owned(),
+                        by: by.clone(),
+                        reason: reason.clone(),
+                    })
+                }
+                Resolution::Bound { tenant, by, .. } => {
+                    return Err(DismissError::Resolved {
+                        payment: payment_key.to_owned(),
+                        tenant: tenant.clone(),
+                        how: format!("bound by {by}"),
+                    })
+                }
+                Resolution::Matched {
+                    tenant, by_event, ..
+                } => {
+                    return Err(DismissError::Resolved {
+                        payment: payment_key.to_owned(),
+                        tenant: tenant.clone(),
+                        how: format!("matched by its event {by_event}"),
+                    })
+                }
+            }
+            record.resolution = Resolution::Dismissed {
+                at: now_ms,
+                by: operator.to_owned(),
+                reason: reason.to_owned(),
+            };
+            match self.store.commit(vec![record.replace(None)]).await? {
+                Applied::Done => {
+                    return Ok(UnmatchedPayment {
+                        version: record.version.map(|v| v + 1).or(Some(0)),
+                        ..record
+                    })
+                }
+                Applied::EffectConflict | Applied::MessageConflict => continue,
+            }
+        }
+        Err(DismissError::Busy(payment_key.to_owned()))
+    }
+
+    /// Binds an open (or dismissed) unmatched payment to `tenant`, as `operator` at `now_ms`, in one conditional
     /// transaction: the payment's index names the tenant (keeping what it recorded: refund
     /// totals, a method parked for autopay) and the unmatched item is marked bound. The caller
     /// then replays [`Bound::messages`] through the pipeline: they credit the tenant once, the
@@ -158,7 +286,7 @@ impl<S: ItemStore> Ledger<'_, S> {
             let record = self.unmatched_payment(payment_key).await?;
             let known = index.as_ref().and_then(|i| i.tenant.clone());
             let mut record = match (record, known) {
-                (Some(r), _) if !r.is_open() => return Err(resolved(r, tenant)),
+                (Some(r), _) if !r.awaits_tenant() => return Err(resolved(r, tenant)),
                 (_, Some(known)) => {
                     return Err(BindError::Belongs {
                         payment: payment_key.to_owned(),
@@ -225,6 +353,6 @@ fn resolved(r: UnmatchedPayment, asked: &TenantId) -> BindError {
             tenant,
             by_event,
         },
-        Resolution::Open => BindError::NotUnmatched(r.payment_key),
+        Resolution::Open | Resolution::Dismissed { .. } => BindError::NotUnmatched(r.payment_key),
     }
 }

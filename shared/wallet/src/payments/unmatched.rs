@@ -9,7 +9,12 @@
 //!   [`Resolution::Matched`];
 //! - or an operator binds it to a tenant ([`crate::Ledger::bind`], `inboxctl wallet bind`):
 //!   [`Resolution::Bound`], and its messages are replayed through the normal pipeline, which now
-//!   finds the tenant in the payment's index.
+//!   finds the tenant in the payment's index;
+//! - or an operator dismisses it ([`crate::Ledger::dismiss`], `inboxctl wallet unmatched dismiss`)
+//!   with a reason, as not the product's (another product's payment on a shared Stripe account, a
+//!   test): [`Resolution::Dismissed`]. It leaves the open list and the alarm's count, keeps its
+//!   body, is listed with the dismissed ones, and can still be bound (or matched by a later event
+//!   naming the tenant) if it turns out to be ours.
 //!
 //! While open it is listed ([`crate::Ledger::unmatched`]) and counted by reconciliation once it
 //! has waited longer than the configured window (`UnmatchedPayments`). Its layout:
@@ -45,7 +50,17 @@ pub enum Resolution {
         /// The operator, as `inboxctl replay` journals it.
         by: String,
     },
+    /// An operator said it is not the product's, and why.
+    Dismissed {
+        at: i64,
+        /// The operator, as `inboxctl replay` journals it.
+        by: String,
+        reason: String,
+    },
 }
+
+/// The longest reason a dismissal keeps, in characters.
+pub const MAX_REASON_CHARS: usize = 500;
 
 /// A payment kept because nobody could say whose it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -152,6 +167,15 @@ impl UnmatchedPayment {
 
     pub fn is_open(&self) -> bool {
         self.resolution == Resolution::Open
+    }
+
+    /// Whether nobody has said whose it is: open, or dismissed (a dismissed payment can still be
+    /// bound, or matched by a later event naming its tenant).
+    pub fn awaits_tenant(&self) -> bool {
+        matches!(
+            self.resolution,
+            Resolution::Open | Resolution::Dismissed { .. }
+        )
     }
 
     /// Adds what another message of the payment says: itself (once), and the customer, email

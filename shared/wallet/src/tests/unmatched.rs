@@ -1,12 +1,13 @@
 //! Unmatched payments on the in-memory store through the real processor: a Checkout top-up whose
 //! session names no tenant is kept (listed, counted only after the window), bound by an operator
 //! (its messages replayed: credited once, the refund already waiting applied with it), and a
-//! second bind — to the same tenant or another — refused with the reason.
+//! second bind — to the same tenant or another — refused with the reason; a payment that is not
+//! ours dismissed with a reason (off the list and the alarm, listed as dismissed, still bindable).
 
 use super::stripe::{charge, session};
 use super::*;
 use crate::payments::unmatched::Resolution;
-use crate::BindError;
+use crate::{BindError, DismissError};
 use inbox_core::clock::ManualClock;
 use inbox_core::ops::{self, ReplayOutcome};
 
@@ -261,4 +262,101 @@ async fn a_payment_matched_by_its_session_or_of_another_currency_is_not_bound() 
         Err(BindError::Belongs { tenant, .. }) if tenant.as_str() == "acme"
     ));
     assert_eq!(w.balance("acme").balance.minor(), 2700);
+}
+
+#[tokio::test]
+async fn a_dismissed_payment_leaves_the_alarm_keeps_its_record_and_can_still_be_bound() {
+    let w = World::new().wallet("acme", 0, None);
+    let ledger = Ledger::new(&*w.store);
+    // Another product's payment on the shared Stripe account: no tenant, no known payment.
+    w.stripe(
+        "evt_a",
+        "payment_intent.succeeded",
+        super::stripe::intent("pi_shop", 4200, None),
+    )
+    .await;
+    let late = |w: &World| {
+        let store = w.store.clone();
+        async move {
+            reconcile(
+                &*store,
+                T0 + 2 * 60 * MINUTE,
+                opts(i64::MAX).with_unmatched_after(MINUTE),
+            )
+            .await
+            .unwrap()
+            .unmatched_payments
+            .len()
+        }
+    };
+    assert_eq!(late(&w).await, 1, "counted by the alarm while open");
+
+    // Refused before anything is written: no reason, an unknown payment.
+    assert!(matches!(
+        ledger.dismiss("pi_shop", "bob", "  ", T0).await,
+        Err(DismissError::NoReason)
+    ));
+    assert!(matches!(
+        ledger.dismiss("pi_shop", "bob", &"x".repeat(501), T0).await,
+        Err(DismissError::LongReason(501))
+    ));
+    assert!(matches!(
+        ledger.dismiss("pi_nobody", "bob", "n/a", T0).await,
+        Err(DismissError::NotUnmatched(p)) if p == "pi_nobody"
+    ));
+    assert_eq!(ledger.unmatched(i64::MAX).await.unwrap().len(), 1);
+
+    let at = T0 + MINUTE;
+    let dismissed = ledger
+        .dismiss("pi_shop", "bob", " the shop's sale, not a top-up ", at)
+        .await
+        .unwrap();
+    let said = Resolution::Dismissed {
+        at,
+        by: "bob".into(),
+        reason: "the shop's sale, not a top-up".into(),
+    };
+    assert_eq!(dismissed.resolution, said);
+    assert!(ledger.unmatched(i64::MAX).await.unwrap().is_empty());
+    assert_eq!(late(&w).await, 0, "the alarm no longer counts it");
+    let listed = ledger.dismissed(i64::MAX).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].resolution.clone(), listed[0].body.is_some()),
+        (said.clone(), true),
+        "journaled with who, when and why; the body kept"
+    );
+    let twice = ledger
+        .dismiss("pi_shop", "carol", "again", at)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        twice.to_string(),
+        "payment pi_shop was dismissed already by bob (\"the shop's sale, not a top-up\"): nothing to do"
+    );
+
+    // Another event of the payment, naming no tenant: kept with the others, still dismissed.
+    let mut refunded = super::stripe::intent("pi_shop", 4200, None);
+    refunded["id"] = json!("pi_shop");
+    assert_eq!(
+        w.stripe("evt_b", "payment_intent.succeeded", refunded)
+            .await,
+        Outcome::Processed
+    );
+    let record = ledger.unmatched_payment("pi_shop").await.unwrap().unwrap();
+    assert_eq!(record.resolution, said);
+    assert_eq!(record.messages, vec!["stripe/evt_a", "stripe/evt_b"]);
+
+    // It turns out to be ours after all: bound, replayed, credited once.
+    let bound = ledger
+        .bind("pi_shop", &tid("acme"), "alice", at + MINUTE)
+        .await
+        .unwrap();
+    assert!(ledger.dismissed(i64::MAX).await.unwrap().is_empty());
+    replay(&w, &bound.messages).await;
+    assert_eq!(w.balance("acme").balance.minor(), 4200);
+    assert!(matches!(
+        ledger.dismiss("pi_shop", "bob", "oops", at).await,
+        Err(DismissError::Resolved { tenant, .. }) if tenant.as_str() == "acme"
+    ));
 }

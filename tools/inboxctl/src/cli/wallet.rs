@@ -27,12 +27,44 @@ pub enum WalletCommand {
     Autopay(AutopayCommand),
     /// Stripe payments that succeeded naming no tenant (no `metadata.tenant`) and matched no
     /// known payment, oldest first: amount, customer, email, age; marked when they waited longer
-    /// than RECONCILE_UNMATCHED_AFTER_MINUTES (the UnmatchedPayments alarm).
-    Unmatched,
+    /// than RECONCILE_UNMATCHED_AFTER_MINUTES (the UnmatchedPayments alarm). `dismiss` one that is
+    /// not ours; `--dismissed` lists those.
+    Unmatched(WalletUnmatchedArgs),
     /// Bind an unmatched payment to a tenant: its payment index names the tenant, then its
     /// messages are replayed through the pipeline (credited once; a refund already waiting is
     /// applied with it). Refused for a payment already bound, matched or known.
     Bind(WalletBindArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct WalletUnmatchedArgs {
+    /// List the dismissed payments instead (who dismissed each, when and why), oldest first.
+    #[arg(long)]
+    pub dismissed: bool,
+    #[command(subcommand)]
+    pub action: Option<UnmatchedAction>,
+}
+
+/// `inboxctl wallet unmatched …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum UnmatchedAction {
+    /// Dismiss an open unmatched payment as not ours (another product's payment on a shared
+    /// Stripe account, a test): it leaves the list and the UnmatchedPayments alarm's count, keeps
+    /// its record (listed with --dismissed), and can still be bound later with `wallet bind`.
+    Dismiss(WalletDismissArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WalletDismissArgs {
+    /// The payment (its payment intent `pi_…`, as `inboxctl wallet unmatched` lists it).
+    pub payment: String,
+    /// Why it is not ours (kept with the payment; 1 to 500 characters).
+    #[arg(long)]
+    pub reason: String,
+    /// Who dismisses (kept on the payment) [default: $USER, else operator].
+    #[arg(long, default_value_t = default_operator(), hide_default_value = true)]
+    pub operator: String,
 }
 
 #[derive(Debug, Clone, Args)]

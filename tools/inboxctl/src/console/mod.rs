@@ -30,6 +30,7 @@
 mod bulk;
 mod delivery;
 mod destinations;
+mod dismiss;
 mod event;
 mod events;
 mod http;
@@ -243,6 +244,7 @@ impl Console<'_> {
             (true, "/destination/retry") => destinations::retry(self, session, &req.form).await,
             (false, "/wallets") => wallets::list(self, session).await,
             (true, "/wallet/bind") => wallets::bind(self, session, &req.form).await,
+            (true, "/wallet/dismiss") => dismiss::dismiss(self, session, &req.form).await,
             (false, "/wallet") => wallets::one(self, &req.query).await,
             _ => Ok(Reply::html(
                 404,

@@ -39,6 +39,7 @@ fn flags(v: &WalletView) -> Markup {
 pub async fn list(console: &Console<'_>, session: &Session) -> Result<Reply> {
     let ledger = Ledger::new(&console.store);
     let open = open_payments(&console.store).await?;
+    let dismissed = ledger.dismissed(i64::MAX).await.map_err(failed)?;
     let tenants = ledger.tenants().await?;
     let now = SystemClock.now_millis();
     let mut views = Vec::new();
@@ -76,7 +77,7 @@ pub async fn list(console: &Console<'_>, session: &Session) -> Result<Reply> {
         @if views_unmatched.is_empty() { p.none { "None: every payment named its wallet." } } @else {
             p { "Payments that named no wallet (no tenant in their metadata). Bind one to its tenant: its messages are replayed and credit that wallet once." }
             table #unmatched {
-                thead { tr { th { "payment" } th.num { "amount" } th { "customer" } th { "email" } th { "first seen (UTC)" } th { "age" } th { "bind to tenant" } } }
+                thead { tr { th { "payment" } th.num { "amount" } th { "customer" } th { "email" } th { "first seen (UTC)" } th { "age" } th { "bind to tenant" } th { "or dismiss (not ours)" } } }
                 tbody {
                     @for u in &views_unmatched {
                         tr data-payment=(u.payment) {
@@ -94,12 +95,14 @@ pub async fn list(console: &Console<'_>, session: &Session) -> Result<Reply> {
                                     button type="submit" data-action="bind" { "Bind…" }
                                 }
                             }
+                            td { (super::dismiss::form(session, u.payment)) }
                         }
                     }
                 }
             }
-            datalist #tenants { @for v in &views { option value=(v.tenant) {} } }
         }
+        (super::dismiss::section(session, &dismissed))
+        datalist #tenants { @for v in &views { option value=(v.tenant) {} } }
     };
     Ok(Reply::html(
         200,
@@ -214,8 +217,11 @@ pub async fn bind(console: &Console<'_>, session: &Session, form: &Params) -> Re
         }
     };
     if form.get("confirm") != Some("yes") {
-        let open = open_payments(&console.store).await?;
-        let Some(p) = open.iter().find(|p| p.payment_key == payment) else {
+        let found = Ledger::new(&console.store)
+            .unmatched_payment(payment)
+            .await
+            .map_err(failed)?;
+        let Some(p) = found.filter(|p| p.awaits_tenant()) else {
             return Ok(not_bound(
                 console,
                 payment,

@@ -777,3 +777,105 @@ async fn a_slow_form_holds_up_no_other_request() {
         "{answer}"
     );
 }
+
+/// An unmatched payment that is not ours, dismissed from the Wallets page: a confirmation naming
+/// the reason, then the dismissal journaled with the console's operator; it moves to the
+/// dismissed list (still bindable), and a second dismissal is refused with 409 and its reason.
+#[tokio::test]
+async fn an_unmatched_payment_is_dismissed_from_the_wallets_page_once() {
+    use inbox_core::store::{Effect, ItemWriter as _};
+    use wallet_ledger::payments::unmatched::Resolution;
+    let Rig {
+        h,
+        store,
+        retry_url,
+        quarantine_url,
+        ..
+    } = Rig::new().await;
+    let payment = format!(
+        "pi_shop_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let kept = wallet_ledger::UnmatchedPayment::first(
+        &payment,
+        4200,
+        Some("usd".into()),
+        &key("stripe", "evt_shop"),
+        SystemClock.now_millis(),
+        b"{}",
+    );
+    store
+        .commit(vec![Effect::Replace {
+            item: kept.to_item(None),
+            expected_version: None,
+        }])
+        .await
+        .expect("kept unmatched");
+    let (_console, url, login_url) = start_console(&h.table, &retry_url, &quarantine_url);
+    let agent = agent();
+    let cookie = login(&agent, &login_url);
+    let mut page = agent
+        .get(format!("{url}wallets"))
+        .header("Cookie", &cookie)
+        .call()
+        .expect("page");
+    let html = page.body_mut().read_to_string().expect("html");
+    assert!(
+        html.contains(r#"action="/wallet/dismiss""#),
+        "a dismiss form: {html}"
+    );
+    let csrf = hidden_value(&html, "csrf");
+    let post = |form: String| {
+        let mut reply = agent
+            .post(format!("{url}wallet/dismiss"))
+            .header("Cookie", &cookie)
+            .header("Origin", url.trim_end_matches('/'))
+            .content_type("application/x-www-form-urlencoded")
+            .send(form)
+            .expect("answered");
+        let status = reply.status().as_u16();
+        (status, reply.body_mut().read_to_string().expect("html"))
+    };
+    let reason = "the+shop%27s+sale";
+    let (status, asked) = post(format!("csrf={csrf}&payment={payment}&reason={reason}"));
+    assert_eq!(status, 200, "{asked}");
+    assert!(
+        asked.contains("Dismiss payment")
+            && asked.contains(r#"<blockquote id="reason">the shop's sale<"#),
+        "the confirmation names the reason: {asked}"
+    );
+    let before = Ledger::new(&store)
+        .unmatched_payment(&payment)
+        .await
+        .expect("read")
+        .expect("kept");
+    assert!(before.is_open(), "nothing changed before the confirmation");
+    let (status, done) = post(format!(
+        "csrf={csrf}&payment={payment}&reason={reason}&confirm=yes"
+    ));
+    assert_eq!((status, done.contains("Dismissed")), (200, true), "{done}");
+    let after = Ledger::new(&store)
+        .unmatched_payment(&payment)
+        .await
+        .expect("read")
+        .expect("kept");
+    assert!(
+        matches!(&after.resolution, Resolution::Dismissed { by, reason, .. }
+            if by == "ana" && reason == "the shop's sale"),
+        "{:?}",
+        after.resolution
+    );
+    let mut page = agent
+        .get(format!("{url}wallets"))
+        .header("Cookie", &cookie)
+        .call()
+        .expect("page");
+    let html = page.body_mut().read_to_string().expect("html");
+    let dismissed = &html[html.find(r#"id="dismissed""#).expect("the dismissed table")..];
+    assert!(dismissed.contains(&payment), "{html}");
+    let (status, again) = post(format!(
+        "csrf={csrf}&payment={payment}&reason=again&confirm=yes"
+    ));
+    assert_eq!(status, 409, "{again}");
+    assert!(again.contains("dismissed already by ana"), "{again}");
+}

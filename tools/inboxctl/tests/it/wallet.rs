@@ -964,3 +964,158 @@ async fn unmatched_payments_are_listed_and_bound_once() {
     )
     .ok();
 }
+
+/// A payment that is not ours (another product's, on a shared Stripe account) dismissed with a
+/// reason: off the list and the UnmatchedPayments count, listed with `--dismissed` (who, when,
+/// why), refused without a reason or twice, and still bound if it turns out to be ours.
+#[tokio::test]
+async fn an_unmatched_payment_that_is_not_ours_is_dismissed_and_can_still_be_bound() {
+    let p = Pipeline::new().await;
+    let table = p.harness.table.clone();
+    let t = table.as_str();
+    inboxctl(
+        t,
+        &[
+            "wallet",
+            "create",
+            "acme",
+            "--currency",
+            "usd",
+            "--price",
+            "5",
+        ],
+    )
+    .ok();
+    let registry =
+        WalletHandler::new(store(&p), WalletSources::default()).register(Registry::new());
+    let processor = p.processor(registry, SystemClock).await;
+    let paid = ingest_object(
+        &p,
+        &unique("evt_shop"),
+        "payment_intent.succeeded",
+        json!({"id": "pi_shop", "object": "payment_intent", "amount": 4200,
+            "amount_received": 4200, "currency": "usd", "latest_charge": "ch_shop",
+            "status": "succeeded", "metadata": {}}),
+    )
+    .await;
+    let (response, _) = processor.handle_stream_batch(p.read_stream().await).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(
+        inboxctl(t, &["wallet", "unmatched", "--json"]).ok().json()["count"],
+        1
+    );
+
+    let no_reason = inboxctl(
+        t,
+        &["wallet", "unmatched", "dismiss", "pi_shop", "--reason", " "],
+    )
+    .fails(1);
+    assert!(
+        no_reason.stderr.contains("needs a reason"),
+        "{}",
+        no_reason.stderr
+    );
+    let dismissed = inboxctl(
+        t,
+        &[
+            "wallet",
+            "unmatched",
+            "dismiss",
+            "pi_shop",
+            "--reason",
+            "the shop's sale",
+            "--operator",
+            "bob",
+        ],
+    )
+    .ok();
+    assert!(
+        dismissed
+            .stdout
+            .contains("dismissed payment pi_shop (42.00 USD (4200)) as bob"),
+        "{}",
+        dismissed.stdout
+    );
+    assert_eq!(
+        inboxctl(t, &["wallet", "unmatched", "--json"]).ok().json()["count"],
+        0
+    );
+    let listed = inboxctl(t, &["wallet", "unmatched", "--dismissed", "--json"])
+        .ok()
+        .json();
+    assert_eq!(listed["count"], 1);
+    assert_eq!(
+        (
+            listed["payments"][0]["payment"].clone(),
+            listed["payments"][0]["dismissed_by"].clone(),
+            listed["payments"][0]["reason"].clone()
+        ),
+        (json!("pi_shop"), json!("bob"), json!("the shop's sale"))
+    );
+    // Not counted by reconciliation, however long it waits: first seen two hours ago, with a
+    // window of one minute.
+    let earlier = listed["payments"][0]["dismissed_at_ms"].as_i64().unwrap() - 7_200_000;
+    let (pk, sk) = wallet_ledger::payments::unmatched::items::unmatched_key("pi_shop");
+    p.harness
+        .client
+        .update_item()
+        .table_name(t)
+        .key("pk", AttributeValue::S(pk))
+        .key("sk", AttributeValue::S(sk.into()))
+        .update_expression("SET first_seen = :t")
+        .expression_attribute_values(":t", AttributeValue::N(earlier.to_string()))
+        .send()
+        .await
+        .expect("age the payment");
+    inboxctl_with(
+        t,
+        &[("RECONCILE_UNMATCHED_AFTER_MINUTES", "1")],
+        &["wallet", "reconcile"],
+    )
+    .ok();
+    let twice = inboxctl(
+        t,
+        &[
+            "wallet",
+            "unmatched",
+            "dismiss",
+            "pi_shop",
+            "--reason",
+            "again",
+        ],
+    )
+    .fails(1);
+    assert!(
+        twice.stderr.contains("dismissed already by bob"),
+        "{}",
+        twice.stderr
+    );
+
+    // Ours after all: bound, its message replayed and processed, credited once.
+    let retry = ["--retry-queue-url", p.retry_url.as_str()];
+    inboxctl(
+        t,
+        &[&["wallet", "bind", "pi_shop", "acme"][..], &retry].concat(),
+    )
+    .ok();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while store(&p).get(&paid).await.expect("get").map(|m| m.status) != Some(Status::Processed) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the replayed message was not processed"
+        );
+        p.drain_retry_once(&processor).await;
+    }
+    assert_eq!(
+        inboxctl(t, &["wallet", "balance", "acme", "--json"])
+            .ok()
+            .json()["balance"],
+        4200
+    );
+    assert_eq!(
+        inboxctl(t, &["wallet", "unmatched", "--dismissed", "--json"])
+            .ok()
+            .json()["count"],
+        0
+    );
+}

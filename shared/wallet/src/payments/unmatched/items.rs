@@ -15,6 +15,9 @@ pub const KIND_UNMATCHED: &str = "unmatched_payment";
 pub const UNMATCHED_SK: &str = "UNMATCHED";
 /// The open-index shard of the open unmatched payments (one: they are few, and listed together).
 pub const UNMATCHED_SHARD: &str = "UNMATCHED";
+/// The open-index shard of the dismissed ones (due at their dismissal: listed newest last by the
+/// operator's `--dismissed`; nothing counts or alarms on it).
+pub const DISMISSED_SHARD: &str = "UNMATCHED#DISMISSED";
 
 /// The key of a payment's unmatched item.
 pub fn unmatched_key(payment_key: &str) -> (String, &'static str) {
@@ -40,6 +43,11 @@ impl UnmatchedPayment {
                 tenant: tenant()?,
                 at: at()?,
                 by: text(item, "bound_by").unwrap_or_default(),
+            },
+            Some("dismissed") => Resolution::Dismissed {
+                at: at()?,
+                by: text(item, "dismissed_by").unwrap_or_default(),
+                reason: text(item, "reason").unwrap_or_default(),
             },
             Some(other) => return Err(format!("state {other:?} is not a known state")),
             None => return Err("state is missing".into()),
@@ -122,6 +130,15 @@ impl UnmatchedPayment {
                 item.insert("bound_by".into(), s(by));
                 true
             }
+            Resolution::Dismissed { at, by, reason } => {
+                item.insert("state".into(), s("dismissed"));
+                item.insert("resolved_at".into(), n(*at));
+                item.insert("dismissed_by".into(), s(by));
+                item.insert("reason".into(), s(reason));
+                item.insert(OPEN_SHARD.into(), s(DISMISSED_SHARD));
+                item.insert(OPEN_DUE.into(), n(*at));
+                true
+            }
         };
         if let (true, Some(body)) = (keep_body, &self.body) {
             item.insert("body".into(), s(body));
@@ -187,6 +204,17 @@ mod tests {
         let bound = written(&p, None);
         assert!(!bound.contains_key(OPEN_SHARD) && bound.contains_key("body"));
         assert_eq!(UnmatchedPayment::from_item(&bound).unwrap(), p);
+
+        p.resolution = Resolution::Dismissed {
+            at: 11,
+            by: "bob".into(),
+            reason: "the shop's payment".into(),
+        };
+        let dismissed = written(&p, Some(99));
+        assert_eq!(get_s(&dismissed, OPEN_SHARD), Some(DISMISSED_SHARD));
+        assert_eq!(attr::get_n(&dismissed, OPEN_DUE), Some(11));
+        assert!(dismissed.contains_key("body") && !dismissed.contains_key("expires_at"));
+        assert_eq!(UnmatchedPayment::from_item(&dismissed).unwrap(), p);
 
         let mut bad = bound.clone();
         bad.insert("state".into(), s("lost"));

@@ -49,7 +49,7 @@ pub async fn run(ctx: &Context, command: WalletCommand) -> Result<()> {
         WalletCommand::Reconcile(args) => reconcile::reconcile_all(ctx, args).await,
         WalletCommand::Reindex => reindex(ctx).await,
         WalletCommand::Autopay(command) => autopay::run(ctx, command).await,
-        WalletCommand::Unmatched => unmatched::list(ctx).await,
+        WalletCommand::Unmatched(args) => unmatched::run(ctx, args).await,
         WalletCommand::Bind(args) => unmatched::bind(ctx, args).await,
     }
 }

@@ -5,7 +5,7 @@
 //! ([`UnmatchedView`]) and the bind with its replay ([`bind_and_replay`]) are shared with the
 //! console's Wallets page.
 
-use crate::cli::WalletBindArgs;
+use crate::cli::{UnmatchedAction, WalletBindArgs, WalletDismissArgs, WalletUnmatchedArgs};
 use crate::commands::replay::{replay_key, Replayed};
 use crate::context::Context;
 use crate::error::{failed, usage, Context as _, Result};
@@ -16,7 +16,10 @@ use inbox_core::queue::sqs::SqsRetryQueue;
 use inbox_core::store::dynamo::DynamoTable;
 use serde::Serialize;
 use serde_json::json;
-use wallet_ledger::{BindError, Bound, Currency, Ledger, LedgerError, TenantId, UnmatchedPayment};
+use wallet_ledger::payments::unmatched::Resolution;
+use wallet_ledger::{
+    BindError, Bound, Currency, DismissError, Ledger, LedgerError, TenantId, UnmatchedPayment,
+};
 
 /// The window after which an unmatched payment is counted (`RECONCILE_UNMATCHED_AFTER_MINUTES`).
 pub(crate) fn window_ms(ctx: &Context) -> Result<i64> {
@@ -80,6 +83,119 @@ pub(crate) async fn open_payments(store: &DynamoTable) -> Result<Vec<UnmatchedPa
     }
 }
 
+pub(super) async fn run(ctx: &Context, args: WalletUnmatchedArgs) -> Result<()> {
+    match args.action {
+        Some(UnmatchedAction::Dismiss(d)) => dismiss(ctx, d).await,
+        None if args.dismissed => list_dismissed(ctx).await,
+        None => list(ctx).await,
+    }
+}
+
+/// Dismisses `payment` as `operator` with `reason` ([`Ledger::dismiss`]: a refusal says why).
+pub(crate) async fn dismiss_payment(
+    store: &DynamoTable,
+    payment: &str,
+    operator: &str,
+    reason: &str,
+) -> Result<UnmatchedPayment> {
+    match Ledger::new(store)
+        .dismiss(payment, operator, reason, SystemClock.now_millis())
+        .await
+    {
+        Ok(p) => Ok(p),
+        Err(DismissError::Ledger(LedgerError::Store(e))) => {
+            Err(e).context(format!("dismissing payment {payment}"))
+        }
+        Err(refused) => Err(failed(refused)),
+    }
+}
+
+async fn dismiss(ctx: &Context, args: WalletDismissArgs) -> Result<()> {
+    let store = ctx.store().await?;
+    let p = dismiss_payment(&store, &args.payment, &args.operator, &args.reason).await?;
+    if ctx.json() {
+        return print_json(&json!({
+            "payment": p.payment_key,
+            "dismissed_by": args.operator,
+            "reason": args.reason.trim(),
+            "amount": p.amount,
+            "currency": p.currency,
+        }));
+    }
+    say(format!(
+        "dismissed payment {} ({}) as {}: no longer listed or counted by UnmatchedPayments; `inboxctl wallet unmatched --dismissed` lists it, `inboxctl wallet bind {} TENANT` still binds it",
+        p.payment_key,
+        amount_text(p.amount, p.currency.as_deref()),
+        args.operator,
+        p.payment_key
+    ))
+}
+
+async fn list_dismissed(ctx: &Context) -> Result<()> {
+    let store = ctx.store().await?;
+    let found = match Ledger::new(&store).dismissed(i64::MAX).await {
+        Ok(found) => found,
+        Err(e @ LedgerError::Unreadable(_)) => return Err(failed(e)),
+        Err(LedgerError::Store(e)) => {
+            return Err(e).context(format!(
+                "listing the dismissed payments in table {}",
+                store.table()
+            ))
+        }
+    };
+    let rows: Vec<_> = found
+        .iter()
+        .filter_map(|p| match &p.resolution {
+            Resolution::Dismissed { at, by, reason } => Some((p, *at, by, reason)),
+            _ => None,
+        })
+        .collect();
+    if ctx.json() {
+        let payments: Vec<_> = rows
+            .iter()
+            .map(|(p, at, by, reason)| {
+                json!({
+                    "payment": p.payment_key, "amount": p.amount, "currency": p.currency,
+                    "amount_text": amount_text(p.amount, p.currency.as_deref()),
+                    "customer": p.customer, "email": p.email,
+                    "first_seen": when::rfc3339(p.first_seen),
+                    "dismissed_at": when::rfc3339(*at), "dismissed_at_ms": at,
+                    "dismissed_by": by, "reason": reason, "messages": p.messages,
+                })
+            })
+            .collect();
+        return print_json(&json!({"count": payments.len(), "payments": payments}));
+    }
+    if rows.is_empty() {
+        return say("no dismissed payments");
+    }
+    let mut t = table([
+        "payment",
+        "amount",
+        "customer",
+        "email",
+        "dismissed (UTC)",
+        "by",
+        "reason",
+    ]);
+    for (p, at, by, reason) in &rows {
+        t.add_row(vec![
+            p.payment_key.clone(),
+            amount_text(p.amount, p.currency.as_deref()),
+            or_dash(p.customer.as_deref()),
+            or_dash(p.email.as_deref()),
+            when::human(*at),
+            (*by).clone(),
+            truncate(reason, 60),
+        ]);
+    }
+    say(t)?;
+    say(format!(
+        "{} dismissed payment(s); bind one that turns out to be ours with: inboxctl wallet bind PAYMENT TENANT",
+        rows.len()
+    ))
+}
+
 pub(super) async fn list(ctx: &Context) -> Result<()> {
     let window = window_ms(ctx)?;
     let store = ctx.store().await?;
@@ -120,7 +236,7 @@ pub(super) async fn list(ctx: &Context) -> Result<()> {
     }
     say(t)?;
     say(format!(
-        "{} unmatched payment(s), {over} waiting longer than {} min (marked (!), counted by UnmatchedPayments); bind one with: inboxctl wallet bind PAYMENT TENANT",
+        "{} unmatched payment(s), {over} waiting longer than {} min (marked (!), counted by UnmatchedPayments); bind one with: inboxctl wallet bind PAYMENT TENANT, or dismiss one that is not ours: inboxctl wallet unmatched dismiss PAYMENT --reason TEXT",
         views.len(),
         window / 60_000
     ))
