@@ -102,11 +102,12 @@ where
             Ok(serde_json::to_value(response)?)
         }
         Incoming::Schedule => {
-            let report = deliverer.sweep(sweep_max_per_run).await?;
+            let report = until_deadline(deadline, deliverer.sweep(sweep_max_per_run)).await?;
             if report.due > 0 {
                 tracing::warn!(
                     due = report.due,
                     redriven = report.redriven,
+                    left = report.left,
                     oldest_due_secs = report.oldest_due_secs,
                     "re-drove due deliveries"
                 );

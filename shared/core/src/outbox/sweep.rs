@@ -28,6 +28,20 @@ use std::time::Duration;
 /// hundred deliveries, and the emulator serving it slowed until the backlog never drained.
 pub const REDRIVE_AFTER: Duration = Duration::from_secs(300);
 
+/// Kept before the invocation's deadline when the sweep stops taking items: the time to send
+/// the re-drive and emit the gauges. What it did not take is due at the next sweep.
+const SWEEP_MARGIN_MS: i64 = 5_000;
+
+/// What became of a due item the sweep tried to take.
+enum Take {
+    /// Taken: re-driven.
+    Taken(Work),
+    /// Written by a worker since it was read: its writer has it.
+    Written,
+    /// Not tried: the invocation's deadline came first.
+    Late,
+}
+
 /// What a sweep found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SweepReport {
@@ -37,6 +51,8 @@ pub struct SweepReport {
     pub redriven: usize,
     /// Due, but written by a worker between the sweep's read and its re-drive (not re-driven).
     pub taken: usize,
+    /// Due, but left for the next sweep: the invocation's deadline came first (a loaded table).
+    pub left: usize,
     /// How late the most overdue one is, s (0 when none).
     pub oldest_due_secs: i64,
     /// Destinations disabled right now.
@@ -130,23 +146,34 @@ where
     /// The scheduled sweep: re-drives what is due through the delivery queue and emits the
     /// gauges the alarms watch (`OldestDueDeliverySeconds`, `DisabledDestinations`).
     /// Each item is taken before it is re-driven ([`REDRIVE_AFTER`]): at most one message per
-    /// item per that time, however far behind the workers are.
+    /// item per that time, however far behind the workers are. Run inside
+    /// [`super::worker::until_deadline`], it stops taking items in time to finish before the
+    /// invocation's deadline.
     pub async fn sweep(&self, limit: usize) -> Result<SweepReport, InfraError> {
         use futures_util::StreamExt;
         let (due, oldest_due_secs) = self.due_items(limit).await?;
         let found = due.len();
         let until = Millis::new(self.clock.now_millis()).plus(REDRIVE_AFTER);
-        let taken: Vec<Result<Option<Work>, crate::store::StoreError>> =
+        let taken: Vec<Result<Take, crate::store::StoreError>> =
             futures_util::stream::iter(due.into_iter().map(|(shard, item, w)| async move {
+                let now = self.clock.now_millis();
+                if super::deadline::spare(now, SWEEP_MARGIN_MS).is_some_and(|s| s < 0) {
+                    return Ok(Take::Late);
+                }
                 let moved = self.store.postpone_due(&shard, &item, until).await?;
-                Ok(moved.then_some(w))
+                Ok(if moved { Take::Taken(w) } else { Take::Written })
             }))
             .buffer_unordered(16)
             .collect()
             .await;
         let mut work = Vec::with_capacity(taken.len());
+        let mut left = 0;
         for t in taken {
-            work.extend(t?);
+            match t? {
+                Take::Taken(w) => work.push(w),
+                Take::Written => {}
+                Take::Late => left += 1,
+            }
         }
         let redriven = if work.is_empty() {
             0
@@ -174,7 +201,8 @@ where
         Ok(SweepReport {
             due: found,
             redriven,
-            taken: found - work.len(),
+            taken: found - work.len() - left,
+            left,
             oldest_due_secs,
             disabled_destinations: disabled,
         })
