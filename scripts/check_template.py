@@ -107,7 +107,7 @@ LEADING_KEYS: dict[str, list[str]] = {
 #                  open shards OUTBOX#0..63, never its done shards OUTBOX#DONE#…)
 #   ChargeRole     wallet_ledger::autopay::pass's wallets, the due index's autopay shards, and the
 #                  Stripe account's token bucket (stripe_charges::client::BUCKET_PK)
-#   WalletApiRole  wallet_api::service::table_reads() (the wallets' partitions) and the token bucket
+#   WalletApiRole  wallet_api::table_reads() (the wallets' partitions) and the token bucket
 # The token bucket is only written (conditional UpdateItems returning the item); its read grant
 # is kept as the charge role had it.
 # The ingest role and WalletApiCallerRole read nothing of the table (no entry: any read fails).
