@@ -340,6 +340,11 @@ def _on_table(statement: dict[str, Any]) -> bool:
 
 def check_leading_reads(cfn: dict[str, Any]) -> list[str]:
     problems = []
+    if set(READ_ACTIONS) != set(LEADING_READS):
+        problems.append(
+            f"check_template.py: READ_ACTIONS names {sorted(READ_ACTIONS)}, LEADING_READS "
+            f"{sorted(LEADING_READS)}: every role with a read list has its read actions"
+        )
     granted: dict[tuple[str, str], set[str]] = {}
     for name, statement in _statements(cfn):
         if statement.get("Effect") != "Allow" or not _on_table(statement):
