@@ -18,7 +18,11 @@ creates, the managed policies it attaches for event sources) is checked too:
                     reachable without it in AWS), and the wallet API's four routes are there,
                     each reaching the wallet API function;
   leading keys      a role named in LEADING_KEYS writes the table (PutItem, UpdateItem, …) only
-                    with a `dynamodb:LeadingKeys` condition listing exactly its prefixes;
+                    with a `dynamodb:LeadingKeys` condition listing exactly its prefixes; every
+                    role that reads the table or its index (GetItem, Query, BatchGetItem) is in
+                    LEADING_READS and reads with a condition listing exactly the prefixes its
+                    code reads, with exactly the read actions of READ_ACTIONS; a Scan only by a
+                    role of ALLOWED_SCANS (with the reason), in a statement of its own;
   schedules         every scheduled function has an EventInvokeConfig; one scheduled every
                     minute (a sweep) is never retried (MaximumRetryAttempts 0, events at most
                     a minute old): a retry would overlap the next run;
@@ -90,20 +94,73 @@ LEADING_KEYS: dict[str, list[str]] = {
     "WalletApiRole": ["WALLET#*", "MSG#wallet#*", "PROVIDER#stripe"],
 }
 # Roles whose table READS are limited too (dynamodb:LeadingKeys on every GetItem, Query and
-# BatchGetItem statement, the table's and the index's), with the prefixes: ChargeRole's are
-# wallet_ledger::autopay::pass::charge_reads() and charge_index_reads() and the Stripe account's
-# token bucket (tests/it/template.rs compares them). A Scan is never allowed to such a role.
+# BatchGetItem statement, the table's and the index's), with the prefixes each role's code reads.
+# Every role that reads the table or its index is here: one that reads without an entry is a
+# problem, and so is one whose code reads something its role is not granted (AccessDenied in AWS,
+# which DynamoDB Local never raises). tests/it/template.rs compares each list with the code's:
+#   ProcessRole    process_function::table_reads(): the processor's (inbox_core::process::
+#                  PROCESS_READS: the message, the destinations) and the wallet handler's
+#                  (wallet_ledger::ledger::handler_reads(): wallets, payment and method indexes)
+#   ReaperRole     inbox_core::reaper::REAPER_READS, REAPER_INDEX_READS (the open shards)
+#   ReconcileRole  wallet_ledger::ledger::reconcile_reads(), reconcile_index_reads()
+#   DeliverRole    inbox_core::outbox::schema::DELIVER_READS, deliver_index_reads() (the outbox's
+#                  open shards OUTBOX#0..63, never its done shards OUTBOX#DONE#…)
+#   ChargeRole     wallet_ledger::autopay::pass's wallets, the due index's autopay shards, and the
+#                  Stripe account's token bucket (stripe_charges::client::BUCKET_PK)
+#   WalletApiRole  wallet_api::table_reads() (the wallets' partitions) and the token bucket
+# The token bucket is only written (conditional UpdateItems returning the item); its read grant
+# is kept as the charge role had it.
+# The ingest role and WalletApiCallerRole read nothing of the table (no entry: any read fails).
+# A Scan is allowed only to a role in ALLOWED_SCANS, in a statement of its own.
 LEADING_READS: dict[str, dict[str, list[str]]] = {
+    "ProcessRole": {
+        "table": ["MSG#*", "DESTINATIONS", "WALLET#*", "PAYMENT#*", "PAYMENT_METHOD#*"],
+        "index": [],
+    },
+    "ReaperRole": {"table": ["MSG#*"], "index": ["OPEN#*"]},
+    "ReconcileRole": {
+        "table": ["WALLET#*", "WALLETS", "PAYMENT#*", "MSG#*"],
+        "index": ["UNMATCHED"],
+    },
+    "DeliverRole": {
+        "table": ["MSG#*", "OUT#*", "FAN#*", "DEST#*", "DESTINATIONS"],
+        "index": ["OUTBOX#?", "OUTBOX#??"],
+    },
     "ChargeRole": {
         "table": ["WALLET#*", "PROVIDER#stripe"],
         "index": ["AUTOPAY#ATTEMPT#*", "AUTOPAY#RECURRING#*"],
     },
+    "WalletApiRole": {"table": ["WALLET#*", "PROVIDER#stripe"], "index": []},
+}
+# The read actions each role's code uses, on the table and on the index (a Scan is not among
+# them: ALLOWED_SCANS). Granted exactly: one missing is AccessDenied in AWS (the deliver
+# function's bodies read ahead are a BatchGetItem), one more is a read nobody does.
+READ_ACTIONS: dict[str, dict[str, set[str]]] = {
+    "ProcessRole": {"table": {"dynamodb:GetItem", "dynamodb:Query"}, "index": set()},
+    "ReaperRole": {"table": {"dynamodb:GetItem"}, "index": {"dynamodb:Query"}},
+    "ReconcileRole": {"table": {"dynamodb:GetItem", "dynamodb:Query"}, "index": {"dynamodb:Query"}},
+    "DeliverRole": {
+        "table": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem"},
+        "index": {"dynamodb:Query"},
+    },
+    "ChargeRole": {"table": {"dynamodb:GetItem", "dynamodb:Query"}, "index": {"dynamodb:Query"}},
+    "WalletApiRole": {"table": {"dynamodb:GetItem", "dynamodb:Query"}, "index": set()},
+}
+# Roles that may Scan the table, with the reason. A Scan has no partition key: a LeadingKeys
+# condition does not limit it (ForAllValues over no keys holds), so it must be a statement of
+# its own, and every entry here is a read of the whole table.
+ALLOWED_SCANS: dict[str, str] = {
+    # wallet_ledger::Ledger::tenants: until `inboxctl wallet reindex` marked the wallet registry
+    # complete (after an upgrade from a version without it), the wallets created before the
+    # registry are found by a Scan of the wallet items.
+    "ReconcileRole": "finds the wallets created before the registry until `inboxctl wallet reindex`",
 }
 TABLE_READS = {
     "dynamodb:GetItem",
     "dynamodb:Query",
     "dynamodb:BatchGetItem",
     "dynamodb:Scan",
+    "dynamodb:PartiQLSelect",
 }
 TABLE_WRITES = {
     "dynamodb:PutItem",
@@ -273,26 +330,72 @@ def leading_reads(cfn: dict[str, Any], role: str) -> list[str]:
     return sorted(set(out))
 
 
+def _on_table(statement: dict[str, Any]) -> bool:
+    """Whether a statement grants on the inbox table or its index (not its stream)."""
+    return any(
+        "InboxTable" in text and "/stream/" not in text
+        for text in (json.dumps(r) for r in _as_list(statement.get("Resource")))
+    )
+
+
 def check_leading_reads(cfn: dict[str, Any]) -> list[str]:
     problems = []
+    if set(READ_ACTIONS) != set(LEADING_READS):
+        problems.append(
+            f"check_template.py: READ_ACTIONS names {sorted(READ_ACTIONS)}, LEADING_READS "
+            f"{sorted(LEADING_READS)}: every role with a read list has its read actions"
+        )
+    granted: dict[tuple[str, str], set[str]] = {}
     for name, statement in _statements(cfn):
-        if name not in LEADING_READS or statement.get("Effect") != "Allow":
+        if statement.get("Effect") != "Allow" or not _on_table(statement):
             continue
         reads = sorted(set(map(str, _as_list(statement.get("Action", [])))) & TABLE_READS)
         if not reads:
             continue
         where = f"{name}, statement {statement.get('Sid') or '(no Sid)'}"
+        if name not in LEADING_READS:
+            problems.append(
+                f"{where}: {', '.join(reads)} on the table, but {name} has no read list "
+                "(LEADING_READS): a role reads only the prefixes its code reads"
+            )
+            continue
+        target = "index" if _on_index(statement) else "table"
         if "dynamodb:Scan" in reads:
-            problems.append(f"{where}: dynamodb:Scan reads every item of the table")
-        expected = LEADING_READS[name]["index" if _on_index(statement) else "table"]
+            if name not in ALLOWED_SCANS:
+                problems.append(f"{where}: dynamodb:Scan reads every item of the table")
+            elif reads != ["dynamodb:Scan"] or target != "table":
+                problems.append(
+                    f"{where}: dynamodb:Scan beside {', '.join(r for r in reads if r != 'dynamodb:Scan')} "
+                    "(a Scan has no leading key: give it a statement of its own)"
+                )
+            else:
+                continue
+        granted.setdefault((name, target), set()).update(r for r in reads if r != "dynamodb:Scan")
+        expected = LEADING_READS[name][target]
         keys = _leading_keys(statement)
-        if keys is None:
+        if not expected:
+            problems.append(f"{where}: {', '.join(reads)} on the {target}, which {name}'s code never reads")
+        elif keys is None:
             problems.append(
                 f"{where}: {', '.join(reads)} without a dynamodb:LeadingKeys condition "
                 f"(ForAllValues:StringLike {expected}): it may read any item"
             )
         elif sorted(keys) != sorted(expected):
             problems.append(f"{where}: read dynamodb:LeadingKeys {keys}, expected exactly {expected}")
+    for name, targets in READ_ACTIONS.items():
+        if not any(role == name for role, _ in _statements(cfn)):
+            continue  # a role the template does not have (or has under a condition)
+        for target, actions in targets.items():
+            have = granted.get((name, target), set())
+            if have != actions:
+                missing = sorted(actions - have)
+                extra = sorted(have - actions)
+                problems.append(
+                    f"{name}: read actions on the {target} {sorted(have)}, expected exactly "
+                    f"{sorted(actions)}"
+                    + (f" (missing {', '.join(missing)}: AccessDenied in AWS)" if missing else "")
+                    + (f" ({', '.join(extra)} more than its code does)" if extra else "")
+                )
     return problems
 
 
@@ -604,7 +707,7 @@ def main(argv: list[str]) -> int:
     if problems:
         return 1
     print(
-        f"{args.template.name}: least privilege, leading keys (writes, and the charge role's reads), schedules, secret values, routes, "
+        f"{args.template.name}: least privilege, leading keys (writes, and every role's reads), schedules, secret values, routes, "
         "the wallet API's IAM authorizer, bodies, alarms and the deliver stream's parallelism checked"
     )
     return 0

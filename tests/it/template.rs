@@ -4,7 +4,8 @@
 //! retried beside their next run, secret values out of the template's reach, every method routed
 //! to the ingest function, the alarms every function and the front door need (on the stage's own
 //! metrics), the deliver stream's parallelism, the charge role's writes limited to the wallets' keys,
-//! every wallet API route behind the IAM authorizer.
+//! every wallet API route behind the IAM authorizer, and every role's reads limited to the key
+//! prefixes its code reads (compared here with the code's lists; a Scan only where allowed).
 //! Here: the check passes on the template, catches each thing it guards against on a template
 //! that has it, and the ingest timeout leaves room above the ingest path's worst case.
 
@@ -180,8 +181,10 @@ fn the_check_catches_what_it_guards_against() {
         ),
         (
             "leading-keys-wide",
-            "                      - FAN#*\n",
-            "                      - \"*\"\n",
+            "                      - FAN#*\n                      - DEST#*\n                      \
+             - DESTINATIONS\n              # Destinations'",
+            "                      - \"*\"\n                      - DEST#*\n                      \
+             - DESTINATIONS\n              # Destinations'",
             "DeliverRole, statement OutboxWrite: dynamodb:LeadingKeys ['OUT#*', '*', 'DEST#*', \
              'DESTINATIONS'], expected exactly",
         ),
@@ -355,4 +358,198 @@ fn the_charge_role_reads_only_the_keys_the_pass_reads() {
         template, code,
         "template.yaml's ChargeRole read LeadingKeys"
     );
+}
+
+/// The prefixes `role`'s reads are limited to in `template.yaml` (`index:` for the index's).
+fn template_reads(role: &str) -> Vec<String> {
+    answer(&["--leading-reads", role])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The code's read list of a role: its table prefixes, and its index partitions as `index:…`.
+fn code_reads(table: Vec<String>, index: Vec<String>) -> Vec<String> {
+    let mut all: Vec<String> = table
+        .into_iter()
+        .chain(index.into_iter().map(|p| format!("index:{p}")))
+        .collect();
+    all.sort();
+    all.dedup();
+    all
+}
+
+fn owned(list: &[&str]) -> Vec<String> {
+    list.iter().map(|p| (*p).to_owned()).collect()
+}
+
+#[test]
+fn the_process_role_reads_only_what_the_processor_and_its_handlers_read() {
+    assert_eq!(
+        template_reads("ProcessRole"),
+        code_reads(process_function::table_reads(), Vec::new()),
+        "template.yaml's ProcessRole read LeadingKeys"
+    );
+}
+
+#[test]
+fn the_reaper_role_reads_only_due_messages_and_the_open_shards() {
+    assert_eq!(
+        template_reads("ReaperRole"),
+        code_reads(
+            owned(&inbox_core::reaper::REAPER_READS),
+            owned(&inbox_core::reaper::REAPER_INDEX_READS)
+        ),
+        "template.yaml's ReaperRole read LeadingKeys"
+    );
+}
+
+#[test]
+fn the_reconcile_role_reads_only_what_the_reconciliation_reads() {
+    use wallet_ledger::ledger::reads::{reconcile_index_reads, reconcile_reads};
+    assert_eq!(
+        template_reads("ReconcileRole"),
+        code_reads(reconcile_reads(), reconcile_index_reads()),
+        "template.yaml's ReconcileRole read LeadingKeys"
+    );
+}
+
+#[test]
+fn the_deliver_role_reads_only_the_outbox_keys_and_open_shards_the_code_reads() {
+    use inbox_core::outbox::schema::{deliver_index_reads, DELIVER_READS};
+    assert_eq!(
+        template_reads("DeliverRole"),
+        code_reads(owned(&DELIVER_READS), deliver_index_reads()),
+        "template.yaml's DeliverRole read LeadingKeys"
+    );
+}
+
+#[test]
+fn the_wallet_api_role_reads_only_the_wallets() {
+    // The wallets' partitions, and the Stripe account's token bucket as the charge role has it.
+    let mut table = wallet_api::table_reads();
+    table.push(stripe_charges::client::BUCKET_PK.to_owned());
+    assert_eq!(
+        template_reads("WalletApiRole"),
+        code_reads(table, Vec::new()),
+        "template.yaml's WalletApiRole read LeadingKeys"
+    );
+}
+
+#[test]
+fn the_ingest_role_and_the_wallet_api_caller_read_nothing_of_the_table() {
+    for role in ["IngestRole", "WalletApiCallerRole"] {
+        assert_eq!(template_reads(role), Vec::<String>::new(), "{role}");
+    }
+}
+
+#[test]
+fn the_check_catches_a_read_wider_than_the_code_reads() {
+    let cases = [
+        (
+            "process-reads-any-item",
+            "                Condition:\n                  ForAllValues:StringLike:\n                    \
+             dynamodb:LeadingKeys:\n                      - MSG#*\n                      - DESTINATIONS\n",
+            "",
+            "ProcessRole, statement InboxRead: dynamodb:GetItem, dynamodb:Query without a \
+             dynamodb:LeadingKeys condition",
+        ),
+        (
+            "process-reads-the-registry",
+            "                      - PAYMENT_METHOD#*\n",
+            "                      - PAYMENT_METHOD#*\n                      - WALLETS\n",
+            "ProcessRole, statement InboxRead: read dynamodb:LeadingKeys",
+        ),
+        (
+            "process-reads-the-index",
+            "              - Sid: InboxRead\n",
+            "              - Sid: QueryIndex\n                Effect: Allow\n                \
+             Action: dynamodb:Query\n                Resource: !Sub ${InboxTable.Arn}/index/open-index\n                \
+             Condition:\n                  ForAllValues:StringLike:\n                    \
+             dynamodb:LeadingKeys:\n                      - OPEN#*\n              - Sid: InboxRead\n",
+            "ProcessRole, statement QueryIndex: dynamodb:Query on the index, which ProcessRole's \
+             code never reads",
+        ),
+        (
+            "reaper-reads-every-shard",
+            "                      - OPEN#*\n",
+            "                      - \"*\"\n",
+            "ReaperRole, statement QueryOpenIndex: read dynamodb:LeadingKeys ['*'], expected exactly",
+        ),
+        (
+            "reaper-loses-its-get",
+            "              - Sid: ReadDueMessages\n                Effect: Allow\n                \
+             Action: dynamodb:GetItem\n",
+            "              - Sid: ReadDueMessages\n                Effect: Allow\n                \
+             Action: dynamodb:Query\n",
+            "ReaperRole: read actions on the table ['dynamodb:Query'], expected exactly \
+             ['dynamodb:GetItem'] (missing dynamodb:GetItem",
+        ),
+        (
+            "reconcile-scan-beside-reads",
+            "                Action:\n                  - dynamodb:Query\n                  - dynamodb:GetItem\n",
+            "                Action:\n                  - dynamodb:Scan\n                  - dynamodb:Query\n                  \
+             - dynamodb:GetItem\n",
+            "ReconcileRole, statement ReadWalletsAndMessages: dynamodb:Scan beside dynamodb:GetItem, \
+             dynamodb:Query",
+        ),
+        (
+            "reconcile-reads-every-index-shard",
+            "                      - UNMATCHED\n",
+            "                      - \"*\"\n",
+            "ReconcileRole, statement ReadUnmatchedPayments: read dynamodb:LeadingKeys ['*'], \
+             expected exactly ['UNMATCHED']",
+        ),
+        (
+            "deliver-scans",
+            "                  - dynamodb:BatchGetItem\n",
+            "                  - dynamodb:BatchGetItem\n                  - dynamodb:Scan\n",
+            "DeliverRole, statement OutboxRead: dynamodb:Scan reads every item of the table",
+        ),
+        (
+            "deliver-loses-batch-get",
+            "                  - dynamodb:BatchGetItem\n",
+            "",
+            "DeliverRole: read actions on the table ['dynamodb:GetItem', 'dynamodb:Query'], expected \
+             exactly ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query'] (missing \
+             dynamodb:BatchGetItem",
+        ),
+        (
+            "deliver-reads-done-shards",
+            "                      - OUTBOX#??\n",
+            "                      - OUTBOX#*\n",
+            "DeliverRole, statement SweepOpenIndex: read dynamodb:LeadingKeys ['OUTBOX#?', 'OUTBOX#*'], \
+             expected exactly",
+        ),
+        (
+            "wallet-api-reads-payments",
+            "              - Sid: ReadWallets\n                Effect: Allow\n                Action:\n                  \
+             - dynamodb:GetItem\n                  - dynamodb:Query\n                Resource: !GetAtt InboxTable.Arn\n                \
+             Condition:\n                  ForAllValues:StringLike:\n                    \
+             dynamodb:LeadingKeys:\n                      - WALLET#*\n",
+            "              - Sid: ReadWallets\n                Effect: Allow\n                Action:\n                  \
+             - dynamodb:GetItem\n                  - dynamodb:Query\n                Resource: !GetAtt InboxTable.Arn\n                \
+             Condition:\n                  ForAllValues:StringLike:\n                    \
+             dynamodb:LeadingKeys:\n                      - PAYMENT#*\n",
+            "WalletApiRole, statement ReadWallets: read dynamodb:LeadingKeys ['PAYMENT#*', \
+             'PROVIDER#stripe'], expected exactly",
+        ),
+        (
+            "ingest-reads",
+            "                Action: dynamodb:PutItem\n                Resource: !GetAtt InboxTable.Arn\n",
+            "                Action: [dynamodb:PutItem, dynamodb:GetItem]\n                \
+             Resource: !GetAtt InboxTable.Arn\n",
+            "IngestRole, statement InboxPut: dynamodb:GetItem on the table, but IngestRole has no \
+             read list",
+        ),
+    ];
+    for (name, from, to, expected) in cases {
+        let path = mutated(name, from, to);
+        let out = check(&path, &[]);
+        let _ = std::fs::remove_file(&path);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: not caught");
+        assert!(stderr.contains(expected), "{name}: {stderr}");
+    }
 }

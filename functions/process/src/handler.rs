@@ -47,6 +47,20 @@ pub fn registry_with<S: ItemStore + 'static>(
         .register(Registry::new())
 }
 
+/// The partition-key patterns the process function reads in the table: the processor's
+/// ([`inbox_core::process::PROCESS_READS`]: the message, the destinations) and its handlers'
+/// (the wallet's, [`wallet_ledger::ledger::reads::handler_reads`]). Its role may read nothing
+/// else (template.yaml's `dynamodb:LeadingKeys` on `ProcessRole`, compared by
+/// tests/it/template.rs); a handler added to [`registry`] adds its reads here.
+pub fn table_reads() -> Vec<String> {
+    let mut reads: Vec<String> = inbox_core::process::PROCESS_READS
+        .iter()
+        .map(|p| (*p).to_owned())
+        .collect();
+    reads.extend(wallet_ledger::ledger::reads::handler_reads());
+    reads
+}
+
 /// Builds the service once per cold start: the handlers, and the outbox's fan-out at the
 /// terminal transitions.
 pub async fn build() -> Result<Service, ConfigError> {

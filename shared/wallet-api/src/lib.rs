@@ -33,5 +33,13 @@ pub use request::ApiRequest;
 pub use response::ApiResponse;
 pub use service::WalletApi;
 
+/// The partition-key patterns the wallet API reads in the table (`dynamodb:LeadingKeys` of its
+/// role in template.yaml, compared by tests/it/template.rs): the ledger's, the wallets'
+/// partitions, where [`idempotency`] keeps its records too. Nothing else: no registry, no index,
+/// no message.
+pub fn table_reads() -> Vec<String> {
+    wallet_ledger::ledger::reads::api_reads()
+}
+
 #[cfg(test)]
 mod tests;

@@ -48,6 +48,24 @@ pub const DONE_SHARD: &str = "OUTBOX#DONE";
 /// `*` ends a prefix; an entry without it is a whole key.
 pub const DELIVER_WRITES: [&str; 4] = ["OUT#*", "FAN#*", "DEST#*", DESTINATIONS_PK];
 
+/// The partition-key patterns of every item the deliver function reads in the table: deliveries
+/// (`GetItem`), fan-outs, a destination's state, the destinations (`Query`, and `GetItem` of one
+/// before disabling it), and the events' messages (a body: `GetItem`, or the inline bodies of a
+/// batch read ahead in one `BatchGetItem`). Its role may read nothing else (template.yaml's
+/// `dynamodb:LeadingKeys` on `DeliverRole`, compared by tests/it/template.rs).
+pub const DELIVER_READS: [&str; 5] = ["MSG#*", "OUT#*", "FAN#*", "DEST#*", DESTINATIONS_PK];
+
+/// The open-index partitions the deliver function's sweep queries: the outbox's open shards
+/// ([`outbox_shards`]), as IAM patterns where `?` is one character (`OUTBOX#?`, `OUTBOX#??` for
+/// 64 shards), so that its role reads neither the done shards (`OUTBOX#DONE#…`) nor another
+/// application's shards of the index.
+pub fn deliver_index_reads() -> Vec<String> {
+    let digits = (OUTBOX_SHARDS.saturating_sub(1)).to_string().len();
+    (1..=digits)
+        .map(|n| format!("OUTBOX#{}", "?".repeat(n)))
+        .collect()
+}
+
 /// How many open-index shards the outbox spreads over (its open and its done partitions alike).
 /// A delivery writes its open shard's index up to three times (the fan-out's put, the claim, the
 /// record that leaves the shard): at 1,000 write units per partition and second, 64 shards carry
@@ -143,6 +161,56 @@ mod tests {
             Some(prefix) => pk.starts_with(prefix),
             None => pk == *p,
         })
+    }
+
+    /// Whether `key` matches one of `patterns` as IAM's `StringLike` does (`*`: any run, `?`: one
+    /// character).
+    fn like(patterns: &[String], key: &str) -> bool {
+        fn matches(p: &[char], k: &[char]) -> bool {
+            match (p.first(), k.first()) {
+                (None, None) => true,
+                (Some('*'), _) => matches(&p[1..], k) || (!k.is_empty() && matches(p, &k[1..])),
+                (Some('?'), Some(_)) => matches(&p[1..], &k[1..]),
+                (Some(a), Some(b)) if a == b => matches(&p[1..], &k[1..]),
+                _ => false,
+            }
+        }
+        let k: Vec<char> = key.chars().collect();
+        patterns
+            .iter()
+            .any(|p| matches(&p.chars().collect::<Vec<_>>(), &k))
+    }
+
+    #[test]
+    fn the_deliverer_reads_its_keys_and_the_open_outbox_shards_only() {
+        let k = key("stripe", "evt_1");
+        let reads: Vec<String> = DELIVER_READS.iter().map(|p| (*p).to_owned()).collect();
+        for pk in [
+            delivery_pk("dest_1", &k),
+            fanout_pk(&k),
+            destination_pk("dest_1"),
+            DESTINATIONS_PK.to_owned(),
+            crate::store::schema::message_pk(&k),
+        ] {
+            assert!(like(&reads, &pk), "{pk}");
+        }
+        for pk in [
+            "WALLET#acct_1",
+            "DESTINATIONS2",
+            "PAYMENT#pi_1",
+            "PROVIDER#stripe",
+        ] {
+            assert!(!like(&reads, pk), "{pk}");
+        }
+        let index = deliver_index_reads();
+        assert!(outbox_shards().all(|s| like(&index, &s)), "{index:?}");
+        for i in 0..3000 {
+            let done = done_shard(&format!("OUT#d#s#{i}"));
+            assert!(!like(&index, &done), "{done}");
+        }
+        for other in [DONE_SHARD, "OPEN#1", "AUTOPAY#ATTEMPT#1", "UNMATCHED"] {
+            assert!(!like(&index, other), "{other}");
+        }
     }
 
     #[test]

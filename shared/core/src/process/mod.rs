@@ -36,6 +36,13 @@ mod records;
 pub mod registry;
 
 pub use config::ProcessConfig;
+
+/// The partition-key patterns the processor itself reads (its handlers read their own, which the
+/// composition root adds): the message (`GetItem`) and the outbox's destinations (one `Query` of
+/// their partition, cached, fanned out in the terminal transitions). The process function's
+/// role may read nothing else (template.yaml's `dynamodb:LeadingKeys` on `ProcessRole`, compared
+/// by tests/it/template.rs). `*` ends a prefix; an entry without it is a whole key.
+pub const PROCESS_READS: [&str; 2] = ["MSG#*", crate::outbox::schema::DESTINATIONS_PK];
 pub use finish::{NOTE_EXHAUSTED, NOTE_LOST_LAST, NOTE_PERMANENT};
 pub use outcome::{InfraError, Outcome, ProcessorConfig, Skip};
 

@@ -35,6 +35,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The partition-key patterns the reaper reads in the table: a due message (`GetItem`, for its
+/// version). Its role may read nothing else (template.yaml's `dynamodb:LeadingKeys` on
+/// `ReaperRole`, compared by tests/it/template.rs). `*` ends a prefix.
+pub const REAPER_READS: [&str; 1] = ["MSG#*"];
+/// The open-index partitions the reaper queries: the open messages' shards ([`open_shards`]),
+/// never the outbox's or the wallets' shards of the same index.
+pub const REAPER_INDEX_READS: [&str; 1] = ["OPEN#*"];
+
 /// How many due messages are handled at once.
 const CONCURRENCY: usize = 8;
 

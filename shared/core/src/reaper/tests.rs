@@ -208,3 +208,17 @@ async fn concurrent_runs_send_a_pending_notice_once() {
     );
     assert_eq!(w.store.message(&k).unwrap().notice_pending, None);
 }
+
+#[test]
+fn the_reaper_reads_only_messages_and_the_open_shards() {
+    let prefix = |p: &str| p.strip_suffix('*').map(str::to_owned);
+    let messages = prefix(REAPER_READS[0]).expect("a prefix");
+    let k = MessageKey::new(
+        SourceName::parse("stripe").unwrap(),
+        EventId::parse("evt_1").unwrap(),
+    );
+    assert!(crate::store::schema::message_pk(&k).starts_with(&messages));
+    let shards = prefix(REAPER_INDEX_READS[0]).expect("a prefix");
+    assert!(open_shards().all(|s| s.starts_with(&shards)));
+    assert!(!crate::outbox::schema::outbox_shard("OUT#d#s#e").starts_with(&shards));
+}

@@ -63,6 +63,8 @@ pub const PENDING_GRACE_MS: i64 = 5 * 60 * 1000;
 
 /// The sort key of a message item.
 pub const MESSAGE_SK: &str = "MSG";
+/// The prefix of every message's partition key ([`message_pk`]): `MSG#{source}#{event id}`.
+pub const MESSAGE_PREFIX: &str = "MSG#";
 /// The name of the sparse index of non-terminal messages.
 pub const OPEN_INDEX: &str = "open-index";
 /// How many partitions the open index spreads over (avoids one hot partition). Every new
@@ -80,7 +82,7 @@ pub const KIND_DELIVERY_COUNT: &str = "delivery_count";
 
 /// The partition key of a message and its journal.
 pub fn message_pk(key: &MessageKey) -> String {
-    format!("MSG#{}#{}", key.source, key.event_id)
+    format!("{MESSAGE_PREFIX}{}#{}", key.source, key.event_id)
 }
 
 /// The key attributes (`pk`, `sk`) of a message item.
