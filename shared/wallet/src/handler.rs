@@ -7,7 +7,7 @@
 //! attributes in the wallet's own write) — and the metrics (`WalletOverdrawn`,
 //! `WalletReviewFlagged`, the notices') the processor emits once, after that transaction committed. The
 //! wallet's own `wallet.autopay_reconciled` credits only what the attempt it names says
-//! ([`reconciled`]: anything else is refused, quarantined and counted, `ForgedInternalEvent`). An event
+//! (`handler::reconciled`: anything else is refused, quarantined and counted, `ForgedInternalEvent`). An event
 //! that is not the wallet's business (another Stripe mode, a payment of no wallet's) is declined
 //! with the reason (`ignored`, no alarm). Stripe payments are in [`crate::payments::handler`]; autopay (the
 //! attempt a hold or debit at the threshold writes with it, `AutopayAttemptMade`, and the cap's
