@@ -34,7 +34,8 @@ creates, the managed policies it attaches for event sources) is checked too:
                     when a stream invokes it; the front door has its
                     alarms (the ingest function's ServerErrors and Unauthorized, the gateway's
                     5xx); the quarantine alarm watches new arrivals (NumberOfMessagesSent); the
-                    payments nobody matched to a tenant have theirs (UnmatchedPayments); every
+                    payments nobody matched to a tenant have theirs (UnmatchedPayments), and so
+                    do internal wallet events refused as forged (ForgedInternalEvent); every
                     alarm on the stack's own metrics (WebhookIngestor/*) filters on the Stage
                     dimension, so stacks of two stages in one account never trip each other's;
   parallelism       the deliver function's stream mappings set a ParallelizationFactor of at
@@ -580,6 +581,7 @@ def check_alarms(sam: dict[str, Any]) -> list[str]:
         ("AWS/ApiGateway", "5xx", "the gateway's 5xx"),
         ("AWS/SQS", "NumberOfMessagesSent", "new arrivals in the quarantine queue"),
         ("WebhookIngestor/Wallet", "UnmatchedPayments", "payments unmatched past the window"),
+        ("WebhookIngestor/Wallet", "ForgedInternalEvent", "internal wallet events refused as forged"),
     ]:
         if not has(namespace, name):
             problems.append(f"no alarm on {what} ({namespace} {name})")

@@ -95,6 +95,12 @@ fn the_check_catches_what_it_guards_against() {
             "no alarm on payments unmatched past the window (WebhookIngestor/Wallet UnmatchedPayments)",
         ),
         (
+            "forged-alarm",
+            "      MetricName: ForgedInternalEvent\n",
+            "      MetricName: ForgedInternalEvents\n",
+            "no alarm on internal wallet events refused as forged (WebhookIngestor/Wallet ForgedInternalEvent)",
+        ),
+        (
             "unmatched-stage",
             "      MetricName: UnmatchedPayments\n      Dimensions:\n        - Name: Stage\n",
             "      MetricName: UnmatchedPayments\n      Dimensions:\n        - Name: Tier\n",

@@ -27,6 +27,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Source names kept for the messages the deployment writes itself, never an inbound source's:
+/// `wallet` (the wallet ledger's own events, published through the outbox, one of which the
+/// wallet's handler acts on). A webhook source of that name would let whoever holds its secret
+/// write messages the handlers take for internal ones, so configuring one fails at start.
+pub const RESERVED_SOURCES: [&str; 1] = ["wallet"];
+
 /// One source as written in `WEBHOOK_SOURCES`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct SourceSpec {
@@ -201,6 +207,16 @@ impl Sources {
         for (name, spec) in specs {
             let source_name = SourceName::parse(&name)
                 .map_err(|e| invalid(vars::WEBHOOK_SOURCES, format!("source name {name:?} {e}")))?;
+            if RESERVED_SOURCES.contains(&name.as_str()) {
+                return Err(invalid(
+                    vars::WEBHOOK_SOURCES,
+                    format!(
+                        "source name {name:?} is reserved for the deployment's own events (the \
+                         wallet ledger publishes its events as source {name:?}); an inbound \
+                         source of that name could forge them: name it otherwise"
+                    ),
+                ));
+            }
             signature::check_registered(&spec.scheme)
                 .map_err(|e| invalid(vars::WEBHOOK_SOURCES, format!("source {name:?}: {e}")))?;
             for (field, rule) in [

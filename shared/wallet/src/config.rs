@@ -13,6 +13,7 @@ use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
 use inbox_core::config::doc::readers::{INBOXCTL, PROCESS, WALLET_API};
 use inbox_core::config::doc::{ReadBy, Unset};
 use inbox_core::config::{ConfigError, Env, Var};
+use inbox_core::sources::RESERVED_SOURCES;
 use std::time::Duration;
 
 /// The reconcile and charge functions, as `template.yaml` names them.
@@ -277,12 +278,33 @@ impl WalletSources {
             Some(text) => email_sources(&text, &[&stripe, &mailer])?,
             None => Vec::new(),
         };
+        unreserved(WALLET_STRIPE_SOURCE.name, &stripe)?;
+        unreserved(WALLET_MAILER_SOURCE.name, &mailer)?;
+        for (source, _) in &email {
+            unreserved(WALLET_EMAIL_SOURCES.name, source)?;
+        }
         Ok(Self {
             stripe,
             mailer,
             email,
         })
     }
+}
+
+/// Refuses `source` (as `var` names it) if it is reserved for the deployment's own events
+/// ([`RESERVED_SOURCES`]: the wallet publishes its own as `wallet`): an inbound source of that
+/// name would be read as the wallet's.
+fn unreserved(var: &'static str, source: &str) -> Result<(), ConfigError> {
+    if RESERVED_SOURCES.contains(&source) {
+        return Err(ConfigError::Invalid {
+            var,
+            reason: format!(
+                "source {source:?} is reserved for the wallet's own events (it publishes them as \
+                 source {source:?}); name the inbound source otherwise"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// `source=provider, …` (see [`WALLET_EMAIL_SOURCES`]); no source named twice or in `taken`.
@@ -436,6 +458,24 @@ mod tests {
             assert!(
                 e.contains("WALLET_EMAIL_SOURCES") && e.contains(says),
                 "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_wallet_source_may_be_the_wallets_own() {
+        assert!(RESERVED_SOURCES.contains(&crate::balance::events::SOURCE));
+        for (var, value) in [
+            ("WALLET_STRIPE_SOURCE", "wallet"),
+            ("WALLET_MAILER_SOURCE", " wallet "),
+            ("WALLET_EMAIL_SOURCES", "ses=ses,wallet=mailer"),
+        ] {
+            let e = WalletSources::read(&Env::from_pairs([(var, value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(var) && e.contains("\"wallet\"") && e.contains("reserved"),
+                "{var}: {e}"
             );
         }
     }

@@ -5,7 +5,9 @@
 //! different emails never conflict), the entries `Create`d, the events the movement announces
 //! ([`crate::balance::notices`]: `wallet.low_balance`, `wallet.review_threshold_reached`, their wallet
 //! attributes in the wallet's own write) — and the metrics (`WalletOverdrawn`,
-//! `WalletReviewFlagged`, the notices') the processor emits once, after that transaction committed. An event
+//! `WalletReviewFlagged`, the notices') the processor emits once, after that transaction committed. The
+//! wallet's own `wallet.autopay_reconciled` credits only what the attempt it names says
+//! (`handler::reconciled`: anything else is refused, quarantined and counted, `ForgedInternalEvent`). An event
 //! that is not the wallet's business (another Stripe mode, a payment of no wallet's) is declined
 //! with the reason (`ignored`, no alarm). Stripe payments are in [`crate::payments::handler`]; autopay (the
 //! attempt a hold or debit at the threshold writes with it, `AutopayAttemptMade`, and the cap's
@@ -28,7 +30,10 @@ use inbox_core::process::registry::{Commit, Handler, HandlerFuture, HandlerOutco
 use inbox_core::store::{Effect, ItemStore};
 use std::sync::Arc;
 
+mod reconciled;
+
 pub use crate::config::WalletSources;
+pub use reconciled::FORGED_INTERNAL_EVENT;
 
 /// The Stripe event types the wallet handles.
 pub const STRIPE_TYPES: [&str; 9] = [
@@ -325,10 +330,9 @@ impl<S: ItemStore> WalletHandler<S> {
         } else if m.source.as_str() == crate::balance::events::SOURCE
             && event_type == crate::balance::events::RECONCILED
         {
-            // A charge the charging pass found confirmed at the provider, its webhook missing.
-            let notice = crate::balance::events::reconciled_notice(&body)
-                .map_err(HandlerOutcome::Permanent)?;
-            self.payment(m, notice).await
+            // A charge the charging pass found confirmed at the provider, its webhook missing:
+            // credited only as the attempt it names was recorded.
+            self.reconciled(m, &body).await
         } else if let Some(provider) = sources.email_provider(m.source.as_str()) {
             match provider.notice(event_type, &body).map_err(unusable)? {
                 Some(notice) => self.email(m, notice).await,

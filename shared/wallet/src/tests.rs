@@ -2,6 +2,7 @@
 //! flags, reconciliation, and property tests against a reference model.
 
 mod autopay;
+mod forged;
 mod holds;
 mod layout;
 mod metrics;

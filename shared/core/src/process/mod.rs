@@ -246,6 +246,15 @@ impl<S: MessageStore, R: RetryQueue, Q: Quarantine, C: Clock> Processor<S, R, Q,
                 HandlerOutcome::Permanent(error) => {
                     return self.fail(&message, FailureKind::Permanent, error, a).await
                 }
+                HandlerOutcome::Refused { reason, metrics } => {
+                    let outcome = self
+                        .fail(&message, FailureKind::Permanent, reason, a)
+                        .await?;
+                    if matches!(outcome, Outcome::Failed { .. }) {
+                        self.metrics.emit(now, &metrics);
+                    }
+                    return Ok(outcome);
+                }
             };
             let mut commit = commit;
             match self

@@ -60,6 +60,13 @@ pub enum HandlerOutcome {
     Retry(String),
     /// A failure that will not heal by itself: quarantine now.
     Permanent(String),
+    /// A message refused as untrustworthy (e.g. an internal event its records contradict): a
+    /// [`Self::Permanent`] failure, quarantined now with `reason`, whose `metrics` (the alarm)
+    /// are emitted once that failure is recorded — never for a racer whose transition lost.
+    Refused {
+        reason: String,
+        metrics: Vec<Metric>,
+    },
 }
 
 impl HandlerOutcome {

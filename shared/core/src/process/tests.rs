@@ -461,6 +461,47 @@ async fn permanent_failure_quarantines_at_once() {
     assert_eq!(w.quarantine.quarantined()[0].reason.as_str(), "permanent");
 }
 
+/// Refuses every message as untrustworthy, with an alarm.
+struct Refuses;
+impl Handler for Refuses {
+    fn name(&self) -> &str {
+        "strict"
+    }
+    fn handle<'a>(&'a self, _m: &'a StoredMessage) -> HandlerFuture<'a> {
+        Box::pin(async {
+            HandlerOutcome::Refused {
+                reason: "forged".into(),
+                metrics: vec![Metric::count("Test", "Forged", 1)],
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_quarantines_at_once_and_counts_its_alarm_once() {
+    let w = World::new();
+    let p = w.processor(registry(Arc::new(Refuses)));
+    let m = w.ingest("evt_1", "invoice.paid").await;
+    assert_eq!(
+        p.process(m.clone()).await.unwrap(),
+        Outcome::Failed {
+            attempts: 1,
+            permanent: true
+        }
+    );
+    let after = w.store.message(&m.key()).unwrap();
+    assert_eq!(after.status, Status::Failed);
+    assert_eq!(after.last_error.as_deref(), Some("forged"));
+    assert_eq!(w.quarantine.quarantined()[0].reason.as_str(), "permanent");
+    assert_eq!(w.metrics.count("Forged"), 1);
+    // Delivered again: terminal, nothing counted twice.
+    assert_eq!(
+        p.process(after).await.unwrap(),
+        Outcome::Skipped(Skip::Terminal)
+    );
+    assert_eq!(w.metrics.count("Forged"), 1);
+}
+
 #[tokio::test]
 async fn too_many_effects_for_one_transaction_is_permanent() {
     let w = World::new();

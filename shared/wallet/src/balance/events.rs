@@ -2,7 +2,9 @@
 //! source [`SOURCE`] (`wallet`) in the same transaction as the change it reports, so it exists
 //! exactly when that change committed, once however often the transaction is re-run (its id is
 //! derived from what it reports). The processor has no handler for it: it is `ignored` and its
-//! deliveries go to the destinations subscribed to its source and type, like any event.
+//! deliveries go to the destinations subscribed to its source and type, like any event. The
+//! source name is reserved ([`inbox_core::sources::RESERVED_SOURCES`]): no inbound webhook
+//! source may take it.
 //!
 //! | type | when | data |
 //! |---|---|---|
@@ -10,7 +12,7 @@
 //! | `wallet.autopay_failed` | a try of an attempt failed (one per try) | tenant, attempt, try, code, next_try_at (ms, absent at the end) |
 //! | `wallet.autopay_suspended` | autopay stopped itself (the ladder ended, the method was detached) | tenant, reason |
 //! | `wallet.autopay_limit_reached` | the monthly cap refused a charge | tenant, wanted, charged, cap, currency, month |
-//! | `wallet.autopay_reconciled` | the provider confirms a charge whose webhook never came: the wallet's handler credits it (the same rules and payment row as the webhook, so whichever comes first credits, once) | tenant, attempt, amount, currency, payment |
+//! | `wallet.autopay_reconciled` | the provider confirms a charge whose webhook never came: the wallet's handler credits it (the same rules and payment row as the webhook, so whichever comes first credits, once) if the attempt it names, as the charging pass recorded it, has the same tenant, amount, currency and payment intent and is `Charged` (or `Credited` by that intent already: nothing more); otherwise it is refused, quarantined and counted (`ForgedInternalEvent`) | tenant, attempt, amount, currency, payment |
 //! | `wallet.low_balance` | a movement took the wallet into "cannot afford one more send at its price" (`available − price < floor`), once per crossing ([`crate::balance::notices`]) | tenant, crossing (the wallet's count of crossings, which makes the id), available, floor, price, currency |
 //! | `wallet.review_threshold_reached` | a month's debits passed the wallet's review threshold, once per wallet and month ([`crate::balance::notices`]) | tenant, month (`YYYY_MM`), debits, threshold, currency |
 
@@ -217,28 +219,58 @@ impl WalletEvent {
     }
 }
 
-/// What a [`WalletEvent::Reconciled`] body says, as the payment its webhook would have reported.
-pub(crate) fn reconciled_notice(body: &Value) -> Result<PaymentNotice, String> {
-    let data = &body["data"];
-    let text = |k: &str| {
-        data[k]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| format!("a {RECONCILED} event without data.{k}"))
-    };
-    let tenant = TenantId::parse(&text("tenant")?).map_err(|e| e.to_string())?;
-    let amount = data["amount"]
-        .as_i64()
-        .filter(|a| *a > 0)
-        .ok_or_else(|| format!("a {RECONCILED} event without a positive data.amount"))?;
-    Ok(PaymentNotice {
-        tenant: Some(tenant),
-        payment_key: text("payment")?,
-        currency: Some(text("currency")?.to_ascii_lowercase()),
-        event: PaymentEvent::Paid { amount },
-        attempt: Some(text("attempt")?),
-        method: None,
-    })
+/// What a [`WalletEvent::Reconciled`] body claims. A claim only: the wallet's handler credits it
+/// only if the attempt it names, as the charging pass recorded it, says the same
+/// (`crate::handler`'s reconciled check).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReconciledClaim {
+    pub tenant: TenantId,
+    pub attempt: String,
+    /// Minor units, positive.
+    pub amount: i64,
+    /// Lower-case ISO currency.
+    pub currency: String,
+    /// The provider's id of the charge (the PaymentIntent).
+    pub payment: String,
+}
+
+impl ReconciledClaim {
+    /// Reads a [`RECONCILED`] body; `Err`: what it lacks.
+    pub(crate) fn parse(body: &Value) -> Result<Self, String> {
+        let data = &body["data"];
+        let text = |k: &str| {
+            data[k]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("a {RECONCILED} event without data.{k}"))
+        };
+        let tenant = TenantId::parse(&text("tenant")?).map_err(|e| e.to_string())?;
+        let amount = data["amount"]
+            .as_i64()
+            .filter(|a| *a > 0)
+            .ok_or_else(|| format!("a {RECONCILED} event without a positive data.amount"))?;
+        Ok(Self {
+            tenant,
+            attempt: text("attempt")?,
+            amount,
+            currency: text("currency")?.to_ascii_lowercase(),
+            payment: text("payment")?,
+        })
+    }
+
+    /// The claim as the payment its webhook would have reported.
+    pub(crate) fn notice(&self) -> PaymentNotice {
+        PaymentNotice {
+            tenant: Some(self.tenant.clone()),
+            payment_key: self.payment.clone(),
+            currency: Some(self.currency.clone()),
+            event: PaymentEvent::Paid {
+                amount: self.amount,
+            },
+            attempt: Some(self.attempt.clone()),
+            method: None,
+        }
+    }
 }
 
 /// Settles a charge whose webhook never came by publishing [`WalletEvent::Reconciled`]: the

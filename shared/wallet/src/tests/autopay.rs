@@ -23,7 +23,7 @@ const START: i64 = 3_000;
 impl World {
     /// A wallet of `START` with autopay to 50.00 at 10.00, and a saved method unless `method` is
     /// false.
-    async fn autopay(self, method: bool, cap: Option<i64>) -> Self {
+    pub(super) async fn autopay(self, method: bool, cap: Option<i64>) -> Self {
         let mut wallet = Wallet::new(
             tid("acme"),
             usd().amount(PRICE),
@@ -51,7 +51,7 @@ impl World {
         self
     }
 
-    async fn settings(&self) -> crate::autopay::Autopay {
+    pub(super) async fn settings(&self) -> crate::autopay::Autopay {
         Ledger::new(&*self.store)
             .autopay(&tid("acme"))
             .await
@@ -59,7 +59,7 @@ impl World {
             .unwrap()
     }
 
-    async fn attempts(&self) -> Vec<crate::autopay::Attempt> {
+    pub(super) async fn attempts(&self) -> Vec<crate::autopay::Attempt> {
         Ledger::new(&*self.store)
             .attempts(&tid("acme"))
             .await
@@ -78,7 +78,7 @@ impl World {
             .is_some()
     }
 
-    async fn debits(&self, from: usize, n: usize) {
+    pub(super) async fn debits(&self, from: usize, n: usize) {
         for i in from..from + n {
             let o = self
                 .email(
@@ -93,7 +93,12 @@ impl World {
     }
 
     /// `payment_intent.succeeded` of the attempt's charge.
-    async fn charge_succeeded(&self, event: &str, attempt: &str, amount: i64) -> Outcome {
+    pub(super) async fn charge_succeeded(
+        &self,
+        event: &str,
+        attempt: &str,
+        amount: i64,
+    ) -> Outcome {
         let pi = json!({"id": format!("pi_{attempt}"), "object": "payment_intent", "amount": amount,
             "amount_received": amount, "currency": "usd", "customer": "cus_1",
             "payment_method": "pm_1", "livemode": false, "status": "succeeded", "off_session": true,
@@ -223,7 +228,7 @@ async fn no_method_no_attempt() {
 }
 
 /// The charging pass's write of `id`'s charge (as read before the webhook, when `stale`).
-async fn pass_charged(w: &World, id: &str, read: crate::autopay::Attempt) -> Written {
+pub(super) async fn pass_charged(w: &World, id: &str, read: crate::autopay::Attempt) -> Written {
     let mut a = read;
     a.state = AttemptState::Charged;
     a.try_no = 0;
