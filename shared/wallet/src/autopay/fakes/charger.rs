@@ -29,6 +29,12 @@ pub enum Step {
     /// The charge is made but the answer is lost (a 500 after the commit, a reset): the caller
     /// sees `Indeterminate` naming no charge; a repeat of the key gets the saved success.
     ChargedButLost,
+    /// The process running the call dies in it: the call never returns. `reached`: the request
+    /// got to the provider, which made the charge (and saved its answer under the key); else it
+    /// never left (nothing recorded, no request counted).
+    Killed {
+        reached: bool,
+    },
 }
 
 /// A charge object the provider keeps.
@@ -163,28 +169,29 @@ impl ScriptedCharger {
     }
 }
 
-impl Charger for ScriptedCharger {
-    async fn charge(&self, request: &ChargeRequest) -> ChargeReply {
+impl ScriptedCharger {
+    /// The scripted answer to `request` (`None`: the call never returns).
+    fn answer(&self, request: &ChargeRequest) -> Option<ChargeReply> {
         let at = self.now();
         let mut s = lock(&self.script);
         s.requests.push((at, request.clone()));
         let key = request.idempotency_key.clone();
         if s.down {
-            return ChargeReply {
+            return Some(ChargeReply {
                 outcome: ChargeOutcome::Indeterminate,
                 provider_ref: None,
                 replayed: false,
                 requests: 3,
-            };
+            });
         }
         // Keys are pruned once 24 hours old: the same key then runs anew.
         s.saved
             .retain(|_, (saved_at, _)| saved_at.get() + KEY_KEPT_MS > at.get());
         if let Some((_, saved)) = s.saved.get(&key) {
-            return ChargeReply {
+            return Some(ChargeReply {
                 replayed: true,
                 ..saved.clone()
-            };
+            });
         }
         let step = s
             .steps
@@ -200,7 +207,7 @@ impl Charger for ScriptedCharger {
             created: at,
         };
         let n = s.intents.len() + 1;
-        match step {
+        Some(match step {
             // Nothing made (a 5xx before the endpoint ran, a timeout before it was reached).
             Step::Answer(ChargeOutcome::Indeterminate) => ChargeReply {
                 outcome: ChargeOutcome::Indeterminate,
@@ -215,6 +222,16 @@ impl Charger for ScriptedCharger {
                 s.saved.insert(key, (at, reply.clone()));
                 reply
             }
+            Step::Killed { reached } => {
+                if reached {
+                    let made = intent(ChargeOutcome::Succeeded, n);
+                    s.saved.insert(key, (at, made.reply()));
+                    s.intents.push(made);
+                } else {
+                    s.requests.pop();
+                }
+                return None;
+            }
             Step::ChargedButLost => {
                 let made = intent(ChargeOutcome::Succeeded, n);
                 s.saved.insert(key, (at, made.reply()));
@@ -226,6 +243,16 @@ impl Charger for ScriptedCharger {
                     requests: 1,
                 }
             }
+        })
+    }
+}
+
+impl Charger for ScriptedCharger {
+    async fn charge(&self, request: &ChargeRequest) -> ChargeReply {
+        match self.answer(request) {
+            Some(reply) => reply,
+            // Killed in the call: it never returns.
+            None => std::future::pending().await,
         }
     }
 

@@ -271,6 +271,51 @@ async fn a_crash_after_the_call_repeats_the_same_key_and_charges_once() {
 }
 
 #[tokio::test]
+async fn a_pass_killed_in_the_call_is_re_driven_at_its_lease_and_charges_once() {
+    use futures_util::FutureExt as _;
+    let lease = i64::try_from(pass_lease()).expect("lease");
+    for reached in [false, true] {
+        let (pass, clock) = setup(vec![Step::Killed { reached }]);
+        // The run dies in the call, after its claim was stored (before or after the request
+        // reached the provider): nothing records an answer.
+        assert!(
+            pass.run(None).now_or_never().is_none(),
+            "killed in the call"
+        );
+        let claimed = thr(&pass);
+        assert_eq!(claimed.state, AttemptState::Charging, "reached {reached}");
+        assert_eq!(claimed.due, at(lease), "due again at its lease's end");
+        // No run before the lease ends touches it; the first one at its end re-drives it, with
+        // the same key: the bound is the lease plus the runs' period.
+        run_at(&pass, &clock, &[MINUTE, lease - 1]).await;
+        let sent_before = usize::from(reached);
+        assert_eq!(
+            pass.charger().requests().len(),
+            sent_before,
+            "reached {reached}"
+        );
+        run_at(&pass, &clock, &[lease]).await;
+        let keys: std::collections::BTreeSet<String> = pass
+            .charger()
+            .requests()
+            .into_iter()
+            .map(|(_, r)| r.idempotency_key)
+            .collect();
+        assert_eq!(keys.len(), 1, "one key, reached {reached}");
+        assert_eq!(
+            pass.charger().charged_keys().len(),
+            1,
+            "one charge, reached {reached}"
+        );
+        assert_eq!(thr(&pass).state, AttemptState::Charged, "reached {reached}");
+    }
+}
+
+fn pass_lease() -> u128 {
+    PassConfig::default().lease.as_millis()
+}
+
+#[tokio::test]
 async fn an_indeterminate_answer_repeats_the_same_key_and_charges_once() {
     // A 500 after the charge was made: indeterminate, then the saved success.
     let (pass, clock) = setup(vec![Step::ChargedButLost]);
