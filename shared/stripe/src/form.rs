@@ -124,9 +124,11 @@ mod tests {
     use super::*;
     use wallet_ledger::money::Currency;
 
+    // Characters only a tenant stored before the grammar (issue 32) can have (its autopay still
+    // charges): encoded all the same.
     fn top_up(save: bool, customer: Option<&str>) -> CheckoutRequest {
         CheckoutRequest {
-            tenant: TenantId::parse("acme & co").unwrap(),
+            tenant: TenantId::stored("acme & co").unwrap(),
             amount: Currency::parse("EUR").unwrap().amount(5000),
             success_url: "https://app.example/paid?s={CHECKOUT_SESSION_ID}".into(),
             cancel_url: "https://app.example/cancel".into(),
@@ -187,7 +189,7 @@ mod tests {
     #[test]
     fn a_charge_is_an_off_session_confirmed_intent_with_our_metadata() {
         let request = ChargeRequest {
-            tenant: TenantId::parse("acme & co").unwrap(),
+            tenant: TenantId::stored("acme & co").unwrap(),
             attempt: "a1".into(),
             try_no: 2,
             amount: Currency::parse("USD").unwrap().amount(2500),
@@ -207,7 +209,7 @@ mod tests {
 
     #[test]
     fn the_search_quotes_its_values() {
-        let r = search_attempt(&TenantId::parse("o'brien").unwrap(), "a1");
+        let r = search_attempt(&TenantId::stored("o'brien").unwrap(), "a1");
         assert_eq!(r.method, http::Method::GET);
         assert!(r.idempotency_key.is_none());
         let query: Vec<(String, String)> =

@@ -547,3 +547,68 @@ async fn a_holds_metrics_reach_the_apis_sink() {
         .iter()
         .any(|(k, v)| k == "Moved" && v == "true"));
 }
+
+#[tokio::test]
+async fn a_tenant_outside_the_grammar_is_refused_before_anything_is_written() {
+    let r = rig().await;
+    credit(&r, 10_000);
+    // A wallet stored before the grammar: still there, but no request reaches it.
+    let legacy = TenantId::stored("Acme Corp").unwrap();
+    let old = Wallet::new(legacy.clone(), usd().amount(25), usd().amount(0), None, NOW);
+    Ledger::new(&r.api.store).create(&old).await.unwrap();
+    let writes = r.api.store.write_requests();
+    let hold_body = json!({"message_id": "m1"}).to_string();
+    let top_up_body = top_up(5_000).to_string();
+    for (segment, decoded) in [
+        ("Acme%20Corp", "Acme Corp"),
+        ("a%2Fb", "a/b"),
+        ("..", ".."),
+        ("%C3%A9", "é"),
+    ] {
+        for (path, body) in [
+            (format!("/wallets/{segment}/holds"), hold_body.as_str()),
+            (
+                format!("/wallets/{segment}/checkout-sessions"),
+                top_up_body.as_str(),
+            ),
+            (format!("/wallets/{segment}/holds/h1/release"), ""),
+        ] {
+            let got = r.send("POST", &path, Some("k"), Some(body)).await;
+            let b = got.body_json();
+            assert_eq!(got.status.as_u16(), 400, "{path}: {}", got.body);
+            assert_eq!(
+                (b["error"].as_str(), b["param"].as_str()),
+                (Some("invalid_request"), Some("tenant")),
+                "{path}"
+            );
+            assert!(
+                b["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("A-Z a-z 0-9 . _ : -"),
+                "{path}: {}",
+                got.body
+            );
+            assert_eq!(
+                r.api.store.item(&wallet_pk(decoded), "IDEM#k"),
+                None,
+                "{path}"
+            );
+        }
+        let read = r
+            .send("GET", &format!("/wallets/{segment}"), None, None)
+            .await;
+        assert_eq!(read.status.as_u16(), 400, "{segment}: {}", read.body);
+    }
+    assert_eq!(r.api.store.write_requests(), writes, "nothing written");
+    assert_eq!(r.calls(), 0, "no checkout asked for");
+    let still = Ledger::new(&r.api.store)
+        .wallet(&legacy)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((still.held.minor(), still.balance.minor()), (0, 0));
+    // The same key, the tenant corrected: carried out (the refusal kept nothing under it).
+    let fixed = hold(&r, "k", json!({"message_id": "m1"})).await;
+    assert_eq!(fixed.status, 201, "{}", fixed.body);
+}

@@ -55,7 +55,9 @@ pub use ledger::{
 pub use money::{Currency, InvalidCurrency, Money, Overflow};
 pub use parse::StripeMode;
 pub use payments::unmatched::UnmatchedPayment;
-pub use tenant::{InvalidTenant, TenantId, MAX_TENANT_CHARS};
+pub use tenant::{
+    InvalidTenant, TenantId, MAX_STORED_TENANT_CHARS, MAX_TENANT_CHARS, TENANT_GRAMMAR,
+};
 
 /// The CloudWatch namespace of the ledger's metrics.
 pub const METRICS_NAMESPACE: &str = "WebhookIngestor/Wallet";

@@ -9,6 +9,7 @@ mod metrics;
 mod reconciliation;
 mod shards;
 mod stripe;
+mod tenants;
 mod unmatched;
 
 use super::*;

@@ -18,8 +18,8 @@ fn paths_route_with_any_prefix_and_methods_are_checked() {
         ),
         (
             "POST",
-            "/wallets/ac%20me/holds/hold_1/release",
-            Route::Release(tenant("ac me"), "hold_1".into()),
+            "/wallets/org%3Aacme.eu/holds/hold_1/release",
+            Route::Release(tenant("org:acme.eu"), "hold_1".into()),
         ),
         (
             "POST",
@@ -60,11 +60,55 @@ fn paths_route_with_any_prefix_and_methods_are_checked() {
 }
 
 #[test]
+fn a_tenant_outside_the_grammar_is_a_400_naming_it_on_every_route() {
+    let long = "x".repeat(wallet_ledger::MAX_TENANT_CHARS + 1);
+    let bad = [
+        ("ac%20me", "' '"),
+        ("a%2Fb", "'/'"),
+        ("..", "dot segment"),
+        (".", "dot segment"),
+        ("%2E%2E", "dot segment"),
+        ("%C3%A9", "'é'"),
+        ("acme%00", "'\\0'"),
+        ("%FF", "'\u{fffd}'"),
+        (long.as_str(), "the limit is 128"),
+    ];
+    for (segment, says) in bad {
+        for (method, path) in [
+            ("GET", format!("/wallets/{segment}")),
+            ("POST", format!("/wallets/{segment}/holds")),
+            ("POST", format!("/wallets/{segment}/holds/h1/release")),
+            ("POST", format!("/wallets/{segment}/checkout-sessions")),
+        ] {
+            let e = Route::of(method, &path).unwrap_err();
+            let r = e.response();
+            let body = r.body_json();
+            assert_eq!(r.status.as_u16(), 400, "{path}");
+            assert_eq!(
+                (body["error"].as_str(), body["param"].as_str()),
+                (Some("invalid_request"), Some("tenant")),
+                "{path}"
+            );
+            let message = body["message"].as_str().unwrap_or_default();
+            assert!(message.contains(says), "{path}: {message}");
+            assert!(message.contains("(in the path)"), "{path}: {message}");
+        }
+    }
+    // At the limit, every character of the grammar: routed.
+    let longest = format!("{}0.:_-", "A1z".repeat(41));
+    assert_eq!(longest.len(), wallet_ledger::MAX_TENANT_CHARS);
+    assert_eq!(
+        Route::of("GET", &format!("/wallets/{longest}")).unwrap(),
+        Route::Wallet(tenant(&longest))
+    );
+}
+
+#[test]
 fn the_canonical_route_is_the_same_whatever_the_prefix_or_encoding() {
-    let a = Route::of("POST", "/lambda-url/wallet-api/wallets/ac%20me/holds").unwrap();
-    let b = Route::of("POST", "/wallets/ac me/holds/").unwrap();
+    let a = Route::of("POST", "/lambda-url/wallet-api/wallets/ac%3Ame/holds").unwrap();
+    let b = Route::of("POST", "/wallets/ac:me/holds/").unwrap();
     assert_eq!(a.canonical(), b.canonical());
-    assert_eq!(a.canonical(), "POST /wallets/ac%20me/holds");
+    assert_eq!(a.canonical(), "POST /wallets/ac%3Ame/holds");
 }
 
 #[test]

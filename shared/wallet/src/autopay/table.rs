@@ -36,7 +36,7 @@ fn store_error(e: LedgerError) -> StoreError {
 /// The tenant an index entry's partition names (`WALLET#{tenant}`).
 fn tenant_of(item: &Item) -> Option<TenantId> {
     let pk = get_s(item, "pk")?.strip_prefix("WALLET#")?;
-    TenantId::parse(pk).ok()
+    TenantId::stored(pk).ok()
 }
 
 impl<S: ItemStore + ItemWriter + DueIndex> TableAttempts<S> {

@@ -140,7 +140,7 @@ pub(crate) fn text(item: &Item, k: &str) -> Option<String> {
 /// The tenant an item names, parsed; `Err` says what is wrong with it.
 pub(crate) fn tenant(item: &Item) -> Result<TenantId, String> {
     let t = get_s(item, "tenant").ok_or("tenant is missing")?;
-    TenantId::parse(t).map_err(|e| e.to_string())
+    TenantId::stored(t).map_err(|e| e.to_string())
 }
 
 pub(crate) fn version(item: &Item) -> Option<u64> {

@@ -233,7 +233,7 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
             .items_of_kind(KIND_WALLET)
             .await?
             .iter()
-            .filter_map(|i| get_s(i, "tenant").and_then(|t| TenantId::parse(t).ok()))
+            .filter_map(|i| get_s(i, "tenant").and_then(|t| TenantId::stored(t).ok()))
             .collect())
     }
 

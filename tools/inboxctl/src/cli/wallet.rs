@@ -81,7 +81,8 @@ pub struct WalletBindArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct WalletCreateArgs {
-    /// The tenant (as the events name it: `metadata.tenant`, `data.tenant`).
+    /// The tenant, as the events name it (`metadata.tenant`, `data.tenant`): 1 to 128 characters
+    /// of `A-Z a-z 0-9 . _ : -`, not `.` or `..`.
     pub tenant: String,
     /// ISO 4217 currency code (`usd`, `eur`, `jpy`, …); every amount is in its minor unit.
     #[arg(long)]

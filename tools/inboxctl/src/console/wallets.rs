@@ -21,7 +21,7 @@ use crate::error::{failed, usage, Result};
 use crate::when;
 use inbox_core::clock::{Clock as _, Millis, SystemClock};
 use maud::{html, Markup};
-use wallet_ledger::{Ledger, TenantId};
+use wallet_ledger::{Ledger, LedgerError, TenantId, TENANT_GRAMMAR};
 
 fn wallet_link(tenant: &str) -> String {
     format!("/wallet?{}", query(&[("tenant", tenant)]))
@@ -42,10 +42,19 @@ pub async fn list(console: &Console<'_>, session: &Session) -> Result<Reply> {
     let dismissed = ledger.dismissed(i64::MAX).await.map_err(failed)?;
     let tenants = ledger.tenants().await?;
     let now = SystemClock.now_millis();
+    // A wallet that cannot be read is named on the page, not a reason to show none; one whose
+    // tenant was stored before the grammar is shown, marked (no request reaches it).
     let mut views = Vec::new();
+    let mut unreadable = Vec::new();
     for t in &tenants.tenants {
-        if let Some(w) = ledger.wallet(t).await.map_err(failed)? {
-            views.push(WalletView::new(&w, now)?);
+        match ledger.wallet(t).await {
+            Ok(Some(w)) => match WalletView::new(&w, now) {
+                Ok(v) => views.push((v, t.fits_grammar())),
+                Err(e) => unreadable.push(format!("{t:?}: {e}")),
+            },
+            Ok(None) => {}
+            Err(e @ LedgerError::Unreadable(_)) => unreadable.push(format!("{t:?}: {e}")),
+            Err(LedgerError::Store(e)) => return Err(failed(e)),
         }
     }
     let window = window_ms(console.ctx)?;
@@ -56,13 +65,19 @@ pub async fn list(console: &Console<'_>, session: &Session) -> Result<Reply> {
         @if !tenants.registry_complete && !tenants.unregistered.is_empty() {
             (layout::notice(&format!("{} wallet(s) are not in the registry yet (inboxctl wallet reindex registers them).", tenants.unregistered.len())))
         }
+        @if !unreadable.is_empty() {
+            (layout::error_box(&format!("{} wallet(s) could not be read and are not shown: {}", unreadable.len(), unreadable.join("; "))))
+        }
         @if views.is_empty() { p.none { "No wallets (inboxctl wallet create TENANT --currency usd --price 25)." } } @else {
             table #wallets {
                 thead { tr { th { "tenant" } th.num { "balance" } th.num { "held" } th.num { "available" } th.num { "floor" } th { "flags" } } }
                 tbody {
-                    @for v in &views {
+                    @for (v, fits) in &views {
                         tr {
-                            td { a href=(wallet_link(&v.tenant)) { (v.tenant) } }
+                            td {
+                                a href=(wallet_link(&v.tenant)) { (v.tenant) }
+                                @if !fits { " " span.badge.pending title=(format!("stored before the tenant grammar ({TENANT_GRAMMAR}): read only, no request reaches it")) { "legacy id" } }
+                            }
                             td.num { (v.formatted.balance) }
                             td.num { (v.formatted.held) }
                             td.num { (v.formatted.available) }
@@ -102,7 +117,7 @@ pub async fn list(console: &Console<'_>, session: &Session) -> Result<Reply> {
             }
         }
         (super::dismiss::section(session, &dismissed))
-        datalist #tenants { @for v in &views { option value=(v.tenant) {} } }
+        datalist #tenants { @for (v, fits) in &views { @if *fits { option value=(v.tenant) {} } } }
     };
     Ok(Reply::html(
         200,
@@ -119,7 +134,7 @@ pub async fn one(console: &Console<'_>, params: &Params) -> Result<Reply> {
     let view = WalletView::new(&wallet, now)?;
     let ledger = Ledger::new(&console.store);
     let read = ledger.entries(&wallet).await?;
-    let id = TenantId::parse(tenant).map_err(|e| usage(e.to_string()))?;
+    let id = TenantId::stored(tenant).map_err(|e| usage(e.to_string()))?;
     let autopay = ledger.autopay(&id).await.map_err(failed)?;
     let attempts = ledger.attempts(&id).await.map_err(failed)?;
     let cur = wallet.currency;

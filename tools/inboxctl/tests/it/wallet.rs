@@ -1119,3 +1119,67 @@ async fn an_unmatched_payment_that_is_not_ours_is_dismissed_and_can_still_be_bou
         0
     );
 }
+
+/// Issue 32: `wallet create` refuses a tenant outside the grammar before anything is written; a
+/// wallet stored before the grammar is still shown and listed, and refused for a new write.
+#[tokio::test]
+async fn tenants_outside_the_grammar_are_refused_and_stored_ones_still_read() {
+    let p = Pipeline::new().await;
+    let table = p.harness.table.clone();
+    let t = table.as_str();
+    for bad in ["a/b", "..", "Acme Corp", "é"] {
+        let refused = inboxctl(
+            t,
+            &[
+                "wallet",
+                "create",
+                bad,
+                "--currency",
+                "usd",
+                "--price",
+                "25",
+            ],
+        )
+        .fails(2);
+        assert!(
+            refused.stderr.contains("A-Z a-z 0-9 . _ : -"),
+            "{bad:?}: {}",
+            refused.stderr
+        );
+        let item = p
+            .harness
+            .client
+            .get_item()
+            .table_name(&table)
+            .key("pk", AttributeValue::S(wallet_pk(bad)))
+            .key("sk", AttributeValue::S(WALLET_SK.into()))
+            .send()
+            .await
+            .expect("get_item");
+        assert!(item.item.is_none(), "{bad:?}: a wallet was written");
+    }
+
+    let legacy = Wallet::new(
+        wallet_ledger::TenantId::stored("Acme Corp").expect("a stored tenant"),
+        Currency::parse("usd").expect("usd").amount(25),
+        Currency::parse("usd").expect("usd").amount(0),
+        None,
+        0,
+    );
+    p.harness
+        .client
+        .put_item()
+        .table_name(&table)
+        .set_item(Some(legacy.to_item()))
+        .send()
+        .await
+        .expect("put a wallet stored before the grammar");
+    let shown = inboxctl(t, &["wallet", "balance", "Acme Corp", "--json"])
+        .ok()
+        .json();
+    assert_eq!(shown["tenant"], "Acme Corp");
+    let listed = inboxctl(t, &["wallet", "reconcile", "--json"]).json();
+    assert_eq!(listed["wallets"], 1, "{listed}");
+    let set = inboxctl(t, &["wallet", "set", "Acme Corp", "--floor", "0"]).fails(2);
+    assert!(set.stderr.contains("contains ' '"), "{}", set.stderr);
+}

@@ -63,9 +63,17 @@ pub(crate) fn money_and_minor(m: Money) -> String {
 
 // ------------------------------------------------------------------ inputs
 
-/// A tenant for a new wallet: as the events will name it (they are trimmed), printable.
+/// A tenant for a command that writes (create, set, autopay set/resume, bind): the grammar
+/// (1 to 128 of `A-Z a-z 0-9 . _ : -`), refused with the reason before anything is written.
 fn tenant_arg(tenant: &str) -> Result<TenantId> {
     TenantId::parse(tenant).map_err(|e| usage(e.to_string()))
+}
+
+/// A tenant for a command that reads a wallet or stops something (balance, ledger, autopay
+/// show/pause/rm): also one stored before the grammar ([`TenantId::stored`]), so such a
+/// wallet stays readable and its autopay can be stopped.
+fn stored_tenant_arg(tenant: &str) -> Result<TenantId> {
+    TenantId::stored(tenant).map_err(|e| usage(e.to_string()))
 }
 
 /// An amount of a new wallet (price, floor, review threshold): its size at most `max`
@@ -92,8 +100,8 @@ pub(crate) async fn load_wallet(store: &DynamoTable, tenant: &str) -> Result<Wal
             store.table()
         ))
     };
-    // What is not a tenant has no wallet.
-    let Ok(id) = TenantId::parse(tenant) else {
+    // What is not a tenant has no wallet (one stored before the grammar is still read).
+    let Ok(id) = TenantId::stored(tenant) else {
         return Err(missing());
     };
     match Ledger::new(store).wallet(&id).await {
@@ -324,13 +332,37 @@ mod tests {
         }
         assert_eq!(tenant_arg("acme").ok().unwrap().as_str(), "acme");
         assert_eq!(
-            tenant_arg("Acme Corp #2").ok().unwrap().as_str(),
-            "Acme Corp #2"
+            tenant_arg("org:acme.eu_2-b").ok().unwrap().as_str(),
+            "org:acme.eu_2-b"
         );
-        for bad in ["", " ", " acme", "acme\n", "a\u{7}b"] {
-            assert!(matches!(tenant_arg(bad), Err(Error::Usage(_))), "{bad:?}");
+        for bad in [
+            "",
+            " ",
+            " acme",
+            "acme\n",
+            "a\u{7}b",
+            "Acme Corp #2",
+            "a/b",
+            "..",
+            "é",
+        ] {
+            assert!(
+                matches!(tenant_arg(bad), Err(Error::Usage(m)) if m.contains("tenant")),
+                "{bad:?}"
+            );
         }
         assert!(tenant_arg(&"x".repeat(wallet_ledger::MAX_TENANT_CHARS + 1)).is_err());
+        // Reads take a tenant stored before the grammar; never what could not be stored.
+        assert_eq!(
+            stored_tenant_arg("Acme Corp #2").ok().unwrap().as_str(),
+            "Acme Corp #2"
+        );
+        for bad in ["", " acme", "a\u{7}b"] {
+            assert!(
+                matches!(stored_tenant_arg(bad), Err(Error::Usage(_))),
+                "{bad:?}"
+            );
+        }
         assert_eq!(amount_arg("the floor", -100, 100).ok(), Some(-100));
         assert!(matches!(
             amount_arg("the price", 101, 100),

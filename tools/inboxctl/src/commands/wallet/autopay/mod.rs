@@ -121,7 +121,7 @@ pub(crate) async fn execute(
 ) -> Result<()> {
     let (tenant, actor, change) = match command {
         AutopayCommand::Show(args) => {
-            let tenant = super::tenant_arg(&args.tenant)?;
+            let tenant = super::stored_tenant_arg(&args.tenant)?;
             return show(store, &tenant, now, json).await;
         }
         AutopayCommand::Set(args) => {
@@ -131,7 +131,7 @@ pub(crate) async fn execute(
             (tenant, args.operator, plan.build(currency, now)?)
         }
         AutopayCommand::Pause(args) => (
-            super::tenant_arg(&args.tenant)?,
+            super::stored_tenant_arg(&args.tenant)?,
             args.operator,
             Change::Pause {
                 reason: args.reason,
@@ -143,7 +143,7 @@ pub(crate) async fn execute(
             Change::Resume,
         ),
         AutopayCommand::Rm(args) => (
-            super::tenant_arg(&args.tenant)?,
+            super::stored_tenant_arg(&args.tenant)?,
             args.operator,
             Change::Remove,
         ),

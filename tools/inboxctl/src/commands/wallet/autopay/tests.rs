@@ -531,3 +531,50 @@ async fn a_missing_wallet_or_autopay_is_a_failure_and_a_bad_line_is_refused_befo
     ));
     assert!(store.journal().is_empty(), "nothing written");
 }
+
+#[tokio::test]
+async fn a_tenant_stored_before_the_grammar_can_be_shown_and_stopped_but_not_set() {
+    let legacy = "Acme Corp";
+    let store = Memory::with_wallet(legacy, "usd");
+    store.records.lock().unwrap().insert(
+        legacy.to_owned(),
+        fresh(&TenantId::stored(legacy).unwrap(), NOW),
+    );
+    let set = run(
+        &store,
+        &[
+            "set",
+            legacy,
+            "--threshold",
+            "1000",
+            "--target",
+            "5000",
+            "--operator",
+            "ana",
+        ],
+    )
+    .await;
+    assert!(is_usage(&set, "contains ' '"), "{set:?}");
+    let resume = run(&store, &["resume", legacy, "--operator", "bo"]).await;
+    assert!(is_usage(&resume, "contains ' '"), "{resume:?}");
+    assert!(store.journal().is_empty(), "nothing written when refused");
+    run(&store, &["show", legacy]).await.unwrap();
+    run(
+        &store,
+        &["pause", legacy, "--reason", "legacy id", "--operator", "bo"],
+    )
+    .await
+    .unwrap();
+    assert_eq!(store.record(legacy).unwrap().status, AutopayStatus::Paused);
+    run(&store, &["rm", legacy, "--operator", "cy"])
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .journal()
+            .iter()
+            .map(|j| (j.0.as_str(), j.2.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(legacy, "pause"), (legacy, "rm")]
+    );
+}
