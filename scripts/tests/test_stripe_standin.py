@@ -606,8 +606,12 @@ def test_a_failed_delivery_is_retried_on_the_schedule(base, receiver):
     c.v1.payment_intents.create(params=charge_params(cus, pm))
     wait_for(lambda: receiver.events("payment_intent.succeeded"), what="the third attempt")
     assert [g["status"] for g in receiver.got] == [500, 503, 200]
-    [state] = ctl(base, "GET", "/events?type=payment_intent.succeeded")["data"]
-    assert state["status"] == "delivered" and [d["status"] for d in state["deliveries"]] == [500, 503, 200]
+    # The receiver has the request before the stand-in has recorded its answer: poll for it.
+    def delivered():
+        [state] = ctl(base, "GET", "/events?type=payment_intent.succeeded")["data"]
+        return state if state["status"] == "delivered" else None
+    state = wait_for(delivered, what="the delivery recorded")
+    assert [d["status"] for d in state["deliveries"]] == [500, 503, 200]
 
 
 def test_a_webhook_before_the_answer_after_it_or_held(base, receiver):
