@@ -96,7 +96,7 @@ LEADING_KEYS: dict[str, list[str]] = {
 LEADING_READS: dict[str, dict[str, list[str]]] = {
     "ChargeRole": {
         "table": ["WALLET#*", "PROVIDER#stripe"],
-        "index": ["AUTOPAY#ATTEMPT#*", "AUTOPAY#RECURRING#*"],
+        "index": ["AUTOPAY#ATTEMPT#*", "AUTOPAY#RECURRING#*", "WALLET#HOLDS#*"],
     },
 }
 TABLE_READS = {
