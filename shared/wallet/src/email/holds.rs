@@ -14,7 +14,8 @@
 //! [`HoldOutcome::InsufficientFunds`]) or retried with backoff and full jitter, a bounded number
 //! of times ([`HoldOutcome::Busy`]). Time, the wait and the jitter's draw are injected
 //! ([`Holds::with_clock`], [`Holds::with_pause`]): tests never sleep. Placing (the shard chosen,
-//! refills, the transaction's writes): `holds/place.rs`; releasing: `holds/release.rs`.
+//! refills, the transaction's writes): `holds/place.rs`; releasing: `holds/release.rs`; expiring
+//! (each hold's `expires_at`, the sweep that releases the due ones): `holds/expiry.rs`.
 
 use crate::balance::ledger::{Ledger, LedgerError};
 use crate::balance::rules::EmailState;
