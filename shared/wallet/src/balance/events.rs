@@ -330,6 +330,51 @@ mod tests {
     }
 
     #[test]
+    fn a_hold_expired_event_is_one_per_email_whatever_its_message_id() {
+        let usd = Currency::parse("USD").expect("usd");
+        let expired = |message_id: &str, hold_id: Option<&str>| WalletEvent::HoldExpired {
+            tenant: tenant(),
+            message_id: message_id.into(),
+            hold_id: hold_id.map(str::to_owned),
+            amount: usd.amount(25),
+            expires_at: 1_000,
+        };
+        let odd = expired("<0100abc@eu-west-1.amazonses.com> #1", Some("hold_1"));
+        assert_eq!(
+            odd.id(),
+            expired("<0100abc@eu-west-1.amazonses.com> #1", None).id()
+        );
+        assert_ne!(odd.id(), expired("m2", Some("hold_1")).id());
+        assert!(
+            odd.publish(Millis::new(7)).is_ok(),
+            "an id the inbox takes: {}",
+            odd.id()
+        );
+        assert_eq!(odd.event_type(), HOLD_EXPIRED);
+        let data = &odd.body(Millis::new(9))["data"];
+        assert_eq!(
+            (
+                &data["message_id"],
+                &data["hold_id"],
+                &data["amount"],
+                &data["currency"],
+                &data["expires_at"]
+            ),
+            (
+                &json!("<0100abc@eu-west-1.amazonses.com> #1"),
+                &json!("hold_1"),
+                &json!(25),
+                &json!("usd"),
+                &json!(1_000)
+            )
+        );
+        assert_eq!(
+            expired("m3", None).body(Millis::new(9))["data"]["hold_id"],
+            Value::Null
+        );
+    }
+
+    #[test]
     fn publishing_writes_a_wallet_message_only_if_absent() {
         let usd = Currency::parse("USD").expect("usd");
         let e = WalletEvent::ToppedUp {
