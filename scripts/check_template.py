@@ -129,7 +129,7 @@ LEADING_READS: dict[str, dict[str, list[str]]] = {
     },
     "ChargeRole": {
         "table": ["WALLET#*", "PROVIDER#stripe"],
-        "index": ["AUTOPAY#ATTEMPT#*", "AUTOPAY#RECURRING#*"],
+        "index": ["AUTOPAY#ATTEMPT#*", "AUTOPAY#RECURRING#*", "WALLET#HOLDS#*"],
     },
     "WalletApiRole": {"table": ["WALLET#*", "PROVIDER#stripe"], "index": []},
 }

@@ -252,7 +252,7 @@ fn the_check_catches_what_it_guards_against() {
             "charge-reads-any-index-shard",
             "                      - AUTOPAY#RECURRING#*\n",
             "                      - \"*\"\n",
-            "ChargeRole, statement QueryDueIndex: read dynamodb:LeadingKeys ['AUTOPAY#ATTEMPT#*', '*'], \
+            "ChargeRole, statement QueryDueIndex: read dynamodb:LeadingKeys ['AUTOPAY#ATTEMPT#*', '*', 'WALLET#HOLDS#*'], \
              expected exactly",
         ),
         (
@@ -346,7 +346,8 @@ fn the_charge_role_reads_only_the_keys_the_pass_reads() {
         .map(str::to_owned)
         .collect();
     // The pass reads the wallets' partitions (settings, attempts, the wallet) through the due
-    // index's autopay shards, and the Stripe account's token bucket.
+    // index's autopay shards, the expiry sweep through its hold shards, and the Stripe
+    // account's token bucket.
     let mut code = vec![
         format!("{}*", wallet_ledger::balance::items::wallet_pk("")),
         stripe_charges::client::BUCKET_PK.to_owned(),
@@ -357,6 +358,10 @@ fn the_charge_role_reads_only_the_keys_the_pass_reads() {
         format!(
             "index:{}*",
             wallet_ledger::autopay::items::RECURRING_SHARD_PREFIX
+        ),
+        format!(
+            "index:{}*",
+            wallet_ledger::balance::items::HOLD_SHARD_PREFIX
         ),
     ];
     code.sort();

@@ -80,6 +80,7 @@ fn request(message_id: &str, hold_id: &str, amount: Option<i64>) -> HoldRequest 
         message_id: message_id.into(),
         amount,
         hold_id: hold_id.into(),
+        expires_in: None,
     }
 }
 
@@ -330,6 +331,54 @@ async fn a_hold_below_the_floor_is_refused_and_the_webhooks_settle_a_hold() {
         ]
     );
     let now = inbox_core::clock::Clock::now_millis(&SystemClock);
+    let report = reconcile(&store, now, opts()).await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
+#[tokio::test]
+async fn an_expired_hold_is_found_through_the_index_and_released_once() {
+    use wallet_ledger::email::holds::expiry::HoldSweep;
+    let (_p, store) = funded(1000, 0).await;
+    let mut short = request("m-exp", "h-exp", None);
+    short.expires_in = Some(Duration::from_secs(60));
+    let HoldOutcome::Held(held) = Holds::new(&store).place(&short, none).await.unwrap() else {
+        panic!("not held")
+    };
+    assert!(matches!(
+        Holds::new(&store)
+            .place(&request("m-long", "h-long", None), none)
+            .await
+            .unwrap(),
+        HoldOutcome::Held(_)
+    ));
+    let sweep = |at: i64| HoldSweep {
+        store: store.clone(),
+        clock: Arc::new(inbox_core::clock::ManualClock::at_millis(at)),
+        batch: 10,
+    };
+    let early = sweep(held.expires_at - 1).run().await;
+    assert_eq!((early.due, early.expired, early.errors), (0, 0, 0));
+    let report = sweep(held.expires_at).run().await;
+    assert_eq!(
+        (report.due, report.expired, report.errors),
+        (1, 1, 0),
+        "{report:?}"
+    );
+    let wallet = wallet_of(&store).await;
+    assert_eq!(
+        (wallet.balance.minor(), wallet.held.minor()),
+        (1000, PRICE),
+        "the expired hold released, the other still held"
+    );
+    let row = Ledger::new(&store)
+        .email_row(&acme(), "m-exp")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.state, EmailState::Expired);
+    let again = sweep(held.expires_at + 1).run().await;
+    assert_eq!(again.due, 0, "out of the index once expired");
+    let now = held.expires_at + 1;
     let report = reconcile(&store, now, opts()).await.unwrap();
     assert!(report.is_clean(), "{report:?}");
 }

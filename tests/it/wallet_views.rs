@@ -70,6 +70,7 @@ fn request(message_id: &str) -> HoldRequest {
         message_id: message_id.into(),
         amount: None,
         hold_id: format!("hold_{message_id}"),
+        expires_in: None,
     }
 }
 

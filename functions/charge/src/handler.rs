@@ -8,6 +8,11 @@
 //! Generic over the table, the provider and the clock: [`build`] is the composition root that
 //! picks them; tests run [`handle`] on the wallet crate's fakes.
 //!
+//! The same run sweeps the holds past their expiry ([`wallet_ledger::email::holds::expiry`]):
+//! it reads the open index's hold shards (`WALLET#HOLDS#…`) and releases each due hold in the
+//! wallet's partition, publishing `wallet.hold_expired` (the writes the charging pass already
+//! makes: no other permission). Its counts (`HoldsExpired`) are emitted with the pass's.
+//!
 //! Reads `AUTOPAY_LADDER_DAYS`, `AUTOPAY_LEASE_SECS`, `AUTOPAY_CREDIT_WITHIN_SECS` and
 //! `AUTOPAY_BATCH` ([`PassConfig::read`]), documented in `wallet_ledger::config`.
 
@@ -24,11 +29,14 @@ use stripe_charges::http::HttpTransport;
 use wallet_ledger::autopay::table::TableAttempts;
 use wallet_ledger::autopay::{AttemptStore, Charger, Pass, PassConfig, PassReport, Settle};
 use wallet_ledger::balance::events::SettleByEvent;
+use wallet_ledger::email::holds::expiry::{HoldSweep, SweepHolds, SweepReport};
 
 /// The charging pass and where its metrics go.
 pub struct Service<S, P, C, U> {
     pub pass: Pass<S, P, C, U>,
     pub metrics: Arc<dyn MetricSink>,
+    /// The expiry sweep of holds, run after the pass (none: not swept).
+    pub holds: Option<Arc<dyn SweepHolds>>,
 }
 
 impl<S, P, C, U> std::fmt::Debug for Service<S, P, C, U> {
@@ -47,8 +55,13 @@ pub fn compose<S: AttemptStore, P: Charger, C: Clock>(
     Service {
         pass: Pass::new(store, charger, clock, config),
         metrics: Arc::new(EmfWriter::stdout()),
+        holds: None,
     }
 }
+
+/// At most this many due holds per hold shard and run (16 shards: 400 a minute, a few seconds
+/// of the run: the sweep does not watch the invocation's deadline, so its batch stays small).
+pub const HOLD_BATCH: usize = 25;
 
 /// The table as the charging pass and the settlement of late credits use it.
 pub type Table = TableAttempts<DynamoTable>;
@@ -81,10 +94,16 @@ pub async fn build() -> Result<Deployed, ConfigError> {
         writer: table.clone(),
         clock: SystemClock,
     };
+    let holds = HoldSweep {
+        store: table.clone(),
+        clock: Arc::new(SystemClock),
+        batch: HOLD_BATCH,
+    };
     let service = compose(TableAttempts::new(table), charger, SystemClock, config);
     Ok(Service {
         pass: service.pass.settling_with(settle),
         metrics: service.metrics,
+        holds: Some(Arc::new(holds)),
     })
 }
 
@@ -113,15 +132,36 @@ pub async fn run<S: AttemptStore, P: Charger, C: Clock, U: Settle>(
         .metrics
         .emit(now, &service.pass.charger().take_metrics());
     log(&report);
-    if report.errors > 0 {
+    let swept = match &service.holds {
+        Some(holds) => holds.sweep().await,
+        None => SweepReport::default(),
+    };
+    service.metrics.emit(now, &swept.metrics);
+    if swept.due > 0 || swept.errors > 0 {
+        tracing::info!(
+            due = swept.due,
+            expired = swept.expired,
+            not_due = swept.not_due,
+            busy = swept.busy,
+            errors = swept.errors,
+            "expiry sweep of holds"
+        );
+    }
+    if report.errors > 0 || swept.errors > 0 {
         return Err(format!(
-            "{} autopay attempt(s) or reads failed ({}); the next run tries again",
+            "{} autopay attempt(s) or reads failed ({}), {} hold expiries failed ({}); the next run tries again",
             report.errors,
-            report.error_samples.join("; ")
+            report.error_samples.join("; "),
+            swept.errors,
+            swept.error_samples.join("; ")
         )
         .into());
     }
-    Ok(serde_json::to_value(&report)?)
+    let mut value = serde_json::to_value(&report)?;
+    if let Some(fields) = value.as_object_mut() {
+        fields.insert("holds".into(), serde_json::to_value(&swept)?);
+    }
+    Ok(value)
 }
 
 fn log(r: &PassReport) {

@@ -125,3 +125,48 @@ fn the_configuration_is_read_with_its_defaults() {
         (5, &[0, 1, 3, 5, 7][..])
     );
 }
+
+#[tokio::test]
+async fn the_run_sweeps_the_holds_past_their_expiry_and_emits_their_count() {
+    use inbox_core::store::memory::MemoryStore;
+    use wallet_ledger::email::holds::expiry::HoldSweep;
+    use wallet_ledger::email::holds::{HoldOutcome, HoldRequest, Holds};
+    let table = Arc::new(MemoryStore::new());
+    let usd = Currency::parse("usd").expect("usd");
+    let acme = TenantId::parse("acme").expect("tenant");
+    let wallet =
+        wallet_ledger::Wallet::new(acme.clone(), usd.amount(5), usd.amount(-1000), None, T0);
+    wallet_ledger::Ledger::new(&*table)
+        .create(&wallet)
+        .await
+        .expect("a wallet");
+    let request = HoldRequest {
+        tenant: acme,
+        message_id: "m1".into(),
+        amount: None,
+        hold_id: "h1".into(),
+        expires_in: Some(std::time::Duration::from_secs(60)),
+    };
+    let placed = Holds::new(&*table)
+        .with_clock(Arc::new(ManualClock::at_millis(T0)))
+        .place(&request, |_| Vec::new())
+        .await
+        .expect("a hold");
+    assert!(matches!(placed, HoldOutcome::Held(_)));
+    let (mut s, sink) = service(vec![Step::Answer(ChargeOutcome::Succeeded)]);
+    s.holds = Some(Arc::new(HoldSweep {
+        store: table.clone(),
+        clock: Arc::new(ManualClock::at_millis(T0 + 60_000)),
+        batch: 10,
+    }));
+    let out = handle(&s, event(T0 + 120_000)).await.expect("a run");
+    assert_eq!(out["holds"]["expired"], 1, "{out}");
+    let names: Vec<String> = sink.emitted().into_iter().map(|(_, m)| m.name).collect();
+    assert!(names.contains(&"HoldsExpired".to_string()), "{names:?}");
+    let wallet = wallet_ledger::Ledger::new(&*table)
+        .wallet(&TenantId::parse("acme").expect("tenant"))
+        .await
+        .expect("read")
+        .expect("a wallet");
+    assert_eq!(wallet.held.minor(), 0, "released");
+}

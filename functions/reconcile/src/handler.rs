@@ -6,7 +6,8 @@
 //! when something is wrong, or when wallets were found only by the fallback scan and need
 //! `inboxctl wallet reindex`; info otherwise) and emits the counts through the core's
 //! metric writer ([`inbox_core::metrics::EmfWriter`]: one CloudWatch embedded-metric-format line,
-//! namespace `WebhookIngestor/Wallet`: `StaleHolds`, `MismatchedWallets`, `OrphanEntries`,
+//! namespace `WebhookIngestor/Wallet`: `StaleHolds`, `ExpiredHolds` (holds past their expiry
+//! the charge function's sweep has not released), `MismatchedWallets`, `OrphanEntries`,
 //! `UnmatchedPayments` — the payments unmatched for longer than
 //! `RECONCILE_UNMATCHED_AFTER_MINUTES`):
 //! CloudWatch turns that log line into the metrics the alarms watch, without an API call. The
@@ -183,6 +184,7 @@ pub fn log_view(report: &ReconcileReport) -> Value {
         "registry_complete": report.registry_complete,
         "counts": {
             "stale_holds": report.stale_holds.len(),
+            "expired_holds": report.expired_holds.len(),
             "mismatched_wallets": report.mismatched_wallets.len(),
             "orphan_entries": report.orphan_entries.len(),
             "unreadable_wallets": report.unreadable_wallets.len(),
@@ -191,6 +193,7 @@ pub fn log_view(report: &ReconcileReport) -> Value {
             "unmatched_payments": report.unmatched_payments.len(),
         },
         "stale_holds": report.stale_holds.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
+        "expired_holds": report.expired_holds.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "mismatched_wallets": report.mismatched_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "orphan_entries": report.orphan_entries.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "unreadable_wallets": report.unreadable_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
@@ -198,6 +201,7 @@ pub fn log_view(report: &ReconcileReport) -> Value {
         "unregistered_wallets": report.unregistered_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "unmatched_payments": report.unmatched_payments.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "truncated": cap(report.stale_holds.len())
+            || cap(report.expired_holds.len())
             || cap(report.mismatched_wallets.len())
             || cap(report.orphan_entries.len())
             || cap(report.unreadable_wallets.len())
@@ -371,6 +375,7 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![
                 (T0, "StaleHolds", 0),
+                (T0, "ExpiredHolds", 0),
                 (T0, "MismatchedWallets", 0),
                 (T0, "OrphanEntries", 0),
                 (T0, "UnmatchedPayments", 0)
@@ -389,6 +394,7 @@ mod tests {
         );
         for m in [
             "StaleHolds",
+            "ExpiredHolds",
             "MismatchedWallets",
             "OrphanEntries",
             "UnmatchedPayments",

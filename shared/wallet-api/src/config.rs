@@ -33,6 +33,8 @@ pub struct ApiConfig {
     pub idempotency_retention: Duration,
     /// See [`LEASE`].
     pub lease: Duration,
+    /// A hold's validity when its request names none (`WALLET_HOLD_EXPIRES_IN`).
+    pub hold_expires_in: Duration,
 }
 
 impl Default for ApiConfig {
@@ -41,12 +43,14 @@ impl Default for ApiConfig {
         Self {
             idempotency_retention: Duration::from_secs(24 * 3600),
             lease: LEASE,
+            hold_expires_in: wallet_ledger::email::holds::expiry::DEFAULT_EXPIRES_IN,
         }
     }
 }
 
 impl ApiConfig {
-    /// The configuration from `env` (`WALLET_API_IDEMPOTENCY_HOURS`).
+    /// The configuration from `env` (`WALLET_API_IDEMPOTENCY_HOURS`, the ledger's
+    /// `WALLET_HOLD_EXPIRES_IN`).
     pub fn read(env: &Env) -> Result<Self, ConfigError> {
         let hours: u64 = env
             .parse(&WALLET_API_IDEMPOTENCY_HOURS)
@@ -59,6 +63,7 @@ impl ApiConfig {
         }
         Ok(Self {
             idempotency_retention: Duration::from_secs(hours * 3600),
+            hold_expires_in: wallet_ledger::config::hold_expires_in(env)?,
             ..Self::default()
         })
     }

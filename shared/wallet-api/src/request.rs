@@ -7,6 +7,7 @@ use crate::error::ApiError;
 use base64::Engine;
 use percent_encoding::percent_decode_str;
 use serde_json::{Map, Value};
+use std::time::Duration;
 use wallet_ledger::config::DEFAULT_MAX_AMOUNT;
 use wallet_ledger::TenantId;
 
@@ -271,16 +272,40 @@ fn string<'b>(body: &'b Map<String, Value>, field: &str) -> Result<Option<&'b st
     }
 }
 
-/// `POST …/holds`: `{"message_id", "amount"?}`.
+/// `POST …/holds`: `{"message_id", "amount"?, "expires_in"?}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HoldBody {
     pub message_id: String,
     pub amount: Option<i64>,
+    /// Whole seconds, within the ledger's bounds (`None`: the stage's default).
+    pub expires_in: Option<Duration>,
+}
+
+/// A hold's validity in whole seconds, within the ledger's bounds.
+fn expires_in(body: &Map<String, Value>) -> Result<Option<Duration>, ApiError> {
+    use wallet_ledger::email::holds::expiry::{bounded, MAX_EXPIRES_IN, MIN_EXPIRES_IN};
+    let Some(v) = body.get("expires_in").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let invalid = || {
+        ApiError::invalid(
+            "expires_in",
+            format!(
+                "expires_in must be a whole number of seconds from {} to {} (7 days)",
+                MIN_EXPIRES_IN.as_secs(),
+                MAX_EXPIRES_IN.as_secs()
+            ),
+        )
+    };
+    let secs = v.as_u64().ok_or_else(invalid)?;
+    bounded(Duration::from_secs(secs))
+        .map(Some)
+        .map_err(|_| invalid())
 }
 
 impl HoldBody {
     pub fn parse(body: &Map<String, Value>) -> Result<Self, ApiError> {
-        only(body, &["message_id", "amount"])?;
+        only(body, &["message_id", "amount", "expires_in"])?;
         let message_id = string(body, "message_id")?
             .ok_or_else(|| ApiError::invalid("message_id", "message_id is required: the send's message id, as the email provider will report it"))?;
         if message_id.trim().is_empty()
@@ -296,6 +321,7 @@ impl HoldBody {
         Ok(Self {
             message_id: message_id.to_owned(),
             amount: amount(body, "amount")?,
+            expires_in: expires_in(body)?,
         })
     }
 }

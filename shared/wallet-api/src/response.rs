@@ -3,7 +3,8 @@
 //! ([`crate::error`]).
 
 use http::StatusCode;
-use serde_json::Value;
+use serde_json::{json, Value};
+use wallet_ledger::email::holds::{Held, Released};
 
 /// The header a replayed answer carries (`true`), as Stripe's API names it.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
@@ -45,4 +46,34 @@ impl ApiResponse {
     pub fn body_json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or(Value::Null)
     }
+}
+
+/// The 201 of a hold (stored with it).
+pub(crate) fn held_answer(held: &Held) -> ApiResponse {
+    ApiResponse::json(
+        StatusCode::CREATED,
+        &json!({
+            "hold_id": held.hold_id,
+            "message_id": held.message_id,
+            "amount": held.amount.minor(),
+            "available": held.available.minor(),
+            "currency": held.amount.currency().as_str(),
+            "expires_at": held.expires_at,
+        }),
+    )
+}
+
+/// The 200 of a release (stored with it).
+pub(crate) fn released_answer(r: &Released) -> ApiResponse {
+    ApiResponse::json(
+        StatusCode::OK,
+        &json!({
+            "hold_id": r.hold_id,
+            "message_id": r.message_id,
+            "amount": r.amount.minor(),
+            "available": r.available.minor(),
+            "currency": r.amount.currency().as_str(),
+            "released": true,
+        }),
+    )
 }

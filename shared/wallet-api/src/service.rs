@@ -13,6 +13,7 @@ use crate::request::{
     Route,
 };
 use crate::response::ApiResponse;
+use crate::response::{held_answer, released_answer};
 use http::StatusCode;
 use inbox_core::clock::Clock;
 use inbox_core::metrics::{EmfWriter, MetricSink};
@@ -21,9 +22,7 @@ use inbox_core::store::{ItemStore, ItemWriter};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Instant;
-use wallet_ledger::email::holds::{
-    Held, HoldOutcome, HoldRequest, Holds, ReleaseOutcome, Released,
-};
+use wallet_ledger::email::holds::{HoldOutcome, HoldRequest, Holds, ReleaseOutcome};
 use wallet_ledger::payments::checkout::Checkout;
 use wallet_ledger::{month_of, Ledger, LedgerError, TenantId, WalletViews};
 
@@ -82,6 +81,7 @@ where
         Holds::new(&self.store)
             .with_clock(Arc::new(self.clock.clone()))
             .with_views(self.views.clone())
+            .with_expires_in(self.config.hold_expires_in)
     }
 
     /// Emits what `holds` measured (after its commit).
@@ -265,6 +265,7 @@ where
             message_id: body.message_id,
             amount: body.amount,
             hold_id: format!("hold_{}", uuid::Uuid::new_v4().simple()),
+            expires_in: body.expires_in,
         };
         let keys = self.keys();
         let holds = self.holds();
@@ -366,33 +367,4 @@ fn state_name(state: &wallet_ledger::balance::rules::EmailState) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default()
-}
-
-/// The 201 of a hold (stored with it).
-fn held_answer(held: &Held) -> ApiResponse {
-    ApiResponse::json(
-        StatusCode::CREATED,
-        &json!({
-            "hold_id": held.hold_id,
-            "message_id": held.message_id,
-            "amount": held.amount.minor(),
-            "available": held.available.minor(),
-            "currency": held.amount.currency().as_str(),
-        }),
-    )
-}
-
-/// The 200 of a release (stored with it).
-fn released_answer(r: &Released) -> ApiResponse {
-    ApiResponse::json(
-        StatusCode::OK,
-        &json!({
-            "hold_id": r.hold_id,
-            "message_id": r.message_id,
-            "amount": r.amount.minor(),
-            "available": r.available.minor(),
-            "currency": r.amount.currency().as_str(),
-            "released": true,
-        }),
-    )
 }

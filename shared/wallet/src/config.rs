@@ -129,6 +129,15 @@ pub fn unmatched_after_ms(env: &Env) -> Result<i64, ConfigError> {
     Ok(minutes * 60_000)
 }
 
+pub const WALLET_HOLD_EXPIRES_IN: Var = Var {
+    name: "WALLET_HOLD_EXPIRES_IN",
+    read_by: ReadBy::Only(&[PROCESS, WALLET_API]),
+    unset: Unset::Default("86400"),
+    meaning: "seconds a hold is valid when its placer names no `expires_in` (the wallet API's \
+              default, and every hold a webhook's `sent` places); past it the charge function's \
+              sweep releases it (`wallet.hold_expired`). 60 to 604800 (7 days)",
+};
+
 pub const WALLET_VIEW_MS: Var = Var {
     name: "WALLET_VIEW_MS",
     read_by: ReadBy::Only(&[PROCESS, WALLET_API]),
@@ -159,6 +168,7 @@ pub const VARS: &[&Var] = &[
     &WALLET_DEFAULT_FLOOR,
     &WALLET_DEFAULT_REVIEW_THRESHOLD,
     &WALLET_VIEW_MS,
+    &WALLET_HOLD_EXPIRES_IN,
     &RECONCILE_STALE_AFTER_HOURS,
     &RECONCILE_UNMATCHED_AFTER_MINUTES,
     &AUTOPAY_LADDER_DAYS,
@@ -177,6 +187,8 @@ pub struct WalletConfig {
     pub max_amount: i64,
     /// How long records kept for a payment no wallet knows yet (a refund that came first) live.
     pub retention: Duration,
+    /// How long a webhook's hold is valid (`WALLET_HOLD_EXPIRES_IN`).
+    pub hold_expires_in: Duration,
 }
 
 impl Default for WalletConfig {
@@ -187,6 +199,7 @@ impl Default for WalletConfig {
             stripe_mode: StripeMode::Test,
             max_amount: DEFAULT_MAX_AMOUNT,
             retention: Duration::from_secs(30 * 86_400),
+            hold_expires_in: crate::email::holds::expiry::DEFAULT_EXPIRES_IN,
         }
     }
 }
@@ -210,8 +223,22 @@ impl WalletConfig {
             stripe_mode: env.parse(&WALLET_STRIPE_MODE)?,
             max_amount: max_amount(env)?,
             retention: Duration::from_secs(u64::from(days) * 86_400),
+            hold_expires_in: hold_expires_in(env)?,
         })
     }
+}
+
+/// `WALLET_HOLD_EXPIRES_IN` (or its default), within the bounds of a hold's validity.
+pub fn hold_expires_in(env: &Env) -> Result<Duration, ConfigError> {
+    let secs: u64 = env
+        .parse(&WALLET_HOLD_EXPIRES_IN)
+        .map_err(|e| e.expecting("a whole number of seconds"))?;
+    crate::email::holds::expiry::bounded(Duration::from_secs(secs)).map_err(|reason| {
+        ConfigError::Invalid {
+            var: WALLET_HOLD_EXPIRES_IN.name,
+            reason,
+        }
+    })
 }
 
 /// `WALLET_MAX_AMOUNT` (or its default): a whole number of minor units, at least 1.

@@ -21,6 +21,7 @@ use crate::balance::model::{EmailRow, Entry, Wallet};
 use crate::balance::rules::{self, EmailState, Flags, Movement};
 use crate::balance::views::{Viewed, WalletViews};
 use crate::config::WalletConfig;
+use crate::email::holds::expiry;
 use crate::parse::{self, EmailNotice, StripeNotice};
 use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
@@ -254,6 +255,7 @@ impl<S: ItemStore> WalletHandler<S> {
         next.updated_at = Some(now);
         if state == EmailState::Held && row.state != EmailState::Held {
             next.held_at = Some(now);
+            next.expires_at = Some(now + expiry::millis(self.config.hold_expires_in));
         }
         if !next.events.contains(&m.event_id.to_string()) {
             next.events.push(m.event_id.to_string());
@@ -281,6 +283,11 @@ impl<S: ItemStore> WalletHandler<S> {
                 commit.effects.extend(effects);
                 commit.metrics.extend(metrics);
             }
+        }
+        if row.state == EmailState::Expired && state == EmailState::Debited {
+            commit
+                .metrics
+                .push(expiry::late_capture_metric(&notice.tenant));
         }
         commit
             .effects

@@ -1,5 +1,5 @@
 //! Reconciliation: what should never happen, counted. Holds older than a threshold with no
-//! terminal event, wallets whose balance or held amount disagrees with the sum of their entries
+//! terminal event, holds past their expiry the sweep has not released, wallets whose balance or held amount disagrees with the sum of their entries
 //! (or that cannot be read), entries whose webhook event is missing from the inbox (or, for
 //! the wallet API's holds and releases, whose hold has no pointer), and payments unmatched for
 //! longer than a window ([`crate::payments::unmatched`]: one `Query` of the open index, bounded by time; the
@@ -24,6 +24,7 @@ use crate::balance::items::wallet_pk;
 use crate::balance::ledger::{Ledger, LedgerError};
 use crate::balance::model::{Entry, Wallet};
 use crate::balance::rules::EmailState;
+pub use crate::email::holds::expiry::{ExpiredHold, EXPIRY_GRACE_MS};
 use crate::email::holds::items::{hold_sk, HOLDS_SOURCE};
 use crate::money::checked_sum;
 pub use crate::payments::unmatched::LongUnmatched;
@@ -118,6 +119,8 @@ pub struct ReconcileReport {
     pub wallets: usize,
     pub entries: usize,
     pub stale_holds: Vec<StaleHold>,
+    /// Holds past their expiry (and its grace) that the sweep has not released: a problem.
+    pub expired_holds: Vec<ExpiredHold>,
     pub mismatched_wallets: Vec<Mismatch>,
     pub orphan_entries: Vec<OrphanEntry>,
     /// Wallets (or their rows or entries) that are not valid: a problem, counted with the
@@ -139,13 +142,14 @@ impl ReconcileReport {
     /// Whether everything reconciles.
     pub fn is_clean(&self) -> bool {
         self.stale_holds.is_empty()
+            && self.expired_holds.is_empty()
             && self.mismatched_wallets.is_empty()
             && self.orphan_entries.is_empty()
             && self.unreadable_wallets.is_empty()
             && self.unmatched_payments.is_empty()
     }
 
-    /// The counts as metrics (`StaleHolds`, `MismatchedWallets` — unreadable wallets included —,
+    /// The counts as metrics (`StaleHolds`, `ExpiredHolds`, `MismatchedWallets` — unreadable wallets included —,
     /// `OrphanEntries`, `UnmatchedPayments`; one EMF document when emitted together).
     pub fn metrics(&self) -> Vec<Metric> {
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
@@ -154,6 +158,11 @@ impl ReconcileReport {
                 METRICS_NAMESPACE,
                 "StaleHolds",
                 count(self.stale_holds.len()),
+            ),
+            Metric::count(
+                METRICS_NAMESPACE,
+                "ExpiredHolds",
+                count(self.expired_holds.len()),
             ),
             Metric::count(
                 METRICS_NAMESPACE,
@@ -324,6 +333,14 @@ async fn check<S: ItemStore + DueIndex>(
         match ledger.email_rows(&tenant).await {
             Ok(emails) => {
                 for email in emails.into_iter().filter(|e| e.state == EmailState::Held) {
+                    if let Some(at) = email.expires_at.filter(|t| now_ms - t > EXPIRY_GRACE_MS) {
+                        report.expired_holds.push(ExpiredHold {
+                            tenant: tenant.clone(),
+                            message_id: email.message_id.clone(),
+                            amount: email.amount,
+                            expires_at: at,
+                        });
+                    }
                     let held_at = email.held_at.or(email.updated_at).unwrap_or(0);
                     if now_ms.saturating_sub(held_at) > options.stale_after_ms {
                         report.stale_holds.push(StaleHold {

@@ -127,6 +127,7 @@ pub fn record(flow: &str, what: &str, count: usize, units: &KeyUnits) {
         "open-index OUTBOX#DONE#{shard}": shards(inbox_core::outbox::schema::OUTBOX_SHARDS),
         "open-index AUTOPAY#ATTEMPT#{shard}": shards(wallet_ledger::autopay::items::AUTOPAY_SHARDS),
         "open-index AUTOPAY#RECURRING#{shard}": shards(wallet_ledger::autopay::items::AUTOPAY_SHARDS),
+        "open-index WALLET#HOLDS#{shard}": shards(wallet_ledger::balance::items::HOLD_SHARDS),
     }});
     if let Err(e) = std::fs::write(dir.join(format!("keys-{flow}.json")), body.to_string()) {
         eprintln!("keys-{flow}.json: {e}");

@@ -338,14 +338,15 @@ impl ItemStore for MemoryStore {
             let found = rows
                 .iter()
                 .find(|(k, _)| super::schema::message_pk(k) == pk);
-            return Ok(found.map(|(_, r)| {
-                Item::from([
+            if let Some((_, r)) = found {
+                return Ok(Some(Item::from([
                     ("pk".to_string(), s(pk)),
                     ("sk".to_string(), s(sk)),
                     ("kind".to_string(), s("message")),
                     ("status".to_string(), s(r.status().as_str())),
-                ])
-            }));
+                ])));
+            }
+            // A message an application's transaction created (an effect): kept as an item.
         }
         Ok(lock(&self.items)
             .get(&(pk.to_owned(), sk.to_owned()))

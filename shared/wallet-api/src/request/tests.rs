@@ -143,9 +143,20 @@ fn hold_bodies_name_the_bad_field() {
         HoldBody::parse(&map(json!({"message_id": "m1"}))).unwrap(),
         HoldBody {
             message_id: "m1".into(),
-            amount: None
+            amount: None,
+            expires_in: None,
         }
     );
+    assert_eq!(
+        HoldBody::parse(&map(json!({"message_id": "m1", "expires_in": 3600})))
+            .unwrap()
+            .expires_in,
+        Some(std::time::Duration::from_secs(3600))
+    );
+    for bound in [60, 604_800] {
+        let body = json!({"message_id": "m1", "expires_in": bound});
+        assert!(HoldBody::parse(&map(body)).is_ok(), "{bound}: within");
+    }
     assert_eq!(
         HoldBody::parse(&map(json!({"message_id": "m1", "amount": 25})))
             .unwrap()
@@ -160,6 +171,20 @@ fn hold_bodies_name_the_bad_field() {
         (json!({"message_id": "x".repeat(513)}), "message_id"),
         (json!({"message_id": "m1", "amount": 0}), "amount"),
         (json!({"message_id": "m1", "amount": -5}), "amount"),
+        (json!({"message_id": "m1", "expires_in": 59}), "expires_in"),
+        (
+            json!({"message_id": "m1", "expires_in": 604_801}),
+            "expires_in",
+        ),
+        (json!({"message_id": "m1", "expires_in": -60}), "expires_in"),
+        (
+            json!({"message_id": "m1", "expires_in": 90.5}),
+            "expires_in",
+        ),
+        (
+            json!({"message_id": "m1", "expires_in": "3600"}),
+            "expires_in",
+        ),
         (json!({"message_id": "m1", "amount": 1.5}), "amount"),
         (json!({"message_id": "m1", "amount": "5"}), "amount"),
         (

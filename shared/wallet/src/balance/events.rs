@@ -14,6 +14,7 @@
 //! | `wallet.autopay_limit_reached` | the monthly cap refused a charge | tenant, wanted, charged, cap, currency, month |
 //! | `wallet.autopay_reconciled` | the provider confirms a charge whose webhook never came: the wallet's handler credits it (the same rules and payment row as the webhook, so whichever comes first credits, once) if the attempt it names, as the charging pass recorded it, has the same tenant, amount, currency and payment intent and is `Charged` (or `Credited` by that intent already: nothing more); otherwise it is refused, quarantined and counted (`ForgedInternalEvent`) | tenant, attempt, amount, currency, payment |
 //! | `wallet.low_balance` | a movement took the wallet into "cannot afford one more send at its price" (`available − price < floor`), once per crossing ([`crate::balance::notices`]) | tenant, crossing (the wallet's count of crossings, which makes the id), available, floor, price, currency |
+//! | `wallet.hold_expired` | the expiry sweep released a hold past its expiry ([`crate::email::holds`]) | tenant, message_id, hold_id (`null`: a webhook's hold), amount, currency, expires_at (ms) |
 //! | `wallet.review_threshold_reached` | a month's debits passed the wallet's review threshold, once per wallet and month ([`crate::balance::notices`]) | tenant, month (`YYYY_MM`), debits, threshold, currency |
 
 use crate::autopay::{Settle, Uncredited};
@@ -38,6 +39,9 @@ pub const LOW_BALANCE: &str = "wallet.low_balance";
 
 /// The type of [`WalletEvent::ReviewThresholdReached`].
 pub const REVIEW_THRESHOLD_REACHED: &str = "wallet.review_threshold_reached";
+
+/// The type of [`WalletEvent::HoldExpired`].
+pub const HOLD_EXPIRED: &str = "wallet.hold_expired";
 
 /// One event the wallet publishes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +99,14 @@ pub enum WalletEvent {
         debits: Money,
         threshold: Money,
     },
+    /// A hold past its expiry, released by the sweep.
+    HoldExpired {
+        tenant: TenantId,
+        message_id: String,
+        hold_id: Option<String>,
+        amount: Money,
+        expires_at: i64,
+    },
 }
 
 impl WalletEvent {
@@ -108,6 +120,7 @@ impl WalletEvent {
             Self::Reconciled { .. } => RECONCILED,
             Self::LowBalance { .. } => LOW_BALANCE,
             Self::ReviewThresholdReached { .. } => REVIEW_THRESHOLD_REACHED,
+            Self::HoldExpired { .. } => HOLD_EXPIRED,
         }
     }
 
@@ -119,7 +132,8 @@ impl WalletEvent {
             | Self::Reconciled { tenant, .. }
             | Self::LimitReached { tenant, .. }
             | Self::LowBalance { tenant, .. }
-            | Self::ReviewThresholdReached { tenant, .. } => tenant,
+            | Self::ReviewThresholdReached { tenant, .. }
+            | Self::HoldExpired { tenant, .. } => tenant,
         }
     }
 
@@ -136,6 +150,13 @@ impl WalletEvent {
             Self::Reconciled { attempt, .. } => format!("wevt_{t}_{attempt}_reconciled"),
             Self::LowBalance { crossing, .. } => format!("wevt_{t}_low_{crossing}"),
             Self::ReviewThresholdReached { month, .. } => format!("wevt_{t}_review_{month}"),
+            // A message id is the provider's (any characters): its digest makes the id.
+            Self::HoldExpired { message_id, .. } => {
+                use sha2::{Digest, Sha256};
+                let h = Sha256::digest(message_id.as_bytes());
+                let hex: String = h[..12].iter().map(|b| format!("{b:02x}")).collect();
+                format!("wevt_{t}_hold_{hex}_expired")
+            }
         }
     }
 
@@ -191,6 +212,15 @@ impl WalletEvent {
             } => json!({"tenant": tenant, "month": month, "debits": debits.minor(),
                         "threshold": threshold.minor(),
                         "currency": threshold.currency().as_str()}),
+            Self::HoldExpired {
+                message_id,
+                hold_id,
+                amount,
+                expires_at,
+                ..
+            } => json!({"tenant": tenant, "message_id": message_id, "hold_id": hold_id,
+                        "amount": amount.minor(), "currency": amount.currency().as_str(),
+                        "expires_at": expires_at}),
         };
         json!({"id": self.id(), "type": self.event_type(), "created": now.get(), "data": data})
     }
@@ -328,6 +358,51 @@ mod tests {
         assert_eq!(
             failed(1).body(Millis::new(9))["data"]["next_try_at"],
             json!(5)
+        );
+    }
+
+    #[test]
+    fn a_hold_expired_event_is_one_per_email_whatever_its_message_id() {
+        let usd = Currency::parse("USD").expect("usd");
+        let expired = |message_id: &str, hold_id: Option<&str>| WalletEvent::HoldExpired {
+            tenant: tenant(),
+            message_id: message_id.into(),
+            hold_id: hold_id.map(str::to_owned),
+            amount: usd.amount(25),
+            expires_at: 1_000,
+        };
+        let odd = expired("<0100abc@eu-west-1.amazonses.com> #1", Some("hold_1"));
+        assert_eq!(
+            odd.id(),
+            expired("<0100abc@eu-west-1.amazonses.com> #1", None).id()
+        );
+        assert_ne!(odd.id(), expired("m2", Some("hold_1")).id());
+        assert!(
+            odd.publish(Millis::new(7)).is_ok(),
+            "an id the inbox takes: {}",
+            odd.id()
+        );
+        assert_eq!(odd.event_type(), HOLD_EXPIRED);
+        let data = &odd.body(Millis::new(9))["data"];
+        assert_eq!(
+            (
+                &data["message_id"],
+                &data["hold_id"],
+                &data["amount"],
+                &data["currency"],
+                &data["expires_at"]
+            ),
+            (
+                &json!("<0100abc@eu-west-1.amazonses.com> #1"),
+                &json!("hold_1"),
+                &json!(25),
+                &json!("usd"),
+                &json!(1_000)
+            )
+        );
+        assert_eq!(
+            expired("m3", None).body(Millis::new(9))["data"]["hold_id"],
+            Value::Null
         );
     }
 

@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | wallet | `WALLET` | currency, balance, held, floor, price per email, review threshold, flags, `debits_YYYY_MM`, `changes` (movements so far), the notices' `low`, `low_crossings`, `review_reported` (`YYYY_MM`) |
 //! | limits journal | `LIMITS_LOG#{ms}#{unique}` | every change of a wallet's floor or review threshold (`inboxctl wallet set`): when, who, before and after |
-//! | email | `EMAIL#{message_id}` | state, amount, the webhook event ids that moved it, `held_at`, `hold_id` (a hold the wallet API placed), `entries` (the ledger entries of its movements: id, kind, amount, balance and held deltas, event source and id, time), version |
+//! | email | `EMAIL#{message_id}` | state, amount, the webhook event ids that moved it, `held_at`, `hold_id` (a hold the wallet API placed), `expires_at` (its hold's expiry; while `held`, `open_shard` `WALLET#HOLDS#0..15` / `open_due` = it), `entries` (the ledger entries of its movements: id, kind, amount, balance and held deltas, event source and id, time), version |
 //! | hold | `HOLD#{hold_id}` | a hold the wallet API placed: its message id, amount, time (the pointer a release finds the email's row by; the origin its entries name) |
 //! | payment | `PAY#{payment intent}` | funds (`unknown`, `awaiting`, `paid`, `failed`), expected, credited, refund total, refunded, event ids, version |
 //! | entry | `ENTRY#{ms}#{uuid}` | a payment's movement (and an email's, written before email rows kept their entries): kind, amount, balance and held deltas, email or payment id, webhook event id, time |
@@ -55,7 +55,7 @@ pub use lookup::{
 };
 pub(crate) use lookup::{register_wallet, registered_tenant, registry_complete};
 pub(crate) use rows::row_entries;
-pub use rows::ROW_ENTRIES;
+pub use rows::{hold_shards, HOLD_SHARDS, HOLD_SHARD_PREFIX, ROW_ENTRIES};
 
 use crate::balance::model::{month_of, EmailRow, Entry, PaymentRow, Wallet};
 use crate::balance::rules::{self, Flags, Funds, Movement};

@@ -229,6 +229,9 @@ pub struct EmailRow {
     /// The hold the wallet API placed for it before the send ([`crate::email::holds`]); `None` for an
     /// email first held (or debited) by a webhook.
     pub hold_id: Option<String>,
+    /// When its hold expires (ms): while `held`, the row is in the open index's hold shards
+    /// (`WALLET#HOLDS#…`) due then, and the expiry sweep releases it ([`crate::email::holds`]).
+    pub expires_at: Option<i64>,
     /// The ledger entries of this email's movements, oldest first, kept in the row itself so that
     /// a movement writes one item for both (rows written before that layout have none: their
     /// entries are `ENTRY#` items; [`crate::Ledger::entries`] reads both).

@@ -86,6 +86,10 @@ pub enum EmailState {
     Refunded,
     /// Hard-bounced before any money moved: nothing will move any more.
     Void,
+    /// Held past its expiry: the hold was released by the sweep. The email may still have been
+    /// sent: a late acceptance debits it once (even below the floor, flagged), a hard bounce
+    /// ends it as released.
+    Expired,
 }
 
 /// How an email bounced.
@@ -110,6 +114,8 @@ pub enum EmailEvent {
     /// The sender released its hold (the wallet API: a send that was never made): a held email
     /// is released; any other state stays as it is.
     Cancelled,
+    /// The hold's expiry passed (the sweep): a held email is released; any other state stays.
+    Expired,
 }
 
 /// The next state of an email and the movement it causes (if any). `amount` is the email's price:
@@ -130,16 +136,21 @@ pub fn email(
         (Held, Bounced(Bounce::Hard) | Cancelled) => {
             (Released, moved(EntryKind::HoldRelease, false))
         }
+        (Held, EmailEvent::Expired) => (EmailState::Expired, moved(EntryKind::HoldRelease, false)),
         (Debited, Bounced(Bounce::Hard)) => (Refunded, moved(EntryKind::BounceRefund, false)),
+        // The capture after the expiry: the email was sent, so it is debited once, directly
+        // (nothing is held any more), whatever the floor; a hard bounce ends it released.
+        (EmailState::Expired, Accepted) => (Debited, moved(EntryKind::Debit, false)),
+        (EmailState::Expired, Bounced(Bounce::Hard)) => (Released, None),
+        (EmailState::Expired, _) => (state, None),
         // Already held or debited: a repeated or late `sent` changes nothing.
         (Held | Debited, Sent) | (Debited, Accepted) => (state, None),
         // After a hard bounce nothing moves again (a late `accepted` does not debit).
         (Released | Refunded | Void, _) => (state, None),
         // Soft bounces, deferrals and complaints are recorded only; nothing held, nothing to
         // release.
-        (_, Bounced(Bounce::Soft) | Deferred | Complained) | (New | Debited, Cancelled) => {
-            (state, None)
-        }
+        (_, Bounced(Bounce::Soft) | Deferred | Complained)
+        | (New | Debited, Cancelled | EmailEvent::Expired) => (state, None),
     }
 }
 
@@ -347,7 +358,7 @@ mod tests {
     }
     use EmailState::*;
 
-    const ALL_EVENTS: [EmailEvent; 7] = [
+    const ALL_EVENTS: [EmailEvent; 8] = [
         Sent,
         Accepted,
         Bounced(Bounce::Hard),
@@ -355,8 +366,17 @@ mod tests {
         Deferred,
         Complained,
         Cancelled,
+        EmailEvent::Expired,
     ];
-    const ALL_STATES: [EmailState; 6] = [New, Held, Debited, Released, Refunded, Void];
+    const ALL_STATES: [EmailState; 7] = [
+        New,
+        Held,
+        Debited,
+        Released,
+        Refunded,
+        Void,
+        EmailState::Expired,
+    ];
 
     #[test]
     fn every_email_transition() {
@@ -396,7 +416,10 @@ mod tests {
             (Held, Accepted) => (Debited, capture),
             (New, Bounced(Bounce::Hard)) => (Void, None),
             (Held, Bounced(Bounce::Hard) | Cancelled) => (Released, release),
+            (Held, EmailEvent::Expired) => (EmailState::Expired, release),
             (Debited, Bounced(Bounce::Hard)) => (Refunded, refund),
+            (EmailState::Expired, Accepted) => (Debited, debit),
+            (EmailState::Expired, Bounced(Bounce::Hard)) => (Released, None),
             (s, _) => (s, None),
         };
         for state in ALL_STATES {
@@ -408,6 +431,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_capture_after_the_expiry_debits_once_below_the_floor_and_is_flagged() {
+        let (expired, release) = email(Held, EmailEvent::Expired, usd(5));
+        assert_eq!(expired, EmailState::Expired);
+        assert_eq!(release.map(|m| m.held_delta), Some(usd(-5)));
+        let (debited, debit) = email(expired, Accepted, usd(5));
+        let debit = debit.unwrap();
+        assert_eq!((debited, debit.kind), (Debited, EntryKind::Debit));
+        assert_eq!((debit.balance_delta, debit.held_delta), (usd(-5), usd(0)));
+        assert_eq!(email(debited, Accepted, usd(5)), (Debited, None), "once");
+        let empty = WalletView::empty(c());
+        assert!(
+            flags(&empty, &debit).unwrap().overdrawn,
+            "below the floor: recorded and flagged"
+        );
+        // The other way round: captured first, the sweep finds nothing to expire.
+        let (captured, _) = email(Held, Accepted, usd(5));
+        assert_eq!(
+            email(captured, EmailEvent::Expired, usd(5)),
+            (Debited, None)
+        );
+        // Expired, then a hard bounce: released for good; a later acceptance moves nothing.
+        let (bounced, none) = email(expired, Bounced(Bounce::Hard), usd(5));
+        assert_eq!((bounced, none), (Released, None));
+        assert_eq!(email(bounced, Accepted, usd(5)), (Released, None));
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! [`HoldOutcome::InsufficientFunds`]) or retried with backoff and full jitter, a bounded number
 //! of times ([`HoldOutcome::Busy`]). Time, the wait and the jitter's draw are injected
 //! ([`Holds::with_clock`], [`Holds::with_pause`]): tests never sleep. Placing (the shard chosen,
-//! refills, the transaction's writes): `holds/place.rs`; releasing: `holds/release.rs`.
+//! refills, the transaction's writes): `holds/place.rs`; releasing: `holds/release.rs`; expiring
+//! (each hold's `expires_at`, the sweep that releases the due ones): `holds/expiry.rs`.
 
 use crate::balance::ledger::{Ledger, LedgerError};
 use crate::balance::rules::EmailState;
@@ -51,6 +52,9 @@ pub struct HoldRequest {
     pub amount: Option<i64>,
     /// The id the new hold gets (chosen by the caller, so it can be recorded before the commit).
     pub hold_id: String,
+    /// How long the hold is valid ([`expiry::bounded`]); `None`: the default of the [`Holds`]
+    /// placing it ([`Holds::with_expires_in`]). Past it, the sweep releases it.
+    pub expires_in: Option<Duration>,
 }
 
 /// A hold that was placed.
@@ -61,6 +65,8 @@ pub struct Held {
     pub amount: Money,
     /// The wallet's available amount after this hold, as of its own commit's read.
     pub available: Money,
+    /// When it expires (ms).
+    pub expires_at: i64,
 }
 
 /// What asking for a hold came to.
@@ -115,6 +121,7 @@ pub struct Holds<'s, S> {
     draw: Draw,
     retry: RetryPolicy,
     views: WalletViews,
+    expires_in: Duration,
     metrics: Mutex<Vec<Metric>>,
 }
 
@@ -151,6 +158,7 @@ where
             draw: Arc::new(fastrand::f64),
             retry: RETRY,
             views: WalletViews::disabled(),
+            expires_in: expiry::DEFAULT_EXPIRES_IN,
             metrics: Mutex::new(Vec::new()),
         }
     }
@@ -172,6 +180,12 @@ where
     /// its own shard strongly while that shard can pay it ([`crate::balance::views`]).
     pub fn with_views(mut self, views: WalletViews) -> Self {
         self.views = views;
+        self
+    }
+
+    /// The same with another default validity of its holds (the stage's).
+    pub fn with_expires_in(mut self, expires_in: Duration) -> Self {
+        self.expires_in = expires_in;
         self
     }
 
@@ -212,6 +226,7 @@ where
     }
 }
 
+pub mod expiry;
 pub mod items;
 mod place;
 mod release;

@@ -898,6 +898,7 @@ async fn the_wallet_apis_holds_across_the_threshold_make_one_attempt_as_webhook_
             message_id: format!("api{i}"),
             amount: Some(25),
             hold_id: format!("hold_{i}"),
+            expires_in: None,
         };
         match holds.place(&request, |_| Vec::new()).await.unwrap() {
             crate::email::holds::HoldOutcome::Held(_) => placed += 1,
@@ -947,6 +948,7 @@ async fn holds_on_a_sharded_wallets_warm_view_make_one_attempt_decided_on_the_st
             message_id: messages.next().unwrap(),
             amount: Some(25),
             hold_id: format!("hold_{i}"),
+            expires_in: None,
         };
         let outcome = holds.place(&request, |_| Vec::new()).await.unwrap();
         assert!(

@@ -5,10 +5,17 @@
 
 use super::*;
 use crate::balance::rules::{EmailState, EntryKind};
+use crate::email::holds::expiry::{HoldSweep, SweepReport};
 use crate::email::holds::{HoldOutcome, HoldRequest, Holds, ReleaseOutcome};
 
+/// A day: the default validity of a hold.
+const DAY: i64 = 86_400_000;
+
+/// Holds at `T0` that never sleep between tries.
 fn holds(store: &MemoryStore) -> Holds<'_, MemoryStore> {
-    Holds::new(store).with_clock(Arc::new(ManualClock::at_millis(T0)))
+    Holds::new(store)
+        .with_clock(Arc::new(ManualClock::at_millis(T0)))
+        .with_pause(Arc::new(|_| Box::pin(async {})), Arc::new(|| 0.0))
 }
 
 async fn place(w: &World, message_id: &str, hold_id: &str) -> HoldOutcome {
@@ -17,6 +24,7 @@ async fn place(w: &World, message_id: &str, hold_id: &str) -> HoldOutcome {
         message_id: message_id.into(),
         amount: None,
         hold_id: hold_id.into(),
+        expires_in: None,
     };
     holds(&w.store)
         .place(&request, |_| Vec::new())
@@ -140,6 +148,191 @@ async fn an_email_held_by_a_webhook_is_not_the_apis_to_release() {
     assert_eq!(moved(&w), (0, PRICE));
 }
 
+/// One expiry sweep at `at`.
+async fn sweep(w: &World, at: i64) -> SweepReport {
+    HoldSweep {
+        store: w.store.clone(),
+        clock: Arc::new(ManualClock::at_millis(at)),
+        batch: 100,
+    }
+    .run()
+    .await
+}
+
+fn metric_names(report: &SweepReport) -> Vec<String> {
+    report.metrics.iter().map(|m| m.name.to_string()).collect()
+}
+
+#[tokio::test]
+async fn an_api_hold_past_its_expiry_is_released_once_by_the_sweep_and_published() {
+    let w = funded();
+    let HoldOutcome::Held(held) = place(&w, "m1", "h1").await else {
+        panic!("not held")
+    };
+    assert_eq!(held.expires_at, T0 + DAY, "the default: a day");
+    let early = sweep(&w, T0 + DAY - 1).await;
+    assert_eq!(
+        (early.due, early.expired),
+        (0, 0),
+        "not due before its expiry"
+    );
+    assert_eq!(moved(&w), (0, PRICE));
+    let report = sweep(&w, T0 + DAY).await;
+    assert_eq!((report.due, report.expired, report.errors), (1, 1, 0));
+    assert!(metric_names(&report).contains(&"HoldsExpired".to_string()));
+    assert_eq!(moved(&w), (0, 0), "the held amount is available again");
+    let row = row(&w, "m1").await;
+    assert_eq!(row.state, EmailState::Expired);
+    let kinds: Vec<_> = row.entries.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, vec![EntryKind::Hold, EntryKind::HoldRelease]);
+    // Published through the outbox, with the entry's origin.
+    let event = &row.entries[1];
+    assert_eq!(event.event_source, events::SOURCE);
+    let key = MessageKey::new(
+        SourceName::parse(events::SOURCE).unwrap(),
+        EventId::parse(&event.event_id).unwrap(),
+    );
+    let msg = w
+        .store
+        .item(
+            &inbox_core::store::schema::message_pk(&key),
+            inbox_core::store::schema::MESSAGE_SK,
+        )
+        .expect("published");
+    assert_eq!(
+        attr::get_s(&msg, inbox_core::store::schema::EVENT_TYPE),
+        Some(events::HOLD_EXPIRED)
+    );
+    // Out of the index: a second sweep finds nothing; a release finds it settled.
+    assert_eq!(sweep(&w, T0 + 2 * DAY).await.due, 0);
+    assert_eq!(
+        release(&w, "h1").await,
+        ReleaseOutcome::Settled {
+            state: EmailState::Expired
+        }
+    );
+    let report = reconcile(&*w.store, T0 + 2 * DAY, opts(i64::MAX))
+        .await
+        .unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
+#[tokio::test]
+async fn a_hold_asks_for_its_own_validity_within_the_bounds() {
+    let w = funded();
+    let mut request = HoldRequest {
+        tenant: tid("acme"),
+        message_id: "m1".into(),
+        amount: None,
+        hold_id: "h1".into(),
+        expires_in: Some(std::time::Duration::from_secs(600)),
+    };
+    let HoldOutcome::Held(held) = holds(&w.store)
+        .place(&request, |_| Vec::new())
+        .await
+        .unwrap()
+    else {
+        panic!("not held")
+    };
+    assert_eq!(held.expires_at, T0 + 600_000);
+    assert_eq!(sweep(&w, T0 + 600_000).await.expired, 1);
+    request.message_id = "m2".into();
+    request.hold_id = "h2".into();
+    request.expires_in = Some(std::time::Duration::from_secs(8 * 86_400));
+    assert!(
+        holds(&w.store)
+            .place(&request, |_| Vec::new())
+            .await
+            .is_err(),
+        "past the bound: refused, nothing written"
+    );
+    assert_eq!(moved(&w), (0, 0));
+}
+
+#[tokio::test]
+async fn a_capture_after_the_expiry_is_debited_once_even_below_the_floor_and_flagged() {
+    // A wallet of exactly one send: the expired hold's money is held again by another send.
+    let w = World::new().wallet("acme", 0, None);
+    let mut item = w.store.item(&wallet_pk("acme"), WALLET_SK).unwrap();
+    item.insert("balance".into(), attr::n(PRICE));
+    w.store.put_item(item);
+    w.store
+        .put_item(crate::email::holds::tests::old_topup(PRICE));
+    assert!(matches!(place(&w, "m1", "h1").await, HoldOutcome::Held(_)));
+    assert_eq!(sweep(&w, T0 + DAY).await.expired, 1);
+    assert!(matches!(place(&w, "m2", "h2").await, HoldOutcome::Held(_)));
+    assert!(!w.balance("acme").overdrawn);
+    // m1 was sent after all: its `accepted` comes late.
+    w.email("e1", "message.accepted", "m1", json!({})).await;
+    w.email("e2", "message.accepted", "m1", json!({})).await;
+    let wallet = w.balance("acme");
+    assert_eq!(
+        (wallet.balance.minor(), wallet.held.minor()),
+        (0, PRICE),
+        "debited once, directly: available is below the floor"
+    );
+    assert!(wallet.overdrawn, "and the wallet is flagged");
+    let row = row(&w, "m1").await;
+    assert_eq!(row.state, EmailState::Debited);
+    assert_eq!(row.expires_at, Some(T0 + DAY), "the row keeps its expiry");
+    let kinds: Vec<_> = row.entries.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![EntryKind::Hold, EntryKind::HoldRelease, EntryKind::Debit]
+    );
+    let report = reconcile(&*w.store, T0 + DAY, opts(i64::MAX))
+        .await
+        .unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
+#[tokio::test]
+async fn a_capture_before_the_expiry_leaves_the_sweep_nothing() {
+    let w = funded();
+    assert!(matches!(place(&w, "m1", "h1").await, HoldOutcome::Held(_)));
+    w.email("e1", "message.accepted", "m1", json!({})).await;
+    let report = sweep(&w, T0 + 2 * DAY).await;
+    assert_eq!(
+        (report.due, report.expired),
+        (0, 0),
+        "captured: out of the index"
+    );
+    assert_eq!(moved(&w), (-PRICE, 0), "one debit, nothing released");
+    assert_eq!(row(&w, "m1").await.state, EmailState::Debited);
+}
+
+#[tokio::test]
+async fn a_webhook_hold_gets_the_stages_default_and_expires_after_a_soft_bounce() {
+    let w = funded();
+    w.email("e1", "message.sent", "m1", json!({})).await;
+    w.email(
+        "e2",
+        "message.bounced",
+        "m1",
+        json!({"bounce_type": "soft"}),
+    )
+    .await;
+    let held = row(&w, "m1").await;
+    assert_eq!(held.state, EmailState::Held);
+    let expires_at = held.expires_at.unwrap();
+    assert_eq!(expires_at, held.held_at.unwrap() + DAY);
+    let stale = reconcile(&*w.store, expires_at + 600_001, opts(i64::MAX))
+        .await
+        .unwrap();
+    assert_eq!(
+        stale.expired_holds.len(),
+        1,
+        "past its expiry and not released"
+    );
+    assert!(stale.metrics().iter().any(|m| m.name == "ExpiredHolds"));
+    assert_eq!(sweep(&w, expires_at).await.expired, 1);
+    assert_eq!(moved(&w), (0, 0));
+    let report = reconcile(&*w.store, expires_at + 600_001, opts(i64::MAX))
+        .await
+        .unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
 /// One step of a plan: a webhook of one email, or the API's hold (first) or release of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Step {
@@ -219,6 +412,143 @@ proptest! {
         prop_assert_eq!(moved(&w), expected);
         let report = futures_block(reconcile(&*w.store, T0, opts(i64::MAX)));
         let report = report.unwrap();
+        prop_assert!(report.is_clean(), "{:?}", report);
+    }
+}
+
+/// One operation of an interleaved plan over a few emails: the API's hold or release of one, a
+/// webhook of one, or the expiry sweep (of every hold due, far in the future).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Hold(u8),
+    Release(u8),
+    Webhook(u8, Kind),
+    Sweep,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        2 => (0u8..3).prop_map(Op::Hold),
+        1 => (0u8..3).prop_map(Op::Release),
+        4 => ((0u8..3), kind()).prop_map(|(m, k)| Op::Webhook(m, k)),
+        1 => Just(Op::Sweep),
+    ]
+}
+
+/// Where one email stands in the reference model (written from the product's rules in words,
+/// not from `rules::email`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stands {
+    New,
+    /// Held; `api`: by the wallet API (its release can free it).
+    Held {
+        api: bool,
+    },
+    Expired,
+    Debited,
+    /// Released, refunded or void: nothing moves any more.
+    Done,
+}
+
+/// The reference model with expiry: the wallet's (balance, held) moves and the count of ledger
+/// entries the plan makes.
+fn model_with_expiry(ops: &[Op]) -> ((i64, i64), usize) {
+    let mut emails = [Stands::New; 3];
+    // Whether a webhook wrote the email's row: the API then never holds it (already exists).
+    let mut rowed = [false; 3];
+    let (mut balance, mut held, mut entries) = (0, 0, 0);
+    let mut moved = |b: i64, h: i64| {
+        balance += b;
+        held += h;
+        entries += 1;
+    };
+    for op in ops {
+        let targets: Vec<usize> = match op {
+            Op::Sweep => (0..3).collect(),
+            Op::Hold(m) | Op::Release(m) | Op::Webhook(m, _) => vec![usize::from(*m)],
+        };
+        for m in targets {
+            let s = emails[m];
+            let was_rowed = rowed[m];
+            rowed[m] = was_rowed || matches!(op, Op::Webhook(..) | Op::Hold(_));
+            emails[m] = match (s, op) {
+                (Stands::New, Op::Hold(_)) if was_rowed => s,
+                (Stands::New, Op::Hold(_)) => {
+                    moved(0, PRICE);
+                    Stands::Held { api: true }
+                }
+                (Stands::New, Op::Webhook(_, Kind::Sent)) => {
+                    moved(0, PRICE);
+                    Stands::Held { api: false }
+                }
+                (Stands::New, Op::Webhook(_, Kind::Accepted)) => {
+                    moved(-PRICE, 0);
+                    Stands::Debited
+                }
+                (Stands::New, Op::Webhook(_, Kind::Hard)) => Stands::Done,
+                (Stands::Held { .. }, Op::Webhook(_, Kind::Accepted)) => {
+                    moved(-PRICE, -PRICE);
+                    Stands::Debited
+                }
+                (Stands::Held { .. }, Op::Webhook(_, Kind::Hard))
+                | (Stands::Held { api: true }, Op::Release(_)) => {
+                    moved(0, -PRICE);
+                    Stands::Done
+                }
+                (Stands::Held { .. }, Op::Sweep) => {
+                    moved(0, -PRICE);
+                    Stands::Expired
+                }
+                // The email was sent after all: debited once, directly.
+                (Stands::Expired, Op::Webhook(_, Kind::Accepted)) => {
+                    moved(-PRICE, 0);
+                    Stands::Debited
+                }
+                (Stands::Expired, Op::Webhook(_, Kind::Hard)) => Stands::Done,
+                (Stands::Debited, Op::Webhook(_, Kind::Hard)) => {
+                    moved(PRICE, 0);
+                    Stands::Done
+                }
+                _ => s,
+            };
+        }
+    }
+    ((balance, held), entries)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    #[test]
+    fn holds_sweeps_captures_bounces_and_releases_in_any_interleaving_match_the_model(
+        ops in prop::collection::vec(op(), 0..14),
+    ) {
+        let w = funded();
+        futures_block(async {
+            for (i, op) in ops.iter().enumerate() {
+                match op {
+                    Op::Hold(m) => {
+                        place(&w, &format!("m{m}"), &format!("h{m}")).await;
+                    }
+                    Op::Release(m) => {
+                        release(&w, &format!("h{m}")).await;
+                    }
+                    Op::Webhook(m, k) => {
+                        let (kind, extra) = k.event();
+                        w.email(&format!("evt_{i}"), kind, &format!("m{m}"), extra).await;
+                    }
+                    Op::Sweep => {
+                        let report = sweep(&w, T0 + 3 * DAY).await;
+                        assert_eq!(report.errors, 0, "{report:?}");
+                    }
+                }
+            }
+        });
+        let (expected, entries) = model_with_expiry(&ops);
+        prop_assert_eq!(moved(&w), expected);
+        let made = futures_block(w.entries("acme")).len() - 1;
+        prop_assert_eq!(made, entries, "one entry per movement");
+        let report = futures_block(reconcile(&*w.store, T0, opts(i64::MAX))).unwrap();
         prop_assert!(report.is_clean(), "{:?}", report);
     }
 }

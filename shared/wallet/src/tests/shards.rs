@@ -65,6 +65,7 @@ async fn place(w: &World, message_id: &str, hold_id: &str, amount: Option<i64>) 
         message_id: message_id.into(),
         amount,
         hold_id: hold_id.into(),
+        expires_in: None,
     };
     holds(&w.store)
         .place(&request, |_| Vec::new())

@@ -113,6 +113,7 @@ impl<'p> Flow<'p> {
             message_id: message_id.into(),
             amount: None,
             hold_id: hold_id.into(),
+            expires_in: None,
         };
         let outcome = Holds::new(&self.store)
             .with_views(self.api_views.clone())

@@ -37,12 +37,13 @@ pub fn pattern(pk: &str) -> String {
 
 /// The pattern of an open-index partition (`open_shard`).
 pub fn index_pattern(shard: &str) -> String {
-    const SHARDED: [&str; 5] = [
+    const SHARDED: [&str; 6] = [
         "OUTBOX#DONE#",
         "OUTBOX#",
         "OPEN#",
         "AUTOPAY#ATTEMPT#",
         "AUTOPAY#RECURRING#",
+        "WALLET#HOLDS#",
     ];
     match SHARDED.iter().find(|p| {
         shard

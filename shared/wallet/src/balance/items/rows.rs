@@ -3,9 +3,26 @@
 
 use super::*;
 use crate::balance::model::RowEntry;
+use inbox_core::store::schema::{OPEN_DUE, OPEN_SHARD};
 
 /// The attribute of an email's row that keeps its ledger entries (a list of maps).
 pub const ROW_ENTRIES: &str = "entries";
+/// The open-index shards of held emails that have an expiry (`WALLET#HOLDS#0`..`15`), due at it.
+pub const HOLD_SHARD_PREFIX: &str = "WALLET#HOLDS#";
+/// How many shards they spread over.
+pub const HOLD_SHARDS: u8 = 16;
+
+/// Every hold shard of the open index.
+pub fn hold_shards() -> impl Iterator<Item = String> {
+    (0..HOLD_SHARDS).map(|i| format!("{HOLD_SHARD_PREFIX}{i}"))
+}
+
+/// The hold shard of an email's row (by its tenant and message id).
+fn hold_shard(tenant: &str, message_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let h = Sha256::digest(format!("{tenant}\0{message_id}").as_bytes());
+    format!("{HOLD_SHARD_PREFIX}{}", h[0] % HOLD_SHARDS)
+}
 
 impl RowEntry {
     fn to_value(&self) -> AttributeValue {
@@ -63,6 +80,7 @@ impl EmailRow {
             held_at: number(item, "held_at")?,
             updated_at: number(item, "updated_at")?,
             hold_id: text(item, "hold_id"),
+            expires_at: number(item, "expires_at")?,
             entries: row_entries(item)?,
             shard: number(item, "shard")?
                 .and_then(|n| u32::try_from(n).ok())
@@ -97,6 +115,15 @@ impl EmailRow {
         }
         if self.shard != 0 {
             item.insert("shard".into(), n(i64::from(self.shard)));
+        }
+        if let Some(t) = self.expires_at {
+            item.insert("expires_at".into(), n(t));
+            // Due in the open index while held: settled, it leaves it.
+            if self.state == rules::EmailState::Held {
+                let shard = hold_shard(tenant, &self.message_id);
+                item.insert(OPEN_SHARD.into(), s(shard));
+                item.insert(OPEN_DUE.into(), n(t));
+            }
         }
         item
     }

@@ -92,6 +92,7 @@ async fn hold(store: &Reads, views: &WalletViews, message_id: &str, amount: i64)
         message_id: message_id.into(),
         amount: Some(amount),
         hold_id: format!("hold_{message_id}"),
+        expires_in: None,
     };
     holds(store, views)
         .place(&request, |_| Vec::new())

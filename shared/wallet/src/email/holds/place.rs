@@ -8,7 +8,7 @@
 //! item written once ([`crate::balance::items::shards::merge_writes`]). What a refused or conflicting try
 //! found already there is read back here too.
 
-use super::{busy_metric, refused, Held, HoldOutcome, HoldRequest, Holds};
+use super::{busy_metric, expiry, refused, Held, HoldOutcome, HoldRequest, Holds};
 use crate::balance::items::shards::{self, merge_writes, pick, plan_refill, Part};
 use crate::balance::items::wallet_pk;
 use crate::balance::ledger::LedgerError;
@@ -141,11 +141,14 @@ where
                 }
                 refill = shards::refill(tenant, &wallet.shards, &moves).map_err(refused)?;
             }
+            let expires_in = expiry::bounded(request.expires_in.unwrap_or(self.expires_in))
+                .map_err(LedgerError::Unreadable)?;
             let held = Held {
                 hold_id: request.hold_id.clone(),
                 message_id: request.message_id.clone(),
                 amount,
                 available: after,
+                expires_at: self.clock.now_millis() + expiry::millis(expires_in),
             };
             let (mut effects, mut metrics) =
                 self.hold_effects(&wallet, &part, credit, &held, &with)?;
@@ -270,6 +273,7 @@ where
             held_at: Some(now),
             updated_at: Some(now),
             hold_id: Some(held.hold_id.clone()),
+            expires_at: Some(held.expires_at),
             entries: vec![self.entry(tenant, &mv, &held.message_id, &held.hold_id, now)],
             shard: part.shard,
             ..EmailRow::default()

@@ -118,6 +118,7 @@ fn request(message_id: &str, hold_id: &str, amount: Option<i64>) -> HoldRequest 
         message_id: message_id.into(),
         amount,
         hold_id: hold_id.into(),
+        expires_in: None,
     }
 }
 
@@ -155,6 +156,7 @@ async fn a_hold_writes_its_row_pointer_entry_and_held_amount_in_one_commit() {
             message_id: "m1".into(),
             amount: usd().amount(300),
             available: usd().amount(9_700),
+            expires_at: T0 + 86_400_000,
         })
     );
     let w = wallet(&store);

@@ -36,6 +36,7 @@ fn tenants_named(report: &ReconcileReport) -> Vec<&str> {
         .map(|m| m.tenant.as_str())
         .chain(report.unreadable_wallets.iter().map(|u| u.tenant.as_str()))
         .chain(report.stale_holds.iter().map(|h| h.tenant.as_str()))
+        .chain(report.expired_holds.iter().map(|h| h.tenant.as_str()))
         .chain(report.orphan_entries.iter().map(|o| o.tenant.as_str()))
         .filter(|t| seen.insert(*t))
         .collect()
@@ -67,10 +68,11 @@ fn wallet_verdict(report: &ReconcileReport) -> String {
     let tenants = tenants_named(report);
     let shown: Vec<&str> = tenants.iter().take(10).copied().collect();
     format!(
-        "wallets do not reconcile: {} mismatched wallet(s), {} unreadable wallet(s), {} stale hold(s), {} orphan entr{} (tenant(s): {}{})",
+        "wallets do not reconcile: {} mismatched wallet(s), {} unreadable wallet(s), {} stale hold(s), {} hold(s) past their expiry, {} orphan entr{} (tenant(s): {}{})",
         report.mismatched_wallets.len(),
         report.unreadable_wallets.len(),
         report.stale_holds.len(),
+        report.expired_holds.len(),
         report.orphan_entries.len(),
         if report.orphan_entries.len() == 1 { "y" } else { "ies" },
         shown.join(", "),
@@ -251,6 +253,23 @@ fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> R
         }
         say(t)?;
     }
+    if !report.expired_holds.is_empty() {
+        say(format!(
+            "\nHolds past their expiry, not released by the sweep ({})",
+            report.expired_holds.len()
+        ))?;
+        let mut t = table(["tenant", "email", "amount (minor)", "expired (UTC)", "ago"]);
+        for h in &report.expired_holds {
+            t.add_row(vec![
+                h.tenant.to_string(),
+                truncate(&h.message_id, 48),
+                h.amount.to_string(),
+                when::human(h.expires_at),
+                when::age(now - h.expires_at),
+            ]);
+        }
+        say(t)?;
+    }
     if !report.orphan_entries.is_empty() {
         say(format!(
             "\nEntries whose webhook event is not in the inbox ({})",
@@ -319,7 +338,7 @@ mod tests {
         };
         assert_eq!(
             verdict(&report),
-            "wallets do not reconcile: 1 mismatched wallet(s), 1 unreadable wallet(s), 1 stale hold(s), 1 orphan entry (tenant(s): acme, gamma, beta)"
+            "wallets do not reconcile: 1 mismatched wallet(s), 1 unreadable wallet(s), 1 stale hold(s), 0 hold(s) past their expiry, 1 orphan entry (tenant(s): acme, gamma, beta)"
         );
         let unmatched = LongUnmatched {
             payment_key: "pi_1".into(),
