@@ -130,6 +130,18 @@ impl<S: AttemptStore, P: Charger, C: Clock, U: Settle> Pass<S, P, C, U> {
                         report.deferred += 1;
                         continue;
                     }
+                    // A wallet stored before the tenant grammar: its payment's webhook would be
+                    // refused (and its credit with it), so it is never charged; it is reported
+                    // until the wallet is renamed or its autopay paused.
+                    if !attempt.tenant.fits_grammar() {
+                        let why = format!(
+                            "attempt {} of tenant {:?}: a tenant id from before the tenant grammar; \
+                             not charged (its credit could not land): pause its autopay",
+                            attempt.id, attempt.tenant
+                        );
+                        self.unreadable(&[why], &mut report);
+                        continue;
+                    }
                     self.attempt(attempt, &mut report).await;
                 }
             }

@@ -316,6 +316,36 @@ fn pass_lease() -> u128 {
 }
 
 #[tokio::test]
+async fn a_wallet_from_before_the_tenant_grammar_is_never_charged_and_is_reported() {
+    let (pass, clock) = setup(Vec::new());
+    let old = TenantId::stored("Acme Corp").expect("a stored id");
+    let mut settings = autopay();
+    settings.tenant = old.clone();
+    pass.store().put_autopay(settings);
+    let mut legacy = attempt("old-1", T0);
+    legacy.tenant = old;
+    pass.store().put_attempt(legacy);
+    let report = run_at(&pass, &clock, &[0]).await.remove(0);
+    assert_eq!(report.unreadable, 1, "{report:?}");
+    assert!(
+        report.unreadable_samples[0].contains("\"Acme Corp\""),
+        "{:?}",
+        report.unreadable_samples
+    );
+    let charged: Vec<String> = pass
+        .charger()
+        .requests()
+        .into_iter()
+        .map(|(_, r)| r.attempt)
+        .collect();
+    assert_eq!(
+        charged,
+        vec!["thr-1"],
+        "only the wallet that fits the grammar"
+    );
+}
+
+#[tokio::test]
 async fn an_indeterminate_answer_repeats_the_same_key_and_charges_once() {
     // A 500 after the charge was made: indeterminate, then the saved success.
     let (pass, clock) = setup(vec![Step::ChargedButLost]);
