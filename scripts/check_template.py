@@ -121,7 +121,7 @@ LEADING_READS: dict[str, dict[str, list[str]]] = {
     "ReaperRole": {"table": ["MSG#*"], "index": ["OPEN#*"]},
     "ReconcileRole": {
         "table": ["WALLET#*", "WALLETS", "PAYMENT#*", "MSG#*"],
-        "index": ["UNMATCHED"],
+        "index": ["UNMATCHED", "AUTOPAY#ATTEMPT#*"],
     },
     "DeliverRole": {
         "table": ["MSG#*", "OUT#*", "FAN#*", "DEST#*", "DESTINATIONS"],

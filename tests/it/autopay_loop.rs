@@ -14,7 +14,8 @@ use serde_json::Value;
 use std::sync::Arc;
 use wallet_ledger::autopay::table::TableAttempts;
 use wallet_ledger::autopay::{
-    idempotency_key, AttemptState, Pass, PassConfig, SavedMethod, TopUpRule,
+    idempotency_key, AttemptState, ChargeReply, ChargeRequest, Charger, Find, Pass, PassConfig,
+    ProviderUnavailable, SavedMethod, TopUpRule,
 };
 use wallet_ledger::balance::events::{SettleByEvent, WalletEvent};
 use wallet_ledger::balance::items::{wallet_pk, WALLET_SK};
@@ -389,5 +390,132 @@ async fn a_lost_answer_is_found_on_stripe_after_its_key_is_pruned_not_charged_ag
             "charges made {succeeded}; the try found on Stripe's records after 12 h and recorded {:?}",
             a.state
         ),
+    );
+}
+
+/// A charger whose process dies in the call: when `reached`, after the request got to Stripe
+/// (which made the charge and saved its answer under the key), else before it left. It never
+/// returns; `died` says the run is now stuck in it, so the test drops the run there.
+struct Dying<C> {
+    inner: C,
+    reached: bool,
+    died: Arc<tokio::sync::Notify>,
+}
+
+impl<C: Charger> Charger for Dying<C> {
+    async fn charge(&self, request: &ChargeRequest) -> ChargeReply {
+        if self.reached {
+            let _lost = self.inner.charge(request).await;
+        }
+        self.died.notify_one();
+        std::future::pending().await
+    }
+
+    async fn lookup(&self, provider_ref: &str) -> Result<ChargeReply, ProviderUnavailable> {
+        self.inner.lookup(provider_ref).await
+    }
+
+    async fn find(&self, find: &Find) -> Result<Option<ChargeReply>, ProviderUnavailable> {
+        self.inner.find(find).await
+    }
+}
+
+#[tokio::test]
+async fn a_charging_pass_killed_after_its_claim_is_reported_overdue_then_re_driven_once() {
+    use wallet_ledger::reconcile::{reconcile, ReconcileOptions, OVERDUE_GRACE_MS};
+    let options = || ReconcileOptions::new(i64::MAX, std::time::Duration::from_secs(30 * 86_400));
+    let mut found = Vec::new();
+    for reached in [false, true] {
+        let s = Standin::start();
+        let p = Pipeline::new().await;
+        let store = drained(&p, &s, "pm_card_visa").await;
+        let registry = process_function::registry(store.clone(), WalletSources::default());
+        let processor = p.processor(registry, SystemClock).await;
+        processor.handle_stream_batch(p.read_stream().await).await;
+        let ledger = Ledger::new(&store);
+        let attempt = ledger.attempts(&acme()).await.unwrap().remove(0);
+        let clock = Arc::new(ManualClock::at_millis(SystemClock.now_millis() + 1_000));
+        let died = Arc::new(tokio::sync::Notify::new());
+        let dying = Pass::new(
+            TableAttempts::new(store.clone()),
+            Dying {
+                inner: charger(&s),
+                reached,
+                died: died.clone(),
+            },
+            clock.clone(),
+            PassConfig::default(),
+        );
+        tokio::select! {
+            report = dying.run(None) => panic!("the run should have died in the call: {report:?}"),
+            () = died.notified() => {}
+        }
+        let claimed = ledger.attempt(&acme(), &attempt.id).await.unwrap().unwrap();
+        assert_eq!(claimed.state, AttemptState::Charging, "reached {reached}");
+        let lease_end = claimed.due.get();
+        // No run comes: the hourly reconciliation names it once it is 15 minutes overdue.
+        let early = reconcile(&store, lease_end + OVERDUE_GRACE_MS - 1, options())
+            .await
+            .unwrap();
+        assert!(early.overdue_attempts.is_empty(), "{early:?}");
+        let late = reconcile(&store, lease_end + OVERDUE_GRACE_MS, options())
+            .await
+            .unwrap();
+        let overdue: Vec<_> = late
+            .overdue_attempts
+            .iter()
+            .map(|a| (a.attempt_id.clone(), a.state))
+            .collect();
+        assert_eq!(
+            overdue,
+            vec![(attempt.id.clone(), "charging")],
+            "reached {reached}"
+        );
+        // A run at last (at the lease's end, or later): the same key, one charge.
+        clock.set_millis(lease_end + OVERDUE_GRACE_MS);
+        let pass = Pass::new(
+            TableAttempts::new(store.clone()),
+            charger(&s),
+            clock.clone(),
+            PassConfig::default(),
+        );
+        let report = pass.run(None).await;
+        assert_eq!((report.errors, report.succeeded), (0, 1), "{report:?}");
+        let keys: std::collections::BTreeSet<String> = s
+            .intent_requests()
+            .iter()
+            .filter_map(|r| r["idempotency_key"].as_str().map(str::to_owned))
+            .collect();
+        let (charges, _) = s.charges();
+        assert_eq!(charges, 1, "one charge, reached {reached}");
+        assert_eq!(keys.len(), 1, "one key, reached {reached}: {keys:?}");
+        let a = ledger.attempt(&acme(), &attempt.id).await.unwrap().unwrap();
+        assert_eq!(a.state, AttemptState::Charged, "reached {reached}");
+        let after = reconcile(&store, lease_end + OVERDUE_GRACE_MS, options())
+            .await
+            .unwrap();
+        assert!(after.overdue_attempts.is_empty(), "{after:?}");
+        found.push(format!(
+            "{}: overdue reported {} (state charging); after the re-drive charges {charges}, \
+             idempotency keys {}, PaymentIntents {}, the attempt {:?}, overdue {}",
+            if reached {
+                "after Stripe charged"
+            } else {
+                "before the call"
+            },
+            late.overdue_attempts.len(),
+            keys.len(),
+            intents_created(&s),
+            a.state,
+            after.overdue_attempts.len()
+        ));
+    }
+    integration_tests::faults::report::record(
+        "9-stripe",
+        "the charging pass killed after its claim, before the call and after Stripe made the charge",
+        "1 attempt claimed; the run dropped in the call; no run until 15 min past its lease (the \
+         reconciliation at the grace's edge and after it), then one"
+            .into(),
+        found.join("; "),
     );
 }

@@ -509,8 +509,8 @@ fn the_check_catches_a_read_wider_than_the_code_reads() {
             "reconcile-reads-every-index-shard",
             "                      - UNMATCHED\n",
             "                      - \"*\"\n",
-            "ReconcileRole, statement ReadUnmatchedPayments: read dynamodb:LeadingKeys ['*'], \
-             expected exactly ['UNMATCHED']",
+            "ReconcileRole, statement ReadUnmatchedAndOverdue: read dynamodb:LeadingKeys \
+             ['*', 'AUTOPAY#ATTEMPT#*'], expected exactly ['UNMATCHED', 'AUTOPAY#ATTEMPT#*']",
         ),
         (
             "deliver-scans",

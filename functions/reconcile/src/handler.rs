@@ -9,7 +9,8 @@
 //! namespace `WebhookIngestor/Wallet`: `StaleHolds`, `ExpiredHolds` (holds past their expiry
 //! the charge function's sweep has not released), `MismatchedWallets`, `OrphanEntries`,
 //! `UnmatchedPayments` — the payments unmatched for longer than
-//! `RECONCILE_UNMATCHED_AFTER_MINUTES`):
+//! `RECONCILE_UNMATCHED_AFTER_MINUTES` —, `OverdueAutopayAttempts` — autopay attempts the
+//! charge function has not taken 15 minutes after their due, a lease that ended unrenewed among them):
 //! CloudWatch turns that log line into the metrics the alarms watch, without an API call. The
 //! report is the invocation's result.
 
@@ -191,6 +192,7 @@ pub fn log_view(report: &ReconcileReport) -> Value {
             "unsettled_wallets": report.unsettled_wallets.len(),
             "unregistered_wallets": report.unregistered_wallets.len(),
             "unmatched_payments": report.unmatched_payments.len(),
+            "overdue_attempts": report.overdue_attempts.len(),
         },
         "stale_holds": report.stale_holds.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "expired_holds": report.expired_holds.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
@@ -200,6 +202,7 @@ pub fn log_view(report: &ReconcileReport) -> Value {
         "unsettled_wallets": report.unsettled_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "unregistered_wallets": report.unregistered_wallets.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "unmatched_payments": report.unmatched_payments.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
+        "overdue_attempts": report.overdue_attempts.iter().take(LOGGED_PER_KIND).collect::<Vec<_>>(),
         "truncated": cap(report.stale_holds.len())
             || cap(report.expired_holds.len())
             || cap(report.mismatched_wallets.len())
@@ -207,7 +210,8 @@ pub fn log_view(report: &ReconcileReport) -> Value {
             || cap(report.unreadable_wallets.len())
             || cap(report.unsettled_wallets.len())
             || cap(report.unregistered_wallets.len())
-            || cap(report.unmatched_payments.len()),
+            || cap(report.unmatched_payments.len())
+            || cap(report.overdue_attempts.len()),
     })
 }
 
@@ -244,6 +248,7 @@ pub async fn handle<S: ItemStore + DueIndex, C: Clock>(
             orphan_entries = r.orphan_entries.len(),
             unreadable_wallets = r.unreadable_wallets.len(),
             unmatched_payments = r.unmatched_payments.len(),
+            overdue_attempts = r.overdue_attempts.len(),
             report = %view,
             "wallets do not reconcile (or payments wait unmatched: inboxctl wallet unmatched)"
         );
@@ -378,7 +383,8 @@ mod tests {
                 (T0, "ExpiredHolds", 0),
                 (T0, "MismatchedWallets", 0),
                 (T0, "OrphanEntries", 0),
-                (T0, "UnmatchedPayments", 0)
+                (T0, "UnmatchedPayments", 0),
+                (T0, "OverdueAutopayAttempts", 0)
             ],
             "the invocation emits its counts"
         );
@@ -398,6 +404,7 @@ mod tests {
             "MismatchedWallets",
             "OrphanEntries",
             "UnmatchedPayments",
+            "OverdueAutopayAttempts",
         ] {
             assert_eq!(emf[m], 0, "{m}");
         }

@@ -3,7 +3,9 @@
 //! (or that cannot be read), entries whose webhook event is missing from the inbox (or, for
 //! the wallet API's holds and releases, whose hold has no pointer), and payments unmatched for
 //! longer than a window ([`crate::payments::unmatched`]: one `Query` of the open index, bounded by time; the
-//! ordinary intent-then-session case is matched within seconds and never counted). Amounts in the
+//! ordinary intent-then-session case is matched within seconds and never counted), and autopay
+//! attempts the charging pass has not taken long after their due ([`crate::autopay::overdue`]:
+//! the attempts' shards of the open index, no scan). Amounts in the
 //! report are in each wallet's (or payment's) minor unit.
 //!
 //! It neither lies nor scans:
@@ -20,6 +22,7 @@
 //! - entries are checked against the inbox only while their message must still be there: within
 //!   the configured retention (`DELIVERY_RETENTION_DAYS`) less [`ORPHAN_MARGIN_MS`].
 
+pub use crate::autopay::overdue::{OverdueAttempt, OVERDUE_GRACE_MS};
 use crate::balance::items::wallet_pk;
 use crate::balance::ledger::{Ledger, LedgerError};
 use crate::balance::model::{Entry, Wallet};
@@ -136,6 +139,9 @@ pub struct ReconcileReport {
     /// Payments unmatched for longer than [`ReconcileOptions::unmatched_after_ms`], oldest first
     /// (at most [`crate::balance::ledger::LIST_LIMIT`]): a problem until bound.
     pub unmatched_payments: Vec<LongUnmatched>,
+    /// Autopay attempts still due [`OVERDUE_GRACE_MS`] after their due: the charging pass is
+    /// not taking them (a lease that ended and was never re-driven, a look-up never made).
+    pub overdue_attempts: Vec<OverdueAttempt>,
 }
 
 impl ReconcileReport {
@@ -147,10 +153,12 @@ impl ReconcileReport {
             && self.orphan_entries.is_empty()
             && self.unreadable_wallets.is_empty()
             && self.unmatched_payments.is_empty()
+            && self.overdue_attempts.is_empty()
     }
 
     /// The counts as metrics (`StaleHolds`, `ExpiredHolds`, `MismatchedWallets` — unreadable wallets included —,
-    /// `OrphanEntries`, `UnmatchedPayments`; one EMF document when emitted together).
+    /// `OrphanEntries`, `UnmatchedPayments`, `OverdueAutopayAttempts`; one EMF document when
+    /// emitted together).
     pub fn metrics(&self) -> Vec<Metric> {
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         vec![
@@ -178,6 +186,11 @@ impl ReconcileReport {
                 METRICS_NAMESPACE,
                 "UnmatchedPayments",
                 count(self.unmatched_payments.len()),
+            ),
+            Metric::count(
+                METRICS_NAMESPACE,
+                "OverdueAutopayAttempts",
+                count(self.overdue_attempts.len()),
             ),
         ]
     }
@@ -277,6 +290,8 @@ async fn check<S: ItemStore + DueIndex>(
         // An unreadable unmatched item is the table's problem: refused as the store refuses it.
         Err(LedgerError::Unreadable(reason)) => return Err(StoreError::Unreadable(reason.into())),
     };
+    report.overdue_attempts =
+        crate::autopay::overdue::overdue(store, inbox_core::clock::Millis::new(now_ms)).await?;
     let mut events_seen: HashMap<(String, String), bool> = HashMap::new();
     for tenant in found.tenants {
         let unreadable = |reason: String| UnreadableWallet {

@@ -120,6 +120,18 @@ pub enum AttemptState {
 }
 
 impl AttemptState {
+    /// Its name, as the module's table and the attempt's item give it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Due => "due",
+            Self::Charging => "charging",
+            Self::Pending => "pending",
+            Self::Charged => "charged",
+            Self::Credited => "credited",
+            Self::Ended { .. } => "ended",
+        }
+    }
+
     /// `Credited` or `Ended`: nothing more happens to it.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Self::Credited | Self::Ended { .. })

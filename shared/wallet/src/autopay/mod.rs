@@ -36,6 +36,7 @@ pub mod handler;
 pub mod items;
 pub mod ladder;
 pub mod ledger;
+pub mod overdue;
 pub mod parse;
 pub mod pass;
 pub mod rules;

@@ -39,52 +39,59 @@ fn tenant_of(item: &Item) -> Option<TenantId> {
     TenantId::stored(pk).ok()
 }
 
-impl<S: ItemStore + ItemWriter + DueIndex> TableAttempts<S> {
-    /// The index entries due at `now` in every shard of `prefix`, oldest first, at most `limit`.
-    async fn due_keys(
-        &self,
-        prefix: &str,
-        now: Millis,
-        limit: usize,
-    ) -> Result<Vec<(TenantId, String)>, StoreError> {
-        let mut found = Vec::new();
-        for shard in shards(prefix) {
-            for item in self.store.due_items(&shard, now, limit).await? {
-                let due = inbox_core::store::attr::get_n(&item, "open_due").unwrap_or(i64::MAX);
-                if let (Some(t), Some(sk)) = (tenant_of(&item), get_s(&item, "sk")) {
-                    found.push((due, t, sk.to_owned()));
-                }
+/// The index entries due at `now` in every shard of `prefix`, oldest first, at most `limit`.
+pub(crate) async fn due_keys<S: DueIndex>(
+    store: &S,
+    prefix: &str,
+    now: Millis,
+    limit: usize,
+) -> Result<Vec<(TenantId, String)>, StoreError> {
+    let mut found = Vec::new();
+    for shard in shards(prefix) {
+        for item in store.due_items(&shard, now, limit).await? {
+            let due = inbox_core::store::attr::get_n(&item, "open_due").unwrap_or(i64::MAX);
+            if let (Some(t), Some(sk)) = (tenant_of(&item), get_s(&item, "sk")) {
+                found.push((due, t, sk.to_owned()));
             }
         }
-        found.sort();
-        found.truncate(limit);
-        Ok(found.into_iter().map(|(_, t, sk)| (t, sk)).collect())
     }
+    found.sort();
+    found.truncate(limit);
+    Ok(found.into_iter().map(|(_, t, sk)| (t, sk)).collect())
+}
+
+/// The attempts not terminal and due at or before `now`, oldest first, at most `limit`: the
+/// index's entries read again (the index lags the table), unreadable ones listed apart.
+pub(crate) async fn due_attempts<S: ItemStore + DueIndex>(
+    store: &S,
+    now: Millis,
+    limit: usize,
+) -> Result<Listed<Attempt>, StoreError> {
+    let mut due = Listed::of(Vec::new());
+    // Twice the batch is listed, so a few unreadable items at the head of the index (met
+    // first on every run: they stay due) never take the whole batch.
+    let listed = limit.saturating_mul(2);
+    for (tenant, sk) in due_keys(store, ATTEMPT_SHARD_PREFIX, now, listed).await? {
+        let Some(id) = sk.strip_prefix(crate::autopay::items::ATTEMPT_PREFIX) else {
+            continue;
+        };
+        match Ledger::new(store).attempt(&tenant, id).await {
+            Ok(Some(a)) if !a.state.is_terminal() && a.due <= now => due.items.push(a),
+            Ok(_) => {}
+            Err(LedgerError::Unreadable(why)) => due
+                .unreadable
+                .push(format!("{} {sk}: {why}", tenant.as_str())),
+            Err(LedgerError::Store(e)) => return Err(e),
+        }
+    }
+    due.items.sort_by_key(|a| a.due);
+    due.items.truncate(limit);
+    Ok(due)
 }
 
 impl<S: ItemStore + ItemWriter + DueIndex> AttemptStore for TableAttempts<S> {
     async fn due_attempts(&self, now: Millis, limit: usize) -> Result<Listed<Attempt>, StoreError> {
-        let mut due = Listed::of(Vec::new());
-        // Twice the batch is listed, so a few unreadable items at the head of the index (met
-        // first on every run: they stay due) never take the whole batch.
-        let listed = limit.saturating_mul(2);
-        for (tenant, sk) in self.due_keys(ATTEMPT_SHARD_PREFIX, now, listed).await? {
-            let Some(id) = sk.strip_prefix(crate::autopay::items::ATTEMPT_PREFIX) else {
-                continue;
-            };
-            // The index lags the table: what it lists is read again and kept only if still due.
-            match Ledger::new(&self.store).attempt(&tenant, id).await {
-                Ok(Some(a)) if !a.state.is_terminal() && a.due <= now => due.items.push(a),
-                Ok(_) => {}
-                Err(LedgerError::Unreadable(why)) => due
-                    .unreadable
-                    .push(format!("{} {sk}: {why}", tenant.as_str())),
-                Err(LedgerError::Store(e)) => return Err(e),
-            }
-        }
-        due.items.sort_by_key(|a| a.due);
-        due.items.truncate(limit);
-        Ok(due)
+        due_attempts(&self.store, now, limit).await
     }
 
     async fn due_recurring(
@@ -93,9 +100,13 @@ impl<S: ItemStore + ItemWriter + DueIndex> AttemptStore for TableAttempts<S> {
         limit: usize,
     ) -> Result<Listed<Autopay>, StoreError> {
         let mut due = Listed::of(Vec::new());
-        for (tenant, sk) in self
-            .due_keys(RECURRING_SHARD_PREFIX, now, limit.saturating_mul(2))
-            .await?
+        for (tenant, sk) in due_keys(
+            &self.store,
+            RECURRING_SHARD_PREFIX,
+            now,
+            limit.saturating_mul(2),
+        )
+        .await?
         {
             match Ledger::new(&self.store).autopay(&tenant).await {
                 Ok(Some(a)) if a.recurring_due().is_some_and(|d| d <= now) => due.items.push(a),

@@ -2,7 +2,7 @@
 //! patterns (`*` ends a prefix; an entry without it is a whole key): the roles of the functions
 //! that run them may read nothing else (template.yaml, compared by tests/it/template.rs).
 
-use crate::autopay::items::method_index_key;
+use crate::autopay::items::{method_index_key, ATTEMPT_SHARD_PREFIX};
 use crate::balance::items::{payment_index_key, wallet_pk, REGISTRY_PK};
 use crate::payments::unmatched::items::UNMATCHED_SHARD;
 use inbox_core::store::schema::MESSAGE_PREFIX;
@@ -44,9 +44,10 @@ pub fn reconcile_reads() -> Vec<String> {
     ]
 }
 
-/// The open-index partitions the reconciliation queries: the unmatched payments' one shard.
+/// The open-index partitions the reconciliation queries: the unmatched payments' one shard and
+/// the autopay attempts' shards (the overdue ones: [`crate::autopay::overdue`]).
 pub fn reconcile_index_reads() -> Vec<String> {
-    vec![UNMATCHED_SHARD.to_owned()]
+    vec![UNMATCHED_SHARD.to_owned(), prefix(ATTEMPT_SHARD_PREFIX)]
 }
 
 #[cfg(test)]
@@ -96,6 +97,18 @@ mod tests {
             assert!(reads(&reconcile, &pk), "{pk}");
         }
         assert!(!reads(&reconcile, &method_index_key("pm_1").0));
+        let reconcile_index = reconcile_index_reads();
+        for shard in crate::autopay::items::shards(ATTEMPT_SHARD_PREFIX) {
+            assert!(reads(&reconcile_index, &shard), "{shard}");
+        }
+        for shard in [
+            "AUTOPAY#RECURRING#0",
+            "WALLET#HOLDS#0",
+            "OUTBOX#0",
+            "OPEN#0",
+        ] {
+            assert!(!reads(&reconcile_index, shard), "{shard}");
+        }
         assert!(!reads(&reconcile, "DESTINATIONS"));
     }
 }

@@ -965,3 +965,56 @@ async fn holds_on_a_sharded_wallets_warm_view_make_one_attempt_decided_on_the_st
         Some(attempts[0].id.as_str())
     );
 }
+
+async fn reconciled_at(w: &World, ms: i64) -> crate::reconcile::ReconcileReport {
+    reconcile(&*w.store, ms, opts(i64::MAX)).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_try_whose_pass_died_is_reported_overdue_until_a_pass_re_drives_it() {
+    use crate::autopay::fakes::{ScriptedCharger, Step};
+    use crate::autopay::{Pass, PassConfig};
+    use crate::reconcile::OVERDUE_GRACE_MS;
+    use futures_util::FutureExt as _;
+    let w = World::new().autopay(true, None).await;
+    w.debits(0, 400).await;
+    let clock = std::sync::Arc::new(inbox_core::clock::ManualClock::at_millis(T0 + 10_000));
+    let pass = Pass::new(
+        TableAttempts::new(w.store.clone()),
+        ScriptedCharger::new(vec![Step::Killed { reached: true }]),
+        clock.clone(),
+        PassConfig::default(),
+    );
+    // The run dies in the call after storing its claim; no other run comes.
+    assert!(
+        pass.run(None).now_or_never().is_none(),
+        "killed in the call"
+    );
+    let claimed = w.attempts().await.remove(0);
+    assert_eq!(claimed.state, AttemptState::Charging);
+    let lease_end = claimed.due.get();
+    let within = reconciled_at(&w, lease_end + OVERDUE_GRACE_MS - 1).await;
+    assert!(within.overdue_attempts.is_empty(), "{within:?}");
+    let overdue = reconciled_at(&w, lease_end + OVERDUE_GRACE_MS).await;
+    assert_eq!(
+        overdue
+            .overdue_attempts
+            .iter()
+            .map(|a| (a.attempt_id.as_str(), a.state, a.try_no, a.due))
+            .collect::<Vec<_>>(),
+        vec![(claimed.id.as_str(), "charging", 0, lease_end)],
+        "its lease ended {OVERDUE_GRACE_MS} ms ago and no pass took it"
+    );
+    assert!(!overdue.is_clean());
+    assert!(overdue
+        .metrics()
+        .iter()
+        .any(|m| m.name == "OverdueAutopayAttempts" && m.value == 1));
+    // A pass at last: the same key meets the provider's saved success; nothing overdue.
+    clock.set_millis(lease_end);
+    let report = pass.run(None).await;
+    assert_eq!((report.tries, report.succeeded), (1, 1), "{report:?}");
+    assert_eq!(pass.charger().charged_keys().len(), 1, "charged once");
+    let after = reconciled_at(&w, lease_end + OVERDUE_GRACE_MS).await;
+    assert!(after.overdue_attempts.is_empty(), "{after:?}");
+}

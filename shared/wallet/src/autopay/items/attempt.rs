@@ -11,17 +11,6 @@ use inbox_core::store::schema::{OPEN_DUE, OPEN_SHARD};
 use inbox_core::store::{Effect, Item};
 use serde_json::json;
 
-fn state_name(s: &AttemptState) -> &'static str {
-    match s {
-        AttemptState::Due => "due",
-        AttemptState::Charging => "charging",
-        AttemptState::Pending => "pending",
-        AttemptState::Charged => "charged",
-        AttemptState::Credited => "credited",
-        AttemptState::Ended { .. } => "ended",
-    }
-}
-
 impl Attempt {
     /// The item; in the attempt shards of the open index (due at `due`) while not terminal.
     pub fn to_item(&self) -> Item {
@@ -42,7 +31,7 @@ impl Attempt {
             ("id".to_string(), s(&self.id)),
             ("amount".to_string(), n(self.amount.minor())),
             ("currency".to_string(), s(self.amount.currency().as_str())),
-            ("state".to_string(), s(state_name(&self.state))),
+            ("state".to_string(), s(self.state.name())),
             ("try_no".to_string(), n(i64::from(self.try_no))),
             ("rung".to_string(), n(self.rung as i64)),
             ("due".to_string(), n(self.due.get())),

@@ -13,7 +13,7 @@ use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
-use wallet_ledger::reconcile::{reconcile, ReconcileOptions, ReconcileReport};
+use wallet_ledger::reconcile::{reconcile, ReconcileOptions, ReconcileReport, OVERDUE_GRACE_MS};
 use wallet_ledger::TenantId;
 
 const HOUR_MS: i64 = 3_600_000;
@@ -42,25 +42,36 @@ fn tenants_named(report: &ReconcileReport) -> Vec<&str> {
         .collect()
 }
 
+/// The report about the wallets alone: without the payments waiting unmatched and the overdue
+/// autopay attempts (problems of their own: no wallet is wrong).
+fn wallets_only(report: &ReconcileReport) -> ReconcileReport {
+    ReconcileReport {
+        unmatched_payments: Vec::new(),
+        overdue_attempts: Vec::new(),
+        ..report.clone()
+    }
+}
+
 /// The one-line verdict of a report that is not clean (the error `reconcile` exits with).
 fn verdict(report: &ReconcileReport) -> String {
+    let mut parts = Vec::new();
+    if !wallets_only(report).is_clean() {
+        parts.push(wallet_verdict(report));
+    }
     let unmatched = report.unmatched_payments.len();
-    let bind = format!(
-        "{unmatched} payment(s) unmatched longer than the window: find their tenant (inboxctl wallet unmatched) and bind them (inboxctl wallet bind PAYMENT TENANT)"
-    );
-    let wallets = ReconcileReport {
-        unmatched_payments: Vec::new(),
-        ..report.clone()
-    };
-    if wallets.is_clean() {
-        return bind;
+    if unmatched > 0 {
+        parts.push(format!(
+            "{unmatched} payment(s) unmatched longer than the window: find their tenant (inboxctl wallet unmatched) and bind them (inboxctl wallet bind PAYMENT TENANT)"
+        ));
     }
-    let verdict = wallet_verdict(report);
-    if unmatched == 0 {
-        verdict
-    } else {
-        format!("{verdict}; {bind}")
+    let overdue = report.overdue_attempts.len();
+    if overdue > 0 {
+        parts.push(format!(
+            "{overdue} autopay attempt(s) overdue by more than {} min: the charge function is not taking them (see its errors and logs)",
+            OVERDUE_GRACE_MS / 60_000
+        ));
     }
+    parts.join("; ")
 }
 
 /// The verdict on the wallets themselves.
@@ -121,6 +132,7 @@ pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> R
     } else {
         print_report(&report, now, args.stale_after_hours)?;
         print_unmatched(&report, now, unmatched_after_ms)?;
+        print_overdue(&report, now)?;
     }
     if report.is_clean() {
         Ok(())
@@ -179,13 +191,37 @@ fn print_unmatched(report: &ReconcileReport, now: i64, window_ms: i64) -> Result
     say(t)
 }
 
+/// The autopay attempts the charging pass has not taken long after their due (a problem of
+/// their own: the charge function is failing or behind).
+fn print_overdue(report: &ReconcileReport, now: i64) -> Result<()> {
+    if report.overdue_attempts.is_empty() {
+        return say(format!(
+            "no autopay attempt overdue by more than {} min",
+            OVERDUE_GRACE_MS / 60_000
+        ));
+    }
+    say(format!(
+        "\nAutopay attempts overdue by more than {} min ({}): the charge function is not taking them",
+        OVERDUE_GRACE_MS / 60_000,
+        report.overdue_attempts.len()
+    ))?;
+    let mut t = table(["tenant", "attempt", "state", "try", "due (UTC)", "overdue"]);
+    for a in &report.overdue_attempts {
+        t.add_row(vec![
+            a.tenant.to_string(),
+            truncate(&a.attempt_id, 48),
+            a.state.to_owned(),
+            a.try_no.to_string(),
+            when::human(a.due),
+            when::age(now - a.due),
+        ]);
+    }
+    say(t)
+}
+
 fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> Result<()> {
     print_notes(report)?;
-    let wallets_clean = ReconcileReport {
-        unmatched_payments: Vec::new(),
-        ..report.clone()
-    }
-    .is_clean();
+    let wallets_clean = wallets_only(report).is_clean();
     if wallets_clean {
         return say(format!(
             "all {} wallet(s) reconcile ({} entries; no hold older than {stale_after_hours} h; every entry's event is in the inbox)",
@@ -295,7 +331,7 @@ fn print_report(report: &ReconcileReport, now: i64, stale_after_hours: u32) -> R
 mod tests {
     use super::*;
     use wallet_ledger::reconcile::{
-        LongUnmatched, Mismatch, OrphanEntry, StaleHold, UnreadableWallet,
+        LongUnmatched, Mismatch, OrphanEntry, OverdueAttempt, StaleHold, UnreadableWallet,
     };
 
     #[test]
@@ -360,5 +396,21 @@ mod tests {
             ..ReconcileReport::default()
         };
         assert!(verdict(&only).starts_with("1 payment(s) unmatched longer than the window"));
+        let overdue = ReconcileReport {
+            overdue_attempts: vec![OverdueAttempt {
+                tenant: TenantId::parse("acme").unwrap(),
+                attempt_id: "threshold-evt_1".into(),
+                state: "charging",
+                try_no: 0,
+                due: 0,
+            }],
+            ..ReconcileReport::default()
+        };
+        assert!(!overdue.is_clean(), "an overdue attempt is a problem");
+        assert_eq!(
+            verdict(&overdue),
+            "1 autopay attempt(s) overdue by more than 15 min: the charge function is not taking them (see its errors and logs)",
+            "no wallet is wrong: the verdict names only the attempts"
+        );
     }
 }
