@@ -379,6 +379,25 @@ async fn an_expired_hold_is_found_through_the_index_and_released_once() {
     let again = sweep(held.expires_at + 1).run().await;
     assert_eq!(again.due, 0, "out of the index once expired");
     let now = held.expires_at + 1;
-    let report = reconcile(&store, now, opts()).await.unwrap();
-    assert!(report.is_clean(), "{report:?}");
+    let reconciled = reconcile(&store, now, opts()).await.unwrap();
+    assert!(reconciled.is_clean(), "{reconciled:?}");
+    integration_tests::faults::report::record(
+        "8-wallet",
+        "a hold whose send never happened, never captured nor released",
+        "2 API holds (expires_in 60 s, and the 24 h default); the expiry sweep 1 ms before the \
+         first's expiry, at it, and after"
+            .into(),
+        format!(
+            "before: due {}, expired {}; at the expiry: due {}, expired {} (the 24 h hold still \
+             held: {} minor units); after: due {}; the row `{:?}`; reconciliation clean: {}",
+            early.due,
+            early.expired,
+            report.due,
+            report.expired,
+            wallet.held.minor(),
+            again.due,
+            row.state,
+            reconciled.is_clean()
+        ),
+    );
 }

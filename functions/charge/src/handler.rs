@@ -59,9 +59,9 @@ pub fn compose<S: AttemptStore, P: Charger, C: Clock>(
     }
 }
 
-/// At most this many due holds per hold shard and run (16 shards: 400 a minute, a few seconds
-/// of the run: the sweep does not watch the invocation's deadline, so its batch stays small).
-pub const HOLD_BATCH: usize = 25;
+/// At most this many due holds per hold shard and run (16 shards: 1,600 a minute); the sweep
+/// stops 5 s before the invocation's deadline, leaving the rest for the next run.
+pub const HOLD_BATCH: usize = 100;
 
 /// The table as the charging pass and the settlement of late credits use it.
 pub type Table = TableAttempts<DynamoTable>;
@@ -133,17 +133,19 @@ pub async fn run<S: AttemptStore, P: Charger, C: Clock, U: Settle>(
         .emit(now, &service.pass.charger().take_metrics());
     log(&report);
     let swept = match &service.holds {
-        Some(holds) => holds.sweep().await,
+        Some(holds) => holds.sweep(deadline).await,
         None => SweepReport::default(),
     };
     service.metrics.emit(now, &swept.metrics);
-    if swept.due > 0 || swept.errors > 0 {
+    if swept.due > 0 || swept.errors > 0 || swept.stopped_at_deadline {
         tracing::info!(
             due = swept.due,
             expired = swept.expired,
             not_due = swept.not_due,
             busy = swept.busy,
             errors = swept.errors,
+            left_for_next_run = swept.left,
+            stopped_at_deadline = swept.stopped_at_deadline,
             "expiry sweep of holds"
         );
     }

@@ -132,7 +132,7 @@ pub fn unmatched_after_ms(env: &Env) -> Result<i64, ConfigError> {
 
 pub const WALLET_HOLD_EXPIRES_IN: Var = Var {
     name: "WALLET_HOLD_EXPIRES_IN",
-    read_by: ReadBy::Only(&[PROCESS, WALLET_API]),
+    read_by: ReadBy::Only(&[PROCESS, WALLET_API, INBOXCTL]),
     unset: Unset::Default("86400"),
     meaning: "seconds a hold is valid when its placer names no `expires_in` (the wallet API's \
               default, and every hold a webhook's `sent` places); past it the charge function's \

@@ -226,6 +226,7 @@ where
     }
 }
 
+pub mod backfill;
 pub mod expiry;
 pub mod items;
 mod place;

@@ -217,6 +217,226 @@ async fn an_api_hold_past_its_expiry_is_released_once_by_the_sweep_and_published
     assert!(report.is_clean(), "{report:?}");
 }
 
+/// A clock that moves a second each time it is read: work takes time.
+struct Ticking(std::sync::atomic::AtomicI64);
+
+impl inbox_core::clock::Clock for Ticking {
+    fn now_millis(&self) -> i64 {
+        self.0.fetch_add(1_000, std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[tokio::test]
+async fn a_sweep_stops_before_the_invocations_deadline_and_the_next_run_takes_the_rest() {
+    use crate::email::holds::expiry::SWEEP_MARGIN_MS;
+    let w = funded();
+    for i in 0..12 {
+        let placed = place(&w, &format!("m{i}"), &format!("h{i}")).await;
+        assert!(matches!(placed, HoldOutcome::Held(_)));
+    }
+    let start = T0 + DAY;
+    let ticking = HoldSweep {
+        store: w.store.clone(),
+        clock: Arc::new(Ticking(std::sync::atomic::AtomicI64::new(start))),
+        batch: 100,
+    };
+    // Twenty seconds of clock: the sweep stops five before, with holds still due.
+    let first = ticking
+        .run_until(Some(inbox_core::clock::Millis::new(start + 20_000)))
+        .await;
+    assert!(first.stopped_at_deadline, "{first:?}");
+    assert!(
+        (1..12).contains(&first.expired),
+        "some, not all, expired: {first:?}"
+    );
+    assert_eq!(first.errors, 0);
+    let held_after_first = 12 - first.expired;
+    assert_eq!(
+        moved(&w),
+        (0, PRICE * i64::try_from(held_after_first).unwrap())
+    );
+    // Already inside the margin: nothing is read at all.
+    let none = ticking
+        .run_until(Some(inbox_core::clock::Millis::new(
+            start + SWEEP_MARGIN_MS,
+        )))
+        .await;
+    assert_eq!(
+        (none.due, none.expired, none.stopped_at_deadline),
+        (0, 0, true)
+    );
+    // The next run, with time: the rest, each once.
+    let rest = sweep(&w, start + 60_000).await;
+    assert_eq!(
+        (rest.expired, rest.stopped_at_deadline),
+        (held_after_first, false)
+    );
+    assert_eq!(moved(&w), (0, 0), "every hold released once");
+    let report = reconcile(&*w.store, start + 120_000, opts(i64::MAX))
+        .await
+        .unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
+#[tokio::test]
+async fn a_hold_from_before_expiry_is_given_one_once_and_then_swept() {
+    use crate::email::holds::backfill::backfill_expiry;
+    let w = funded();
+    assert!(matches!(place(&w, "m1", "h1").await, HoldOutcome::Held(_)));
+    assert!(matches!(place(&w, "m2", "h2").await, HoldOutcome::Held(_)));
+    // m1 as a version without expiry wrote it: no expiry, not in the index.
+    let pk = wallet_pk("acme");
+    let sk = crate::balance::items::email_sk("m1");
+    let mut item = w.store.item(&pk, &sk).unwrap();
+    for attribute in ["expires_at", "open_shard", "open_due"] {
+        assert!(item.remove(attribute).is_some(), "{attribute}");
+    }
+    w.store.put_item(item);
+    assert_eq!(sweep(&w, T0 + 2 * DAY).await.expired, 1, "only m2 is found");
+    assert_eq!(moved(&w), (0, PRICE), "m1 stays held for good");
+    let now = T0 + 3 * DAY;
+    let dry = backfill_expiry(&*w.store, std::time::Duration::from_secs(86_400), now, true)
+        .await
+        .unwrap();
+    assert_eq!(
+        (dry.wallets, dry.found, dry.given, dry.already_due),
+        (1, 1, 0, 1)
+    );
+    assert_eq!(
+        row(&w, "m1").await.expires_at,
+        None,
+        "a dry run writes nothing"
+    );
+    let done = backfill_expiry(
+        &*w.store,
+        std::time::Duration::from_secs(86_400),
+        now,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!((done.found, done.given, done.busy), (1, 1, 0));
+    assert_eq!(
+        row(&w, "m1").await.expires_at,
+        Some(T0 + DAY),
+        "held_at + a day"
+    );
+    let again = backfill_expiry(
+        &*w.store,
+        std::time::Duration::from_secs(86_400),
+        now,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!((again.found, again.given), (0, 0), "idempotent");
+    let swept = sweep(&w, now).await;
+    assert_eq!((swept.due, swept.expired), (1, 1), "{swept:?}");
+    assert_eq!(moved(&w), (0, 0), "released once");
+    let report = reconcile(&*w.store, now, opts(i64::MAX)).await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
+/// The store, with the first commit held at a gate: the test acts while a writer has read and
+/// not yet written.
+struct Gated {
+    inner: Arc<MemoryStore>,
+    armed: std::sync::atomic::AtomicBool,
+    reached: tokio::sync::Notify,
+    go: tokio::sync::Notify,
+}
+
+impl inbox_core::store::ItemStore for Gated {
+    async fn get_item(
+        &self,
+        pk: &str,
+        sk: &str,
+    ) -> Result<Option<inbox_core::store::Item>, inbox_core::store::StoreError> {
+        self.inner.get_item(pk, sk).await
+    }
+
+    async fn query_items(
+        &self,
+        pk: &str,
+        sk_prefix: &str,
+    ) -> Result<Vec<inbox_core::store::Item>, inbox_core::store::StoreError> {
+        self.inner.query_items(pk, sk_prefix).await
+    }
+
+    async fn items_of_kind(
+        &self,
+        kind: &str,
+    ) -> Result<Vec<inbox_core::store::Item>, inbox_core::store::StoreError> {
+        self.inner.items_of_kind(kind).await
+    }
+}
+
+impl inbox_core::store::DueIndex for Gated {
+    async fn due_items(
+        &self,
+        shard: &str,
+        now: inbox_core::clock::Millis,
+        limit: usize,
+    ) -> Result<Vec<inbox_core::store::Item>, inbox_core::store::StoreError> {
+        self.inner.due_items(shard, now, limit).await
+    }
+}
+
+impl inbox_core::store::ItemWriter for Gated {
+    async fn commit(
+        &self,
+        effects: Vec<inbox_core::store::Effect>,
+    ) -> Result<inbox_core::store::Applied, inbox_core::store::StoreError> {
+        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            self.reached.notify_one();
+            self.go.notified().await;
+        }
+        self.inner.commit(effects).await
+    }
+}
+
+#[tokio::test]
+async fn a_capture_committed_between_the_sweeps_read_and_write_wins_and_the_sweep_moves_nothing() {
+    let w = funded();
+    assert!(matches!(place(&w, "m1", "h1").await, HoldOutcome::Held(_)));
+    let gated = Arc::new(Gated {
+        inner: w.store.clone(),
+        armed: true.into(),
+        reached: tokio::sync::Notify::new(),
+        go: tokio::sync::Notify::new(),
+    });
+    let sweeper = HoldSweep {
+        store: gated.clone(),
+        clock: Arc::new(ManualClock::at_millis(T0 + DAY)),
+        batch: 100,
+    };
+    let race = async {
+        // The sweep read the row `held` and due; before its write, the email is delivered.
+        gated.reached.notified().await;
+        w.email("e1", "message.accepted", "m1", json!({})).await;
+        gated.go.notify_one();
+    };
+    let (report, ()) = tokio::join!(sweeper.run(), race);
+    assert_eq!(
+        (report.due, report.expired, report.not_due, report.errors),
+        (1, 0, 1, 0),
+        "the sweep's write lost, it read again and found it captured: {report:?}"
+    );
+    assert_eq!(moved(&w), (-PRICE, 0), "one debit, nothing released");
+    let row = row(&w, "m1").await;
+    assert_eq!(row.state, EmailState::Debited);
+    let kinds: Vec<_> = row.entries.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![EntryKind::Hold, EntryKind::Debit],
+        "no release entry"
+    );
+    let report = reconcile(&*w.store, T0 + DAY, opts(i64::MAX))
+        .await
+        .unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
 #[tokio::test]
 async fn a_hold_asks_for_its_own_validity_within_the_bounds() {
     let w = funded();

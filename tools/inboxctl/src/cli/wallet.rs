@@ -22,6 +22,10 @@ pub enum WalletCommand {
     /// reconciliation finds wallets without scanning. Run once after upgrading from a version
     /// without the registry; idempotent.
     Reindex,
+    /// Give every hold placed before holds expired (held, without an expiry) the expiry it
+    /// would have had: when it was held plus WALLET_HOLD_EXPIRES_IN, so the expiry sweep
+    /// releases it. Run once after upgrading from a version without hold expiry; idempotent.
+    BackfillHoldExpiry(WalletBackfillArgs),
     /// Automatic top-ups and a recurring charge: set, show, pause, resume, rm.
     #[command(subcommand)]
     Autopay(AutopayCommand),
@@ -160,6 +164,13 @@ pub struct WalletLedgerArgs {
     /// Also show the per-email and per-payment rows (state, amounts, the events that moved them).
     #[arg(long)]
     pub rows: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WalletBackfillArgs {
+    /// Count the holds without an expiry; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -185,9 +185,17 @@ pub struct SweepReport {
     pub busy: usize,
     pub errors: usize,
     pub error_samples: Vec<String>,
+    /// The sweep stopped [`SWEEP_MARGIN_MS`] before the invocation's deadline: due entries it
+    /// listed and did not reach (`left`), and shards it did not read, wait for the next run.
+    pub stopped_at_deadline: bool,
+    pub left: usize,
     #[serde(skip)]
     pub metrics: Vec<Metric>,
 }
+
+/// How long before the invocation's deadline the sweep stops taking holds: one expiry is a few
+/// reads and a transaction, retried on conflict, well within it.
+pub const SWEEP_MARGIN_MS: i64 = 5_000;
 
 /// The expiry sweep on a table: the due hold shards read, each due hold expired.
 pub struct HoldSweep<S> {
@@ -199,12 +207,19 @@ pub struct HoldSweep<S> {
 
 /// A sweep as its runner sees it (the charge function's is over DynamoDB; tests' in memory).
 pub trait SweepHolds: Send + Sync {
-    fn sweep(&self) -> Pin<Box<dyn Future<Output = SweepReport> + Send + '_>>;
+    /// One sweep that takes no hold later than [`SWEEP_MARGIN_MS`] before `deadline`.
+    fn sweep(
+        &self,
+        deadline: Option<Millis>,
+    ) -> Pin<Box<dyn Future<Output = SweepReport> + Send + '_>>;
 }
 
 impl<S: ItemStore + ItemWriter + DueIndex> SweepHolds for HoldSweep<S> {
-    fn sweep(&self) -> Pin<Box<dyn Future<Output = SweepReport> + Send + '_>> {
-        Box::pin(self.run())
+    fn sweep(
+        &self,
+        deadline: Option<Millis>,
+    ) -> Pin<Box<dyn Future<Output = SweepReport> + Send + '_>> {
+        Box::pin(self.run_until(deadline))
     }
 }
 
@@ -217,13 +232,27 @@ fn fail(report: &mut SweepReport, what: String) {
 }
 
 impl<S: ItemStore + ItemWriter + DueIndex> HoldSweep<S> {
-    /// One sweep: every hold shard's due entries (oldest first), each read again and expired
-    /// if still due. An error is counted and the sweep goes on; the next run retries it.
+    /// One sweep without a deadline ([`Self::run_until`]).
     pub async fn run(&self) -> SweepReport {
+        self.run_until(None).await
+    }
+
+    /// One sweep: every hold shard's due entries (oldest first), each read again and expired
+    /// if still due. An error is counted and the sweep goes on; the next run retries it. It
+    /// stops [`SWEEP_MARGIN_MS`] before `deadline` (the rest waits for the next run).
+    pub async fn run_until(&self, deadline: Option<Millis>) -> SweepReport {
         let mut report = SweepReport::default();
         let holds = Holds::new(&self.store).with_clock(self.clock.clone());
         let now = Millis::new(self.clock.now_millis());
+        let out_of_time = || {
+            deadline
+                .is_some_and(|d| d.get().saturating_sub(self.clock.now_millis()) < SWEEP_MARGIN_MS)
+        };
         for shard in hold_shards() {
+            if out_of_time() {
+                report.stopped_at_deadline = true;
+                break;
+            }
             let due = match self.store.due_items(&shard, now, self.batch).await {
                 Ok(due) => due,
                 Err(e) => {
@@ -231,7 +260,13 @@ impl<S: ItemStore + ItemWriter + DueIndex> HoldSweep<S> {
                     continue;
                 }
             };
-            for item in due {
+            let listed = due.len();
+            for (i, item) in due.into_iter().enumerate() {
+                if out_of_time() {
+                    report.stopped_at_deadline = true;
+                    report.left += listed - i;
+                    break;
+                }
                 report.due += 1;
                 let pk = get_s(&item, "pk").unwrap_or_default();
                 let tenant = pk

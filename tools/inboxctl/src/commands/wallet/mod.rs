@@ -12,6 +12,7 @@
 //! - `reconcile`: [`wallet_ledger::reconcile::reconcile`] over every wallet; exit 1 when anything does not
 //!   reconcile, so a cron job or CI step can alert on it.
 //! - `reindex`: [`Ledger::reindex`], registers the wallets created before the wallet registry.
+//! - `backfill-hold-expiry`: [`backfill`], an expiry for the holds placed before holds expired.
 //! - `autopay …`: a wallet's automatic top-ups and recurring charge ([`autopay`]).
 //! - `unmatched`, `bind`: the payments that named no tenant, and binding one to a tenant
 //!   ([`unmatched`]: [`Ledger::unmatched`], [`Ledger::bind`], then `replay`'s own code).
@@ -21,6 +22,7 @@
 //! [`view`] presents a wallet, [`ledger`] the entries and rows, [`reconcile`] the report.
 
 pub(crate) mod autopay;
+mod backfill;
 pub(crate) mod ledger;
 mod reconcile;
 pub(crate) mod unmatched;
@@ -48,6 +50,7 @@ pub async fn run(ctx: &Context, command: WalletCommand) -> Result<()> {
         WalletCommand::Ledger(args) => ledger::ledger(ctx, args).await,
         WalletCommand::Reconcile(args) => reconcile::reconcile_all(ctx, args).await,
         WalletCommand::Reindex => reindex(ctx).await,
+        WalletCommand::BackfillHoldExpiry(args) => backfill::backfill(ctx, args).await,
         WalletCommand::Autopay(command) => autopay::run(ctx, command).await,
         WalletCommand::Unmatched(args) => unmatched::run(ctx, args).await,
         WalletCommand::Bind(args) => unmatched::bind(ctx, args).await,
