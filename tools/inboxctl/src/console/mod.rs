@@ -77,20 +77,64 @@ pub fn listen_address(listen: Option<IpAddr>) -> IpAddr {
     listen.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
 }
 
-/// The `Host` header values this console answers: its own address, and `localhost` when it
-/// listens on loopback.
-pub fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
-    let mut hosts = vec![addr.to_string()];
-    if addr.ip().is_loopback() {
-        hosts.push(format!("localhost:{}", addr.port()));
+/// The `Host` header values this console answers (the defence against DNS rebinding: a page of
+/// another site reaches it only under that site's name, never one of these).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedHosts {
+    port: u16,
+    /// Exact `host:port` values.
+    exact: Vec<String>,
+    /// Listening on every interface (`0.0.0.0`, `::`): any IP address literal with the port
+    /// (whichever of the machine's addresses the operator used; a name is never an IP literal).
+    any_ip: bool,
+}
+
+impl AllowedHosts {
+    /// Whether a request with this `Host` is this console's.
+    pub fn allows(&self, host: &str) -> bool {
+        self.exact.iter().any(|h| h == host)
+            || (self.any_ip
+                && host
+                    .parse::<SocketAddr>()
+                    .is_ok_and(|a| a.port() == self.port))
     }
-    hosts
+
+    /// The values, as the refusal names them.
+    pub fn describe(&self) -> String {
+        let mut named = self.exact.join(", ");
+        if self.any_ip {
+            named.push_str(&format!(
+                ", or any of this machine's IP addresses with :{}",
+                self.port
+            ));
+        }
+        named
+    }
+}
+
+/// The hosts of a console listening on `addr`: its own address, and `localhost` when it listens
+/// on loopback; on every interface (`0.0.0.0`, `::`), `localhost` and any IP address literal.
+pub fn allowed_hosts(addr: SocketAddr) -> AllowedHosts {
+    let port = addr.port();
+    let any_ip = addr.ip().is_unspecified();
+    let mut exact = Vec::new();
+    if !any_ip {
+        exact.push(addr.to_string());
+    }
+    if any_ip || addr.ip().is_loopback() {
+        exact.push(format!("localhost:{port}"));
+    }
+    AllowedHosts {
+        port,
+        exact,
+        any_ip,
+    }
 }
 
 /// What every connection's task answers with.
 struct Served {
     console: Console<'static>,
-    hosts: Vec<String>,
+    hosts: AllowedHosts,
     sessions: Sessions,
 }
 
@@ -160,14 +204,17 @@ impl Console<'_> {
     async fn answer(
         &self,
         req: &Req,
-        hosts: &[String],
+        hosts: &AllowedHosts,
         sessions: &Sessions,
     ) -> (Reply, Option<String>) {
-        if !req.host.as_ref().is_some_and(|h| hosts.contains(h)) {
+        if !req.host.as_deref().is_some_and(|h| hosts.allows(h)) {
             return (
                 Reply::text(
                     421,
-                    "refused: this console answers only requests to its own address",
+                    &format!(
+                        "refused: this console answers only requests to its own address ({})",
+                        hosts.describe()
+                    ),
                 ),
                 None,
             );
@@ -203,7 +250,7 @@ impl Console<'_> {
             );
         };
         if req.post {
-            let own = |o: &String| hosts.iter().any(|h| *o == format!("http://{h}"));
+            let own = |o: &String| o.strip_prefix("http://").is_some_and(|h| hosts.allows(h));
             let origin_ok = match &req.origin {
                 Some(o) => own(o),
                 None => req.fetch_site.as_deref() == Some("same-origin"),
@@ -297,12 +344,49 @@ mod tests {
         assert_eq!(listen_address(None), IpAddr::V4(Ipv4Addr::LOCALHOST));
         let any: IpAddr = "0.0.0.0".parse().unwrap();
         assert_eq!(listen_address(Some(any)), any);
-        let addr: SocketAddr = "127.0.0.1:8642".parse().unwrap();
+    }
+
+    fn allowed(listen: &str) -> Vec<&'static str> {
+        let hosts = allowed_hosts(listen.parse().unwrap());
+        [
+            "127.0.0.1:8642",
+            "localhost:8642",
+            "10.0.0.5:8642",
+            "[::1]:8642",
+            "0.0.0.0:8642",
+            "127.0.0.1:9999",
+            "localhost:9999",
+            "evil.example:8642",
+            "127.0.0.1.nip.io:8642",
+            "127.0.0.1",
+        ]
+        .into_iter()
+        .filter(|h| hosts.allows(h))
+        .collect()
+    }
+
+    #[test]
+    fn each_listen_address_answers_its_own_hosts_and_never_a_name() {
         assert_eq!(
-            allowed_hosts(addr),
-            vec!["127.0.0.1:8642".to_owned(), "localhost:8642".to_owned()]
+            allowed("127.0.0.1:8642"),
+            vec!["127.0.0.1:8642", "localhost:8642"]
         );
-        let lan: SocketAddr = "10.0.0.5:8642".parse().unwrap();
-        assert_eq!(allowed_hosts(lan), vec!["10.0.0.5:8642".to_owned()]);
+        assert_eq!(allowed("10.0.0.5:8642"), vec!["10.0.0.5:8642"]);
+        // Every interface: whichever address the operator used, and localhost (issue: only
+        // `Host: 0.0.0.0:PORT` was answered).
+        assert_eq!(
+            allowed("0.0.0.0:8642"),
+            vec![
+                "127.0.0.1:8642",
+                "localhost:8642",
+                "10.0.0.5:8642",
+                "[::1]:8642",
+                "0.0.0.0:8642"
+            ]
+        );
+        assert_eq!(allowed("[::]:8642"), allowed("0.0.0.0:8642"));
+        assert!(allowed_hosts("0.0.0.0:8642".parse().unwrap())
+            .describe()
+            .contains("localhost:8642"));
     }
 }

@@ -228,6 +228,7 @@ pub async fn bind(console: &Console<'_>, session: &Session, form: &Params) -> Re
                 console,
                 payment,
                 &format!("tenant {tenant_text:?}: {e}"),
+                400,
             ))
         }
     };
@@ -241,6 +242,7 @@ pub async fn bind(console: &Console<'_>, session: &Session, form: &Params) -> Re
                 console,
                 payment,
                 "it is no longer unmatched (bound already, or never kept)",
+                409,
             ));
         };
         let body = html! {
@@ -268,7 +270,21 @@ pub async fn bind(console: &Console<'_>, session: &Session, form: &Params) -> Re
     let report =
         match bind_and_replay(&console.store, &retry, payment, &tenant, &console.operator).await {
             Ok(r) => r,
-            Err(e) => return Ok(not_bound(console, payment, &e.to_string())),
+            Err(e) => {
+                // The ledger refused it (bound already, no such wallet, another currency): 409;
+                // the table could not be reached: 503, worth trying again.
+                let status = match &e {
+                    crate::error::Error::Failed(cause)
+                        if cause
+                            .downcast_ref::<inbox_core::store::StoreError>()
+                            .is_some() =>
+                    {
+                        503
+                    }
+                    _ => 409,
+                };
+                return Ok(not_bound(console, payment, &e.to_string(), status));
+            }
         };
     let p = &report.bound.payment;
     let body = html! {
@@ -294,15 +310,16 @@ pub async fn bind(console: &Console<'_>, session: &Session, form: &Params) -> Re
     ))
 }
 
-/// The page of a bind that did not happen, with why.
-fn not_bound(console: &Console<'_>, payment: &str, why: &str) -> Reply {
+/// The page of a bind that did not happen, with why, answered with `status` (400 a tenant that
+/// cannot be one, 409 a refusal, 503 an unreachable table: never 200).
+fn not_bound(console: &Console<'_>, payment: &str, why: &str, status: u16) -> Reply {
     let body = html! {
         h1 { "Payment " code { (payment) } " not bound" }
         div #bind-refused { (layout::error_box(why)) }
         p { a href="/wallets" { "Back to the wallets" } }
     };
     Reply::html(
-        200,
+        status,
         layout::page(&console.frame(), "/wallets", "Not bound", body),
     )
 }

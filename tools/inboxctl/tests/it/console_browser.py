@@ -141,7 +141,9 @@ def main(cfg):
         row.locator("input[name=tenant]").fill(cfg["nobody"])
         row.locator("button[data-action=bind]").click()
         expect(page.locator("h1")).to_contain_text("Bind payment")
-        page.click("#confirm")
+        with page.expect_navigation() as refused:
+            page.click("#confirm")
+        assert refused.value.status == 409, f"a refused bind answers {refused.value.status}"
         expect(page.locator("#bind-refused")).to_contain_text("no wallet for tenant")
         page.goto(base + "/wallets")
         row.locator("input[name=tenant]").fill(cfg["tenant"])
