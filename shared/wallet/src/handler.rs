@@ -16,10 +16,11 @@
 
 use crate::balance::items::adjust_wallet;
 use crate::balance::items::shards::pick;
-use crate::balance::ledger::{Ledger, LedgerError};
+use crate::balance::ledger::{self, LedgerError};
 use crate::balance::model::{EmailRow, Entry, Wallet};
 use crate::balance::rules::{self, EmailState, Flags, Movement};
-use crate::balance::views::{Viewed, WalletViews};
+use crate::balance::views::{self, Viewed, WalletViews};
+use crate::ledger::Ledger;
 use crate::config::WalletConfig;
 use crate::email::holds::expiry;
 use crate::parse::{self, EmailNotice, StripeNotice};
@@ -132,20 +133,20 @@ impl<S: ItemStore> WalletHandler<S> {
         Ledger::new(&self.store)
     }
 
-    /// The wallet as read (its shards at once, see [`Ledger::wallet_as_read`]: what a movement
+    /// The wallet as read (its shards at once, see [`ledger::read_wallet`]: what a movement
     /// decides on; its amounts are commutative adds).
     pub(crate) async fn wallet(&self, tenant: &TenantId) -> Result<Wallet, HandlerOutcome> {
-        match self.ledger().wallet_as_read(tenant).await {
-            Ok(Some(wallet)) => Ok(wallet),
+        match ledger::read_wallet(&self.store, tenant).await {
+            Ok(Some((wallet, _))) => Ok(wallet),
             Ok(None) => Err(no_wallet(tenant)),
             Err(e) => Err(read_failed("the wallet")(e)),
         }
     }
 
-    /// The wallet an email's movement starts from ([`Ledger::viewed`]: a sharded wallet's view
+    /// The wallet an email's movement starts from ([`views::viewed`]: a sharded wallet's view
     /// when one is fresh, else every shard read strongly).
     async fn viewed(&self, tenant: &TenantId) -> Result<Viewed, HandlerOutcome> {
-        match self.ledger().viewed(tenant, &self.views).await {
+        match views::viewed(&self.store, tenant, &self.views).await {
             Ok(Some(viewed)) => Ok(viewed),
             Ok(None) => Err(no_wallet(tenant)),
             Err(e) => Err(read_failed("the wallet")(e)),
@@ -236,9 +237,7 @@ impl<S: ItemStore> WalletHandler<S> {
             pick(&notice.message_id, viewed.wallet.shard_count())
         };
         // That shard read strongly, the others as viewed (all of them strongly without a view).
-        let wallet = self
-            .ledger()
-            .own_shard(viewed, shard, &self.views)
+        let wallet = views::own_shard(&self.store, viewed, shard, &self.views)
             .await
             .map_err(read_failed("the wallet's shard"))?;
         let amount = if row.state == EmailState::New {

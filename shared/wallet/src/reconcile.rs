@@ -21,7 +21,7 @@
 //!   the configured retention (`DELIVERY_RETENTION_DAYS`) less [`ORPHAN_MARGIN_MS`].
 
 use crate::balance::items::wallet_pk;
-use crate::balance::ledger::{Ledger, LedgerError};
+use crate::ledger::{Ledger, LedgerError};
 use crate::balance::model::{Entry, Wallet};
 use crate::balance::rules::EmailState;
 pub use crate::email::holds::expiry::{ExpiredHold, EXPIRY_GRACE_MS};

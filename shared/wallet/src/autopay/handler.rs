@@ -145,7 +145,7 @@ impl<S: ItemStore> WalletHandler<S> {
     }
 
     /// What autopay writes after a hold or debit that left `wallet` at `available` (on the
-    /// viewed AUTOPAY item of a sharded wallet: [`Ledger::threshold`](crate::Ledger)).
+    /// viewed AUTOPAY item of a sharded wallet: [`threshold`](crate::autopay::ledger::threshold)).
     pub(crate) async fn at_threshold(
         &self,
         m: &StoredMessage,
@@ -153,9 +153,15 @@ impl<S: ItemStore> WalletHandler<S> {
         available: Money,
     ) -> Result<(Vec<Effect>, Vec<Metric>), HandlerOutcome> {
         let origin = [m.source.as_str(), m.event_id.as_str()];
-        self.ledger()
-            .threshold(wallet, &self.views, available, m.received_at, origin)
-            .await
+        crate::autopay::ledger::threshold(
+            &self.store,
+            wallet,
+            &self.views,
+            available,
+            m.received_at,
+            origin,
+        )
+        .await
             .map_err(read_failed("the autopay settings"))?
             .map_err(HandlerOutcome::Permanent)
     }

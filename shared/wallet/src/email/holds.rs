@@ -17,7 +17,7 @@
 //! refills, the transaction's writes): `holds/place.rs`; releasing: `holds/release.rs`; expiring
 //! (each hold's `expires_at`, the sweep that releases the due ones): `holds/expiry.rs`.
 
-use crate::balance::ledger::{Ledger, LedgerError};
+use crate::balance::ledger::LedgerError;
 use crate::balance::rules::EmailState;
 use crate::balance::views::WalletViews;
 use crate::money::{Money, Overflow};
@@ -206,10 +206,6 @@ where
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .extend(metrics);
-    }
-
-    fn ledger(&self) -> Ledger<'s, S> {
-        Ledger::new(self.store)
     }
 
     /// Waits before try `attempt` (2, 3, …): full jitter under the doubling ceiling.

@@ -4,6 +4,7 @@
 //! hold reads as before; a hold its own shard cannot pay reads every shard.
 
 use super::*;
+use crate::Ledger;
 use crate::balance::items::shards::{pick, shard_key};
 use crate::balance::items::wallet_pk;
 use crate::email::holds::{HoldOutcome, HoldRequest, Holds};

@@ -16,7 +16,7 @@
 use super::{busy_metric, refused, Holds};
 use crate::balance::events::{self, WalletEvent};
 use crate::balance::items::{hold_shards, wallet_pk, EMAIL_PREFIX};
-use crate::balance::ledger::LedgerError;
+use crate::balance::ledger::{self, LedgerError};
 use crate::balance::model::Entry;
 use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent, EmailState};
@@ -114,19 +114,17 @@ where
         tenant: &TenantId,
         message_id: &str,
     ) -> Result<ExpireOutcome, LedgerError> {
-        let ledger = self.ledger();
         let mut conflicts = 0;
         for attempt in 1..=self.retry.max_attempts {
             if attempt > 1 {
                 self.back_off(attempt).await;
             }
             let done = |outcome| Ok(self.done(tenant, "expire", conflicts, outcome));
-            let Some(wallet) = ledger.wallet(tenant).await? else {
+            let Some(wallet) = ledger::wallet(self.store, tenant).await? else {
                 return done(ExpireOutcome::NoWallet);
             };
             let now = self.clock.now_millis();
-            let Some((row, expires_at)) = ledger
-                .email_row(tenant, message_id)
+            let Some((row, expires_at)) = ledger::email_row(self.store, tenant, message_id)
                 .await?
                 .filter(|r| r.state == EmailState::Held)
                 .and_then(|r| r.expires_at.filter(|t| *t <= now).map(|t| (r, t)))

@@ -4,7 +4,7 @@
 
 use super::{busy_metric, refused, Holds, ReleaseOutcome, Released};
 use crate::balance::items::wallet_pk;
-use crate::balance::ledger::LedgerError;
+use crate::balance::ledger::{self, LedgerError};
 use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent};
 use crate::email::holds::items::{existing_wallet, hold_sk, pointed_message};
@@ -22,14 +22,13 @@ where
         hold_id: &str,
         with: impl Fn(&Released) -> Vec<Effect> + Send + Sync,
     ) -> Result<ReleaseOutcome, LedgerError> {
-        let ledger = self.ledger();
         let mut conflicts = 0;
         for attempt in 1..=self.retry.max_attempts {
             if attempt > 1 {
                 self.back_off(attempt).await;
             }
             let done = |outcome| Ok(self.done(tenant, "release", conflicts, outcome));
-            let Some(wallet) = ledger.wallet(tenant).await? else {
+            let Some(wallet) = ledger::wallet(self.store, tenant).await? else {
                 return done(ReleaseOutcome::NoWallet);
             };
             let pointed = self
@@ -40,8 +39,7 @@ where
             let Some(message_id) = pointed else {
                 return done(ReleaseOutcome::NotFound);
             };
-            let Some(row) = ledger
-                .email_row(tenant, &message_id)
+            let Some(row) = ledger::email_row(self.store, tenant, &message_id)
                 .await?
                 .filter(|r| r.hold_id.as_deref() == Some(hold_id))
             else {

@@ -4,6 +4,7 @@
 //! `tests/holds.rs`.
 
 use super::*;
+use crate::Ledger;
 use crate::balance::items::{email_sk, wallet_pk, WALLET_SK};
 use crate::balance::model::{Entry, Wallet};
 use crate::balance::rules::{self, EntryKind};
