@@ -2,7 +2,7 @@
 //! charging pass's word that the provider confirmed an attempt's charge whose webhook never came;
 //! but any writer of a `wallet` message could say so, so its body is a claim, never the credit's
 //! authority. The attempt the claim names is read as the product wrote it, and the credit is
-//! applied (on the one path money moves on, [`WalletHandler::payment`]: the payment row credits
+//! applied (on the one path money moves on, [`crate::payments::handler::payment`]: the payment row credits
 //! once, whichever of this event and the webhook comes first) only if:
 //!
 //! - the attempt exists, of the tenant the claim names;
@@ -16,8 +16,8 @@
 //! reason, and `ForgedInternalEvent` is counted (alarmed in `template.yaml`). A body that cannot
 //! be read as a claim is refused the same way.
 
-use super::{read_failed, WalletHandler};
-use crate::autopay::{Attempt, AttemptState};
+use crate::autopay::{self, Attempt, AttemptState};
+use crate::balance::handler::read_failed;
 use crate::balance::events::{ReconciledClaim, RECONCILED};
 use crate::METRICS_NAMESPACE;
 use inbox_core::message::StoredMessage;
@@ -25,6 +25,7 @@ use inbox_core::metrics::Metric;
 use inbox_core::process::registry::HandlerOutcome;
 use inbox_core::store::ItemStore;
 use serde_json::Value;
+use std::time::Duration;
 
 /// The metric a refused internal event counts.
 pub const FORGED_INTERNAL_EVENT: &str = "ForgedInternalEvent";
@@ -129,24 +130,21 @@ fn refused(m: &StoredMessage, tenant: Option<&str>, forgery: &Forgery) -> Handle
     }
 }
 
-impl<S: ItemStore> WalletHandler<S> {
-    /// A charge the charging pass found confirmed at the provider, its webhook missing: credited
-    /// if the attempt it names agrees (see the module), refused otherwise.
-    pub(super) async fn reconciled(
-        &self,
-        m: &StoredMessage,
-        body: &Value,
-    ) -> Result<HandlerOutcome, HandlerOutcome> {
-        let claim =
-            ReconciledClaim::parse(body).map_err(|e| refused(m, None, &Forgery::Unreadable(e)))?;
-        let attempt = self
-            .ledger()
-            .attempt(&claim.tenant, &claim.attempt)
-            .await
-            .map_err(read_failed("the autopay attempt"))?;
-        check(&claim, attempt.as_ref()).map_err(|f| refused(m, Some(claim.tenant.as_str()), &f))?;
-        self.payment(m, claim.notice()).await
-    }
+/// A charge the charging pass found confirmed at the provider, its webhook missing: credited if
+/// the attempt it names agrees (see the module), refused otherwise.
+pub(super) async fn reconciled<S: ItemStore>(
+    store: &S,
+    retention: Duration,
+    m: &StoredMessage,
+    body: &Value,
+) -> Result<HandlerOutcome, HandlerOutcome> {
+    let claim =
+        ReconciledClaim::parse(body).map_err(|e| refused(m, None, &Forgery::Unreadable(e)))?;
+    let attempt = autopay::ledger::attempt(store, &claim.tenant, &claim.attempt)
+        .await
+        .map_err(read_failed("the autopay attempt"))?;
+    check(&claim, attempt.as_ref()).map_err(|f| refused(m, Some(claim.tenant.as_str()), &f))?;
+    crate::payments::handler::payment(store, retention, m, claim.notice()).await
 }
 
 #[cfg(test)]
