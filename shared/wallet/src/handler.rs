@@ -20,6 +20,7 @@
 //! [`crate::balance::handler`].
 
 use crate::autopay::handler as autopay;
+use crate::balance::handler::Unhandled;
 use crate::balance::views::WalletViews;
 use crate::config::WalletConfig;
 use crate::email::handler::email;
@@ -94,16 +95,16 @@ impl<S: ItemStore> WalletHandler<S> {
             .fold(registry, |r, source| r.on_any(source, me.clone()))
     }
 
-    async fn run(&self, m: &StoredMessage) -> Result<HandlerOutcome, HandlerOutcome> {
+    async fn run(&self, m: &StoredMessage) -> Result<HandlerOutcome, Unhandled> {
         let body = m
             .json()
-            .map_err(|e| HandlerOutcome::Permanent(format!("the body is not JSON: {e}")))?;
+            .map_err(|e| Unhandled::Permanent(format!("the body is not JSON: {e}")))?;
         let event_type = m
             .event_type
             .as_ref()
             .map(|t| t.as_str())
             .unwrap_or_default();
-        let unusable = |e: parse::Unusable| HandlerOutcome::Permanent(e.0);
+        let unusable = |e: parse::Unusable| Unhandled::Permanent(e.0);
         let nothing = || Ok(HandlerOutcome::commit(Vec::new()));
         let sources = &self.config.sources;
         if m.source.as_str() == sources.stripe {
@@ -167,7 +168,8 @@ impl<S: ItemStore> Handler for WalletHandler<S> {
     fn handle<'a>(&'a self, message: &'a StoredMessage) -> HandlerFuture<'a> {
         Box::pin(async move {
             match self.run(message).await {
-                Ok(outcome) | Err(outcome) => outcome,
+                Ok(outcome) => outcome,
+                Err(unhandled) => unhandled.into(),
             }
         })
     }

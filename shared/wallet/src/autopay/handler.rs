@@ -29,7 +29,7 @@ use crate::autopay::{Attempt, AttemptState, Autopay, AutopayStatus, Reason, Save
 use crate::balance::events::WalletEvent;
 use crate::balance::model::month_of;
 use crate::autopay::ledger;
-use crate::balance::handler::{read_failed, wallet};
+use crate::balance::handler::{read_failed, wallet, Unhandled};
 use crate::balance::model::Wallet;
 use crate::balance::views::WalletViews;
 use crate::money::Money;
@@ -57,9 +57,9 @@ fn attempt_made(tenant: &str) -> Metric {
         .with_note("a hold or debit took the wallet to its top-up threshold")
 }
 
-fn publish(e: &WalletEvent, now: Millis) -> Result<Effect, HandlerOutcome> {
+fn publish(e: &WalletEvent, now: Millis) -> Result<Effect, Unhandled> {
     e.publish(now)
-        .map_err(|err| HandlerOutcome::Permanent(format!("the {} event: {err}", e.event_type())))
+        .map_err(|err| Unhandled::Permanent(format!("the {} event: {err}", e.event_type())))
 }
 
 fn journal(m: &StoredMessage, tenant: &str, action: &str, detail: String) -> Effect {
@@ -142,7 +142,7 @@ pub(crate) fn threshold_writes(
 async fn autopay_of<S: ItemStore>(
     store: &S,
     tenant: &TenantId,
-) -> Result<Option<Autopay>, HandlerOutcome> {
+) -> Result<Option<Autopay>, Unhandled> {
     ledger::autopay(store, tenant)
         .await
         .map_err(read_failed("the autopay settings"))
@@ -156,7 +156,7 @@ pub(crate) async fn at_threshold<S: ItemStore>(
     m: &StoredMessage,
     wallet: &Wallet,
     available: Money,
-) -> Result<(Vec<Effect>, Vec<Metric>), HandlerOutcome> {
+) -> Result<(Vec<Effect>, Vec<Metric>), Unhandled> {
     let origin = [m.source.as_str(), m.event_id.as_str()];
     ledger::threshold(
         store,
@@ -168,7 +168,7 @@ pub(crate) async fn at_threshold<S: ItemStore>(
     )
     .await
         .map_err(read_failed("the autopay settings"))?
-        .map_err(HandlerOutcome::Permanent)
+        .map_err(Unhandled::Permanent)
 }
 
 /// Closes the attempt a credited payment intent names: `Credited`, the settings' open attempt
@@ -180,7 +180,7 @@ pub(crate) async fn close_attempt<S: ItemStore>(
     id: &str,
     payment: &str,
     credited: Money,
-) -> Result<Vec<Effect>, HandlerOutcome> {
+) -> Result<Vec<Effect>, Unhandled> {
     let found = ledger::attempt(store, tenant, id)
         .await
         .map_err(read_failed("the autopay attempt"))?;
@@ -202,7 +202,7 @@ pub(crate) async fn close_attempt<S: ItemStore>(
         if recount {
             autopay
                 .count_charge(&month_of(attempt.created_at.get()), attempt.amount.minor())
-                .map_err(|e| HandlerOutcome::Permanent(e.to_string()))?;
+                .map_err(|e| Unhandled::Permanent(e.to_string()))?;
         }
         if open || recount {
             autopay.updated_at = now;
@@ -225,7 +225,7 @@ pub(crate) async fn method_effects<S: ItemStore>(
     m: &StoredMessage,
     tenant: &TenantId,
     method: &SavedMethod,
-) -> Result<Vec<Effect>, HandlerOutcome> {
+) -> Result<Vec<Effect>, Unhandled> {
     let pm = &method.payment_method;
     let index = ledger::method_index(store, pm)
         .await
@@ -262,7 +262,7 @@ fn suspend_detached(
     mut autopay: Autopay,
     pm: &str,
     holds_it: bool,
-) -> Result<Vec<Effect>, HandlerOutcome> {
+) -> Result<Vec<Effect>, Unhandled> {
     let reason = format!("payment method {pm} was detached");
     let done = autopay.method.is_none()
         && autopay.status
@@ -294,7 +294,7 @@ pub(crate) async fn saved_method<S: ItemStore>(
     store: &S,
     m: &StoredMessage,
     notice: MethodNotice,
-) -> Result<HandlerOutcome, HandlerOutcome> {
+) -> Result<HandlerOutcome, Unhandled> {
     let Some(tenant) = notice.tenant else {
         return Ok(HandlerOutcome::Ignore(format!(
             "not ours: the setup of payment method {} names no tenant (metadata.tenant)",
@@ -316,7 +316,7 @@ pub(crate) async fn unsettled<S: ItemStore>(
     store: &S,
     m: &StoredMessage,
     notice: Unsettled,
-) -> Result<HandlerOutcome, HandlerOutcome> {
+) -> Result<HandlerOutcome, Unhandled> {
     let Some(tenant) = notice.tenant else {
         return Ok(HandlerOutcome::Ignore(format!(
             "payment intent {} of attempt {} names no tenant (metadata.tenant)",
@@ -347,7 +347,7 @@ pub(crate) async fn detached<S: ItemStore>(
     store: &S,
     m: &StoredMessage,
     pm: String,
-) -> Result<HandlerOutcome, HandlerOutcome> {
+) -> Result<HandlerOutcome, Unhandled> {
     let index = ledger::method_index(store, &pm)
         .await
         .map_err(read_failed("the payment method's index"))?;

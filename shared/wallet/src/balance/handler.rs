@@ -1,7 +1,8 @@
 //! The balance's part of the wallet handler, shared by every slice that moves money: the wallet
 //! a movement decides on (read, or viewed when sharded), the writes of one event's movements (the
-//! wallet's adjustment and notices, their metrics and entries), and how a failed read becomes the
-//! handler's outcome (a store error retried, an unreadable item permanent).
+//! wallet's adjustment and notices, their metrics and entries), why a message was not handled
+//! ([`Unhandled`]), and how a failed read becomes that (a store error retried, an unreadable item
+//! permanent).
 
 use crate::balance::items::adjust_wallet;
 use crate::balance::ledger::{self, LedgerError};
@@ -29,17 +30,41 @@ fn review_flagged(tenant: &str) -> Metric {
         .with_note("monthly debits passed the review threshold")
 }
 
+/// Why a message was not handled (nothing written): the processor retries it, fails it
+/// permanently, or refuses it (quarantined, its metrics counted), each with the reason. What a
+/// slice's handling returns as its error; the handler answers it as the matching
+/// [`HandlerOutcome`].
+#[derive(Debug)]
+pub(crate) enum Unhandled {
+    /// A passing failure (a store error): tried again.
+    Retry(String),
+    /// The message can never be handled as it is (unreadable, refused by the rules).
+    Permanent(String),
+    /// A message its records contradict: refused, quarantined, `metrics` counted once.
+    Refused { reason: String, metrics: Vec<Metric> },
+}
+
+impl From<Unhandled> for HandlerOutcome {
+    fn from(u: Unhandled) -> Self {
+        match u {
+            Unhandled::Retry(reason) => Self::Retry(reason),
+            Unhandled::Permanent(reason) => Self::Permanent(reason),
+            Unhandled::Refused { reason, metrics } => Self::Refused { reason, metrics },
+        }
+    }
+}
+
 /// A read failed: a store error is retried, an unreadable item fails permanently with its reason.
-pub(crate) fn read_failed(what: &str) -> impl FnOnce(LedgerError) -> HandlerOutcome + '_ {
+pub(crate) fn read_failed(what: &str) -> impl FnOnce(LedgerError) -> Unhandled + '_ {
     move |e| match e {
-        LedgerError::Store(e) => HandlerOutcome::Retry(format!("reading {what}: {e}")),
-        LedgerError::Unreadable(reason) => HandlerOutcome::Permanent(reason),
+        LedgerError::Store(e) => Unhandled::Retry(format!("reading {what}: {e}")),
+        LedgerError::Unreadable(reason) => Unhandled::Permanent(reason),
     }
 }
 
 /// A movement of a tenant that has no wallet: permanent, until one is created and it replayed.
-fn no_wallet(tenant: &TenantId) -> HandlerOutcome {
-    HandlerOutcome::Permanent(format!(
+fn no_wallet(tenant: &TenantId) -> Unhandled {
+    Unhandled::Permanent(format!(
         "no wallet for tenant {tenant:?}; create it (inboxctl wallet create), then replay this message"
     ))
 }
@@ -53,7 +78,7 @@ pub(crate) type MoneyWrites = (Vec<Effect>, Vec<Metric>, Vec<Entry>);
 pub(crate) async fn wallet<S: ItemStore>(
     store: &S,
     tenant: &TenantId,
-) -> Result<Wallet, HandlerOutcome> {
+) -> Result<Wallet, Unhandled> {
     match ledger::read_wallet(store, tenant).await {
         Ok(Some((wallet, _))) => Ok(wallet),
         Ok(None) => Err(no_wallet(tenant)),
@@ -67,7 +92,7 @@ pub(crate) async fn viewed<S: ItemStore>(
     store: &S,
     views: &WalletViews,
     tenant: &TenantId,
-) -> Result<Viewed, HandlerOutcome> {
+) -> Result<Viewed, Unhandled> {
     match views::viewed(store, tenant, views).await {
         Ok(Some(viewed)) => Ok(viewed),
         Ok(None) => Err(no_wallet(tenant)),
@@ -84,9 +109,9 @@ pub(crate) fn money(
     subject: &str,
     shard: u32,
     moves: &[Movement],
-) -> Result<MoneyWrites, HandlerOutcome> {
+) -> Result<MoneyWrites, Unhandled> {
     let refuse = |e: crate::money::Overflow| {
-        HandlerOutcome::Permanent(format!(
+        Unhandled::Permanent(format!(
             "refused: in the wallet of {:?}, {e}",
             wallet.tenant
         ))

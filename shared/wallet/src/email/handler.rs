@@ -6,7 +6,7 @@
 //! threshold checked after a hold or debit.
 
 use crate::autopay::handler::at_threshold;
-use crate::balance::handler::{money, read_failed, viewed};
+use crate::balance::handler::{money, read_failed, viewed, Unhandled};
 use crate::balance::items::shards::pick;
 use crate::balance::model::{EmailRow, Entry};
 use crate::balance::rules::{self, EmailState};
@@ -27,7 +27,7 @@ pub(crate) async fn email<S: ItemStore>(
     hold_expires_in: Duration,
     m: &StoredMessage,
     notice: EmailNotice,
-) -> Result<HandlerOutcome, HandlerOutcome> {
+) -> Result<HandlerOutcome, Unhandled> {
     let viewed = viewed(store, views, &notice.tenant).await?;
     let row = ledger::email_row(store, &notice.tenant, &notice.message_id)
         .await
@@ -82,7 +82,7 @@ pub(crate) async fn email<S: ItemStore>(
                 .view(now)
                 .after(&mv)
                 .and_then(|v| v.available())
-                .map_err(|e| HandlerOutcome::Permanent(format!("refused: {e}")))?;
+                .map_err(|e| Unhandled::Permanent(format!("refused: {e}")))?;
             let (effects, metrics) = at_threshold(store, views, m, &wallet, available).await?;
             commit.effects.extend(effects);
             commit.metrics.extend(metrics);

@@ -17,7 +17,7 @@
 //! be read as a claim is refused the same way.
 
 use crate::autopay::{self, Attempt, AttemptState};
-use crate::balance::handler::read_failed;
+use crate::balance::handler::{read_failed, Unhandled};
 use crate::balance::events::{ReconciledClaim, RECONCILED};
 use crate::METRICS_NAMESPACE;
 use inbox_core::message::StoredMessage;
@@ -111,7 +111,7 @@ pub(crate) fn check(claim: &ReconciledClaim, attempt: Option<&Attempt>) -> Resul
 
 /// The refusal of message `m` for `forgery`: quarantined at once, the metric counted once that
 /// is recorded.
-fn refused(m: &StoredMessage, tenant: Option<&str>, forgery: &Forgery) -> HandlerOutcome {
+fn refused(m: &StoredMessage, tenant: Option<&str>, forgery: &Forgery) -> Unhandled {
     let mut metric = Metric::count(METRICS_NAMESPACE, FORGED_INTERNAL_EVENT, 1)
         .with_property("Mismatch", forgery.field())
         .with_property("Message", m.key().to_string())
@@ -119,7 +119,7 @@ fn refused(m: &StoredMessage, tenant: Option<&str>, forgery: &Forgery) -> Handle
     if let Some(tenant) = tenant {
         metric = metric.with_property("Tenant", tenant);
     }
-    HandlerOutcome::Refused {
+    Unhandled::Refused {
         reason: format!(
             "refused: {RECONCILED} {}: {forgery}; nothing credited (a reconciled credit must \
              match the autopay attempt the charging pass recorded: tenant, amount, currency, \
@@ -137,7 +137,7 @@ pub(super) async fn reconciled<S: ItemStore>(
     retention: Duration,
     m: &StoredMessage,
     body: &Value,
-) -> Result<HandlerOutcome, HandlerOutcome> {
+) -> Result<HandlerOutcome, Unhandled> {
     let claim =
         ReconciledClaim::parse(body).map_err(|e| refused(m, None, &Forgery::Unreadable(e)))?;
     let attempt = autopay::ledger::attempt(store, &claim.tenant, &claim.attempt)

@@ -24,7 +24,7 @@ use crate::autopay::SavedMethod;
 use crate::balance::model::{PaymentIndex, PaymentRow};
 use crate::balance::rules::{self, PaymentEvent};
 use crate::autopay::handler::{close_attempt, method_effects};
-use crate::balance::handler::{money, read_failed, wallet};
+use crate::balance::handler::{money, read_failed, wallet, Unhandled};
 use crate::balance::ledger;
 use crate::payments::ledger::unmatched_payment;
 use crate::parse::PaymentNotice;
@@ -49,7 +49,7 @@ pub(crate) async fn payment<S: ItemStore>(
     retention: Duration,
     m: &StoredMessage,
     notice: PaymentNotice,
-) -> Result<HandlerOutcome, HandlerOutcome> {
+) -> Result<HandlerOutcome, Unhandled> {
     let key = notice.payment_key.clone();
     let index = ledger::payment_index(store, &key)
         .await
@@ -57,7 +57,7 @@ pub(crate) async fn payment<S: ItemStore>(
     let known = index.as_ref().and_then(|i| i.tenant.clone());
     let tenant = match (known, notice.tenant.clone()) {
         (Some(known), Some(named)) if known != named => {
-            return Err(HandlerOutcome::Permanent(format!(
+            return Err(Unhandled::Permanent(format!(
                 "payment {key} belongs to tenant {known:?}, but this event names {named:?} \
                  (metadata.tenant); nothing moved"
             )))
@@ -95,7 +95,7 @@ pub(crate) async fn payment<S: ItemStore>(
     let wallet = wallet(store, &tenant).await?;
     if let Some(currency) = &notice.currency {
         if currency != wallet.currency.as_str() {
-            return Err(HandlerOutcome::Permanent(format!(
+            return Err(Unhandled::Permanent(format!(
                 "currency {currency} does not match the wallet of {tenant:?} ({})",
                 wallet.currency.as_str()
             )));
@@ -121,7 +121,7 @@ pub(crate) async fn payment<S: ItemStore>(
         .clone()
         .or_else(|| index.as_ref().and_then(|i| i.method.clone()));
     let (state, moves) = rules::payment(state, notice.event, wallet.currency)
-        .map_err(|e| HandlerOutcome::Permanent(format!("refused: payment {key}: {e}")))?;
+        .map_err(|e| Unhandled::Permanent(format!("refused: payment {key}: {e}")))?;
     let event_id = m.event_id.to_string();
     let mut next = row.clone().with_state(state);
     next.updated_at = Some(m.received_at);
@@ -216,7 +216,7 @@ async fn unmatched<S: ItemStore>(
     notice: &PaymentNotice,
     amount: i64,
     index: Option<PaymentIndex>,
-) -> Result<HandlerOutcome, HandlerOutcome> {
+) -> Result<HandlerOutcome, Unhandled> {
     let key = &notice.payment_key;
     let found = unmatched_payment(store, key)
         .await
@@ -226,7 +226,7 @@ async fn unmatched<S: ItemStore>(
     let record = match found {
         // A dismissed one stays dismissed and keeps this message with the others.
         Some(r) if !r.awaits_tenant() => {
-            return Err(HandlerOutcome::Permanent(format!(
+            return Err(Unhandled::Permanent(format!(
                 "payment {key} was resolved ({:?}) but its index names no tenant; bind it \
                  again (inboxctl wallet bind {key} TENANT) after checking the index",
                 r.resolution
@@ -267,7 +267,7 @@ async fn matched<S: ItemStore>(
     m: &StoredMessage,
     key: &str,
     tenant: &TenantId,
-) -> Result<Vec<Effect>, HandlerOutcome> {
+) -> Result<Vec<Effect>, Unhandled> {
     let found = unmatched_payment(store, key)
         .await
         .map_err(read_failed("the unmatched payment"))?;
