@@ -42,7 +42,7 @@ use inbox_core::process::registry::HandlerOutcome;
 use inbox_core::store::{Effect, ItemStore};
 
 /// The monthly cap refused an autopay charge (reported once per wallet and month).
-fn limit_reached(tenant: &str) -> Metric {
+fn limit_reached(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "AutopayLimitReached", 1)
         .with_property("Tenant", tenant)
         .with_note(
@@ -51,7 +51,7 @@ fn limit_reached(tenant: &str) -> Metric {
 }
 
 /// An autopay attempt was made at the threshold.
-fn attempt_made(tenant: &str) -> Metric {
+fn attempt_made(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "AutopayAttemptMade", 1)
         .with_property("Tenant", tenant)
         .with_note("a hold or debit took the wallet to its top-up threshold")
@@ -62,7 +62,7 @@ fn publish(e: &WalletEvent, now: Millis) -> Result<Effect, Unhandled> {
         .map_err(|err| Unhandled::Permanent(format!("the {} event: {err}", e.event_type())))
 }
 
-fn journal(m: &StoredMessage, tenant: &str, action: &str, detail: String) -> Effect {
+fn journal(m: &StoredMessage, tenant: &TenantId, action: &str, detail: String) -> Effect {
     let log = AutopayLog {
         at: Millis::new(m.received_at),
         actor: m.source.to_string(),

@@ -17,14 +17,14 @@ use inbox_core::process::registry::HandlerOutcome;
 use inbox_core::store::{Effect, ItemStore};
 
 /// A wallet's hold took `available` below its floor (recorded all the same).
-fn overdrawn(tenant: &str) -> Metric {
+fn overdrawn(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "WalletOverdrawn", 1)
         .with_property("Tenant", tenant)
         .with_note("hold takes the wallet below its floor; recorded and flagged overdrawn")
 }
 
 /// A tenant's monthly debits passed its review threshold.
-fn review_flagged(tenant: &str) -> Metric {
+fn review_flagged(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "WalletReviewFlagged", 1)
         .with_property("Tenant", tenant)
         .with_note("monthly debits passed the review threshold")

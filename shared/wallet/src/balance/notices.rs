@@ -47,6 +47,7 @@ use inbox_core::clock::Millis;
 use inbox_core::metrics::Metric;
 use inbox_core::store::attr;
 use inbox_core::store::Effect;
+use crate::tenant::TenantId;
 
 /// The effects, wallet attributes and metrics a movement's notices add to its commit.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -88,14 +89,14 @@ pub fn is_low(balance: Money, held: Money, floor: Money, price: Money) -> bool {
 }
 
 /// A crossing into low was announced.
-fn low_balance(tenant: &str) -> Metric {
+fn low_balance(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "WalletLowBalance", 1)
         .with_property("Tenant", tenant)
         .with_note("the wallet can no longer afford one more send; wallet.low_balance published")
 }
 
 /// A month's debits passed the review threshold (announced once per month).
-fn review_reached(tenant: &str) -> Metric {
+fn review_reached(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "WalletReviewThresholdReached", 1)
         .with_property("Tenant", tenant)
         .with_note("the month's debits passed the review threshold; wallet.review_threshold_reached published")

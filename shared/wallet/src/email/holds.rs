@@ -126,7 +126,7 @@ pub struct Holds<'s, S> {
 }
 
 /// A commit that met a failed condition this many times before its outcome.
-fn conflicts_metric(tenant: &str, operation: &str, conflicts: u32) -> Metric {
+fn conflicts_metric(tenant: &TenantId, operation: &str, conflicts: u32) -> Metric {
     Metric::count(METRICS_NAMESPACE, "HoldConflicts", i64::from(conflicts))
         .with_property("Tenant", tenant)
         .with_property("Operation", operation)
@@ -134,7 +134,7 @@ fn conflicts_metric(tenant: &str, operation: &str, conflicts: u32) -> Metric {
 }
 
 /// A hold or release that gave up after its bounded retries.
-fn busy_metric(tenant: &str, operation: &str) -> Metric {
+fn busy_metric(tenant: &TenantId, operation: &str) -> Metric {
     Metric::count(METRICS_NAMESPACE, "HoldBusy", 1)
         .with_property("Tenant", tenant)
         .with_property("Operation", operation)
@@ -214,7 +214,7 @@ where
     }
 
     /// Ends a place or release: records its conflicts (if any) and the notices' metrics.
-    fn done<T>(&self, tenant: &str, operation: &str, conflicts: u32, outcome: T) -> T {
+    fn done<T>(&self, tenant: &TenantId, operation: &str, conflicts: u32, outcome: T) -> T {
         if conflicts > 0 {
             self.record([conflicts_metric(tenant, operation, conflicts)]);
         }

@@ -4,6 +4,7 @@
 use super::*;
 use crate::balance::model::RowEntry;
 use inbox_core::store::schema::{OPEN_DUE, OPEN_SHARD};
+use crate::tenant::TenantId;
 
 /// The attribute of an email's row that keeps its ledger entries (a list of maps).
 pub const ROW_ENTRIES: &str = "entries";
@@ -18,7 +19,7 @@ pub fn hold_shards() -> impl Iterator<Item = String> {
 }
 
 /// The hold shard of an email's row (by its tenant and message id).
-fn hold_shard(tenant: &str, message_id: &str) -> String {
+fn hold_shard(tenant: &TenantId, message_id: &str) -> String {
     use sha2::{Digest, Sha256};
     let h = Sha256::digest(format!("{tenant}\0{message_id}").as_bytes());
     format!("{HOLD_SHARD_PREFIX}{}", h[0] % HOLD_SHARDS)
@@ -89,7 +90,7 @@ impl EmailRow {
         })
     }
 
-    fn to_item(&self, tenant: &str) -> Item {
+    fn to_item(&self, tenant: &TenantId) -> Item {
         let mut item = Item::from([
             ("pk".to_string(), s(wallet_pk(tenant))),
             ("sk".to_string(), s(email_sk(&self.message_id))),
@@ -129,7 +130,7 @@ impl EmailRow {
     }
 
     /// Writes `self` over the row as read at `read_version` (`None`: there was none).
-    pub(crate) fn replace(&self, tenant: &str, read_version: Option<u64>) -> Effect {
+    pub(crate) fn replace(&self, tenant: &TenantId, read_version: Option<u64>) -> Effect {
         Effect::Replace {
             item: self.to_item(tenant),
             expected_version: read_version,
@@ -162,7 +163,7 @@ impl PaymentRow {
         })
     }
 
-    fn to_item(&self, tenant: &str) -> Item {
+    fn to_item(&self, tenant: &TenantId) -> Item {
         let mut item = Item::from([
             ("pk".to_string(), s(wallet_pk(tenant))),
             ("sk".to_string(), s(payment_sk(&self.payment_key))),
@@ -183,7 +184,7 @@ impl PaymentRow {
     }
 
     /// Writes `self` over the row as read at `read_version` (`None`: there was none).
-    pub(crate) fn replace(&self, tenant: &str, read_version: Option<u64>) -> Effect {
+    pub(crate) fn replace(&self, tenant: &TenantId, read_version: Option<u64>) -> Effect {
         Effect::Replace {
             item: self.to_item(tenant),
             expected_version: read_version,

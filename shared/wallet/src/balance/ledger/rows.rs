@@ -145,7 +145,7 @@ pub async fn payment_tenant<S: ItemStore>(
 /// Reads every item as a row, or says which one is unreadable.
 pub(crate) fn rows_of<T>(
     items: &[Item],
-    tenant: &str,
+    tenant: &TenantId,
     read: impl Fn(&Item) -> Result<T, String>,
 ) -> Result<Vec<T>, LedgerError> {
     items

@@ -88,14 +88,14 @@ pub enum ExpireOutcome {
 }
 
 /// A hold released for its expiry.
-fn expired_metric(tenant: &str) -> Metric {
+fn expired_metric(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "HoldsExpired", 1)
         .with_property("Tenant", tenant)
         .with_note("a hold past its expiry was released by the sweep")
 }
 
 /// A capture (`delivered`) that came after its hold expired: debited once, directly.
-pub fn late_capture_metric(tenant: &str) -> Metric {
+pub fn late_capture_metric(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "HoldLateCaptures", 1)
         .with_property("Tenant", tenant)
         .with_note(

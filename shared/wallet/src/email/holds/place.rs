@@ -25,7 +25,7 @@ use inbox_core::metrics::Metric;
 use inbox_core::store::{Applied, Effect, ItemStore, ItemWriter};
 
 /// A refill of a hold's shard from the others (`Moved`: whether it committed).
-fn refills_metric(tenant: &str, moved: bool) -> Metric {
+fn refills_metric(tenant: &TenantId, moved: bool) -> Metric {
     Metric::count(METRICS_NAMESPACE, "ShardRefills", 1)
         .with_property("Tenant", tenant)
         .with_property("Moved", if moved { "true" } else { "false" })
