@@ -109,6 +109,17 @@ pub enum StripeNotice {
     Unsettled(autopay::Unsettled),
 }
 
+impl From<autopay::AutopayNotice> for StripeNotice {
+    fn from(n: autopay::AutopayNotice) -> Self {
+        match n {
+            autopay::AutopayNotice::Method(n) => Self::Method(n),
+            autopay::AutopayNotice::NoMoney(reason) => Self::NoMoney(reason),
+            autopay::AutopayNotice::Detached(pm) => Self::Detached(pm),
+            autopay::AutopayNotice::Unsettled(n) => Self::Unsettled(n),
+        }
+    }
+}
+
 /// An amount in minor units no larger than `max` (`WALLET_MAX_AMOUNT`).
 pub fn capped(v: &Value, field: &str, max: i64) -> Result<i64, Unusable> {
     let a = amount(v, field)?;
@@ -141,7 +152,7 @@ pub fn stripe(event_type: &str, body: &Value, max: i64) -> Result<Option<StripeN
         return Err(unusable("data.object is missing"));
     }
     if let Some(notice) = autopay::stripe(event_type, obj)? {
-        return Ok(Some(notice));
+        return Ok(Some(notice.into()));
     }
     let currency = text(&obj["currency"]).map(|c| c.to_ascii_lowercase());
     let total = || capped(&obj["amount_total"], "data.object.amount_total", max);

@@ -19,6 +19,8 @@
 use crate::autopay::{self, Attempt, AttemptState};
 use crate::balance::handler::{read_failed, Unhandled};
 use crate::balance::events::{ReconciledClaim, RECONCILED};
+use crate::balance::rules::PaymentEvent;
+use crate::parse::PaymentNotice;
 use crate::METRICS_NAMESPACE;
 use inbox_core::message::StoredMessage;
 use inbox_core::metrics::Metric;
@@ -109,6 +111,20 @@ pub(crate) fn check(claim: &ReconciledClaim, attempt: Option<&Attempt>) -> Resul
     }
 }
 
+/// The claim as the payment its webhook would have reported.
+fn notice(claim: &ReconciledClaim) -> PaymentNotice {
+    PaymentNotice {
+        tenant: Some(claim.tenant.clone()),
+        payment_key: claim.payment.clone(),
+        currency: Some(claim.currency.clone()),
+        event: PaymentEvent::Paid {
+            amount: claim.amount,
+        },
+        attempt: Some(claim.attempt.clone()),
+        method: None,
+    }
+}
+
 /// The refusal of message `m` for `forgery`: quarantined at once, the metric counted once that
 /// is recorded.
 fn refused(m: &StoredMessage, tenant: Option<&str>, forgery: &Forgery) -> Unhandled {
@@ -144,7 +160,7 @@ pub(super) async fn reconciled<S: ItemStore>(
         .await
         .map_err(read_failed("the autopay attempt"))?;
     check(&claim, attempt.as_ref()).map_err(|f| refused(m, Some(claim.tenant.as_str()), &f))?;
-    crate::payments::handler::payment(store, retention, m, claim.notice()).await
+    crate::payments::handler::payment(store, retention, m, notice(&claim)).await
 }
 
 #[cfg(test)]
