@@ -24,7 +24,8 @@ use crate::balance::handler::Unhandled;
 use crate::balance::views::WalletViews;
 use crate::config::WalletConfig;
 use crate::email::handler::email;
-use crate::parse::{self, StripeNotice};
+use crate::parse;
+use crate::payments::parse::{stripe, StripeNotice};
 use crate::payments::handler::payment;
 use inbox_core::message::StoredMessage;
 use inbox_core::process::registry::{Handler, HandlerFuture, HandlerOutcome, Registry};
@@ -126,7 +127,7 @@ impl<S: ItemStore> WalletHandler<S> {
                     )))
                 }
             }
-            match parse::stripe(event_type, &body, self.config.max_amount).map_err(unusable)? {
+            match stripe(event_type, &body, self.config.max_amount).map_err(unusable)? {
                 Some(StripeNotice::Payment(notice)) => {
                     payment(&self.store, self.config.retention, m, notice).await
                 }

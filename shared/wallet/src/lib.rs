@@ -8,8 +8,8 @@
 //! module imports only from the rows above it (checked by `layout_imports_point_down` below):
 //!
 //! 1. The ground: [`money`] ([`Currency`], [`Money`] in minor units, formatted `12.34 USD`),
-//!    [`tenant`] ([`TenantId`], parsed once where it enters) and [`parse`] (tolerant parsing of
-//!    the provider events: Stripe's, the mailer's, and the helpers the slices share).
+//!    [`tenant`] ([`TenantId`], parsed once where it enters) and [`parse`] (the tolerant parsing
+//!    helpers the slices share, and Stripe's `livemode`; each slice parses its own events).
 //! 2. [`balance`]: the records ([`Wallet`], [`Entry`], [`EmailRow`], [`PaymentRow`],
 //!    [`PaymentIndex`]), the pure rules, the item layout (shards, refills, limits, the registry),
 //!    its storage ([`balance::ledger`]: functions of the item store), the views of sharded wallets

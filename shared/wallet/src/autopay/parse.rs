@@ -70,7 +70,7 @@ pub fn session_method(obj: &Value) -> Option<SavedMethod> {
 }
 
 /// Parses the autopay-only events (and a Checkout Session in setup mode); `Ok(None)`: not one
-/// of them (the payment events are parsed by [`crate::parse::stripe`]).
+/// of them (the payment events are parsed by [`crate::payments::parse::stripe`]).
 pub fn stripe(event_type: &str, obj: &Value) -> Result<Option<AutopayNotice>, Unusable> {
     let id = || text(&obj["id"]).unwrap_or_default();
     let notice = match event_type {

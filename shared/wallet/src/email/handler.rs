@@ -13,7 +13,7 @@ use crate::balance::rules::{self, EmailState};
 use crate::balance::views::{self, WalletViews};
 use crate::balance::ledger;
 use crate::email::holds::expiry;
-use crate::parse::EmailNotice;
+use crate::email::parse::EmailNotice;
 use inbox_core::message::StoredMessage;
 use inbox_core::process::registry::{Commit, HandlerOutcome};
 use inbox_core::store::ItemStore;

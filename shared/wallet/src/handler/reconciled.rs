@@ -20,7 +20,7 @@ use crate::autopay::{self, Attempt, AttemptState};
 use crate::balance::handler::{read_failed, Unhandled};
 use crate::balance::events::{ReconciledClaim, RECONCILED};
 use crate::balance::rules::PaymentEvent;
-use crate::parse::PaymentNotice;
+use crate::payments::parse::PaymentNotice;
 use crate::METRICS_NAMESPACE;
 use inbox_core::message::StoredMessage;
 use inbox_core::metrics::Metric;

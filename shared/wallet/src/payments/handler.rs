@@ -27,7 +27,7 @@ use crate::autopay::handler::{close_attempt, method_effects};
 use crate::balance::handler::{money, read_failed, wallet, Unhandled};
 use crate::balance::ledger;
 use crate::payments::ledger::unmatched_payment;
-use crate::parse::PaymentNotice;
+use crate::payments::parse::PaymentNotice;
 use crate::payments::unmatched::{payer, Resolution, UnmatchedPayment};
 use crate::tenant::TenantId;
 use inbox_core::message::StoredMessage;
