@@ -28,7 +28,7 @@ use crate::autopay::rules::{top_up, TopUp};
 use crate::autopay::{Attempt, AttemptState, Autopay, AutopayStatus, Reason, SavedMethod};
 use crate::balance::events::WalletEvent;
 use crate::balance::model::month_of;
-use crate::autopay::ledger;
+use crate::autopay::ledger::{self, ThresholdError};
 use crate::balance::handler::{read_failed, wallet, Unhandled};
 use crate::balance::model::Wallet;
 use crate::balance::views::WalletViews;
@@ -167,8 +167,10 @@ pub(crate) async fn at_threshold<S: ItemStore>(
         origin,
     )
     .await
-        .map_err(read_failed("the autopay settings"))?
-        .map_err(Unhandled::Permanent)
+    .map_err(|e| match e {
+        ThresholdError::Read(e) => read_failed("the autopay settings")(e),
+        ThresholdError::Writes(reason) => Unhandled::Permanent(reason),
+    })
 }
 
 /// Closes the attempt a credited payment intent names: `Credited`, the settings' open attempt

@@ -41,6 +41,18 @@ impl From<inbox_core::store::StoreError> for AutopayError {
     }
 }
 
+/// Why autopay's threshold decision ([`threshold`]) was not made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ThresholdError {
+    /// The settings could not be read (a store error, or an unreadable item).
+    #[error(transparent)]
+    Read(#[from] LedgerError),
+    /// The decision's writes cannot be made (its event cannot be written, the month's count would
+    /// overflow): the reason.
+    #[error("{0}")]
+    Writes(String),
+}
+
 /// Every amount of the settings is in `currency` (the wallet's).
 fn check_currency(a: &Autopay, currency: Currency) -> Result<(), String> {
     let mut amounts = Vec::new();
@@ -181,14 +193,12 @@ pub(crate) async fn threshold<S: ItemStore>(
     available: Money,
     now_ms: i64,
     origin: [&str; 2],
-) -> Result<Result<(Vec<Effect>, Vec<Metric>), String>, LedgerError> {
+) -> Result<(Vec<Effect>, Vec<Metric>), ThresholdError> {
     let tenant = &wallet.tenant;
     if wallet.shard_count() > 1 {
         if let Some(viewed) = views.autopay(tenant) {
             match threshold_writes(viewed, tenant, available, now_ms, origin) {
-                Ok((effects, metrics)) if effects.is_empty() => {
-                    return Ok(Ok((effects, metrics)))
-                }
+                Ok((effects, metrics)) if effects.is_empty() => return Ok((effects, metrics)),
                 // It writes (or failed): decided again on the item as stored.
                 _ => {}
             }
@@ -198,7 +208,7 @@ pub(crate) async fn threshold<S: ItemStore>(
     if wallet.shard_count() > 1 {
         views.keep_autopay(tenant, &autopay);
     }
-    Ok(threshold_writes(autopay, tenant, available, now_ms, origin))
+    threshold_writes(autopay, tenant, available, now_ms, origin).map_err(ThresholdError::Writes)
 }
 
 /// Pauses autopay (the operator's `pause`): no new attempt is made; the open one, if any, goes on.

@@ -12,6 +12,7 @@ use super::{busy_metric, expiry, refused, Held, HoldOutcome, HoldRequest, Holds}
 use crate::balance::items::shards::{self, merge_writes, pick, plan_refill, Part};
 use crate::balance::items::wallet_pk;
 use crate::autopay;
+use crate::autopay::ledger::ThresholdError;
 use crate::balance::ledger::{self, LedgerError};
 use crate::balance::views;
 use crate::balance::model::{EmailRow, Entry, RowEntry, Wallet};
@@ -160,8 +161,11 @@ where
             let now = self.clock.now_millis();
             let (top_up, top_up_metrics) =
                 autopay::ledger::threshold(self.store, &wallet, &self.views, after, now, origin)
-                    .await?
-                .map_err(LedgerError::Unreadable)?;
+                    .await
+                    .map_err(|e| match e {
+                        ThresholdError::Read(e) => e,
+                        ThresholdError::Writes(reason) => LedgerError::Unreadable(reason),
+                    })?;
             effects.extend(top_up);
             metrics.extend(top_up_metrics);
             let refilled = !refill.is_empty();
