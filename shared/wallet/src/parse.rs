@@ -180,6 +180,4 @@ mod tests {
         assert_eq!(livemode(&json!({"data": {"object": {}}})), None);
         assert_eq!(livemode(&json!({"livemode": "yes"})), None);
     }
-
-
 }

@@ -21,11 +21,11 @@
 //!   the configured retention (`DELIVERY_RETENTION_DAYS`) less [`ORPHAN_MARGIN_MS`].
 
 use crate::balance::items::wallet_pk;
-use crate::ledger::{Ledger, LedgerError};
 use crate::balance::model::{Entry, Wallet};
 use crate::balance::rules::EmailState;
 pub use crate::email::holds::expiry::{ExpiredHold, EXPIRY_GRACE_MS};
 use crate::email::holds::items::{hold_sk, HOLDS_SOURCE};
+use crate::ledger::{Ledger, LedgerError};
 use crate::money::checked_sum;
 pub use crate::payments::unmatched::LongUnmatched;
 use crate::tenant::TenantId;

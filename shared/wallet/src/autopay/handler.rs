@@ -23,13 +23,13 @@
 //!   saving: the outcome is the same in either order. Each change is journaled.
 
 use crate::autopay::items::{derived_attempt_id, AutopayLog, MethodIndex};
+use crate::autopay::ledger::{self, ThresholdError};
 use crate::autopay::parse::{MethodNotice, Unsettled};
 use crate::autopay::rules::{top_up, TopUp};
 use crate::autopay::{Attempt, AttemptState, Autopay, AutopayStatus, Reason, SavedMethod};
 use crate::balance::events::WalletEvent;
-use crate::balance::model::month_of;
-use crate::autopay::ledger::{self, ThresholdError};
 use crate::balance::handler::{read_failed, wallet, Unhandled};
+use crate::balance::model::month_of;
 use crate::balance::model::Wallet;
 use crate::balance::views::WalletViews;
 use crate::money::Money;
@@ -158,19 +158,12 @@ pub(crate) async fn at_threshold<S: ItemStore>(
     available: Money,
 ) -> Result<(Vec<Effect>, Vec<Metric>), Unhandled> {
     let origin = [m.source.as_str(), m.event_id.as_str()];
-    ledger::threshold(
-        store,
-        wallet,
-        views,
-        available,
-        m.received_at,
-        origin,
-    )
-    .await
-    .map_err(|e| match e {
-        ThresholdError::Read(e) => read_failed("the autopay settings")(e),
-        ThresholdError::Writes(reason) => Unhandled::Permanent(reason),
-    })
+    ledger::threshold(store, wallet, views, available, m.received_at, origin)
+        .await
+        .map_err(|e| match e {
+            ThresholdError::Read(e) => read_failed("the autopay settings")(e),
+            ThresholdError::Writes(reason) => Unhandled::Permanent(reason),
+        })
 }
 
 /// Closes the attempt a credited payment intent names: `Credited`, the settings' open attempt

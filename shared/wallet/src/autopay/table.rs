@@ -5,8 +5,8 @@
 //! in-memory store alike.
 
 use crate::autopay::items::{shards, ATTEMPT_SHARD_PREFIX, RECURRING_SHARD_PREFIX};
-use crate::autopay::{Attempt, AttemptStore, Autopay, Listed, Written};
 use crate::autopay::ledger;
+use crate::autopay::{Attempt, AttemptStore, Autopay, Listed, Written};
 use crate::balance::ledger::LedgerError;
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;

@@ -41,7 +41,10 @@ pub(crate) enum Unhandled {
     /// The message can never be handled as it is (unreadable, refused by the rules).
     Permanent(String),
     /// A message its records contradict: refused, quarantined, `metrics` counted once.
-    Refused { reason: String, metrics: Vec<Metric> },
+    Refused {
+        reason: String,
+        metrics: Vec<Metric>,
+    },
 }
 
 impl From<Unhandled> for HandlerOutcome {

@@ -79,7 +79,10 @@ pub struct Reindexed {
 /// never overwrites: an existing wallet's balance is the sum of its entries). Registered first,
 /// so the registry always lists every wallet (a registered tenant whose wallet was never written
 /// is skipped by reconciliation); each is one single-item write.
-pub async fn create<S: ItemWriter>(store: &S, wallet: &Wallet) -> Result<CreateOutcome, StoreError> {
+pub async fn create<S: ItemWriter>(
+    store: &S,
+    wallet: &Wallet,
+) -> Result<CreateOutcome, StoreError> {
     store.commit(vec![register_wallet(&wallet.tenant)]).await?;
     match store.commit(vec![Effect::Create(wallet.to_item())]).await? {
         Applied::Done => Ok(CreateOutcome::Created),

@@ -41,13 +41,13 @@ use crate::balance::items::{LOW, LOW_CROSSINGS, REVIEW_REPORTED};
 use crate::balance::model::{month_of, Wallet};
 use crate::balance::rules::Movement;
 use crate::money::{Money, Overflow};
+use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::Millis;
 use inbox_core::metrics::Metric;
 use inbox_core::store::attr;
 use inbox_core::store::Effect;
-use crate::tenant::TenantId;
 
 /// The effects, wallet attributes and metrics a movement's notices add to its commit.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -8,10 +8,10 @@
 use crate::autopay::handler::at_threshold;
 use crate::balance::handler::{money, read_failed, viewed, Unhandled};
 use crate::balance::items::shards::pick;
+use crate::balance::ledger;
 use crate::balance::model::{EmailRow, Entry};
 use crate::balance::rules::{self, EmailState};
 use crate::balance::views::{self, WalletViews};
-use crate::balance::ledger;
 use crate::email::holds::expiry;
 use crate::email::parse::EmailNotice;
 use inbox_core::message::StoredMessage;

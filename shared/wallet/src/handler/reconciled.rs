@@ -17,8 +17,8 @@
 //! be read as a claim is refused the same way.
 
 use crate::autopay::{self, Attempt, AttemptState};
-use crate::balance::handler::{read_failed, Unhandled};
 use crate::balance::events::{ReconciledClaim, RECONCILED};
+use crate::balance::handler::{read_failed, Unhandled};
 use crate::balance::rules::PaymentEvent;
 use crate::payments::parse::PaymentNotice;
 use crate::METRICS_NAMESPACE;

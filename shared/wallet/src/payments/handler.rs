@@ -20,12 +20,12 @@
 //! - [`crate::balance::rules::payment`] decides the money: credited once per payment, a delayed payment
 //!   awaiting its funds, refunds never beyond what was credited.
 
-use crate::autopay::SavedMethod;
-use crate::balance::model::{PaymentIndex, PaymentRow};
-use crate::balance::rules::{self, PaymentEvent};
 use crate::autopay::handler::{close_attempt, method_effects};
+use crate::autopay::SavedMethod;
 use crate::balance::handler::{money, read_failed, wallet, Unhandled};
 use crate::balance::ledger;
+use crate::balance::model::{PaymentIndex, PaymentRow};
+use crate::balance::rules::{self, PaymentEvent};
 use crate::payments::ledger::unmatched_payment;
 use crate::payments::parse::PaymentNotice;
 use crate::payments::unmatched::{payer, Resolution, UnmatchedPayment};
@@ -70,19 +70,10 @@ pub(crate) async fn payment<S: ItemStore>(
                     Ok(park(retention, m, &key, index, Some(total), None))
                 }
                 // Money received for nobody we know: kept for a human, never ignored.
-                PaymentEvent::Paid { amount } => {
-                    unmatched(store, m, &notice, amount, index).await
-                }
+                PaymentEvent::Paid { amount } => unmatched(store, m, &notice, amount, index).await,
                 // A method saved for later, before its session named the tenant: kept for it.
                 _ if notice.method.is_some() => {
-                    Ok(park(
-                        retention,
-                        m,
-                        &key,
-                        index,
-                        None,
-                        notice.method.clone(),
-                    ))
+                    Ok(park(retention, m, &key, index, None, notice.method.clone()))
                 }
                 _ => Ok(HandlerOutcome::Ignore(format!(
                     "not ours: payment {key} names no tenant (metadata.tenant), no wallet's \
@@ -159,9 +150,9 @@ pub(crate) async fn payment<S: ItemStore>(
     match (&notice.attempt, &method) {
         // One write of the autopay settings per transaction: an attempt's own charge saves
         // no method.
-        (Some(attempt), _) if paid => commit.effects.extend(
-            close_attempt(store, m, &tenant, attempt, &key, credited).await?,
-        ),
+        (Some(attempt), _) if paid => commit
+            .effects
+            .extend(close_attempt(store, m, &tenant, attempt, &key, credited).await?),
         (None, Some(method)) => commit
             .effects
             .extend(method_effects(store, m, &tenant, method).await?),

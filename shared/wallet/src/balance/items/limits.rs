@@ -6,10 +6,10 @@
 use super::{number, text, wallet_pk, WALLET_SK};
 use crate::balance::model::Limits;
 use crate::money::Currency;
+use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::attr::{n, s};
 use inbox_core::store::{Effect, Item};
-use crate::tenant::TenantId;
 
 /// Whether the last crossing into low was announced (see [`crate::balance::notices`]).
 pub(crate) const LOW: &str = "low";

@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::balance::model::RowEntry;
-use inbox_core::store::schema::{OPEN_DUE, OPEN_SHARD};
 use crate::tenant::TenantId;
+use inbox_core::store::schema::{OPEN_DUE, OPEN_SHARD};
 
 /// The attribute of an email's row that keeps its ledger entries (a list of maps).
 pub const ROW_ENTRIES: &str = "entries";

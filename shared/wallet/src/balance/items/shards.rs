@@ -17,11 +17,11 @@ use super::{number, required, wallet_pk, MONTH_DEBITS_PREFIX, WALLET_SK};
 use crate::balance::model::Wallet;
 use crate::balance::notices::Notices;
 use crate::money::{checked_add, Overflow};
+use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::attr::{get_bool, n, s};
 use inbox_core::store::{Bound, Effect, Item};
 use std::collections::BTreeMap;
-use crate::tenant::TenantId;
 
 /// The wallet item's count of shards (absent: 1).
 pub const SHARDS_ATTR: &str = "shards";
@@ -584,7 +584,12 @@ mod tests {
         assert_eq!(effects.len(), 2);
         // Between two other shards: the counter in a third write.
         let parts = [part(0, 0, 0, 0), part(1, 0, 0, 0), part(2, 90, 0, 0)];
-        let effects = refill(&TenantId::parse("acme").unwrap(), &parts, &plan_refill(&parts, 1, 10).unwrap()).unwrap();
+        let effects = refill(
+            &TenantId::parse("acme").unwrap(),
+            &parts,
+            &plan_refill(&parts, 1, 10).unwrap(),
+        )
+        .unwrap();
         let Effect::Adjust { pk, add, .. } = &effects[2] else {
             panic!("{effects:?}")
         };

@@ -55,7 +55,10 @@ pub async fn set_limits<S: ItemStore + ItemWriter>(
         after,
     };
     let unique = uuid::Uuid::new_v4().simple().to_string();
-    let effects = vec![items::set_limits(tenant, &after), log.create(tenant, &unique)];
+    let effects = vec![
+        items::set_limits(tenant, &after),
+        log.create(tenant, &unique),
+    ];
     match store.commit(effects).await? {
         Applied::Done => Ok(Some(LimitsSet { before, after })),
         other => Err(LedgerError::Store(StoreError::Invalid(

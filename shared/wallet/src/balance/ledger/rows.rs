@@ -68,9 +68,7 @@ pub async fn email_rows<S: ItemStore>(
     store: &S,
     tenant: &TenantId,
 ) -> Result<Vec<EmailRow>, LedgerError> {
-    let items = store
-        .query_items(&wallet_pk(tenant), EMAIL_PREFIX)
-        .await?;
+    let items = store.query_items(&wallet_pk(tenant), EMAIL_PREFIX).await?;
     rows_of(&items, tenant, EmailRow::from_item)
 }
 

@@ -58,11 +58,7 @@ pub async fn set_shards<S: ItemStore + ItemWriter>(
     }
     let mut effects: Vec<_> = (have..k).map(|n| new_shard(tenant, n)).collect();
     effects.push(raise_count(tenant, have, k));
-    match store
-        .commit(effects)
-        .await
-        .map_err(LedgerError::from)?
-    {
+    match store.commit(effects).await.map_err(LedgerError::from)? {
         Applied::Done => Ok(set),
         Applied::EffectConflict | Applied::MessageConflict => Err(ShardsError::Changed),
     }

@@ -8,9 +8,9 @@ use crate::balance::items::{wallet_changes, wallet_pk};
 use crate::balance::notices::Notices;
 use crate::balance::rules::{Flags, Movement};
 use crate::money::{Money, Overflow};
+use crate::tenant::TenantId;
 use inbox_core::store::attr::{n, s};
 use inbox_core::store::{Bound, Effect, Item};
-use crate::tenant::TenantId;
 
 pub const KIND_HOLD: &str = "hold";
 pub const HOLD_PREFIX: &str = "HOLD#";

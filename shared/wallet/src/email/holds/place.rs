@@ -9,15 +9,15 @@
 //! found already there is read back here too.
 
 use super::{busy_metric, expiry, refused, Held, HoldOutcome, HoldRequest, Holds};
-use crate::balance::items::shards::{self, merge_writes, pick, plan_refill, Part};
-use crate::balance::items::wallet_pk;
 use crate::autopay;
 use crate::autopay::ledger::ThresholdError;
+use crate::balance::items::shards::{self, merge_writes, pick, plan_refill, Part};
+use crate::balance::items::wallet_pk;
 use crate::balance::ledger::{self, LedgerError};
-use crate::balance::views;
 use crate::balance::model::{EmailRow, Entry, RowEntry, Wallet};
 use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent, EmailState, Movement};
+use crate::balance::views;
 use crate::email::holds::items::{bounded_hold, hold_sk, pointed_message, pointer, HOLDS_SOURCE};
 use crate::money::checked_add;
 use crate::tenant::TenantId;
@@ -227,8 +227,8 @@ where
 
     /// What a hold found already there: the email's row, or another email's hold of this id.
     async fn existing(&self, request: &HoldRequest) -> Result<Option<HoldOutcome>, LedgerError> {
-        if let Some(row) = ledger::email_row(self.store, &request.tenant, &request.message_id)
-            .await?
+        if let Some(row) =
+            ledger::email_row(self.store, &request.tenant, &request.message_id).await?
         {
             return Ok(Some(HoldOutcome::AlreadyExists {
                 hold_id: row.hold_id,

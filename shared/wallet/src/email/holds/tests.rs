@@ -4,13 +4,13 @@
 //! `tests/holds.rs`.
 
 use super::*;
-use crate::Ledger;
 use crate::balance::items::{email_sk, wallet_pk, WALLET_SK};
 use crate::balance::model::{Entry, Wallet};
 use crate::balance::rules::{self, EntryKind};
 use crate::email::holds::items::{hold_sk, HOLDS_SOURCE};
 use crate::money::Currency;
 use crate::reconcile::{reconcile, ReconcileOptions};
+use crate::Ledger;
 use inbox_core::clock::ManualClock;
 use inbox_core::store::attr::{get_s, n, s};
 use inbox_core::store::memory::MemoryStore;

@@ -6,9 +6,9 @@
 use super::{affords, shard_key, Part, REFILLS_ATTR};
 use crate::balance::items::{wallet_pk, WALLET_SK};
 use crate::money::{checked_add, Overflow};
+use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::{Bound, Effect};
-use crate::tenant::TenantId;
 
 /// One move of a refill: `amount` of balance from shard `from` to shard `to`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
