@@ -14,6 +14,7 @@ use crate::balance::rules::{self, EmailState};
 use crate::balance::views::{self, WalletViews};
 use crate::email::holds::expiry;
 use crate::email::parse::EmailNotice;
+use inbox_core::clock::Millis;
 use inbox_core::message::StoredMessage;
 use inbox_core::process::registry::{Commit, HandlerOutcome};
 use inbox_core::store::ItemStore;
@@ -57,10 +58,10 @@ pub(crate) async fn email<S: ItemStore>(
     let mut next = row.clone();
     next.state = state;
     next.amount = amount;
-    next.updated_at = Some(now);
+    next.updated_at = Some(Millis::new(now));
     if state == EmailState::Held && row.state != EmailState::Held {
-        next.held_at = Some(now);
-        next.expires_at = Some(now + expiry::millis(hold_expires_in));
+        next.held_at = Some(Millis::new(now));
+        next.expires_at = Some(Millis::new(now + expiry::millis(hold_expires_in)));
     }
     if !next.events.contains(&m.event_id.to_string()) {
         next.events.push(m.event_id.to_string());

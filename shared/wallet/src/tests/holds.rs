@@ -7,6 +7,7 @@ use super::*;
 use crate::balance::rules::{EmailState, EntryKind};
 use crate::email::holds::expiry::{HoldSweep, SweepReport};
 use crate::email::holds::{HoldOutcome, HoldRequest, Holds, ReleaseOutcome};
+use inbox_core::clock::Millis;
 
 /// A day: the default validity of a hold.
 const DAY: i64 = 86_400_000;
@@ -274,7 +275,11 @@ async fn a_capture_after_the_expiry_is_debited_once_even_below_the_floor_and_fla
     assert!(wallet.overdrawn, "and the wallet is flagged");
     let row = row(&w, "m1").await;
     assert_eq!(row.state, EmailState::Debited);
-    assert_eq!(row.expires_at, Some(T0 + DAY), "the row keeps its expiry");
+    assert_eq!(
+        row.expires_at,
+        Some(Millis::new(T0 + DAY)),
+        "the row keeps its expiry"
+    );
     let kinds: Vec<_> = row.entries.iter().map(|e| e.kind).collect();
     assert_eq!(
         kinds,
@@ -314,8 +319,8 @@ async fn a_webhook_hold_gets_the_stages_default_and_expires_after_a_soft_bounce(
     .await;
     let held = row(&w, "m1").await;
     assert_eq!(held.state, EmailState::Held);
-    let expires_at = held.expires_at.unwrap();
-    assert_eq!(expires_at, held.held_at.unwrap() + DAY);
+    let expires_at = held.expires_at.unwrap().get();
+    assert_eq!(expires_at, held.held_at.unwrap().get() + DAY);
     let stale = reconcile(&*w.store, expires_at + 600_001, opts(i64::MAX))
         .await
         .unwrap();

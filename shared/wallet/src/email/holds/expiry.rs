@@ -127,7 +127,12 @@ where
             let Some((row, expires_at)) = ledger::email_row(self.store, tenant, message_id)
                 .await?
                 .filter(|r| r.state == EmailState::Held)
-                .and_then(|r| r.expires_at.filter(|t| *t <= now).map(|t| (r, t)))
+                .and_then(|r| {
+                    r.expires_at
+                        .map(Millis::get)
+                        .filter(|t| *t <= now)
+                        .map(|t| (r, t))
+                })
             else {
                 return done(ExpireOutcome::NotDue);
             };
@@ -148,7 +153,7 @@ where
             let entry = Entry::of(id, tenant, &mv, message_id, (origin.0, &origin.1), now);
             let mut next = row.clone();
             next.state = state;
-            next.updated_at = Some(now);
+            next.updated_at = Some(Millis::new(now));
             next.entries.push(entry.in_row());
             let notices = notices(&wallet, &[mv], now).map_err(refused)?;
             let publish = event

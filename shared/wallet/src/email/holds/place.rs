@@ -22,6 +22,7 @@ use crate::email::holds::items::{bounded_hold, hold_sk, pointed_message, pointer
 use crate::money::checked_add;
 use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
+use inbox_core::clock::Millis;
 use inbox_core::metrics::Metric;
 use inbox_core::store::{Applied, Effect, ItemStore, ItemWriter};
 
@@ -271,10 +272,10 @@ where
             message_id: held.message_id.clone(),
             state,
             amount: held.amount.minor(),
-            held_at: Some(now),
-            updated_at: Some(now),
+            held_at: Some(Millis::new(now)),
+            updated_at: Some(Millis::new(now)),
             hold_id: Some(held.hold_id.clone()),
-            expires_at: Some(held.expires_at),
+            expires_at: Some(Millis::new(held.expires_at)),
             entries: vec![self.entry(tenant, &mv, &held.message_id, &held.hold_id, now)],
             shard: part.shard,
             ..EmailRow::default()

@@ -9,6 +9,7 @@ use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent};
 use crate::email::holds::items::{existing_wallet, hold_sk, pointed_message};
 use crate::tenant::TenantId;
+use inbox_core::clock::Millis;
 use inbox_core::store::{Applied, Effect, ItemStore, ItemWriter};
 
 impl<'s, S> Holds<'s, S>
@@ -63,7 +64,7 @@ where
             let now = self.clock.now_millis();
             let mut next = row.clone();
             next.state = state;
-            next.updated_at = Some(now);
+            next.updated_at = Some(Millis::new(now));
             next.entries
                 .push(self.entry(tenant, &mv, &message_id, hold_id, now));
             let notices = notices(&wallet, &[mv], now).map_err(refused)?;
