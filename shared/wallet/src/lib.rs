@@ -8,19 +8,22 @@
 //! module imports only from the rows above it (checked by `layout_imports_point_down` below):
 //!
 //! 1. The ground: [`money`] ([`Currency`], [`Money`] in minor units, formatted `12.34 USD`),
-//!    [`tenant`] ([`TenantId`], parsed once where it enters) and [`parse`] (tolerant parsing of
-//!    the provider events: Stripe's, the mailer's, and the helpers the slices share).
+//!    [`tenant`] ([`TenantId`], parsed once where it enters) and [`parse`] (the tolerant parsing
+//!    helpers the slices share, and Stripe's `livemode`; each slice parses its own events).
 //! 2. [`balance`]: the records ([`Wallet`], [`Entry`], [`EmailRow`], [`PaymentRow`],
 //!    [`PaymentIndex`]), the pure rules, the item layout (shards, refills, limits, the registry),
-//!    [`balance::ledger::Ledger`]'s storage, the views of sharded wallets ([`WalletViews`],
-//!    `WALLET_VIEW_MS`), the notices and the wallet's own events.
+//!    its storage ([`balance::ledger`]: functions of the item store), the views of sharded wallets
+//!    ([`WalletViews`], `WALLET_VIEW_MS`), its part of the handler (the wallet a movement decides
+//!    on, the writes of its money), the notices and the wallet's own events.
 //! 3. [`autopay`]: its records and pure rules (calendar, threshold, cap, dunning ladder), the
 //!    charging pass, its items and table ([`autopay::table::TableAttempts`]), its Stripe events
 //!    parsed, its part of the handler and of the ledger.
-//! 4. [`email`] (the email providers' delivery events, holds placed before a send) and
-//!    [`payments`] (Stripe payments, the unmatched ones, hosted checkout), side by side.
-//! 5. The top: [`handler`] (the [`WalletHandler`] the processor runs: dispatch by source),
-//!    [`ledger`] (the operator's facade: [`Ledger`] and what its methods answer), [`reconcile`]
+//! 4. [`email`] (the email providers' delivery events and their part of the handler, holds
+//!    placed before a send) and [`payments`] (Stripe payments and their part of the handler, the
+//!    unmatched ones, hosted checkout), side by side.
+//! 5. The top: [`handler`] (the [`WalletHandler`] the processor runs: dispatch by source, its one
+//!    impl block), [`ledger`] (the operator's facade: [`Ledger`], its one impl block delegating to
+//!    the slices' storage, and what its methods answer), [`reconcile`]
 //!    (the consistency report) and [`config`] (the ledger's environment variables, documented with
 //!    the core's `Var`, and [`WalletConfig`]).
 

@@ -24,11 +24,11 @@
 
 pub use crate::autopay::overdue::{OverdueAttempt, OVERDUE_GRACE_MS};
 use crate::balance::items::wallet_pk;
-use crate::balance::ledger::{Ledger, LedgerError};
 use crate::balance::model::{Entry, Wallet};
 use crate::balance::rules::EmailState;
 pub use crate::email::holds::expiry::{ExpiredHold, EXPIRY_GRACE_MS};
 use crate::email::holds::items::{hold_sk, HOLDS_SOURCE};
+use crate::ledger::{Ledger, LedgerError};
 use crate::money::checked_sum;
 pub use crate::payments::unmatched::LongUnmatched;
 use crate::tenant::TenantId;
@@ -236,7 +236,11 @@ async fn check<S: ItemStore + DueIndex>(
         match ledger.email_rows(&tenant).await {
             Ok(emails) => {
                 for email in emails.into_iter().filter(|e| e.state == EmailState::Held) {
-                    if let Some(at) = email.expires_at.filter(|t| now_ms - t > EXPIRY_GRACE_MS) {
+                    if let Some(at) = email
+                        .expires_at
+                        .map(|t| t.get())
+                        .filter(|t| now_ms - t > EXPIRY_GRACE_MS)
+                    {
                         report.expired_holds.push(ExpiredHold {
                             tenant: tenant.clone(),
                             message_id: email.message_id.clone(),
@@ -244,7 +248,7 @@ async fn check<S: ItemStore + DueIndex>(
                             expires_at: at,
                         });
                     }
-                    let held_at = email.held_at.or(email.updated_at).unwrap_or(0);
+                    let held_at = email.held_at.or(email.updated_at).map_or(0, |t| t.get());
                     if now_ms.saturating_sub(held_at) > options.stale_after_ms {
                         report.stale_holds.push(StaleHold {
                             tenant: tenant.clone(),

@@ -7,7 +7,7 @@
 //! once; a card's decline is recorded from the API's answer).
 
 use crate::autopay::SavedMethod;
-use crate::parse::{id_of, stripe_tenant, text, StripeNotice, Unusable};
+use crate::parse::{id_of, stripe_tenant, text, Unusable};
 use crate::tenant::TenantId;
 use serde_json::Value;
 
@@ -26,6 +26,19 @@ pub struct Unsettled {
 pub struct MethodNotice {
     pub tenant: Option<TenantId>,
     pub method: SavedMethod,
+}
+
+/// What an autopay-only Stripe event means (the payments' parse makes it one of its notices).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AutopayNotice {
+    /// A payment method saved for autopay.
+    Method(MethodNotice),
+    /// It moves no money and saves nothing, for this reason.
+    NoMoney(String),
+    /// This payment method was detached.
+    Detached(String),
+    /// A charge of an autopay attempt failed or was canceled.
+    Unsettled(Unsettled),
 }
 
 /// The autopay attempt a payment intent's metadata names (`metadata.attempt`), if any.
@@ -57,27 +70,27 @@ pub fn session_method(obj: &Value) -> Option<SavedMethod> {
 }
 
 /// Parses the autopay-only events (and a Checkout Session in setup mode); `Ok(None)`: not one
-/// of them (the payment events are parsed by [`crate::parse::stripe`]).
-pub fn stripe(event_type: &str, obj: &Value) -> Result<Option<StripeNotice>, Unusable> {
+/// of them (the payment events are parsed by [`crate::payments::parse::stripe`]).
+pub fn stripe(event_type: &str, obj: &Value) -> Result<Option<AutopayNotice>, Unusable> {
     let id = || text(&obj["id"]).unwrap_or_default();
     let notice = match event_type {
         "setup_intent.succeeded" => match method_of(obj, None) {
-            Some(method) => StripeNotice::Method(MethodNotice {
+            Some(method) => AutopayNotice::Method(MethodNotice {
                 tenant: stripe_tenant(obj)?,
                 method,
             }),
-            None => StripeNotice::NoMoney(format!(
+            None => AutopayNotice::NoMoney(format!(
                 "setup intent {} names no customer or payment method: nothing to save",
                 id()
             )),
         },
         "checkout.session.completed" if text(&obj["mode"]).as_deref() == Some("setup") => {
             match session_method(obj) {
-                Some(method) => StripeNotice::Method(MethodNotice {
+                Some(method) => AutopayNotice::Method(MethodNotice {
                     tenant: stripe_tenant(obj)?,
                     method,
                 }),
-                None => StripeNotice::NoMoney(format!(
+                None => AutopayNotice::NoMoney(format!(
                     "checkout session {} (setup mode) does not carry its SetupIntent expanded: \
                      the method is saved from the SetupIntent's own setup_intent.succeeded \
                      (setup_intent_data.metadata.tenant names the tenant)",
@@ -85,18 +98,18 @@ pub fn stripe(event_type: &str, obj: &Value) -> Result<Option<StripeNotice>, Unu
                 )),
             }
         }
-        "payment_method.detached" => StripeNotice::Detached(
+        "payment_method.detached" => AutopayNotice::Detached(
             text(&obj["id"]).ok_or_else(|| Unusable("data.object.id is missing".into()))?,
         ),
         "payment_intent.payment_failed" | "payment_intent.canceled" => match attempt_of(obj) {
             // A charge of an attempt that did not go through: a pending one's settlement (SEPA
             // Direct Debit failing days later) is the charging pass's to record.
-            Some(attempt) => StripeNotice::Unsettled(Unsettled {
+            Some(attempt) => AutopayNotice::Unsettled(Unsettled {
                 tenant: stripe_tenant(obj)?,
                 attempt,
                 intent: id(),
             }),
-            None => StripeNotice::NoMoney(format!(
+            None => AutopayNotice::NoMoney(format!(
                 "payment intent {} did not go through: no money moved",
                 id()
             )),
@@ -124,7 +137,7 @@ mod tests {
             "payment_method": "pm_1", "metadata": {"tenant": "acme"}});
         assert_eq!(
             stripe("setup_intent.succeeded", &seti),
-            Ok(Some(StripeNotice::Method(MethodNotice {
+            Ok(Some(AutopayNotice::Method(MethodNotice {
                 tenant: Some(TenantId::parse("acme").unwrap()),
                 method: method("cus_1", "pm_1"),
             })))
@@ -132,7 +145,7 @@ mod tests {
         let bare = json!({"id": "seti_2", "object": "setup_intent", "payment_method": "pm_1"});
         assert!(matches!(
             stripe("setup_intent.succeeded", &bare),
-            Ok(Some(StripeNotice::NoMoney(why))) if why.contains("seti_2")
+            Ok(Some(AutopayNotice::NoMoney(why))) if why.contains("seti_2")
         ));
         let session = |si: serde_json::Value| {
             json!({"id": "cs_1", "object": "checkout.session", "mode": "setup",
@@ -142,11 +155,11 @@ mod tests {
             session(json!({"id": "seti_3", "object": "setup_intent", "payment_method": "pm_3"}));
         assert!(matches!(
             stripe("checkout.session.completed", &expanded),
-            Ok(Some(StripeNotice::Method(MethodNotice { method: m, .. }))) if m == method("cus_2", "pm_3")
+            Ok(Some(AutopayNotice::Method(MethodNotice { method: m, .. }))) if m == method("cus_2", "pm_3")
         ));
         assert!(matches!(
             stripe("checkout.session.completed", &session(json!("seti_3"))),
-            Ok(Some(StripeNotice::NoMoney(_)))
+            Ok(Some(AutopayNotice::NoMoney(_)))
         ));
         let payment_mode = json!({"mode": "payment", "payment_status": "paid"});
         assert_eq!(
@@ -177,14 +190,14 @@ mod tests {
                 "payment_method.detached",
                 &json!({"id": "pm_1", "customer": null})
             ),
-            Ok(Some(StripeNotice::Detached("pm_1".into())))
+            Ok(Some(AutopayNotice::Detached("pm_1".into())))
         );
         assert!(stripe("payment_method.detached", &json!({"customer": null})).is_err());
         let failed = json!({"id": "pi_1", "metadata": {"attempt": "thr_1", "tenant": "acme"}});
         for event in ["payment_intent.payment_failed", "payment_intent.canceled"] {
             assert_eq!(
                 stripe(event, &failed),
-                Ok(Some(StripeNotice::Unsettled(Unsettled {
+                Ok(Some(AutopayNotice::Unsettled(Unsettled {
                     tenant: Some(TenantId::parse("acme").unwrap()),
                     attempt: "thr_1".into(),
                     intent: "pi_1".into(),
@@ -194,7 +207,7 @@ mod tests {
         }
         assert!(matches!(
             stripe("payment_intent.payment_failed", &json!({"id": "pi_2"})),
-            Ok(Some(StripeNotice::NoMoney(why))) if why.contains("pi_2")
+            Ok(Some(AutopayNotice::NoMoney(why))) if why.contains("pi_2")
         ));
         assert_eq!(stripe("customer.created", &failed), Ok(None));
     }

@@ -5,8 +5,9 @@
 //! in-memory store alike.
 
 use crate::autopay::items::{shards, ATTEMPT_SHARD_PREFIX, RECURRING_SHARD_PREFIX};
+use crate::autopay::ledger;
 use crate::autopay::{Attempt, AttemptStore, Autopay, Listed, Written};
-use crate::balance::ledger::{Ledger, LedgerError};
+use crate::balance::ledger::LedgerError;
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
 use inbox_core::store::attr::get_s;
@@ -75,7 +76,7 @@ pub(crate) async fn due_attempts<S: ItemStore + DueIndex>(
         let Some(id) = sk.strip_prefix(crate::autopay::items::ATTEMPT_PREFIX) else {
             continue;
         };
-        match Ledger::new(store).attempt(&tenant, id).await {
+        match ledger::attempt(store, &tenant, id).await {
             Ok(Some(a)) if !a.state.is_terminal() && a.due <= now => due.items.push(a),
             Ok(_) => {}
             Err(LedgerError::Unreadable(why)) => due
@@ -108,7 +109,7 @@ impl<S: ItemStore + ItemWriter + DueIndex> AttemptStore for TableAttempts<S> {
         )
         .await?
         {
-            match Ledger::new(&self.store).autopay(&tenant).await {
+            match ledger::autopay(&self.store, &tenant).await {
                 Ok(Some(a)) if a.recurring_due().is_some_and(|d| d <= now) => due.items.push(a),
                 Ok(_) => {}
                 Err(LedgerError::Unreadable(why)) => due
@@ -122,15 +123,13 @@ impl<S: ItemStore + ItemWriter + DueIndex> AttemptStore for TableAttempts<S> {
     }
 
     async fn autopay(&self, tenant: &TenantId) -> Result<Option<Autopay>, StoreError> {
-        Ledger::new(&self.store)
-            .autopay(tenant)
+        ledger::autopay(&self.store, tenant)
             .await
             .map_err(store_error)
     }
 
     async fn attempt(&self, tenant: &TenantId, id: &str) -> Result<Option<Attempt>, StoreError> {
-        Ledger::new(&self.store)
-            .attempt(tenant, id)
+        ledger::attempt(&self.store, tenant, id)
             .await
             .map_err(store_error)
     }

@@ -18,9 +18,7 @@
 //! | `wallet.review_threshold_reached` | a month's debits passed the wallet's review threshold, once per wallet and month ([`crate::balance::notices`]) | tenant, month (`YYYY_MM`), debits, threshold, currency |
 
 use crate::autopay::{Settle, Uncredited};
-use crate::balance::rules::PaymentEvent;
 use crate::money::{Currency, Money};
-use crate::parse::PaymentNotice;
 use crate::tenant::TenantId;
 use inbox_core::clock::{Clock, Millis};
 use inbox_core::domain::{EventId, EventType, InvalidValue, MessageKey, SourceName};
@@ -286,20 +284,6 @@ impl ReconciledClaim {
             currency: text("currency")?.to_ascii_lowercase(),
             payment: text("payment")?,
         })
-    }
-
-    /// The claim as the payment its webhook would have reported.
-    pub(crate) fn notice(&self) -> PaymentNotice {
-        PaymentNotice {
-            tenant: Some(self.tenant.clone()),
-            payment_key: self.payment.clone(),
-            currency: Some(self.currency.clone()),
-            event: PaymentEvent::Paid {
-                amount: self.amount,
-            },
-            attempt: Some(self.attempt.clone()),
-            method: None,
-        }
     }
 }
 

@@ -257,7 +257,7 @@ impl Entry {
 /// (one per movement), the flags they raised, and the notices' attributes (on the wallet item:
 /// see [`shards::shard_write`]).
 pub(crate) fn adjust_wallet(
-    tenant: &str,
+    tenant: &TenantId,
     shard: u32,
     moves: &[Movement],
     received_at: i64,

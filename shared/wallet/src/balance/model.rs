@@ -5,6 +5,7 @@
 use crate::balance::rules::{self, EmailState, Funds, PaymentState, WalletView};
 use crate::money::{Currency, Money, Overflow};
 use crate::tenant::TenantId;
+use inbox_core::clock::Millis;
 use std::collections::BTreeMap;
 
 /// The calendar month (UTC) of a time in ms, as `YYYY_MM` (for the monthly debit counter).
@@ -187,7 +188,7 @@ impl Entry {
             held_delta: self.held_delta.minor(),
             event_source: self.event_source.clone(),
             event_id: self.event_id.clone(),
-            at: self.at,
+            at: Millis::new(self.at),
         }
     }
 
@@ -203,7 +204,7 @@ impl Entry {
             subject: subject.to_owned(),
             event_source: e.event_source.clone(),
             event_id: e.event_id.clone(),
-            at: e.at,
+            at: e.at.get(),
         }
     }
 
@@ -224,14 +225,14 @@ pub struct EmailRow {
     pub amount: i64,
     /// Webhook event ids that reached this email, in processing order.
     pub events: Vec<String>,
-    pub held_at: Option<i64>,
-    pub updated_at: Option<i64>,
+    pub held_at: Option<Millis>,
+    pub updated_at: Option<Millis>,
     /// The hold the wallet API placed for it before the send ([`crate::email::holds`]); `None` for an
     /// email first held (or debited) by a webhook.
     pub hold_id: Option<String>,
     /// When its hold expires (ms): while `held`, the row is in the open index's hold shards
     /// (`WALLET#HOLDS#…`) due then, and the expiry sweep releases it ([`crate::email::holds`]).
-    pub expires_at: Option<i64>,
+    pub expires_at: Option<Millis>,
     /// The ledger entries of this email's movements, oldest first, kept in the row itself so that
     /// a movement writes one item for both (rows written before that layout have none: their
     /// entries are `ENTRY#` items; [`crate::Ledger::entries`] reads both).
@@ -253,7 +254,7 @@ pub struct RowEntry {
     pub held_delta: i64,
     pub event_source: String,
     pub event_id: String,
-    pub at: i64,
+    pub at: Millis,
 }
 
 /// The per-payment row. Amounts are in the wallet's minor unit.

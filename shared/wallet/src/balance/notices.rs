@@ -41,6 +41,7 @@ use crate::balance::items::{LOW, LOW_CROSSINGS, REVIEW_REPORTED};
 use crate::balance::model::{month_of, Wallet};
 use crate::balance::rules::Movement;
 use crate::money::{Money, Overflow};
+use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::clock::Millis;
@@ -88,14 +89,14 @@ pub fn is_low(balance: Money, held: Money, floor: Money, price: Money) -> bool {
 }
 
 /// A crossing into low was announced.
-fn low_balance(tenant: &str) -> Metric {
+fn low_balance(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "WalletLowBalance", 1)
         .with_property("Tenant", tenant)
         .with_note("the wallet can no longer afford one more send; wallet.low_balance published")
 }
 
 /// A month's debits passed the review threshold (announced once per month).
-fn review_reached(tenant: &str) -> Metric {
+fn review_reached(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "WalletReviewThresholdReached", 1)
         .with_property("Tenant", tenant)
         .with_note("the month's debits passed the review threshold; wallet.review_threshold_reached published")

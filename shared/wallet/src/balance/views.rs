@@ -31,7 +31,7 @@
 
 use crate::autopay::Autopay;
 use crate::balance::items::shards::{refills, shard_key, Part};
-use crate::balance::ledger::{unreadable, Ledger, LedgerError};
+use crate::balance::ledger::{read_wallet, unreadable, wallet_and_item, LedgerError};
 use crate::balance::model::Wallet;
 use crate::tenant::TenantId;
 use inbox_core::clock::{Clock, SystemClock};
@@ -202,114 +202,110 @@ fn assemble(tenant: &TenantId, item: &Item, others: Vec<Part>) -> Result<Wallet,
         .map_err(|e| LedgerError::Unreadable(format!("{what}: {e}")))
 }
 
-impl<S: ItemStore> Ledger<'_, S> {
-    /// The wallet a movement of `tenant` starts from: a fresh view of a sharded wallet as kept
-    /// (no read), else every shard read strongly ([`Ledger::wallet_as_read`]) and kept. Then
-    /// [`Ledger::own_shard`] reads the movement's shard.
-    pub(crate) async fn viewed(
-        &self,
-        tenant: &TenantId,
-        views: &WalletViews,
-    ) -> Result<Option<Viewed>, LedgerError> {
-        if let Some(view) = views.view(tenant) {
-            let wallet = assemble(tenant, &view.item, view.others)?;
-            return Ok(Some(Viewed {
-                wallet,
-                item: view.item,
-                whole: false,
-            }));
-        }
-        let Some((wallet, item)) = self.settled(tenant, views).await? else {
-            return Ok(None);
-        };
-        views.keep(&wallet, &item);
-        Ok(Some(Viewed {
+/// The wallet a movement of `tenant` starts from: a fresh view of a sharded wallet as kept
+/// (no read), else every shard read strongly ([`read_wallet`]) and kept. Then
+/// [`own_shard`] reads the movement's shard.
+pub(crate) async fn viewed<S: ItemStore>(
+    store: &S,
+    tenant: &TenantId,
+    views: &WalletViews,
+) -> Result<Option<Viewed>, LedgerError> {
+    if let Some(view) = views.view(tenant) {
+        let wallet = assemble(tenant, &view.item, view.others)?;
+        return Ok(Some(Viewed {
             wallet,
-            item,
-            whole: true,
-        }))
+            item: view.item,
+            whole: false,
+        }));
     }
+    let Some((wallet, item)) = settled(store, tenant, views).await? else {
+        return Ok(None);
+    };
+    views.keep(&wallet, &item);
+    Ok(Some(Viewed {
+        wallet,
+        item,
+        whole: true,
+    }))
+}
 
-    /// The K shards read strongly: settled (no refill moved during the reads, see
-    /// [`Ledger::wallet_and_item`]: one more read) when a view is kept from them, so that the
-    /// view's sum is one moment's; as read at once when views are off.
-    async fn settled(
-        &self,
-        tenant: &TenantId,
-        views: &WalletViews,
-    ) -> Result<Option<(Wallet, Item)>, LedgerError> {
-        if views.enabled() {
-            self.wallet_and_item(tenant).await
-        } else {
-            self.read_wallet(tenant).await
-        }
+/// The K shards read strongly: settled (no refill moved during the reads, see
+/// [`wallet_and_item`]: one more read) when a view is kept from them, so that the
+/// view's sum is one moment's; as read at once when views are off.
+async fn settled<S: ItemStore>(
+    store: &S,
+    tenant: &TenantId,
+    views: &WalletViews,
+) -> Result<Option<(Wallet, Item)>, LedgerError> {
+    if views.enabled() {
+        wallet_and_item(store, tenant).await
+    } else {
+        read_wallet(store, tenant).await
     }
+}
 
-    /// Every shard read strongly (K reads, settled when kept), and the view kept.
-    pub(crate) async fn whole(
-        &self,
-        tenant: &TenantId,
-        views: &WalletViews,
-    ) -> Result<Option<Wallet>, LedgerError> {
-        let Some((wallet, item)) = self.settled(tenant, views).await? else {
-            return Ok(None);
-        };
-        views.keep(&wallet, &item);
-        Ok(Some(wallet))
+/// Every shard read strongly (K reads, settled when kept), and the view kept.
+pub(crate) async fn whole<S: ItemStore>(
+    store: &S,
+    tenant: &TenantId,
+    views: &WalletViews,
+) -> Result<Option<Wallet>, LedgerError> {
+    let Some((wallet, item)) = settled(store, tenant, views).await? else {
+        return Ok(None);
+    };
+    views.keep(&wallet, &item);
+    Ok(Some(wallet))
+}
+
+/// The wallet with shard `shard` read strongly (one read) over the view; as it is when all
+/// its shards were just read.
+pub(crate) async fn own_shard<S: ItemStore>(
+    store: &S,
+    viewed: Viewed,
+    shard: u32,
+    views: &WalletViews,
+) -> Result<Wallet, LedgerError> {
+    if viewed.whole {
+        return Ok(viewed.wallet);
     }
-
-    /// The wallet with shard `shard` read strongly (one read) over the view; as it is when all
-    /// its shards were just read.
-    pub(crate) async fn own_shard(
-        &self,
-        viewed: Viewed,
-        shard: u32,
-        views: &WalletViews,
-    ) -> Result<Wallet, LedgerError> {
-        if viewed.whole {
-            return Ok(viewed.wallet);
-        }
-        let wallet = viewed.wallet;
-        let tenant = wallet.tenant.clone();
-        let (pk, sk) = shard_key(&tenant, shard);
-        let what = format!("shard {shard} of the wallet of tenant {tenant:?}");
-        let read = self
-            .store()
-            .get_item(&pk, &sk)
+    let wallet = viewed.wallet;
+    let tenant = wallet.tenant.clone();
+    let (pk, sk) = shard_key(&tenant, shard);
+    let what = format!("shard {shard} of the wallet of tenant {tenant:?}");
+    let read = store
+        .get_item(&pk, &sk)
+        .await?
+        .ok_or_else(|| LedgerError::Unreadable(format!("{what} is missing")))?;
+    // A refill that moved this shard since the view was read moved money between it and
+    // shards the view still has as they were: the sum would count that money twice or not
+    // at all. Its counter says so, and the whole wallet is read again instead. (Refills
+    // between other shards cancel out in the view's sum: it was read settled.)
+    let seen = if shard == 0 {
+        Some(refills(&viewed.item))
+    } else {
+        wallet
+            .shards
+            .iter()
+            .find(|p| p.shard == shard)
+            .map(|p| p.refills)
+    };
+    if seen.unwrap_or(0) != refills(&read) {
+        return whole(store, &tenant, views)
             .await?
-            .ok_or_else(|| LedgerError::Unreadable(format!("{what} is missing")))?;
-        // A refill that moved this shard since the view was read moved money between it and
-        // shards the view still has as they were: the sum would count that money twice or not
-        // at all. Its counter says so, and the whole wallet is read again instead. (Refills
-        // between other shards cancel out in the view's sum: it was read settled.)
-        let seen = if shard == 0 {
-            Some(refills(&viewed.item))
-        } else {
-            wallet
-                .shards
-                .iter()
-                .find(|p| p.shard == shard)
-                .map(|p| p.refills)
-        };
-        if seen.unwrap_or(0) != refills(&read) {
-            return self
-                .whole(&tenant, views)
-                .await?
-                .ok_or_else(|| LedgerError::Unreadable(format!("{what}: the wallet is gone")));
-        }
-        let others: Vec<Part> = wallet.shards.into_iter().filter(|p| p.shard != 0).collect();
-        if shard == 0 {
-            views.update(&tenant, Some(&read), None);
-            return assemble(&tenant, &read, others);
-        }
-        let fresh = Part::from_item(shard, &read).map_err(unreadable(&what))?;
-        views.update(&tenant, None, Some(&fresh));
-        // A shard past the viewed count (a hold placed since K rose) joins the sum.
-        let mut others: Vec<Part> = others.into_iter().filter(|p| p.shard != shard).collect();
-        others.push(fresh);
-        others.sort_by_key(|p| p.shard);
-        assemble(&tenant, &viewed.item, others)
+            .ok_or_else(|| LedgerError::Unreadable(format!("{what}: the wallet is gone")));
     }
+    let others: Vec<Part> = wallet.shards.into_iter().filter(|p| p.shard != 0).collect();
+    if shard == 0 {
+        views.update(&tenant, Some(&read), None);
+        return assemble(&tenant, &read, others);
+    }
+    let fresh = Part::from_item(shard, &read).map_err(unreadable(&what))?;
+    views.update(&tenant, None, Some(&fresh));
+    // A shard past the viewed count (a hold placed since K rose) joins the sum.
+    let mut others: Vec<Part> = others.into_iter().filter(|p| p.shard != shard).collect();
+    others.push(fresh);
+    others.sort_by_key(|p| p.shard);
+    assemble(&tenant, &viewed.item, others)
 }
 
 #[cfg(test)]

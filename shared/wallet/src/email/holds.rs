@@ -17,7 +17,7 @@
 //! refills, the transaction's writes): `holds/place.rs`; releasing: `holds/release.rs`; expiring
 //! (each hold's `expires_at`, the sweep that releases the due ones): `holds/expiry.rs`.
 
-use crate::balance::ledger::{Ledger, LedgerError};
+use crate::balance::ledger::LedgerError;
 use crate::balance::rules::EmailState;
 use crate::balance::views::WalletViews;
 use crate::money::{Money, Overflow};
@@ -126,7 +126,7 @@ pub struct Holds<'s, S> {
 }
 
 /// A commit that met a failed condition this many times before its outcome.
-fn conflicts_metric(tenant: &str, operation: &str, conflicts: u32) -> Metric {
+fn conflicts_metric(tenant: &TenantId, operation: &str, conflicts: u32) -> Metric {
     Metric::count(METRICS_NAMESPACE, "HoldConflicts", i64::from(conflicts))
         .with_property("Tenant", tenant)
         .with_property("Operation", operation)
@@ -134,7 +134,7 @@ fn conflicts_metric(tenant: &str, operation: &str, conflicts: u32) -> Metric {
 }
 
 /// A hold or release that gave up after its bounded retries.
-fn busy_metric(tenant: &str, operation: &str) -> Metric {
+fn busy_metric(tenant: &TenantId, operation: &str) -> Metric {
     Metric::count(METRICS_NAMESPACE, "HoldBusy", 1)
         .with_property("Tenant", tenant)
         .with_property("Operation", operation)
@@ -208,17 +208,13 @@ where
             .extend(metrics);
     }
 
-    fn ledger(&self) -> Ledger<'s, S> {
-        Ledger::new(self.store)
-    }
-
     /// Waits before try `attempt` (2, 3, …): full jitter under the doubling ceiling.
     async fn back_off(&self, attempt: u32) {
         (self.pause)(self.retry.backoff(attempt - 1, (self.draw)())).await;
     }
 
     /// Ends a place or release: records its conflicts (if any) and the notices' metrics.
-    fn done<T>(&self, tenant: &str, operation: &str, conflicts: u32, outcome: T) -> T {
+    fn done<T>(&self, tenant: &TenantId, operation: &str, conflicts: u32, outcome: T) -> T {
         if conflicts > 0 {
             self.record([conflicts_metric(tenant, operation, conflicts)]);
         }

@@ -20,7 +20,8 @@
 use serde_json::Value;
 
 use crate::balance::rules::{Bounce, EmailEvent};
-use crate::parse::{self, text, EmailNotice, Unusable};
+use crate::email::parse::{self as mailer, EmailNotice};
+use crate::parse::{self, text, Unusable};
 
 /// The format of a source's email delivery events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,7 +69,7 @@ impl EmailProvider {
     /// the wallet's business. `event_type` is the stored message's type (the source's rule).
     pub fn notice(self, event_type: &str, body: &Value) -> Result<Option<EmailNotice>, Unusable> {
         match self {
-            Self::Mailer => parse::email(event_type, body),
+            Self::Mailer => mailer::email(event_type, body),
             Self::Ses => ses(body),
             Self::Sendgrid => sendgrid(event_type, body),
             Self::Mailgun => mailgun(event_type, body),

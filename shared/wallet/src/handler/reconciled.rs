@@ -2,7 +2,7 @@
 //! charging pass's word that the provider confirmed an attempt's charge whose webhook never came;
 //! but any writer of a `wallet` message could say so, so its body is a claim, never the credit's
 //! authority. The attempt the claim names is read as the product wrote it, and the credit is
-//! applied (on the one path money moves on, [`WalletHandler::payment`]: the payment row credits
+//! applied (on the one path money moves on, [`crate::payments::handler::payment`]: the payment row credits
 //! once, whichever of this event and the webhook comes first) only if:
 //!
 //! - the attempt exists, of the tenant the claim names;
@@ -16,15 +16,18 @@
 //! reason, and `ForgedInternalEvent` is counted (alarmed in `template.yaml`). A body that cannot
 //! be read as a claim is refused the same way.
 
-use super::{read_failed, WalletHandler};
-use crate::autopay::{Attempt, AttemptState};
+use crate::autopay::{self, Attempt, AttemptState};
 use crate::balance::events::{ReconciledClaim, RECONCILED};
+use crate::balance::handler::{read_failed, Unhandled};
+use crate::balance::rules::PaymentEvent;
+use crate::payments::parse::PaymentNotice;
 use crate::METRICS_NAMESPACE;
 use inbox_core::message::StoredMessage;
 use inbox_core::metrics::Metric;
 use inbox_core::process::registry::HandlerOutcome;
 use inbox_core::store::ItemStore;
 use serde_json::Value;
+use std::time::Duration;
 
 /// The metric a refused internal event counts.
 pub const FORGED_INTERNAL_EVENT: &str = "ForgedInternalEvent";
@@ -108,9 +111,23 @@ pub(crate) fn check(claim: &ReconciledClaim, attempt: Option<&Attempt>) -> Resul
     }
 }
 
+/// The claim as the payment its webhook would have reported.
+fn notice(claim: &ReconciledClaim) -> PaymentNotice {
+    PaymentNotice {
+        tenant: Some(claim.tenant.clone()),
+        payment_key: claim.payment.clone(),
+        currency: Some(claim.currency.clone()),
+        event: PaymentEvent::Paid {
+            amount: claim.amount,
+        },
+        attempt: Some(claim.attempt.clone()),
+        method: None,
+    }
+}
+
 /// The refusal of message `m` for `forgery`: quarantined at once, the metric counted once that
 /// is recorded.
-fn refused(m: &StoredMessage, tenant: Option<&str>, forgery: &Forgery) -> HandlerOutcome {
+fn refused(m: &StoredMessage, tenant: Option<&str>, forgery: &Forgery) -> Unhandled {
     let mut metric = Metric::count(METRICS_NAMESPACE, FORGED_INTERNAL_EVENT, 1)
         .with_property("Mismatch", forgery.field())
         .with_property("Message", m.key().to_string())
@@ -118,7 +135,7 @@ fn refused(m: &StoredMessage, tenant: Option<&str>, forgery: &Forgery) -> Handle
     if let Some(tenant) = tenant {
         metric = metric.with_property("Tenant", tenant);
     }
-    HandlerOutcome::Refused {
+    Unhandled::Refused {
         reason: format!(
             "refused: {RECONCILED} {}: {forgery}; nothing credited (a reconciled credit must \
              match the autopay attempt the charging pass recorded: tenant, amount, currency, \
@@ -129,24 +146,21 @@ fn refused(m: &StoredMessage, tenant: Option<&str>, forgery: &Forgery) -> Handle
     }
 }
 
-impl<S: ItemStore> WalletHandler<S> {
-    /// A charge the charging pass found confirmed at the provider, its webhook missing: credited
-    /// if the attempt it names agrees (see the module), refused otherwise.
-    pub(super) async fn reconciled(
-        &self,
-        m: &StoredMessage,
-        body: &Value,
-    ) -> Result<HandlerOutcome, HandlerOutcome> {
-        let claim =
-            ReconciledClaim::parse(body).map_err(|e| refused(m, None, &Forgery::Unreadable(e)))?;
-        let attempt = self
-            .ledger()
-            .attempt(&claim.tenant, &claim.attempt)
-            .await
-            .map_err(read_failed("the autopay attempt"))?;
-        check(&claim, attempt.as_ref()).map_err(|f| refused(m, Some(claim.tenant.as_str()), &f))?;
-        self.payment(m, claim.notice()).await
-    }
+/// A charge the charging pass found confirmed at the provider, its webhook missing: credited if
+/// the attempt it names agrees (see the module), refused otherwise.
+pub(super) async fn reconciled<S: ItemStore>(
+    store: &S,
+    retention: Duration,
+    m: &StoredMessage,
+    body: &Value,
+) -> Result<HandlerOutcome, Unhandled> {
+    let claim =
+        ReconciledClaim::parse(body).map_err(|e| refused(m, None, &Forgery::Unreadable(e)))?;
+    let attempt = autopay::ledger::attempt(store, &claim.tenant, &claim.attempt)
+        .await
+        .map_err(read_failed("the autopay attempt"))?;
+    check(&claim, attempt.as_ref()).map_err(|f| refused(m, Some(claim.tenant.as_str()), &f))?;
+    crate::payments::handler::payment(store, retention, m, notice(&claim)).await
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use super::*;
 use crate::balance::rules::{EmailState, EntryKind};
 use crate::email::holds::expiry::{HoldSweep, SweepReport};
 use crate::email::holds::{HoldOutcome, HoldRequest, Holds, ReleaseOutcome};
+use inbox_core::clock::Millis;
 
 /// A day: the default validity of a hold.
 const DAY: i64 = 86_400_000;
@@ -318,7 +319,7 @@ async fn a_hold_from_before_expiry_is_given_one_once_and_then_swept() {
     assert_eq!((done.found, done.given, done.busy), (1, 1, 0));
     assert_eq!(
         row(&w, "m1").await.expires_at,
-        Some(T0 + DAY),
+        Some(Millis::new(T0 + DAY)),
         "held_at + a day"
     );
     let again = backfill_expiry(
@@ -494,7 +495,11 @@ async fn a_capture_after_the_expiry_is_debited_once_even_below_the_floor_and_fla
     assert!(wallet.overdrawn, "and the wallet is flagged");
     let row = row(&w, "m1").await;
     assert_eq!(row.state, EmailState::Debited);
-    assert_eq!(row.expires_at, Some(T0 + DAY), "the row keeps its expiry");
+    assert_eq!(
+        row.expires_at,
+        Some(Millis::new(T0 + DAY)),
+        "the row keeps its expiry"
+    );
     let kinds: Vec<_> = row.entries.iter().map(|e| e.kind).collect();
     assert_eq!(
         kinds,
@@ -534,8 +539,8 @@ async fn a_webhook_hold_gets_the_stages_default_and_expires_after_a_soft_bounce(
     .await;
     let held = row(&w, "m1").await;
     assert_eq!(held.state, EmailState::Held);
-    let expires_at = held.expires_at.unwrap();
-    assert_eq!(expires_at, held.held_at.unwrap() + DAY);
+    let expires_at = held.expires_at.unwrap().get();
+    assert_eq!(expires_at, held.held_at.unwrap().get() + DAY);
     let stale = reconcile(&*w.store, expires_at + 600_001, opts(i64::MAX))
         .await
         .unwrap();

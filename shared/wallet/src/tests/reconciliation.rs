@@ -60,7 +60,7 @@ impl Busy {
             held_delta: usd().amount(0),
         };
         let mut effects = crate::balance::items::adjust_wallet(
-            "acme",
+            &TenantId::parse("acme").unwrap(),
             0,
             &[mv],
             T0,

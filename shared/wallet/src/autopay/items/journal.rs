@@ -26,7 +26,7 @@ pub struct AutopayLog {
 impl AutopayLog {
     /// The journal item; `unique` tells entries of the same millisecond apart (an event's id, so
     /// a re-run writes the same one).
-    pub fn to_item(&self, tenant: &str, unique: &str) -> Item {
+    pub fn to_item(&self, tenant: &TenantId, unique: &str) -> Item {
         Item::from([
             ("pk".to_string(), s(wallet_pk(tenant))),
             (
@@ -54,7 +54,7 @@ impl AutopayLog {
     }
 
     /// The journal entry's write (never over another).
-    pub fn create(&self, tenant: &str, unique: &str) -> Effect {
+    pub fn create(&self, tenant: &TenantId, unique: &str) -> Effect {
         Effect::Ensure(self.to_item(tenant, unique))
     }
 }

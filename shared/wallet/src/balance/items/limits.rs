@@ -6,6 +6,7 @@
 use super::{number, text, wallet_pk, WALLET_SK};
 use crate::balance::model::Limits;
 use crate::money::Currency;
+use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::attr::{n, s};
 use inbox_core::store::{Effect, Item};
@@ -35,7 +36,7 @@ pub(crate) fn read_threshold(item: &Item) -> Result<Option<i64>, String> {
 
 /// The wallet write that sets `limits` and nothing else (`SET` of two attributes: a movement's
 /// `ADD`s committed meanwhile are kept).
-pub(crate) fn set_limits(tenant: &str, limits: &Limits) -> Effect {
+pub(crate) fn set_limits(tenant: &TenantId, limits: &Limits) -> Effect {
     Effect::Adjust {
         pk: wallet_pk(tenant),
         sk: WALLET_SK.into(),
@@ -63,7 +64,7 @@ pub struct LimitsLog {
 impl LimitsLog {
     /// The journal entry's write (never over another; `unique` tells entries of the same
     /// millisecond apart).
-    pub(crate) fn create(&self, tenant: &str, unique: &str) -> Effect {
+    pub(crate) fn create(&self, tenant: &TenantId, unique: &str) -> Effect {
         let mut item = Item::from([
             ("pk".to_string(), s(wallet_pk(tenant))),
             (

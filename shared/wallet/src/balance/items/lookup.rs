@@ -93,7 +93,7 @@ impl PaymentIndex {
 }
 
 /// Registers a wallet in the registry (idempotent: an unconditional upsert).
-pub(crate) fn register_wallet(tenant: &str) -> Effect {
+pub(crate) fn register_wallet(tenant: &TenantId) -> Effect {
     Effect::Adjust {
         pk: REGISTRY_PK.into(),
         sk: format!("{REGISTRY_PREFIX}{tenant}"),

@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::balance::model::RowEntry;
+use crate::tenant::TenantId;
+use inbox_core::clock::Millis;
 use inbox_core::store::schema::{OPEN_DUE, OPEN_SHARD};
 
 /// The attribute of an email's row that keeps its ledger entries (a list of maps).
@@ -18,7 +20,7 @@ pub fn hold_shards() -> impl Iterator<Item = String> {
 }
 
 /// The hold shard of an email's row (by its tenant and message id).
-fn hold_shard(tenant: &str, message_id: &str) -> String {
+fn hold_shard(tenant: &TenantId, message_id: &str) -> String {
     use sha2::{Digest, Sha256};
     let h = Sha256::digest(format!("{tenant}\0{message_id}").as_bytes());
     format!("{HOLD_SHARD_PREFIX}{}", h[0] % HOLD_SHARDS)
@@ -34,7 +36,7 @@ impl RowEntry {
             ("held_delta".to_string(), n(self.held_delta)),
             ("event_source".to_string(), s(&self.event_source)),
             ("event_id".to_string(), s(&self.event_id)),
-            ("at".to_string(), n(self.at)),
+            ("at".to_string(), n(self.at.get())),
         ]))
     }
 
@@ -51,7 +53,7 @@ impl RowEntry {
             held_delta: need("held_delta")?,
             event_source: word("event_source")?,
             event_id: word("event_id")?,
-            at: need("at")?,
+            at: Millis::new(need("at")?),
         })
     }
 }
@@ -77,10 +79,10 @@ impl EmailRow {
             state: parse_state(item, "state")?,
             amount: number(item, "amount")?.unwrap_or(0),
             events: get_strings(item, "events"),
-            held_at: number(item, "held_at")?,
-            updated_at: number(item, "updated_at")?,
+            held_at: number(item, "held_at")?.map(Millis::new),
+            updated_at: number(item, "updated_at")?.map(Millis::new),
             hold_id: text(item, "hold_id"),
-            expires_at: number(item, "expires_at")?,
+            expires_at: number(item, "expires_at")?.map(Millis::new),
             entries: row_entries(item)?,
             shard: number(item, "shard")?
                 .and_then(|n| u32::try_from(n).ok())
@@ -89,7 +91,7 @@ impl EmailRow {
         })
     }
 
-    fn to_item(&self, tenant: &str) -> Item {
+    fn to_item(&self, tenant: &TenantId) -> Item {
         let mut item = Item::from([
             ("pk".to_string(), s(wallet_pk(tenant))),
             ("sk".to_string(), s(email_sk(&self.message_id))),
@@ -101,10 +103,10 @@ impl EmailRow {
             ("events".to_string(), attr::strings(&self.events)),
         ]);
         if let Some(t) = self.updated_at {
-            item.insert("updated_at".into(), n(t));
+            item.insert("updated_at".into(), n(t.get()));
         }
         if let Some(t) = self.held_at {
-            item.insert("held_at".into(), n(t));
+            item.insert("held_at".into(), n(t.get()));
         }
         if let Some(h) = &self.hold_id {
             item.insert("hold_id".into(), s(h));
@@ -116,7 +118,7 @@ impl EmailRow {
         if self.shard != 0 {
             item.insert("shard".into(), n(i64::from(self.shard)));
         }
-        if let Some(t) = self.expires_at {
+        if let Some(t) = self.expires_at.map(Millis::get) {
             item.insert("expires_at".into(), n(t));
             // Due in the open index while held: settled, it leaves it.
             if self.state == rules::EmailState::Held {
@@ -129,7 +131,7 @@ impl EmailRow {
     }
 
     /// Writes `self` over the row as read at `read_version` (`None`: there was none).
-    pub(crate) fn replace(&self, tenant: &str, read_version: Option<u64>) -> Effect {
+    pub(crate) fn replace(&self, tenant: &TenantId, read_version: Option<u64>) -> Effect {
         Effect::Replace {
             item: self.to_item(tenant),
             expected_version: read_version,
@@ -162,7 +164,7 @@ impl PaymentRow {
         })
     }
 
-    fn to_item(&self, tenant: &str) -> Item {
+    fn to_item(&self, tenant: &TenantId) -> Item {
         let mut item = Item::from([
             ("pk".to_string(), s(wallet_pk(tenant))),
             ("sk".to_string(), s(payment_sk(&self.payment_key))),
@@ -183,7 +185,7 @@ impl PaymentRow {
     }
 
     /// Writes `self` over the row as read at `read_version` (`None`: there was none).
-    pub(crate) fn replace(&self, tenant: &str, read_version: Option<u64>) -> Effect {
+    pub(crate) fn replace(&self, tenant: &TenantId, read_version: Option<u64>) -> Effect {
         Effect::Replace {
             item: self.to_item(tenant),
             expected_version: read_version,

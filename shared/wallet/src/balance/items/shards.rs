@@ -17,6 +17,7 @@ use super::{number, required, wallet_pk, MONTH_DEBITS_PREFIX, WALLET_SK};
 use crate::balance::model::Wallet;
 use crate::balance::notices::Notices;
 use crate::money::{checked_add, Overflow};
+use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::attr::{get_bool, n, s};
 use inbox_core::store::{Bound, Effect, Item};
@@ -181,7 +182,7 @@ pub(crate) fn count(item: &Item) -> Result<u32, String> {
 }
 
 /// A new, empty shard `shard` of `tenant`'s wallet (never over an existing one).
-pub(crate) fn new_shard(tenant: &str, shard: u32) -> Effect {
+pub(crate) fn new_shard(tenant: &TenantId, shard: u32) -> Effect {
     let (pk, sk) = shard_key(tenant, shard);
     Effect::Create(Item::from([
         ("pk".to_string(), s(pk)),
@@ -199,7 +200,7 @@ pub(crate) fn new_shard(tenant: &str, shard: u32) -> Effect {
 /// The wallet item's write that raises its count of shards from `from` (as read) to `to`,
 /// conditioned on the count read (absent counts as 1: then the new shards' `Create`s are what
 /// two concurrent raises conflict on).
-pub(crate) fn raise_count(tenant: &str, from: u32, to: u32) -> Effect {
+pub(crate) fn raise_count(tenant: &TenantId, from: u32, to: u32) -> Effect {
     let bounds = if from > 1 {
         vec![
             Bound::AtLeast(SHARDS_ATTR.into(), i64::from(from)),
@@ -266,7 +267,7 @@ pub(crate) fn affords_after(part: &Part, amount: i64, credit: i64) -> Result<Vec
 /// unconditional `Adjust`), and its notices' attributes on the wallet item: in the same write
 /// for shard 0, else a second one there (only when a notice is published or re-armed: rare).
 pub(crate) fn shard_write(
-    tenant: &str,
+    tenant: &TenantId,
     shard: u32,
     mut add: Vec<(String, i64)>,
     mut set: Vec<(String, AttributeValue)>,
@@ -542,7 +543,7 @@ mod tests {
     fn a_refills_writes_bound_each_donor_and_credit_the_target() {
         let parts = [part(0, 100, 20, 10), part(1, 0, 0, 0)];
         let moves = plan_refill(&parts, 1, 30).unwrap();
-        let effects = refill("acme", &parts, &moves).unwrap();
+        let effects = refill(&TenantId::parse("acme").unwrap(), &parts, &moves).unwrap();
         let Effect::AdjustIf {
             pk, add, bounds, ..
         } = &effects[0]
@@ -583,7 +584,12 @@ mod tests {
         assert_eq!(effects.len(), 2);
         // Between two other shards: the counter in a third write.
         let parts = [part(0, 0, 0, 0), part(1, 0, 0, 0), part(2, 90, 0, 0)];
-        let effects = refill("acme", &parts, &plan_refill(&parts, 1, 10).unwrap()).unwrap();
+        let effects = refill(
+            &TenantId::parse("acme").unwrap(),
+            &parts,
+            &plan_refill(&parts, 1, 10).unwrap(),
+        )
+        .unwrap();
         let Effect::Adjust { pk, add, .. } = &effects[2] else {
             panic!("{effects:?}")
         };

@@ -3,8 +3,8 @@
 //! with unconditional `ADD`s, are not written, so a movement committed meanwhile is kept), with
 //! the change's journal entry in the same transaction.
 
-use super::{unreadable, Ledger, LedgerError};
-use crate::balance::items::{set_limits, wallet_pk, LimitsLog, LIMITS_LOG_PREFIX};
+use super::{unreadable, wallet, LedgerError};
+use crate::balance::items::{self, wallet_pk, LimitsLog, LIMITS_LOG_PREFIX};
 use crate::balance::model::Limits;
 use crate::tenant::TenantId;
 use inbox_core::store::{Applied, ItemStore, ItemWriter, StoreError};
@@ -17,70 +17,71 @@ pub struct LimitsChange {
     pub review_threshold: Option<Option<i64>>,
 }
 
-/// What [`Ledger::set_limits`] did.
+/// What [`set_limits`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LimitsSet {
     pub before: Limits,
     pub after: Limits,
 }
 
-impl<S: ItemStore> Ledger<'_, S> {
-    /// Sets the wallet's limits as `actor` at `now_ms` and journals it; `None` if the tenant has
-    /// no wallet (nothing written). A hold placed meanwhile is conditioned on the floor it read,
-    /// so it is re-tried against the new one; the notices (`low`) follow at the next movement.
-    pub async fn set_limits(
-        &self,
-        tenant: &TenantId,
-        actor: &str,
-        now_ms: i64,
-        change: LimitsChange,
-    ) -> Result<Option<LimitsSet>, LedgerError>
-    where
-        S: ItemWriter,
-    {
-        let Some(wallet) = self.wallet(tenant).await? else {
-            return Ok(None);
-        };
-        let before = wallet.limits();
-        let after = Limits {
-            floor: change
-                .floor
-                .map_or(before.floor, |f| wallet.currency.amount(f)),
-            review_threshold: change
-                .review_threshold
-                .map_or(before.review_threshold, |t| {
-                    t.map(|t| wallet.currency.amount(t))
-                }),
-        };
-        let log = LimitsLog {
-            at: now_ms,
-            actor: actor.to_owned(),
-            before,
-            after,
-        };
-        let unique = uuid::Uuid::new_v4().simple().to_string();
-        let effects = vec![set_limits(tenant, &after), log.create(tenant, &unique)];
-        match self.store().commit(effects).await? {
-            Applied::Done => Ok(Some(LimitsSet { before, after })),
-            other => Err(LedgerError::Store(StoreError::Invalid(
-                format!("setting the limits of {tenant:?}: {other:?}").into(),
-            ))),
-        }
+/// Sets the wallet's limits as `actor` at `now_ms` and journals it; `None` if the tenant has
+/// no wallet (nothing written). A hold placed meanwhile is conditioned on the floor it read,
+/// so it is re-tried against the new one; the notices (`low`) follow at the next movement.
+pub async fn set_limits<S: ItemStore + ItemWriter>(
+    store: &S,
+    tenant: &TenantId,
+    actor: &str,
+    now_ms: i64,
+    change: LimitsChange,
+) -> Result<Option<LimitsSet>, LedgerError> {
+    let Some(wallet) = wallet(store, tenant).await? else {
+        return Ok(None);
+    };
+    let before = wallet.limits();
+    let after = Limits {
+        floor: change
+            .floor
+            .map_or(before.floor, |f| wallet.currency.amount(f)),
+        review_threshold: change
+            .review_threshold
+            .map_or(before.review_threshold, |t| {
+                t.map(|t| wallet.currency.amount(t))
+            }),
+    };
+    let log = LimitsLog {
+        at: now_ms,
+        actor: actor.to_owned(),
+        before,
+        after,
+    };
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let effects = vec![
+        items::set_limits(tenant, &after),
+        log.create(tenant, &unique),
+    ];
+    match store.commit(effects).await? {
+        Applied::Done => Ok(Some(LimitsSet { before, after })),
+        other => Err(LedgerError::Store(StoreError::Invalid(
+            format!("setting the limits of {tenant:?}: {other:?}").into(),
+        ))),
     }
+}
 
-    /// The wallet's limits journal, oldest first.
-    pub async fn limits_log(&self, tenant: &TenantId) -> Result<Vec<LimitsLog>, LedgerError> {
-        let Some(wallet) = self.wallet(tenant).await? else {
-            return Ok(Vec::new());
-        };
-        self.store()
-            .query_items(&wallet_pk(tenant), LIMITS_LOG_PREFIX)
-            .await?
-            .iter()
-            .map(|i| {
-                LimitsLog::from_item(i, wallet.currency)
-                    .map_err(unreadable(&format!("a limits journal entry of {tenant:?}")))
-            })
-            .collect()
-    }
+/// The wallet's limits journal, oldest first.
+pub async fn limits_log<S: ItemStore>(
+    store: &S,
+    tenant: &TenantId,
+) -> Result<Vec<LimitsLog>, LedgerError> {
+    let Some(wallet) = wallet(store, tenant).await? else {
+        return Ok(Vec::new());
+    };
+    store
+        .query_items(&wallet_pk(tenant), LIMITS_LOG_PREFIX)
+        .await?
+        .iter()
+        .map(|i| {
+            LimitsLog::from_item(i, wallet.currency)
+                .map_err(unreadable(&format!("a limits journal entry of {tenant:?}")))
+        })
+        .collect()
 }

@@ -4,12 +4,12 @@
 //! (a shard's amounts and the holds on it would have to move first; the design keeps shards
 //! cheap to keep instead: an idle shard costs nothing but its read).
 
-use super::{Ledger, LedgerError};
+use super::{wallet, LedgerError};
 use crate::balance::items::shards::{new_shard, raise_count, MAX_SHARDS};
 use crate::tenant::TenantId;
 use inbox_core::store::{Applied, ItemStore, ItemWriter};
 
-/// What [`Ledger::set_shards`] did.
+/// What [`set_shards`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShardsSet {
     pub before: u32,
@@ -33,39 +33,33 @@ pub enum ShardsError {
     Ledger(#[from] LedgerError),
 }
 
-impl<S: ItemStore> Ledger<'_, S> {
-    /// Raises the wallet's count of shards to `k` (the same count: nothing written).
-    pub async fn set_shards(&self, tenant: &TenantId, k: u32) -> Result<ShardsSet, ShardsError>
-    where
-        S: ItemWriter,
-    {
-        if !(1..=MAX_SHARDS).contains(&k) {
-            return Err(ShardsError::OutOfRange(k));
-        }
-        let Some(wallet) = self.wallet(tenant).await? else {
-            return Err(ShardsError::NoWallet(tenant.as_str().to_owned()));
-        };
-        let have = wallet.shard_count();
-        if k < have {
-            return Err(ShardsError::Lower { have, asked: k });
-        }
-        let set = ShardsSet {
-            before: have,
-            after: k,
-        };
-        if k == have {
-            return Ok(set);
-        }
-        let mut effects: Vec<_> = (have..k).map(|n| new_shard(tenant, n)).collect();
-        effects.push(raise_count(tenant, have, k));
-        match self
-            .store
-            .commit(effects)
-            .await
-            .map_err(LedgerError::from)?
-        {
-            Applied::Done => Ok(set),
-            Applied::EffectConflict | Applied::MessageConflict => Err(ShardsError::Changed),
-        }
+/// Raises the wallet's count of shards to `k` (the same count: nothing written).
+pub async fn set_shards<S: ItemStore + ItemWriter>(
+    store: &S,
+    tenant: &TenantId,
+    k: u32,
+) -> Result<ShardsSet, ShardsError> {
+    if !(1..=MAX_SHARDS).contains(&k) {
+        return Err(ShardsError::OutOfRange(k));
+    }
+    let Some(wallet) = wallet(store, tenant).await? else {
+        return Err(ShardsError::NoWallet(tenant.as_str().to_owned()));
+    };
+    let have = wallet.shard_count();
+    if k < have {
+        return Err(ShardsError::Lower { have, asked: k });
+    }
+    let set = ShardsSet {
+        before: have,
+        after: k,
+    };
+    if k == have {
+        return Ok(set);
+    }
+    let mut effects: Vec<_> = (have..k).map(|n| new_shard(tenant, n)).collect();
+    effects.push(raise_count(tenant, have, k));
+    match store.commit(effects).await.map_err(LedgerError::from)? {
+        Applied::Done => Ok(set),
+        Applied::EffectConflict | Applied::MessageConflict => Err(ShardsError::Changed),
     }
 }

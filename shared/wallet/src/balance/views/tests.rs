@@ -8,6 +8,7 @@ use crate::balance::items::shards::{pick, shard_key};
 use crate::balance::items::wallet_pk;
 use crate::email::holds::{HoldOutcome, HoldRequest, Holds};
 use crate::money::Currency;
+use crate::Ledger;
 use inbox_core::clock::ManualClock;
 use inbox_core::store::attr::n;
 use inbox_core::store::memory::MemoryStore;

@@ -7,10 +7,11 @@
 //! loses is counted `busy` for the next one. One already past its expiry is released by the
 //! next sweep, as every expired hold is. Idempotent: a row with an expiry is left alone.
 
-use crate::balance::ledger::{Ledger, LedgerError};
+use crate::balance::ledger::LedgerError;
 use crate::balance::model::EmailRow;
 use crate::balance::rules::EmailState;
-use crate::email::holds::expiry::millis;
+use crate::ledger::Ledger;
+use inbox_core::clock::Millis;
 use inbox_core::store::{Applied, ItemStore, ItemWriter, StoreError};
 use serde::Serialize;
 use std::time::Duration;
@@ -33,10 +34,8 @@ pub struct Backfilled {
 }
 
 /// The expiry a hold without one gets: when it was held plus `expires_in` (now, without a time).
-fn expiry_of(row: &EmailRow, expires_in: Duration, now_ms: i64) -> i64 {
-    row.held_at
-        .unwrap_or(now_ms)
-        .saturating_add(millis(expires_in))
+fn expiry_of(row: &EmailRow, expires_in: Duration, now: Millis) -> Millis {
+    row.held_at.unwrap_or(now).plus(expires_in)
 }
 
 /// Gives every held row without an expiry its expiry (see the module docs); with `dry_run`,
@@ -64,8 +63,8 @@ pub async fn backfill_expiry<S: ItemStore + ItemWriter>(
             .filter(|r| r.state == EmailState::Held && r.expires_at.is_none());
         for row in legacy {
             done.found += 1;
-            let expires_at = expiry_of(&row, expires_in, now_ms);
-            if expires_at <= now_ms {
+            let expires_at = expiry_of(&row, expires_in, Millis::new(now_ms));
+            if expires_at.get() <= now_ms {
                 done.already_due += 1;
             }
             if dry_run {
@@ -74,7 +73,7 @@ pub async fn backfill_expiry<S: ItemStore + ItemWriter>(
             let mut next = row.clone();
             next.expires_at = Some(expires_at);
             match store
-                .commit(vec![next.replace(tenant.as_str(), row.version)])
+                .commit(vec![next.replace(&tenant, row.version)])
                 .await?
             {
                 Applied::Done => done.given += 1,

@@ -16,7 +16,7 @@
 use super::{busy_metric, refused, Holds};
 use crate::balance::events::{self, WalletEvent};
 use crate::balance::items::{hold_shards, wallet_pk, EMAIL_PREFIX};
-use crate::balance::ledger::LedgerError;
+use crate::balance::ledger::{self, LedgerError};
 use crate::balance::model::Entry;
 use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent, EmailState};
@@ -88,14 +88,14 @@ pub enum ExpireOutcome {
 }
 
 /// A hold released for its expiry.
-fn expired_metric(tenant: &str) -> Metric {
+fn expired_metric(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "HoldsExpired", 1)
         .with_property("Tenant", tenant)
         .with_note("a hold past its expiry was released by the sweep")
 }
 
 /// A capture (`delivered`) that came after its hold expired: debited once, directly.
-pub fn late_capture_metric(tenant: &str) -> Metric {
+pub fn late_capture_metric(tenant: &TenantId) -> Metric {
     Metric::count(METRICS_NAMESPACE, "HoldLateCaptures", 1)
         .with_property("Tenant", tenant)
         .with_note(
@@ -114,22 +114,25 @@ where
         tenant: &TenantId,
         message_id: &str,
     ) -> Result<ExpireOutcome, LedgerError> {
-        let ledger = self.ledger();
         let mut conflicts = 0;
         for attempt in 1..=self.retry.max_attempts {
             if attempt > 1 {
                 self.back_off(attempt).await;
             }
             let done = |outcome| Ok(self.done(tenant, "expire", conflicts, outcome));
-            let Some(wallet) = ledger.wallet(tenant).await? else {
+            let Some(wallet) = ledger::wallet(self.store, tenant).await? else {
                 return done(ExpireOutcome::NoWallet);
             };
             let now = self.clock.now_millis();
-            let Some((row, expires_at)) = ledger
-                .email_row(tenant, message_id)
+            let Some((row, expires_at)) = ledger::email_row(self.store, tenant, message_id)
                 .await?
                 .filter(|r| r.state == EmailState::Held)
-                .and_then(|r| r.expires_at.filter(|t| *t <= now).map(|t| (r, t)))
+                .and_then(|r| {
+                    r.expires_at
+                        .map(Millis::get)
+                        .filter(|t| *t <= now)
+                        .map(|t| (r, t))
+                })
             else {
                 return done(ExpireOutcome::NotDue);
             };
@@ -150,7 +153,7 @@ where
             let entry = Entry::of(id, tenant, &mv, message_id, (origin.0, &origin.1), now);
             let mut next = row.clone();
             next.state = state;
-            next.updated_at = Some(now);
+            next.updated_at = Some(Millis::new(now));
             next.entries.push(entry.in_row());
             let notices = notices(&wallet, &[mv], now).map_err(refused)?;
             let publish = event

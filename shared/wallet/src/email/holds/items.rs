@@ -8,6 +8,7 @@ use crate::balance::items::{wallet_changes, wallet_pk};
 use crate::balance::notices::Notices;
 use crate::balance::rules::{Flags, Movement};
 use crate::money::{Money, Overflow};
+use crate::tenant::TenantId;
 use inbox_core::store::attr::{n, s};
 use inbox_core::store::{Bound, Effect, Item};
 
@@ -24,7 +25,7 @@ pub fn hold_sk(hold_id: &str) -> String {
 
 /// The pointer of hold `hold_id` of `tenant` to the email `message_id`.
 pub(crate) fn pointer(
-    tenant: &str,
+    tenant: &TenantId,
     hold_id: &str,
     message_id: &str,
     amount: Money,
@@ -56,7 +57,7 @@ pub(crate) fn pointed_message(item: &Item) -> Option<String> {
 /// amount rose by more since, or whose floor rose, fails it (read again, retried). The
 /// notices' attributes go to the wallet item.
 pub(crate) fn bounded_hold(
-    tenant: &str,
+    tenant: &TenantId,
     part: &Part,
     credit: i64,
     mv: &Movement,
@@ -70,7 +71,7 @@ pub(crate) fn bounded_hold(
 /// The wallet's side of a release `mv` (or any movement that needs no bound) at `at`, on shard
 /// `shard`: the shard must still exist.
 pub(crate) fn existing_wallet(
-    tenant: &str,
+    tenant: &TenantId,
     shard: u32,
     mv: &Movement,
     at: i64,
@@ -82,7 +83,7 @@ pub(crate) fn existing_wallet(
 /// The wallet's adds and sets for `mv` on `shard` (and the notices' attributes), applied while
 /// `bounds` hold on it.
 fn wallet_write(
-    tenant: &str,
+    tenant: &TenantId,
     shard: u32,
     mv: &Movement,
     at: i64,

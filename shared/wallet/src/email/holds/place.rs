@@ -9,21 +9,25 @@
 //! found already there is read back here too.
 
 use super::{busy_metric, expiry, refused, Held, HoldOutcome, HoldRequest, Holds};
+use crate::autopay;
+use crate::autopay::ledger::ThresholdError;
 use crate::balance::items::shards::{self, merge_writes, pick, plan_refill, Part};
 use crate::balance::items::wallet_pk;
-use crate::balance::ledger::LedgerError;
+use crate::balance::ledger::{self, LedgerError};
 use crate::balance::model::{EmailRow, Entry, RowEntry, Wallet};
 use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent, EmailState, Movement};
+use crate::balance::views;
 use crate::email::holds::items::{bounded_hold, hold_sk, pointed_message, pointer, HOLDS_SOURCE};
 use crate::money::checked_add;
 use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
+use inbox_core::clock::Millis;
 use inbox_core::metrics::Metric;
 use inbox_core::store::{Applied, Effect, ItemStore, ItemWriter};
 
 /// A refill of a hold's shard from the others (`Moved`: whether it committed).
-fn refills_metric(tenant: &str, moved: bool) -> Metric {
+fn refills_metric(tenant: &TenantId, moved: bool) -> Metric {
     Metric::count(METRICS_NAMESPACE, "ShardRefills", 1)
         .with_property("Tenant", tenant)
         .with_property("Moved", if moved { "true" } else { "false" })
@@ -72,7 +76,7 @@ where
             if wallet.shard_count() > 1 && available.minor() - amount.minor() < wallet.floor.minor()
             {
                 // A refusal is confirmed on a read no refill moved under.
-                if let Some(settled) = self.ledger().wallet(tenant).await? {
+                if let Some(settled) = ledger::wallet(self.store, tenant).await? {
                     wallet = settled;
                     available = wallet.available().map_err(refused)?;
                 }
@@ -156,11 +160,13 @@ where
             // at their version) in the hold's own transaction.
             let origin = [HOLDS_SOURCE, held.hold_id.as_str()];
             let now = self.clock.now_millis();
-            let (top_up, top_up_metrics) = self
-                .ledger()
-                .threshold(&wallet, &self.views, after, now, origin)
-                .await?
-                .map_err(LedgerError::Unreadable)?;
+            let (top_up, top_up_metrics) =
+                autopay::ledger::threshold(self.store, &wallet, &self.views, after, now, origin)
+                    .await
+                    .map_err(|e| match e {
+                        ThresholdError::Read(e) => e,
+                        ThresholdError::Writes(reason) => LedgerError::Unreadable(reason),
+                    })?;
             effects.extend(top_up);
             metrics.extend(top_up_metrics);
             let refilled = !refill.is_empty();
@@ -187,15 +193,14 @@ where
     /// below its floor: then that one read over the view. A hold its own shard cannot pay (a
     /// refill, another shard, a refusal) is decided on all K read strongly, as without a view.
     async fn wallet_for(&self, request: &HoldRequest) -> Result<Option<Wallet>, LedgerError> {
-        let ledger = self.ledger();
-        let Some(viewed) = ledger.viewed(&request.tenant, &self.views).await? else {
+        let Some(viewed) = views::viewed(self.store, &request.tenant, &self.views).await? else {
             return Ok(None);
         };
         if viewed.whole {
             return Ok(Some(viewed.wallet));
         }
         let shard = pick(&request.message_id, viewed.wallet.shard_count());
-        let wallet = ledger.own_shard(viewed, shard, &self.views).await?;
+        let wallet = views::own_shard(self.store, viewed, shard, &self.views).await?;
         let amount = request.amount.unwrap_or(wallet.message_price.minor());
         let pays = wallet.part(shard).surplus().is_ok_and(|s| s >= amount)
             && wallet
@@ -205,7 +210,7 @@ where
         if pays {
             return Ok(Some(wallet));
         }
-        ledger.whole(&request.tenant, &self.views).await
+        views::whole(self.store, &request.tenant, &self.views).await
     }
 
     /// Moves to shard `target` at least `short` of the other shards' surplus (as read), in one
@@ -223,10 +228,8 @@ where
 
     /// What a hold found already there: the email's row, or another email's hold of this id.
     async fn existing(&self, request: &HoldRequest) -> Result<Option<HoldOutcome>, LedgerError> {
-        let ledger = self.ledger();
-        if let Some(row) = ledger
-            .email_row(&request.tenant, &request.message_id)
-            .await?
+        if let Some(row) =
+            ledger::email_row(self.store, &request.tenant, &request.message_id).await?
         {
             return Ok(Some(HoldOutcome::AlreadyExists {
                 hold_id: row.hold_id,
@@ -238,8 +241,7 @@ where
             return Ok(None);
         };
         let state = match pointed_message(&taken) {
-            Some(m) => ledger
-                .email_row(&request.tenant, &m)
+            Some(m) => ledger::email_row(self.store, &request.tenant, &m)
                 .await?
                 .map_or(EmailState::Held, |r| r.state),
             None => EmailState::Held,
@@ -270,10 +272,10 @@ where
             message_id: held.message_id.clone(),
             state,
             amount: held.amount.minor(),
-            held_at: Some(now),
-            updated_at: Some(now),
+            held_at: Some(Millis::new(now)),
+            updated_at: Some(Millis::new(now)),
             hold_id: Some(held.hold_id.clone()),
-            expires_at: Some(held.expires_at),
+            expires_at: Some(Millis::new(held.expires_at)),
             entries: vec![self.entry(tenant, &mv, &held.message_id, &held.hold_id, now)],
             shard: part.shard,
             ..EmailRow::default()

@@ -4,11 +4,12 @@
 
 use super::{busy_metric, refused, Holds, ReleaseOutcome, Released};
 use crate::balance::items::wallet_pk;
-use crate::balance::ledger::LedgerError;
+use crate::balance::ledger::{self, LedgerError};
 use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent};
 use crate::email::holds::items::{existing_wallet, hold_sk, pointed_message};
 use crate::tenant::TenantId;
+use inbox_core::clock::Millis;
 use inbox_core::store::{Applied, Effect, ItemStore, ItemWriter};
 
 impl<'s, S> Holds<'s, S>
@@ -22,14 +23,13 @@ where
         hold_id: &str,
         with: impl Fn(&Released) -> Vec<Effect> + Send + Sync,
     ) -> Result<ReleaseOutcome, LedgerError> {
-        let ledger = self.ledger();
         let mut conflicts = 0;
         for attempt in 1..=self.retry.max_attempts {
             if attempt > 1 {
                 self.back_off(attempt).await;
             }
             let done = |outcome| Ok(self.done(tenant, "release", conflicts, outcome));
-            let Some(wallet) = ledger.wallet(tenant).await? else {
+            let Some(wallet) = ledger::wallet(self.store, tenant).await? else {
                 return done(ReleaseOutcome::NoWallet);
             };
             let pointed = self
@@ -40,8 +40,7 @@ where
             let Some(message_id) = pointed else {
                 return done(ReleaseOutcome::NotFound);
             };
-            let Some(row) = ledger
-                .email_row(tenant, &message_id)
+            let Some(row) = ledger::email_row(self.store, tenant, &message_id)
                 .await?
                 .filter(|r| r.hold_id.as_deref() == Some(hold_id))
             else {
@@ -65,7 +64,7 @@ where
             let now = self.clock.now_millis();
             let mut next = row.clone();
             next.state = state;
-            next.updated_at = Some(now);
+            next.updated_at = Some(Millis::new(now));
             next.entries
                 .push(self.entry(tenant, &mv, &message_id, hold_id, now));
             let notices = notices(&wallet, &[mv], now).map_err(refused)?;

@@ -10,7 +10,9 @@ use crate::balance::rules::{self, EntryKind};
 use crate::email::holds::items::{hold_sk, HOLDS_SOURCE};
 use crate::money::Currency;
 use crate::reconcile::{reconcile, ReconcileOptions};
+use crate::Ledger;
 use inbox_core::clock::ManualClock;
+use inbox_core::clock::Millis;
 use inbox_core::store::attr::{get_s, n, s};
 use inbox_core::store::memory::MemoryStore;
 use inbox_core::store::{Applied, Effect, Item, StoreError};
@@ -177,7 +179,13 @@ async fn a_hold_writes_its_row_pointer_entry_and_held_amount_in_one_commit() {
             row.held_at,
             row.version
         ),
-        (EmailState::Held, 300, Some("h1"), Some(T0), Some(0))
+        (
+            EmailState::Held,
+            300,
+            Some("h1"),
+            Some(Millis::new(T0)),
+            Some(0)
+        )
     );
     let pointer = store
         .inner

@@ -79,10 +79,10 @@ impl From<EmailRow> for EmailRowView {
                 .unwrap_or_default(),
             amount: r.amount,
             events: r.events,
-            held_at: r.held_at.map(when::rfc3339),
-            held_at_ms: r.held_at,
-            updated_at: r.updated_at.map(when::rfc3339),
-            updated_at_ms: r.updated_at,
+            held_at: r.held_at.map(|t| when::rfc3339(t.get())),
+            held_at_ms: r.held_at.map(|t| t.get()),
+            updated_at: r.updated_at.map(|t| when::rfc3339(t.get())),
+            updated_at_ms: r.updated_at.map(|t| t.get()),
             version: r.version,
         }
     }

@@ -6,6 +6,7 @@
 use super::{affords, shard_key, Part, REFILLS_ATTR};
 use crate::balance::items::{wallet_pk, WALLET_SK};
 use crate::money::{checked_add, Overflow};
+use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::{Bound, Effect};
 
@@ -57,7 +58,7 @@ pub fn plan_refill(parts: &[Part], target: u32, need: i64) -> Option<Vec<Transfe
 /// hold's on the target with the writes merged by [`merge_writes`]), so no amount is ever in
 /// two shards or none.
 pub(crate) fn refill(
-    tenant: &str,
+    tenant: &TenantId,
     parts: &[Part],
     moves: &[Transfer],
 ) -> Result<Vec<Effect>, Overflow> {
