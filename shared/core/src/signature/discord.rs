@@ -23,7 +23,8 @@ use super::asymmetric::{
     MAX_SIGNATURE_LEN,
 };
 use super::handshake::{object_containing, Handshake, HandshakeReply};
-use super::sample::{random_alnum, rfc3339};
+use super::sample::random_alnum;
+use super::stamp::rfc3339;
 use super::{Request, Sample, Sampler, Scheme, SchemeError, Spec};
 use crate::identity::FieldRule;
 

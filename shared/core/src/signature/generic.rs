@@ -22,7 +22,8 @@ use serde_json::json;
 
 use super::headers::{covers, push_header, single_header};
 use super::hmac::HmacKeys;
-use super::sample::{random_alnum, rfc3339};
+use super::sample::random_alnum;
+use super::stamp::rfc3339;
 use super::settings::{intern, settings};
 use super::tag::{base64_tag, decode_base64_tag, decode_hex_tag, Tag};
 use super::{

@@ -13,7 +13,7 @@ use http::HeaderName;
 use serde_json::json;
 
 use super::generic::{self, Encoding, Prefix, Preset};
-use super::sample::random_uuid;
+use super::stamp::random_uuid;
 use super::{Sample, Sampler, Scheme, SchemeError, Spec};
 
 const LABEL: &str = "X-Hub-Signature-256";

@@ -32,7 +32,8 @@ use serde_json::{json, Map, Value};
 use super::fields::Fields;
 use super::headers::parse_timestamp;
 use super::hmac::HmacKeys;
-use super::sample::{random_alnum, rfc3339};
+use super::sample::random_alnum;
+use super::stamp::rfc3339;
 use super::tag::decode_hex_tag;
 use super::tolerance::Tolerance;
 use super::{

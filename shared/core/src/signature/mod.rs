@@ -23,7 +23,8 @@
 //! signature tag and its hex/base64 decoding (`tag.rs`), header extraction, timestamp parsing and
 //! signed-header building (`headers.rs`), the timestamp tolerance (`tolerance.rs`), settings
 //! deserialization and header-name interning (`settings.rs`), samples and their helpers
-//! (`sample.rs`); the members of a JSON body that carries its signature in `fields.rs`; the
+//! (`sample.rs`), a fresh UUID and an RFC 3339 time as signing and samples write them
+//! (`stamp.rs`); the members of a JSON body that carries its signature in `fields.rs`; the
 //! configured public URL (Square, Twilio) in `public_url.rs`; fetching published keys
 //! ([`Fetcher`]) in `fetch.rs`; the request, verdict and signing types in `request.rs`; endpoint
 //! handshakes ([`Handshake`], answered by ingest after verification: Slack, Zoom, Discord, SNS) in
@@ -82,6 +83,7 @@ mod request;
 mod sample;
 mod secret;
 mod settings;
+mod stamp;
 mod tag;
 #[cfg(test)]
 mod test_support;

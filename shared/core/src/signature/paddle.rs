@@ -17,7 +17,8 @@ use http::HeaderName;
 use serde_json::json;
 
 use super::item_header::{self, ItemHeaderPreset, OddItems, Reasons};
-use super::sample::{random_alnum, rfc3339};
+use super::sample::random_alnum;
+use super::stamp::rfc3339;
 use super::{Sample, Sampler, Scheme, SchemeError, Spec};
 
 const LABEL: &str = "Paddle-Signature";

@@ -24,7 +24,7 @@ use sha2::{Digest as _, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
 use super::headers::{push_header, single_header};
-use super::sample::{random_uuid, rfc3339};
+use super::stamp::{random_uuid, rfc3339};
 use super::settings::settings;
 use super::{
     FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,

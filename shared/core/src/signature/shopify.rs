@@ -12,7 +12,7 @@ use http::HeaderName;
 use serde_json::json;
 
 use super::generic::{self, Encoding, Preset};
-use super::sample::{random_uuid, rfc3339};
+use super::stamp::{random_uuid, rfc3339};
 use super::{Sample, Sampler, Scheme, SchemeError, Spec};
 
 const LABEL: &str = "X-Shopify-Hmac-Sha256";

@@ -56,7 +56,7 @@ use self::message::{
     Kind,
 };
 use super::fields::Fields;
-use super::sample::random_uuid;
+use super::stamp::random_uuid;
 use super::settings::settings;
 use super::tolerance::Tolerance;
 use super::{

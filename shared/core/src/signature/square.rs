@@ -16,7 +16,8 @@ use serde_json::json;
 use super::headers::{covers, push_header, single_header};
 use super::hmac::HmacKeys;
 use super::public_url::configured_url;
-use super::sample::{random_alnum, random_uuid, rfc3339};
+use super::sample::random_alnum;
+use super::stamp::{random_uuid, rfc3339};
 use super::tag::{base64_tag, decode_base64_tag};
 use super::{
     FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,

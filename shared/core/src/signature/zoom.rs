@@ -19,7 +19,8 @@ use http::HeaderName;
 use serde_json::json;
 
 use super::handshake::{object_containing, Handshake, HandshakeReply};
-use super::sample::{random_alnum, rfc3339};
+use super::sample::random_alnum;
+use super::stamp::rfc3339;
 use super::v0::{self, signed_parts, V0Headers, V0Preset, V0};
 use super::{Request, Sample, Sampler, Scheme, SchemeError, Spec};
 
