@@ -10,8 +10,9 @@
 //!   [`Effect`]s committed atomically outside a message transition (e.g. creating an account).
 //! - [`DueIndex`]: an application's own due items in the open index, by shard (`due_index.rs`).
 //!
-//! [`dynamo`] implements them on DynamoDB (one table, see [`schema`]); [`memory`] is an in-memory
-//! fake with the same semantics, for unit tests and benchmarks only. [`attr`] builds and reads
+//! [`dynamo`] implements them on DynamoDB (one table, see [`schema`]); `memory` is an in-memory
+//! fake with the same semantics, for unit tests and benchmarks only: it exists with the
+//! `test-util` feature (or in this crate's tests), never in a Lambda. [`attr`] builds and reads
 //! attribute values; [`size`] is what DynamoDB bills for an item; [`fair`] spreads a run's budget
 //! over the open index's shards (the reaper's, the outbox sweep's). The records of repeated
 //! deliveries are in `journal.rs`; [`MessageStore`] in `messages.rs`. How a body is stored (inline
@@ -24,6 +25,7 @@ pub mod dynamo;
 pub mod fair;
 mod journal;
 mod listing;
+#[cfg(any(test, feature = "test-util"))]
 pub mod memory;
 mod messages;
 pub mod schema;
