@@ -32,14 +32,15 @@ use serde_json::{json, Map, Value};
 use super::fields::Fields;
 use super::headers::parse_timestamp;
 use super::hmac::HmacKeys;
+#[cfg(any(test, feature = "samples"))]
 use super::sample::random_alnum;
+#[cfg(any(test, feature = "samples"))]
 use super::stamp::rfc3339;
 use super::tag::decode_hex_tag;
 use super::tolerance::Tolerance;
-use super::{
-    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
-    Spec, Unsigned, Verdict,
-};
+use super::{FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned, Verdict};
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
 use crate::identity::FieldRule;
 
 const SIGNATURE_OBJECT: &str = "signature";
@@ -186,9 +187,11 @@ impl Scheme for Mailgun {
 }
 
 /// The samples of the scheme (its provider's events, for `inboxctl send`).
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     /// A token: 50 random lowercase hex-like characters, as Mailgun's.
     fn sample_id(&self) -> String {

@@ -36,9 +36,11 @@
 
 mod cert;
 mod message;
+#[cfg(any(test, feature = "samples"))]
 mod sample;
 mod subscribe;
 
+#[cfg(any(test, feature = "samples"))]
 pub(super) use self::sample::samples;
 
 use std::sync::Arc;
