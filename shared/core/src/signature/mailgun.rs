@@ -21,8 +21,8 @@
 //! the 300 s of the other schemes: a retry of a request that was refused (a 503 while the store
 //! was down) or whose 200 was lost is still accepted, as a new event or as a `duplicate` of its
 //! token. A source's own `tolerance_secs` overrides it. Were a retry ever signed again (a new
-//! token), the lost-200 case would store a second message; the wallet settles an email by its
-//! `Message-Id`, so that second message debits nothing twice.
+//! token), the lost-200 case would store a second message; a handler that settles an email by
+//! its `Message-Id` (as the application's does) does not act on the email twice.
 //!
 //! Event type: `/event-data/event`. Sample: a `delivered` event; `msg_id` is the token.
 

@@ -505,9 +505,9 @@ mod tests {
             Applied::EffectConflict,
             "the item must exist"
         );
-        let mut wallet = item("w");
-        wallet.insert("balance".into(), n(10));
-        store.put_item(wallet);
+        let mut account = item("w");
+        account.insert("balance".into(), n(10));
+        store.put_item(account);
         assert_eq!(
             store.commit(vec![adjust(1, at_most(5))]).await.unwrap(),
             Applied::EffectConflict,

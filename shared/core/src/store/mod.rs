@@ -72,7 +72,7 @@ pub enum Effect {
     /// Like [`Effect::Adjust`], on an item that must exist and only if every bound holds on the
     /// item as stored before the adds (an absent attribute fails its bound): else the whole
     /// commit fails with [`Applied::EffectConflict`]. Concurrent adjustments whose bounds still
-    /// hold after each other's adds do not conflict (a wallet's holds: `held` added atomically,
+    /// hold after each other's adds do not conflict (an account's holds: `held` added atomically,
     /// bounded by what the balance affords). On DynamoDB an `UpdateItem` with a
     /// `ConditionExpression`.
     AdjustIf {
@@ -96,7 +96,7 @@ pub enum Effect {
     /// left exactly as it is: never a conflict, and never a change to an existing item whatever
     /// became of it since (a message written this way that was processed meanwhile stays out of
     /// the open index). For an item written once per fact by writers that may repeat it, such as
-    /// the wallet's own events. On DynamoDB a conditional `PutItem`; in a transaction, an
+    /// an application's own events. On DynamoDB a conditional `PutItem`; in a transaction, an
     /// element cancelled only because its item exists is dropped and the rest sent again.
     CreateIfAbsent(Item),
     /// Any DynamoDB transaction element (only the DynamoDB adapter applies it; the in-memory
