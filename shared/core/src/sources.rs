@@ -19,9 +19,9 @@ pub use secrets_manager::{fetch_secret, SecretsManagerSecrets};
 use crate::config::{vars, ConfigError, DEFAULT_TOLERANCE_SECS};
 use crate::domain::SourceName;
 use crate::identity::{self, FieldRule};
-use crate::signature::{self, Fetcher, Scheme, SchemeError, Secret, Spec};
 #[cfg(feature = "samples")]
 use crate::signature::Sampler;
+use crate::signature::{self, Fetcher, Scheme, SchemeError, Secret, Spec};
 use http::HeaderName;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -148,7 +148,10 @@ impl Source {
     #[cfg(feature = "samples")]
     pub fn sampler(&self) -> Result<Arc<dyn Sampler>, SchemeError> {
         let tolerance = Duration::from_secs(DEFAULT_TOLERANCE_SECS);
-        signature::sampler(&self.scheme_name, &Spec::new(&self.settings, &[], tolerance))
+        signature::sampler(
+            &self.scheme_name,
+            &Spec::new(&self.settings, &[], tolerance),
+        )
     }
 
     /// Whether identifying this source's events needs the body parsed as a JSON object.

@@ -378,7 +378,11 @@ mod tests {
         );
 
         let shop = sources.get("shopify").expect("shopify");
-        let m = to_map(&headers(shop, &sample(shop, None, None, NOW).expect("sample"), NOW));
+        let m = to_map(&headers(
+            shop,
+            &sample(shop, None, None, NOW).expect("sample"),
+            NOW,
+        ));
         assert_eq!(m["x-shopify-topic"], "orders/create");
         assert!(m.contains_key("x-shopify-webhook-id"));
 

@@ -16,9 +16,9 @@ use serde_json::json;
 use super::generic::{self, Encoding, Prefix, Preset};
 #[cfg(any(test, feature = "samples"))]
 use super::stamp::random_uuid;
-use super::{Scheme, SchemeError, Spec};
 #[cfg(any(test, feature = "samples"))]
 use super::{Sample, Sampler};
+use super::{Scheme, SchemeError, Spec};
 
 const LABEL: &str = "X-Hub-Signature-256";
 

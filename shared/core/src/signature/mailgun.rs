@@ -38,7 +38,10 @@ use super::sample::random_alnum;
 use super::stamp::rfc3339;
 use super::tag::decode_hex_tag;
 use super::tolerance::Tolerance;
-use super::{FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned, Verdict};
+use super::{
+    FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
 #[cfg(any(test, feature = "samples"))]
 use super::{Sample, Sampler};
 use crate::identity::FieldRule;

@@ -22,9 +22,9 @@ use super::item_header::{self, ItemHeaderPreset, OddItems, Reasons};
 use super::sample::random_alnum;
 #[cfg(any(test, feature = "samples"))]
 use super::stamp::rfc3339;
-use super::{Scheme, SchemeError, Spec};
 #[cfg(any(test, feature = "samples"))]
 use super::{Sample, Sampler};
+use super::{Scheme, SchemeError, Spec};
 
 const LABEL: &str = "Paddle-Signature";
 

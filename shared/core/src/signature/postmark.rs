@@ -25,10 +25,13 @@ use sha2::{Digest as _, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
 use super::headers::{push_header, single_header};
+use super::settings::settings;
 #[cfg(any(test, feature = "samples"))]
 use super::stamp::{random_uuid, rfc3339};
-use super::settings::settings;
-use super::{FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned, Verdict};
+use super::{
+    FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
 #[cfg(any(test, feature = "samples"))]
 use super::{Sample, Sampler};
 use crate::identity::FieldRule;

@@ -28,9 +28,9 @@ use super::asymmetric::{
 };
 #[cfg(any(test, feature = "samples"))]
 use super::sample::random_alnum;
-use super::{Scheme, SchemeError, Spec};
 #[cfg(any(test, feature = "samples"))]
 use super::{Sample, Sampler};
+use super::{Scheme, SchemeError, Spec};
 use crate::identity::FieldRule;
 
 const SIGNATURE_LABEL: &str = "X-Twilio-Email-Event-Webhook-Signature";

@@ -15,9 +15,9 @@ use serde_json::json;
 use super::generic::{self, Encoding, Preset};
 #[cfg(any(test, feature = "samples"))]
 use super::stamp::{random_uuid, rfc3339};
-use super::{Scheme, SchemeError, Spec};
 #[cfg(any(test, feature = "samples"))]
 use super::{Sample, Sampler};
+use super::{Scheme, SchemeError, Spec};
 
 const LABEL: &str = "X-Shopify-Hmac-Sha256";
 

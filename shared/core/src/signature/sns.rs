@@ -58,8 +58,8 @@ use self::message::{
     Kind,
 };
 use super::fields::Fields;
-use super::stamp::random_uuid;
 use super::settings::settings;
+use super::stamp::random_uuid;
 use super::tolerance::Tolerance;
 use super::{
     Fetcher, FromSpec, Handshake, HttpsFetcher, Request, Scheme, SchemeError, SignError,

@@ -22,7 +22,10 @@ use super::sample::random_alnum;
 #[cfg(any(test, feature = "samples"))]
 use super::stamp::{random_uuid, rfc3339};
 use super::tag::{base64_tag, decode_base64_tag};
-use super::{FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned, Verdict};
+use super::{
+    FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
 #[cfg(any(test, feature = "samples"))]
 use super::{Sample, Sampler};
 use crate::identity::FieldRule;

@@ -36,12 +36,15 @@ use super::headers::{covers, parse_timestamp, push_header, single_header};
 use super::hmac::HmacKeys;
 #[cfg(any(test, feature = "samples"))]
 use super::sample::random_alnum;
+use super::settings::{intern, settings};
 #[cfg(any(test, feature = "samples"))]
 use super::stamp::rfc3339;
-use super::settings::{intern, settings};
 use super::tag::{base64_tag, decode_base64_tag, Tag};
 use super::tolerance::Tolerance;
-use super::{FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned, Verdict};
+use super::{
+    FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
 #[cfg(any(test, feature = "samples"))]
 use super::{Sample, Sampler};
 use crate::identity::FieldRule;

@@ -22,9 +22,9 @@ use serde_json::json;
 use super::item_header::{self, ItemHeaderPreset, OddItems, Reasons};
 #[cfg(any(test, feature = "samples"))]
 use super::sample::random_alnum;
-use super::{Scheme, SchemeError, Spec};
 #[cfg(any(test, feature = "samples"))]
 use super::{Sample, Sampler};
+use super::{Scheme, SchemeError, Spec};
 
 /// Header name as Stripe documents it (used in errors).
 const LABEL: &str = "Stripe-Signature";

@@ -26,7 +26,10 @@ use super::headers::{push_header, single_header};
 use super::public_url::{configured_url, port_variants};
 #[cfg(any(test, feature = "samples"))]
 use super::sample::random_alnum;
-use super::{FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned, Verdict};
+use super::{
+    FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
+};
 #[cfg(any(test, feature = "samples"))]
 use super::{Sample, Sampler};
 use crate::identity::form::signed_params;
