@@ -2,9 +2,11 @@
 //!
 //! [`chain`] walks an error and its `source()`s, outermost first (to find a cause of one type);
 //! [`one_line`] writes them as `error: cause: cause`, the form of a message's history entries, a
-//! delivery attempt's error and the functions' logs. A cause whose text the line already holds is
-//! left out: many errors repeat their cause in their own message (`#[error("{0}")]` wrappers,
-//! hyper's and the AWS SDK's errors), and the line would otherwise say it twice.
+//! delivery attempt's error, the functions' logs and `inboxctl`'s errors: the one place that
+//! formats a cause chain (no other `source()` loop, no anyhow `{:#}`). A cause whose text the
+//! line already holds is left out: many errors repeat their cause in their own message
+//! (`#[error("{0}")]` wrappers, hyper's and the AWS SDK's errors), and the line would otherwise
+//! say it twice.
 
 use std::error::Error;
 

@@ -47,7 +47,8 @@
 //!   configuration built with it.
 //! - [`store`]: the storage boundary: small capability traits, the table's schema, attribute
 //!   helpers, DynamoDB's item-size rules, the DynamoDB adapter (bodies compressed in the item
-//!   or kept in S3) and an in-memory fake for unit tests.
+//!   or kept in S3) and an in-memory fake for unit tests (behind the `test-util` feature, as is
+//!   [`queue`]'s: no Lambda carries them).
 //!
 //! How these fit together: `docs/architecture.md`.
 

@@ -19,7 +19,9 @@ pub use secrets_manager::{fetch_secret, SecretsManagerSecrets};
 use crate::config::{vars, ConfigError, DEFAULT_TOLERANCE_SECS};
 use crate::domain::SourceName;
 use crate::identity::{self, FieldRule};
-use crate::signature::{self, Fetcher, Sampler, Scheme, SchemeError, Secret, Spec};
+#[cfg(feature = "samples")]
+use crate::signature::Sampler;
+use crate::signature::{self, Fetcher, Scheme, SchemeError, Secret, Spec};
 use http::HeaderName;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -68,8 +70,6 @@ pub struct Source {
     /// The registered name of its scheme.
     pub scheme_name: String,
     pub scheme: Arc<dyn Scheme>,
-    /// Its scheme's samples, for `inboxctl send` (ingest never asks for one).
-    pub sampler: Arc<dyn Sampler>,
     pub event_id: FieldRule,
     /// Whether the scheme's signature covers what `event_id` reads (`Scheme::signs`); if not, the
     /// dedupe key is the body's hash and the id is kept as metadata ([`identity::identify`]).
@@ -83,6 +83,9 @@ pub struct Source {
     pub batches: bool,
     /// Lower-case names of the headers kept with a message, sorted, computed once.
     kept_headers: Vec<HeaderName>,
+    /// The scheme's own settings, from which [`Source::sampler`] builds its samples.
+    #[cfg(feature = "samples")]
+    settings: Map<String, Value>,
 }
 
 impl Source {
@@ -118,7 +121,6 @@ impl Source {
             None => base,
         };
         let scheme = signature::build(&spec.scheme, &scheme_spec)?;
-        let sampler = signature::sampler(&spec.scheme, &scheme_spec)?;
         let event_id = spec.event_id.unwrap_or_else(|| scheme.default_event_id());
         let id_signed = scheme.signs(&event_id);
         let event_type = spec.event_type.or_else(|| scheme.default_event_type());
@@ -129,14 +131,27 @@ impl Source {
             name,
             scheme_name: spec.scheme,
             scheme,
-            sampler,
             event_id,
             id_signed,
             event_type,
             handshakes,
             batches,
             kept_headers,
+            #[cfg(feature = "samples")]
+            settings: spec.settings,
         })
+    }
+
+    /// Its scheme's samples, for `inboxctl send`: built from the source's settings when asked
+    /// (a sample never depends on its secrets), and only with the `samples` feature: ingest never
+    /// asks for one, and no Lambda carries them.
+    #[cfg(feature = "samples")]
+    pub fn sampler(&self) -> Result<Arc<dyn Sampler>, SchemeError> {
+        let tolerance = Duration::from_secs(DEFAULT_TOLERANCE_SECS);
+        signature::sampler(
+            &self.scheme_name,
+            &Spec::new(&self.settings, &[], tolerance),
+        )
     }
 
     /// Whether identifying this source's events needs the body parsed as a JSON object.

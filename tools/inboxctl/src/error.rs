@@ -30,8 +30,8 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Usage(m) => f.write_str(m),
-            // `{:#}` prints the cause chain: "the store rejected the request: …: Requested resource not found".
-            Self::Failed(e) => write!(f, "{e:#}"),
+            // The cause chain: "the store rejected the request: …: Requested resource not found".
+            Self::Failed(e) => f.write_str(&inbox_core::error::one_line(e.as_ref())),
         }
     }
 }

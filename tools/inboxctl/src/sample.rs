@@ -1,12 +1,13 @@
 //! Sample events for `inboxctl send` and the requests that carry them. The body, its id and its
-//! type come from the source's sampler (`Sampler::sample`, shaped like the provider's); here they
+//! type come from the source's sampler (`Source::sampler`, `Sampler::sample`, shaped like the
+//! provider's: the core's `samples` feature, which only this crate turns on); here they
 //! are fitted to the source's configuration (its id and type are put wherever it reads them) and
 //! signed with the source's first secret (`Scheme::sign`).
 
 use http::{HeaderName, HeaderValue};
 use inbox_core::domain::BodyDigest;
 use inbox_core::identity::{self, FieldRule};
-use inbox_core::signature::{SignError, Unsigned};
+use inbox_core::signature::{SchemeError, SignError, Unsigned};
 use inbox_core::sources::Source;
 use serde_json::{json, Value};
 
@@ -24,14 +25,14 @@ pub struct Event {
 }
 
 /// Builds a sample event for `source`, `now_secs` being the creation time: the scheme's id and
-/// type unless given.
+/// type unless given ([`SchemeError`]: the source's samples cannot be built from its settings).
 pub fn sample(
     source: &Source,
     event_id: Option<&str>,
     event_type: Option<&str>,
     now_secs: i64,
-) -> Event {
-    let sampler = &source.sampler;
+) -> Result<Event, SchemeError> {
+    let sampler = source.sampler()?;
     let msg_id = event_id.map_or_else(|| sampler.sample_id(), str::to_owned);
     let kind = event_type.unwrap_or(sampler.sample_type()).to_owned();
     let sample = sampler.sample(&msg_id, &kind, now_secs);
@@ -54,28 +55,29 @@ pub fn sample(
             body = doc.to_string().into_bytes();
         }
     }
-    Event {
+    Ok(Event {
         body,
         content_type: sample.content_type,
         msg_id,
         event_type: kind,
-    }
+    })
 }
 
-/// An event read from a file: the scheme's id and type unless given.
+/// An event read from a file: the scheme's id and type unless given ([`SchemeError`]: the
+/// source's samples, which give them, cannot be built from its settings).
 pub fn from_file(
     source: &Source,
     body: Vec<u8>,
     event_id: Option<&str>,
     event_type: Option<&str>,
-) -> Event {
-    Event {
+) -> Result<Event, SchemeError> {
+    let sampler = source.sampler()?;
+    Ok(Event {
         body,
         content_type: "application/json",
-        msg_id: event_id.map_or_else(|| source.sampler.sample_id(), str::to_owned),
-        event_type: event_type
-            .map_or_else(|| source.sampler.sample_type().to_owned(), str::to_owned),
-    }
+        msg_id: event_id.map_or_else(|| sampler.sample_id(), str::to_owned),
+        event_type: event_type.map_or_else(|| sampler.sample_type().to_owned(), str::to_owned),
+    })
 }
 
 /// Sets the value at a JSON pointer, creating objects on the way; false if a non-object is in
@@ -259,7 +261,7 @@ mod tests {
         let sources = sources();
         for name in sources.names() {
             let source = sources.get(name).expect("configured");
-            let event = sample(source, None, None, NOW);
+            let event = sample(source, None, None, NOW).expect("sample");
             let out = sign(source, &event, NOW).expect("signs");
             assert_eq!(out.body, event.body);
             let h = out.headers;
@@ -297,7 +299,7 @@ mod tests {
         assert!(sources.names().len() >= 17, "{:?}", sources.names());
         for name in sources.names() {
             let source = sources.get(name).expect("configured");
-            let event = sample(source, None, None, NOW);
+            let event = sample(source, None, None, NOW).expect("sample");
             let out = sign(source, &event, NOW).unwrap_or_else(|e| panic!("{name}: {e}"));
             let map = to_map(&out.headers);
             // From one of Postmark's addresses (`postmark-allowlist` allows only those).
@@ -330,7 +332,7 @@ mod tests {
     fn stripe_sample_is_realistic() {
         let sources = sources();
         let stripe = sources.get("stripe").expect("stripe");
-        let e = sample(stripe, None, None, NOW);
+        let e = sample(stripe, None, None, NOW).expect("sample");
         let v: Value = serde_json::from_slice(&e.body).expect("json");
         assert!(
             e.msg_id.starts_with("evt_") && e.msg_id.len() == 28,
@@ -348,12 +350,13 @@ mod tests {
             Some("evt_fixed"),
             Some("payment_intent.succeeded"),
             NOW,
-        );
+        )
+        .expect("sample");
         let v2: Value = serde_json::from_slice(&e2.body).expect("json");
         assert_eq!(v2["id"], "evt_fixed");
         assert_eq!(v2["data"]["object"]["object"], "payment_intent");
         assert_ne!(
-            sample(stripe, None, None, NOW).msg_id,
+            sample(stripe, None, None, NOW).expect("sample").msg_id,
             e.msg_id,
             "ids are random"
         );
@@ -363,7 +366,7 @@ mod tests {
     fn headers_the_configuration_reads_are_added() {
         let sources = sources();
         let gh = sources.get("github").expect("github");
-        let e = sample(gh, None, None, NOW);
+        let e = sample(gh, None, None, NOW).expect("sample");
         let h = headers(gh, &e, NOW);
         let m = to_map(&h);
         assert_eq!(m["x-github-event"], "ping");
@@ -375,18 +378,22 @@ mod tests {
         );
 
         let shop = sources.get("shopify").expect("shopify");
-        let m = to_map(&headers(shop, &sample(shop, None, None, NOW), NOW));
+        let m = to_map(&headers(
+            shop,
+            &sample(shop, None, None, NOW).expect("sample"),
+            NOW,
+        ));
         assert_eq!(m["x-shopify-topic"], "orders/create");
         assert!(m.contains_key("x-shopify-webhook-id"));
 
         let mailer = sources.get("mailer").expect("mailer");
-        let e = sample(mailer, None, None, NOW);
+        let e = sample(mailer, None, None, NOW).expect("sample");
         let m = to_map(&headers(mailer, &e, NOW));
         assert!(e.msg_id.starts_with("msg_"));
         assert_eq!(m["webhook-id"], e.msg_id.as_str());
 
         let custom = sources.get("custom").expect("custom");
-        let e = sample(custom, Some("c-1"), Some("invoice.paid"), NOW);
+        let e = sample(custom, Some("c-1"), Some("invoice.paid"), NOW).expect("sample");
         let h = headers(custom, &e, NOW);
         assert_eq!(to_map(&h)["x-event-type"], "invoice.paid");
         assert_eq!(

@@ -1,5 +1,6 @@
-//! In-memory fakes of the queue roles for unit tests: [`MemoryRetryQueue`] records what was
-//! scheduled, re-driven and brought back early, [`MemoryQuarantine`] the notices; each can be switched off.
+//! In-memory fakes of the queue roles for unit tests (the `test-util` feature):
+//! [`MemoryRetryQueue`] records what was scheduled, re-driven and brought back early,
+//! [`MemoryQuarantine`] the notices; each can be switched off.
 
 use super::{Quarantine, QueueError, RetryQueue};
 use crate::domain::MessageKey;

@@ -3,8 +3,10 @@
 //! letters an operator inspects and replays). The processor holds both; the reaper and replays only
 //! re-drive, so they take only a [`RetryQueue`].
 //!
-//! [`sqs`] implements each role on Amazon SQS; [`memory`] has a fake of each for unit tests.
+//! [`sqs`] implements each role on Amazon SQS; `memory` has a fake of each for unit tests (with
+//! the `test-util` feature or in this crate's tests; never in a Lambda).
 
+#[cfg(any(test, feature = "test-util"))]
 pub mod memory;
 pub mod sqs;
 

@@ -40,7 +40,7 @@ use std::time::Duration;
 /// `ReaperRole`, compared by tests/it/template.rs). `*` ends a prefix.
 pub const REAPER_READS: [&str; 1] = ["MSG#*"];
 /// The open-index partitions the reaper queries: the open messages' shards ([`open_shards`]),
-/// never the outbox's or the wallets' shards of the same index.
+/// never the outbox's or an application's shards of the same index.
 pub const REAPER_INDEX_READS: [&str; 1] = ["OPEN#*"];
 
 /// How many due messages are handled at once.

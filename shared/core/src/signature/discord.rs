@@ -23,8 +23,13 @@ use super::asymmetric::{
     MAX_SIGNATURE_LEN,
 };
 use super::handshake::{object_containing, Handshake, HandshakeReply};
-use super::sample::{random_alnum, rfc3339};
-use super::{Request, Sample, Sampler, Scheme, SchemeError, Spec};
+#[cfg(any(test, feature = "samples"))]
+use super::sample::random_alnum;
+#[cfg(any(test, feature = "samples"))]
+use super::stamp::rfc3339;
+use super::{Request, Scheme, SchemeError, Spec};
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
 use crate::identity::FieldRule;
 
 const SIGNATURE_LABEL: &str = "X-Signature-Ed25519";
@@ -95,9 +100,11 @@ fn handshake(request: Request<'_>) -> Option<Handshake<'_>> {
 }
 
 /// Discord's sample events, for `inboxctl send`.
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         // Discord ids are snowflakes: decimal digits.

@@ -18,17 +18,23 @@ use std::fmt;
 use std::sync::Arc;
 
 use http::{HeaderMap, HeaderName};
+#[cfg(any(test, feature = "samples"))]
 use serde_json::json;
 
 use super::headers::{covers, push_header, single_header};
 use super::hmac::HmacKeys;
-use super::sample::{random_alnum, rfc3339};
+#[cfg(any(test, feature = "samples"))]
+use super::sample::random_alnum;
 use super::settings::{intern, settings};
+#[cfg(any(test, feature = "samples"))]
+use super::stamp::rfc3339;
 use super::tag::{base64_tag, decode_base64_tag, decode_hex_tag, Tag};
 use super::{
-    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
-    Spec, Unsigned, Verdict,
+    FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
 };
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
 use crate::identity::FieldRule;
 
 /// How the signature is encoded.
@@ -241,9 +247,11 @@ impl Scheme for HmacSha256 {
 }
 
 /// The samples of `hmac-sha256` (a generic event, for `inboxctl send`).
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("evt_{}", random_alnum(20))

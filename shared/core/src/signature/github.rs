@@ -10,11 +10,15 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use http::HeaderName;
+#[cfg(any(test, feature = "samples"))]
 use serde_json::json;
 
 use super::generic::{self, Encoding, Prefix, Preset};
-use super::sample::random_uuid;
-use super::{Sample, Sampler, Scheme, SchemeError, Spec};
+#[cfg(any(test, feature = "samples"))]
+use super::stamp::random_uuid;
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
+use super::{Scheme, SchemeError, Spec};
 
 const LABEL: &str = "X-Hub-Signature-256";
 
@@ -39,9 +43,11 @@ pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
 }
 
 /// GitHub's sample events, for `inboxctl send`.
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_uuid()

@@ -21,8 +21,8 @@
 //! the 300 s of the other schemes: a retry of a request that was refused (a 503 while the store
 //! was down) or whose 200 was lost is still accepted, as a new event or as a `duplicate` of its
 //! token. A source's own `tolerance_secs` overrides it. Were a retry ever signed again (a new
-//! token), the lost-200 case would store a second message; the wallet settles an email by its
-//! `Message-Id`, so that second message debits nothing twice.
+//! token), the lost-200 case would store a second message; a handler that settles an email by
+//! its `Message-Id` (as the application's does) does not act on the email twice.
 //!
 //! Event type: `/event-data/event`. Sample: a `delivered` event; `msg_id` is the token.
 
@@ -32,13 +32,18 @@ use serde_json::{json, Map, Value};
 use super::fields::Fields;
 use super::headers::parse_timestamp;
 use super::hmac::HmacKeys;
-use super::sample::{random_alnum, rfc3339};
+#[cfg(any(test, feature = "samples"))]
+use super::sample::random_alnum;
+#[cfg(any(test, feature = "samples"))]
+use super::stamp::rfc3339;
 use super::tag::decode_hex_tag;
 use super::tolerance::Tolerance;
 use super::{
-    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
-    Spec, Unsigned, Verdict,
+    FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
 };
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
 use crate::identity::FieldRule;
 
 const SIGNATURE_OBJECT: &str = "signature";
@@ -185,9 +190,11 @@ impl Scheme for Mailgun {
 }
 
 /// The samples of the scheme (its provider's events, for `inboxctl send`).
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     /// A token: 50 random lowercase hex-like characters, as Mailgun's.
     fn sample_id(&self) -> String {

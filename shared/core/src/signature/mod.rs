@@ -1,15 +1,17 @@
 //! Webhook signature schemes: the [`Scheme`] trait every scheme implements (what ingest needs), the
-//! [`Sampler`] beside it (what `inboxctl send` needs), the registration list (`SCHEMES`:
-//! [`build`], [`sampler`], [`check_registered`], [`scheme_names`]) and the types a scheme is built
-//! from and works on ([`Spec`], [`Request`], [`Verdict`], [`Unsigned`], [`Signed`], [`Sample`]).
+//! registration list (`SCHEMES`: [`build`], [`check_registered`], [`scheme_names`]) and the
+//! types a scheme is built from and works on ([`Spec`], [`Request`], [`Verdict`], [`Unsigned`],
+//! [`Signed`]). Beside it, behind the `samples` feature (`inboxctl send` turns it on, no Lambda
+//! does): the `Sampler` each provider has (a sample event), `Sample` and `sampler`
+//! (`sample.rs`).
 //!
 //! One file per provider holds everything about it (settings, key material, header parsing,
-//! signed content, signing, default id/type rules, sample event, tests): `stripe.rs`,
-//! `standard.rs` (Standard Webhooks, `v1` and `v1a`, configurable header names: Resend/Svix),
-//! `github.rs`, `shopify.rs`, `slack.rs`, `generic.rs` (HMAC-SHA256 of the body with a configured
-//! header, encoding and prefix), `sns.rs` (Amazon SNS, i.e. SES events; with `sns/cert.rs` and
-//! `sns/message.rs`), `sendgrid.rs`, `mailgun.rs`, `postmark.rs`, `paddle.rs`, `square.rs`,
-//! `twilio.rs`, `discord.rs` and `zoom.rs`.
+//! signed content, signing, default id/type rules, its sample event behind the `samples` feature,
+//! tests): `stripe.rs`, `standard.rs` (Standard Webhooks, `v1` and `v1a`, configurable header
+//! names: Resend/Svix), `github.rs`, `shopify.rs`, `slack.rs`, `generic.rs` (HMAC-SHA256 of the
+//! body with a configured header, encoding and prefix), `sns.rs` (Amazon SNS, i.e. SES events;
+//! with `sns/cert.rs` and `sns/message.rs`), `sendgrid.rs`, `mailgun.rs`, `postmark.rs`,
+//! `paddle.rs`, `square.rs`, `twilio.rs`, `discord.rs` and `zoom.rs`.
 //!
 //! Providers that sign the same way share one scheme and differ only in a preset (headers,
 //! encoding, id and type rules, handshake): GitHub and Shopify are presets of the generic body
@@ -23,7 +25,8 @@
 //! signature tag and its hex/base64 decoding (`tag.rs`), header extraction, timestamp parsing and
 //! signed-header building (`headers.rs`), the timestamp tolerance (`tolerance.rs`), settings
 //! deserialization and header-name interning (`settings.rs`), samples and their helpers
-//! (`sample.rs`); the members of a JSON body that carries its signature in `fields.rs`; the
+//! (`sample.rs`), a fresh UUID and an RFC 3339 time as signing and samples write them
+//! (`stamp.rs`); the members of a JSON body that carries its signature in `fields.rs`; the
 //! configured public URL (Square, Twilio) in `public_url.rs`; fetching published keys
 //! ([`Fetcher`]) in `fetch.rs`; the request, verdict and signing types in `request.rs`; endpoint
 //! handshakes ([`Handshake`], answered by ingest after verification: Slack, Zoom, Discord, SNS) in
@@ -32,12 +35,13 @@
 //! # Adding a scheme
 //!
 //! A new file `foo.rs` with a type implementing [`Scheme`] and `FromSpec` (and its tests), a type
-//! implementing [`Sampler`], its `mod foo;` and its line in `SCHEMES` below
-//! (`("foo", construct::<foo::Foo>, fixed::<foo::Samples>)`), and a row in the table of schemes in
-//! `docs/sources.md`. A provider that signs like an existing scheme is a preset of it instead (see
-//! `github.rs`). Nothing else matches on schemes: configuration and ingest only see `dyn Scheme`,
-//! `inboxctl` `dyn Sampler` too. (A scheme that is declared but not registered is dead code: the
-//! build fails on the warning.)
+//! `Samples` implementing `Sampler` (with `#[cfg(any(test, feature = "samples"))]`, as its
+//! imports), its `mod foo;`, its line in `SCHEMES` below (`("foo", construct::<foo::Foo>)`) and
+//! in `SAMPLERS` in `sample.rs` (`("foo", fixed::<foo::Samples>)`; a test holds both lists
+//! equal), and a row in the table of schemes in `docs/sources.md`. A provider that signs like an
+//! existing scheme is a preset of it instead (see `github.rs`). Nothing else matches on schemes:
+//! configuration and ingest only see `dyn Scheme`, `inboxctl` `dyn Sampler` too. (A scheme or
+//! samples declared but not registered are dead code: the build fails on the warning.)
 //!
 //! # Rules common to the HMAC schemes
 //!
@@ -79,9 +83,11 @@ mod item_header;
 mod preset;
 mod public_url;
 mod request;
+#[cfg(any(test, feature = "samples"))]
 mod sample;
 mod secret;
 mod settings;
+mod stamp;
 mod tag;
 #[cfg(test)]
 mod test_support;
@@ -103,7 +109,8 @@ pub use error::{SchemeError, SignError, SignatureError};
 pub use fetch::{FetchError, FetchFuture, Fetcher, HttpsFetcher};
 pub use handshake::{Handshake, HandshakeError, HandshakeReply, PendingHandshake};
 pub use request::{PendingVerification, Request, Signed, Unsigned, Verdict};
-pub use sample::{Sample, Sampler};
+#[cfg(any(test, feature = "samples"))]
+pub use sample::{sampler, Sample, Sampler};
 pub use secret::Secret;
 
 /// A local SNS signing identity made for tests (a PEM private key and its certificate), for tests
@@ -130,59 +137,31 @@ mod stripe;
 mod twilio;
 mod zoom;
 
-/// The registration list: the name a source's `"scheme"` gives, how the scheme is built, and how
-/// its samples are.
+/// The registration list: the name a source's `"scheme"` gives, and how the scheme is built.
+/// (Its samples are registered under the same name in `sample.rs`.)
 const SCHEMES: &[Registration] = &[
-    ("stripe", stripe::build, fixed::<stripe::Samples>),
-    (
-        "standard-webhooks",
-        construct::<standard::StandardWebhooks>,
-        fixed::<standard::Samples>,
-    ),
-    ("github", github::build, fixed::<github::Samples>),
-    ("shopify", shopify::build, fixed::<shopify::Samples>),
-    ("slack", slack::build, fixed::<slack::Samples>),
-    (
-        "hmac-sha256",
-        construct::<generic::HmacSha256>,
-        fixed::<generic::Samples>,
-    ),
-    ("sns", construct::<sns::Sns>, sns::samples),
-    ("sendgrid", sendgrid::build, fixed::<sendgrid::Samples>),
-    (
-        "mailgun",
-        construct::<mailgun::Mailgun>,
-        fixed::<mailgun::Samples>,
-    ),
-    (
-        "postmark",
-        construct::<postmark::Postmark>,
-        fixed::<postmark::Samples>,
-    ),
-    ("paddle", paddle::build, fixed::<paddle::Samples>),
-    (
-        "square",
-        construct::<square::Square>,
-        fixed::<square::Samples>,
-    ),
-    (
-        "twilio",
-        construct::<twilio::Twilio>,
-        fixed::<twilio::Samples>,
-    ),
-    ("discord", discord::build, fixed::<discord::Samples>),
-    ("zoom", zoom::build, fixed::<zoom::Samples>),
+    ("stripe", stripe::build),
+    ("standard-webhooks", construct::<standard::StandardWebhooks>),
+    ("github", github::build),
+    ("shopify", shopify::build),
+    ("slack", slack::build),
+    ("hmac-sha256", construct::<generic::HmacSha256>),
+    ("sns", construct::<sns::Sns>),
+    ("sendgrid", sendgrid::build),
+    ("mailgun", construct::<mailgun::Mailgun>),
+    ("postmark", construct::<postmark::Postmark>),
+    ("paddle", paddle::build),
+    ("square", construct::<square::Square>),
+    ("twilio", construct::<twilio::Twilio>),
+    ("discord", discord::build),
+    ("zoom", zoom::build),
 ];
 
-/// A registered scheme: its name, its constructor and its samples' constructor.
-type Registration = (&'static str, Constructor, SamplerConstructor);
+/// A registered scheme: its name and its constructor.
+type Registration = (&'static str, Constructor);
 
 /// A registered scheme's constructor.
 type Constructor = fn(&Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError>;
-
-/// A registered scheme's samples' constructor (from the same spec: a sample may show a setting,
-/// as SNS's shows its topic).
-type SamplerConstructor = fn(&Spec<'_>) -> Result<Arc<dyn Sampler>, SchemeError>;
 
 /// A scheme built from a source's spec alone. (A preset of a shared scheme is built by its
 /// module's `build`, which gives the shared scheme its preset.)
@@ -197,25 +176,14 @@ fn construct<S: FromSpec>(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeErro
     Ok(Arc::new(S::new(spec)?))
 }
 
-/// The samples of a provider whose samples show no setting.
-fn fixed<S: Sampler + Default + 'static>(_: &Spec<'_>) -> Result<Arc<dyn Sampler>, SchemeError> {
-    Ok(Arc::new(S::default()))
-}
-
 /// The registered scheme names, in registration order.
 pub fn scheme_names() -> impl Iterator<Item = &'static str> {
-    SCHEMES.iter().map(|(name, _, _)| *name)
+    SCHEMES.iter().map(|(name, _)| *name)
 }
 
 /// Builds the scheme registered as `name` ([`SchemeError::UnknownScheme`] if there is none).
 pub fn build(name: &str, spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
     (registered(name)?.1)(spec)
-}
-
-/// Builds the samples of the scheme registered as `name`, for `inboxctl send`
-/// ([`SchemeError::UnknownScheme`] if there is none).
-pub fn sampler(name: &str, spec: &Spec<'_>) -> Result<Arc<dyn Sampler>, SchemeError> {
-    (registered(name)?.2)(spec)
 }
 
 /// `Ok` if a scheme is registered as `name`, else [`SchemeError::UnknownScheme`] (which lists the
@@ -227,17 +195,22 @@ pub fn check_registered(name: &str) -> Result<(), SchemeError> {
 fn registered(name: &str) -> Result<&'static Registration, SchemeError> {
     SCHEMES
         .iter()
-        .find(|(n, _, _)| *n == name)
-        .ok_or_else(|| SchemeError::UnknownScheme {
-            name: name.chars().take(64).collect(),
-            known: scheme_names().collect::<Vec<_>>().join(", "),
-        })
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| unknown(name))
+}
+
+/// [`SchemeError::UnknownScheme`] for `name`, listing the known names.
+fn unknown(name: &str) -> SchemeError {
+    SchemeError::UnknownScheme {
+        name: name.chars().take(64).collect(),
+        known: scheme_names().collect::<Vec<_>>().join(", "),
+    }
 }
 
 /// A signature scheme, configured for one source: it verifies requests, signs messages (samples,
 /// tests and outbound deliveries), and knows what a message needs kept and where its id and type
 /// are. Built once per cold start; shared by every request (`Send + Sync`). What a sample of its
-/// provider looks like is its [`Sampler`]'s business.
+/// provider looks like is its `Sampler`'s business (the `samples` feature).
 ///
 /// `Debug` must never show key material (print the number of secrets, not them).
 pub trait Scheme: fmt::Debug + Send + Sync {

@@ -14,11 +14,17 @@
 use std::sync::Arc;
 
 use http::HeaderName;
+#[cfg(any(test, feature = "samples"))]
 use serde_json::json;
 
 use super::item_header::{self, ItemHeaderPreset, OddItems, Reasons};
-use super::sample::{random_alnum, rfc3339};
-use super::{Sample, Sampler, Scheme, SchemeError, Spec};
+#[cfg(any(test, feature = "samples"))]
+use super::sample::random_alnum;
+#[cfg(any(test, feature = "samples"))]
+use super::stamp::rfc3339;
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
+use super::{Scheme, SchemeError, Spec};
 
 const LABEL: &str = "Paddle-Signature";
 
@@ -48,9 +54,11 @@ pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
 }
 
 /// Paddle's sample events, for `inboxctl send`.
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("evt_{}", random_alnum(26).to_ascii_lowercase())

@@ -19,17 +19,21 @@ use std::net::IpAddr;
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName};
 use serde::Deserialize;
+#[cfg(any(test, feature = "samples"))]
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
 use super::headers::{push_header, single_header};
-use super::sample::{random_uuid, rfc3339};
 use super::settings::settings;
+#[cfg(any(test, feature = "samples"))]
+use super::stamp::{random_uuid, rfc3339};
 use super::{
-    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
-    Spec, Unsigned, Verdict,
+    FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
 };
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
 use crate::identity::FieldRule;
 
 const LABEL: &str = "Authorization";
@@ -228,9 +232,11 @@ impl Scheme for Postmark {
 }
 
 /// The samples of the scheme (its provider's events, for `inboxctl send`).
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_uuid()

@@ -1,13 +1,63 @@
 //! What `inboxctl send` needs of a scheme and ingest does not: the [`Sampler`] (a sample event
-//! shaped like the provider's, its id and its type), and the helpers samples use
-//! ([`random_alnum`], [`random_uuid`], [`rfc3339`]).
+//! shaped like the provider's, its id and its type), the samplers' registration list
+//! (`SAMPLERS`, [`sampler`]), and the helper samples use ([`random_alnum`]; ids and times as
+//! signing writes them too are in `stamp.rs`).
+//!
+//! Compiled only with the `samples` feature (which `inboxctl` turns on) and in this crate's
+//! tests: no Lambda carries a sample. Each provider's `Samples` stays in its file, behind the same
+//! `cfg`.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::{
+    discord, generic, github, mailgun, paddle, postmark, sendgrid, shopify, slack, sns, square,
+    standard, stripe, twilio, unknown, zoom, SchemeError, Spec,
+};
+
+/// The samplers, under the names their schemes are registered as (`SCHEMES` in `mod.rs`, in the
+/// same order; a test holds them equal).
+const SAMPLERS: &[(&str, SamplerConstructor)] = &[
+    ("stripe", fixed::<stripe::Samples>),
+    ("standard-webhooks", fixed::<standard::Samples>),
+    ("github", fixed::<github::Samples>),
+    ("shopify", fixed::<shopify::Samples>),
+    ("slack", fixed::<slack::Samples>),
+    ("hmac-sha256", fixed::<generic::Samples>),
+    ("sns", sns::samples),
+    ("sendgrid", fixed::<sendgrid::Samples>),
+    ("mailgun", fixed::<mailgun::Samples>),
+    ("postmark", fixed::<postmark::Samples>),
+    ("paddle", fixed::<paddle::Samples>),
+    ("square", fixed::<square::Samples>),
+    ("twilio", fixed::<twilio::Samples>),
+    ("discord", fixed::<discord::Samples>),
+    ("zoom", fixed::<zoom::Samples>),
+];
+
+/// A registered scheme's samples' constructor (from the source's spec: a sample may show a
+/// setting, as SNS's shows its topic).
+type SamplerConstructor = fn(&Spec<'_>) -> Result<Arc<dyn Sampler>, SchemeError>;
+
+/// The samples of a provider whose samples show no setting.
+fn fixed<S: Sampler + Default + 'static>(_: &Spec<'_>) -> Result<Arc<dyn Sampler>, SchemeError> {
+    Ok(Arc::new(S::default()))
+}
+
+/// Builds the samples of the scheme registered as `name`, for `inboxctl send`
+/// ([`SchemeError::UnknownScheme`] if there is none).
+pub fn sampler(name: &str, spec: &Spec<'_>) -> Result<Arc<dyn Sampler>, SchemeError> {
+    let (_, samples) = SAMPLERS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| unknown(name))?;
+    samples(spec)
+}
+
 /// A provider's sample events, for `inboxctl send`; beside [`super::Scheme`], which is what
-/// ingest needs. Built for a source from its spec, like its scheme ([`super::sampler`]); a sample
+/// ingest needs. Built for a source from its spec, like its scheme ([`sampler`]); a sample
 /// never depends on the source's secrets.
 pub trait Sampler: fmt::Debug + Send + Sync {
     /// A fresh event id in the provider's format (`evt_…`, a UUID, …).
@@ -46,29 +96,14 @@ pub(super) fn random_alnum(n: usize) -> String {
         .collect()
 }
 
-/// A random UUID v4 (GitHub and Shopify delivery ids).
-pub(super) fn random_uuid() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
+#[cfg(test)]
+mod tests {
+    use super::SAMPLERS;
 
-/// Unix seconds as RFC 3339 UTC, `2026-11-30T10:00:00Z` (sample timestamps).
-pub(super) fn rfc3339(secs: i64) -> String {
-    // Days since 1970-01-01 → civil date (Howard Hinnant's algorithm).
-    let days = secs.div_euclid(86_400);
-    let of_day = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60
-    )
+    /// Every registered scheme has samples, registered under its name, in the same order.
+    #[test]
+    fn every_scheme_has_samples() {
+        let samplers: Vec<&str> = SAMPLERS.iter().map(|(name, _)| *name).collect();
+        assert_eq!(samplers, super::super::scheme_names().collect::<Vec<_>>());
+    }
 }

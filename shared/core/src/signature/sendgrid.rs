@@ -20,13 +20,17 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use http::HeaderName;
+#[cfg(any(test, feature = "samples"))]
 use serde_json::json;
 
 use super::asymmetric::{
     self, Algorithm, AsymmetricPreset, KeyBytes, SignatureBytes, MAX_SIGNATURE_LEN,
 };
+#[cfg(any(test, feature = "samples"))]
 use super::sample::random_alnum;
-use super::{Sample, Sampler, Scheme, SchemeError, Spec};
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
+use super::{Scheme, SchemeError, Spec};
 use crate::identity::FieldRule;
 
 const SIGNATURE_LABEL: &str = "X-Twilio-Email-Event-Webhook-Signature";
@@ -110,9 +114,11 @@ fn encode_signature(sig: &[u8]) -> String {
 }
 
 /// SendGrid's sample events, for `inboxctl send`.
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_alnum(22)

@@ -9,11 +9,15 @@
 use std::sync::Arc;
 
 use http::HeaderName;
+#[cfg(any(test, feature = "samples"))]
 use serde_json::json;
 
 use super::generic::{self, Encoding, Preset};
-use super::sample::{random_uuid, rfc3339};
-use super::{Sample, Sampler, Scheme, SchemeError, Spec};
+#[cfg(any(test, feature = "samples"))]
+use super::stamp::{random_uuid, rfc3339};
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
+use super::{Scheme, SchemeError, Spec};
 
 const LABEL: &str = "X-Shopify-Hmac-Sha256";
 
@@ -35,9 +39,11 @@ pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
 }
 
 /// Shopify's sample events, for `inboxctl send`.
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_uuid()

@@ -18,9 +18,12 @@ use http::HeaderName;
 use serde_json::json;
 
 use super::handshake::{object_containing, Handshake, HandshakeReply};
+#[cfg(any(test, feature = "samples"))]
 use super::sample::random_alnum;
 use super::v0::{self, V0Headers, V0Preset, V0};
-use super::{Request, Sample, Sampler, Scheme, SchemeError, Spec};
+use super::{Request, Scheme, SchemeError, Spec};
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
 
 static SLACK: V0Preset = V0Preset {
     name: "Slack",
@@ -55,9 +58,11 @@ fn handshake<'a>(_: &'a V0, request: Request<'a>) -> Option<Handshake<'a>> {
 }
 
 /// Slack's sample events, for `inboxctl send`.
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("Ev{}", random_alnum(10).to_ascii_uppercase())

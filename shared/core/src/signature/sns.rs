@@ -36,9 +36,11 @@
 
 mod cert;
 mod message;
+#[cfg(any(test, feature = "samples"))]
 mod sample;
 mod subscribe;
 
+#[cfg(any(test, feature = "samples"))]
 pub(super) use self::sample::samples;
 
 use std::sync::Arc;
@@ -56,8 +58,8 @@ use self::message::{
     Kind,
 };
 use super::fields::Fields;
-use super::sample::random_uuid;
 use super::settings::settings;
+use super::stamp::random_uuid;
 use super::tolerance::Tolerance;
 use super::{
     Fetcher, FromSpec, Handshake, HttpsFetcher, Request, Scheme, SchemeError, SignError,

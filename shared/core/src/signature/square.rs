@@ -11,17 +11,23 @@
 //! (UUID id).
 
 use http::{HeaderMap, HeaderName};
+#[cfg(any(test, feature = "samples"))]
 use serde_json::json;
 
 use super::headers::{covers, push_header, single_header};
 use super::hmac::HmacKeys;
 use super::public_url::configured_url;
-use super::sample::{random_alnum, random_uuid, rfc3339};
+#[cfg(any(test, feature = "samples"))]
+use super::sample::random_alnum;
+#[cfg(any(test, feature = "samples"))]
+use super::stamp::{random_uuid, rfc3339};
 use super::tag::{base64_tag, decode_base64_tag};
 use super::{
-    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
-    Spec, Unsigned, Verdict,
+    FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
 };
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
 use crate::identity::FieldRule;
 
 const LABEL: &str = "x-square-hmacsha256-signature";
@@ -92,9 +98,11 @@ impl Scheme for Square {
 }
 
 /// The samples of the scheme (its provider's events, for `inboxctl send`).
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_uuid()

@@ -28,19 +28,25 @@ use std::borrow::Cow;
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName};
 use serde::Deserialize;
+#[cfg(any(test, feature = "samples"))]
 use serde_json::json;
 
 use super::asymmetric::{Algorithm, AsymmetricKeys, KeyBytes, ED25519_SIG_LEN};
 use super::headers::{covers, parse_timestamp, push_header, single_header};
 use super::hmac::HmacKeys;
-use super::sample::{random_alnum, rfc3339};
+#[cfg(any(test, feature = "samples"))]
+use super::sample::random_alnum;
 use super::settings::{intern, settings};
+#[cfg(any(test, feature = "samples"))]
+use super::stamp::rfc3339;
 use super::tag::{base64_tag, decode_base64_tag, Tag};
 use super::tolerance::Tolerance;
 use super::{
-    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
-    Spec, Unsigned, Verdict,
+    FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
 };
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
 use crate::identity::FieldRule;
 
 const DEFAULT_PREFIX: &str = "webhook-";
@@ -328,9 +334,11 @@ impl Scheme for StandardWebhooks {
 }
 
 /// The samples of the scheme (its provider's events, for `inboxctl send`).
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("msg_{}", random_alnum(27))

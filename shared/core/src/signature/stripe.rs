@@ -16,11 +16,15 @@
 use std::sync::Arc;
 
 use http::HeaderName;
+#[cfg(any(test, feature = "samples"))]
 use serde_json::json;
 
 use super::item_header::{self, ItemHeaderPreset, OddItems, Reasons};
+#[cfg(any(test, feature = "samples"))]
 use super::sample::random_alnum;
-use super::{Sample, Sampler, Scheme, SchemeError, Spec};
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
+use super::{Scheme, SchemeError, Spec};
 
 /// Header name as Stripe documents it (used in errors).
 const LABEL: &str = "Stripe-Signature";
@@ -50,6 +54,7 @@ pub(super) fn build(spec: &Spec<'_>) -> Result<Arc<dyn Scheme>, SchemeError> {
 }
 
 /// Stripe's object name for an event type: `checkout.session.completed` → `checkout.session`.
+#[cfg(any(test, feature = "samples"))]
 fn object_of(event_type: &str) -> &str {
     event_type
         .rsplit_once('.')
@@ -57,9 +62,11 @@ fn object_of(event_type: &str) -> &str {
 }
 
 /// Stripe's sample events, for `inboxctl send`.
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("evt_{}", random_alnum(24))

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use super::headers::*;
 use super::hmac::*;
-use super::sample::*;
 use super::settings::*;
+use super::stamp::*;
 use super::tag::*;
 use super::test_support::*;
 use super::tolerance::*;

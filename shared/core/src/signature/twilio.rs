@@ -24,11 +24,14 @@ use subtle::{Choice, ConstantTimeEq};
 
 use super::headers::{push_header, single_header};
 use super::public_url::{configured_url, port_variants};
+#[cfg(any(test, feature = "samples"))]
 use super::sample::random_alnum;
 use super::{
-    FromSpec, Request, Sample, Sampler, Scheme, SchemeError, SignError, SignatureError, Signed,
-    Spec, Unsigned, Verdict,
+    FromSpec, Request, Scheme, SchemeError, SignError, SignatureError, Signed, Spec, Unsigned,
+    Verdict,
 };
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
 use crate::identity::form::signed_params;
 use crate::identity::FieldRule;
 
@@ -40,6 +43,8 @@ static SIGNED_HEADERS: [HeaderName; 2] = [
     HeaderName::from_static("x-twilio-signature"),
     HeaderName::from_static("x-twilio-webhooks-signature-settings"),
 ];
+/// The media type of Twilio's form-encoded samples.
+#[cfg(any(test, feature = "samples"))]
 const FORM: &str = "application/x-www-form-urlencoded";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,9 +225,11 @@ impl Scheme for Twilio {
 }
 
 /// The samples of the scheme (its provider's events, for `inboxctl send`).
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         format!("SM{}", random_alnum(32).to_ascii_lowercase())

@@ -19,9 +19,14 @@ use http::HeaderName;
 use serde_json::json;
 
 use super::handshake::{object_containing, Handshake, HandshakeReply};
-use super::sample::{random_alnum, rfc3339};
+#[cfg(any(test, feature = "samples"))]
+use super::sample::random_alnum;
+#[cfg(any(test, feature = "samples"))]
+use super::stamp::rfc3339;
 use super::v0::{self, signed_parts, V0Headers, V0Preset, V0};
-use super::{Request, Sample, Sampler, Scheme, SchemeError, Spec};
+use super::{Request, Scheme, SchemeError, Spec};
+#[cfg(any(test, feature = "samples"))]
+use super::{Sample, Sampler};
 
 const VALIDATION: &str = "endpoint.url_validation";
 static ZOOM: V0Preset = V0Preset {
@@ -64,9 +69,11 @@ fn handshake<'a>(scheme: &'a V0, request: Request<'a>) -> Option<Handshake<'a>> 
 }
 
 /// Zoom's sample events, for `inboxctl send`.
+#[cfg(any(test, feature = "samples"))]
 #[derive(Debug, Default)]
 pub(super) struct Samples;
 
+#[cfg(any(test, feature = "samples"))]
 impl Sampler for Samples {
     fn sample_id(&self) -> String {
         random_alnum(22)

@@ -1,9 +1,9 @@
 //! An in-memory store with the DynamoDB adapter's semantics (conditional insert, versioned
 //! transitions, the open index, effects applied all-or-nothing with their conditions): for unit
-//! tests and benchmarks only. `Raw` effects are recorded, not interpreted. Repeated deliveries
-//! (journal and counters): `memory/journal.rs`; applications' due items in the open index:
-//! `memory/due_index.rs`; the outbox's deliveries and destination state
-//! (with the same conditions as on DynamoDB): `memory/outbox.rs`.
+//! tests and benchmarks only (the `test-util` feature). `Raw` effects are recorded, not
+//! interpreted. Repeated deliveries (journal and counters): `memory/journal.rs`; applications'
+//! due items in the open index: `memory/due_index.rs`; the outbox's deliveries and destination
+//! state (with the same conditions as on DynamoDB): `memory/outbox.rs`.
 
 mod due_index;
 mod journal;
@@ -505,9 +505,9 @@ mod tests {
             Applied::EffectConflict,
             "the item must exist"
         );
-        let mut wallet = item("w");
-        wallet.insert("balance".into(), n(10));
-        store.put_item(wallet);
+        let mut account = item("w");
+        account.insert("balance".into(), n(10));
+        store.put_item(account);
         assert_eq!(
             store.commit(vec![adjust(1, at_most(5))]).await.unwrap(),
             Applied::EffectConflict,

@@ -10,8 +10,9 @@
 //!   [`Effect`]s committed atomically outside a message transition (e.g. creating an account).
 //! - [`DueIndex`]: an application's own due items in the open index, by shard (`due_index.rs`).
 //!
-//! [`dynamo`] implements them on DynamoDB (one table, see [`schema`]); [`memory`] is an in-memory
-//! fake with the same semantics, for unit tests and benchmarks only. [`attr`] builds and reads
+//! [`dynamo`] implements them on DynamoDB (one table, see [`schema`]); `memory` is an in-memory
+//! fake with the same semantics, for unit tests and benchmarks only: it exists with the
+//! `test-util` feature (or in this crate's tests), never in a Lambda. [`attr`] builds and reads
 //! attribute values; [`size`] is what DynamoDB bills for an item; [`fair`] spreads a run's budget
 //! over the open index's shards (the reaper's, the outbox sweep's). The records of repeated
 //! deliveries are in `journal.rs`; [`MessageStore`] in `messages.rs`. How a body is stored (inline
@@ -24,6 +25,7 @@ pub mod dynamo;
 pub mod fair;
 mod journal;
 mod listing;
+#[cfg(any(test, feature = "test-util"))]
 pub mod memory;
 mod messages;
 pub mod schema;
@@ -70,7 +72,7 @@ pub enum Effect {
     /// Like [`Effect::Adjust`], on an item that must exist and only if every bound holds on the
     /// item as stored before the adds (an absent attribute fails its bound): else the whole
     /// commit fails with [`Applied::EffectConflict`]. Concurrent adjustments whose bounds still
-    /// hold after each other's adds do not conflict (a wallet's holds: `held` added atomically,
+    /// hold after each other's adds do not conflict (an account's holds: `held` added atomically,
     /// bounded by what the balance affords). On DynamoDB an `UpdateItem` with a
     /// `ConditionExpression`.
     AdjustIf {
@@ -94,7 +96,7 @@ pub enum Effect {
     /// left exactly as it is: never a conflict, and never a change to an existing item whatever
     /// became of it since (a message written this way that was processed meanwhile stays out of
     /// the open index). For an item written once per fact by writers that may repeat it, such as
-    /// the wallet's own events. On DynamoDB a conditional `PutItem`; in a transaction, an
+    /// an application's own events. On DynamoDB a conditional `PutItem`; in a transaction, an
     /// element cancelled only because its item exists is dropped and the rest sent again.
     CreateIfAbsent(Item),
     /// Any DynamoDB transaction element (only the DynamoDB adapter applies it; the in-memory

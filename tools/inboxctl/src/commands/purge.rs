@@ -119,7 +119,7 @@ pub async fn run(ctx: &Context, args: PurgeArgs) -> Result<()> {
             }
             Err(e) => {
                 report.errors += 1;
-                ("error", Some(format!("{:#}", anyhow::Error::new(e))))
+                ("error", Some(inbox_core::error::one_line(&e)))
             }
         };
         report.messages.push(Item {

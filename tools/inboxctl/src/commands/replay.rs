@@ -81,7 +81,7 @@ pub(crate) async fn replay_key(
         }
         Err(e) => Replayed {
             outcome: "error",
-            detail: Some(format!("{:#}", anyhow::Error::new(e))),
+            detail: Some(inbox_core::error::one_line(&e)),
             replayed: None,
         },
     }

@@ -11,6 +11,7 @@ use crate::output::{print_json, say};
 use crate::sample;
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::config::{catalog, vars, Env, Var};
+use inbox_core::signature::SchemeError;
 use inbox_core::sources::{parse_secrets, Sources};
 use serde::Serialize;
 use serde_json::Value;
@@ -97,19 +98,22 @@ pub async fn run(ctx: &Context, args: SendArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| format!("{DEFAULT_BASE_URL}/{}", args.source));
     let now = SystemClock.now_secs();
+    let unbuilt = |e: SchemeError| usage(format!("source {:?}: its samples: {e}", args.source));
     let event = match &args.file {
         None => sample::sample(
             source,
             args.event_id.as_deref(),
             args.event_type.as_deref(),
             now,
-        ),
+        )
+        .map_err(unbuilt)?,
         Some(path) => sample::from_file(
             source,
             std::fs::read(path).context(format!("reading {}", path.display()))?,
             args.event_id.as_deref(),
             args.event_type.as_deref(),
-        ),
+        )
+        .map_err(unbuilt)?,
     };
     let sign = |now| {
         sample::sign(source, &event, now)

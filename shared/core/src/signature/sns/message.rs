@@ -1,7 +1,7 @@
 //! SNS messages: their kinds, the documented string to sign, their timestamps
 //! (`2012-04-26T20:45:04.751Z`), and topic ARNs.
 
-use super::super::sample::rfc3339;
+use super::super::stamp::rfc3339;
 use super::super::SignatureError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +79,7 @@ pub(super) fn parse_timestamp(text: &str) -> Option<i64> {
     {
         return None;
     }
-    // Days from civil (Howard Hinnant's algorithm), the inverse of sample::rfc3339.
+    // Days from civil (Howard Hinnant's algorithm), the inverse of stamp::rfc3339.
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;

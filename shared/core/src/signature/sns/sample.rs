@@ -7,8 +7,9 @@ use serde_json::json;
 
 use super::message::sns_timestamp;
 use super::Settings;
-use crate::signature::sample::{random_alnum, random_uuid, rfc3339};
+use crate::signature::sample::random_alnum;
 use crate::signature::settings::settings;
+use crate::signature::stamp::{random_uuid, rfc3339};
 use crate::signature::{Sample, Sampler, SchemeError, Spec};
 
 /// SNS's sample events (SES events of the source's topic), for `inboxctl send`.

@@ -17,7 +17,7 @@
 //!   with the reason);
 //! - an effect's condition failed, or `TransactionConflict` on any element (mixed with a failed
 //!   condition, or still there after the retries): decide again on fresh state
-//!   ([`Applied::EffectConflict`]: the processor re-runs the handler, a hold reads the wallet
+//!   ([`Applied::EffectConflict`]: the processor re-runs the handler, which reads its items
 //!   again);
 //! - `ThrottlingError`, `ProvisionedThroughputExceeded`, `RequestLimitExceeded`: transient, and
 //!   reported as throttling ([`StoreError::Throttled`]);

@@ -171,7 +171,7 @@ pub async fn from_quarantine(ctx: &Context, args: &ReplayArgs) -> Result<()> {
                     },
                     Err(e) => {
                         let e = anyhow::Error::new(e).context("deleting the queue message");
-                        let detail = format!("{e:#}");
+                        let detail = inbox_core::error::one_line(e.as_ref());
                         infra_error.get_or_insert(e);
                         QueueItem {
                             action: "kept",
@@ -286,7 +286,7 @@ async fn handle_one(
         Err(e) => {
             let e = anyhow::Error::new(e);
             item.outcome = "error";
-            item.detail = Some(format!("{e:#}"));
+            item.detail = Some(inbox_core::error::one_line(e.as_ref()));
             infra_error.get_or_insert(e);
             (item, false)
         }
