@@ -4,7 +4,7 @@
 
 use super::Timings;
 use crate::autopay::ladder::Ladder;
-use inbox_core::config::doc::readers::CHARGE;
+use crate::config::CHARGE;
 use inbox_core::config::doc::{ReadBy, Unset};
 use inbox_core::config::{ConfigError, Env, Var};
 use std::time::Duration;
