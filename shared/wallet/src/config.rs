@@ -20,9 +20,8 @@ pub use sources::WalletSources;
 /// The reconcile function, as `template.yaml` names it.
 pub use inbox_core::config::doc::readers::RECONCILE;
 
-/// The charge function (autopay's charging pass), as `template.yaml` names it: the wallet's, so
-/// named here rather than in the core.
-pub const CHARGE: &str = "charge";
+/// The charge function (autopay's charging pass), as `template.yaml` names it.
+pub use crate::autopay::pass::CHARGE;
 /// The wallet API function, as `template.yaml` names it: the wallet's, so named here rather than
 /// in the core.
 pub const WALLET_API: &str = "wallet-api";
