@@ -4,9 +4,11 @@
 //! (`wallet_api::config`). This crate sees every crate that declares variables, so the check
 //! (`tests/it/config_docs.rs`) and the command that rewrites the page ([`REGENERATE`]) live here.
 
+use inbox_core::config::doc::readers::{DELIVER, INGEST, PROCESS, REAPER, RECONCILE};
 use inbox_core::config::doc::{self, SpliceError};
 use inbox_core::config::{catalog, Var};
 use std::path::PathBuf;
+use wallet_ledger::config::{CHARGE, WALLET_API};
 
 /// The command that rewrites the page's generated sections (`make config-docs` runs it).
 pub const REGENERATE: &str = "cargo run -q -p integration-tests --bin config_docs";
@@ -24,6 +26,13 @@ pub fn variables() -> Vec<&'static Var> {
         .collect()
 }
 
+/// The deployment's functions as `template.yaml` names them, in the order the page lists the
+/// readers of a variable every function reads: the core's and the wallet's. The core names none
+/// of its applications' functions, so they are listed here, where every crate is seen.
+pub const FUNCTIONS: &[&str] = &[
+    INGEST, PROCESS, REAPER, RECONCILE, DELIVER, CHARGE, WALLET_API,
+];
+
 /// The page of every variable, `docs/configuration.md`.
 pub fn page_path() -> PathBuf {
     crate::root().join("docs/configuration.md")
@@ -31,7 +40,7 @@ pub fn page_path() -> PathBuf {
 
 /// `page` with its generated sections rendered from [`variables`].
 pub fn render(page: &str) -> Result<String, SpliceError> {
-    doc::splice(page, &variables())
+    doc::splice(page, &variables(), FUNCTIONS)
 }
 
 /// The generated sections of `text` (from each begin marker to its end marker), for messages.

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A delivery worker of the tests.
-pub type TestDeliverer<T, C> = Deliverer<DynamoTable, T, SqsOutboxQueues, C>;
+pub type TestDeliverer<T, C> = Deliverer<(DynamoTable, T, SqsOutboxQueues, C)>;
 
 /// The pipeline plus the outbox's queues.
 pub struct OutboxRig {

@@ -14,18 +14,20 @@ pub mod ssrf;
 use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::invocation::Incoming;
 use inbox_core::outbox::config::DeliverFunctionConfig;
-use inbox_core::outbox::queue::{OutboxQueues, SqsOutboxQueues};
-use inbox_core::outbox::store::OutboxStore;
-use inbox_core::outbox::transport::Transport;
-use inbox_core::outbox::worker::{until_deadline, Deliverer};
+use inbox_core::outbox::queue::SqsOutboxQueues;
+use inbox_core::outbox::worker::{until_deadline, Deliverer, DeliveryPorts};
 use inbox_core::store::dynamo::{fail_fast_client, DynamoTable};
-use inbox_core::store::{ItemStore, ItemWriter, MessageStore};
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
 
 /// The deliver function as deployed.
 pub struct Service {
-    pub deliverer: Deliverer<DynamoTable, http::HttpTransport, SqsOutboxQueues, SystemClock>,
+    pub deliverer: Deliverer<(
+        DynamoTable,
+        http::HttpTransport,
+        SqsOutboxQueues,
+        SystemClock,
+    )>,
     pub sweep_max_per_run: usize,
 }
 
@@ -72,17 +74,11 @@ pub async fn build() -> Result<Service, Error> {
 
 /// The Lambda entry point: a stream or queue batch (answered with its batch item failures), or a
 /// scheduled event (the sweep; answered with its report).
-pub async fn handle<S, T, Q, C>(
-    deliverer: &Deliverer<S, T, Q, C>,
+pub async fn handle<P: DeliveryPorts>(
+    deliverer: &Deliverer<P>,
     sweep_max_per_run: usize,
     event: LambdaEvent<Value>,
-) -> Result<Value, Error>
-where
-    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
-    T: Transport,
-    Q: OutboxQueues,
-    C: Clock,
-{
+) -> Result<Value, Error> {
     // Every wait of a delivery ends in time for its POST and its record before this (an event
     // without one, as a hand-made test context or a local emulator's has, sets none).
     let deadline =

@@ -6,7 +6,7 @@ use inbox_core::config::{ConfigError, Env, Var};
 use std::time::Duration;
 
 /// The wallet API function, as `template.yaml` names it.
-pub const WALLET_API: &str = inbox_core::config::doc::readers::WALLET_API;
+pub use wallet_ledger::config::WALLET_API;
 
 pub const WALLET_API_IDEMPOTENCY_HOURS: Var = Var {
     name: "WALLET_API_IDEMPOTENCY_HOURS",

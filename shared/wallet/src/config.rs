@@ -9,7 +9,7 @@ pub use crate::autopay::pass::{
 };
 use crate::parse::StripeMode;
 use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
-use inbox_core::config::doc::readers::{INBOXCTL, PROCESS, WALLET_API};
+use inbox_core::config::doc::readers::{INBOXCTL, PROCESS};
 use inbox_core::config::doc::{ReadBy, Unset};
 use inbox_core::config::{ConfigError, Env, Var};
 use std::time::Duration;
@@ -17,8 +17,14 @@ use std::time::Duration;
 mod sources;
 pub use sources::WalletSources;
 
-/// The reconcile and charge functions, as `template.yaml` names them.
-pub use inbox_core::config::doc::readers::{CHARGE, RECONCILE};
+/// The reconcile function, as `template.yaml` names it.
+pub use inbox_core::config::doc::readers::RECONCILE;
+
+/// The charge function (autopay's charging pass), as `template.yaml` names it.
+pub use crate::autopay::pass::CHARGE;
+/// The wallet API function, as `template.yaml` names it: the wallet's, so named here rather than
+/// in the core.
+pub const WALLET_API: &str = "wallet-api";
 
 pub const WALLET_STRIPE_SOURCE: Var = Var {
     name: "WALLET_STRIPE_SOURCE",

@@ -196,12 +196,12 @@ impl Rig {
     fn deliverer(
         &self,
         clock: Arc<ManualClock>,
-    ) -> Deliverer<
+    ) -> Deliverer<(
         DynamoTable,
         deliver_function::http::HttpTransport,
         inbox_core::outbox::queue::SqsOutboxQueues,
         Arc<ManualClock>,
-    > {
+    )> {
         Deliverer::new(
             self.store.clone(),
             local_transport(),

@@ -42,7 +42,12 @@ fn cached_worker<C: Clock>(
     queues: SqsOutboxQueues,
     clock: C,
     ttl: Duration,
-) -> Deliverer<inbox_core::store::dynamo::DynamoTable, HttpTransport, SqsOutboxQueues, C> {
+) -> Deliverer<(
+    inbox_core::store::dynamo::DynamoTable,
+    HttpTransport,
+    SqsOutboxQueues,
+    C,
+)> {
     Deliverer::new(rig.store(), local_transport(), queues, clock, config(), ttl).with_jitter(|| 0.5)
 }
 

@@ -148,12 +148,12 @@ pub async fn measured_deliverer<T: Transport>(
     transport: T,
     config: DeliverConfig,
     log: &WriteLog,
-) -> Deliverer<
+) -> Deliverer<(
     DynamoTable,
     T,
     inbox_core::outbox::queue::SqsOutboxQueues,
     inbox_core::clock::SystemClock,
-> {
+)> {
     let sdk = crate::sdk_config_for(&rig.pipeline.harness.endpoints).await;
     let conf = aws_sdk_dynamodb::config::Builder::from(&sdk)
         .interceptor(rig.pipeline.counter.clone())
@@ -218,12 +218,12 @@ async fn insert_record(rig: &OutboxRig, destination: &str, id: &str) -> EventRec
 /// delivered.
 pub async fn happy_path<T: Transport>(
     rig: &OutboxRig,
-    worker: &Deliverer<
+    worker: &Deliverer<(
         DynamoTable,
         T,
         inbox_core::outbox::queue::SqsOutboxQueues,
         inbox_core::clock::SystemClock,
-    >,
+    )>,
     log: &WriteLog,
     destination: &str,
     origin: Origin,

@@ -3,9 +3,7 @@
 //! tables of `docs/configuration.md` are rendered from [`ALL`] (with the applications' own variables,
 //! declared in their crates) and [`LIBRARY`]. The bare names are in [`super::vars`].
 
-use super::doc::readers::{
-    CHARGE, DELIVER, INBOXCTL, INGEST, PROCESS, REAPER, RECONCILE, WALLET_API,
-};
+use super::doc::readers::{DELIVER, INBOXCTL, INGEST, PROCESS, REAPER, RECONCILE};
 use super::doc::{ReadBy, Unset, Var};
 
 pub const TABLE_NAME: Var = Var {
@@ -54,7 +52,7 @@ pub const WEBHOOK_SECRETS_TTL_SECS: Var = Var {
 
 pub const STAGE: Var = Var {
     name: "STAGE",
-    read_by: ReadBy::Only(&[INGEST, PROCESS, RECONCILE, DELIVER, CHARGE, WALLET_API]),
+    read_by: ReadBy::EveryFunctionBut(&[REAPER]),
     unset: Unset::Default("local"),
     meaning: "the deployment stage (`template.yaml` sets it): the `Stage` dimension of every \
               CloudWatch metric the functions emit, which the alarms filter on, so stacks of \
@@ -114,9 +112,7 @@ pub const BODY_INLINE_MAX_BYTES: Var = Var {
 
 pub const TRUST_SYSTEM_ROOTS: Var = Var {
     name: "TRUST_SYSTEM_ROOTS",
-    read_by: ReadBy::Only(&[
-        INGEST, PROCESS, REAPER, DELIVER, RECONCILE, CHARGE, WALLET_API,
-    ]),
+    read_by: ReadBy::EveryFunction,
     unset: Unset::Default("false"),
     meaning:
         "`true`: the functions' AWS clients (and the SNS certificate fetch) trust the system's \
@@ -304,18 +300,14 @@ pub const DELIVERY_SWEEP_MAX_PER_RUN: Var = Var {
 
 pub const AWS_LAMBDA_LOG_LEVEL: Var = Var {
     name: "AWS_LAMBDA_LOG_LEVEL",
-    read_by: ReadBy::Only(&[
-        INGEST, PROCESS, REAPER, RECONCILE, DELIVER, CHARGE, WALLET_API,
-    ]),
+    read_by: ReadBy::EveryFunction,
     unset: Unset::Optional,
     meaning: "log level (Lambda's advanced logging controls); applies when `RUST_LOG` is unset",
 };
 
 pub const RUST_LOG: Var = Var {
     name: "RUST_LOG",
-    read_by: ReadBy::Only(&[
-        INGEST, PROCESS, REAPER, RECONCILE, DELIVER, CHARGE, WALLET_API,
-    ]),
+    read_by: ReadBy::EveryFunction,
     unset: Unset::Default("info"),
     meaning: "log filter: comma-separated `level` and `target=level` directives \
               (e.g. `info,inbox_core=debug`); overrides `AWS_LAMBDA_LOG_LEVEL`",
@@ -323,9 +315,7 @@ pub const RUST_LOG: Var = Var {
 
 pub const AWS_LAMBDA_LOG_FORMAT: Var = Var {
     name: "AWS_LAMBDA_LOG_FORMAT",
-    read_by: ReadBy::Only(&[
-        INGEST, PROCESS, REAPER, RECONCILE, DELIVER, CHARGE, WALLET_API,
-    ]),
+    read_by: ReadBy::EveryFunction,
     unset: Unset::Optional,
     meaning: "`JSON` for structured logs (set by `LoggingConfig` in `template.yaml`)",
 };

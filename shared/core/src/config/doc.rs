@@ -6,6 +6,10 @@
 //!
 //! Kinds: `table` (every variable given, one row each) and `read-by NAME` (the variables `NAME`
 //! reads, with their defaults, on one line).
+//!
+//! The core names its own functions only ([`readers`]): a variable every function reads says so
+//! ([`ReadBy::EveryFunction`]), and which functions the deployment has (the applications' among
+//! them) is told by whoever renders the page ([`splice`]'s `functions`).
 
 /// One environment variable, documented where it is declared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +26,11 @@ pub struct Var {
 pub enum ReadBy {
     /// Every function and the CLI (`inboxctl`).
     Everyone,
+    /// Every function of the deployment (not `inboxctl`): those of the applications built on the
+    /// core too, which the core does not name; the page's renderer lists them.
+    EveryFunction,
+    /// Every function of the deployment but these (not `inboxctl`).
+    EveryFunctionBut(&'static [&'static str]),
     /// These only: functions by their name in `template.yaml` (`ingest`, `process`, …) or
     /// `inboxctl`.
     Only(&'static [&'static str]),
@@ -43,15 +52,14 @@ pub enum Unset {
     Optional,
 }
 
-/// The function names as `template.yaml` calls them, and the CLI, for [`ReadBy::Only`].
+/// The function names as `template.yaml` calls them, and the CLI, for [`ReadBy::Only`]: the
+/// core's (an application names its own functions in its crate).
 pub mod readers {
     pub const INGEST: &str = "ingest";
     pub const PROCESS: &str = "process";
     pub const REAPER: &str = "reaper";
     pub const RECONCILE: &str = "reconcile";
     pub const DELIVER: &str = "deliver";
-    pub const CHARGE: &str = "charge";
-    pub const WALLET_API: &str = "wallet-api";
     pub const INBOXCTL: &str = "inboxctl";
 }
 
@@ -64,10 +72,13 @@ impl Var {
         }
     }
 
-    /// Whether `reader` reads it itself (library variables excluded).
+    /// Whether `reader` (a function, or `inboxctl`) reads it itself (library variables
+    /// excluded).
     pub fn is_read_by(&self, reader: &str) -> bool {
         match self.read_by {
             ReadBy::Everyone => true,
+            ReadBy::EveryFunction => reader != readers::INBOXCTL,
+            ReadBy::EveryFunctionBut(but) => reader != readers::INBOXCTL && !but.contains(&reader),
             ReadBy::Only(names) => names.contains(&reader),
             ReadBy::Library(_) => false,
         }
@@ -75,12 +86,19 @@ impl Var {
 }
 
 /// Every variable given, as a Markdown table (`variable | read by | default | meaning`), one line
-/// per row, ending with a newline.
-pub fn table(vars: &[&Var]) -> String {
+/// per row, ending with a newline. `functions`: the deployment's functions, in the order a
+/// variable every function reads lists them.
+pub fn table(vars: &[&Var], functions: &[&str]) -> String {
     let mut out = String::from("| variable | read by | default | meaning |\n|---|---|---|---|\n");
     for v in vars {
         let read_by = match v.read_by {
             ReadBy::Everyone => "every function, inboxctl".to_owned(),
+            ReadBy::EveryFunction | ReadBy::EveryFunctionBut(_) => functions
+                .iter()
+                .filter(|f| v.is_read_by(f))
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", "),
             ReadBy::Only(names) => names.join(", "),
             ReadBy::Library(who) => who.to_owned(),
         };
@@ -141,8 +159,9 @@ pub enum SpliceError {
 
 /// `text` with every marked section re-rendered from `vars`: a `table` section becomes the table
 /// on lines of its own, a `read-by NAME` section the list inline. Text outside the sections is
-/// kept byte for byte.
-pub fn splice(text: &str, vars: &[&Var]) -> Result<String, SpliceError> {
+/// kept byte for byte. `functions`: the deployment's functions (the core's and its
+/// applications'), for the variables every function reads.
+pub fn splice(text: &str, vars: &[&Var], functions: &[&str]) -> Result<String, SpliceError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find(BEGIN) {
@@ -154,11 +173,12 @@ pub fn splice(text: &str, vars: &[&Var]) -> Result<String, SpliceError> {
             .find(END)
             .ok_or_else(|| SpliceError::MissingEnd(kind.to_owned()))?;
         let rendered = match kind.split_whitespace().collect::<Vec<_>>()[..] {
-            ["table"] => format!("\n{}", table(vars)),
+            ["table"] => format!("\n{}", table(vars, functions)),
             ["read-by", reader] => {
-                let known = vars
-                    .iter()
-                    .any(|v| matches!(v.read_by, ReadBy::Only(names) if names.contains(&reader)));
+                let known = functions.contains(&reader)
+                    || vars.iter().any(
+                        |v| matches!(v.read_by, ReadBy::Only(names) if names.contains(&reader)),
+                    );
                 if !known {
                     return Err(SpliceError::UnknownReader(reader.to_owned()));
                 }
@@ -203,11 +223,25 @@ mod tests {
         unset: Unset::Optional,
         meaning: "logs",
     };
+    const E: Var = Var {
+        name: "E_LEVEL",
+        read_by: ReadBy::EveryFunction,
+        unset: Unset::Optional,
+        meaning: "level",
+    };
+    const F: Var = Var {
+        name: "F_STAGE",
+        read_by: ReadBy::EveryFunctionBut(&["reaper"]),
+        unset: Unset::Optional,
+        meaning: "stage",
+    };
+    /// The deployment's functions, as the page's renderer supplies them.
+    const FUNCTIONS: &[&str] = &["process", "reaper", "app"];
 
     #[test]
     fn renders_a_table_and_reader_lists() {
         assert_eq!(
-            table(&[&A, &B, &D]),
+            table(&[&A, &B, &D], FUNCTIONS),
             "| variable | read by | default | meaning |\n|---|---|---|---|\n\
              | `A_URL` | every function, inboxctl | required | where \\| it is |\n\
              | `B_MAX` | process, inboxctl | `5` | how many |\n\
@@ -223,25 +257,56 @@ mod tests {
     }
 
     #[test]
+    fn variables_every_function_reads_list_the_functions_the_renderer_gives() {
+        assert_eq!(
+            table(&[&E, &F], FUNCTIONS),
+            "| variable | read by | default | meaning |\n|---|---|---|---|\n\
+             | `E_LEVEL` | process, reaper, app | none | level |\n\
+             | `F_STAGE` | process, app | none | stage |\n"
+        );
+        let all = [&A, &E, &F];
+        assert_eq!(read_by("reaper", &all), "`A_URL`, `E_LEVEL`");
+        assert_eq!(read_by("app", &all), "`A_URL`, `E_LEVEL`, `F_STAGE`");
+        assert_eq!(
+            read_by("inboxctl", &all),
+            "`A_URL`",
+            "the CLI is no function"
+        );
+        let text = "App: <!-- config:begin read-by app --><!-- config:end -->";
+        assert_eq!(
+            splice(text, &all, FUNCTIONS).unwrap(),
+            "App: <!-- config:begin read-by app -->`A_URL`, `E_LEVEL`, `F_STAGE`<!-- config:end -->",
+            "a function the renderer names is a known reader"
+        );
+    }
+
+    #[test]
     fn splices_marked_sections_and_keeps_the_rest() {
         let text = "# T\n<!-- config:begin table -->\nstale\n<!-- config:end -->\n\
                     Process: <!-- config:begin read-by process -->old<!-- config:end -->.\n";
-        let out = splice(text, &[&A, &B]).unwrap();
+        let out = splice(text, &[&A, &B], FUNCTIONS).unwrap();
         assert_eq!(
             out,
             format!(
                 "# T\n<!-- config:begin table -->\n{}<!-- config:end -->\n\
                  Process: <!-- config:begin read-by process -->`A_URL`, `B_MAX` (5)<!-- config:end -->.\n",
-                table(&[&A, &B])
+                table(&[&A, &B], FUNCTIONS)
             )
         );
-        assert_eq!(splice(&out, &[&A, &B]).unwrap(), out, "idempotent");
-        assert_eq!(splice("no markers", &[&A]).unwrap(), "no markers");
+        assert_eq!(
+            splice(&out, &[&A, &B], FUNCTIONS).unwrap(),
+            out,
+            "idempotent"
+        );
+        assert_eq!(
+            splice("no markers", &[&A], FUNCTIONS).unwrap(),
+            "no markers"
+        );
     }
 
     #[test]
     fn bad_sections_are_refused() {
-        let e = |t: &str| splice(t, &[&A, &B]).unwrap_err();
+        let e = |t: &str| splice(t, &[&A, &B], FUNCTIONS).unwrap_err();
         assert_eq!(
             e("<!-- config:begin table -->"),
             SpliceError::MissingEnd("table".into())

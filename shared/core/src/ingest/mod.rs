@@ -12,8 +12,9 @@
 //!
 //! The sources' secrets are re-read on a TTL and after a signature that matched no secret
 //! ([`crate::sources::live`]); refusals and failures are counted as metrics
-//! ([`Ingestor::with_metrics`]). The errors and their HTTP mapping are in `error.rs`, body
-//! decoding in `body.rs`; signatures are the sources' schemes' business ([`crate::signature`]),
+//! ([`Ingestor::with_metrics`]). The checks before anything is stored are in `verify.rs`, the one
+//! write in `store_once.rs`, the errors and their HTTP mapping in `error.rs`, body decoding in
+//! `body.rs`; signatures are the sources' schemes' business ([`crate::signature`]),
 //! identity [`crate::identity`]'s. The ingest function's configuration: [`config`].
 
 mod batch;
@@ -22,8 +23,10 @@ pub mod config;
 mod error;
 mod journal;
 mod receive;
+mod store_once;
 #[cfg(test)]
 mod tests;
+mod verify;
 
 pub use batch::{BatchAcknowledgement, BATCH_CONCURRENCY};
 pub use body::decode_body;
@@ -35,12 +38,10 @@ pub use receive::Reply;
 use crate::clock::Clock;
 use crate::config::SECRETS_FETCH_TIMEOUT;
 use crate::domain::{EventType, MessageKey};
-use crate::identity;
 use crate::metrics::{Metric, MetricSink};
-use crate::signature::{Request, SignatureError};
-use crate::sources::{LiveSources, Reloader, Source, Sources};
+use crate::sources::{LiveSources, Reloader, Sources};
 use crate::store::dynamo::FAIL_FAST_OPERATION_TIMEOUT;
-use crate::store::{Inbox, NewMessage, PutOutcome};
+use crate::store::Inbox;
 use http::HeaderMap;
 use serde::Serialize;
 use std::sync::Arc;
@@ -131,24 +132,6 @@ impl Acknowledgement {
         })
         .unwrap_or_else(|_| format!("{{\"status\":\"{}\"}}", self.outcome.as_str()))
     }
-}
-
-/// The headers kept with a message (only those the source needs to re-verify and re-identify).
-fn kept_headers(source: &Source, headers: &HeaderMap) -> Vec<(String, String)> {
-    source
-        .kept_headers()
-        .iter()
-        .filter_map(|name| {
-            // The values joined with ", " (most headers have one: no list is built).
-            let mut values = headers.get_all(name).iter().filter_map(|v| v.to_str().ok());
-            let mut joined = values.next()?.to_owned();
-            for value in values {
-                joined.push_str(", ");
-                joined.push_str(value);
-            }
-            (!joined.is_empty()).then(|| (name.as_str().to_owned(), joined))
-        })
-        .collect()
 }
 
 /// The ingest service: sources, a store and a clock, built once per cold start.
@@ -274,150 +257,8 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         req: IngestRequest<'_>,
     ) -> Result<Acknowledgement, IngestError> {
         let (sources, body, now_ms) = self.verified(&req).await?;
-        let source = source_of(&sources, req.source)?;
+        let source = verify::source_of(&sources, req.source)?;
         self.store_verified(source, req.headers, body.into_owned(), now_ms, None)
             .await
     }
-
-    /// The checks before anything is stored, in their fixed order: method, source, body encoding
-    /// and size, signature (re-reading the secrets once after a mismatch). Returns the sources
-    /// the signature verified with, the decoded body and the time of arrival (ms).
-    async fn verified<'r>(
-        &self,
-        req: &IngestRequest<'r>,
-    ) -> Result<(Arc<Sources>, std::borrow::Cow<'r, [u8]>, i64), IngestError> {
-        if !req.method.eq_ignore_ascii_case("POST") {
-            return Err(IngestError::MethodNotAllowed(
-                req.method.chars().take(16).collect(),
-            ));
-        }
-        if req.source.is_empty() {
-            return Err(IngestError::NoSource);
-        }
-        let now_ms = self.clock.now_millis();
-        let mut sources = self.sources.for_request(now_ms).await;
-        source_of(&sources, req.source)?;
-        let body = decode_body(req.body, req.body_is_base64, self.max_body_bytes)?;
-        let now_secs = now_ms.div_euclid(1000);
-        match verify(&sources, req, &body, now_secs).await {
-            Err(IngestError::Signature(SignatureError::Mismatch)) => {
-                // The provider may have moved to a secret stored since the last read.
-                let Some(fresh) = self.sources.after_mismatch(now_ms).await else {
-                    return Err(SignatureError::Mismatch.into());
-                };
-                verify(&fresh, req, &body, now_secs).await?;
-                sources = fresh;
-            }
-            other => other?,
-        }
-        Ok((sources, body, now_ms))
-    }
-
-    /// Identifies and stores a verified delivery (once), journaling it if it is a repeat. `batch`:
-    /// the delivery is one event of a batch (its body the event's bytes), and where it was.
-    async fn store_verified(
-        &self,
-        source: &Source,
-        headers: &HeaderMap,
-        body: Vec<u8>,
-        now_ms: i64,
-        batch: Option<crate::batch::BatchPart>,
-    ) -> Result<Acknowledgement, IngestError> {
-        // The body is hashed only if a rule needs it (an unsigned or unreadable id): the
-        // duplicate check compares with the stored original instead (see `Original`).
-        let hash = identity::BodyHash::new(&body);
-        let identity = identity::identify_lazy(
-            &source.event_id,
-            source.id_signed,
-            source.event_type.as_ref(),
-            headers,
-            &hash,
-        );
-        let body_digest = hash.computed();
-        if let Some(why) = &identity.unidentified {
-            tracing::warn!(
-                source = %source.name,
-                event_id = %identity.event_id,
-                error = why.code(),
-                reason = %why,
-                "a correctly signed event could not be identified: stored with the type `unknown`"
-            );
-        }
-        let message = NewMessage {
-            key: MessageKey::new(source.name.clone(), identity.event_id),
-            event_type: identity.event_type,
-            received_at_ms: now_ms,
-            body,
-            body_digest,
-            headers: kept_headers(source, headers),
-            provider_id: identity.provider_id,
-            unidentified: identity.unidentified.map(|e| e.to_string()),
-            batch,
-        };
-        match self.store.put_if_absent(&message).await? {
-            PutOutcome::Inserted => Ok(Acknowledgement {
-                outcome: Outcome::Accepted,
-                key: message.key,
-                event_type: message.event_type,
-                body_differs: false,
-                repeated: None,
-            }),
-            PutOutcome::AlreadyExists { original } => {
-                let body_differs = original.differs_from(&message.body);
-                if body_differs {
-                    tracing::warn!(
-                        source = %message.key.source,
-                        event_id = %message.key.event_id,
-                        "repeated delivery with a different body; the original is kept, the new body is journaled"
-                    );
-                }
-                let key = message.key.clone();
-                let event_type = message.event_type.clone();
-                let repeated = self.journal_repeat(message, body_differs).await?;
-                Ok(Acknowledgement {
-                    outcome: Outcome::Duplicate,
-                    key,
-                    event_type,
-                    body_differs,
-                    repeated,
-                })
-            }
-        }
-    }
-}
-
-/// Verifies `req`'s signature with its source in `sources`.
-async fn verify(
-    sources: &Sources,
-    req: &IngestRequest<'_>,
-    body: &[u8],
-    now_secs: i64,
-) -> Result<(), IngestError> {
-    let source = source_of(sources, req.source)?;
-    source
-        .scheme
-        .verify(scheme_request(req, body, now_secs))
-        .resolve()
-        .await?;
-    Ok(())
-}
-
-/// What a scheme sees of `req` (to verify it, or to recognize a handshake).
-fn scheme_request<'a>(req: &IngestRequest<'a>, body: &'a [u8], now_secs: i64) -> Request<'a> {
-    let request = Request::new(req.headers, body, now_secs);
-    match req.source_ip {
-        Some(ip) => request.with_source_ip(ip),
-        None => request,
-    }
-}
-
-/// The source called `name`, or the 404.
-fn source_of<'a>(sources: &'a Sources, name: &str) -> Result<&'a Source, IngestError> {
-    sources.get(name).ok_or_else(|| {
-        // Echo the name only when it is a plausible source name (never arbitrary input).
-        let shown = crate::domain::SourceName::parse(name)
-            .map(|s| s.to_string())
-            .unwrap_or_default();
-        IngestError::UnknownSource(shown)
-    })
 }

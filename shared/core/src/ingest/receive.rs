@@ -12,7 +12,8 @@
 //! 3. else **one event**, exactly as [`Ingestor::ingest`] stores it — [`Reply::Event`].
 
 use super::batch::BatchAcknowledgement;
-use super::{scheme_request, source_of, Acknowledgement, IngestError, IngestRequest, Ingestor};
+use super::verify::{scheme_request, source_of};
+use super::{Acknowledgement, IngestError, IngestRequest, Ingestor};
 use crate::clock::Clock;
 use crate::signature::HandshakeReply;
 use crate::store::Inbox;

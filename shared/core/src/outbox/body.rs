@@ -16,15 +16,11 @@
 //! infrastructure error (the record is delivered again).
 
 use super::cache::Loaded;
-use super::queue::OutboxQueues;
 use super::sign::Signer;
-use super::store::OutboxStore;
-use super::transport::Transport;
-use super::worker::Deliverer;
-use crate::clock::Clock;
+use super::worker::{Deliverer, DeliveryPorts};
 use crate::domain::MessageKey;
 use crate::process::InfraError;
-use crate::store::{ItemStore, ItemWriter, MessageStore, StoreError};
+use crate::store::{MessageStore, StoreError};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -132,13 +128,7 @@ impl SharedBodies {
     }
 }
 
-impl<S, T, Q, C> Deliverer<S, T, Q, C>
-where
-    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
-    T: Transport,
-    Q: OutboxQueues,
-    C: Clock,
-{
+impl<P: DeliveryPorts> Deliverer<P> {
     /// What a claimed delivery sends, and who signs it: `Ok(Err(why))` when it cannot be sent
     /// (the body cannot be read, the destination has no active secret).
     pub(super) async fn sendable<'l>(

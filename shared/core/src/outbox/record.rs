@@ -22,21 +22,16 @@ use super::delivery::{
 use super::destination::{DestinationError, DestinationId, DestinationState};
 use super::queue::{DeliveryNotice, OutboxQueues, Work};
 use super::store::{OutboxStore, WorkerState};
-use super::transport::Transport;
-use super::worker::{ms, Deliverer, DeliveryOutcome, Skip, MAX_QUEUE_DELAY_MS, NAMESPACE};
+use super::worker::{
+    ms, Deliverer, DeliveryOutcome, DeliveryPorts, Skip, MAX_QUEUE_DELAY_MS, NAMESPACE,
+};
 use crate::clock::{Clock, Millis};
 use crate::metrics::Metric;
 use crate::process::InfraError;
-use crate::store::{Applied, ItemStore, ItemWriter, MessageStore};
+use crate::store::Applied;
 use std::time::Duration;
 
-impl<S, T, Q, C> Deliverer<S, T, Q, C>
-where
-    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
-    T: Transport,
-    Q: OutboxQueues,
-    C: Clock,
-{
+impl<P: DeliveryPorts> Deliverer<P> {
     /// Records an attempt's result on the claimed delivery and acts on it.
     pub(super) async fn record(
         &self,

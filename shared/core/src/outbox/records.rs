@@ -6,15 +6,11 @@
 //! deliveries are read ahead, in one request where the store can (`body.rs`).
 
 use super::delivery::{FanoutItem, OutboundDelivery};
-use super::queue::{OutboxQueues, Work};
+use super::queue::Work;
 use super::schema::{DELIVERY_SK, FANOUT_SK};
-use super::store::OutboxStore;
-use super::transport::Transport;
-use super::worker::{Deliverer, DeliveryOutcome};
-use crate::clock::Clock;
+use super::worker::{Deliverer, DeliveryOutcome, DeliveryPorts};
 use crate::invocation::{self, Summary, Task};
 use crate::process::InfraError;
-use crate::store::{ItemStore, ItemWriter, MessageStore};
 use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
@@ -70,13 +66,7 @@ fn log_result(result: &Result<DeliveryOutcome, InfraError>) {
     }
 }
 
-impl<S, T, Q, C> Deliverer<S, T, Q, C>
-where
-    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
-    T: Transport,
-    Q: OutboxQueues,
-    C: Clock,
-{
+impl<P: DeliveryPorts> Deliverer<P> {
     /// A stream batch, up to `concurrency` records at once: the first record (in stream order)
     /// that hit an infrastructure error is reported ([`invocation::lift`], [`invocation::Batch`]).
     pub async fn handle_stream_batch(

@@ -195,7 +195,7 @@ mod tests {
             assert!(like(&reads, &pk), "{pk}");
         }
         for pk in [
-            "WALLET#acct_1",
+            "ACCOUNT#acct_1",
             "DESTINATIONS2",
             "PAYMENT#pi_1",
             "PROVIDER#stripe",
@@ -226,7 +226,7 @@ mod tests {
         }
         for pk in [
             crate::store::schema::message_pk(&k),
-            "WALLET#acct_1".to_owned(),
+            "ACCOUNT#acct_1".to_owned(),
             "DESTINATIONS2".to_owned(),
             "EFFECT#evt_1".to_owned(),
         ] {

@@ -5,23 +5,16 @@
 use super::attempt::AttemptResult;
 use super::cache::Loaded;
 use super::delivery::{AttemptRecord, DeliveryStatus, OutboundDelivery};
-use super::queue::OutboxQueues;
 use super::sign::{SOURCE_HEADER, TYPE_HEADER};
 use super::store::{OutboxStore, WorkerState};
 use super::transport::{Outgoing, Transport};
-use super::worker::{ms, Deliverer, DeliveryOutcome, Skip};
+use super::worker::{ms, Deliverer, DeliveryOutcome, DeliveryPorts, Skip};
 use crate::clock::Clock;
 use crate::process::InfraError;
-use crate::store::{Applied, ItemStore, ItemWriter, MessageStore};
+use crate::store::Applied;
 use std::time::{Duration, Instant};
 
-impl<S, T, Q, C> Deliverer<S, T, Q, C>
-where
-    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
-    T: Transport,
-    Q: OutboxQueues,
-    C: Clock,
-{
+impl<P: DeliveryPorts> Deliverer<P> {
     /// Steps 5 to 7: claim, send, record.
     pub(super) async fn attempt(
         &self,

@@ -8,14 +8,12 @@ use super::destination::{DestinationId, DestinationState};
 use super::queue::{OutboxQueues, Work};
 use super::schema::{outbox_shards, DELIVERY_SK, FANOUT_SK};
 use super::store::{DueItem, OutboxStore};
-use super::transport::Transport;
-use super::worker::{Deliverer, DeliveryOutcome, Skip, NAMESPACE};
+use super::worker::{Deliverer, DeliveryOutcome, DeliveryPorts, Skip, NAMESPACE};
 use crate::clock::{Clock, Millis};
 use crate::domain::{EventId, MessageKey, SourceName};
 use crate::metrics::Metric;
 use crate::process::InfraError;
 use crate::store::fair::FairShares;
-use crate::store::{ItemStore, ItemWriter, MessageStore};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -84,13 +82,7 @@ pub fn work_of(item: &DueItem) -> Option<Work> {
     }
 }
 
-impl<S, T, Q, C> Deliverer<S, T, Q, C>
-where
-    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
-    T: Transport,
-    Q: OutboxQueues,
-    C: Clock,
-{
+impl<P: DeliveryPorts> Deliverer<P> {
     /// What is due now, at most `limit`, the limit spread fairly over the shards
     /// ([`crate::store::fair`]: oldest first within each), and how late the most overdue item of
     /// any shard is, s (the shards the limit did not reach asked for their oldest too).

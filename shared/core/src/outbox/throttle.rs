@@ -15,23 +15,14 @@
 
 use super::bucket::{self, Rate, Take, TokenLease};
 use super::destination::DestinationId;
-use super::queue::OutboxQueues;
 use super::store::{OutboxStore, TokenAnswer, WorkerState};
-use super::transport::Transport;
-use super::worker::{ms, Deliverer};
+use super::worker::{ms, Deliverer, DeliveryPorts};
 use crate::clock::Clock;
 use crate::process::InfraError;
-use crate::store::{ItemStore, ItemWriter, MessageStore};
 use std::sync::Arc;
 use std::time::Duration;
 
-impl<S, T, Q, C> Deliverer<S, T, Q, C>
-where
-    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
-    T: Transport,
-    Q: OutboxQueues,
-    C: Clock,
-{
+impl<P: DeliveryPorts> Deliverer<P> {
     pub(super) fn semaphore(
         &self,
         id: &DestinationId,

@@ -114,14 +114,43 @@ impl Default for DeliverConfig {
     }
 }
 
+/// What a [`Deliverer`] works with: a store, a transport, the queues and a clock, each with the
+/// capabilities the worker's steps need. Written once here, so that each of the worker's files
+/// says `impl<P: DeliveryPorts> Deliverer<P>` instead of repeating four bounds; any tuple
+/// `(store, transport, queues, clock)` of such types is one, e.g. `Deliverer<(DynamoTable,
+/// HttpTransport, SqsOutboxQueues, SystemClock)>`.
+pub trait DeliveryPorts {
+    /// Where deliveries, destinations, messages and their bodies are read and written.
+    type Store: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone;
+    /// How a delivery is POSTed.
+    type Transport: Transport;
+    /// Where retries and failure notices are queued.
+    type Queues: OutboxQueues;
+    /// The time of every decision.
+    type Clock: Clock;
+}
+
+impl<S, T, Q, C> DeliveryPorts for (S, T, Q, C)
+where
+    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
+    T: Transport,
+    Q: OutboxQueues,
+    C: Clock,
+{
+    type Store = S;
+    type Transport = T;
+    type Queues = Q;
+    type Clock = C;
+}
+
 /// The delivery worker, built once per cold start.
-pub struct Deliverer<S, T, Q, C> {
-    pub(super) store: S,
-    pub(super) transport: T,
-    pub(super) queues: Q,
-    pub(super) clock: C,
+pub struct Deliverer<P: DeliveryPorts> {
+    pub(super) store: P::Store,
+    pub(super) transport: P::Transport,
+    pub(super) queues: P::Queues,
+    pub(super) clock: P::Clock,
     pub(super) config: DeliverConfig,
-    pub(super) destinations: DestinationCache<S>,
+    pub(super) destinations: DestinationCache<P::Store>,
     pub(super) jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
     /// The draw that spreads deferrals ([`super::deferral`]).
     pub(super) deferral_jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
@@ -140,7 +169,7 @@ pub struct Deliverer<S, T, Q, C> {
     pub(super) bodies: super::body::SharedBodies,
 }
 
-impl<S, T, Q, C> std::fmt::Debug for Deliverer<S, T, Q, C> {
+impl<P: DeliveryPorts> std::fmt::Debug for Deliverer<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Deliverer")
             .field("config", &self.config)
@@ -152,19 +181,31 @@ pub(super) fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-impl<S, T, Q, C> Deliverer<S, T, Q, C>
+impl<S, T, Q, C> Deliverer<(S, T, Q, C)>
 where
-    S: OutboxStore + MessageStore + ItemStore + ItemWriter + Clone,
-    T: Transport,
-    Q: OutboxQueues,
-    C: Clock,
+    (S, T, Q, C): DeliveryPorts<Store = S, Transport = T, Queues = Q, Clock = C>,
 {
-    /// A worker; destinations are cached for `cache_ttl`.
+    /// A worker; destinations are cached for `cache_ttl`. (Here rather than with the other
+    /// methods so that the ports are inferred from the arguments.)
     pub fn new(
         store: S,
         transport: T,
         queues: Q,
         clock: C,
+        config: DeliverConfig,
+        cache_ttl: Duration,
+    ) -> Self {
+        Self::with_ports(store, transport, queues, clock, config, cache_ttl)
+    }
+}
+
+impl<P: DeliveryPorts> Deliverer<P> {
+    /// A worker of these ports; destinations are cached for `cache_ttl` ([`Deliverer::new`]).
+    fn with_ports(
+        store: P::Store,
+        transport: P::Transport,
+        queues: P::Queues,
+        clock: P::Clock,
         config: DeliverConfig,
         cache_ttl: Duration,
     ) -> Self {
@@ -205,7 +246,7 @@ where
         self
     }
 
-    pub fn store(&self) -> &S {
+    pub fn store(&self) -> &P::Store {
         &self.store
     }
 

@@ -31,6 +31,7 @@ mod settle;
 
 pub use config::{
     PassConfig, AUTOPAY_BATCH, AUTOPAY_CREDIT_WITHIN_SECS, AUTOPAY_LADDER_DAYS, AUTOPAY_LEASE_SECS,
+    CHARGE,
 };
 pub use decide::{Timings, Transition};
 pub use layout::{charge_writes, suspended_flag, AUTOPAY_SUSPENDED_ATTR};

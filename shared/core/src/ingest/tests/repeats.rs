@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::clock::Millis;
-use crate::store::{RepeatCount, MAX_JOURNALED_REPEATS};
+use crate::store::{NewMessage, PutOutcome, RepeatCount, MAX_JOURNALED_REPEATS};
 use std::sync::Arc;
 
 #[tokio::test]

@@ -23,8 +23,12 @@ use crate::store::{Inbox, Item, NewMessage};
 
 const T0: i64 = 1_700_000_000_000;
 
-type Worker =
-    Deliverer<Arc<MemoryStore>, Arc<ScriptedTransport>, Arc<MemoryOutboxQueues>, Arc<ManualClock>>;
+type Worker = Deliverer<(
+    Arc<MemoryStore>,
+    Arc<ScriptedTransport>,
+    Arc<MemoryOutboxQueues>,
+    Arc<ManualClock>,
+)>;
 
 struct World {
     store: Arc<MemoryStore>,

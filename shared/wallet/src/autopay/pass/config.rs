@@ -4,10 +4,13 @@
 
 use super::Timings;
 use crate::autopay::ladder::Ladder;
-use inbox_core::config::doc::readers::CHARGE;
 use inbox_core::config::doc::{ReadBy, Unset};
 use inbox_core::config::{ConfigError, Env, Var};
 use std::time::Duration;
+
+/// The charge function (the charging pass's), as `template.yaml` names it: the wallet's, so named
+/// here rather than in the core.
+pub const CHARGE: &str = "charge";
 
 pub const AUTOPAY_LADDER_DAYS: Var = Var {
     name: "AUTOPAY_LADDER_DAYS",
