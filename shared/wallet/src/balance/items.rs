@@ -43,6 +43,7 @@
 
 mod limits;
 mod lookup;
+mod notices;
 mod rows;
 pub mod shards;
 
@@ -54,6 +55,7 @@ pub use lookup::{
     REGISTRY_PREFIX,
 };
 pub(crate) use lookup::{register_wallet, registered_tenant, registry_complete};
+pub(crate) use notices::marks_changes;
 pub(crate) use rows::row_entries;
 pub use rows::{hold_shards, HOLD_SHARDS, HOLD_SHARD_PREFIX, ROW_ENTRIES};
 

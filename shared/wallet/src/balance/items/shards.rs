@@ -13,7 +13,7 @@
 //! afford is refilled from the others first ([`plan_refill`], one transaction of bounded moves).
 //! The sort key `SHARD#{n}` is no wallet item's (`WALLET`), whatever a tenant is called.
 
-use super::{number, required, wallet_pk, MONTH_DEBITS_PREFIX, WALLET_SK};
+use super::{marks_changes, number, required, wallet_pk, MONTH_DEBITS_PREFIX, WALLET_SK};
 use crate::balance::model::Wallet;
 use crate::balance::notices::Notices;
 use crate::money::{checked_add, Overflow};
@@ -275,17 +275,19 @@ pub(crate) fn shard_write(
     notices: &Notices,
 ) -> Vec<Effect> {
     let (pk, sk) = shard_key(tenant, shard);
+    let (mut marks_add, mut marks_set) = marks_changes(&notices.marks);
     let notices_write = if shard == 0 {
-        notices.join(&mut add, &mut set);
+        add.append(&mut marks_add);
+        set.append(&mut marks_set);
         None
-    } else if notices.add.is_empty() && notices.set.is_empty() {
+    } else if notices.marks.is_empty() {
         None
     } else {
         Some(Effect::Adjust {
             pk: wallet_pk(tenant),
             sk: WALLET_SK.into(),
-            add: notices.add.clone(),
-            set: notices.set.clone(),
+            add: marks_add,
+            set: marks_set,
         })
     };
     let write = match bounds {
