@@ -1,9 +1,16 @@
 //! The wallet item's side of the notices ([`crate::balance::notices`] decides them): the
-//! attributes that record a movement's [`Marks`], added to its own wallet write.
+//! attributes that record a movement's [`Marks`], added to its own wallet write, and their names.
 
-use super::{WalletChanges, LOW, LOW_CROSSINGS, REVIEW_REPORTED};
+use super::WalletChanges;
 use crate::balance::notices::Marks;
 use inbox_core::store::attr;
+
+/// Whether the last crossing into low was announced (see [`crate::balance::notices`]).
+pub(crate) const LOW: &str = "low";
+/// How many crossings into low were announced.
+pub(crate) const LOW_CROSSINGS: &str = "low_crossings";
+/// The last month whose review was announced (`YYYY_MM`).
+pub(crate) const REVIEW_REPORTED: &str = "review_reported";
 
 /// The adds and sets that record `marks` on the wallet item: `low` set, `low_crossings`
 /// added to (commutative: concurrent crossings never reuse an id), `review_reported` set.
