@@ -16,11 +16,12 @@ pub use rows::{
 };
 pub use shards::{set_shards, ShardsError, ShardsSet};
 
-use crate::balance::items::shards::{refills, shard_key, Part};
+use crate::balance::items::shards::{refills, shard_key};
 use crate::balance::items::{
     register_wallet, registered_tenant, registry_complete, wallet_pk, KIND_WALLET,
     REGISTRY_COMPLETE_SK, REGISTRY_PK, REGISTRY_PREFIX, WALLET_SK,
 };
+use crate::balance::model::Part;
 use crate::balance::model::Wallet;
 use crate::tenant::TenantId;
 use inbox_core::store::attr::get_s;

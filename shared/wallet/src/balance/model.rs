@@ -3,7 +3,7 @@
 //! How they are stored is [`crate::balance::items`]'s business.
 
 use crate::balance::rules::{self, EmailState, Funds, PaymentState, WalletView};
-use crate::money::{Currency, Money, Overflow};
+use crate::money::{checked_add, Currency, Money, Overflow};
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
 use std::collections::BTreeMap;
@@ -55,7 +55,7 @@ pub struct Wallet {
     pub changes: i64,
     /// Each shard's amounts when its balance is split over K > 1 shard items
     /// ([`crate::balance::items::shards`]; the figures above are then their sums); empty: one item.
-    pub shards: Vec<crate::balance::items::shards::Part>,
+    pub shards: Vec<Part>,
 }
 
 impl Wallet {
@@ -316,4 +316,45 @@ pub struct PaymentIndex {
     pub unmatched: bool,
     /// `None` for an index written before versions (it always names its tenant).
     pub version: Option<u64>,
+}
+
+/// One shard's amounts as read (shard 0's are the wallet item's own).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Part {
+    pub shard: u32,
+    pub balance: i64,
+    pub held: i64,
+    /// Holds keep this shard's `balance − held` at or above it.
+    pub floor: i64,
+    pub changes: i64,
+    pub month_debits: BTreeMap<String, i64>,
+    pub overdrawn: bool,
+    pub review: bool,
+    /// The refills this shard took part in (its item's [`crate::balance::items::shards::REFILLS_ATTR`]; shard 0's counts every
+    /// refill of the wallet).
+    pub refills: i64,
+}
+
+impl Part {
+    /// What this shard has above its floor (negative: a deficit, after debits overdrew it).
+    pub fn surplus(&self) -> Result<i64, Overflow> {
+        self.balance
+            .checked_sub(self.held)
+            .and_then(|a| a.checked_sub(self.floor))
+            .ok_or_else(|| Overflow("a shard's available amount".into()))
+    }
+
+    /// Adds another shard's amounts into this sum.
+    pub(crate) fn absorb(&mut self, other: &Part) -> Result<(), Overflow> {
+        self.balance = checked_add(self.balance, other.balance, "the balance")?;
+        self.held = checked_add(self.held, other.held, "the held amount")?;
+        self.changes = checked_add(self.changes, other.changes, "the change count")?;
+        for (month, d) in &other.month_debits {
+            let sum = self.month_debits.entry(month.clone()).or_insert(0);
+            *sum = checked_add(*sum, *d, "the month's debits")?;
+        }
+        self.overdrawn |= other.overdrawn;
+        self.review |= other.review;
+        Ok(())
+    }
 }

@@ -30,8 +30,9 @@
 //! instance moved, replaced when read again.
 
 use crate::autopay::Autopay;
-use crate::balance::items::shards::{refills, shard_key, Part};
+use crate::balance::items::shards::{refills, shard_key};
 use crate::balance::ledger::{read_wallet, unreadable, wallet_and_item, LedgerError};
+use crate::balance::model::Part;
 use crate::balance::model::Wallet;
 use crate::tenant::TenantId;
 use inbox_core::clock::{Clock, SystemClock};

@@ -14,9 +14,9 @@
 //! The sort key `SHARD#{n}` is no wallet item's (`WALLET`), whatever a tenant is called.
 
 use super::{marks_changes, number, required, wallet_pk, MONTH_DEBITS_PREFIX, WALLET_SK};
-use crate::balance::model::Wallet;
+use crate::balance::model::{Part, Wallet};
 use crate::balance::notices::Notices;
-use crate::money::{checked_add, Overflow};
+use crate::money::Overflow;
 use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::attr::{get_bool, n, s};
@@ -59,32 +59,7 @@ pub fn pick(subject: &str, k: u32) -> u32 {
     u32::try_from(hash % u64::from(k)).unwrap_or(0)
 }
 
-/// One shard's amounts as read (shard 0's are the wallet item's own).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Part {
-    pub shard: u32,
-    pub balance: i64,
-    pub held: i64,
-    /// Holds keep this shard's `balance − held` at or above it.
-    pub floor: i64,
-    pub changes: i64,
-    pub month_debits: BTreeMap<String, i64>,
-    pub overdrawn: bool,
-    pub review: bool,
-    /// The refills this shard took part in (its item's [`REFILLS_ATTR`]; shard 0's counts every
-    /// refill of the wallet).
-    pub refills: i64,
-}
-
 impl Part {
-    /// What this shard has above its floor (negative: a deficit, after debits overdrew it).
-    pub fn surplus(&self) -> Result<i64, Overflow> {
-        self.balance
-            .checked_sub(self.held)
-            .and_then(|a| a.checked_sub(self.floor))
-            .ok_or_else(|| Overflow("a shard's available amount".into()))
-    }
-
     /// Reads a shard item (or the wallet item, as shard 0).
     pub fn from_item(shard: u32, item: &Item) -> Result<Self, String> {
         let mut month_debits = BTreeMap::new();
@@ -104,20 +79,6 @@ impl Part {
             review: get_bool(item, "review").unwrap_or(false),
             refills: refills(item),
         })
-    }
-
-    /// Adds another shard's amounts into this sum.
-    pub(crate) fn absorb(&mut self, other: &Part) -> Result<(), Overflow> {
-        self.balance = checked_add(self.balance, other.balance, "the balance")?;
-        self.held = checked_add(self.held, other.held, "the held amount")?;
-        self.changes = checked_add(self.changes, other.changes, "the change count")?;
-        for (month, d) in &other.month_debits {
-            let sum = self.month_debits.entry(month.clone()).or_insert(0);
-            *sum = checked_add(*sum, *d, "the month's debits")?;
-        }
-        self.overdrawn |= other.overdrawn;
-        self.review |= other.review;
-        Ok(())
     }
 }
 

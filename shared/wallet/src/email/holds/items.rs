@@ -3,8 +3,9 @@
 //! by and which the hold's entries name as their origin; and the wallet's bounded write that
 //! makes a hold exact under concurrency.
 
-use crate::balance::items::shards::{affords_after, shard_write, Part};
+use crate::balance::items::shards::{affords_after, shard_write};
 use crate::balance::items::{wallet_changes, wallet_pk};
+use crate::balance::model::Part;
 use crate::balance::notices::Notices;
 use crate::balance::rules::{Flags, Movement};
 use crate::money::{Money, Overflow};

@@ -11,9 +11,10 @@
 use super::{busy_metric, expiry, refused, Held, HoldOutcome, HoldRequest, Holds};
 use crate::autopay;
 use crate::autopay::ledger::ThresholdError;
-use crate::balance::items::shards::{self, merge_writes, pick, plan_refill, Part};
+use crate::balance::items::shards::{self, merge_writes, pick, plan_refill};
 use crate::balance::items::wallet_pk;
 use crate::balance::ledger::{self, LedgerError};
+use crate::balance::model::Part;
 use crate::balance::model::{EmailRow, Entry, RowEntry, Wallet};
 use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent, EmailState, Movement};
