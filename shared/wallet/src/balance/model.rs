@@ -55,7 +55,7 @@ pub struct Wallet {
     pub changes: i64,
     /// Each shard's amounts when its balance is split over K > 1 shard items
     /// ([`crate::balance::items::shards`]; the figures above are then their sums); empty: one item.
-    pub shards: Vec<Part>,
+    pub shards: Vec<ShardFigures>,
 }
 
 impl Wallet {
@@ -318,9 +318,11 @@ pub struct PaymentIndex {
     pub version: Option<u64>,
 }
 
-/// One shard's amounts as read (shard 0's are the wallet item's own).
+/// One shard's figures as read (shard 0's are the wallet item's own): the model's own record of
+/// a shard, so that the wallet and the rules about shards (surplus, sums) know no item layout;
+/// the items layer ([`crate::balance::items::shards`]) reads it from a shard item.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Part {
+pub struct ShardFigures {
     pub shard: u32,
     pub balance: i64,
     pub held: i64,
@@ -335,7 +337,7 @@ pub struct Part {
     pub refills: i64,
 }
 
-impl Part {
+impl ShardFigures {
     /// What this shard has above its floor (negative: a deficit, after debits overdrew it).
     pub fn surplus(&self) -> Result<i64, Overflow> {
         self.balance
@@ -345,7 +347,7 @@ impl Part {
     }
 
     /// Adds another shard's amounts into this sum.
-    pub(crate) fn absorb(&mut self, other: &Part) -> Result<(), Overflow> {
+    pub(crate) fn absorb(&mut self, other: &ShardFigures) -> Result<(), Overflow> {
         self.balance = checked_add(self.balance, other.balance, "the balance")?;
         self.held = checked_add(self.held, other.held, "the held amount")?;
         self.changes = checked_add(self.changes, other.changes, "the change count")?;

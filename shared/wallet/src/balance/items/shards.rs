@@ -14,7 +14,7 @@
 //! The sort key `SHARD#{n}` is no wallet item's (`WALLET`), whatever a tenant is called.
 
 use super::{marks_changes, number, required, wallet_pk, MONTH_DEBITS_PREFIX, WALLET_SK};
-use crate::balance::model::{Part, Wallet};
+use crate::balance::model::{ShardFigures, Wallet};
 use crate::balance::notices::Notices;
 use crate::money::Overflow;
 use crate::tenant::TenantId;
@@ -59,7 +59,7 @@ pub fn pick(subject: &str, k: u32) -> u32 {
     u32::try_from(hash % u64::from(k)).unwrap_or(0)
 }
 
-impl Part {
+impl ShardFigures {
     /// Reads a shard item (or the wallet item, as shard 0).
     pub fn from_item(shard: u32, item: &Item) -> Result<Self, String> {
         let mut month_debits = BTreeMap::new();
@@ -89,11 +89,11 @@ impl Wallet {
     }
 
     /// Shard `shard`'s amounts as read (one shard: the wallet's own).
-    pub fn part(&self, shard: u32) -> Part {
+    pub fn part(&self, shard: u32) -> ShardFigures {
         if let Some(p) = self.shards.iter().find(|p| p.shard == shard) {
             return p.clone();
         }
-        Part {
+        ShardFigures {
             shard: 0,
             balance: self.balance.minor(),
             held: self.held.minor(),
@@ -109,7 +109,7 @@ impl Wallet {
 
     /// The wallet item (shard 0, as read) with its other shards' amounts added: the figures
     /// become the sums, the flags any shard's.
-    pub(crate) fn with_shards(mut self, others: Vec<Part>) -> Result<Self, Overflow> {
+    pub(crate) fn with_shards(mut self, others: Vec<ShardFigures>) -> Result<Self, Overflow> {
         let mut sum = self.part(0);
         let mut parts = vec![sum.clone()];
         for p in others {
@@ -193,7 +193,7 @@ pub(crate) fn raise_count(tenant: &TenantId, from: u32, to: u32) -> Effect {
 /// to `hi` to the held amount (half the room each way), and any release or credit; only a raised
 /// floor or more than that fails it (read again, retried). A movement the shard cannot afford as
 /// read (`room < 0`) gets no slack: `held ≤ b − f − amount < h`, which the read item already fails.
-pub(crate) fn affords(part: &Part, amount: i64) -> Result<Vec<Bound>, Overflow> {
+pub(crate) fn affords(part: &ShardFigures, amount: i64) -> Result<Vec<Bound>, Overflow> {
     affords_after(part, amount, 0)
 }
 
@@ -202,7 +202,11 @@ pub(crate) fn affords(part: &Part, amount: i64) -> Result<Vec<Bound>, Overflow> 
 /// credit, the room counts it. With `room = b + credit − h − f − amount` split as in
 /// [`affords`], an item meeting `balance ≥ b − lo`, `held ≤ h + hi`, `floor ≤ f` has
 /// `balance + credit − held − amount ≥ b + credit − h − room − amount = f ≥ floor`.
-pub(crate) fn affords_after(part: &Part, amount: i64, credit: i64) -> Result<Vec<Bound>, Overflow> {
+pub(crate) fn affords_after(
+    part: &ShardFigures,
+    amount: i64,
+    credit: i64,
+) -> Result<Vec<Bound>, Overflow> {
     let overflow = || Overflow("the affordable amount".into());
     let room = part
         .surplus()?
@@ -273,13 +277,13 @@ mod tests {
     use super::*;
     use proptest::prelude::{prop_oneof, Just, ProptestConfig};
 
-    fn part(shard: u32, balance: i64, held: i64, floor: i64) -> Part {
-        Part {
+    fn part(shard: u32, balance: i64, held: i64, floor: i64) -> ShardFigures {
+        ShardFigures {
             shard,
             balance,
             held,
             floor,
-            ..Part::default()
+            ..ShardFigures::default()
         }
     }
 
@@ -312,7 +316,7 @@ mod tests {
     #[test]
     fn a_refill_takes_the_need_and_a_share_from_the_richest_first() {
         // (parts, target, need) → moves (from, amount)
-        type Case = (Vec<Part>, u32, i64, Option<Vec<(u32, i64)>>);
+        type Case = (Vec<ShardFigures>, u32, i64, Option<Vec<(u32, i64)>>);
         let cases: Vec<Case> = vec![
             (
                 vec![part(0, 1000, 0, 0), part(1, 0, 0, 0)],

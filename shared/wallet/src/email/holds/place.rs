@@ -14,7 +14,7 @@ use crate::autopay::ledger::ThresholdError;
 use crate::balance::items::shards::{self, merge_writes, pick, plan_refill};
 use crate::balance::items::wallet_pk;
 use crate::balance::ledger::{self, LedgerError};
-use crate::balance::model::Part;
+use crate::balance::model::ShardFigures;
 use crate::balance::model::{EmailRow, Entry, RowEntry, Wallet};
 use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent, EmailState, Movement};
@@ -257,7 +257,7 @@ where
     fn hold_effects(
         &self,
         wallet: &Wallet,
-        part: &Part,
+        part: &ShardFigures,
         credit: i64,
         held: &Held,
         with: &(impl Fn(&Held) -> Vec<Effect> + Send + Sync),

@@ -3,7 +3,7 @@
 //! bounded as a hold is, the target credited, the refill counters added), and the one-write-per-
 //! item folding a transaction needs when a refill shares the hold's ([`merge_writes`]).
 
-use super::{affords, shard_key, Part, REFILLS_ATTR};
+use super::{affords, shard_key, ShardFigures, REFILLS_ATTR};
 use crate::balance::items::{wallet_pk, WALLET_SK};
 use crate::money::{checked_add, Overflow};
 use crate::tenant::TenantId;
@@ -22,7 +22,7 @@ pub struct Transfer {
 /// what the others have above theirs, so the next holds find it there), taken from the shards
 /// with the most surplus first; `None` when the others together have less than `need` (then
 /// the wallet cannot afford it). Pure: the caller commits them with [`refill`].
-pub fn plan_refill(parts: &[Part], target: u32, need: i64) -> Option<Vec<Transfer>> {
+pub fn plan_refill(parts: &[ShardFigures], target: u32, need: i64) -> Option<Vec<Transfer>> {
     let k = i64::try_from(parts.len()).ok()?.max(1);
     let mut donors: Vec<(i64, u32)> = parts
         .iter()
@@ -59,7 +59,7 @@ pub fn plan_refill(parts: &[Part], target: u32, need: i64) -> Option<Vec<Transfe
 /// two shards or none.
 pub(crate) fn refill(
     tenant: &TenantId,
-    parts: &[Part],
+    parts: &[ShardFigures],
     moves: &[Transfer],
 ) -> Result<Vec<Effect>, Overflow> {
     let mut effects = Vec::new();
