@@ -362,7 +362,7 @@ async fn an_email_movement_writes_its_entry_in_the_row_and_no_entry_item() {
     assert_eq!(
         row.entries
             .iter()
-            .map(|e| (e.kind, e.amount, e.event_id.as_str()))
+            .map(|e| (e.kind, e.amount.get(), e.event_id.as_str()))
             .collect::<Vec<_>>(),
         vec![
             (rules::EntryKind::Hold, PRICE, "e1"),

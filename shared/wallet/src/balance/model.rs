@@ -3,7 +3,7 @@
 //! How they are stored is [`crate::balance::items`]'s business.
 
 use crate::balance::rules::{self, EmailState, Funds, PaymentState, WalletView};
-use crate::money::{checked_add, Currency, Money, Overflow};
+use crate::money::{checked_add, Currency, Minor, Money, Overflow};
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
 use std::collections::BTreeMap;
@@ -183,9 +183,9 @@ impl Entry {
         RowEntry {
             id: self.id.clone(),
             kind: self.kind,
-            amount: self.amount.minor(),
-            balance_delta: self.balance_delta.minor(),
-            held_delta: self.held_delta.minor(),
+            amount: self.amount.into(),
+            balance_delta: self.balance_delta.into(),
+            held_delta: self.held_delta.into(),
             event_source: self.event_source.clone(),
             event_id: self.event_id.clone(),
             at: Millis::new(self.at),
@@ -198,9 +198,9 @@ impl Entry {
             id: e.id.clone(),
             tenant: tenant.clone(),
             kind: e.kind,
-            amount: currency.amount(e.amount),
-            balance_delta: currency.amount(e.balance_delta),
-            held_delta: currency.amount(e.held_delta),
+            amount: e.amount.of(currency),
+            balance_delta: e.balance_delta.of(currency),
+            held_delta: e.held_delta.of(currency),
             subject: subject.to_owned(),
             event_source: e.event_source.clone(),
             event_id: e.event_id.clone(),
@@ -222,7 +222,8 @@ impl Entry {
 pub struct EmailRow {
     pub message_id: String,
     pub state: EmailState,
-    pub amount: i64,
+    /// What the email holds or was debited (its wallet's currency: the row does not repeat it).
+    pub amount: Minor,
     /// Webhook event ids that reached this email, in processing order.
     pub events: Vec<String>,
     pub held_at: Option<Millis>,
@@ -249,9 +250,11 @@ pub struct EmailRow {
 pub struct RowEntry {
     pub id: String,
     pub kind: rules::EntryKind,
-    pub amount: i64,
-    pub balance_delta: i64,
-    pub held_delta: i64,
+    /// The movement's amount, and what it changed of the balance and of the held amount, in the
+    /// wallet's currency (the row does not repeat it: [`Entry::of_row`] gives it back).
+    pub amount: Minor,
+    pub balance_delta: Minor,
+    pub held_delta: Minor,
     pub event_source: String,
     pub event_id: String,
     pub at: Millis,

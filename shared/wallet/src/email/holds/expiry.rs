@@ -136,7 +136,7 @@ where
             else {
                 return done(ExpireOutcome::NotDue);
             };
-            let amount = wallet.currency.amount(row.amount);
+            let amount = row.amount.of(wallet.currency);
             let (state, Some(mv)) = rules::email(row.state, EmailEvent::Expired, amount) else {
                 return done(ExpireOutcome::NotDue);
             };

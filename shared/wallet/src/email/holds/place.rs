@@ -272,7 +272,7 @@ where
         let row = EmailRow {
             message_id: held.message_id.clone(),
             state,
-            amount: held.amount.minor(),
+            amount: held.amount.into(),
             held_at: Some(Millis::new(now)),
             updated_at: Some(Millis::new(now)),
             hold_id: Some(held.hold_id.clone()),

@@ -46,7 +46,7 @@ where
             else {
                 return done(ReleaseOutcome::NotFound);
             };
-            let amount = wallet.currency.amount(row.amount);
+            let amount = row.amount.of(wallet.currency);
             let (state, movement) = rules::email(row.state, EmailEvent::Cancelled, amount);
             let Some(mv) = movement else {
                 return done(ReleaseOutcome::Settled { state: row.state });

@@ -77,7 +77,7 @@ impl From<EmailRow> for EmailRowView {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),
-            amount: r.amount,
+            amount: r.amount.get(),
             events: r.events,
             held_at: r.held_at.map(|t| when::rfc3339(t.get())),
             held_at_ms: r.held_at.map(|t| t.get()),
