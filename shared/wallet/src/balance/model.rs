@@ -327,10 +327,12 @@ pub struct PaymentIndex {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ShardFigures {
     pub shard: u32,
-    pub balance: i64,
-    pub held: i64,
+    /// The shard's share of the wallet's balance and held amount (in the wallet's currency: a
+    /// shard item does not repeat it).
+    pub balance: Minor,
+    pub held: Minor,
     /// Holds keep this shard's `balance − held` at or above it.
-    pub floor: i64,
+    pub floor: Minor,
     pub changes: i64,
     pub month_debits: BTreeMap<String, i64>,
     pub overdrawn: bool,
@@ -342,17 +344,17 @@ pub struct ShardFigures {
 
 impl ShardFigures {
     /// What this shard has above its floor (negative: a deficit, after debits overdrew it).
-    pub fn surplus(&self) -> Result<i64, Overflow> {
+    pub fn surplus(&self) -> Result<Minor, Overflow> {
+        let what = "a shard's available amount";
         self.balance
-            .checked_sub(self.held)
-            .and_then(|a| a.checked_sub(self.floor))
-            .ok_or_else(|| Overflow("a shard's available amount".into()))
+            .checked_sub(self.held, what)?
+            .checked_sub(self.floor, what)
     }
 
     /// Adds another shard's amounts into this sum.
     pub(crate) fn absorb(&mut self, other: &ShardFigures) -> Result<(), Overflow> {
-        self.balance = checked_add(self.balance, other.balance, "the balance")?;
-        self.held = checked_add(self.held, other.held, "the held amount")?;
+        self.balance = self.balance.checked_add(other.balance, "the balance")?;
+        self.held = self.held.checked_add(other.held, "the held amount")?;
         self.changes = checked_add(self.changes, other.changes, "the change count")?;
         for (month, d) in &other.month_debits {
             let sum = self.month_debits.entry(month.clone()).or_insert(0);

@@ -16,7 +16,7 @@
 use super::{marks_changes, number, required, wallet_pk, MONTH_DEBITS_PREFIX, WALLET_SK};
 use crate::balance::model::{ShardFigures, Wallet};
 use crate::balance::notices::Notices;
-use crate::money::Overflow;
+use crate::money::{Minor, Overflow};
 use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::attr::{get_bool, n, s};
@@ -70,9 +70,9 @@ impl ShardFigures {
         }
         Ok(Self {
             shard,
-            balance: required(item, "balance")?,
-            held: required(item, "held")?,
-            floor: number(item, "floor")?.unwrap_or(0),
+            balance: Minor::new(required(item, "balance")?),
+            held: Minor::new(required(item, "held")?),
+            floor: Minor::new(number(item, "floor")?.unwrap_or(0)),
             changes: number(item, "changes")?.unwrap_or(0),
             month_debits,
             overdrawn: get_bool(item, "overdrawn").unwrap_or(false),
@@ -95,9 +95,9 @@ impl Wallet {
         }
         ShardFigures {
             shard: 0,
-            balance: self.balance.minor(),
-            held: self.held.minor(),
-            floor: self.floor.minor(),
+            balance: self.balance.into(),
+            held: self.held.into(),
+            floor: self.floor.into(),
             changes: self.changes,
             month_debits: self.month_debits.clone(),
             overdrawn: self.overdrawn,
@@ -117,8 +117,8 @@ impl Wallet {
             parts.push(p);
         }
         let c = self.currency;
-        self.balance = c.amount(sum.balance);
-        self.held = c.amount(sum.held);
+        self.balance = sum.balance.of(c);
+        self.held = sum.held.of(c);
         self.changes = sum.changes;
         self.month_debits = sum.month_debits;
         self.overdrawn = sum.overdrawn;
@@ -210,6 +210,7 @@ pub(crate) fn affords_after(
     let overflow = || Overflow("the affordable amount".into());
     let room = part
         .surplus()?
+        .get()
         .checked_add(credit)
         .and_then(|r| r.checked_sub(amount))
         .ok_or_else(overflow)?;
@@ -218,12 +219,12 @@ pub(crate) fn affords_after(
     Ok(vec![
         Bound::AtLeast(
             "balance".into(),
-            part.balance.checked_sub(lo).ok_or_else(overflow)?,
+            part.balance.get().checked_sub(lo).ok_or_else(overflow)?,
         ),
-        Bound::AtMost("floor".into(), part.floor),
+        Bound::AtMost("floor".into(), part.floor.get()),
         Bound::AtMost(
             "held".into(),
-            part.held.checked_add(hi).ok_or_else(overflow)?,
+            part.held.get().checked_add(hi).ok_or_else(overflow)?,
         ),
     ])
 }
@@ -280,9 +281,9 @@ mod tests {
     fn part(shard: u32, balance: i64, held: i64, floor: i64) -> ShardFigures {
         ShardFigures {
             shard,
-            balance,
-            held,
-            floor,
+            balance: Minor::new(balance),
+            held: Minor::new(held),
+            floor: Minor::new(floor),
             ..ShardFigures::default()
         }
     }

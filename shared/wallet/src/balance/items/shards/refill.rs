@@ -5,7 +5,7 @@
 
 use super::{affords, shard_key, ShardFigures, REFILLS_ATTR};
 use crate::balance::items::{wallet_pk, WALLET_SK};
-use crate::money::{checked_add, Overflow};
+use crate::money::{checked_add, Minor, Overflow};
 use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::{Bound, Effect};
@@ -27,7 +27,13 @@ pub fn plan_refill(parts: &[ShardFigures], target: u32, need: i64) -> Option<Vec
     let mut donors: Vec<(i64, u32)> = parts
         .iter()
         .filter(|p| p.shard != target)
-        .filter_map(|p| p.surplus().ok().filter(|s| *s > 0).map(|s| (s, p.shard)))
+        .filter_map(|p| {
+            p.surplus()
+                .ok()
+                .map(Minor::get)
+                .filter(|s| *s > 0)
+                .map(|s| (s, p.shard))
+        })
         .collect();
     let spare: i64 = donors.iter().map(|(s, _)| *s).sum();
     if need <= 0 || spare < need {
