@@ -55,7 +55,7 @@ pub use lookup::{
     REGISTRY_PREFIX,
 };
 pub(crate) use lookup::{register_wallet, registered_tenant, registry_complete};
-pub(crate) use notices::{marks_changes, LOW, LOW_CROSSINGS, REVIEW_REPORTED};
+pub(crate) use notices::{marks_changes, notice_writes, LOW, LOW_CROSSINGS, REVIEW_REPORTED};
 pub(crate) use rows::row_entries;
 pub use rows::{hold_shards, HOLD_SHARDS, HOLD_SHARD_PREFIX, ROW_ENTRIES};
 

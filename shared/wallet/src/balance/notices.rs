@@ -42,21 +42,18 @@ use crate::balance::rules::Movement;
 use crate::money::{Money, Overflow};
 use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
-use inbox_core::clock::Millis;
 use inbox_core::metrics::Metric;
-use inbox_core::store::Effect;
 
-/// The effects, the wallet's marks and the metrics a movement's notices add to its commit.
+/// The events, the wallet's marks and the metrics a movement's notices add to its commit.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Notices {
-    /// Written in the movement's transaction (the events: `Effect::CreateIfAbsent` messages).
-    pub effects: Vec<Effect>,
     /// What the wallet remembers of them, written by the movement's own wallet write (the items
     /// layer knows the attributes: [`crate::balance::items`]).
     pub marks: Marks,
     /// Emitted once the commit is made.
     pub metrics: Vec<Metric>,
-    /// The events published (as `effects` writes them), for callers and tests.
+    /// The events to publish, in the movement's transaction (the items layer writes them to the
+    /// outbox: `crate::balance::items::notice_writes`).
     pub events: Vec<WalletEvent>,
 }
 
@@ -103,13 +100,6 @@ fn review_reached(tenant: &TenantId) -> Metric {
         .with_note("the month's debits passed the review threshold; wallet.review_threshold_reached published")
 }
 
-fn publish(event: &WalletEvent, at: Millis) -> Result<Effect, Overflow> {
-    // The ids are made of a parsed tenant, a number and a month: always valid.
-    event
-        .publish(at)
-        .map_err(|e| Overflow(format!("the {} event: {e}", event.event_type())))
-}
-
 /// The notices of `moves` applied to `wallet` (as read) by an event or request at `at_ms`.
 pub fn notices(wallet: &Wallet, moves: &[Movement], at_ms: i64) -> Result<Notices, Overflow> {
     let mut out = Notices::default();
@@ -121,7 +111,6 @@ pub fn notices(wallet: &Wallet, moves: &[Movement], at_ms: i64) -> Result<Notice
     for mv in moves {
         after = after.after(mv)?;
     }
-    let at = Millis::new(at_ms);
     let price = wallet.message_price;
     let was_low = is_low(before.balance, before.held, before.floor, price);
     let now_low = is_low(after.balance, after.held, after.floor, price);
@@ -137,7 +126,6 @@ pub fn notices(wallet: &Wallet, moves: &[Movement], at_ms: i64) -> Result<Notice
             floor: wallet.floor,
             price,
         };
-        out.effects.push(publish(&event, at)?);
         out.events.push(event);
         out.marks.low = Some(true);
         out.marks.crossed = true;
@@ -155,7 +143,6 @@ pub fn notices(wallet: &Wallet, moves: &[Movement], at_ms: i64) -> Result<Notice
                 debits: after.month_debits,
                 threshold,
             };
-            out.effects.push(publish(&event, at)?);
             out.events.push(event);
             out.marks.review_reported = Some(month);
             out.metrics.push(review_reached(&wallet.tenant));
@@ -170,6 +157,7 @@ mod tests {
     use crate::balance::rules::{self, EmailEvent, EmailState};
     use crate::money::Currency;
     use crate::tenant::TenantId;
+    use inbox_core::clock::Millis;
 
     const T0: i64 = 1_795_000_000_000; // 2026-11-18
     const PRICE: i64 = 5;
@@ -332,8 +320,6 @@ mod tests {
         );
         assert_eq!(n.events[0].id(), "wevt_acme_low_4");
         assert!(n.marks.crossed);
-        assert_eq!(n.effects.len(), 1);
-        assert!(matches!(n.effects[0], Effect::CreateIfAbsent(_)));
         let body = n.events[0].body(Millis::new(T0));
         assert_eq!(body["type"], "wallet.low_balance");
         assert_eq!(

@@ -1,9 +1,13 @@
-//! The wallet item's side of the notices ([`crate::balance::notices`] decides them): the
-//! attributes that record a movement's [`Marks`], added to its own wallet write, and their names.
+//! The storage side of the notices ([`crate::balance::notices`] decides them): the wallet item's
+//! attributes that record a movement's [`Marks`], added to its own wallet write, and their names;
+//! and the outbox writes that publish its events in the movement's transaction.
 
 use super::WalletChanges;
-use crate::balance::notices::Marks;
-use inbox_core::store::attr;
+use crate::balance::events::WalletEvent;
+use crate::balance::notices::{Marks, Notices};
+use crate::money::Overflow;
+use inbox_core::clock::Millis;
+use inbox_core::store::{attr, Effect};
 
 /// Whether the last crossing into low was announced (see [`crate::balance::notices`]).
 pub(crate) const LOW: &str = "low";
@@ -29,9 +33,27 @@ pub(crate) fn marks_changes(marks: &Marks) -> WalletChanges {
     (add, set)
 }
 
+/// The writes that publish `notices`' events at `at_ms`: each its outbox message, created
+/// unless it exists (`Effect::CreateIfAbsent`), so movements that read the same wallet and
+/// publish the same event write it once between them.
+pub(crate) fn notice_writes(notices: &Notices, at_ms: i64) -> Result<Vec<Effect>, Overflow> {
+    let at = Millis::new(at_ms);
+    notices.events.iter().map(|e| publish(e, at)).collect()
+}
+
+/// One event's outbox write.
+fn publish(event: &WalletEvent, at: Millis) -> Result<Effect, Overflow> {
+    // The ids are made of a parsed tenant, a number and a month: always valid.
+    event
+        .publish(at)
+        .map_err(|e| Overflow(format!("the {} event: {e}", event.event_type())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::money::Currency;
+    use crate::tenant::TenantId;
 
     #[test]
     fn marks_become_the_wallet_items_attributes() {
@@ -49,5 +71,28 @@ mod tests {
                 (REVIEW_REPORTED.to_string(), attr::s("2026_11")),
             ]
         );
+    }
+
+    #[test]
+    fn each_event_is_one_outbox_message_created_unless_it_exists() {
+        let usd = Currency::parse("usd").unwrap();
+        let event = WalletEvent::LowBalance {
+            tenant: TenantId::parse("acme").unwrap(),
+            crossing: 4,
+            available: usd.amount(24),
+            floor: usd.amount(20),
+            price: usd.amount(5),
+        };
+        assert!(notice_writes(&Notices::default(), 7).unwrap().is_empty());
+        let writes = notice_writes(
+            &Notices {
+                events: vec![event],
+                ..Notices::default()
+            },
+            7,
+        )
+        .unwrap();
+        assert_eq!(writes.len(), 1);
+        assert!(matches!(writes[0], Effect::CreateIfAbsent(_)));
     }
 }

@@ -12,7 +12,7 @@ use super::{busy_metric, expiry, refused, Held, HoldOutcome, HoldRequest, Holds}
 use crate::autopay;
 use crate::autopay::ledger::ThresholdError;
 use crate::balance::items::shards::{self, merge_writes, pick, plan_refill};
-use crate::balance::items::wallet_pk;
+use crate::balance::items::{notice_writes, wallet_pk};
 use crate::balance::ledger::{self, LedgerError};
 use crate::balance::model::ShardFigures;
 use crate::balance::model::{EmailRow, Entry, RowEntry, Wallet};
@@ -306,7 +306,7 @@ where
         ];
         effects.extend(bounded_hold(tenant, part, credit, &mv, now, &notices).map_err(refused)?);
         effects.extend(with(held));
-        effects.extend(notices.effects);
+        effects.extend(notice_writes(&notices, now).map_err(refused)?);
         Ok((effects, notices.metrics))
     }
 

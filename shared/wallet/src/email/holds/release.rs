@@ -3,7 +3,7 @@
 //! same transaction; a settled one is left as it is.
 
 use super::{busy_metric, refused, Holds, ReleaseOutcome, Released};
-use crate::balance::items::wallet_pk;
+use crate::balance::items::{notice_writes, wallet_pk};
 use crate::balance::ledger::{self, LedgerError};
 use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent};
@@ -73,7 +73,7 @@ where
             effects
                 .extend(existing_wallet(tenant, row.shard, &mv, now, &notices).map_err(refused)?);
             effects.extend(with(&released));
-            effects.extend(notices.effects);
+            effects.extend(notice_writes(&notices, now).map_err(refused)?);
             match self.store.commit(effects).await? {
                 Applied::Done => {
                     self.record(notices.metrics);
