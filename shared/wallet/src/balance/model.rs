@@ -126,6 +126,52 @@ impl Wallet {
     }
 }
 
+impl Wallet {
+    /// How many shard items its balance is split over (1: the wallet item alone).
+    pub fn shard_count(&self) -> u32 {
+        u32::try_from(self.shards.len()).unwrap_or(1).max(1)
+    }
+
+    /// Shard `shard`'s amounts as read (one shard: the wallet's own).
+    pub fn part(&self, shard: u32) -> ShardFigures {
+        if let Some(p) = self.shards.iter().find(|p| p.shard == shard) {
+            return p.clone();
+        }
+        ShardFigures {
+            shard: 0,
+            balance: self.balance.into(),
+            held: self.held.into(),
+            floor: self.floor.into(),
+            changes: self.changes,
+            month_debits: self.month_debits.clone(),
+            overdrawn: self.overdrawn,
+            review: self.review,
+            // The wallet model does not keep it: a view compares shard 0's on its item.
+            refills: 0,
+        }
+    }
+
+    /// The wallet item (shard 0, as read) with its other shards' amounts added: the figures
+    /// become the sums, the flags any shard's.
+    pub(crate) fn with_shards(mut self, others: Vec<ShardFigures>) -> Result<Self, Overflow> {
+        let mut sum = self.part(0);
+        let mut parts = vec![sum.clone()];
+        for p in others {
+            sum.absorb(&p)?;
+            parts.push(p);
+        }
+        let c = self.currency;
+        self.balance = sum.balance.of(c);
+        self.held = sum.held.of(c);
+        self.changes = sum.changes;
+        self.month_debits = sum.month_debits;
+        self.overdrawn = sum.overdrawn;
+        self.review = sum.review;
+        self.shards = parts;
+        Ok(self)
+    }
+}
+
 /// A wallet's limits: what an operator may change on it after it was created
 /// ([`crate::Ledger::set_limits`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
