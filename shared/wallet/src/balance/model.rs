@@ -46,8 +46,8 @@ pub struct Wallet {
     pub low_crossings: i64,
     /// The last month (`YYYY_MM`) whose `wallet.review_threshold_reached` was published.
     pub review_reported: Option<String>,
-    /// Debits per month (`YYYY_MM`), in minor units.
-    pub month_debits: BTreeMap<String, i64>,
+    /// Debits per month (`YYYY_MM`), in the wallet's currency.
+    pub month_debits: BTreeMap<String, Minor>,
     pub created_at: i64,
     /// How many movements (entries) have changed it: every movement adds one, in the same write
     /// as its amounts, so two reads with the same count saw no change in between (0 for wallets
@@ -110,8 +110,13 @@ impl Wallet {
 
     /// The debits of a month (`YYYY_MM`, see [`month_of`]).
     pub fn debits_in(&self, month: &str) -> Money {
-        self.currency
-            .amount(self.month_debits.get(month).copied().unwrap_or(0))
+        self.currency.amount(
+            self.month_debits
+                .get(month)
+                .copied()
+                .unwrap_or_default()
+                .get(),
+        )
     }
 
     /// What the rules need to know of it, for an event received at `received_at` (ms).
@@ -380,7 +385,8 @@ pub struct ShardFigures {
     /// Holds keep this shard's `balance − held` at or above it.
     pub floor: Minor,
     pub changes: i64,
-    pub month_debits: BTreeMap<String, i64>,
+    /// This shard's debits per month (`YYYY_MM`).
+    pub month_debits: BTreeMap<String, Minor>,
     pub overdrawn: bool,
     pub review: bool,
     /// The refills this shard took part in (its item's [`crate::balance::items::shards::REFILLS_ATTR`]; shard 0's counts every
@@ -403,8 +409,8 @@ impl ShardFigures {
         self.held = self.held.checked_add(other.held, "the held amount")?;
         self.changes = checked_add(self.changes, other.changes, "the change count")?;
         for (month, d) in &other.month_debits {
-            let sum = self.month_debits.entry(month.clone()).or_insert(0);
-            *sum = checked_add(*sum, *d, "the month's debits")?;
+            let sum = self.month_debits.entry(month.clone()).or_default();
+            *sum = sum.checked_add(*d, "the month's debits")?;
         }
         self.overdrawn |= other.overdrawn;
         self.review |= other.review;

@@ -190,7 +190,8 @@ mod tests {
         w.balance = usd(available);
         w.low = low;
         w.low_crossings = 3;
-        w.month_debits.insert(month_of(T0), month_debits);
+        w.month_debits
+            .insert(month_of(T0), crate::money::Minor::new(month_debits));
         w
     }
 

@@ -65,7 +65,7 @@ impl ShardFigures {
         let mut month_debits = BTreeMap::new();
         for k in item.keys() {
             if let Some(month) = k.strip_prefix(MONTH_DEBITS_PREFIX) {
-                month_debits.insert(month.to_owned(), required(item, k)?);
+                month_debits.insert(month.to_owned(), Minor::new(required(item, k)?));
             }
         }
         Ok(Self {
