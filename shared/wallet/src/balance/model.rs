@@ -274,12 +274,13 @@ pub struct PaymentRow {
     pub payment_key: String,
     pub funds: Funds,
     /// What a checkout awaiting funds expects.
-    pub expected: i64,
-    pub credited: i64,
+    pub expected: Minor,
+    /// Credited to the wallet.
+    pub credited: Minor,
     /// The largest cumulative refunded amount Stripe reported.
-    pub refund_total: i64,
+    pub refund_total: Minor,
     /// Taken back from the wallet: never more than `credited`.
-    pub refunded: i64,
+    pub refunded: Minor,
     pub events: Vec<String>,
     pub updated_at: Option<i64>,
     pub version: Option<u64>,
@@ -290,20 +291,20 @@ impl PaymentRow {
     pub fn state(&self) -> PaymentState {
         PaymentState {
             funds: self.funds,
-            expected: self.expected,
-            credited: self.credited,
-            refund_total: self.refund_total,
-            refunded: self.refunded,
+            expected: self.expected.get(),
+            credited: self.credited.get(),
+            refund_total: self.refund_total.get(),
+            refunded: self.refunded.get(),
         }
     }
 
     /// The row with `state`.
     pub fn with_state(mut self, state: PaymentState) -> Self {
         self.funds = state.funds;
-        self.expected = state.expected;
-        self.credited = state.credited;
-        self.refund_total = state.refund_total;
-        self.refunded = state.refunded;
+        self.expected = Minor::new(state.expected);
+        self.credited = Minor::new(state.credited);
+        self.refund_total = Minor::new(state.refund_total);
+        self.refunded = Minor::new(state.refunded);
         self
     }
 }
@@ -315,8 +316,9 @@ impl PaymentRow {
 pub struct PaymentIndex {
     pub payment_key: String,
     pub tenant: Option<TenantId>,
-    /// The largest cumulative refunded amount reported before the payment was known.
-    pub refund_total: i64,
+    /// The largest cumulative refunded amount reported before the payment was known (in the
+    /// currency of the wallet it turns out to belong to).
+    pub refund_total: Minor,
     /// The webhook events that recorded it.
     pub events: Vec<String>,
     /// A payment method the payment saved for later (`setup_future_usage`), reported before the

@@ -145,19 +145,19 @@ impl PaymentRow {
     /// payments and capped refunds have no `funds` or `refund_total`: paid if credited, refunded
     /// as far as taken back.
     pub fn from_item(item: &Item) -> Result<Self, String> {
-        let credited = number(item, "credited")?.unwrap_or(0);
-        let refunded = number(item, "refunded")?.unwrap_or(0);
+        let credited = Minor::new(number(item, "credited")?.unwrap_or(0));
+        let refunded = Minor::new(number(item, "refunded")?.unwrap_or(0));
         let funds = match item.get("funds") {
             Some(_) => parse_state(item, "funds")?,
-            None if credited > 0 => Funds::Paid,
+            None if credited > Minor::ZERO => Funds::Paid,
             None => Funds::Unknown,
         };
         Ok(Self {
             payment_key: text(item, "payment_key").unwrap_or_default(),
             funds,
-            expected: number(item, "expected")?.unwrap_or(0),
+            expected: Minor::new(number(item, "expected")?.unwrap_or(0)),
             credited,
-            refund_total: number(item, "refund_total")?.unwrap_or(refunded),
+            refund_total: number(item, "refund_total")?.map_or(refunded, Minor::new),
             refunded,
             events: get_strings(item, "events"),
             updated_at: number(item, "updated_at")?,
@@ -173,10 +173,10 @@ impl PaymentRow {
             ("tenant".to_string(), s(tenant)),
             ("payment_key".to_string(), s(&self.payment_key)),
             ("funds".to_string(), s(state_name(&self.funds))),
-            ("expected".to_string(), n(self.expected)),
-            ("credited".to_string(), n(self.credited)),
-            ("refund_total".to_string(), n(self.refund_total)),
-            ("refunded".to_string(), n(self.refunded)),
+            ("expected".to_string(), n(self.expected.get())),
+            ("credited".to_string(), n(self.credited.get())),
+            ("refund_total".to_string(), n(self.refund_total.get())),
+            ("refunded".to_string(), n(self.refunded.get())),
             ("events".to_string(), attr::strings(&self.events)),
         ]);
         if let Some(t) = self.updated_at {
