@@ -109,7 +109,7 @@ async fn top_up_paid(order: &str) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((row.funds, row.credited), (Funds::Paid, 2500));
+    assert_eq!((row.funds, row.credited.get()), (Funds::Paid, 2500));
     assert!(
         p.receive(&p.quarantine_url).await.records.is_empty(),
         "nothing quarantined"

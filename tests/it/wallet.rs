@@ -375,7 +375,7 @@ async fn a_delayed_payment_through_the_pipeline_is_credited_once_when_its_funds_
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((row.funds, row.expected), (Funds::Awaiting, 2000));
+    assert_eq!((row.funds, row.expected.get()), (Funds::Awaiting, 2000));
 
     // Days later: the funds arrive. The intent's event carries no metadata (Checkout does not
     // copy it), the session's async event is delivered twice; an intent of the same Stripe
@@ -454,7 +454,7 @@ async fn a_delayed_payment_through_the_pipeline_is_credited_once_when_its_funds_
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((failed.funds, failed.credited), (Funds::Failed, 0));
+    assert_eq!((failed.funds, failed.credited.get()), (Funds::Failed, 0));
 
     // A refund of it later: the charge names no tenant; the payment index does.
     let refund = json!({"id": "ch_1", "object": "charge", "amount": 2000, "amount_refunded": 500,

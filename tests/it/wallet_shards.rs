@@ -357,7 +357,7 @@ async fn a_wallet_of_eight_shards_takes_hundreds_of_holds_and_debits_at_once() {
         "every hold held once, every debit debited once"
     );
     assert!(w.available().unwrap().minor() >= FLOOR);
-    let parts: i64 = w.shards.iter().map(|s| s.balance).sum();
+    let parts: i64 = w.shards.iter().map(|s| s.balance.get()).sum();
     assert_eq!(parts, w.balance.minor());
     let entries = reconciles(&store, &w).await;
     let count = |k: EntryKind| entries.iter().filter(|e| e.kind == k).count();
@@ -413,7 +413,7 @@ async fn a_tight_wallet_of_eight_shards_refuses_exactly_what_the_whole_wallet_ca
     );
     // No shard below its floor: the total's floor is shard 0's, the others' 0.
     assert!(
-        w.shards.iter().all(|s| s.surplus().unwrap() >= 0),
+        w.shards.iter().all(|s| s.surplus().unwrap().get() >= 0),
         "{:?}",
         w.shards
     );
@@ -436,9 +436,9 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
     // short of it, six more shards have nothing.
     let (p, store) = sharded_wallet_paid(funds, "pi_refill").await;
     let w = wallet(&store).await;
-    let funded: Vec<_> = w.shards.iter().filter(|s| s.balance != 0).collect();
+    let funded: Vec<_> = w.shards.iter().filter(|s| s.balance.get() != 0).collect();
     assert!(
-        funded.len() == 1 && funded[0].shard != 0 && funded[0].balance == funds,
+        funded.len() == 1 && funded[0].shard != 0 && funded[0].balance.get() == funds,
         "{:?}",
         w.shards
     );
@@ -472,7 +472,7 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
     let mut empty: Vec<u32> = w
         .shards
         .iter()
-        .filter(|s| s.balance == 0 && s.shard != funded)
+        .filter(|s| s.balance.get() == 0 && s.shard != funded)
         .map(|s| s.shard)
         .collect();
     assert!(empty.len() >= OVERDRAWN, "{:?}", w.shards);
@@ -495,7 +495,10 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
     }
     let w = wallet(&store).await;
     assert_eq!(
-        w.shards.iter().filter(|s| s.surplus().unwrap() < 0).count(),
+        w.shards
+            .iter()
+            .filter(|s| s.surplus().unwrap().get() < 0)
+            .count(),
         OVERDRAWN,
         "{:?}",
         w.shards
@@ -547,7 +550,7 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
          refill counter {counted:?}; shards (balance, held): {:?}",
         w.shards
             .iter()
-            .map(|s| (s.balance, s.held))
+            .map(|s| (s.balance.get(), s.held.get()))
             .collect::<Vec<_>>()
     );
     assert_eq!(
@@ -565,8 +568,8 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
     let debited = (CAPTURED + OVERDRAWN) as i64 * PRICE;
     assert_eq!(
         (
-            w.shards.iter().map(|s| s.balance).sum::<i64>(),
-            w.shards.iter().map(|s| s.held).sum::<i64>(),
+            w.shards.iter().map(|s| s.balance.get()).sum::<i64>(),
+            w.shards.iter().map(|s| s.held.get()).sum::<i64>(),
         ),
         (funds - debited, GRANTED as i64 * PRICE)
     );
@@ -575,7 +578,7 @@ async fn a_wallet_funded_on_one_shard_refills_the_others_while_holds_and_capture
         (funds - debited, FLOOR)
     );
     assert!(
-        w.shards.iter().all(|s| s.surplus().unwrap() >= 0),
+        w.shards.iter().all(|s| s.surplus().unwrap().get() >= 0),
         "{:?}",
         w.shards
     );

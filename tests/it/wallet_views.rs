@@ -60,7 +60,11 @@ async fn sharded() -> (Pipeline, DynamoTable) {
     }
     let w = Ledger::new(&store).wallet(&acme()).await.unwrap().unwrap();
     assert_eq!(w.balance.minor(), FUNDS);
-    assert!(w.shards.iter().all(|s| s.balance > 0), "{:?}", w.shards);
+    assert!(
+        w.shards.iter().all(|s| s.balance.get() > 0),
+        "{:?}",
+        w.shards
+    );
     (p, store)
 }
 

@@ -7,7 +7,8 @@
 //! Feature slices, each with its rules, its storage and its part of the handler together; a
 //! module imports only from the rows above it (checked by `layout_imports_point_down` below):
 //!
-//! 1. The ground: [`money`] ([`Currency`], [`Money`] in minor units, formatted `12.34 USD`),
+//! 1. The ground: [`money`] ([`Currency`], [`Money`] in minor units, formatted `12.34 USD`,
+//!    [`Minor`]: minor units whose currency the wallet names),
 //!    [`tenant`] ([`TenantId`], parsed once where it enters) and [`parse`] (the tolerant parsing
 //!    helpers the slices share, and Stripe's `livemode`; each slice parses its own events).
 //! 2. [`balance`]: the records ([`Wallet`], [`Entry`], [`EmailRow`], [`PaymentRow`],
@@ -55,7 +56,7 @@ pub use ledger::{
     BindError, Bound, CreateOutcome, DismissError, Entries, Ledger, LedgerError, LimitsChange,
     LimitsSet, Reindexed, Rows, ShardsError, ShardsSet, Tenants,
 };
-pub use money::{Currency, InvalidCurrency, Money, Overflow};
+pub use money::{Currency, InvalidCurrency, Minor, Money, Overflow};
 pub use parse::StripeMode;
 pub use payments::unmatched::UnmatchedPayment;
 pub use tenant::{

@@ -170,6 +170,59 @@ impl fmt::Display for Money {
     }
 }
 
+/// A number of minor units without its currency: what the stored records keep beside a wallet
+/// whose one currency the wallet item names (an email row's amount and its entries' amounts and
+/// deltas, a shard's balance, held amount and floor). A type of its own rather than a bare `i64`,
+/// so that an amount is never mistaken for a count, a time or a version, and its arithmetic is
+/// checked ([`Minor::checked_add`], [`Minor::checked_sub`]: an [`Overflow`], never a wrapped
+/// number); [`Minor::of`] gives it its wallet's currency as [`Money`]. Stored as the same number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Minor(i64);
+
+impl Minor {
+    /// No amount.
+    pub const ZERO: Minor = Minor(0);
+
+    /// `minor` minor units.
+    pub const fn new(minor: i64) -> Self {
+        Self(minor)
+    }
+
+    /// The number of minor units (as stored, and for the store's conditions).
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+
+    /// The amount in `currency` (its wallet's).
+    pub fn of(self, currency: Currency) -> Money {
+        currency.amount(self.0)
+    }
+
+    /// `self + other`, or an [`Overflow`] naming `what`.
+    pub fn checked_add(self, other: Minor, what: &str) -> Result<Minor, Overflow> {
+        checked_add(self.0, other.0, what).map(Self)
+    }
+
+    /// `self − other`, or an [`Overflow`] naming `what`.
+    pub fn checked_sub(self, other: Minor, what: &str) -> Result<Minor, Overflow> {
+        checked_sub(self.0, other.0, what).map(Self)
+    }
+}
+
+/// The amount's minor units, without its currency (a record that keeps the currency elsewhere).
+impl From<Money> for Minor {
+    fn from(money: Money) -> Self {
+        Self(money.minor())
+    }
+}
+
+/// The bare number (`-25`), as the items and the operator's tables write it.
+impl fmt::Display for Minor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +272,20 @@ mod tests {
             .amount(i64::MIN)
             .checked_sub(usd.amount(1), "x")
             .is_err());
+        assert_eq!(
+            Minor::new(5).checked_add(Minor::new(7), "x"),
+            Ok(Minor::new(12))
+        );
+        assert_eq!(
+            Minor::new(i64::MAX).checked_add(Minor::new(1), "the balance"),
+            Err(Overflow("the balance".into()))
+        );
+        assert!(Minor::new(i64::MIN)
+            .checked_sub(Minor::new(1), "x")
+            .is_err());
+        assert_eq!(Minor::new(-25).of(usd), usd.amount(-25));
+        assert_eq!(Minor::from(usd.amount(7)), Minor::new(7));
+        assert_eq!(Minor::new(-25).to_string(), "-25");
     }
 
     #[test]

@@ -244,7 +244,7 @@ async fn check<S: ItemStore + DueIndex>(
                         report.expired_holds.push(ExpiredHold {
                             tenant: tenant.clone(),
                             message_id: email.message_id.clone(),
-                            amount: email.amount,
+                            amount: email.amount.get(),
                             expires_at: at,
                         });
                     }
@@ -253,7 +253,7 @@ async fn check<S: ItemStore + DueIndex>(
                         report.stale_holds.push(StaleHold {
                             tenant: tenant.clone(),
                             message_id: email.message_id,
-                            amount: email.amount,
+                            amount: email.amount.get(),
                             held_at,
                         });
                     }

@@ -4,7 +4,7 @@
 //! ([`Unhandled`]), and how a failed read becomes that (a store error retried, an unreadable item
 //! permanent).
 
-use crate::balance::items::adjust_wallet;
+use crate::balance::items::{adjust_wallet, notice_writes};
 use crate::balance::ledger::{self, LedgerError};
 use crate::balance::model::{Entry, Wallet};
 use crate::balance::rules::{self, Flags, Movement};
@@ -136,7 +136,7 @@ pub(crate) fn money(
     let notices = crate::balance::notices::notices(wallet, moves, m.received_at).map_err(refuse)?;
     let mut effects = adjust_wallet(&wallet.tenant, shard, moves, m.received_at, flags, &notices)
         .map_err(refuse)?;
-    effects.extend(notices.effects);
+    effects.extend(notice_writes(&notices, m.received_at).map_err(refuse)?);
     metrics.extend(notices.metrics);
     // One id per event; its second movement's entry sorts right after the first (same time).
     let id = uuid::Uuid::new_v4().to_string();

@@ -43,10 +43,11 @@
 
 mod limits;
 mod lookup;
+mod notices;
 mod rows;
 pub mod shards;
 
-pub(crate) use limits::{set_limits, LOW, LOW_CROSSINGS, REVIEW_REPORTED};
+pub(crate) use limits::set_limits;
 pub use limits::{LimitsLog, KIND_LIMITS_LOG, LIMITS_LOG_PREFIX};
 
 pub use lookup::{
@@ -54,12 +55,13 @@ pub use lookup::{
     REGISTRY_PREFIX,
 };
 pub(crate) use lookup::{register_wallet, registered_tenant, registry_complete};
+pub(crate) use notices::{marks_changes, notice_writes, LOW, LOW_CROSSINGS, REVIEW_REPORTED};
 pub(crate) use rows::row_entries;
 pub use rows::{hold_shards, HOLD_SHARDS, HOLD_SHARD_PREFIX, ROW_ENTRIES};
 
 use crate::balance::model::{month_of, EmailRow, Entry, PaymentRow, Wallet};
 use crate::balance::rules::{self, Flags, Funds, Movement};
-use crate::money::{checked_sum, Currency, Overflow};
+use crate::money::{checked_sum, Currency, Minor, Overflow};
 use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::attr::{self, get_bool, get_n, get_s, get_strings, n, s};
@@ -174,7 +176,7 @@ impl Wallet {
             item.insert(REVIEW_REPORTED.into(), s(month));
         }
         for (month, debits) in &self.month_debits {
-            item.insert(format!("{MONTH_DEBITS_PREFIX}{month}"), n(*debits));
+            item.insert(format!("{MONTH_DEBITS_PREFIX}{month}"), n(debits.get()));
         }
         item
     }
@@ -188,7 +190,7 @@ impl Wallet {
         let mut month_debits = std::collections::BTreeMap::new();
         for k in item.keys() {
             if let Some(month) = k.strip_prefix(MONTH_DEBITS_PREFIX) {
-                month_debits.insert(month.to_owned(), required(item, k)?);
+                month_debits.insert(month.to_owned(), Minor::new(required(item, k)?));
             }
         }
         Ok(Self {

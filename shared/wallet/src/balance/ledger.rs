@@ -16,11 +16,12 @@ pub use rows::{
 };
 pub use shards::{set_shards, ShardsError, ShardsSet};
 
-use crate::balance::items::shards::{refills, shard_key, Part};
+use crate::balance::items::shards::{refills, shard_key};
 use crate::balance::items::{
     register_wallet, registered_tenant, registry_complete, wallet_pk, KIND_WALLET,
     REGISTRY_COMPLETE_SK, REGISTRY_PK, REGISTRY_PREFIX, WALLET_SK,
 };
+use crate::balance::model::ShardFigures;
 use crate::balance::model::Wallet;
 use crate::tenant::TenantId;
 use inbox_core::store::attr::get_s;
@@ -150,7 +151,7 @@ pub(crate) async fn read_wallet<S: ItemStore>(
     for (n, read) in futures_util::future::join_all(reads).await {
         let what = format!("shard {n} of the wallet of tenant {tenant:?}");
         let item = read?.ok_or_else(|| LedgerError::Unreadable(format!("{what} is missing")))?;
-        others.push(Part::from_item(n, &item).map_err(unreadable(&what))?);
+        others.push(ShardFigures::from_item(n, &item).map_err(unreadable(&what))?);
     }
     let wallet = wallet
         .with_shards(others)

@@ -3,10 +3,13 @@
 //! How they are stored is [`crate::balance::items`]'s business.
 
 use crate::balance::rules::{self, EmailState, Funds, PaymentState, WalletView};
-use crate::money::{Currency, Money, Overflow};
+use crate::money::{Currency, Minor, Money, Overflow};
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
 use std::collections::BTreeMap;
+
+mod shards;
+pub use shards::ShardFigures;
 
 /// The calendar month (UTC) of a time in ms, as `YYYY_MM` (for the monthly debit counter).
 pub fn month_of(ms: i64) -> String {
@@ -46,8 +49,8 @@ pub struct Wallet {
     pub low_crossings: i64,
     /// The last month (`YYYY_MM`) whose `wallet.review_threshold_reached` was published.
     pub review_reported: Option<String>,
-    /// Debits per month (`YYYY_MM`), in minor units.
-    pub month_debits: BTreeMap<String, i64>,
+    /// Debits per month (`YYYY_MM`), in the wallet's currency.
+    pub month_debits: BTreeMap<String, Minor>,
     pub created_at: i64,
     /// How many movements (entries) have changed it: every movement adds one, in the same write
     /// as its amounts, so two reads with the same count saw no change in between (0 for wallets
@@ -55,7 +58,7 @@ pub struct Wallet {
     pub changes: i64,
     /// Each shard's amounts when its balance is split over K > 1 shard items
     /// ([`crate::balance::items::shards`]; the figures above are then their sums); empty: one item.
-    pub shards: Vec<crate::balance::items::shards::Part>,
+    pub shards: Vec<ShardFigures>,
 }
 
 impl Wallet {
@@ -110,8 +113,13 @@ impl Wallet {
 
     /// The debits of a month (`YYYY_MM`, see [`month_of`]).
     pub fn debits_in(&self, month: &str) -> Money {
-        self.currency
-            .amount(self.month_debits.get(month).copied().unwrap_or(0))
+        self.currency.amount(
+            self.month_debits
+                .get(month)
+                .copied()
+                .unwrap_or_default()
+                .get(),
+        )
     }
 
     /// What the rules need to know of it, for an event received at `received_at` (ms).
@@ -183,9 +191,9 @@ impl Entry {
         RowEntry {
             id: self.id.clone(),
             kind: self.kind,
-            amount: self.amount.minor(),
-            balance_delta: self.balance_delta.minor(),
-            held_delta: self.held_delta.minor(),
+            amount: self.amount.into(),
+            balance_delta: self.balance_delta.into(),
+            held_delta: self.held_delta.into(),
             event_source: self.event_source.clone(),
             event_id: self.event_id.clone(),
             at: Millis::new(self.at),
@@ -198,9 +206,9 @@ impl Entry {
             id: e.id.clone(),
             tenant: tenant.clone(),
             kind: e.kind,
-            amount: currency.amount(e.amount),
-            balance_delta: currency.amount(e.balance_delta),
-            held_delta: currency.amount(e.held_delta),
+            amount: e.amount.of(currency),
+            balance_delta: e.balance_delta.of(currency),
+            held_delta: e.held_delta.of(currency),
             subject: subject.to_owned(),
             event_source: e.event_source.clone(),
             event_id: e.event_id.clone(),
@@ -222,7 +230,8 @@ impl Entry {
 pub struct EmailRow {
     pub message_id: String,
     pub state: EmailState,
-    pub amount: i64,
+    /// What the email holds or was debited (its wallet's currency: the row does not repeat it).
+    pub amount: Minor,
     /// Webhook event ids that reached this email, in processing order.
     pub events: Vec<String>,
     pub held_at: Option<Millis>,
@@ -249,9 +258,11 @@ pub struct EmailRow {
 pub struct RowEntry {
     pub id: String,
     pub kind: rules::EntryKind,
-    pub amount: i64,
-    pub balance_delta: i64,
-    pub held_delta: i64,
+    /// The movement's amount, and what it changed of the balance and of the held amount, in the
+    /// wallet's currency (the row does not repeat it: [`Entry::of_row`] gives it back).
+    pub amount: Minor,
+    pub balance_delta: Minor,
+    pub held_delta: Minor,
     pub event_source: String,
     pub event_id: String,
     pub at: Millis,
@@ -263,12 +274,13 @@ pub struct PaymentRow {
     pub payment_key: String,
     pub funds: Funds,
     /// What a checkout awaiting funds expects.
-    pub expected: i64,
-    pub credited: i64,
+    pub expected: Minor,
+    /// Credited to the wallet.
+    pub credited: Minor,
     /// The largest cumulative refunded amount Stripe reported.
-    pub refund_total: i64,
+    pub refund_total: Minor,
     /// Taken back from the wallet: never more than `credited`.
-    pub refunded: i64,
+    pub refunded: Minor,
     pub events: Vec<String>,
     pub updated_at: Option<i64>,
     pub version: Option<u64>,
@@ -279,20 +291,20 @@ impl PaymentRow {
     pub fn state(&self) -> PaymentState {
         PaymentState {
             funds: self.funds,
-            expected: self.expected,
-            credited: self.credited,
-            refund_total: self.refund_total,
-            refunded: self.refunded,
+            expected: self.expected.get(),
+            credited: self.credited.get(),
+            refund_total: self.refund_total.get(),
+            refunded: self.refunded.get(),
         }
     }
 
     /// The row with `state`.
     pub fn with_state(mut self, state: PaymentState) -> Self {
         self.funds = state.funds;
-        self.expected = state.expected;
-        self.credited = state.credited;
-        self.refund_total = state.refund_total;
-        self.refunded = state.refunded;
+        self.expected = Minor::new(state.expected);
+        self.credited = Minor::new(state.credited);
+        self.refund_total = Minor::new(state.refund_total);
+        self.refunded = Minor::new(state.refunded);
         self
     }
 }
@@ -304,8 +316,9 @@ impl PaymentRow {
 pub struct PaymentIndex {
     pub payment_key: String,
     pub tenant: Option<TenantId>,
-    /// The largest cumulative refunded amount reported before the payment was known.
-    pub refund_total: i64,
+    /// The largest cumulative refunded amount reported before the payment was known (in the
+    /// currency of the wallet it turns out to belong to).
+    pub refund_total: Minor,
     /// The webhook events that recorded it.
     pub events: Vec<String>,
     /// A payment method the payment saved for later (`setup_future_usage`), reported before the

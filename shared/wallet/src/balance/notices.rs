@@ -37,47 +37,45 @@
 //! The webhook-driven movements (`handler`) and the API's holds (`holds`) both call [`notices`].
 
 use crate::balance::events::WalletEvent;
-use crate::balance::items::{LOW, LOW_CROSSINGS, REVIEW_REPORTED};
 use crate::balance::model::{month_of, Wallet};
 use crate::balance::rules::Movement;
 use crate::money::{Money, Overflow};
 use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
-use aws_sdk_dynamodb::types::AttributeValue;
-use inbox_core::clock::Millis;
 use inbox_core::metrics::Metric;
-use inbox_core::store::attr;
-use inbox_core::store::Effect;
 
-/// The effects, wallet attributes and metrics a movement's notices add to its commit.
+/// The events, the wallet's marks and the metrics a movement's notices add to its commit.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Notices {
-    /// Written in the movement's transaction (the events: `Effect::CreateIfAbsent` messages).
-    pub effects: Vec<Effect>,
-    /// Set on the wallet item by the movement's own wallet write.
-    pub set: Vec<(String, AttributeValue)>,
-    /// Added to the wallet item's numbers by the movement's own wallet write (`ADD`).
-    pub add: Vec<(String, i64)>,
+    /// What the wallet remembers of them, written by the movement's own wallet write (the items
+    /// layer knows the attributes: [`crate::balance::items`]).
+    pub marks: Marks,
     /// Emitted once the commit is made.
     pub metrics: Vec<Metric>,
-    /// The events published (as `effects` writes them), for callers and tests.
+    /// The events to publish, in the movement's transaction (the items layer writes them to the
+    /// outbox: `crate::balance::items::notice_writes`).
     pub events: Vec<WalletEvent>,
 }
 
-impl Notices {
-    /// Joins the wallet attributes into a wallet write's `add` and `set`.
-    pub fn join(&self, add: &mut Vec<(String, i64)>, set: &mut Vec<(String, AttributeValue)>) {
-        add.extend(self.add.iter().cloned());
-        set.extend(self.set.iter().cloned());
-    }
+/// What a movement changes in the wallet's memory of its notices (the [`Wallet`]'s `low`,
+/// `low_crossings` and `review_reported`): the decision, kept apart from how the wallet item
+/// stores it, so that the rules can be read and tested without the item layout.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// `low` becomes this (`None`: left as it is).
+    pub low: Option<bool>,
+    /// One more crossing into low is counted (`low_crossings` + 1, a commutative add, so that a
+    /// crossing's id is never used again).
+    pub crossed: bool,
+    /// The month whose review was announced: `review_reported` becomes it.
+    pub review_reported: Option<String>,
+}
 
-    /// Joins the wallet attributes into `effect` if it is an [`Effect::Adjust`] (the webhook
-    /// movements' wallet write); any other effect is returned as it is.
-    pub fn join_adjust(&self, mut effect: Effect) -> Effect {
-        if let Effect::Adjust { add, set, .. } = &mut effect {
-            self.join(add, set);
-        }
-        effect
+impl Marks {
+    /// Whether it changes nothing (then a shard's movement needs no second write on the wallet
+    /// item).
+    pub fn is_empty(&self) -> bool {
+        self.low.is_none() && !self.crossed && self.review_reported.is_none()
     }
 }
 
@@ -102,13 +100,6 @@ fn review_reached(tenant: &TenantId) -> Metric {
         .with_note("the month's debits passed the review threshold; wallet.review_threshold_reached published")
 }
 
-fn publish(event: &WalletEvent, at: Millis) -> Result<Effect, Overflow> {
-    // The ids are made of a parsed tenant, a number and a month: always valid.
-    event
-        .publish(at)
-        .map_err(|e| Overflow(format!("the {} event: {e}", event.event_type())))
-}
-
 /// The notices of `moves` applied to `wallet` (as read) by an event or request at `at_ms`.
 pub fn notices(wallet: &Wallet, moves: &[Movement], at_ms: i64) -> Result<Notices, Overflow> {
     let mut out = Notices::default();
@@ -120,7 +111,6 @@ pub fn notices(wallet: &Wallet, moves: &[Movement], at_ms: i64) -> Result<Notice
     for mv in moves {
         after = after.after(mv)?;
     }
-    let at = Millis::new(at_ms);
     let price = wallet.message_price;
     let was_low = is_low(before.balance, before.held, before.floor, price);
     let now_low = is_low(after.balance, after.held, after.floor, price);
@@ -136,13 +126,12 @@ pub fn notices(wallet: &Wallet, moves: &[Movement], at_ms: i64) -> Result<Notice
             floor: wallet.floor,
             price,
         };
-        out.effects.push(publish(&event, at)?);
         out.events.push(event);
-        out.set.push((LOW.into(), attr::bool(true)));
-        out.add.push((LOW_CROSSINGS.into(), 1));
+        out.marks.low = Some(true);
+        out.marks.crossed = true;
         out.metrics.push(low_balance(&wallet.tenant));
     } else if !now_low && wallet.low {
-        out.set.push((LOW.into(), attr::bool(false)));
+        out.marks.low = Some(false);
     }
     let month = month_of(at_ms);
     if let Some(threshold) = wallet.review_threshold {
@@ -154,9 +143,8 @@ pub fn notices(wallet: &Wallet, moves: &[Movement], at_ms: i64) -> Result<Notice
                 debits: after.month_debits,
                 threshold,
             };
-            out.effects.push(publish(&event, at)?);
             out.events.push(event);
-            out.set.push((REVIEW_REPORTED.into(), attr::s(&month)));
+            out.marks.review_reported = Some(month);
             out.metrics.push(review_reached(&wallet.tenant));
         }
     }
@@ -169,6 +157,7 @@ mod tests {
     use crate::balance::rules::{self, EmailEvent, EmailState};
     use crate::money::Currency;
     use crate::tenant::TenantId;
+    use inbox_core::clock::Millis;
 
     const T0: i64 = 1_795_000_000_000; // 2026-11-18
     const PRICE: i64 = 5;
@@ -201,7 +190,8 @@ mod tests {
         w.balance = usd(available);
         w.low = low;
         w.low_crossings = 3;
-        w.month_debits.insert(month_of(T0), month_debits);
+        w.month_debits
+            .insert(month_of(T0), crate::money::Minor::new(month_debits));
         w
     }
 
@@ -229,10 +219,7 @@ mod tests {
     }
 
     fn low_set(n: &Notices) -> Option<bool> {
-        n.set
-            .iter()
-            .find(|(k, _)| k == LOW)
-            .and_then(|(_, v)| v.as_bool().ok().copied())
+        n.marks.low
     }
 
     #[test]
@@ -333,9 +320,7 @@ mod tests {
             }]
         );
         assert_eq!(n.events[0].id(), "wevt_acme_low_4");
-        assert_eq!(n.add, vec![(LOW_CROSSINGS.to_string(), 1)]);
-        assert_eq!(n.effects.len(), 1);
-        assert!(matches!(n.effects[0], Effect::CreateIfAbsent(_)));
+        assert!(n.marks.crossed);
         let body = n.events[0].body(Millis::new(T0));
         assert_eq!(body["type"], "wallet.low_balance");
         assert_eq!(
@@ -412,7 +397,7 @@ mod tests {
                 publishes,
                 "{what}"
             );
-            let sets_month = n.set.iter().any(|(k, _)| k == REVIEW_REPORTED);
+            let sets_month = n.marks.review_reported.is_some();
             assert_eq!(sets_month, publishes, "{what}");
         }
         let n = notices(&wallet(10_000, false, 96), &[debit()], T0).unwrap();

@@ -30,8 +30,9 @@
 //! instance moved, replaced when read again.
 
 use crate::autopay::Autopay;
-use crate::balance::items::shards::{refills, shard_key, Part};
+use crate::balance::items::shards::{refills, shard_key};
 use crate::balance::ledger::{read_wallet, unreadable, wallet_and_item, LedgerError};
+use crate::balance::model::ShardFigures;
 use crate::balance::model::Wallet;
 use crate::tenant::TenantId;
 use inbox_core::clock::{Clock, SystemClock};
@@ -48,7 +49,7 @@ pub const DEFAULT_VIEW_MS: u64 = 1_000;
 struct View {
     at: i64,
     item: Item,
-    others: Vec<Part>,
+    others: Vec<ShardFigures>,
 }
 
 #[derive(Default)]
@@ -163,7 +164,7 @@ impl WalletViews {
     }
 
     /// Puts one shard read fresher into a kept view (its age unchanged).
-    fn update(&self, tenant: &TenantId, item: Option<&Item>, part: Option<&Part>) {
+    fn update(&self, tenant: &TenantId, item: Option<&Item>, part: Option<&ShardFigures>) {
         let mut cached = self.lock();
         let Some(view) = cached.wallets.get_mut(tenant) else {
             return;
@@ -194,7 +195,11 @@ impl WalletViews {
 }
 
 /// The wallet of shard 0's `item` and the other shards' amounts.
-fn assemble(tenant: &TenantId, item: &Item, others: Vec<Part>) -> Result<Wallet, LedgerError> {
+fn assemble(
+    tenant: &TenantId,
+    item: &Item,
+    others: Vec<ShardFigures>,
+) -> Result<Wallet, LedgerError> {
     let what = format!("the wallet item of tenant {tenant:?}");
     let wallet = Wallet::from_item(item).map_err(unreadable(&what))?;
     wallet
@@ -294,15 +299,15 @@ pub(crate) async fn own_shard<S: ItemStore>(
             .await?
             .ok_or_else(|| LedgerError::Unreadable(format!("{what}: the wallet is gone")));
     }
-    let others: Vec<Part> = wallet.shards.into_iter().filter(|p| p.shard != 0).collect();
+    let others: Vec<ShardFigures> = wallet.shards.into_iter().filter(|p| p.shard != 0).collect();
     if shard == 0 {
         views.update(&tenant, Some(&read), None);
         return assemble(&tenant, &read, others);
     }
-    let fresh = Part::from_item(shard, &read).map_err(unreadable(&what))?;
+    let fresh = ShardFigures::from_item(shard, &read).map_err(unreadable(&what))?;
     views.update(&tenant, None, Some(&fresh));
     // A shard past the viewed count (a hold placed since K rose) joins the sum.
-    let mut others: Vec<Part> = others.into_iter().filter(|p| p.shard != shard).collect();
+    let mut others: Vec<ShardFigures> = others.into_iter().filter(|p| p.shard != shard).collect();
     others.push(fresh);
     others.sort_by_key(|p| p.shard);
     assemble(&tenant, &viewed.item, others)

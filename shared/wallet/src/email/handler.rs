@@ -14,6 +14,7 @@ use crate::balance::rules::{self, EmailState};
 use crate::balance::views::{self, WalletViews};
 use crate::email::holds::expiry;
 use crate::email::parse::EmailNotice;
+use crate::money::Minor;
 use inbox_core::clock::Millis;
 use inbox_core::message::StoredMessage;
 use inbox_core::process::registry::{Commit, HandlerOutcome};
@@ -49,11 +50,11 @@ pub(crate) async fn email<S: ItemStore>(
         .await
         .map_err(read_failed("the wallet's shard"))?;
     let amount = if row.state == EmailState::New {
-        wallet.message_price.minor()
+        Minor::from(wallet.message_price)
     } else {
         row.amount
     };
-    let (state, movement) = rules::email(row.state, notice.event, wallet.currency.amount(amount));
+    let (state, movement) = rules::email(row.state, notice.event, amount.of(wallet.currency));
     let now = m.received_at;
     let mut next = row.clone();
     next.state = state;

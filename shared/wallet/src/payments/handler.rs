@@ -26,6 +26,7 @@ use crate::balance::handler::{money, read_failed, wallet, Unhandled};
 use crate::balance::ledger;
 use crate::balance::model::{PaymentIndex, PaymentRow};
 use crate::balance::rules::{self, PaymentEvent};
+use crate::money::Minor;
 use crate::payments::ledger::unmatched_payment;
 use crate::payments::parse::PaymentNotice;
 use crate::payments::unmatched::{payer, Resolution, UnmatchedPayment};
@@ -103,7 +104,7 @@ pub(crate) async fn payment<S: ItemStore>(
     if row.version.is_none() {
         // Refunds reported before the payment was known are settled now.
         if let Some(parked) = &index {
-            state.refund_total = state.refund_total.max(parked.refund_total);
+            state.refund_total = state.refund_total.max(parked.refund_total.get());
         }
     }
     let paid = matches!(notice.event, PaymentEvent::Paid { .. });
@@ -178,7 +179,7 @@ fn park(
         ..Default::default()
     });
     if let Some(total) = total {
-        parked.refund_total = parked.refund_total.max(total);
+        parked.refund_total = parked.refund_total.max(Minor::new(total));
     }
     if method.is_some() {
         parked.method = method;

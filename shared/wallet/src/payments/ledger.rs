@@ -315,7 +315,7 @@ pub async fn bind<S: ItemStore + ItemWriter>(
             Applied::Done => {
                 return Ok(Bound {
                     messages: record.message_keys(),
-                    refund_total: named.refund_total,
+                    refund_total: named.refund_total.get(),
                     payment: UnmatchedPayment {
                         version: record.version.map(|v| v + 1).or(Some(0)),
                         ..record

@@ -90,7 +90,9 @@ async fn row_of(w: &World, message_id: &str) -> EmailRow {
 
 /// Every shard keeps `available ≥ its floor` (no webhook debit overdrew one).
 fn shards_within_floors(w: &Wallet) -> bool {
-    w.shards.iter().all(|p| p.surplus().is_ok_and(|s| s >= 0))
+    w.shards
+        .iter()
+        .all(|p| p.surplus().is_ok_and(|s| s.get() >= 0))
 }
 
 proptest! {
@@ -207,7 +209,7 @@ proptest! {
                 if matches!(op, Op::Hold(..)) {
                     let after = many.total_async().await;
                     for (x, y) in before.shards.iter().zip(&after.shards) {
-                        let (x, y) = (x.surplus().unwrap(), y.surplus().unwrap());
+                        let (x, y) = (x.surplus().unwrap().get(), y.surplus().unwrap().get());
                         held_ok &= y >= x.min(0);
                     }
                 }
@@ -255,19 +257,26 @@ async fn a_hold_stays_on_its_shard_and_refills_it_with_its_need_and_an_even_shar
     let want = PRICE + (100 * PRICE - PRICE) / 4;
     let after = w.total_async().await;
     assert_eq!(
-        (after.part(own).balance, after.part(own).held),
+        (after.part(own).balance.get(), after.part(own).held.get()),
         (want, PRICE)
     );
     assert_eq!(
-        after.part(sa).balance,
+        after.part(sa).balance.get(),
         60 * PRICE - want,
         "from the richest"
     );
-    assert_eq!(after.part(sb).balance, 40 * PRICE, "the richest had it all");
+    assert_eq!(
+        after.part(sb).balance.get(),
+        40 * PRICE,
+        "the richest had it all"
+    );
     // Its capture moves that shard.
     w.email("e1", "message.accepted", &message, json!({})).await;
     let captured = w.total_async().await.part(own);
-    assert_eq!((captured.balance, captured.held), (want - PRICE, 0));
+    assert_eq!(
+        (captured.balance.get(), captured.held.get()),
+        (want - PRICE, 0)
+    );
     // 80 prices: no shard has them; the whole wallet (99) does. Its own shard is refilled with
     // the need and an even share of the rest, richest first, in the hold's transaction.
     let big = (0..)
@@ -276,7 +285,7 @@ async fn a_hold_stays_on_its_shard_and_refills_it_with_its_need_and_an_even_shar
         .unwrap();
     let target = pick(&big, 4);
     let before = w.total_async().await;
-    assert_eq!(before.part(target).balance, 0);
+    assert_eq!(before.part(target).balance.get(), 0);
     let writes = w.store.write_requests();
     let HoldOutcome::Held(held) = place(&w, &big, "h2", Some(80 * PRICE)).await else {
         panic!("the whole wallet affords it")
@@ -290,7 +299,7 @@ async fn a_hold_stays_on_its_shard_and_refills_it_with_its_need_and_an_even_shar
     );
     let part = after.part(target);
     assert_eq!(
-        (part.balance, part.held),
+        (part.balance.get(), part.held.get()),
         (80 * PRICE + 19 * PRICE / 4, 80 * PRICE)
     );
     assert!(shards_within_floors(&after));
@@ -386,5 +395,5 @@ async fn a_shard_below_its_floor_is_covered_before_a_hold_so_no_hold_can_spend_t
     };
     let wallet = w.total_async().await;
     assert!(shards_within_floors(&wallet), "{:?}", wallet.shards);
-    assert!(wallet.part(0).surplus().unwrap() >= 0);
+    assert!(wallet.part(0).surplus().unwrap().get() >= 0);
 }

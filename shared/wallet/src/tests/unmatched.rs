@@ -139,7 +139,11 @@ async fn an_unmatched_top_up_is_listed_counted_after_the_window_and_bound_once()
     assert_eq!(bound.messages[0].to_string(), "stripe/evt_cs");
     let index = ledger.payment_index("pi_1").await.unwrap().unwrap();
     assert_eq!(
-        (index.tenant.clone(), index.refund_total, index.unmatched),
+        (
+            index.tenant.clone(),
+            index.refund_total.get(),
+            index.unmatched
+        ),
         (Some(tid("acme")), 500, false),
         "the index names the tenant and keeps the refund it recorded"
     );

@@ -1,7 +1,6 @@
 //! A wallet's limits as stored (its layout is described in [`super`]): the write that changes
 //! the floor and the review threshold of the wallet item and nothing else, and the limits
-//! journal (`LIMITS_LOG#{ms}#{unique}`: every such change, who made it, before and after); and
-//! the names of the wallet attributes its notices keep ([`crate::balance::notices`]).
+//! journal (`LIMITS_LOG#{ms}#{unique}`: every such change, who made it, before and after).
 
 use super::{number, text, wallet_pk, WALLET_SK};
 use crate::balance::model::Limits;
@@ -10,13 +9,6 @@ use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::attr::{n, s};
 use inbox_core::store::{Effect, Item};
-
-/// Whether the last crossing into low was announced (see [`crate::balance::notices`]).
-pub(crate) const LOW: &str = "low";
-/// How many crossings into low were announced.
-pub(crate) const LOW_CROSSINGS: &str = "low_crossings";
-/// The last month whose review was announced (`YYYY_MM`).
-pub(crate) const REVIEW_REPORTED: &str = "review_reported";
 
 pub const KIND_LIMITS_LOG: &str = "limits_log";
 pub const LIMITS_LOG_PREFIX: &str = "LIMITS_LOG#";

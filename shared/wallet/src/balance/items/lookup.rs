@@ -5,6 +5,7 @@
 
 use super::{number, tenant, version};
 use crate::balance::model::PaymentIndex;
+use crate::money::Minor;
 use crate::parse::SavedMethod;
 use crate::tenant::TenantId;
 use inbox_core::store::attr::{self, get_s, get_strings, n, s};
@@ -42,7 +43,7 @@ impl PaymentIndex {
                 .contains_key("tenant")
                 .then(|| tenant(item))
                 .transpose()?,
-            refund_total: number(item, "refund_total")?.unwrap_or(0),
+            refund_total: Minor::new(number(item, "refund_total")?.unwrap_or(0)),
             events: get_strings(item, "events"),
             method: match (
                 get_s(item, "parked_customer"),
@@ -69,7 +70,7 @@ impl PaymentIndex {
             ("pk".to_string(), s(pk)),
             ("sk".to_string(), s(sk)),
             ("kind".to_string(), s(KIND_PAYMENT_INDEX)),
-            ("refund_total".to_string(), n(self.refund_total)),
+            ("refund_total".to_string(), n(self.refund_total.get())),
             ("events".to_string(), attr::strings(&self.events)),
         ]);
         if let Some(tenant) = &self.tenant {

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::balance::model::RowEntry;
+use crate::money::Minor;
 use crate::tenant::TenantId;
 use inbox_core::clock::Millis;
 use inbox_core::store::schema::{OPEN_DUE, OPEN_SHARD};
@@ -31,9 +32,9 @@ impl RowEntry {
         AttributeValue::M(std::collections::HashMap::from([
             ("id".to_string(), s(&self.id)),
             ("kind".to_string(), s(self.kind.as_str())),
-            ("amount".to_string(), n(self.amount)),
-            ("balance_delta".to_string(), n(self.balance_delta)),
-            ("held_delta".to_string(), n(self.held_delta)),
+            ("amount".to_string(), n(self.amount.get())),
+            ("balance_delta".to_string(), n(self.balance_delta.get())),
+            ("held_delta".to_string(), n(self.held_delta.get())),
             ("event_source".to_string(), s(&self.event_source)),
             ("event_id".to_string(), s(&self.event_id)),
             ("at".to_string(), n(self.at.get())),
@@ -48,9 +49,9 @@ impl RowEntry {
             id: word("id")?,
             kind: parse_state::<Option<rules::EntryKind>>(m, "kind")?
                 .ok_or("an entry's kind is missing")?,
-            amount: need("amount")?,
-            balance_delta: need("balance_delta")?,
-            held_delta: need("held_delta")?,
+            amount: Minor::new(need("amount")?),
+            balance_delta: Minor::new(need("balance_delta")?),
+            held_delta: Minor::new(need("held_delta")?),
             event_source: word("event_source")?,
             event_id: word("event_id")?,
             at: Millis::new(need("at")?),
@@ -77,7 +78,7 @@ impl EmailRow {
         Ok(Self {
             message_id: text(item, "message_id").unwrap_or_default(),
             state: parse_state(item, "state")?,
-            amount: number(item, "amount")?.unwrap_or(0),
+            amount: Minor::new(number(item, "amount")?.unwrap_or(0)),
             events: get_strings(item, "events"),
             held_at: number(item, "held_at")?.map(Millis::new),
             updated_at: number(item, "updated_at")?.map(Millis::new),
@@ -99,7 +100,7 @@ impl EmailRow {
             ("tenant".to_string(), s(tenant)),
             ("message_id".to_string(), s(&self.message_id)),
             ("state".to_string(), s(state_name(&self.state))),
-            ("amount".to_string(), n(self.amount)),
+            ("amount".to_string(), n(self.amount.get())),
             ("events".to_string(), attr::strings(&self.events)),
         ]);
         if let Some(t) = self.updated_at {
@@ -144,19 +145,19 @@ impl PaymentRow {
     /// payments and capped refunds have no `funds` or `refund_total`: paid if credited, refunded
     /// as far as taken back.
     pub fn from_item(item: &Item) -> Result<Self, String> {
-        let credited = number(item, "credited")?.unwrap_or(0);
-        let refunded = number(item, "refunded")?.unwrap_or(0);
+        let credited = Minor::new(number(item, "credited")?.unwrap_or(0));
+        let refunded = Minor::new(number(item, "refunded")?.unwrap_or(0));
         let funds = match item.get("funds") {
             Some(_) => parse_state(item, "funds")?,
-            None if credited > 0 => Funds::Paid,
+            None if credited > Minor::ZERO => Funds::Paid,
             None => Funds::Unknown,
         };
         Ok(Self {
             payment_key: text(item, "payment_key").unwrap_or_default(),
             funds,
-            expected: number(item, "expected")?.unwrap_or(0),
+            expected: Minor::new(number(item, "expected")?.unwrap_or(0)),
             credited,
-            refund_total: number(item, "refund_total")?.unwrap_or(refunded),
+            refund_total: number(item, "refund_total")?.map_or(refunded, Minor::new),
             refunded,
             events: get_strings(item, "events"),
             updated_at: number(item, "updated_at")?,
@@ -172,10 +173,10 @@ impl PaymentRow {
             ("tenant".to_string(), s(tenant)),
             ("payment_key".to_string(), s(&self.payment_key)),
             ("funds".to_string(), s(state_name(&self.funds))),
-            ("expected".to_string(), n(self.expected)),
-            ("credited".to_string(), n(self.credited)),
-            ("refund_total".to_string(), n(self.refund_total)),
-            ("refunded".to_string(), n(self.refunded)),
+            ("expected".to_string(), n(self.expected.get())),
+            ("credited".to_string(), n(self.credited.get())),
+            ("refund_total".to_string(), n(self.refund_total.get())),
+            ("refunded".to_string(), n(self.refunded.get())),
             ("events".to_string(), attr::strings(&self.events)),
         ]);
         if let Some(t) = self.updated_at {

@@ -13,10 +13,10 @@
 //! afford is refilled from the others first ([`plan_refill`], one transaction of bounded moves).
 //! The sort key `SHARD#{n}` is no wallet item's (`WALLET`), whatever a tenant is called.
 
-use super::{number, required, wallet_pk, MONTH_DEBITS_PREFIX, WALLET_SK};
-use crate::balance::model::Wallet;
+use super::{marks_changes, number, required, wallet_pk, MONTH_DEBITS_PREFIX, WALLET_SK};
+use crate::balance::model::ShardFigures;
 use crate::balance::notices::Notices;
-use crate::money::{checked_add, Overflow};
+use crate::money::{Minor, Overflow};
 use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::attr::{get_bool, n, s};
@@ -59,111 +59,26 @@ pub fn pick(subject: &str, k: u32) -> u32 {
     u32::try_from(hash % u64::from(k)).unwrap_or(0)
 }
 
-/// One shard's amounts as read (shard 0's are the wallet item's own).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Part {
-    pub shard: u32,
-    pub balance: i64,
-    pub held: i64,
-    /// Holds keep this shard's `balance − held` at or above it.
-    pub floor: i64,
-    pub changes: i64,
-    pub month_debits: BTreeMap<String, i64>,
-    pub overdrawn: bool,
-    pub review: bool,
-    /// The refills this shard took part in (its item's [`REFILLS_ATTR`]; shard 0's counts every
-    /// refill of the wallet).
-    pub refills: i64,
-}
-
-impl Part {
-    /// What this shard has above its floor (negative: a deficit, after debits overdrew it).
-    pub fn surplus(&self) -> Result<i64, Overflow> {
-        self.balance
-            .checked_sub(self.held)
-            .and_then(|a| a.checked_sub(self.floor))
-            .ok_or_else(|| Overflow("a shard's available amount".into()))
-    }
-
+impl ShardFigures {
     /// Reads a shard item (or the wallet item, as shard 0).
     pub fn from_item(shard: u32, item: &Item) -> Result<Self, String> {
         let mut month_debits = BTreeMap::new();
         for k in item.keys() {
             if let Some(month) = k.strip_prefix(MONTH_DEBITS_PREFIX) {
-                month_debits.insert(month.to_owned(), required(item, k)?);
+                month_debits.insert(month.to_owned(), Minor::new(required(item, k)?));
             }
         }
         Ok(Self {
             shard,
-            balance: required(item, "balance")?,
-            held: required(item, "held")?,
-            floor: number(item, "floor")?.unwrap_or(0),
+            balance: Minor::new(required(item, "balance")?),
+            held: Minor::new(required(item, "held")?),
+            floor: Minor::new(number(item, "floor")?.unwrap_or(0)),
             changes: number(item, "changes")?.unwrap_or(0),
             month_debits,
             overdrawn: get_bool(item, "overdrawn").unwrap_or(false),
             review: get_bool(item, "review").unwrap_or(false),
             refills: refills(item),
         })
-    }
-
-    /// Adds another shard's amounts into this sum.
-    pub(crate) fn absorb(&mut self, other: &Part) -> Result<(), Overflow> {
-        self.balance = checked_add(self.balance, other.balance, "the balance")?;
-        self.held = checked_add(self.held, other.held, "the held amount")?;
-        self.changes = checked_add(self.changes, other.changes, "the change count")?;
-        for (month, d) in &other.month_debits {
-            let sum = self.month_debits.entry(month.clone()).or_insert(0);
-            *sum = checked_add(*sum, *d, "the month's debits")?;
-        }
-        self.overdrawn |= other.overdrawn;
-        self.review |= other.review;
-        Ok(())
-    }
-}
-
-impl Wallet {
-    /// How many shard items its balance is split over (1: the wallet item alone).
-    pub fn shard_count(&self) -> u32 {
-        u32::try_from(self.shards.len()).unwrap_or(1).max(1)
-    }
-
-    /// Shard `shard`'s amounts as read (one shard: the wallet's own).
-    pub fn part(&self, shard: u32) -> Part {
-        if let Some(p) = self.shards.iter().find(|p| p.shard == shard) {
-            return p.clone();
-        }
-        Part {
-            shard: 0,
-            balance: self.balance.minor(),
-            held: self.held.minor(),
-            floor: self.floor.minor(),
-            changes: self.changes,
-            month_debits: self.month_debits.clone(),
-            overdrawn: self.overdrawn,
-            review: self.review,
-            // The wallet model does not keep it: a view compares shard 0's on its item.
-            refills: 0,
-        }
-    }
-
-    /// The wallet item (shard 0, as read) with its other shards' amounts added: the figures
-    /// become the sums, the flags any shard's.
-    pub(crate) fn with_shards(mut self, others: Vec<Part>) -> Result<Self, Overflow> {
-        let mut sum = self.part(0);
-        let mut parts = vec![sum.clone()];
-        for p in others {
-            sum.absorb(&p)?;
-            parts.push(p);
-        }
-        let c = self.currency;
-        self.balance = c.amount(sum.balance);
-        self.held = c.amount(sum.held);
-        self.changes = sum.changes;
-        self.month_debits = sum.month_debits;
-        self.overdrawn = sum.overdrawn;
-        self.review = sum.review;
-        self.shards = parts;
-        Ok(self)
     }
 }
 
@@ -232,7 +147,7 @@ pub(crate) fn raise_count(tenant: &TenantId, from: u32, to: u32) -> Effect {
 /// to `hi` to the held amount (half the room each way), and any release or credit; only a raised
 /// floor or more than that fails it (read again, retried). A movement the shard cannot afford as
 /// read (`room < 0`) gets no slack: `held ≤ b − f − amount < h`, which the read item already fails.
-pub(crate) fn affords(part: &Part, amount: i64) -> Result<Vec<Bound>, Overflow> {
+pub(crate) fn affords(part: &ShardFigures, amount: i64) -> Result<Vec<Bound>, Overflow> {
     affords_after(part, amount, 0)
 }
 
@@ -241,10 +156,15 @@ pub(crate) fn affords(part: &Part, amount: i64) -> Result<Vec<Bound>, Overflow> 
 /// credit, the room counts it. With `room = b + credit − h − f − amount` split as in
 /// [`affords`], an item meeting `balance ≥ b − lo`, `held ≤ h + hi`, `floor ≤ f` has
 /// `balance + credit − held − amount ≥ b + credit − h − room − amount = f ≥ floor`.
-pub(crate) fn affords_after(part: &Part, amount: i64, credit: i64) -> Result<Vec<Bound>, Overflow> {
+pub(crate) fn affords_after(
+    part: &ShardFigures,
+    amount: i64,
+    credit: i64,
+) -> Result<Vec<Bound>, Overflow> {
     let overflow = || Overflow("the affordable amount".into());
     let room = part
         .surplus()?
+        .get()
         .checked_add(credit)
         .and_then(|r| r.checked_sub(amount))
         .ok_or_else(overflow)?;
@@ -253,12 +173,12 @@ pub(crate) fn affords_after(part: &Part, amount: i64, credit: i64) -> Result<Vec
     Ok(vec![
         Bound::AtLeast(
             "balance".into(),
-            part.balance.checked_sub(lo).ok_or_else(overflow)?,
+            part.balance.get().checked_sub(lo).ok_or_else(overflow)?,
         ),
-        Bound::AtMost("floor".into(), part.floor),
+        Bound::AtMost("floor".into(), part.floor.get()),
         Bound::AtMost(
             "held".into(),
-            part.held.checked_add(hi).ok_or_else(overflow)?,
+            part.held.get().checked_add(hi).ok_or_else(overflow)?,
         ),
     ])
 }
@@ -275,17 +195,19 @@ pub(crate) fn shard_write(
     notices: &Notices,
 ) -> Vec<Effect> {
     let (pk, sk) = shard_key(tenant, shard);
+    let (mut marks_add, mut marks_set) = marks_changes(&notices.marks);
     let notices_write = if shard == 0 {
-        notices.join(&mut add, &mut set);
+        add.append(&mut marks_add);
+        set.append(&mut marks_set);
         None
-    } else if notices.add.is_empty() && notices.set.is_empty() {
+    } else if notices.marks.is_empty() {
         None
     } else {
         Some(Effect::Adjust {
             pk: wallet_pk(tenant),
             sk: WALLET_SK.into(),
-            add: notices.add.clone(),
-            set: notices.set.clone(),
+            add: marks_add,
+            set: marks_set,
         })
     };
     let write = match bounds {
@@ -310,13 +232,13 @@ mod tests {
     use super::*;
     use proptest::prelude::{prop_oneof, Just, ProptestConfig};
 
-    fn part(shard: u32, balance: i64, held: i64, floor: i64) -> Part {
-        Part {
+    fn part(shard: u32, balance: i64, held: i64, floor: i64) -> ShardFigures {
+        ShardFigures {
             shard,
-            balance,
-            held,
-            floor,
-            ..Part::default()
+            balance: Minor::new(balance),
+            held: Minor::new(held),
+            floor: Minor::new(floor),
+            ..ShardFigures::default()
         }
     }
 
@@ -349,7 +271,7 @@ mod tests {
     #[test]
     fn a_refill_takes_the_need_and_a_share_from_the_richest_first() {
         // (parts, target, need) → moves (from, amount)
-        type Case = (Vec<Part>, u32, i64, Option<Vec<(u32, i64)>>);
+        type Case = (Vec<ShardFigures>, u32, i64, Option<Vec<(u32, i64)>>);
         let cases: Vec<Case> = vec![
             (
                 vec![part(0, 1000, 0, 0), part(1, 0, 0, 0)],

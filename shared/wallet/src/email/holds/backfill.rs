@@ -7,7 +7,7 @@
 //! loses is counted `busy` for the next one. One already past its expiry is released by the
 //! next sweep, as every expired hold is. Idempotent: a row with an expiry is left alone.
 
-use crate::balance::ledger::{self, LedgerError};
+use crate::balance::ledger::{email_rows, tenants, LedgerError};
 use crate::balance::model::EmailRow;
 use crate::balance::rules::EmailState;
 use inbox_core::clock::Millis;
@@ -45,10 +45,12 @@ pub async fn backfill_expiry<S: ItemStore + ItemWriter>(
     now_ms: i64,
     dry_run: bool,
 ) -> Result<Backfilled, StoreError> {
+    // The balance slice's own reads (the facade `crate::ledger::Ledger` only delegates to them,
+    // and sits above this slice in the Layout).
     let mut done = Backfilled::default();
-    for tenant in ledger::tenants(store).await?.tenants {
+    for tenant in tenants(store).await?.tenants {
         done.wallets += 1;
-        let rows = match ledger::email_rows(store, &tenant).await {
+        let rows = match email_rows(store, &tenant).await {
             Ok(rows) => rows,
             Err(LedgerError::Store(e)) => return Err(e),
             Err(LedgerError::Unreadable(why)) => {

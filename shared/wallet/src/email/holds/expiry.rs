@@ -15,7 +15,7 @@
 
 use super::{busy_metric, refused, Holds};
 use crate::balance::events::{self, WalletEvent};
-use crate::balance::items::{hold_shards, wallet_pk, EMAIL_PREFIX};
+use crate::balance::items::{hold_shards, notice_writes, wallet_pk, EMAIL_PREFIX};
 use crate::balance::ledger::{self, LedgerError};
 use crate::balance::model::Entry;
 use crate::balance::notices::notices;
@@ -136,7 +136,7 @@ where
             else {
                 return done(ExpireOutcome::NotDue);
             };
-            let amount = wallet.currency.amount(row.amount);
+            let amount = row.amount.of(wallet.currency);
             let (state, Some(mv)) = rules::email(row.state, EmailEvent::Expired, amount) else {
                 return done(ExpireOutcome::NotDue);
             };
@@ -162,7 +162,7 @@ where
             let mut effects = vec![next.replace(tenant, row.version), publish];
             effects
                 .extend(existing_wallet(tenant, row.shard, &mv, now, &notices).map_err(refused)?);
-            effects.extend(notices.effects);
+            effects.extend(notice_writes(&notices, now).map_err(refused)?);
             match self.store.commit(effects).await? {
                 Applied::Done => {
                     self.record(notices.metrics);

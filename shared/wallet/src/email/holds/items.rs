@@ -3,8 +3,9 @@
 //! by and which the hold's entries name as their origin; and the wallet's bounded write that
 //! makes a hold exact under concurrency.
 
-use crate::balance::items::shards::{affords_after, shard_write, Part};
+use crate::balance::items::shards::{affords_after, shard_write};
 use crate::balance::items::{wallet_changes, wallet_pk};
+use crate::balance::model::ShardFigures;
 use crate::balance::notices::Notices;
 use crate::balance::rules::{Flags, Movement};
 use crate::money::{Money, Overflow};
@@ -58,7 +59,7 @@ pub(crate) fn pointed_message(item: &Item) -> Option<String> {
 /// notices' attributes go to the wallet item.
 pub(crate) fn bounded_hold(
     tenant: &TenantId,
-    part: &Part,
+    part: &ShardFigures,
     credit: i64,
     mv: &Movement,
     at: i64,

@@ -11,15 +11,16 @@
 use super::{busy_metric, expiry, refused, Held, HoldOutcome, HoldRequest, Holds};
 use crate::autopay;
 use crate::autopay::ledger::ThresholdError;
-use crate::balance::items::shards::{self, merge_writes, pick, plan_refill, Part};
-use crate::balance::items::wallet_pk;
+use crate::balance::items::shards::{self, merge_writes, pick, plan_refill};
+use crate::balance::items::{notice_writes, wallet_pk};
 use crate::balance::ledger::{self, LedgerError};
+use crate::balance::model::ShardFigures;
 use crate::balance::model::{EmailRow, Entry, RowEntry, Wallet};
 use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent, EmailState, Movement};
 use crate::balance::views;
 use crate::email::holds::items::{bounded_hold, hold_sk, pointed_message, pointer, HOLDS_SOURCE};
-use crate::money::checked_add;
+use crate::money::{checked_add, Minor};
 use crate::tenant::TenantId;
 use crate::METRICS_NAMESPACE;
 use inbox_core::clock::Millis;
@@ -106,12 +107,15 @@ where
                 .shards
                 .iter()
                 .filter_map(|p| p.surplus().ok().map(|s| (s, p.shard)))
-                .filter(|(s, _)| *s < 0)
+                .filter(|(s, _)| *s < Minor::ZERO)
                 .min()
             {
                 if refills < self.retry.max_attempts {
                     refills += 1;
-                    if self.refill(&wallet, shard, -deficit).await? {
+                    let need = Minor::ZERO
+                        .checked_sub(deficit, "a shard's deficit")
+                        .map_err(refused)?;
+                    if self.refill(&wallet, shard, need.get()).await? {
                         attempt -= 1;
                     } else {
                         conflicts += 1;
@@ -129,7 +133,13 @@ where
             let part = wallet.part(pick(&request.message_id, wallet.shard_count()));
             // Short of it: the others' surplus moves to its shard in the hold's own transaction
             // (the shard's one write takes the credit and the hold, bounded with the credit).
-            let short = amount.minor() - part.surplus().map_err(refused)?;
+            let short = Minor::from(amount)
+                .checked_sub(
+                    part.surplus().map_err(refused)?,
+                    "what the shard is short of",
+                )
+                .map_err(refused)?
+                .get();
             let (mut refill, mut credit) = (Vec::new(), 0);
             if short > 0 {
                 if refills >= self.retry.max_attempts {
@@ -202,11 +212,14 @@ where
         let shard = pick(&request.message_id, viewed.wallet.shard_count());
         let wallet = views::own_shard(self.store, viewed, shard, &self.views).await?;
         let amount = request.amount.unwrap_or(wallet.message_price.minor());
-        let pays = wallet.part(shard).surplus().is_ok_and(|s| s >= amount)
+        let pays = wallet
+            .part(shard)
+            .surplus()
+            .is_ok_and(|s| s >= Minor::new(amount))
             && wallet
                 .shards
                 .iter()
-                .all(|p| p.surplus().is_ok_and(|s| s >= 0));
+                .all(|p| p.surplus().is_ok_and(|s| s >= Minor::ZERO));
         if pays {
             return Ok(Some(wallet));
         }
@@ -256,7 +269,7 @@ where
     fn hold_effects(
         &self,
         wallet: &Wallet,
-        part: &Part,
+        part: &ShardFigures,
         credit: i64,
         held: &Held,
         with: &(impl Fn(&Held) -> Vec<Effect> + Send + Sync),
@@ -271,7 +284,7 @@ where
         let row = EmailRow {
             message_id: held.message_id.clone(),
             state,
-            amount: held.amount.minor(),
+            amount: held.amount.into(),
             held_at: Some(Millis::new(now)),
             updated_at: Some(Millis::new(now)),
             hold_id: Some(held.hold_id.clone()),
@@ -293,7 +306,7 @@ where
         ];
         effects.extend(bounded_hold(tenant, part, credit, &mv, now, &notices).map_err(refused)?);
         effects.extend(with(held));
-        effects.extend(notices.effects);
+        effects.extend(notice_writes(&notices, now).map_err(refused)?);
         Ok((effects, notices.metrics))
     }
 

@@ -3,7 +3,7 @@
 //! same transaction; a settled one is left as it is.
 
 use super::{busy_metric, refused, Holds, ReleaseOutcome, Released};
-use crate::balance::items::wallet_pk;
+use crate::balance::items::{notice_writes, wallet_pk};
 use crate::balance::ledger::{self, LedgerError};
 use crate::balance::notices::notices;
 use crate::balance::rules::{self, EmailEvent};
@@ -46,7 +46,7 @@ where
             else {
                 return done(ReleaseOutcome::NotFound);
             };
-            let amount = wallet.currency.amount(row.amount);
+            let amount = row.amount.of(wallet.currency);
             let (state, movement) = rules::email(row.state, EmailEvent::Cancelled, amount);
             let Some(mv) = movement else {
                 return done(ReleaseOutcome::Settled { state: row.state });
@@ -73,7 +73,7 @@ where
             effects
                 .extend(existing_wallet(tenant, row.shard, &mv, now, &notices).map_err(refused)?);
             effects.extend(with(&released));
-            effects.extend(notices.effects);
+            effects.extend(notice_writes(&notices, now).map_err(refused)?);
             match self.store.commit(effects).await? {
                 Applied::Done => {
                     self.record(notices.metrics);

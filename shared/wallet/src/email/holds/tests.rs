@@ -174,7 +174,7 @@ async fn a_hold_writes_its_row_pointer_entry_and_held_amount_in_one_commit() {
     assert_eq!(
         (
             row.state,
-            row.amount,
+            row.amount.get(),
             row.hold_id.as_deref(),
             row.held_at,
             row.version

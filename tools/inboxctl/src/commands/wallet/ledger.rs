@@ -77,7 +77,7 @@ impl From<EmailRow> for EmailRowView {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),
-            amount: r.amount,
+            amount: r.amount.get(),
             events: r.events,
             held_at: r.held_at.map(|t| when::rfc3339(t.get())),
             held_at_ms: r.held_at.map(|t| t.get()),
@@ -115,10 +115,10 @@ impl From<PaymentRow> for PaymentRowView {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),
-            expected: r.expected,
-            credited: r.credited,
-            refund_total: r.refund_total,
-            refunded: r.refunded,
+            expected: r.expected.get(),
+            credited: r.credited.get(),
+            refund_total: r.refund_total.get(),
+            refunded: r.refunded.get(),
             events: r.events,
             updated_at: r.updated_at.map(when::rfc3339),
             updated_at_ms: r.updated_at,

@@ -80,7 +80,7 @@ impl WalletView {
             debits_by_month: w
                 .month_debits
                 .iter()
-                .map(|(k, v)| (month_label(k), *v))
+                .map(|(k, v)| (month_label(k), v.get()))
                 .collect(),
             created_at: when::rfc3339(w.created_at),
             created_at_ms: w.created_at,
@@ -184,8 +184,10 @@ mod tests {
         );
         w.balance = usd().amount(1975);
         w.held = usd().amount(25);
-        w.month_debits.insert("2026_11".into(), 50);
-        w.month_debits.insert("2026_10".into(), 75);
+        w.month_debits
+            .insert("2026_11".into(), wallet_ledger::Minor::new(50));
+        w.month_debits
+            .insert("2026_10".into(), wallet_ledger::Minor::new(75));
         let v = WalletView::new(&w, now).unwrap();
         assert_eq!((v.available, v.month_debits), (1950, 50));
         assert_eq!(v.month, "2026-11");

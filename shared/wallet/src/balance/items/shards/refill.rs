@@ -3,9 +3,9 @@
 //! bounded as a hold is, the target credited, the refill counters added), and the one-write-per-
 //! item folding a transaction needs when a refill shares the hold's ([`merge_writes`]).
 
-use super::{affords, shard_key, Part, REFILLS_ATTR};
+use super::{affords, shard_key, ShardFigures, REFILLS_ATTR};
 use crate::balance::items::{wallet_pk, WALLET_SK};
-use crate::money::{checked_add, Overflow};
+use crate::money::{checked_add, Minor, Overflow};
 use crate::tenant::TenantId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use inbox_core::store::{Bound, Effect};
@@ -22,12 +22,18 @@ pub struct Transfer {
 /// what the others have above theirs, so the next holds find it there), taken from the shards
 /// with the most surplus first; `None` when the others together have less than `need` (then
 /// the wallet cannot afford it). Pure: the caller commits them with [`refill`].
-pub fn plan_refill(parts: &[Part], target: u32, need: i64) -> Option<Vec<Transfer>> {
+pub fn plan_refill(parts: &[ShardFigures], target: u32, need: i64) -> Option<Vec<Transfer>> {
     let k = i64::try_from(parts.len()).ok()?.max(1);
     let mut donors: Vec<(i64, u32)> = parts
         .iter()
         .filter(|p| p.shard != target)
-        .filter_map(|p| p.surplus().ok().filter(|s| *s > 0).map(|s| (s, p.shard)))
+        .filter_map(|p| {
+            p.surplus()
+                .ok()
+                .map(Minor::get)
+                .filter(|s| *s > 0)
+                .map(|s| (s, p.shard))
+        })
         .collect();
     let spare: i64 = donors.iter().map(|(s, _)| *s).sum();
     if need <= 0 || spare < need {
@@ -59,7 +65,7 @@ pub fn plan_refill(parts: &[Part], target: u32, need: i64) -> Option<Vec<Transfe
 /// two shards or none.
 pub(crate) fn refill(
     tenant: &TenantId,
-    parts: &[Part],
+    parts: &[ShardFigures],
     moves: &[Transfer],
 ) -> Result<Vec<Effect>, Overflow> {
     let mut effects = Vec::new();
