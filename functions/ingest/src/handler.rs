@@ -23,6 +23,10 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The source names the deployment's applications publish their own events under: no inbound
+/// source may take one (a `WEBHOOK_SOURCES` naming one fails at start).
+pub const PUBLISHED: [&str; 1] = wallet_ledger::PUBLISHED_SOURCES;
+
 /// The ingest service as deployed: DynamoDB and the system clock.
 pub type Service = Ingestor<DynamoTable, SystemClock>;
 
@@ -39,7 +43,7 @@ pub async fn build() -> Result<Service, ConfigError> {
     let sdk = inbox_core::tls::sdk_config(&env).await?;
     let sdk_ms = ms_since(started);
     let secrets = async {
-        let config = IngestConfig::from_env(&sdk).await;
+        let config = IngestConfig::from_env(&sdk, &PUBLISHED).await;
         (config, ms_since(started))
     };
     let clients = async {
@@ -229,4 +233,26 @@ pub fn internal_error() -> ApiGatewayV2httpResponse {
         ErrorBody::internal().to_json(),
         &[],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_webhook_source_named_as_the_wallets_own_fails_at_start() {
+        assert!(PUBLISHED.contains(&"wallet"), "{PUBLISHED:?}");
+        let env = Env::from_pairs([
+            ("TABLE_NAME", "t"),
+            ("WEBHOOK_SOURCES", r#"{"wallet":{"scheme":"github"}}"#),
+        ]);
+        let e = IngestConfig::read(&env, Some(r#"{"wallet": "k"}"#.into()), &PUBLISHED)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("WEBHOOK_SOURCES") && e.contains("\"wallet\"") && e.contains("reserved"),
+            "{e}"
+        );
+    }
 }

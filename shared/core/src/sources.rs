@@ -29,11 +29,28 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Source names kept for the messages the deployment writes itself, never an inbound source's:
-/// `wallet` (the wallet ledger's own events, published through the outbox, one of which the
-/// wallet's handler acts on). A webhook source of that name would let whoever holds its secret
-/// write messages the handlers take for internal ones, so configuring one fails at start.
-pub const RESERVED_SOURCES: [&str; 1] = ["wallet"];
+/// Refuses a `WEBHOOK_SOURCES` that names a source the deployment publishes its own events
+/// under (`published`: the names its applications write messages as, through the outbox; the
+/// core knows none of them, whoever composes the function passes them). A webhook source of such
+/// a name would let whoever holds its secret write messages the handlers take for the
+/// application's own, so configuring one fails at start. Only the JSON's names are read (before
+/// any secret is looked at); what else is wrong with it is [`Sources::from_json`]'s to report.
+pub fn refuse_published(sources_json: &str, published: &[&str]) -> Result<(), ConfigError> {
+    let Ok(specs) = serde_json::from_str::<Map<String, Value>>(sources_json) else {
+        return Ok(());
+    };
+    match specs.keys().find(|name| published.contains(&name.as_str())) {
+        Some(name) => Err(ConfigError::Invalid {
+            var: vars::WEBHOOK_SOURCES,
+            reason: format!(
+                "source name {name:?} is reserved for the deployment's own events (an application \
+                 publishes its events as source {name:?}); an inbound source of that name could \
+                 forge them: name it otherwise"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
 
 /// One source as written in `WEBHOOK_SOURCES`.
 #[derive(Debug, Clone, Deserialize)]
@@ -222,16 +239,6 @@ impl Sources {
         for (name, spec) in specs {
             let source_name = SourceName::parse(&name)
                 .map_err(|e| invalid(vars::WEBHOOK_SOURCES, format!("source name {name:?} {e}")))?;
-            if RESERVED_SOURCES.contains(&name.as_str()) {
-                return Err(invalid(
-                    vars::WEBHOOK_SOURCES,
-                    format!(
-                        "source name {name:?} is reserved for the deployment's own events (the \
-                         wallet ledger publishes its events as source {name:?}); an inbound \
-                         source of that name could forge them: name it otherwise"
-                    ),
-                ));
-            }
             signature::check_registered(&spec.scheme)
                 .map_err(|e| invalid(vars::WEBHOOK_SOURCES, format!("source {name:?}: {e}")))?;
             for (field, rule) in [

@@ -305,8 +305,8 @@ impl DefaultLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::balance::events::PUBLISHED_SOURCES;
     use crate::email::providers::EmailProvider;
-    use inbox_core::sources::RESERVED_SOURCES;
 
     #[test]
     fn sources_default_to_the_documented_names_and_are_trimmed() {
@@ -382,7 +382,7 @@ mod tests {
 
     #[test]
     fn no_wallet_source_may_be_the_wallets_own() {
-        assert!(RESERVED_SOURCES.contains(&crate::balance::events::SOURCE));
+        assert!(PUBLISHED_SOURCES.contains(&crate::balance::events::SOURCE));
         for (var, value) in [
             ("WALLET_STRIPE_SOURCE", "wallet"),
             ("WALLET_MAILER_SOURCE", " wallet "),

@@ -44,6 +44,7 @@ pub mod handler;
 pub mod ledger;
 pub mod reconcile;
 
+pub use balance::events::PUBLISHED_SOURCES;
 pub use balance::model::{
     month_of, EmailRow, Entry, Limits, PaymentIndex, PaymentRow, RowEntry, Wallet,
 };

@@ -6,7 +6,7 @@
 use crate::config::{
     catalog, vars, ConfigError, Env, DEFAULT_MAX_BODY_BYTES, MAX_MAX_BATCH_EVENTS,
 };
-use crate::sources::{parse_secrets, Reloader, SecretsManagerSecrets, Sources};
+use crate::sources::{parse_secrets, refuse_published, Reloader, SecretsManagerSecrets, Sources};
 use crate::store::dynamo::body::{BodyConfig, MAX_INLINE_BYTES};
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,8 +35,13 @@ pub struct IngestConfig {
 
 impl IngestConfig {
     /// Reads the configuration from the process environment, fetching secrets from AWS Secrets
-    /// Manager when `WEBHOOK_SECRETS_ARN` is set and `WEBHOOK_SECRETS` is not.
-    pub async fn from_env(aws: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
+    /// Manager when `WEBHOOK_SECRETS_ARN` is set and `WEBHOOK_SECRETS` is not. `published`: the
+    /// source names the deployment's applications publish their own events under, which no
+    /// inbound source may take ([`crate::sources::refuse_published`]).
+    pub async fn from_env(
+        aws: &aws_config::SdkConfig,
+        published: &[&str],
+    ) -> Result<Self, ConfigError> {
         let env = Env::process();
         let fetch = match (
             env.is_set(&catalog::WEBHOOK_SECRETS),
@@ -49,7 +54,7 @@ impl IngestConfig {
             Some(f) => Some(f.read().await?),
             None => env.optional(&catalog::WEBHOOK_SECRETS),
         };
-        let mut config = Self::read(&env, secrets_json)?;
+        let mut config = Self::read(&env, secrets_json, published)?;
         if let Some(fetch) = fetch {
             let sources_json = env.required(&catalog::WEBHOOK_SOURCES)?;
             config.reloader = Some(Reloader::new(
@@ -62,10 +67,15 @@ impl IngestConfig {
     }
 
     /// Builds the configuration from `env` and the secrets JSON (already fetched), without a
-    /// reloader.
-    pub fn read(env: &Env, secrets_json: Option<String>) -> Result<Self, ConfigError> {
+    /// reloader; no source may be named as one of `published` (see [`Self::from_env`]).
+    pub fn read(
+        env: &Env,
+        secrets_json: Option<String>,
+        published: &[&str],
+    ) -> Result<Self, ConfigError> {
         let table_name = env.required(&catalog::TABLE_NAME)?;
         let sources_json = env.required(&catalog::WEBHOOK_SOURCES)?;
+        refuse_published(&sources_json, published)?;
         let secrets_var = if env.is_set(&catalog::WEBHOOK_SECRETS) {
             vars::WEBHOOK_SECRETS
         } else {
@@ -154,6 +164,7 @@ mod tests {
                 ("MAX_BODY_BYTES", "1024"),
             ]),
             Some(SECRETS.into()),
+            &[],
         )
         .unwrap();
         assert_eq!(cfg.table_name, "t");
@@ -175,9 +186,48 @@ mod tests {
     }
 
     #[test]
+    fn a_source_named_as_a_published_one_fails_at_start() {
+        // Refused for its name alone (it has a secret and a valid scheme), whichever position.
+        let published = ["internal"];
+        let secrets = r#"{"internal": "whsec_c2VjcmV0", "stripe": "whsec_abc"}"#;
+        for sources in [
+            r#"{"internal":{"scheme":"github"}}"#,
+            r#"{"stripe":{"scheme":"stripe"},"internal":{"scheme":"standard-webhooks"}}"#,
+        ] {
+            let pairs = [("TABLE_NAME", "t"), ("WEBHOOK_SOURCES", sources)];
+            let e = IngestConfig::read(&lookup(&pairs), Some(secrets.into()), &published)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("WEBHOOK_SOURCES")
+                    && e.contains("\"internal\"")
+                    && e.contains("reserved"),
+                "{e}"
+            );
+        }
+        // Names that only look like it are anyone's; with nothing published, so is the name.
+        let pairs = [
+            ("TABLE_NAME", "t"),
+            (
+                "WEBHOOK_SOURCES",
+                r#"{"internals":{"scheme":"github"},"my-internal":{"scheme":"github"}}"#,
+            ),
+        ];
+        let secrets = r#"{"internals": "k", "my-internal": "k"}"#;
+        let cfg = IngestConfig::read(&lookup(&pairs), Some(secrets.into()), &published).unwrap();
+        assert_eq!(cfg.sources.names(), vec!["internals", "my-internal"]);
+        let pairs = [
+            ("TABLE_NAME", "t"),
+            ("WEBHOOK_SOURCES", r#"{"internal":{"scheme":"github"}}"#),
+        ];
+        let secrets = r#"{"internal": "k"}"#;
+        assert!(IngestConfig::read(&lookup(&pairs), Some(secrets.into()), &[]).is_ok());
+    }
+
+    #[test]
     fn errors_name_the_variable() {
         let err = |pairs: &'static [(&'static str, &'static str)], secrets: Option<&str>| {
-            IngestConfig::read(&lookup(pairs), secrets.map(Into::into))
+            IngestConfig::read(&lookup(pairs), secrets.map(Into::into), &[])
                 .unwrap_err()
                 .to_string()
         };
@@ -243,7 +293,7 @@ mod tests {
                 ("WEBHOOK_SOURCES", SOURCES),
                 ("MAX_BATCH_EVENTS", bad),
             ];
-            let e = IngestConfig::read(&lookup(&pairs), Some(SECRETS.into()))
+            let e = IngestConfig::read(&lookup(&pairs), Some(SECRETS.into()), &[])
                 .unwrap_err()
                 .to_string();
             assert!(e.contains("MAX_BATCH_EVENTS"), "{bad}: {e}");
@@ -253,7 +303,7 @@ mod tests {
             ("WEBHOOK_SOURCES", SOURCES),
             ("MAX_BATCH_EVENTS", "20"),
         ];
-        let cfg = IngestConfig::read(&lookup(&pairs), Some(SECRETS.into())).unwrap();
+        let cfg = IngestConfig::read(&lookup(&pairs), Some(SECRETS.into()), &[]).unwrap();
         assert_eq!(cfg.max_batch_events, 20);
     }
 
@@ -267,6 +317,7 @@ mod tests {
                     ("WEBHOOK_SECRETS_TTL_SECS", ttl),
                 ]),
                 Some(SECRETS.into()),
+                &[],
             )
         };
         let cfg = read("").unwrap();
@@ -287,6 +338,7 @@ mod tests {
         let cfg = IngestConfig::read(
             &lookup(&[("TABLE_NAME", "t"), ("WEBHOOK_SOURCES", SOURCES)]),
             Some(SECRETS.into()),
+            &[],
         )
         .unwrap();
         assert_eq!(
@@ -301,6 +353,7 @@ mod tests {
                 ("BODY_BUCKET", "bodies"),
             ]),
             Some(SECRETS.into()),
+            &[],
         )
         .unwrap();
         assert_eq!(with_bucket.max_body_bytes, DEFAULT_MAX_BODY_BYTES);

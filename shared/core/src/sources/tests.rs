@@ -129,37 +129,6 @@ fn secret_problems_name_webhook_secrets_and_never_the_secret() {
 }
 
 #[test]
-fn the_wallet_source_is_reserved_for_the_deployments_own_events() {
-    // With a secret and a valid scheme: refused for its name alone, before any secret is read.
-    let secrets = parse_secrets(r#"{"wallet": "whsec_c2VjcmV0"}"#, vars::WEBHOOK_SECRETS).unwrap();
-    for sources in [
-        r#"{"wallet":{"scheme":"github"}}"#,
-        r#"{"stripe":{"scheme":"stripe"},"wallet":{"scheme":"standard-webhooks"}}"#,
-    ] {
-        let e = Sources::from_json(sources, &secrets)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("WEBHOOK_SOURCES") && e.contains("\"wallet\"") && e.contains("reserved"),
-            "{e}"
-        );
-    }
-    assert_eq!(RESERVED_SOURCES, ["wallet"]);
-    // Names that only look like it are anyone's.
-    let secrets = parse_secrets(
-        r#"{"wallets": "k", "my-wallet": "k"}"#,
-        vars::WEBHOOK_SECRETS,
-    )
-    .unwrap();
-    let sources = Sources::from_json(
-        r#"{"wallets":{"scheme":"github"},"my-wallet":{"scheme":"github"}}"#,
-        &secrets,
-    )
-    .unwrap();
-    assert_eq!(sources.names(), vec!["my-wallet", "wallets"]);
-}
-
-#[test]
 fn secret_parse_errors_do_not_echo_secrets() {
     let e = parse_secrets(
         r#"{"stripe": ["whsec_supersecret", 5]}"#,

@@ -3,8 +3,8 @@
 //! exactly when that change committed, once however often the transaction is re-run (its id is
 //! derived from what it reports). The processor has no handler for it: it is `ignored` and its
 //! deliveries go to the destinations subscribed to its source and type, like any event. The
-//! source name is reserved ([`inbox_core::sources::RESERVED_SOURCES`]): no inbound webhook
-//! source may take it.
+//! source name is reserved ([`PUBLISHED_SOURCES`], which the ingest function passes to the
+//! core's `refuse_published`): no inbound webhook source may take it.
 //!
 //! | type | when | data |
 //! |---|---|---|
@@ -28,6 +28,12 @@ use serde_json::{json, Value};
 
 /// The source of the wallet's own events.
 pub const SOURCE: &str = "wallet";
+
+/// Every source name the wallet publishes its own events under: the names no inbound webhook
+/// source may take (the ingest function refuses a `WEBHOOK_SOURCES` naming one at start; the
+/// wallet refuses a wallet source variable naming one), since its messages would be taken for
+/// the wallet's own.
+pub const PUBLISHED_SOURCES: [&str; 1] = [SOURCE];
 
 /// The type of [`WalletEvent::Reconciled`], the one wallet event the wallet's handler handles.
 pub const RECONCILED: &str = "wallet.autopay_reconciled";

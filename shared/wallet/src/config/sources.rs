@@ -3,9 +3,9 @@
 //! deployment's own events.
 
 use super::{WALLET_EMAIL_SOURCES, WALLET_MAILER_SOURCE, WALLET_STRIPE_SOURCE};
+use crate::balance::events::PUBLISHED_SOURCES;
 use crate::email::providers::EmailProvider;
 use inbox_core::config::{ConfigError, Env};
-use inbox_core::sources::RESERVED_SOURCES;
 
 impl WalletSources {
     /// The wallet's sources from `env` (`WALLET_STRIPE_SOURCE`, `WALLET_MAILER_SOURCE`,
@@ -31,10 +31,10 @@ impl WalletSources {
 }
 
 /// Refuses `source` (as `var` names it) if it is reserved for the deployment's own events
-/// ([`RESERVED_SOURCES`]: the wallet publishes its own as `wallet`): an inbound source of that
+/// ([`PUBLISHED_SOURCES`]: the wallet publishes its own as `wallet`): an inbound source of that
 /// name would be read as the wallet's.
 fn unreserved(var: &'static str, source: &str) -> Result<(), ConfigError> {
-    if RESERVED_SOURCES.contains(&source) {
+    if PUBLISHED_SOURCES.contains(&source) {
         return Err(ConfigError::Invalid {
             var,
             reason: format!(
