@@ -26,6 +26,8 @@ pub mod stripe;
 
 #[cfg(test)]
 mod code_size;
+#[cfg(test)]
+mod core_names;
 
 pub use emulator::{
     body_bucket, counted_body_bucket, create_table, endpoints, scan_all, sdk_config,
