@@ -2,10 +2,11 @@
 //! oldest pending delivery (`inboxctl stats`' figures, [`destination_stats`]), and its actions:
 //! pause and resume (`inboxctl dest pause|resume`), retry its failed deliveries (`inboxctl
 //! deliveries retry --status failed --destination ID`), confirmed when there is more than one,
-//! in steps with a progress bar as the Quarantine page's bulk replay ([`super::bulk`]).
+//! in steps with a progress bar as the Quarantine page's bulk replay ([`super::bulk`]): each of
+//! those the confirmation named (its snapshot) retried once, asked again when they changed.
 //! Secrets are never shown, not even their number.
 
-use super::bulk::{self, Step};
+use super::bulk::{self, Claim, Step};
 use super::http::{query, Params, Reply};
 use super::layout::{self, badge, csrf, opt, time};
 use super::{Console, Session};
@@ -16,9 +17,10 @@ use crate::error::{usage, Result};
 use crate::when;
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::outbox::admin;
-use inbox_core::outbox::delivery::{DeliveryStatus, OutboundDelivery};
+use inbox_core::outbox::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery};
 use inbox_core::outbox::destination::DestinationId;
-use maud::html;
+use maud::{html, Markup};
+use std::time::Instant;
 
 /// How many of a destination's journal entries the page shows (the newest).
 const JOURNAL_SHOWN: usize = 10;
@@ -146,38 +148,79 @@ pub async fn resume(console: &Console<'_>, form: &Params) -> Result<Reply> {
     Ok(back("resumed"))
 }
 
-/// One step of a confirmed bulk retry ([`bulk`]): the next [`bulk::STEP`] failed deliveries.
-async fn step(
+/// The confirmation of a bulk retry of `failed` (its snapshot held), `again` saying why it is
+/// asked again when it is: the `#progress` block ([`bulk::confirm`]).
+fn confirmation(
     console: &Console<'_>,
     session: &Session,
-    form: &Params,
     id: &DestinationId,
-    failed: &[OutboundDelivery],
-) -> Result<Reply> {
-    let at = Step::read(form);
-    let targets: Vec<_> = failed
-        .iter()
-        .skip(at.skip())
-        .take(bulk::STEP)
-        .map(OutboundDelivery::reference)
-        .collect();
+    failed: &[DeliveryRef],
+    again: Option<&str>,
+) -> Markup {
+    let snapshot = if failed.is_empty() {
+        String::new()
+    } else {
+        console.retries.hold(failed.to_vec(), Instant::now())
+    };
+    bulk::confirm(&bulk::Confirm {
+        action: "/destination/retry",
+        csrf: &session.csrf,
+        snapshot: &snapshot,
+        total: failed.len(),
+        question: format!(
+            "Retry {} failed deliveries to {}?",
+            failed.len(),
+            id.as_str()
+        ),
+        again,
+        explain: html! {
+            p { "Each is sent again (journaled as retried by " code { (console.operator) } "), each once: those listed here, whatever fails meanwhile." }
+        },
+        fields: html! { input type="hidden" name="id" value=(id.as_str()); },
+        label: format!("Yes, retry {}", failed.len()),
+        cancel: "/destinations".into(),
+        list: html! { ul { @for r in failed { li { code { (r) } } } } },
+    })
+}
+
+/// Retries `targets` (a claimed part of a snapshot, or the one failed delivery), each once.
+async fn retry_targets(
+    console: &Console<'_>,
+    targets: &[DeliveryRef],
+) -> Result<(Vec<(String, String)>, bool)> {
     let queue = queue(console.ctx).await;
     let results = retry_each(
         &console.store,
         queue.as_ref(),
-        &targets,
+        targets,
         &console.operator,
         false,
         SystemClock.now_millis(),
         || {},
     )
     .await?;
+    Ok((results, queue.is_some()))
+}
+
+/// One step of a confirmed bulk retry ([`bulk`]): the snapshot's next failed deliveries.
+async fn step(
+    console: &Console<'_>,
+    session: &Session,
+    form: &Params,
+    id: &DestinationId,
+    targets: &[DeliveryRef],
+    total: usize,
+    more: bool,
+) -> Result<Reply> {
+    let at = Step::read(form, total);
+    let (results, _) = retry_targets(console, targets).await?;
     let ok = results.iter().filter(|(_, o)| o == RETRIED).count();
-    let (step, more) = at.after(targets.len(), ok);
+    let step = at.after(targets.len(), ok);
     let progress = bulk::Progress {
         action: "/destination/retry",
         verb: "Retried",
         csrf: &session.csrf,
+        snapshot: form.get("snapshot").unwrap_or(""),
         step,
         more,
         problems: results
@@ -194,11 +237,15 @@ async fn step(
 /// A retry's outcome when it went back to pending (`outcome_text` of `Retried`).
 const RETRIED: &str = "retried";
 
-/// `POST /destination/retry`: the destination's failed deliveries, retried after a confirmation
-/// naming their count when there is more than one, in steps with progress ([`bulk`]).
+/// Why a bulk retry's confirmation is asked again.
+const CHANGED: &str = "The failed deliveries changed since you confirmed: nothing was retried. Here is the new count; confirm again.";
+
+/// `POST /destination/retry`: the destination's failed deliveries, retried (one at once; more
+/// after a confirmation naming their count, each of those it named once, in steps with progress
+/// ([`bulk`]); asked again, naming the new count, when they changed before the click).
 pub async fn retry(console: &Console<'_>, session: &Session, form: &Params) -> Result<Reply> {
     let id = id_of(form)?;
-    let failed: Vec<OutboundDelivery> = select(
+    let failed: Vec<DeliveryRef> = select(
         &console.store,
         Some(&id),
         Some(DeliveryStatus::Failed),
@@ -206,60 +253,62 @@ pub async fn retry(console: &Console<'_>, session: &Session, form: &Params) -> R
         None,
         None,
     )
-    .await?;
-    if form.get("step").is_some() {
-        return step(console, session, form, &id, &failed).await;
-    }
-    let confirmed = failed.len() <= 1
-        || form
-            .get("confirm")
-            .and_then(|c| c.parse::<usize>().ok())
-            .is_some_and(|n| n == failed.len());
-    let frame = console.frame();
-    if !confirmed {
-        let body = html! {
-            h1 { "Retry " (failed.len()) " failed deliveries to " code { (id.as_str()) } "?" }
-            @if form.get("confirm").is_some() {
-                (layout::notice("The failed deliveries changed since you asked; here is the new count."))
+    .await?
+    .iter()
+    .map(OutboundDelivery::reference)
+    .collect();
+    let stepped = form.get("step").is_some();
+    let asked = form.get("snapshot").is_some() || form.get("confirm").is_some();
+    let targets = if asked {
+        let take = if stepped { bulk::STEP } else { usize::MAX };
+        match console
+            .retries
+            .claim(form.get("snapshot"), &failed, take, Instant::now())
+        {
+            Claim::Batch {
+                items, total, rest, ..
+            } => {
+                if stepped {
+                    return step(console, session, form, &id, &items, total, rest > 0).await;
+                }
+                items
             }
-            p { "Each is sent again (journaled as retried by " code { (console.operator) } ")." }
-            (bulk::confirm_form(
-                "/destination/retry",
-                &session.csrf,
-                failed.len(),
-                html! { input type="hidden" name="id" value=(id.as_str()); },
-                &format!("Yes, retry {}", failed.len()),
-                "/destinations",
-            ))
-        };
+            claim => {
+                let again = match claim {
+                    Claim::Changed => CHANGED,
+                    _ => bulk::NOT_HELD,
+                };
+                let block = confirmation(console, session, &id, &failed, Some(again));
+                if stepped {
+                    return Ok(Reply::html(200, block));
+                }
+                return Ok(Reply::html(
+                    200,
+                    layout::page(&console.frame(), "/destinations", "Confirm retry", block),
+                ));
+            }
+        }
+    } else if failed.len() <= 1 {
+        failed
+    } else {
+        let block = confirmation(console, session, &id, &failed, None);
         return Ok(Reply::html(
             200,
-            layout::page(&frame, "/destinations", "Confirm retry", body),
+            layout::page(&console.frame(), "/destinations", "Confirm retry", block),
         ));
-    }
-    let targets: Vec<_> = failed.iter().map(OutboundDelivery::reference).collect();
-    let queue = queue(console.ctx).await;
-    let results = retry_each(
-        &console.store,
-        queue.as_ref(),
-        &targets,
-        &console.operator,
-        false,
-        SystemClock.now_millis(),
-        || {},
-    )
-    .await?;
+    };
+    let (results, queued) = retry_targets(console, &targets).await?;
     let body = html! {
         h1 { "Retried " (results.len()) " deliveries to " code { (id.as_str()) } }
         table {
             thead { tr { th { "delivery" } th { "outcome" } } }
             tbody { @for (r, o) in &results { tr { td { code { (r) } } td { (o) } } } }
         }
-        @if queue.is_none() { p.none { "No delivery queue configured: the deliver function's sweep sends them within a minute." } }
+        @if !queued { p.none { "No delivery queue configured: the deliver function's sweep sends them within a minute." } }
         p { a href="/destinations" { "Back to the destinations" } }
     };
     Ok(Reply::html(
         200,
-        layout::page(&frame, "/destinations", "Retried", body),
+        layout::page(&console.frame(), "/destinations", "Retried", body),
     ))
 }

@@ -14,7 +14,7 @@
 //! - [`destinations`]: the outbox's destinations, pause, resume and retry of failed deliveries;
 //! - [`wallets`]: the wallets, one wallet's ledger and autopay, the unmatched payments and their bind;
 //! - [`bulk`]: a confirmed bulk action in steps with progress (the quarantine's replay, the
-//!   destinations' retry).
+//!   destinations' retry), acting on the snapshot of ids its confirmation named, held here.
 //!
 //! Safety ([`http`]): only the login URL the console prints when it starts (`/login?token=…`, a
 //! secret of this run, as notebook servers do) opens a session: any other request without one is
@@ -44,6 +44,8 @@ use crate::context::Context;
 use crate::error::{failed, Error, Result};
 use crate::output::say;
 use http::{Reply, Req, Sessions};
+use inbox_core::domain::MessageKey;
+use inbox_core::outbox::delivery::DeliveryRef;
 use inbox_core::store::dynamo::DynamoTable;
 use layout::Frame;
 use maud::html;
@@ -56,6 +58,10 @@ pub struct Console<'a> {
     store: DynamoTable,
     operator: String,
     table: String,
+    /// The bulk replays' snapshots: the failed messages each confirmation named.
+    replays: bulk::Snapshots<MessageKey>,
+    /// The bulk retries' snapshots: the failed deliveries each confirmation named.
+    retries: bulk::Snapshots<DeliveryRef>,
 }
 
 /// A request's session: its CSRF token (the pages put it in their forms).
@@ -165,6 +171,8 @@ pub async fn run(ctx: Context, args: ConsoleArgs) -> Result<()> {
             table: store.table().to_owned(),
             store,
             operator: args.operator.clone(),
+            replays: bulk::Snapshots::default(),
+            retries: bulk::Snapshots::default(),
         },
         hosts: allowed_hosts(addr),
         sessions: Sessions::new(Sessions::secret()),

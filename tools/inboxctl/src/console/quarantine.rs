@@ -1,10 +1,12 @@
 //! The Quarantine page: the failed messages (`inboxctl list --status failed` with the Events
 //! page's filters), each with why it failed; replay one (the event's own replay), or every match
 //! of the filter (`inboxctl replay --status failed … --yes`: the same [`replay_each`]), after a
-//! confirmation page naming the count, in steps with a progress bar ([`bulk`]). If the count changed by the time it is confirmed, the
-//! confirmation is asked again with the new count.
+//! confirmation page naming the count, in steps with a progress bar ([`bulk`]): each of the
+//! messages that page named (its snapshot) replayed once, whatever fails meanwhile. If the
+//! matches changed by the time it is confirmed, nothing is replayed and the confirmation is
+//! asked again with the new count.
 
-use super::bulk::{self, Step};
+use super::bulk::{self, Claim, Step};
 use super::events::{event_link, list_filter, searched};
 use super::http::{Params, Reply};
 use super::layout::{self, csrf, opt, time};
@@ -14,10 +16,11 @@ use crate::commands::stats::queue_depth;
 use crate::error::Result;
 use crate::output::truncate;
 use inbox_core::clock::{Clock as _, SystemClock};
-use inbox_core::domain::Status;
+use inbox_core::domain::{MessageKey, Status};
 use inbox_core::message::StoredMessage;
 use inbox_core::store::{ListFilter, MessageStore as _};
 use maud::{html, Markup};
+use std::time::Instant;
 
 /// The filter fields the page keeps in its query string and forms.
 const FIELDS: [&str; 5] = ["source", "type", "since", "until", "q"];
@@ -121,30 +124,80 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
     ))
 }
 
-/// One step of a confirmed bulk replay ([`bulk`]): the next [`bulk::STEP`] matches replayed.
-async fn step(
+/// The confirmation of a bulk replay of `found` (its snapshot held), `again` saying why it is
+/// asked again when it is: the `#progress` block ([`bulk::confirm`]).
+fn confirmation(
     console: &Console<'_>,
     session: &Session,
     form: &Params,
     found: &[StoredMessage],
-) -> Result<Reply> {
-    let at = Step::read(form);
-    let batch: Vec<StoredMessage> = found
-        .iter()
-        .skip(at.skip())
-        .take(bulk::STEP)
-        .cloned()
-        .collect();
-    let retry = console.ctx.retry_queue().await?;
-    let report = replay_each(&console.store, &retry, &batch, &console.operator, || {}).await;
-    let (step, more) = at.after(batch.len(), report.replayed);
-    let progress = bulk::Progress {
+    again: Option<&str>,
+) -> Markup {
+    let snapshot = if found.is_empty() {
+        String::new()
+    } else {
+        let keys = found.iter().map(StoredMessage::key).collect();
+        console.replays.hold(keys, Instant::now())
+    };
+    bulk::confirm(&bulk::Confirm {
         action: "/quarantine/replay",
-        verb: "Replayed",
         csrf: &session.csrf,
-        step,
-        more,
-        problems: report
+        snapshot: &snapshot,
+        total: found.len(),
+        question: format!("Replay {} failed message(s)?", found.len()),
+        again,
+        explain: html! {
+            p { "Each one goes back to pending and is re-driven through the retry queue, journaled as replayed by " code { (console.operator) } ", each once: those listed here, whatever fails meanwhile." }
+        },
+        fields: filter_fields(form),
+        label: format!("Yes, replay {}", found.len()),
+        cancel: format!(
+            "/quarantine?{}",
+            form.without("csrf")
+                .without("confirm")
+                .without("snapshot")
+                .without("step")
+                .without("done")
+                .without("problems")
+                .encode()
+        ),
+        list: html! {
+            ul { @for m in found { li { code { (m.source.as_str()) "/" (m.event_id.as_str()) } } } }
+        },
+    })
+}
+
+/// The messages of `keys` as they are now (those gone listed as problems).
+async fn current(
+    console: &Console<'_>,
+    keys: &[MessageKey],
+) -> Result<(Vec<StoredMessage>, Vec<String>)> {
+    let (mut found, mut gone) = (Vec::new(), Vec::new());
+    for k in keys {
+        match console.store.get(k).await? {
+            Some(m) => found.push(m),
+            None => gone.push(format!("{}/{}: gone", k.source, k.event_id)),
+        }
+    }
+    Ok((found, gone))
+}
+
+/// One step of a confirmed bulk replay ([`bulk`]): the snapshot's next ids (`batch`), replayed.
+async fn step(
+    console: &Console<'_>,
+    session: &Session,
+    form: &Params,
+    batch: &[MessageKey],
+    total: usize,
+    more: bool,
+) -> Result<Reply> {
+    let at = Step::read(form, total);
+    let (messages, mut problems) = current(console, batch).await?;
+    let retry = console.ctx.retry_queue().await?;
+    let report = replay_each(&console.store, &retry, &messages, &console.operator, || {}).await;
+    let step = at.after(batch.len(), report.replayed);
+    problems.extend(
+        report
             .messages
             .iter()
             .filter(|i| i.outcome != "replayed")
@@ -156,8 +209,16 @@ async fn step(
                     i.outcome,
                     i.detail.as_deref().unwrap_or("")
                 )
-            })
-            .collect(),
+            }),
+    );
+    let progress = bulk::Progress {
+        action: "/quarantine/replay",
+        verb: "Replayed",
+        csrf: &session.csrf,
+        snapshot: form.get("snapshot").unwrap_or(""),
+        step,
+        more,
+        problems,
         carry: FIELDS
             .iter()
             .filter_map(|f| form.get(f).map(|v| (*f, v.to_owned())))
@@ -167,49 +228,55 @@ async fn step(
     Ok(Reply::html(200, bulk::progress(&progress)))
 }
 
-/// `POST /quarantine/replay`: without `confirm` equal to the current count, the confirmation
-/// page; with it, every match replayed and each outcome listed.
+/// `POST /quarantine/replay`: without a held snapshot that still is every match, the
+/// confirmation (again, naming the new count, when it changed); with one, its messages replayed
+/// (each once): with `step`, the next [`bulk::STEP`] of them and the progress; without, all of
+/// them and each outcome listed.
 pub async fn replay_all(console: &Console<'_>, session: &Session, form: &Params) -> Result<Reply> {
     let found = failed_matches(console, form).await?;
-    if form.get("step").is_some() {
-        return step(console, session, form, &found).await;
-    }
-    let confirmed = form
-        .get("confirm")
-        .and_then(|c| c.parse::<usize>().ok())
-        .is_some_and(|n| n == found.len());
-    let frame = console.frame();
-    if !confirmed || found.is_empty() {
-        let body = html! {
-            h1 { "Replay " (found.len()) " failed message(s)?" }
-            @if form.get("confirm").is_some() && !found.is_empty() {
-                (layout::notice("The matches changed since you asked; here is the new count."))
+    let stepped = form.get("step").is_some();
+    let asked = form.get("snapshot").is_some() || form.get("confirm").is_some();
+    let claim = if asked {
+        let keys: Vec<MessageKey> = found.iter().map(StoredMessage::key).collect();
+        let take = if stepped { bulk::STEP } else { usize::MAX };
+        console
+            .replays
+            .claim(form.get("snapshot"), &keys, take, Instant::now())
+    } else {
+        Claim::Gone
+    };
+    let (batch, total, rest) = match claim {
+        Claim::Batch {
+            items, total, rest, ..
+        } => (items, total, rest),
+        Claim::Changed | Claim::Gone => {
+            let again = match (asked, &claim) {
+                (false, _) => None,
+                (true, Claim::Changed) => Some(CHANGED),
+                (true, _) => Some(bulk::NOT_HELD),
+            };
+            let block = confirmation(console, session, form, &found, again);
+            if stepped {
+                return Ok(Reply::html(200, block));
             }
-            p { "Each one goes back to pending and is re-driven through the retry queue, journaled as replayed by " code { (console.operator) } "." }
-            @if !found.is_empty() {
-                (bulk::confirm_form(
-                    "/quarantine/replay",
-                    &session.csrf,
-                    found.len(),
-                    filter_fields(form),
-                    &format!("Yes, replay {}", found.len()),
-                    &format!("/quarantine?{}", form.without("csrf").without("confirm").encode()),
-                ))
-                ul { @for m in &found { li { code { (m.source.as_str()) "/" (m.event_id.as_str()) } } } }
-            }
-        };
-        return Ok(Reply::html(
-            200,
-            layout::page(&frame, "/quarantine", "Confirm replay", body),
-        ));
-    }
-    let retry = console.ctx.retry_queue().await?;
-    let report = replay_each(&console.store, &retry, &found, &console.operator, || {}).await;
-    let body = html! {
-        h1 { "Replayed " (report.replayed) " of " (report.matched) }
-        @if report.not_replayed + report.errors > 0 {
-            (layout::error_box(&format!("{} not replayed, {} error(s): see each below", report.not_replayed, report.errors)))
+            return Ok(Reply::html(
+                200,
+                layout::page(&console.frame(), "/quarantine", "Confirm replay", block),
+            ));
         }
+    };
+    if stepped {
+        return step(console, session, form, &batch, total, rest > 0).await;
+    }
+    let (messages, gone) = current(console, &batch).await?;
+    let retry = console.ctx.retry_queue().await?;
+    let report = replay_each(&console.store, &retry, &messages, &console.operator, || {}).await;
+    let body = html! {
+        h1 { "Replayed " (report.replayed) " of " (batch.len()) }
+        @if report.not_replayed + report.errors + gone.len() > 0 {
+            (layout::error_box(&format!("{} not replayed, {} error(s), {} gone: see each below", report.not_replayed, report.errors, gone.len())))
+        }
+        @for g in &gone { (layout::error_box(g)) }
         table #replayed {
             thead { tr { th { "event" } th { "outcome" } th { "detail" } } }
             tbody {
@@ -226,6 +293,9 @@ pub async fn replay_all(console: &Console<'_>, session: &Session, form: &Params)
     };
     Ok(Reply::html(
         200,
-        layout::page(&frame, "/quarantine", "Replayed", body),
+        layout::page(&console.frame(), "/quarantine", "Replayed", body),
     ))
 }
+
+/// Why a bulk replay's confirmation is asked again.
+const CHANGED: &str = "The failed messages changed since you confirmed: nothing was replayed. Here is the new count; confirm again.";

@@ -231,75 +231,214 @@ fn hidden_value(html: &str, name: &str) -> String {
     rest[..rest.find('"').expect("closing quote")].to_owned()
 }
 
-/// A confirmed bulk replay of more messages than one step takes goes on step by step (as htmx
-/// sends them) until every one is replayed, then stops asking for more.
-#[tokio::test]
-async fn a_bulk_replay_goes_in_steps_until_every_confirmed_one_is_done() {
-    let Rig {
-        h,
-        store,
-        sqs,
-        retry_url,
-        quarantine_url,
-    } = Rig::new().await;
-    let processor = checkout_processor(
-        &store,
-        &sqs,
-        &retry_url,
-        &quarantine_url,
-        Arc::new(AtomicBool::new(true)),
-    );
-    let ids: Vec<String> = (0..12).map(|i| format!("evt_step_{i:02}")).collect();
-    for id in &ids {
-        let body = integration_tests::stripe_event(id, "checkout.session.completed", 0);
-        ingest(&h, id, &body, &[]).await;
-        processor
-            .process_key(&key("stripe", id))
-            .await
-            .expect("process");
+/// The value of `name="NAME" value="…"` in a page, if it has one.
+fn hidden_value_if(html: &str, name: &str) -> Option<String> {
+    let at = html.find(&format!(r#"name="{name}" value=""#))?;
+    let rest = &html[at + name.len() + 15..];
+    Some(rest[..rest.find('"').expect("closing quote")].to_owned())
+}
+
+/// The next step a progress block asks for by itself (its `hx-vals`, as htmx sends them), as a
+/// form; `None` when it asks for none.
+fn next_step(html: &str) -> Option<String> {
+    let at = html.find(r#"hx-trigger="load""#)?;
+    let vals = &html[at..];
+    let vals = &vals[vals.find(r#"hx-vals=""#).expect("hx-vals") + 9..];
+    let vals = vals[..vals.find('"').expect("closing quote")]
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let vals: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&vals).expect("hx-vals is JSON");
+    let mut form = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in &vals {
+        form.append_pair(k, v.as_str().expect("a string"));
     }
-    let (_console, url, login_url) = start_console(&h.table, &retry_url, &quarantine_url);
-    let agent = agent();
-    let cookie = login(&agent, &login_url);
-    let mut page = agent
-        .get(format!("{url}quarantine"))
-        .header("Cookie", &cookie)
-        .call()
-        .expect("page");
-    let html = page.body_mut().read_to_string().expect("html");
-    let csrf = hidden_value(&html, "csrf");
-    let post = |form: String| {
-        let mut reply = agent
-            .post(format!("{url}quarantine/replay"))
-            .header("Cookie", &cookie)
-            .header("Origin", url.trim_end_matches('/'))
-            .content_type("application/x-www-form-urlencoded")
-            .send(form)
-            .expect("answered");
-        assert_eq!(reply.status().as_u16(), 200);
-        reply.body_mut().read_to_string().expect("html")
-    };
-    let first = post(format!("csrf={csrf}&step=1&confirm=12"));
-    assert!(first.contains("Replayed 10 of 12"), "{first}");
-    assert!(
-        first.contains(r#"hx-trigger="load""#),
-        "it asks for the next step: {first}"
-    );
-    assert!(first.contains("&quot;done&quot;:&quot;10&quot;"), "{first}");
-    let second = post(format!("csrf={csrf}&step=1&confirm=12&done=10&problems=0"));
-    assert!(second.contains("Replayed 12 of 12"), "{second}");
-    assert!(
-        !second.contains("hx-trigger"),
-        "done: no next step: {second}"
-    );
-    for id in &ids {
+    Some(form.finish())
+}
+
+/// The confirmation's form as htmx posts it on the click (`step=1` added): its token, snapshot
+/// (when the page holds one) and count.
+fn confirmed_step(html: &str) -> String {
+    let mut form = form_urlencoded::Serializer::new(String::new());
+    form.append_pair("csrf", &hidden_value(html, "csrf"));
+    if let Some(snapshot) = hidden_value_if(html, "snapshot") {
+        form.append_pair("snapshot", &snapshot);
+    }
+    form.append_pair("confirm", &hidden_value(html, "confirm"));
+    form.append_pair("step", "1");
+    form.finish()
+}
+
+/// How many times each of `ids` was replayed (its history's "replayed by ana" entries).
+async fn replays(store: &DynamoTable, ids: &[String]) -> Vec<usize> {
+    let mut counts = Vec::new();
+    for id in ids {
         let m = store
             .get(&key("stripe", id))
             .await
             .expect("get")
             .expect("kept");
-        assert_eq!(m.status, Status::Pending, "{id}: replayed");
+        counts.push(
+            m.history
+                .iter()
+                .filter(|e| e.note.contains("replayed by ana"))
+                .count(),
+        );
     }
+    counts
+}
+
+/// `ids` ingested as checkout sessions and failed by `processor` (its handler failing).
+async fn failed_checkouts(h: &Harness, processor: &TestProcessor, ids: &[String]) {
+    for id in ids {
+        let body = integration_tests::stripe_event(id, "checkout.session.completed", 0);
+        ingest(h, id, &body, &[]).await;
+        processor
+            .process_key(&key("stripe", id))
+            .await
+            .expect("process");
+    }
+}
+
+/// A running console with a session on the rig: posts forms to its bulk replay.
+struct Clicker {
+    _console: Running,
+    url: String,
+    cookie: String,
+    agent: ureq::Agent,
+}
+
+impl Clicker {
+    fn start(rig: &Rig) -> Self {
+        let (console, url, login_url) =
+            start_console(&rig.h.table, &rig.retry_url, &rig.quarantine_url);
+        let agent = agent();
+        let cookie = login(&agent, &login_url);
+        Self {
+            _console: console,
+            url,
+            cookie,
+            agent,
+        }
+    }
+
+    /// The Quarantine page's session token.
+    fn csrf(&self) -> String {
+        let mut page = self
+            .agent
+            .get(format!("{}quarantine", self.url))
+            .header("Cookie", &self.cookie)
+            .call()
+            .expect("page");
+        hidden_value(&page.body_mut().read_to_string().expect("html"), "csrf")
+    }
+
+    fn replay(&self, form: &str) -> String {
+        let mut reply = self
+            .agent
+            .post(format!("{}quarantine/replay", self.url))
+            .header("Cookie", &self.cookie)
+            .header("Origin", self.url.trim_end_matches('/'))
+            .content_type("application/x-www-form-urlencoded")
+            .send(form)
+            .expect("answered");
+        assert_eq!(reply.status().as_u16(), 200);
+        reply.body_mut().read_to_string().expect("html")
+    }
+}
+
+/// A confirmed bulk replay of more messages than one step takes goes on step by step (as htmx
+/// sends them) until every one is replayed, each once, then stops asking for more: those
+/// replayed fail again between the steps (their cause is not fixed), and are never picked again
+/// (issue 34: "Replayed 20 of 12", replays per event [2,2,2,2,2,2,2,2,2,1,1,0]).
+#[tokio::test]
+async fn a_bulk_replay_goes_in_steps_until_every_confirmed_one_is_done() {
+    let rig = Rig::new().await;
+    let processor = checkout_processor(
+        &rig.store,
+        &rig.sqs,
+        &rig.retry_url,
+        &rig.quarantine_url,
+        Arc::new(AtomicBool::new(true)),
+    );
+    let ids: Vec<String> = (0..12).map(|i| format!("evt_step_{i:02}")).collect();
+    failed_checkouts(&rig.h, &processor, &ids).await;
+    let console = Clicker::start(&rig);
+    let csrf = console.csrf();
+    let confirmation = console.replay(&format!("csrf={csrf}"));
+    assert!(
+        confirmation.contains("Replay 12 failed message(s)?"),
+        "{confirmation}"
+    );
+    let mut reply = console.replay(&confirmed_step(&confirmation));
+    assert!(reply.contains("Replayed 10 of 12…"), "{reply}");
+    let mut steps = 1;
+    loop {
+        // Each one replayed fails again before the next step (the handler still fails).
+        for id in &ids {
+            let k = key("stripe", id);
+            let m = rig.store.get(&k).await.expect("get").expect("kept");
+            if m.status == Status::Pending {
+                processor.process_key(&k).await.expect("process");
+                let m = rig.store.get(&k).await.expect("get").expect("kept");
+                assert_eq!(m.status, Status::Failed, "{id} failed again");
+            }
+        }
+        let Some(next) = next_step(&reply) else { break };
+        assert!(steps < 5, "it keeps asking for steps: {reply}");
+        reply = console.replay(&next);
+        steps += 1;
+    }
+    assert_eq!(steps, 2, "12 in steps of 10");
+    assert_eq!(replays(&rig.store, &ids).await, vec![1; 12], "{reply}");
+    assert!(reply.contains("Replayed 12 of 12"), "{reply}");
+    assert!(
+        reply.contains(r#"<progress value="12" max="12">"#),
+        "{reply}"
+    );
+}
+
+/// One more failed between the confirmation page and the click: the click replays nothing and
+/// asks again naming the new count (issue 34: "Replayed 4 of 3", all four replayed); so does a
+/// click on a confirmation the console no longer holds; confirmed again, each is replayed once
+/// (without JavaScript: in one request).
+#[tokio::test]
+async fn a_bulk_replay_whose_matches_changed_since_the_confirmation_is_asked_again() {
+    let rig = Rig::new().await;
+    let processor = checkout_processor(
+        &rig.store,
+        &rig.sqs,
+        &rig.retry_url,
+        &rig.quarantine_url,
+        Arc::new(AtomicBool::new(true)),
+    );
+    let ids: Vec<String> = (0..4).map(|i| format!("evt_again_{i}")).collect();
+    failed_checkouts(&rig.h, &processor, &ids[..3]).await;
+    let console = Clicker::start(&rig);
+    let csrf = console.csrf();
+    let confirmation = console.replay(&format!("csrf={csrf}"));
+    assert!(
+        confirmation.contains("Replay 3 failed message(s)?"),
+        "{confirmation}"
+    );
+    failed_checkouts(&rig.h, &processor, &ids[3..]).await;
+
+    let again = console.replay(&confirmed_step(&confirmation));
+    assert!(again.contains("Replay 4 failed message(s)?"), "{again}");
+    assert!(again.contains("Yes, replay 4"), "{again}");
+    assert!(again.contains("changed since you confirmed"), "{again}");
+    assert!(!again.contains("Replayed"), "{again}");
+    assert_eq!(replays(&rig.store, &ids).await, vec![0; 4]);
+    // The same click again (the stale confirmation): asked again, still nothing replayed.
+    let stale = console.replay(&confirmed_step(&confirmation));
+    assert!(stale.contains("Yes, replay 4"), "{stale}");
+    assert_eq!(replays(&rig.store, &ids).await, vec![0; 4]);
+
+    // Confirmed again, without JavaScript: the whole snapshot in one request.
+    let form = confirmed_step(&again).replace("&step=1", "");
+    let done = console.replay(&form);
+    assert!(done.contains("Replayed 4 of 4"), "{done}");
+    assert_eq!(replays(&rig.store, &ids).await, vec![1; 4]);
 }
 
 #[tokio::test]
