@@ -322,11 +322,11 @@ impl Clicker {
         }
     }
 
-    /// The Quarantine page's session token.
-    fn csrf(&self) -> String {
+    /// The session's token, from the page at `path` (one with a form).
+    fn csrf(&self, path: &str) -> String {
         let mut page = self
             .agent
-            .get(format!("{}quarantine", self.url))
+            .get(format!("{}{path}", self.url))
             .header("Cookie", &self.cookie)
             .call()
             .expect("page");
@@ -334,9 +334,14 @@ impl Clicker {
     }
 
     fn replay(&self, form: &str) -> String {
+        self.post("quarantine/replay", form)
+    }
+
+    /// Posts `form` to `path` from the console's page: the answer (200).
+    fn post(&self, path: &str, form: &str) -> String {
         let mut reply = self
             .agent
-            .post(format!("{}quarantine/replay", self.url))
+            .post(format!("{}{path}", self.url))
             .header("Cookie", &self.cookie)
             .header("Origin", self.url.trim_end_matches('/'))
             .content_type("application/x-www-form-urlencoded")
@@ -364,7 +369,7 @@ async fn a_bulk_replay_goes_in_steps_until_every_confirmed_one_is_done() {
     let ids: Vec<String> = (0..12).map(|i| format!("evt_step_{i:02}")).collect();
     failed_checkouts(&rig.h, &processor, &ids).await;
     let console = Clicker::start(&rig);
-    let csrf = console.csrf();
+    let csrf = console.csrf("quarantine");
     let confirmation = console.replay(&format!("csrf={csrf}"));
     assert!(
         confirmation.contains("Replay 12 failed message(s)?"),
@@ -415,7 +420,7 @@ async fn a_bulk_replay_whose_matches_changed_since_the_confirmation_is_asked_aga
     let ids: Vec<String> = (0..4).map(|i| format!("evt_again_{i}")).collect();
     failed_checkouts(&rig.h, &processor, &ids[..3]).await;
     let console = Clicker::start(&rig);
-    let csrf = console.csrf();
+    let csrf = console.csrf("quarantine");
     let confirmation = console.replay(&format!("csrf={csrf}"));
     assert!(
         confirmation.contains("Replay 3 failed message(s)?"),
@@ -439,6 +444,71 @@ async fn a_bulk_replay_whose_matches_changed_since_the_confirmation_is_asked_aga
     let done = console.replay(&form);
     assert!(done.contains("Replayed 4 of 4"), "{done}");
     assert_eq!(replays(&rig.store, &ids).await, vec![1; 4]);
+}
+
+/// The Destinations page's retry of a destination's failed deliveries acts on those its
+/// confirmation listed: one more failed before the click, it retries nothing and asks again
+/// naming the new count; confirmed again, it goes in steps and retries each once.
+#[tokio::test]
+async fn a_bulk_retry_whose_failed_deliveries_changed_is_asked_again_then_retries_each_once() {
+    let rig = Rig::new().await;
+    let dest_id = "console-bulk";
+    let dest = Destination::new(
+        &DestinationId::parse(dest_id).expect("id"),
+        "http://127.0.0.1:9/hook",
+        vec![Pattern::parse("stripe:nothing.*").expect("pattern")],
+        None,
+        SystemClock.now_millis(),
+    );
+    admin::add(&rig.store, &dest, "setup", true)
+        .await
+        .expect("add destination");
+    let ids: Vec<String> = (0..12).map(|i| format!("evt_retry_{i:02}")).collect();
+    for id in &ids {
+        let body = integration_tests::stripe_event(id, "customer.created", 0);
+        ingest(&rig.h, id, &body, &[]).await;
+    }
+    for id in &ids[..11] {
+        save_failed_delivery(&rig.store, dest_id, id).await;
+    }
+    let retries = || async {
+        let mut counts = Vec::new();
+        for id in &ids {
+            let r = integration_tests::outbox::reference(dest_id, id);
+            counts.push(match rig.store.delivery(&r).await.expect("read") {
+                Some(d) => d.notes.iter().filter(|n| n.note.contains("ana")).count(),
+                None => 0,
+            });
+        }
+        counts
+    };
+    let console = Clicker::start(&rig);
+    let csrf = console.csrf("destinations");
+    let confirmation = console.post("destination/retry", &format!("csrf={csrf}&id={dest_id}"));
+    assert!(
+        confirmation.contains("Retry 11 failed deliveries"),
+        "{confirmation}"
+    );
+    save_failed_delivery(&rig.store, dest_id, &ids[11]).await;
+    let click = |html: &str| format!("{}&id={dest_id}", confirmed_step(html));
+
+    let again = console.post("destination/retry", &click(&confirmation));
+    assert!(again.contains("Retry 12 failed deliveries"), "{again}");
+    assert!(again.contains("changed since you confirmed"), "{again}");
+    assert!(!again.contains("Retried"), "{again}");
+    assert_eq!(retries().await, vec![0; 12]);
+
+    let mut reply = console.post("destination/retry", &click(&again));
+    assert!(reply.contains("Retried 10 of 12…"), "{reply}");
+    let mut steps = 1;
+    while let Some(next) = next_step(&reply) {
+        assert!(steps < 5, "it keeps asking for steps: {reply}");
+        reply = console.post("destination/retry", &next);
+        steps += 1;
+    }
+    assert_eq!(steps, 2, "12 in steps of 10");
+    assert!(reply.contains("Retried 12 of 12"), "{reply}");
+    assert_eq!(retries().await, vec![1; 12]);
 }
 
 #[tokio::test]
