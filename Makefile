@@ -75,7 +75,8 @@ build-lambda: venv
 # 10,000 requests); (c) against its own DynamoDB Local (table, stream) and moto (queues): write
 # units per webhook, batch throughput, outbox figures, units by partition key; (d) dollars per
 # million from the measured counts; (e) the capacity table by key (the rate at which each key caps
-# against DynamoDB's per-partition limits). BENCH_NOTE is recorded beside them.
+# against DynamoDB's per-partition limits); (f) a destination's outage, simulated (printed, not
+# recorded: docs/benchmarks.md, "Cost of a destination's outage"). BENCH_NOTE is recorded beside them.
 BENCH_NOTE ?=
 BENCH_PORT ?= 5066
 BENCH_DYNAMODB_PORT ?= 5067
@@ -94,6 +95,7 @@ bench: venv
 	  AWS_SECRET_ACCESS_KEY=testing INBOX_VENV=$(CURDIR)/$(VENV) \
 	  bash -c 'cargo run --release -p integration-tests --bin pipeline_figures && cargo run --release -p integration-tests --bin outbox_figures'; \
 	  rc=$$?; scripts/moto.sh stop $(BENCH_PORT); scripts/dynamodb_local.sh stop $(BENCH_DYNAMODB_PORT); exit $$rc
+	cargo run --release -p integration-tests --bin outage_cost
 	cargo run --release -p bench-tools --bin cost
 	cargo run --release -p bench-tools --bin capacity
 	cargo run --release -p bench-tools --bin figures -- --record $(if $(BENCH_NOTE),--note "$(BENCH_NOTE)")

@@ -4,6 +4,7 @@
 //! and a request-counting DynamoDB client.
 
 pub mod cost;
+pub mod outage;
 
 use crate::pipeline::{Pipeline, TestProcessor};
 use deliver_function::http::HttpTransport;

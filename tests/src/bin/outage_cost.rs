@@ -1,0 +1,69 @@
+//! What a destination's outage costs per pending delivery per hour (not a test: it prints
+//! numbers): the deliver worker on the in-memory store and queues with a simulated clock, driven
+//! as the Lambda drives it (`integration_tests::outbox::outage`), for a destination whose circuit
+//! is open and for a paused one. Issue 33's baseline, before its parking.
+//!
+//! Run: `cargo run -p integration-tests --bin outage_cost [deliveries] [hours]` (default 100
+//! deliveries, 4 hours; no emulator needed; the counts do not depend on the build).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement harness: a failed setup ends the run
+
+use integration_tests::outbox::outage::{simulate, Counts, Outage, OutageCost, BATCH};
+
+fn row(c: &OutageCost, label: &str, k: &Counts, hours: u32) -> String {
+    let per = |x: usize| c.per_delivery_hour(x, hours);
+    let units = usize::try_from(k.write_units()).unwrap_or(usize::MAX);
+    format!(
+        "| {label} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.3} |",
+        per(k.sent),
+        per(k.received),
+        per(k.invocations()),
+        per(k.sqs_requests),
+        per(k.writes),
+        per(units),
+        per(k.posts),
+    )
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args.next().map_or(100, |a| a.parse().expect("deliveries"));
+    let hours: u32 = args.next().map_or(4, |a| a.parse().expect("hours"));
+    println!(
+        "a destination's outage: {n} pending deliveries, {hours} simulated hours, batches of {BATCH}; per pending delivery per hour:"
+    );
+    println!("| outage, hour | queue messages sent | received | invocations | SQS requests | DynamoDB write requests | write units | POSTs |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut notes = Vec::new();
+    for outage in [Outage::OpenCircuit, Outage::Paused] {
+        let c = simulate(outage, n, hours).await;
+        for (i, h) in c.hourly.iter().enumerate() {
+            println!(
+                "{}",
+                row(&c, &format!("{}, hour {}", outage.as_str(), i + 1), h, 1)
+            );
+        }
+        println!(
+            "{}",
+            row(
+                &c,
+                &format!("**{}, all {hours} h**", outage.as_str()),
+                &c.total,
+                hours
+            )
+        );
+        notes.push(format!(
+            "{}: messages by delay (< 10 s, 10 s - 1 min, longer) {:?}; outcomes {:?}; sweeps {} (one a minute, not charged); largest delivery item {} B; circuit open at the end: {}",
+            outage.as_str(),
+            c.total.sent_by_delay,
+            c.outcomes,
+            c.total.sweeps,
+            c.largest_item,
+            c.open_at_end
+        ));
+    }
+    for n in notes {
+        println!("{n}");
+    }
+}
