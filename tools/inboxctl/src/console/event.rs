@@ -116,7 +116,8 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
 pub const STATUS_POLL_SECS: u32 = 2;
 
 /// The event's status; while it is not terminal, htmx asks again every [`STATUS_POLL_SECS`] and
-/// replaces it (a replayed event turns processed on the page without a reload).
+/// replaces it, and once it is, the whole page is reloaded ([`status`]), so a replayed event's
+/// fields, history and button turn processed with its title, not only the badge.
 fn status_badge(m: &StoredMessage) -> Markup {
     let href = format!(
         "/event/status?{}",
@@ -134,13 +135,20 @@ fn status_badge(m: &StoredMessage) -> Markup {
     }
 }
 
-/// `GET /event/status`: the polled status.
+/// `GET /event/status`: the polled status (only a page whose event was not terminal polls). A
+/// status still not terminal replaces the badge; a terminal one asks for the page again
+/// (`HX-Refresh`), since the fields, the history and the replay button changed with it.
 pub async fn status(console: &Console<'_>, params: &Params) -> Result<Reply> {
     let key = key_of(params)?;
     let Some(m) = console.store.get_head(&key).await? else {
         return Err(failed(format!("no event {}/{}", key.source, key.event_id)));
     };
-    Ok(Reply::html(200, status_badge(&m)))
+    let badge = Reply::html(200, status_badge(&m));
+    Ok(if m.status.is_terminal() {
+        badge.refreshing()
+    } else {
+        badge
+    })
 }
 
 fn fields(m: &StoredMessage) -> Markup {

@@ -158,6 +158,9 @@ pub struct Reply {
     pub body: Vec<u8>,
     /// `Location`, for a redirect.
     pub location: Option<String>,
+    /// `HX-Refresh: true`: htmx reloads the whole page instead of swapping this reply in (a
+    /// fragment that learns the page around it is out of date).
+    pub refresh: bool,
 }
 
 impl Reply {
@@ -167,6 +170,7 @@ impl Reply {
             content_type: "text/html; charset=utf-8",
             body: markup.into_string().into_bytes(),
             location: None,
+            refresh: false,
         }
     }
 
@@ -176,6 +180,7 @@ impl Reply {
             content_type,
             body: body.as_bytes().to_vec(),
             location: None,
+            refresh: false,
         }
     }
 
@@ -186,6 +191,7 @@ impl Reply {
             content_type: "text/plain; charset=utf-8",
             body: Vec::new(),
             location: Some(to),
+            refresh: false,
         }
     }
 
@@ -195,6 +201,15 @@ impl Reply {
             content_type: "text/plain; charset=utf-8",
             body: text.as_bytes().to_vec(),
             location: None,
+            refresh: false,
+        }
+    }
+
+    /// The same reply, asking htmx to reload the page it was fetched for.
+    pub fn refreshing(self) -> Self {
+        Self {
+            refresh: true,
+            ..self
         }
     }
 
@@ -218,6 +233,9 @@ impl Reply {
         }
         if let Some(c) = set_cookie {
             headers.push(("Set-Cookie", c));
+        }
+        if self.refresh {
+            headers.push(("HX-Refresh", "true".to_owned()));
         }
         let mut response = server::reply(self.status, self.content_type, self.body);
         for (k, v) in headers {

@@ -82,8 +82,12 @@ def main(cfg):
         page.click("#replay")
         expect(page.locator(".notice")).to_contain_text("Replayed")
         expect(page.locator("#status")).to_have_attribute("data-status", "processed")
-        page.reload()
+        # Without a reload by the operator: the fields, the history and the button follow the
+        # title (the terminal status reloads the page), not only the badge.
+        expect(page.locator("dl.fields")).to_contain_text("processed")
+        expect(page.locator("dl.fields")).not_to_contain_text("pending")
         expect(page.locator("#history")).to_contain_text("replayed by ana")
+        expect(page.locator("#replay")).to_contain_text("Replay anyway (it is processed)")
         page.click("text=Show the body")
         expect(page.locator("#body-pretty")).to_be_visible()
         page.screenshot(path=cfg["screenshot"].replace(".png", "-event.png"), full_page=True)
