@@ -88,8 +88,20 @@ payment_intent, ...}}`; a `Request-Id` header on every answer):
   the answer is an `open` session, `payment_status: unpaid`, no PaymentIntent yet, and a `url`
   (the stand-in's own `/_standin/checkout_sessions/ID`, which says how to pay it). Paying it is
   the control API's (`/_standin/checkout_sessions/ID/pay`, below);
-- retrieve of charges, SetupIntents, Checkout Sessions and events (`GET /v1/events` too, with
-  `type` and `created[...]`).
+- retrieve of charges, SetupIntents, Checkout Sessions and events;
+- List all events, `GET /v1/events`, as https://docs.stripe.com/api/events/list documents it:
+  newest first, paged (`limit` 1..100, default 10; `starting_after`, `ending_before`;
+  `has_more`), only events created in the last 30 days of the stand-in clock ("List events,
+  going back up to 30 days"; an older one is a `resource_missing` to retrieve as well), filtered
+  by `type` (a name, or a group with `*` as a wildcard: `payment_intent.*`) or `types[]` (up to
+  20 names; "You may pass either `type` or `types`, but not both": both is a 400), `created`
+  (`created=T` or `created[gt|gte|lt|lte]`) and `delivery_success` ("Filter events by whether
+  all webhooks were successfully delivered. If false, events which are still pending or have
+  failed all delivery attempts to a webhook endpoint will be returned": here `false` lists the
+  events whose webhook is pending, retrying, held, dropped or failed; an event sent to no
+  endpoint, its type not enabled or no webhook URL set, counts as delivered, the stand-in's
+  reading). What https://docs.stripe.com/webhooks/process-undelivered-events lists with
+  (`types[]`, `delivery_success=false`, paged) is what it gets.
 
 Idempotency, as Stripe documents it for API v1 (https://docs.stripe.com/api/idempotent_requests
 and https://docs.stripe.com/error-low-level#idempotency): an `Idempotency-Key` (POST only; up
@@ -123,10 +135,20 @@ Injectable faults and the control API, under `/_standin/` (JSON in and out, no a
                                  "uncaptured"}: a pending one, a bank debit not yet settled, moves
                                  when it settles; "uncaptured" counts the `succeeded` ones that are
                                  authorizations still held, never captured)
-    GET    /_standin/events      every event, with its delivery attempts (?type=T filters)
-    POST   /_standin/events/ID/resend   deliver an event again (a duplicate, or a held one)
+    GET    /_standin/events      every event, with its delivery attempts and status (pending,
+                                 retrying, delivered, failed, held, dropped, not_enabled,
+                                 no_webhook_url) (?type=T filters)
+    POST   /_standin/events/ID/resend   deliver an event again (a duplicate, or a held or dropped one)
+    POST   /_standin/webhooks    {"drop": true|false} or {"drop_for_s": N}: drop webhooks until
+                                 told otherwise, or for N seconds of the stand-in clock from now
+                                 (the endpoint down, Stripe given up): an event raised meanwhile
+                                 is created and listed as usual but never delivered (status
+                                 `dropped`, so `delivery_success=false` lists it) -> {"dropping",
+                                 "drop_until", "dropped": [ids]}; GET says the same
+    POST   /_standin/webhooks/redeliver   deliver every dropped event now, late, in the order
+                                 raised (retried on the schedule if refused) -> {"redelivered"}
     POST   /_standin/reset       forget everything (objects, keys, faults, logs, pending webhooks,
-                                 processing and authorized intents), the clock back on real time,
+                                 processing and authorized intents, dropping), the clock back on real time,
                                  key_ttl_s, settle_after_s and search_lag_s back to their defaults
                                  (the webhook settings and rate limit are kept)
     POST   /_standin/config      {"webhook_url", "webhook_secret", "retry_schedule": [s, ...],
@@ -275,6 +297,7 @@ DEFAULT_KEY_TTL_S = 86400  # Stripe prunes idempotency keys once they are at lea
 CAPTURE_WINDOW_S = 7 * 86400  # Stripe cancels an uncaptured card authorization after 7 days
 PI_STATUSES = ("canceled", "processing", "requires_action", "requires_capture", "requires_confirmation",
                "requires_payment_method", "succeeded")  # stripe-python's PaymentIntent.status
+EVENT_RETENTION_S = 30 * 86400  # Stripe lists and retrieves the events of the last 30 days
 DEFAULT_SETTLE_AFTER_S = 4 * 86400  # a SEPA debit: up to 14 business days, on average 7 to 8
 DEFAULT_EVENTS = (
     "payment_intent.succeeded",
@@ -558,6 +581,8 @@ class StandIn:
             self.key_ttl_s = DEFAULT_KEY_TTL_S
             self.settle_after_s = DEFAULT_SETTLE_AFTER_S
             self.search_lag_s = 0  # how long a new intent stays out of search (Stripe: usually < 1 min)
+            self.drop_webhooks = False  # webhooks dropped until told otherwise (/_standin/webhooks)
+            self.drop_until = None  # ... or until this time of the stand-in clock
             self.deliverer.generation += 1
 
     # ---- the clock
@@ -727,10 +752,30 @@ class StandIn:
                 if mode == "never":
                     st["status"] = "held"
                     continue
+                if self.dropping():  # the endpoint "down": never delivered unless resent
+                    st["status"] = "dropped"
+                    continue
             if mode == "before":
                 self.deliverer.attempt(eid, 0, self.deliverer.generation)
             else:
                 self.deliverer.schedule(eid, 0, 0.0)
+
+    def event_kept(self, evt) -> bool:
+        """Stripe keeps events 30 days (on the stand-in clock): older ones are neither listed nor
+        retrieved."""
+        return evt["created"] >= self.now() - EVENT_RETENTION_S
+
+    def delivered(self, eid) -> bool:
+        """`delivery_success`: whether every webhook of the event was delivered. False while one
+        is pending, retrying, held, dropped or failed; an event sent to no endpoint (its type not
+        enabled, no webhook URL) has no webhook to fail and counts as delivered (the stand-in's
+        reading of "all webhooks were successfully delivered")."""
+        with self.lock:
+            return self.event_state[eid]["status"] in ("delivered", "not_enabled", "no_webhook_url")
+
+    def dropping(self) -> bool:
+        """Whether webhooks are being dropped now (/_standin/webhooks)."""
+        return self.drop_webhooks or (self.drop_until is not None and self.now() < self.drop_until)
 
     def signed(self, payload: bytes, t: int | None = None) -> str:
         t = int(time.time()) if t is None else t
@@ -1462,14 +1507,37 @@ class Api:
 
     def event_get(self, ctx, p, eid):
         check_params(p, set())
-        return self.s.get("event", "evt_", eid)
+        evt = self.s.get("event", "evt_", eid)
+        if not self.s.event_kept(evt):  # "if it was created in the last 30 days"
+            raise missing("event", eid)
+        return evt
 
     def event_list(self, ctx, p):
-        check_params(p, {"type", "limit", "starting_after", "ending_before", "created"})
+        """List all events (https://docs.stripe.com/api/events/list): newest first, paged, only
+        those of the last 30 days; `type` (one name, or a group with `*` as a wildcard) or
+        `types` (up to 20 names), not both; `created`; `delivery_success`."""
+        check_params(p, {"type", "types", "limit", "starting_after", "ending_before", "created",
+                         "delivery_success"})
         t = as_str(p, "type")
+        types = p.get("types")
+        if types is not None:
+            if t is not None:
+                raise invalid("You may pass either `type` or `types`, but not both.", param="types")
+            if not isinstance(types, list) or not all(isinstance(x, str) and x for x in types):
+                raise invalid("Invalid array", param="types", code="parameter_invalid_array")
+            if len(types) > 20:
+                raise invalid("`types` can have at most 20 event types.", param="types",
+                              code="parameter_invalid_array")
+        pattern = re.compile("[^*]*".join(re.escape(x) for x in t.split("*"))) if t else None
+        success = as_bool(p, "delivery_success", default=None)
         in_range = self._created_filter(p)
-        return self._list(p, "evt_", "/v1/events",
-                          lambda o: (t is None or o["type"] == t) and in_range(o["created"]))
+
+        def keep(o):
+            return (self.s.event_kept(o) and in_range(o["created"])
+                    and (pattern is None or pattern.fullmatch(o["type"]))
+                    and (types is None or o["type"] in types)
+                    and (success is None or self.s.delivered(o["id"]) == success))
+        return self._list(p, "evt_", "/v1/events", keep)
 
     # ---- what a customer does in Stripe's pages (the control API)
     def complete_setup(self, ctx, spec):
@@ -2060,6 +2128,32 @@ class Handler(BaseHTTPRequestHandler):
                 s.event_state[m.group(1)]["status"] = "pending"
             s.deliverer.schedule(m.group(1), 0, 0.0)
             return self._send(200, {"resent": m.group(1)})
+        if path == "/webhooks" and method in ("GET", "POST"):
+            spec = _json_body(self) if method == "POST" else {}
+            for k in spec:
+                if k not in ("drop", "drop_for_s"):
+                    raise ValueError(f"unknown webhooks field {k!r}: drop (true|false) or drop_for_s (seconds)")
+            if "drop" in spec and not isinstance(spec["drop"], bool):
+                raise ValueError("drop is true or false")
+            if "drop_for_s" in spec and (isinstance(spec["drop_for_s"], bool) or not isinstance(
+                    spec["drop_for_s"], (int, float)) or spec["drop_for_s"] < 0):
+                raise ValueError("drop_for_s is a number of seconds >= 0")
+            with s.lock:
+                if "drop" in spec:
+                    s.drop_webhooks, s.drop_until = spec["drop"], None
+                if "drop_for_s" in spec:
+                    s.drop_webhooks, s.drop_until = False, s.now() + spec["drop_for_s"]
+                dropped = [e for e in s.events if s.event_state[e]["status"] == "dropped"]
+                return self._send(200, {"dropping": s.dropping(), "drop_until": s.drop_until,
+                                        "dropped": dropped})
+        if (method, path) == ("POST", "/webhooks/redeliver"):
+            with s.lock:
+                dropped = [e for e in s.events if s.event_state[e]["status"] == "dropped"]
+                for e in dropped:
+                    s.event_state[e]["status"] = "pending"
+            for e in dropped:  # in the order raised, each in a thread of its own as retries are
+                s.deliverer.schedule(e, 0, 0.0)
+            return self._send(200, {"redelivered": dropped})
         if (method, path) == ("POST", "/config"):
             spec = _json_body(self)
             with s.lock:

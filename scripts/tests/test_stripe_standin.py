@@ -1170,3 +1170,102 @@ def test_the_command_prints_one_ready_line_and_stops_on_sigterm(receiver):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# ------------------------------------------------------------------ List all events, dropped webhooks
+
+def payments(c, cus, pm, n):
+    return [c.v1.payment_intents.create(params=charge_params(cus, pm, f"ev{i}")) for i in range(n)]
+
+
+def test_events_are_listed_newest_first_in_pages_by_type_or_types(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    made = payments(c, cus, pm, 3)
+    wanted = ["payment_intent.succeeded", "charge.succeeded"]
+    first = c.v1.events.list(params={"types": wanted, "limit": 4})
+    assert first.has_more and len(first.data) == 4
+    rest = c.v1.events.list(params={"types": wanted, "limit": 100, "starting_after": first.data[-1].id})
+    assert not rest.has_more
+    listed = first.data + rest.data
+    assert [e.type for e in listed] == ["payment_intent.succeeded", "charge.succeeded"] * 3
+    assert [e.data.object.id for e in listed if e.type == "payment_intent.succeeded"] == [
+        p.id for p in reversed(made)]
+    assert [e.created for e in listed] == sorted((e.created for e in listed), reverse=True)
+    # ending_before: the page just newer than the cursor, still newest first
+    newer = c.v1.events.list(params={"types": wanted, "limit": 2, "ending_before": rest.data[0].id})
+    assert [e.id for e in newer.data] == [e.id for e in first.data[2:4]] and newer.has_more
+    # `type`, with `*` for a group of events
+    one = c.v1.events.list(params={"type": "payment_intent.succeeded", "limit": 100})
+    assert [e.id for e in one.data] == [e.id for e in listed if e.type == "payment_intent.succeeded"]
+    group = {e.type for e in c.v1.events.list(params={"type": "payment_intent.*", "limit": 100}).data}
+    assert group == {"payment_intent.created", "payment_intent.succeeded"}
+    assert c.v1.events.list(params={"type": "payment_intent", "limit": 100}).data == []
+
+
+@pytest.mark.parametrize("params, param", [
+    ({"type": "charge.succeeded", "types": ["charge.succeeded"]}, "types"),
+    ({"types": [f"t{i}.x" for i in range(21)]}, "types"),
+    ({"delivery_success": "maybe"}, "delivery_success"),
+    ({"limit": 101}, "limit"),
+    ({"created": {"after": 1}}, "created[after]"),
+    ({"status": "failed"}, "status"),
+])
+def test_events_list_refuses_what_stripe_refuses(base, params, param):
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        client(base).v1.events.list(params=params)
+    assert e.value.http_status == 400 and e.value.param == param
+
+
+def test_dropped_webhooks_are_what_delivery_success_false_lists_until_delivered(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    [before] = payments(c, cus, pm, 1)
+    event_about(receiver, "payment_intent.succeeded", before.id)
+    wait_for(lambda: ctl(base, "GET", "/events?type=payment_intent.succeeded")["data"][0]["status"] == "delivered",
+             what="the delivery recorded")
+    # the endpoint "down" for an hour of the stand-in clock: events made, none delivered
+    state = ctl(base, "POST", "/webhooks", {"drop_for_s": 3600})
+    assert state["dropping"] and state["drop_until"] >= clock(base) + 3599
+    lost = payments(c, cus, pm, 2)
+    undelivered = {"types": ["payment_intent.succeeded"], "delivery_success": False, "limit": 100}
+    assert [e.data.object.id for e in c.v1.events.list(params=undelivered).data] == [p.id for p in reversed(lost)]
+    delivered = c.v1.events.list(params={**undelivered, "delivery_success": True}).data
+    assert [e.data.object.id for e in delivered] == [before.id]
+    dropped = ctl(base, "GET", "/webhooks")["dropped"]
+    assert len(dropped) == 2 and {e["status"] for e in ctl(base, "GET", "/events")["data"]
+                                  if e["event"]["id"] in dropped} == {"dropped"}
+    # an hour later the endpoint is back: new events are delivered, the dropped ones are not
+    clock(base, advance=3600)
+    assert not ctl(base, "GET", "/webhooks")["dropping"]
+    [after] = payments(c, cus, pm, 1)
+    event_about(receiver, "payment_intent.succeeded", after.id)
+    assert {e.data.object.id for e in receiver.events("payment_intent.succeeded")} == {before.id, after.id}
+    # until delivered late anyway: then nothing is undelivered
+    assert ctl(base, "POST", "/webhooks/redeliver")["redelivered"] == dropped
+    for p in lost:
+        event_about(receiver, "payment_intent.succeeded", p.id)
+    wait_for(lambda: c.v1.events.list(params=undelivered).data == [], what="every delivery recorded")
+    # told to drop until told otherwise, and told otherwise
+    assert ctl(base, "POST", "/webhooks", {"drop": True})["dropping"]
+    clock(base, advance=30 * DAY - 1)
+    assert ctl(base, "GET", "/webhooks")["dropping"]
+    assert not ctl(base, "POST", "/webhooks", {"drop": False})["dropping"]
+    with pytest.raises(urllib.error.HTTPError) as e:
+        ctl(base, "POST", "/webhooks", {"drop": "yes"})
+    assert e.value.code == 400
+
+
+def test_events_older_than_30_days_are_neither_listed_nor_retrieved(base):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    [old] = payments(c, cus, pm, 1)
+    [evt] = c.v1.events.list(params={"type": "payment_intent.succeeded"}).data
+    clock(base, advance=30 * DAY - 5)
+    assert c.v1.events.retrieve(evt.id).id == evt.id
+    assert [e.id for e in c.v1.events.list(params={"type": "payment_intent.succeeded"}).data] == [evt.id]
+    clock(base, advance=10)
+    assert c.v1.events.list(params={"type": "payment_intent.succeeded"}).data == []
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.events.retrieve(evt.id)
+    assert e.value.code == "resource_missing" and old.id
