@@ -34,6 +34,7 @@ pub use config::IngestConfig;
 pub use error::{ErrorBody, IngestError, RETRY_AFTER_SECS};
 pub use journal::JOURNAL_BUDGET_MS;
 pub use receive::Reply;
+pub use store_once::{Origin, ORIGIN_HEADER};
 
 use crate::clock::Clock;
 use crate::config::SECRETS_FETCH_TIMEOUT;

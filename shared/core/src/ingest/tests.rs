@@ -2,6 +2,7 @@
 //! `tests/repeats.rs`; secrets re-read in a warm container and metrics: `tests/secrets.rs`.
 
 mod batches;
+mod fetched;
 mod handshakes;
 mod repeats;
 mod secrets;
