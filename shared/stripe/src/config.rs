@@ -79,6 +79,23 @@ impl SecretKey {
         Ok(Self(text.to_owned()))
     }
 
+    /// The mode the key acts in, by its prefix: `Some(true)` live (`sk_live_`, `rk_live_`),
+    /// `Some(false)` test (`sk_test_`, `rk_test_`), `None` when it says neither. Stripe answers a
+    /// key with its own mode's objects only, so an event of the other mode cannot be an answer
+    /// to this key.
+    pub fn livemode(&self) -> Option<bool> {
+        let rest = ["sk_", "rk_"]
+            .iter()
+            .find_map(|p| self.0.strip_prefix(p))?;
+        if rest.starts_with("live_") {
+            Some(true)
+        } else if rest.starts_with("test_") {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
     /// The `Authorization` header's value.
     pub(crate) fn bearer(&self) -> String {
         format!("Bearer {}", self.0)
@@ -199,6 +216,12 @@ mod tests {
         assert_eq!(key().bearer(), "Bearer sk_test_abc");
         assert!(SecretKey::new("  ").is_err());
         assert!(SecretKey::new("sk_test a").is_err());
+        let mode = |k: &str| SecretKey::new(k).unwrap().livemode();
+        assert_eq!(
+            [mode("sk_live_x"), mode("rk_live_x"), mode("sk_test_x"), mode("rk_test_x")],
+            [Some(true), Some(true), Some(false), Some(false)]
+        );
+        assert_eq!([mode("pk_live_x"), mode("whsec_x")], [None, None]);
     }
 
     #[test]

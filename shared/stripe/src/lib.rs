@@ -23,6 +23,8 @@
 //!   [`metrics`]: what a call counts, returned for the caller to emit.
 //! - [`charger`]: [`StripeCharger`], autopay's charges and finds on the client.
 //! - [`checkout`]: [`StripeCheckout`], the wallet API's Checkout Sessions on the client.
+//! - [`events`]: [`events::StripeEvents`], Stripe's events listed on the client (what
+//!   `inboxctl stripe catch-up` reads to find the webhooks that never arrived).
 //!
 //! Why a thin client and not `async-stripe`: measured in `docs/autopay.md` ("The Stripe
 //! client").
@@ -32,6 +34,7 @@ pub mod charger;
 pub mod checkout;
 pub mod client;
 pub mod config;
+pub mod events;
 pub mod form;
 pub mod http;
 pub mod metrics;
