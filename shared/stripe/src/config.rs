@@ -84,9 +84,7 @@ impl SecretKey {
     /// key with its own mode's objects only, so an event of the other mode cannot be an answer
     /// to this key.
     pub fn livemode(&self) -> Option<bool> {
-        let rest = ["sk_", "rk_"]
-            .iter()
-            .find_map(|p| self.0.strip_prefix(p))?;
+        let rest = ["sk_", "rk_"].iter().find_map(|p| self.0.strip_prefix(p))?;
         if rest.starts_with("live_") {
             Some(true)
         } else if rest.starts_with("test_") {
@@ -218,7 +216,12 @@ mod tests {
         assert!(SecretKey::new("sk_test a").is_err());
         let mode = |k: &str| SecretKey::new(k).unwrap().livemode();
         assert_eq!(
-            [mode("sk_live_x"), mode("rk_live_x"), mode("sk_test_x"), mode("rk_test_x")],
+            [
+                mode("sk_live_x"),
+                mode("rk_live_x"),
+                mode("sk_test_x"),
+                mode("rk_test_x")
+            ],
             [Some(true), Some(true), Some(false), Some(false)]
         );
         assert_eq!([mode("pk_live_x"), mode("whsec_x")], [None, None]);

@@ -23,13 +23,14 @@
 //!   [`metrics`]: what a call counts, returned for the caller to emit.
 //! - [`charger`]: [`StripeCharger`], autopay's charges and finds on the client.
 //! - [`checkout`]: [`StripeCheckout`], the wallet API's Checkout Sessions on the client.
-//! - [`events`]: [`events::StripeEvents`], Stripe's events listed on the client (what
-//!   `inboxctl stripe catch-up` reads to find the webhooks that never arrived).
+//! - [`events`]: [`events::StripeEvents`], Stripe's events listed on the client; [`catch_up`]:
+//!   the events the inbox lacks stored through the core's own put (`inboxctl stripe catch-up`).
 //!
 //! Why a thin client and not `async-stripe`: measured in `docs/autopay.md` ("The Stripe
 //! client").
 
 pub mod answer;
+pub mod catch_up;
 pub mod charger;
 pub mod checkout;
 pub mod client;

@@ -81,6 +81,14 @@ impl<S: Inbox, C: Clock> Ingestor<S, C> {
         })
     }
 
+    /// The key an event fetched from `source`'s provider would be stored under by
+    /// [`Self::store_fetched`], nothing read or written (what a dry run looks up).
+    pub fn fetched_key(&self, source: &str, body: &[u8]) -> Result<MessageKey, IngestError> {
+        let sources = self.sources();
+        let source = super::verify::source_of(&sources, source)?;
+        Ok(identified(source, &HeaderMap::new(), body.to_vec(), 0, None).key)
+    }
+
     /// Identifies and stores a verified delivery (once), journaling it if it is a repeat. `batch`:
     /// the delivery is one event of a batch (its body the event's bytes), and where it was.
     pub(super) async fn store_verified(

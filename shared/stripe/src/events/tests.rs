@@ -5,10 +5,7 @@ use serde_json::json;
 
 fn query(delivery_success: Option<bool>) -> EventQuery {
     EventQuery {
-        types: vec![
-            "payment_intent.succeeded".into(),
-            "charge.refunded".into(),
-        ],
+        types: vec!["payment_intent.succeeded".into(), "charge.refunded".into()],
         created_gte: 1_800_000_000,
         delivery_success,
     }
@@ -25,7 +22,11 @@ fn a_page_is_asked_for_as_stripe_documents_the_list() {
          &created%5Bgte%5D=1800000000&limit=100&delivery_success=false"
     );
     let next = list_events(&query(None), Some("evt_9"));
-    assert!(next.path.ends_with("&limit=100&starting_after=evt_9"), "{}", next.path);
+    assert!(
+        next.path.ends_with("&limit=100&starting_after=evt_9"),
+        "{}",
+        next.path
+    );
     assert!(!next.path.contains("delivery_success"));
 }
 
@@ -45,14 +46,17 @@ async fn every_page_is_read_each_event_kept_as_stripe_wrote_it() {
             body: body.to_vec(),
         })
     };
-    let r = rig(vec![raw(page1), answer(200, page2)], fast(), StripeEvents::on);
+    let r = rig(
+        vec![raw(page1), answer(200, page2)],
+        fast(),
+        StripeEvents::on,
+    );
     let mut tally = Tally::default();
     let mut seen = Vec::new();
-    let all = r
-        .it
-        .all(&query(Some(false)), &mut tally, |n| seen.push(n))
-        .await
-        .unwrap();
+    let all =
+        r.it.all(&query(Some(false)), &mut tally, |n| seen.push(n))
+            .await
+            .unwrap();
     let ids: Vec<&str> = all.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["evt_3", "evt_2", "evt_1"]);
     assert_eq!(seen, [2, 3]);
@@ -66,7 +70,11 @@ async fn every_page_is_read_each_event_kept_as_stripe_wrote_it() {
         (Some("acct_1"), Some(false), None)
     );
     let sent = r.script.sent.lock().unwrap();
-    assert!(sent[1].0.path.ends_with("&starting_after=evt_2"), "{}", sent[1].0.path);
+    assert!(
+        sent[1].0.path.ends_with("&starting_after=evt_2"),
+        "{}",
+        sent[1].0.path
+    );
 }
 
 #[tokio::test]
@@ -81,7 +89,10 @@ async fn a_rate_limit_is_waited_out_and_the_page_asked_again() {
     let mut tally = Tally::default();
     let all = r.it.all(&query(None), &mut tally, |_| {}).await.unwrap();
     assert!(all.is_empty());
-    assert_eq!((tally.requests, tally.retries, tally.rate_limited), (2, 1, 1));
+    assert_eq!(
+        (tally.requests, tally.retries, tally.rate_limited),
+        (2, 1, 1)
+    );
     assert_eq!(r.waits.lock().unwrap().len(), 1, "one backoff, no sleep");
 }
 
@@ -110,6 +121,9 @@ async fn refusals_outages_and_nonsense_are_told_apart() {
     ] {
         let r = rig(vec![answer(200, body.clone())], fast(), StripeEvents::on);
         let out = r.it.page(&query(None), None, &mut Tally::default()).await;
-        assert!(matches!(out, Err(ListError::NotAList(_))), "{body}: {out:?}");
+        assert!(
+            matches!(out, Err(ListError::NotAList(_))),
+            "{body}: {out:?}"
+        );
     }
 }

@@ -21,6 +21,10 @@ async fn a_fetched_event_is_stored_once_under_its_own_id_with_its_origin() {
         .unwrap();
     assert_eq!(ack.outcome, Outcome::Accepted);
     assert_eq!(ack.key.event_id.as_str(), "evt_1");
+    assert_eq!(
+        ing.fetched_key("stripe", EVENT.as_bytes()).unwrap(),
+        ack.key
+    );
     assert_eq!(ing.store().write_requests(), 1, "one conditional write");
     let stored = ing.store().message(&ack.key).unwrap();
     assert_eq!(stored.body, EVENT.as_bytes());
@@ -79,10 +83,11 @@ async fn a_fetched_event_is_refused_as_ingest_refuses_it() {
     let too_big = ing
         .store_fetched("stripe", EVENT.as_bytes().to_vec(), &origin())
         .await;
-    assert!(matches!(too_big, Err(IngestError::TooLarge { limit: 64, .. })));
-    let unknown = ing
-        .store_fetched("nope", b"{}".to_vec(), &origin())
-        .await;
+    assert!(matches!(
+        too_big,
+        Err(IngestError::TooLarge { limit: 64, .. })
+    ));
+    let unknown = ing.store_fetched("nope", b"{}".to_vec(), &origin()).await;
     assert!(matches!(unknown, Err(IngestError::UnknownSource(_))));
     assert_eq!(ing.store().write_requests(), 0);
 }
