@@ -7,10 +7,12 @@
 
 mod autopay;
 mod outbox;
+mod stripe;
 mod wallet;
 
 pub use autopay::*;
 pub use outbox::*;
+pub use stripe::*;
 pub use wallet::*;
 
 use crate::when::When;
@@ -73,6 +75,9 @@ pub enum Command {
     /// autopay.
     #[command(subcommand)]
     Wallet(WalletCommand),
+    /// Stripe: catch up on the events whose webhooks never arrived.
+    #[command(subcommand)]
+    Stripe(StripeCommand),
     /// Outbound destinations: add, list, show, pause, resume, rotate-secret, rm.
     #[command(subcommand)]
     Dest(DestCommand),

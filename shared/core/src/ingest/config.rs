@@ -114,8 +114,9 @@ impl IngestConfig {
     }
 }
 
-/// `MAX_BODY_BYTES`: by default what Lambda accepts, or what an item holds without a bucket.
-fn read_max_body(env: &Env, bodies: &BodyConfig) -> Result<usize, ConfigError> {
+/// `MAX_BODY_BYTES`: by default what Lambda accepts, or what an item holds without a bucket
+/// (ingest's limit, which events stored by other ways than a webhook keep too).
+pub fn read_max_body(env: &Env, bodies: &BodyConfig) -> Result<usize, ConfigError> {
     let cap = if bodies.bucket.is_some() {
         usize::MAX
     } else {

@@ -10,6 +10,7 @@ pub(crate) mod replay;
 mod send;
 pub(crate) mod show;
 pub(crate) mod stats;
+mod stripe;
 pub(crate) mod wallet;
 
 use crate::cli::{Cli, Command};
@@ -33,6 +34,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Purge(args) => purge::run(&ctx, args).await,
         Command::Send(args) => send::run(&ctx, args).await,
         Command::Wallet(command) => wallet::run(&ctx, command).await,
+        Command::Stripe(command) => stripe::run(&ctx, command).await,
         Command::Dest(command) => dest::run(&ctx, command).await,
         Command::Deliveries(command) => deliveries::run(&ctx, command).await,
         Command::Listen(args) => listen::run(&ctx, args).await,

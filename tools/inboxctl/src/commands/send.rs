@@ -65,15 +65,21 @@ fn config_text(
     Ok((text, path.display().to_string()))
 }
 
-fn load_sources(env: &Env, args: &SendArgs) -> Result<Sources> {
+/// The sources (and their secrets) from the files given, else the variables, else the local
+/// files; `stripe catch-up` reads them the same way (it needs the source's identity rules).
+pub(crate) fn load_sources(
+    env: &Env,
+    sources: Option<&Path>,
+    secrets: Option<&Path>,
+) -> Result<Sources> {
     let (sources, _) = config_text(
-        args.sources.as_deref(),
+        sources,
         env,
         &catalog::WEBHOOK_SOURCES,
         "local/sources.json",
     )?;
     let (secrets, secrets_from) = config_text(
-        args.secrets.as_deref(),
+        secrets,
         env,
         &catalog::WEBHOOK_SECRETS,
         "local/secrets.json",
@@ -85,7 +91,7 @@ fn load_sources(env: &Env, args: &SendArgs) -> Result<Sources> {
 }
 
 pub async fn run(ctx: &Context, args: SendArgs) -> Result<()> {
-    let sources = load_sources(ctx.env(), &args)?;
+    let sources = load_sources(ctx.env(), args.sources.as_deref(), args.secrets.as_deref())?;
     let source = sources.get(&args.source).ok_or_else(|| {
         usage(format!(
             "unknown source {:?}; configured: {}",
