@@ -26,6 +26,8 @@
 //! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
+//! - [`stripe_catch_up`]: webhooks Stripe gave up on, caught up from its events API, credited
+//!   once; their late delivery changes nothing.
 //! - [`stripe_client`]: the Stripe client against the local Stripe stand-in: the decline cards,
 //!   a top-up's Checkout Session (its faults are in `faults::stripe`).
 //! - [`checkout_topup`]: a hosted top-up created through the Stripe module, paid on the
@@ -55,6 +57,7 @@ mod replays;
 mod sealed;
 mod secrets;
 mod smoke;
+mod stripe_catch_up;
 mod stripe_client;
 mod template;
 mod wallet;

@@ -10,8 +10,11 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use stripe_charges::events::StripeEvents;
 use stripe_charges::retry::RetryPolicy;
-use stripe_charges::{HttpTransport, SecretKey, StripeCharger, StripeCheckout, StripeConfig};
+use stripe_charges::{
+    HttpTransport, SecretKey, StripeCharger, StripeCheckout, StripeClient, StripeConfig,
+};
 use wallet_ledger::autopay::{idempotency_key, ChargeRequest};
 use wallet_ledger::money::Currency;
 use wallet_ledger::payments::checkout::CheckoutRequest;
@@ -24,17 +27,23 @@ pub struct Standin {
 }
 
 impl Standin {
-    /// Starts one on a free port and waits for its ready line (no sleeping).
+    /// Starts one on a free port and waits for its ready line (no sleeping); its webhooks go
+    /// nowhere.
     pub fn start() -> Self {
+        Self::delivering("", "whsec_test")
+    }
+
+    /// The same, its webhooks POSTed to `url` signed with `secret`.
+    pub fn delivering(url: &str, secret: &str) -> Self {
         let mut child = Command::new(crate::python())
             .arg(crate::root().join("scripts/stripe_standin.py"))
             .args([
                 "--port",
                 "0",
                 "--webhook-url",
-                "",
+                url,
                 "--webhook-secret",
-                "whsec_test",
+                secret,
                 "--quiet",
             ])
             .stdout(Stdio::piped())
@@ -190,6 +199,11 @@ pub fn quick_config(s: &Standin) -> StripeConfig {
 
 pub fn charger(s: &Standin) -> StripeCharger<HttpTransport, LocalBucket> {
     StripeCharger::from_config(&quick_config(s), LocalBucket::default()).unwrap()
+}
+
+/// Stripe's events listed on the stand-in (the client of the tests' configuration).
+pub fn events(s: &Standin) -> StripeEvents<HttpTransport, LocalBucket> {
+    StripeEvents::on(StripeClient::from_config(&quick_config(s), LocalBucket::default()).unwrap())
 }
 
 pub fn checkout(s: &Standin) -> StripeCheckout<HttpTransport, LocalBucket> {
