@@ -218,7 +218,7 @@ fn print(ctx: &Context, request: &CatchUpRequest, report: &Report) -> Result<()>
         return print_json(&p);
     }
     say(format!(
-        "Stripe's events since {} ({} types{}): {} listed in {} requests ({} retries, {} rate-limited)",
+        "Stripe's events since {} ({} types{}): {} listed; Stripe requests: {} ({} retries, {} rate-limited)",
         p.since,
         p.types.len(),
         if p.undelivered_only { ", undelivered only" } else { "" },
