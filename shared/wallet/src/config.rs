@@ -28,7 +28,7 @@ pub const WALLET_API: &str = "wallet-api";
 
 pub const WALLET_STRIPE_SOURCE: Var = Var {
     name: "WALLET_STRIPE_SOURCE",
-    read_by: ReadBy::Only(&[PROCESS]),
+    read_by: ReadBy::Only(&[PROCESS, INBOXCTL]),
     unset: Unset::Default("stripe"),
     meaning: "the source whose Stripe events top up and refund wallets",
 };

@@ -61,7 +61,7 @@ pub const STAGE: Var = Var {
 
 pub const MAX_BODY_BYTES: Var = Var {
     name: "MAX_BODY_BYTES",
-    read_by: ReadBy::Only(&[INGEST]),
+    read_by: ReadBy::Only(&[INGEST, INBOXCTL]),
     unset: Unset::Default("6291456"),
     meaning: "largest accepted body in bytes: by default 6 MiB, what Lambda accepts per \
               invocation (API Gateway takes 10 MB, but a larger event never reaches the function). \
