@@ -1,14 +1,17 @@
 //! What a destination's outage costs per pending delivery per hour (not a test: it prints
 //! numbers): the deliver worker on the in-memory store and queues with a simulated clock, driven
 //! as the Lambda drives it (`integration_tests::outbox::outage`), for a destination whose circuit
-//! is open and for a paused one. Issue 33's baseline, before its parking.
+//! is open and for a paused one (both park their backlog), and how the backlog drains once the
+//! destination is back.
 //!
 //! Run: `cargo run -p integration-tests --bin outage_cost [deliveries] [hours]` (default 100
 //! deliveries, 4 hours; no emulator needed; the counts do not depend on the build).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement harness: a failed setup ends the run
 
-use integration_tests::outbox::outage::{simulate, Counts, Outage, OutageCost, BATCH};
+use integration_tests::outbox::outage::{
+    simulate, Counts, Outage, OutageCost, BATCH, RATE_WINDOW_S, RECOVERY_LIMIT_S,
+};
 
 fn row(c: &OutageCost, label: &str, k: &Counts, hours: u32) -> String {
     let per = |x: usize| c.per_delivery_hour(x, hours);
@@ -61,6 +64,20 @@ async fn main() {
             c.total.sweeps,
             c.largest_item,
             c.open_at_end
+        ));
+        let r = c.recovery;
+        notes.push(format!(
+            "{}, back: first delivered after {} s, {}/{n} delivered {}; at most {} POSTs in {RATE_WINDOW_S} s; {:.2} messages and {:.2} writes per delivery",
+            outage.as_str(),
+            r.first_after_s,
+            r.delivered,
+            r.drained_after_s.map_or_else(
+                || format!("(not all within {RECOVERY_LIMIT_S} s)"),
+                |s| format!("after {s} s")
+            ),
+            r.most_in_window,
+            r.sent as f64 / n as f64,
+            r.writes as f64 / n as f64,
         ));
     }
     for n in notes {
