@@ -36,6 +36,9 @@ use crate::store::Applied;
 use serde::Serialize;
 use std::time::Duration;
 
+/// A boxed future that may be sent between threads.
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
 /// The most parked deliveries one release takes (and the most of a destination's backlog the
 /// sweep looks at per run).
 pub const RELEASE_MAX: usize = 1_000;
@@ -66,10 +69,17 @@ pub fn release_slot(first: i64, i: usize, rate_per_sec: f64) -> i64 {
     first.saturating_add(offset)
 }
 
+/// Kept before the invocation's deadline when a release stops (what it did not release stays
+/// parked for the next one).
+const RELEASE_MARGIN_MS: i64 = 5_000;
+/// Deliveries a release writes at once.
+const RELEASE_CONCURRENCY: usize = 16;
+
 /// Releases up to `limit` of `destination`'s parked deliveries, oldest first: the i-th due at
 /// [`release_slot`] from `first`, each scheduled through `queue` when given and its wait fits the
 /// queue (else the sweep finds it due in its open shard). A delivery that changed meanwhile is
-/// left to whoever changed it. How many were released.
+/// left to whoever changed it (its slot stays empty); within an invocation, the release stops in
+/// time for its deadline (the rest stays parked). How many were released.
 #[allow(clippy::too_many_arguments)] // the release's inputs, each named at its call
 pub async fn release<S: OutboxStore, Q: OutboxQueues>(
     store: &S,
@@ -81,41 +91,76 @@ pub async fn release<S: OutboxStore, Q: OutboxQueues>(
     limit: usize,
     why: &str,
 ) -> Result<usize, InfraError> {
+    use futures_util::StreamExt;
     let shard = parked_shard(destination.as_str());
-    let mut released = 0;
-    for item in store
+    let items = store
         .due_work_items(&shard, Millis::new(i64::MAX), limit)
-        .await?
-    {
-        let Some(Work::Delivery(r)) = super::work_of(&item) else {
-            continue;
-        };
-        let Some(d) = store.delivery(&r).await? else {
-            continue;
-        };
-        if !d.is_parked() {
-            continue;
-        }
-        let due = release_slot(first, released, rate_per_sec);
-        let mut x = d.clone();
-        x.parked = None;
-        x.next_attempt_at = Some(due);
-        x.note(now, format!("released: {why}"));
-        if store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
-            continue;
-        }
-        x.version = d.version + 1;
-        released += 1;
-        let wait = due.saturating_sub(now).max(0);
-        if let (Some(q), true) = (queue, wait <= MAX_QUEUE_DELAY_MS) {
-            let delay = Duration::from_millis(u64::try_from(wait).unwrap_or(0));
-            // Durable as due in its open shard: if this send fails, the sweep re-drives it.
-            if let Err(e) = q.schedule(&Work::carrying(&x), delay).await {
-                tracing::warn!(delivery = %r, error = %e, "released but not queued; the sweep will find it");
-            }
+        .await?;
+    let started = std::time::Instant::now();
+    // Boxed and collected first: a stream over a closure's futures would not be `Send` for every
+    // lifetime, which a spawned delivery (that releases when its probe closes the circuit) needs.
+    let each: Vec<BoxFuture<'_, Result<bool, InfraError>>> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let due = release_slot(first, i, rate_per_sec);
+            Box::pin(async move {
+                let elapsed = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+                let late = super::deadline::spare(now.saturating_add(elapsed), RELEASE_MARGIN_MS)
+                    .is_some_and(|s| s < 0);
+                if late {
+                    return Ok(false);
+                }
+                release_one(store, queue, item, due, now, why).await
+            }) as BoxFuture<'_, _>
+        })
+        .collect();
+    let released: Vec<Result<bool, InfraError>> = futures_util::stream::iter(each)
+        .buffer_unordered(RELEASE_CONCURRENCY)
+        .collect()
+        .await;
+    let mut n = 0;
+    for r in released {
+        n += usize::from(r?);
+    }
+    Ok(n)
+}
+
+/// Releases the parked delivery `item` names, due at `due`: whether it did.
+async fn release_one<S: OutboxStore, Q: OutboxQueues>(
+    store: &S,
+    queue: Option<&Q>,
+    item: &super::store::DueItem,
+    due: i64,
+    now: i64,
+    why: &str,
+) -> Result<bool, InfraError> {
+    let Some(Work::Delivery(r)) = super::work_of(item) else {
+        return Ok(false);
+    };
+    let Some(d) = store.delivery(&r).await? else {
+        return Ok(false);
+    };
+    if !d.is_parked() {
+        return Ok(false);
+    }
+    let mut x = d.clone();
+    x.parked = None;
+    x.next_attempt_at = Some(due);
+    x.note(now, format!("released: {why}"));
+    if store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
+        return Ok(false);
+    }
+    x.version = d.version + 1;
+    let wait = due.saturating_sub(now).max(0);
+    if let (Some(q), true) = (queue, wait <= MAX_QUEUE_DELAY_MS) {
+        let delay = Duration::from_millis(u64::try_from(wait).unwrap_or(0));
+        // Durable as due in its open shard: if this send fails, the sweep re-drives it.
+        if let Err(e) = q.schedule(&Work::carrying(&x), delay).await {
+            tracing::warn!(delivery = %r, error = %e, "released but not queued; the sweep will find it");
         }
     }
-    Ok(released)
+    Ok(true)
 }
 
 /// Releases the whole backlog of a destination just removed (no sweep reads it once the
@@ -244,60 +289,80 @@ impl<P: DeliveryPorts> Deliverer<P> {
     /// The sweep's part in the backlogs: for each destination with parked deliveries, release
     /// them when its circuit is closed, re-drive one probe when its open circuit cooled down,
     /// re-drive them to fail when it is disabled; nothing while it is paused or cooling down.
-    /// `limit`: the most released or re-driven per destination.
+    /// `limit`: the most released or re-driven per destination. Destinations are looked at
+    /// several at once, and not begun once the invocation's deadline is near.
     pub(super) async fn sweep_parked(
         &self,
         destinations: &[Destination],
         limit: usize,
     ) -> Result<ParkedReport, InfraError> {
+        use futures_util::StreamExt;
+        let each: Vec<BoxFuture<'_, Result<ParkedReport, InfraError>>> = destinations
+            .iter()
+            .filter(|d| d.state != DestinationState::Paused)
+            .map(|d| Box::pin(self.sweep_backlog(d, limit)) as BoxFuture<'_, _>)
+            .collect();
+        let reports: Vec<Result<ParkedReport, InfraError>> = futures_util::stream::iter(each)
+            .buffer_unordered(8)
+            .collect()
+            .await;
         let mut report = ParkedReport::default();
-        for dest in destinations {
-            if dest.state == DestinationState::Paused {
-                continue;
+        for r in reports {
+            let r = r?;
+            report.seen += r.seen;
+            report.probes += r.probes;
+            report.released += r.released;
+            report.failing += r.failing;
+        }
+        Ok(report)
+    }
+
+    /// [`Self::sweep_parked`] for one destination.
+    async fn sweep_backlog(
+        &self,
+        dest: &Destination,
+        limit: usize,
+    ) -> Result<ParkedReport, InfraError> {
+        let mut report = ParkedReport::default();
+        let late = |now| super::deadline::spare(now, RELEASE_MARGIN_MS).is_some_and(|s| s < 0);
+        if late(self.clock.now_millis()) {
+            return Ok(report);
+        }
+        let n = release_size(dest.rate_per_sec, dest.burst, limit.min(RELEASE_MAX));
+        let shard = parked_shard(dest.id.as_str());
+        let parked = self
+            .store
+            .due_work_items(&shard, Millis::new(i64::MAX), n)
+            .await?;
+        if parked.is_empty() {
+            return Ok(report);
+        }
+        report.seen = parked.len();
+        let now = self.clock.now_millis();
+        if dest.state == DestinationState::Disabled {
+            let work: Vec<Work> = parked.iter().filter_map(super::work_of).collect();
+            report.failing = self.queues.redrive(&work).await?;
+            return Ok(report);
+        }
+        let state = self.store.worker_state(&dest.id).await?;
+        let lease = dest.timeout() + self.config.lease_margin;
+        match breaker::admit(&self.config.breaker, &state.circuit, now, lease) {
+            Admit::Send => {
+                let why = "the circuit is closed";
+                let (queue, rate) = (Some(&self.queues), dest.rate_per_sec);
+                report.released =
+                    release(&self.store, queue, &dest.id, rate, now, now, n, why).await?;
             }
-            let n = release_size(dest.rate_per_sec, dest.burst, limit.min(RELEASE_MAX));
-            let shard = parked_shard(dest.id.as_str());
-            let parked = self
-                .store
-                .due_work_items(&shard, Millis::new(i64::MAX), n)
-                .await?;
-            if parked.is_empty() {
-                continue;
-            }
-            report.seen += parked.len();
-            let now = self.clock.now_millis();
-            if dest.state == DestinationState::Disabled {
-                let work: Vec<Work> = parked.iter().filter_map(super::work_of).collect();
-                report.failing += self.queues.redrive(&work).await?;
-                continue;
-            }
-            let state = self.store.worker_state(&dest.id).await?;
-            let lease = dest.timeout() + self.config.lease_margin;
-            match breaker::admit(&self.config.breaker, &state.circuit, now, lease) {
-                Admit::Send => {
-                    report.released += release(
-                        &self.store,
-                        Some(&self.queues),
-                        &dest.id,
-                        dest.rate_per_sec,
-                        now,
-                        now,
-                        n,
-                        "the circuit is closed",
-                    )
-                    .await?;
+            Admit::Probe { .. } => {
+                let probe = parked
+                    .iter()
+                    .find(|i| i.next_attempt_at.is_none_or(|t| t.get() <= now))
+                    .and_then(super::work_of);
+                if let Some(w) = probe {
+                    report.probes = self.queues.redrive(&[w]).await?;
                 }
-                Admit::Probe { .. } => {
-                    let probe = parked
-                        .iter()
-                        .find(|i| i.next_attempt_at.is_none_or(|t| t.get() <= now))
-                        .and_then(super::work_of);
-                    if let Some(w) = probe {
-                        report.probes += self.queues.redrive(&[w]).await?;
-                    }
-                }
-                Admit::Hold { .. } => {}
             }
+            Admit::Hold { .. } => {}
         }
         Ok(report)
     }

@@ -1016,7 +1016,8 @@ async fn an_open_circuit_parks_its_backlog_probes_it_once_per_cool_down_and_rele
         DeliveryOutcome::Delivered
     );
     assert_eq!(w.circuit("crm").await, Circuit::default());
-    let released: Vec<(Work, Duration)> = w.scheduled();
+    let mut released: Vec<(Work, Duration)> = w.scheduled();
+    released.sort_by_key(|(_, delay)| *delay);
     let rest: Vec<&DeliveryRef> = refs
         .iter()
         .enumerate()
