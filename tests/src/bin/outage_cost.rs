@@ -10,7 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement harness: a failed setup ends the run
 
 use integration_tests::outbox::outage::{
-    simulate, Counts, Outage, OutageCost, BATCH, RATE_WINDOW_S, RECOVERY_LIMIT_S,
+    flaky, simulate, Counts, Outage, OutageCost, BATCH, FLAKY_LIMIT_S, RATE_WINDOW_S,
+    RECOVERY_LIMIT_S,
 };
 
 fn row(c: &OutageCost, label: &str, k: &Counts, hours: u32) -> String {
@@ -83,4 +84,19 @@ async fn main() {
     for n in notes {
         println!("{n}");
     }
+    let f = flaky(12).await;
+    println!(
+        "flaky receiver (12 events, each answered 500, 500, 200; schedule 0,2s,2s,2s,2s): {}/{} delivered {}; {} POSTs, at most {} per webhook-id, {} webhook-ids; {} queue messages, {} invocations",
+        f.delivered,
+        f.events,
+        f.completed_after_s.map_or_else(
+            || format!("(not all within {FLAKY_LIMIT_S} s)"),
+            |s| format!("after {s} s")
+        ),
+        f.posts,
+        f.most_attempts,
+        f.webhook_ids,
+        f.sent,
+        f.invocations
+    );
 }

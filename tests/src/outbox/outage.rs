@@ -49,8 +49,10 @@ use std::time::Duration;
 
 mod counts;
 mod drive;
+mod flaky;
 pub use counts::{Counts, OutageCost, Recovery, RATE_WINDOW_S};
 use drive::{Queue, Sim};
+pub use flaky::{flaky, Flaky, FLAKY_LIMIT_S};
 
 /// The longest recovery simulated, s.
 pub const RECOVERY_LIMIT_S: i64 = 2 * 3600;
@@ -80,18 +82,35 @@ impl Outage {
     }
 }
 
-/// A destination that is down (every POST answered 503) until it is `up` (200), counted.
+/// A destination that is down (every POST answered 503) until it is `up` (200), counted; or
+/// `flaky`: each event answered 500, 500, then 200 (by its `webhook-id`).
 #[derive(Debug, Default)]
 pub struct Down {
     posts: AtomicUsize,
     up: std::sync::atomic::AtomicBool,
     delivered: AtomicUsize,
+    flaky: std::sync::atomic::AtomicBool,
+    /// Per `webhook-id`: the attempts it received.
+    seen: std::sync::Mutex<std::collections::BTreeMap<String, usize>>,
 }
 
 impl Transport for Down {
-    async fn post<'a>(&'a self, _request: Outgoing<'a>) -> AttemptResult {
+    async fn post<'a>(&'a self, request: Outgoing<'a>) -> AttemptResult {
         self.posts.fetch_add(1, Ordering::SeqCst);
-        let up = self.up.load(Ordering::SeqCst);
+        let nth = {
+            let id = request
+                .headers
+                .iter()
+                .find(|(name, _)| name == "webhook-id")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            let mut seen = self.seen.lock().expect("seen");
+            let n = seen.entry(id).or_default();
+            *n += 1;
+            *n
+        };
+        let up =
+            self.up.load(Ordering::SeqCst) || (self.flaky.load(Ordering::SeqCst) && nth % 3 == 0);
         if up {
             self.delivered.fetch_add(1, Ordering::SeqCst);
         }
@@ -398,5 +417,18 @@ mod tests {
             "flat: {later:?}"
         );
         drained(&c, 300 + 60 + 30);
+    }
+
+    /// The flaky receiver (every event 500, 500, 200; schedule 0,2s,2s,2s,2s): every
+    /// event delivered on its third attempt, one `webhook-id` each, within the bound measured.
+    #[tokio::test]
+    async fn the_flaky_receiver_s_events_each_complete_in_three_attempts() {
+        let f = flaky(12).await;
+        assert_eq!((f.delivered, f.webhook_ids), (12, 12), "{f:?}");
+        assert_eq!(f.most_attempts, 3, "{f:?}");
+        assert_eq!(f.posts, 36, "{f:?}");
+        // Measured 186 s: its circuit opens on five failures in a row and the backlog is parked,
+        // a probe after each cool-down (30 s, the sweep's minute) closes it and releases it.
+        assert!(f.completed_after_s.is_some_and(|s| s <= 300), "{f:?}");
     }
 }
