@@ -77,7 +77,7 @@ impl<P: DeliveryPorts> Deliverer<P> {
         let change = breaker::after(&self.config.breaker, &state.circuit, decision.breaker, now);
         // A retry that would meet an open circuit (this failure opened it, or it was open: a
         // probe, or a result from before it opened) waits in the backlog: parked in this write,
-        // no message; its schedule's time is kept for its release.
+        // no message; its attempts are kept for its release (`parking.rs`).
         let open_after = match change {
             Change::Fail { open, .. } => open || state.circuit.opened_at.is_some(),
             Change::None => state.circuit.opened_at.is_some(),
