@@ -125,7 +125,7 @@ LEADING_READS: dict[str, dict[str, list[str]]] = {
     },
     "DeliverRole": {
         "table": ["MSG#*", "OUT#*", "FAN#*", "DEST#*", "DESTINATIONS"],
-        "index": ["OUTBOX#?", "OUTBOX#??"],
+        "index": ["OUTBOX#?", "OUTBOX#??", "PARKED#*"],
     },
     "ChargeRole": {
         "table": ["WALLET#*", "PROVIDER#stripe"],

@@ -282,20 +282,16 @@ async fn a_poison_destination_does_not_delay_the_others_and_its_circuit_opens() 
         state.circuit.state(&config.breaker, now),
         CircuitState::Open
     );
-    // With the circuit open, the poison destination's retries are deferred without a request.
+    // With the circuit open, the poison destination's deliveries are parked without a request.
     let before = poison.count();
     let again = rig.pending_deliveries("poison", "evt_q", 3).await;
     for id in &again {
         let o = worker.deliver(&reference("poison", id)).await.unwrap();
-        assert!(
-            matches!(
-                o,
-                DeliveryOutcome::Deferred {
-                    why: "circuit open",
-                    ..
-                }
-            ),
-            "{o:?}"
+        assert_eq!(
+            o,
+            DeliveryOutcome::Parked {
+                why: "circuit open"
+            }
         );
     }
     assert_eq!(poison.count(), before, "nothing sent while open");
@@ -303,7 +299,7 @@ async fn a_poison_destination_does_not_delay_the_others_and_its_circuit_opens() 
     assert_eq!(
         (d.status, d.attempts),
         (DeliveryStatus::Pending, 0),
-        "deferred without an attempt"
+        "parked without an attempt"
     );
 }
 
@@ -321,6 +317,7 @@ async fn failing_longer_than_the_setting_disables_the_destination_with_a_metric(
         breaker: BreakerConfig {
             failures: 1,
             cooldown: Duration::ZERO,
+            max_cooldown: Duration::ZERO,
             disable_after: Duration::from_secs(60),
         },
         max_wait: Duration::ZERO,

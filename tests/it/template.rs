@@ -530,8 +530,8 @@ fn the_check_catches_a_read_wider_than_the_code_reads() {
             "deliver-reads-done-shards",
             "                      - OUTBOX#??\n",
             "                      - OUTBOX#*\n",
-            "DeliverRole, statement SweepOpenIndex: read dynamodb:LeadingKeys ['OUTBOX#?', 'OUTBOX#*'], \
-             expected exactly",
+            "DeliverRole, statement SweepOpenIndex: read dynamodb:LeadingKeys ['OUTBOX#?', 'OUTBOX#*', \
+             'PARKED#*'], expected exactly",
         ),
         (
             "wallet-api-reads-payments",

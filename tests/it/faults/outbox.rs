@@ -1,19 +1,19 @@
 //! The outbox's own faults, on the shared emulators with a table and queues of its own: a
 //! destination the deliver worker's copy is older than, a delivery quarantine that refuses the
-//! failure notices, and a thousand due deliveries in one shard of the open index (an open
-//! circuit's). Every delivery ends: delivered, or failed with one notice; the sweep serves every
+//! failure notices, a thousand due deliveries in one shard of the open index, and an open
+//! circuit's deliveries parked in their destination's partition of it. Every delivery ends: delivered, or failed with one notice; the sweep serves every
 //! shard and its gauge sees the oldest.
 
 use deliver_function::http::HttpTransport;
 use inbox_core::clock::Millis;
 use inbox_core::clock::{Clock, ManualClock, SystemClock};
 use inbox_core::outbox::admin;
-use inbox_core::outbox::breaker::BreakerConfig;
+use inbox_core::outbox::breaker::{BreakerConfig, Change};
 use inbox_core::outbox::delivery::{DeliveryStatus, OutboundDelivery};
 use inbox_core::outbox::destination::DestinationState;
 use inbox_core::outbox::queue::{SqsOutboxQueues, Work};
 use inbox_core::outbox::schedule::RetrySchedule;
-use inbox_core::outbox::schema::outbox_shard;
+use inbox_core::outbox::schema::{outbox_shard, parked_shard};
 use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::outbox::worker::{DeliverConfig, Deliverer, DeliveryOutcome};
 use integration_tests::faults::report::record;
@@ -295,7 +295,9 @@ async fn a_thousand_due_deliveries_in_one_shard_do_not_starve_the_others() {
     let twice: Vec<_> = again.iter().filter(|w| work.contains(w)).collect();
     assert!(twice.is_empty(), "re-driven twice: {twice:?}");
 
-    // An open circuit's deferrals: spread over the cool-down's fifth, not one instant.
+    // An open circuit parks its deliveries in the destination's backlog: its own partition of
+    // the index (PARKED#open, ordered by creation), one Query away, none in the swept shards;
+    // once the circuit is closed the sweep releases them.
     let receiver = Receiver::always(200);
     rig.destination("open", &receiver.url, &["*"], |d| {
         d.rate_per_sec = 1_000.0;
@@ -307,45 +309,68 @@ async fn a_thousand_due_deliveries_in_one_shard_do_not_starve_the_others() {
         .await
         .unwrap());
     let ids = rig.pending_deliveries("open", "evt_open", 20).await;
-    let draws = std::sync::atomic::AtomicUsize::new(0);
-    let spread = rig
-        .deliverer(SystemClock, config())
-        .await
-        .with_deferral_jitter(move || {
-            draws.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as f64 / 20.0
-        });
-    let mut untils = BTreeSet::new();
+    let parker = rig.deliverer(SystemClock, config()).await;
     for id in &ids {
-        match spread.deliver(&reference("open", id)).await.unwrap() {
-            DeliveryOutcome::Deferred {
-                until,
-                why: "circuit open",
-            } => {
-                untils.insert(until);
+        let o = parker.deliver(&reference("open", id)).await.unwrap();
+        assert_eq!(
+            o,
+            DeliveryOutcome::Parked {
+                why: "circuit open"
             }
-            o => panic!("{o:?}"),
-        }
+        );
     }
-    assert_eq!(untils.len(), ids.len());
     assert_eq!(receiver.count(), 0);
-    let span = untils.last().copied().unwrap_or(0) - untils.first().copied().unwrap_or(0);
+    let backlog = store
+        .due_work_items(&parked_shard("open"), Millis::new(i64::MAX), 100)
+        .await
+        .unwrap();
+    let mut found: Vec<String> = backlog.iter().map(|i| i.event_id.clone()).collect();
+    found.sort();
+    assert_eq!(
+        found, ids,
+        "the whole backlog, by one Query of its partition"
+    );
+    assert!(
+        backlog.windows(2).all(|w| w[0].due <= w[1].due),
+        "oldest first"
+    );
+    let (swept, _) = parker.due_work(10_000).await.unwrap();
+    let in_swept = swept
+        .iter()
+        .filter(|w| matches!(w, Work::Delivery(r) if r.destination.as_str() == "open"))
+        .count();
+    assert_eq!(in_swept, 0, "parked deliveries are not in the swept shards");
+    store
+        .change_circuit(
+            &dest_id("open"),
+            Change::Reset,
+            Millis::new(SystemClock.now_millis()),
+        )
+        .await
+        .unwrap();
+    let released = parker.sweep(LIMIT).await.unwrap().parked.released;
+    let left = store
+        .due_work_items(&parked_shard("open"), Millis::new(i64::MAX), 100)
+        .await
+        .unwrap()
+        .len();
+    assert_eq!((released, left), (20, 0));
     record(
         "8-outbox",
         "a thousand due deliveries in one open-index shard (an open circuit's)",
         format!(
             "{CROWD} due deliveries in shard 0, 1 older (10 min) in each of the 15 others; a \
-             sweep of limit {LIMIT}; then 20 deliveries deferred by an open circuit"
+             sweep of limit {LIMIT}; then 20 deliveries to a destination whose circuit is open"
         ),
         format!(
             "shards served {} of 16 (shard 0: {}; before: shard 0 only, 100); \
-             OldestDueDeliverySeconds {} (before: 1); re-driven {}; the deferrals' due times {} \
-             distinct over {:.1} s (before: 1)",
+             OldestDueDeliverySeconds {} (before: 1); re-driven {}; the open circuit's 20 parked \
+             in PARKED#open, found by one Query, 0 in the swept shards (before: deferred, a \
+             message each per cool-down), released {released} once it closed",
             by.len(),
             by.get("OUTBOX#0").copied().unwrap_or(0),
             report.oldest_due_secs / 60 * 60,
             report.redriven,
-            untils.len(),
-            span as f64 / 1000.0
         ),
     );
 }

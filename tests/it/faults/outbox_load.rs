@@ -4,13 +4,14 @@
 //! costs (parked, no message per minute) and what resuming it sends, and a `Retry-After` longer
 //! than the destination's schedule's longest step.
 
-use inbox_core::clock::{Clock, ManualClock, SystemClock};
+use inbox_core::clock::{Clock, ManualClock, Millis, SystemClock};
 use inbox_core::outbox::breaker::BreakerConfig;
 use inbox_core::outbox::delivery::DeliveryStatus;
 use inbox_core::outbox::destination::DestinationState;
 use inbox_core::outbox::resend;
 use inbox_core::outbox::schedule::RetrySchedule;
-use inbox_core::outbox::schema::DONE_SHARD;
+use inbox_core::outbox::schema::{parked_shard, DONE_SHARD};
+use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::outbox::worker::{DeliverConfig, DeliveryOutcome};
 use inbox_core::store::attr::get_s;
 use integration_tests::emulator::scan_all;
@@ -134,14 +135,23 @@ async fn finished_deliveries_spread_journals_stay_bounded_and_paused_ones_are_pa
     let paused_ids = quiet
         .pending_deliveries("later", "evt_paused", PAUSED)
         .await;
-    let mut parked_until = Vec::new();
+    let mut parked = 0;
     for id in &paused_ids {
-        if let DeliveryOutcome::Deferred { until, .. } =
+        if let DeliveryOutcome::Parked { .. } =
             quiet_worker.deliver(&reference("later", id)).await.unwrap()
         {
-            parked_until.push(until - clock.now_millis());
+            parked += 1;
         }
     }
+    let backlog = quiet
+        .store()
+        .due_work_items(&parked_shard("later"), Millis::new(i64::MAX), 100)
+        .await
+        .unwrap()
+        .len();
+    // A day later: the sweep leaves the paused destination's backlog alone (no message).
+    clock.advance_millis(86_400_000);
+    let swept = quiet_worker.sweep(1000).await.unwrap();
     let (visible, delayed) = queued(&quiet).await;
     let messages_while_paused = visible + delayed;
     inbox_core::outbox::admin::update(
@@ -169,7 +179,8 @@ async fn finished_deliveries_spread_journals_stay_bounded_and_paused_ones_are_pa
     .unwrap();
     let (visible, delayed) = queued(&quiet).await;
     let messages_on_resume = visible + delayed;
-    clock.advance_millis(resend::RESUME_DELAY.as_millis() as i64);
+    // Released at the destination's rate (10/s by default): the fifth 400 ms after the first.
+    clock.advance_millis(resend::RESUME_DELAY.as_millis() as i64 + 400);
     let mut delivered_after = 0;
     for id in &paused_ids {
         if quiet_worker.deliver(&reference("later", id)).await.unwrap()
@@ -220,13 +231,11 @@ async fn finished_deliveries_spread_journals_stay_bounded_and_paused_ones_are_pa
         "a paused destination's deliveries, then `dest resume`",
         format!("{PAUSED} deliveries to a paused destination, the destination resumed"),
         format!(
-            "parked for {:?} s (the hourly re-check, spread by the deferral jitter), queue \
-             messages while paused {messages_while_paused} (before: one per delivery per minute); re-driven on resume {redriven}, queue messages \
-             {messages_on_resume}; delivered after the resume's delay {delivered_after}/{PAUSED}",
-            parked_until
-                .iter()
-                .map(|ms| ms / 1000)
-                .collect::<std::collections::BTreeSet<_>>()
+            "parked {parked}, in the destination's backlog partition {backlog} (no re-check: \
+             before, hourly), queue messages over a day paused {messages_while_paused} (before: \
+             one per delivery per minute, then one per hour); released on resume {redriven} (by \
+             one Query of the backlog, no scan), queue messages {messages_on_resume}; delivered \
+             after the resume's delay {delivered_after}/{PAUSED}"
         ),
     );
     record(
@@ -248,14 +257,9 @@ async fn finished_deliveries_spread_journals_stay_bounded_and_paused_ones_are_pa
     assert_eq!((attempts, journaled.journal.len()), (30, 30));
     assert!(largest_head <= 4096, "{largest_head}");
     assert!(body_bytes <= 16 * 1024, "{body_bytes}");
-    // Parked for the hourly re-check, spread by the deferral jitter (at most 60 s).
-    assert_eq!(parked_until.len(), PAUSED);
-    assert!(
-        parked_until
-            .iter()
-            .all(|until| (3_600_000..=3_660_000).contains(until)),
-        "{parked_until:?}"
-    );
+    // Parked in the backlog, left alone by a day's sweeps.
+    assert_eq!((parked, backlog), (PAUSED, PAUSED));
+    assert_eq!((swept.due, swept.redriven, swept.parked.seen), (0, 0, 0));
     assert_eq!(messages_while_paused, 0);
     assert_eq!((redriven, messages_on_resume), (PAUSED, PAUSED as u64));
     assert_eq!(delivered_after, PAUSED);

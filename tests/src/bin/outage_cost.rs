@@ -1,14 +1,18 @@
 //! What a destination's outage costs per pending delivery per hour (not a test: it prints
 //! numbers): the deliver worker on the in-memory store and queues with a simulated clock, driven
 //! as the Lambda drives it (`integration_tests::outbox::outage`), for a destination whose circuit
-//! is open and for a paused one. Issue 33's baseline, before its parking.
+//! is open and for a paused one (both park their backlog), and how the backlog drains once the
+//! destination is back.
 //!
 //! Run: `cargo run -p integration-tests --bin outage_cost [deliveries] [hours]` (default 100
 //! deliveries, 4 hours; no emulator needed; the counts do not depend on the build).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement harness: a failed setup ends the run
 
-use integration_tests::outbox::outage::{simulate, Counts, Outage, OutageCost, BATCH};
+use integration_tests::outbox::outage::{
+    flaky, simulate, Counts, Outage, OutageCost, BATCH, FLAKY_LIMIT_S, RATE_WINDOW_S,
+    RECOVERY_LIMIT_S,
+};
 
 fn row(c: &OutageCost, label: &str, k: &Counts, hours: u32) -> String {
     let per = |x: usize| c.per_delivery_hour(x, hours);
@@ -62,8 +66,37 @@ async fn main() {
             c.largest_item,
             c.open_at_end
         ));
+        let r = c.recovery;
+        notes.push(format!(
+            "{}, back: first delivered after {} s, {}/{n} delivered {}; at most {} POSTs in {RATE_WINDOW_S} s; {:.2} messages and {:.2} writes per delivery",
+            outage.as_str(),
+            r.first_after_s,
+            r.delivered,
+            r.drained_after_s.map_or_else(
+                || format!("(not all within {RECOVERY_LIMIT_S} s)"),
+                |s| format!("after {s} s")
+            ),
+            r.most_in_window,
+            r.sent as f64 / n as f64,
+            r.writes as f64 / n as f64,
+        ));
     }
     for n in notes {
         println!("{n}");
     }
+    let f = flaky(12).await;
+    println!(
+        "flaky receiver (12 events, each answered 500, 500, 200; schedule 0,2s,2s,2s,2s): {}/{} delivered {}; {} POSTs, at most {} per webhook-id, {} webhook-ids; {} queue messages, {} invocations",
+        f.delivered,
+        f.events,
+        f.completed_after_s.map_or_else(
+            || format!("(not all within {FLAKY_LIMIT_S} s)"),
+            |s| format!("after {s} s")
+        ),
+        f.posts,
+        f.most_attempts,
+        f.webhook_ids,
+        f.sent,
+        f.invocations
+    );
 }

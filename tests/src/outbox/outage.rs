@@ -1,5 +1,5 @@
-//! What a destination's outage costs today (issue 33's baseline, before the parking it asks
-//! for): a simulation, not a timed test. The deliver worker runs on the core's in-memory store and
+//! What a destination's outage costs, and how its backlog drains once it is back: a simulation,
+//! not a timed test. The deliver worker runs on the core's in-memory store and
 //! queues with a [`ManualClock`], driven as the Lambda drives it, one simulated second at a time:
 //!
 //! - at the start, the `n` new deliveries arrive as stream records (the INSERTs the event source
@@ -13,7 +13,10 @@
 //! The destination answers every POST with a 503. [`Outage::OpenCircuit`]: its circuit was
 //! opened just before the deliveries arrive (as five failures would have), so every probe after a
 //! cool-down fails and re-opens it: it stays open throughout. [`Outage::Paused`]: the destination
-//! is paused (its deliveries are parked, re-checked hourly).
+//! is paused. Both park their deliveries in the destination's backlog
+//! ([`inbox_core::outbox::parking`]). Then the destination is back ([`Recovery`]): it answers
+//! 200 (the paused one is resumed, `resend::resume`), and the simulation goes on until the backlog
+//! is delivered (at most [`RECOVERY_LIMIT_S`]).
 //!
 //! Counted: messages sent to the delivery queue (scheduled and re-driven), messages received,
 //! invocations (stream batches, queue batches, sweeps), DynamoDB write requests (every write the
@@ -32,19 +35,27 @@ use inbox_core::outbox::breaker::Change;
 use inbox_core::outbox::delivery::OutboundDelivery;
 use inbox_core::outbox::destination::{Destination, DestinationId, DestinationState};
 use inbox_core::outbox::pattern::Pattern;
-use inbox_core::outbox::queue::{MemoryOutboxQueues, Work};
+use inbox_core::outbox::queue::MemoryOutboxQueues;
+use inbox_core::outbox::resend;
 use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::outbox::transport::{Outgoing, Transport};
 use inbox_core::outbox::worker::{DeliverConfig, Deliverer};
 use inbox_core::store::memory::MemoryStore;
-use inbox_core::store::size::{item_size, write_units};
+use inbox_core::store::size::item_size;
 use inbox_core::store::{Applied, Inbox as _, NewMessage};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 mod counts;
-pub use counts::{Counts, OutageCost};
+mod drive;
+mod flaky;
+pub use counts::{Counts, OutageCost, Recovery, RATE_WINDOW_S};
+use drive::{Queue, Sim};
+pub use flaky::{flaky, Flaky, FLAKY_LIMIT_S};
+
+/// The longest recovery simulated, s.
+pub const RECOVERY_LIMIT_S: i64 = 2 * 3600;
 
 /// The deployed batch size of both event source mappings (`template.yaml`).
 pub const BATCH: usize = 10;
@@ -71,15 +82,40 @@ impl Outage {
     }
 }
 
-/// A destination that is down: every POST answered 503, counted.
+/// A destination that is down (every POST answered 503) until it is `up` (200), counted; or
+/// `flaky`: each event answered 500, 500, then 200 (by its `webhook-id`).
 #[derive(Debug, Default)]
-pub struct Down(AtomicUsize);
+pub struct Down {
+    posts: AtomicUsize,
+    up: std::sync::atomic::AtomicBool,
+    delivered: AtomicUsize,
+    flaky: std::sync::atomic::AtomicBool,
+    /// Per `webhook-id`: the attempts it received.
+    seen: std::sync::Mutex<std::collections::BTreeMap<String, usize>>,
+}
 
 impl Transport for Down {
-    async fn post<'a>(&'a self, _request: Outgoing<'a>) -> AttemptResult {
-        self.0.fetch_add(1, Ordering::SeqCst);
+    async fn post<'a>(&'a self, request: Outgoing<'a>) -> AttemptResult {
+        self.posts.fetch_add(1, Ordering::SeqCst);
+        let nth = {
+            let id = request
+                .headers
+                .iter()
+                .find(|(name, _)| name == "webhook-id")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            let mut seen = self.seen.lock().expect("seen");
+            let n = seen.entry(id).or_default();
+            *n += 1;
+            *n
+        };
+        let up =
+            self.up.load(Ordering::SeqCst) || (self.flaky.load(Ordering::SeqCst) && nth % 3 == 0);
+        if up {
+            self.delivered.fetch_add(1, Ordering::SeqCst);
+        }
         AttemptResult::Answered {
-            status: 503,
+            status: if up { 200 } else { 503 },
             retry_after: None,
             body: Vec::new(),
         }
@@ -144,49 +180,6 @@ async fn arrive(store: &MemoryStore, i: usize) -> aws_lambda_events::event::dyna
     record
 }
 
-/// The delivery queue as the simulation sees it: each message with the time it becomes visible.
-#[derive(Default)]
-struct Queue {
-    waiting: Vec<(i64, Work)>,
-}
-
-impl Queue {
-    /// Takes what the worker sent since the last call (sent at `now`) and counts it in `cost`.
-    fn take_sent(&mut self, queues: &MemoryOutboxQueues, now: i64, cost: &mut Counts) {
-        let scheduled = std::mem::take(&mut *queues.scheduled.lock().expect("scheduled"));
-        let redriven = std::mem::take(&mut *queues.redriven.lock().expect("redriven"));
-        cost.sent += scheduled.len() + redriven.len();
-        cost.sent_by_delay[0] += redriven.len();
-        // One `SendMessage` per scheduled message; the sweep's re-drive sends batches of 10.
-        cost.sqs_requests += scheduled.len() + redriven.len().div_ceil(BATCH);
-        for (w, delay) in scheduled {
-            // The message carries the delivery as its write left it: that write's units.
-            if let Work::Attempt(d) = &w {
-                let bytes = d.to_item().map_or(0, |i| item_size(&i));
-                cost.carried_writes += 1;
-                cost.carried_units += write_units(bytes);
-            }
-            cost.sent_by_delay[match delay.as_secs() {
-                0..10 => 0,
-                10..60 => 1,
-                _ => 2,
-            }] += 1;
-            let delay = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
-            self.waiting.push((now.saturating_add(delay), w));
-        }
-        self.waiting.extend(redriven.into_iter().map(|w| (now, w)));
-    }
-
-    /// The messages visible at `now`, removed.
-    fn visible(&mut self, now: i64) -> Vec<Work> {
-        let (due, later) = std::mem::take(&mut self.waiting)
-            .into_iter()
-            .partition(|(at, _)| *at <= now);
-        self.waiting = later;
-        due.into_iter().map(|(_, w)| w).collect()
-    }
-}
-
 /// Simulates `hours` of `outage` with `n` deliveries pending to the destination; what it cost.
 pub async fn simulate(outage: Outage, n: usize, hours: u32) -> OutageCost {
     let store = Arc::new(MemoryStore::new());
@@ -247,7 +240,6 @@ pub async fn simulate(outage: Outage, n: usize, hours: u32) -> OutageCost {
         ..OutageCost::default()
     };
     let writes_before = store.write_requests();
-    let mut postponed = 0;
     let mut counts = Counts::default();
     let mut hour_began = Counts::default();
     for chunk in records.chunks(BATCH) {
@@ -259,45 +251,19 @@ pub async fn simulate(outage: Outage, n: usize, hours: u32) -> OutageCost {
     }
     let mut queue = Queue::default();
     queue.take_sent(&queues, T0, &mut counts);
+    let mut sim = Sim {
+        worker: &worker,
+        queues: &queues,
+        queue,
+        postponed: 0,
+    };
     for second in 1..=i64::from(hours) * 3600 {
         let now = T0 + second * 1000;
         clock.set_millis(now);
-        let mut swept = second % 60 != 0;
-        loop {
-            let visible = queue.visible(now);
-            if visible.is_empty() {
-                if swept {
-                    break;
-                }
-                let report = worker.sweep(SWEEP_LIMIT).await.expect("sweep");
-                counts.sweeps += 1;
-                postponed += report.due - report.left;
-                swept = true;
-                queue.take_sent(&queues, now, &mut counts);
-                continue;
-            }
-            counts.received += visible.len();
-            for chunk in visible.chunks(BATCH) {
-                let mut event = aws_lambda_events::event::sqs::SqsEvent::default();
-                event.records = chunk
-                    .iter()
-                    .map(|w| {
-                        let mut m = aws_lambda_events::event::sqs::SqsMessage::default();
-                        m.body = Some(serde_json::to_string(w).expect("json"));
-                        m
-                    })
-                    .collect();
-                let (_, summary) = worker.handle_sqs_batch(event).await;
-                counts.queue_batches += 1;
-                // Lambda's poller: one `ReceiveMessage` and one `DeleteMessageBatch` per batch.
-                counts.sqs_requests += 2;
-                cost.tally(summary);
-            }
-            queue.take_sent(&queues, now, &mut counts);
-        }
+        sim.second(now, &mut counts, &mut cost).await;
         if second % 3600 == 0 {
-            counts.writes = store.write_requests() - writes_before + postponed;
-            counts.posts = down.0.load(Ordering::SeqCst);
+            counts.writes = store.write_requests() - writes_before + sim.postponed;
+            counts.posts = down.posts.load(Ordering::SeqCst);
             cost.hourly.push(counts.since(&hour_began));
             hour_began = counts;
         }
@@ -319,6 +285,57 @@ pub async fn simulate(outage: Outage, n: usize, hours: u32) -> OutageCost {
         .circuit
         .opened_at
         .is_some();
+
+    // Back: it answers, the paused one is resumed.
+    let back = T0 + i64::from(hours) * 3_600_000;
+    down.up.store(true, Ordering::SeqCst);
+    if outage == Outage::Paused {
+        admin::update(&*store, &id, "bench", "resumed", back, |d| {
+            d.state = DestinationState::Active;
+            Ok("resumed".into())
+        })
+        .await
+        .expect("resume");
+        resend::resume(
+            &*store,
+            Some(&*queues),
+            &id,
+            "bench",
+            back,
+            resend::RESUME_DELAY,
+        )
+        .await
+        .expect("release");
+    }
+    let before = counts;
+    let writes_back = store.write_requests();
+    let postponed_back = sim.postponed;
+    sim.queue.take_sent(&queues, back, &mut counts);
+    let mut per_second = Vec::new();
+    let mut delivered = 0;
+    for second in 1..=RECOVERY_LIMIT_S {
+        let now = back + second * 1000;
+        clock.set_millis(now);
+        sim.second(now, &mut counts, &mut cost).await;
+        let so_far = down.delivered.load(Ordering::SeqCst);
+        per_second.push(so_far - delivered);
+        if delivered == 0 && so_far > 0 {
+            cost.recovery.first_after_s = second;
+        }
+        delivered = so_far;
+        if delivered >= n {
+            cost.recovery.drained_after_s = Some(second);
+            break;
+        }
+    }
+    cost.recovery.delivered = delivered;
+    cost.recovery.most_in_window = per_second
+        .windows(RATE_WINDOW_S)
+        .map(|w| w.iter().sum())
+        .max()
+        .unwrap_or_else(|| per_second.iter().sum());
+    cost.recovery.sent = counts.sent - before.sent;
+    cost.recovery.writes = store.write_requests() - writes_back + sim.postponed - postponed_back;
     cost
 }
 
@@ -326,35 +343,92 @@ pub async fn simulate(outage: Outage, n: usize, hours: u32) -> OutageCost {
 mod tests {
     use super::*;
 
-    /// The model issue 33's redesign follows: a paused destination's deliveries are parked, and
-    /// cost at most one queue message, one invocation and two writes (the sweep's take and the
-    /// re-deferral) each per hour, in every hour.
-    #[tokio::test]
-    async fn a_paused_destination_costs_at_most_one_message_per_delivery_per_hour() {
-        let c = simulate(Outage::Paused, 20, 3).await;
-        let t = c.total;
-        assert_eq!(t.posts, 0, "{c:?}");
-        assert_eq!(t.sent, t.received, "every message sent was received: {c:?}");
-        assert_eq!(c.hourly.len(), 3, "{c:?}");
-        for h in &c.hourly {
-            assert!(c.per_delivery_hour(h.received, 1) <= 1.0, "{c:?}");
-            assert!(c.per_delivery_hour(h.invocations(), 1) <= 1.0, "{c:?}");
-            assert!(c.per_delivery_hour(h.writes, 1) <= 2.0, "{c:?}");
+    /// Every hour of `c` after the first costs at most one queue message, one invocation and
+    /// `writes` writes per delivery; the first also the parking's one write.
+    fn flat(c: &OutageCost, writes: f64) {
+        for (i, h) in c.hourly.iter().enumerate() {
+            let parking = if i == 0 { 1.0 } else { 0.0 };
+            assert!(
+                c.per_delivery_hour(h.received, 1) <= 1.0,
+                "hour {}: {c:?}",
+                i + 1
+            );
+            assert!(
+                c.per_delivery_hour(h.invocations(), 1) <= 1.0,
+                "hour {}: {c:?}",
+                i + 1
+            );
+            assert!(
+                c.per_delivery_hour(h.writes, 1) <= writes + parking,
+                "hour {}: {c:?}",
+                i + 1
+            );
         }
-        assert!(t.received >= 20 * 2, "re-checked hourly: {c:?}");
     }
 
-    /// The simulation keeps the circuit open and its deliveries deferred (today's cost is
-    /// measured, not asserted: issue 33 changes it).
+    /// The backlog came back whole, at the destination's pace (10/s, burst 10).
+    fn drained(c: &OutageCost, within_s: i64) {
+        let r = c.recovery;
+        assert_eq!(r.delivered, c.deliveries, "{c:?}");
+        assert!(r.drained_after_s.is_some_and(|s| s <= within_s), "{c:?}");
+        assert!(r.most_in_window <= 10 + 10 * RATE_WINDOW_S, "{c:?}");
+    }
+
+    /// A paused destination's deliveries are parked once (one write each) and then cost
+    /// nothing: no message, no invocation, no write, however long; resumed, they all go out.
     #[tokio::test]
-    async fn an_open_circuit_stays_open_and_defers() {
-        let c = simulate(Outage::OpenCircuit, 10, 1).await;
+    async fn a_paused_destination_costs_one_write_per_delivery_then_nothing() {
+        let c = simulate(Outage::Paused, 20, 3).await;
+        assert_eq!(c.total.posts, 0, "{c:?}");
+        assert_eq!(c.hourly.len(), 3, "{c:?}");
+        assert_eq!(c.hourly[0].writes, 20, "parked: one write each: {c:?}");
+        for h in &c.hourly[1..] {
+            assert_eq!((h.sent, h.invocations(), h.writes), (0, 0, 0), "{c:?}");
+        }
+        drained(&c, 60);
+    }
+
+    /// An open circuit parks its backlog: a probe per cool-down is all it costs, at most one
+    /// message, one invocation and one write per delivery per hour; once the destination
+    /// answers, the next probe closes the circuit and the backlog drains at its rate.
+    #[tokio::test]
+    async fn an_open_circuit_costs_at_most_one_of_each_per_delivery_hour_and_drains_at_the_rate() {
+        let c = simulate(Outage::OpenCircuit, 100, 2).await;
         assert!(c.open_at_end, "{c:?}");
-        assert!(c.total.posts > 0, "probes after each cool-down: {c:?}");
+        assert!(c.total.posts > 0, "probes: {c:?}");
+        assert_eq!(c.outcomes.get("deferred"), None, "{c:?}");
+        flat(&c, 1.0);
+        // A probe at most every 5 min (the longest cool-down) and the sweep's minute, then
+        // 100 at 10/s.
+        drained(&c, 300 + 60 + 30);
+    }
+
+    /// Down for (nearly) a simulated day (the breaker disables a destination after 24 h): every
+    /// hour costs the same, flat, whatever the backlog's age; back, it drains.
+    #[tokio::test]
+    async fn a_destination_down_for_a_day_costs_the_same_every_hour() {
+        let c = simulate(Outage::OpenCircuit, 100, 23).await;
+        assert!(c.open_at_end, "{c:?}");
+        flat(&c, 1.0);
+        let later: Vec<usize> = c.hourly[1..].iter().map(|h| h.writes).collect();
+        let (least, most) = (later.iter().min(), later.iter().max());
         assert!(
-            c.outcomes.get("deferred").copied().unwrap_or(0) > 0,
-            "{c:?}"
+            most.zip(least).is_some_and(|(m, l)| m - l <= 10),
+            "flat: {later:?}"
         );
-        assert!(c.total.received <= c.total.sent, "{c:?}");
+        drained(&c, 300 + 60 + 30);
+    }
+
+    /// The issue's flaky receiver (every event 500, 500, 200; schedule 0,2s,2s,2s,2s): every
+    /// event delivered on its third attempt, one `webhook-id` each, within the bound measured.
+    #[tokio::test]
+    async fn the_flaky_receiver_s_events_each_complete_in_three_attempts() {
+        let f = flaky(12).await;
+        assert_eq!((f.delivered, f.webhook_ids), (12, 12), "{f:?}");
+        assert_eq!(f.most_attempts, 3, "{f:?}");
+        assert_eq!(f.posts, 36, "{f:?}");
+        // Measured 186 s: its circuit opens on five failures in a row and the backlog is parked,
+        // a probe after each cool-down (30 s, the sweep's minute) closes it and releases it.
+        assert!(f.completed_after_s.is_some_and(|s| s <= 300), "{f:?}");
     }
 }

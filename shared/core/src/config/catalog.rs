@@ -279,7 +279,17 @@ pub const BREAKER_COOLDOWN_MS: Var = Var {
     name: "BREAKER_COOLDOWN_MS",
     read_by: ReadBy::Only(&[DELIVER]),
     unset: Unset::Default("30000"),
-    meaning: "how long an open circuit sends nothing before one probe, ms",
+    meaning: "how long an open circuit sends nothing before one probe, ms (the first cool-down: \
+              it grows with the outage up to `BREAKER_MAX_COOLDOWN_MS`)",
+};
+
+pub const BREAKER_MAX_COOLDOWN_MS: Var = Var {
+    name: "BREAKER_MAX_COOLDOWN_MS",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Default("300000"),
+    meaning: "the longest cool-down of a long outage, ms: an open circuit cools down for a \
+              quarter of how long its destination has been failing, at least \
+              `BREAKER_COOLDOWN_MS` and at most this",
 };
 
 pub const BREAKER_DISABLE_AFTER_MS: Var = Var {
@@ -351,6 +361,7 @@ pub const ALL: &[&Var] = &[
     &DELIVERY_MAX_WAIT_MS,
     &BREAKER_FAILURES,
     &BREAKER_COOLDOWN_MS,
+    &BREAKER_MAX_COOLDOWN_MS,
     &BREAKER_DISABLE_AFTER_MS,
     &DELIVERY_SWEEP_MAX_PER_RUN,
     &INBOXCTL_JSON,

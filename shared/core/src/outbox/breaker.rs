@@ -5,9 +5,12 @@
 //!
 //! Closed: every delivery is sent. After `failures` consecutive failures (5xx, 408, timeouts,
 //! connection errors; not 429 nor other 4xx, which say the destination is up) it opens: nothing is
-//! sent for `cooldown`, then ONE probe is let through (a lease on the state item, so one worker
+//! sent for a cool-down, then ONE probe is let through (a lease on the state item, so one worker
 //! probes while the others wait). A success closes it; a failure re-opens it for another
-//! cooldown. A destination failing without a single success for `disable_after` is disabled (an
+//! cool-down. The cool-down is `cooldown` at first and grows with the outage ([`cooldown_of`]: a
+//! quarter of how long the destination had been failing when the circuit last opened, at most
+//! `max_cooldown`), so a destination down for a day is probed every few minutes, not twice a
+//! minute. A destination failing without a single success for `disable_after` is disabled (an
 //! operator resumes it).
 
 use std::time::Duration;
@@ -17,8 +20,10 @@ use std::time::Duration;
 pub struct BreakerConfig {
     /// Consecutive failures that open the circuit.
     pub failures: u32,
-    /// How long an open circuit sends nothing before a probe.
+    /// How long an open circuit sends nothing before a probe (the first cool-down).
     pub cooldown: Duration,
+    /// The longest cool-down of a long outage ([`cooldown_of`]; never below `cooldown`).
+    pub max_cooldown: Duration,
     /// How long a destination may fail without a success before it is disabled.
     pub disable_after: Duration,
 }
@@ -28,9 +33,26 @@ impl Default for BreakerConfig {
         Self {
             failures: 5,
             cooldown: Duration::from_secs(30),
+            max_cooldown: Duration::from_secs(300),
             disable_after: Duration::from_secs(24 * 3600),
         }
     }
+}
+
+/// How long the circuit `c`, open, cools down before its next probe: `cooldown` at first, then a
+/// quarter of how long the destination had been failing when it (re-)opened, at most
+/// `max_cooldown` (never below `cooldown`). With the defaults (30 s, 5 min): 30 s for the first
+/// two minutes of an outage, a minute after four, five minutes after twenty. A probe is a real
+/// delivery (a POST, an attempt and about five writes): a day's outage probed every 30 s would
+/// cost 2,880 of them, every 5 min 288.
+pub fn cooldown_of(cfg: &BreakerConfig, c: &Circuit) -> i64 {
+    let first = millis(cfg.cooldown);
+    let most = millis(cfg.max_cooldown).max(first);
+    let failing = match (c.opened_at, c.failing_since) {
+        (Some(opened), Some(since)) => opened.saturating_sub(since).max(0),
+        _ => 0,
+    };
+    (failing / 4).clamp(first, most)
 }
 
 /// The shared state of a destination's circuit (ms since the epoch).
@@ -70,7 +92,7 @@ impl Circuit {
     pub fn state(&self, cfg: &BreakerConfig, now: i64) -> CircuitState {
         match self.opened_at {
             None => CircuitState::Closed,
-            Some(at) if now < at.saturating_add(millis(cfg.cooldown)) => CircuitState::Open,
+            Some(at) if now < at.saturating_add(cooldown_of(cfg, self)) => CircuitState::Open,
             Some(_) => CircuitState::HalfOpen,
         }
     }
@@ -116,7 +138,7 @@ pub fn admit(cfg: &BreakerConfig, c: &Circuit, now: i64, probe_lease: Duration) 
     let Some(opened_at) = c.opened_at else {
         return Admit::Send;
     };
-    let cooled = opened_at.saturating_add(millis(cfg.cooldown));
+    let cooled = opened_at.saturating_add(cooldown_of(cfg, c));
     if now < cooled {
         return Admit::Hold { until: cooled };
     }
@@ -200,8 +222,60 @@ mod tests {
         BreakerConfig {
             failures: 3,
             cooldown: Duration::from_secs(30),
+            max_cooldown: Duration::from_secs(300),
             disable_after: Duration::from_secs(3600),
         }
+    }
+
+    #[test]
+    fn the_cool_down_grows_with_the_outage_up_to_its_most() {
+        let cfg = cfg(); // 30 s, at most 5 min
+        let min = 60_000;
+        // (failing since, opened at, cool-down, why)
+        let cases: &[(Option<i64>, Option<i64>, i64, &str)] = &[
+            (None, None, 30_000, "closed"),
+            (Some(0), Some(0), 30_000, "just opened"),
+            (
+                Some(0),
+                Some(2 * min),
+                30_000,
+                "two minutes: still the first",
+            ),
+            (Some(0), Some(4 * min), 60_000, "four minutes: a quarter"),
+            (Some(0), Some(20 * min), 300_000, "twenty minutes: the most"),
+            (Some(0), Some(24 * 60 * min), 300_000, "a day: the most"),
+            (Some(5 * min), Some(0), 30_000, "a clock behind: the first"),
+        ];
+        for (since, opened, cool, why) in cases {
+            let c = Circuit {
+                failures: 9,
+                failing_since: *since,
+                opened_at: *opened,
+                probe_until: None,
+            };
+            assert_eq!(cooldown_of(&cfg, &c), *cool, "{why}");
+        }
+        let c = Circuit {
+            failures: 9,
+            failing_since: Some(0),
+            opened_at: Some(40 * min),
+            probe_until: None,
+        };
+        let lease = Duration::from_secs(10);
+        assert_eq!(
+            admit(&cfg, &c, 44 * min, lease),
+            Admit::Hold { until: 45 * min }
+        );
+        assert_eq!(c.state(&cfg, 45 * min - 1), CircuitState::Open);
+        assert!(matches!(
+            admit(&cfg, &c, 45 * min, lease),
+            Admit::Probe { .. }
+        ));
+        let tight = BreakerConfig {
+            max_cooldown: Duration::from_secs(1),
+            ..cfg
+        };
+        assert_eq!(cooldown_of(&tight, &c), 30_000, "never below the first");
     }
 
     /// Applies a change the way the store does.

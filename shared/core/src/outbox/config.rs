@@ -52,6 +52,7 @@ impl DeliverFunctionConfig {
                 breaker: BreakerConfig {
                     failures,
                     cooldown: ms(&catalog::BREAKER_COOLDOWN_MS)?,
+                    max_cooldown: ms(&catalog::BREAKER_MAX_COOLDOWN_MS)?,
                     disable_after: ms(&catalog::BREAKER_DISABLE_AFTER_MS)?,
                 },
                 max_wait: ms(&catalog::DELIVERY_MAX_WAIT_MS)?,

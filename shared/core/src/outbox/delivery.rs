@@ -140,6 +140,37 @@ pub struct OutboundDelivery {
     /// it, else by the worker the sweep re-drives it to).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice_pending: Option<PendingDeliveryNotice>,
+    /// Parked in its destination's backlog ([`super::parking`]): why and since when. While
+    /// parked (and pending or retrying) it is in the destination's `PARKED#…` partition of the
+    /// open index, not in a swept shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked: Option<Parked>,
+}
+
+/// Why a delivery waits in its destination's backlog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParkReason {
+    /// The destination's circuit is open: released when a probe closes it.
+    Circuit,
+    /// The destination is paused: released when it is resumed.
+    Paused,
+}
+
+impl ParkReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Circuit => "circuit open",
+            Self::Paused => "destination paused",
+        }
+    }
+}
+
+/// A delivery's parking: the reason (stored, not inferred from its notes) and since when, ms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parked {
+    pub reason: ParkReason,
+    pub since: i64,
 }
 
 /// The failure notice a failed delivery waits to have sent: when it failed (the notice says it)
@@ -208,6 +239,7 @@ impl OutboundDelivery {
             version: 0,
             expires_at: None,
             notice_pending: None,
+            parked: None,
         }
     }
 
@@ -264,11 +296,28 @@ impl OutboundDelivery {
         }
     }
 
-    /// The item: every field, the keys, and the open-index attributes while not terminal.
+    /// Whether it waits in its destination's backlog (parked, and pending or retrying).
+    pub fn is_parked(&self) -> bool {
+        self.parked.is_some()
+            && matches!(
+                self.status,
+                DeliveryStatus::Pending | DeliveryStatus::Retrying
+            )
+    }
+
+    /// The item: every field, the keys, and the open-index attributes while not terminal (a
+    /// parked one in its destination's backlog, ordered by its creation).
     pub fn to_item(&self) -> Result<Item, serde_dynamo::Error> {
         let mut item: Item = serde_dynamo::to_item(self)?;
         let pk = delivery_pk(self.destination.as_str(), &self.key());
         match self.due_at() {
+            Some(_) if self.is_parked() => {
+                item.insert(
+                    OPEN_SHARD.into(),
+                    s(parked_shard(self.destination.as_str())),
+                );
+                item.insert(OPEN_DUE.into(), n(self.created_at));
+            }
             Some(due) => {
                 item.insert(OPEN_SHARD.into(), s(outbox_shard(&pk)));
                 item.insert(OPEN_DUE.into(), n(due));
@@ -429,6 +478,38 @@ mod tests {
             .unwrap()
             .starts_with(&format!("{DONE_SHARD}#")));
         assert!(!sent.contains_key("notice_pending"));
+    }
+
+    #[test]
+    fn a_parked_delivery_is_in_its_destinations_backlog_ordered_by_creation() {
+        let mut d = OutboundDelivery::new(&did("crm"), &key(), None, 1_000);
+        d.status = DeliveryStatus::Retrying;
+        d.attempts = 2;
+        d.next_attempt_at = Some(9_000);
+        d.parked = Some(Parked {
+            reason: ParkReason::Circuit,
+            since: 5_000,
+        });
+        let item = d.to_item().unwrap();
+        assert_eq!(get_s(&item, "open_shard"), Some("PARKED#crm"));
+        assert_eq!(get_n(&item, "open_due"), Some(1_000), "oldest first");
+        assert_eq!(
+            get_n(&item, "next_attempt_at"),
+            Some(9_000),
+            "the schedule kept"
+        );
+        assert_eq!(OutboundDelivery::from_item(item).unwrap(), d);
+        // Claimed or finished: the parking no longer places it.
+        d.status = DeliveryStatus::Delivering;
+        d.lease_until = Some(7_000);
+        let claimed = d.to_item().unwrap();
+        assert!(get_s(&claimed, "open_shard")
+            .unwrap()
+            .starts_with("OUTBOX#"));
+        assert_eq!(get_n(&claimed, "open_due"), Some(7_000));
+        d.parked = None;
+        d.status = DeliveryStatus::Pending;
+        assert!(!d.to_item().unwrap().contains_key("parked"));
     }
 
     #[test]

@@ -35,6 +35,7 @@ mod deferral;
 pub mod delivery;
 pub mod destination;
 pub mod fanout;
+pub mod parking;
 pub mod pattern;
 pub mod queue;
 mod record;

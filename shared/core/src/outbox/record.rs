@@ -13,11 +13,12 @@
 
 use super::admin;
 use super::attempt::{self, AttemptResult};
-use super::breaker;
+use super::breaker::{self, Change};
 use super::bucket::Rate;
 use super::cache::Loaded;
 use super::delivery::{
-    body_head, AttemptRecord, DeliveryStatus, OutboundDelivery, PendingDeliveryNotice,
+    body_head, AttemptRecord, DeliveryStatus, OutboundDelivery, ParkReason, Parked,
+    PendingDeliveryNotice,
 };
 use super::destination::{DestinationError, DestinationId, DestinationState};
 use super::queue::{DeliveryNotice, OutboxQueues, Work};
@@ -73,6 +74,22 @@ impl<P: DeliveryPorts> Deliverer<P> {
         if decision.status == DeliveryStatus::Failed {
             d.notice_pending = Some(self.pending_notice(now));
         }
+        let change = breaker::after(&self.config.breaker, &state.circuit, decision.breaker, now);
+        // A retry that would meet an open circuit (this failure opened it, or it was open: a
+        // probe, or a result from before it opened) waits in the backlog: parked in this write,
+        // no message; its attempts are kept for its release (`parking.rs`).
+        let open_after = match change {
+            Change::Fail { open, .. } => open || state.circuit.opened_at.is_some(),
+            Change::None => state.circuit.opened_at.is_some(),
+            Change::Reset => false,
+        };
+        let parked = decision.status == DeliveryStatus::Retrying && open_after;
+        if parked {
+            d.parked = Some(Parked {
+                reason: ParkReason::Circuit,
+                since: now,
+            });
+        }
         if decision.status == DeliveryStatus::Delivered {
             d.delivered_at = Some(now);
             d.expires_at = Some(
@@ -90,7 +107,6 @@ impl<P: DeliveryPorts> Deliverer<P> {
                 self.send_notice(&d, now).await;
             }
         }
-        let change = breaker::after(&self.config.breaker, &state.circuit, decision.breaker, now);
         let counted = self
             .store
             .change_circuit(&dest.id, change, Millis::new(now))
@@ -128,6 +144,10 @@ impl<P: DeliveryPorts> Deliverer<P> {
             };
             self.hold(&dest.id, rate, now, pause).await;
         }
+        if change == Change::Reset && state.circuit.opened_at.is_some() {
+            tracing::info!(destination = %dest.id, "circuit closed");
+            self.release_now(dest, now, "the circuit closed").await;
+        }
         if !recorded {
             return Ok(DeliveryOutcome::Skipped(Skip::Conflict));
         }
@@ -139,7 +159,9 @@ impl<P: DeliveryPorts> Deliverer<P> {
             }
             DeliveryStatus::Retrying => {
                 let delay = decision.retry_in.unwrap_or_default();
-                self.schedule(&d, delay).await;
+                if !parked {
+                    self.schedule(&d, delay).await;
+                }
                 Ok(DeliveryOutcome::Retrying {
                     attempt: d.attempts,
                     delay,
@@ -170,6 +192,8 @@ impl<P: DeliveryPorts> Deliverer<P> {
         }
         x.lease_until = None;
         x.next_attempt_at = Some(until);
+        // A message is on its way: out of the backlog.
+        x.parked = None;
         if x.notes.last().is_none_or(|n| !n.note.starts_with(why)) {
             x.note(now, format!("{why}: deferred"));
         }
@@ -196,6 +220,7 @@ impl<P: DeliveryPorts> Deliverer<P> {
         x.status = DeliveryStatus::Failed;
         x.lease_until = None;
         x.next_attempt_at = None;
+        x.parked = None;
         x.last_error = Some(why.clone());
         x.note(now, format!("failed without an attempt: {why}"));
         x.notice_pending = Some(self.pending_notice(now));

@@ -7,11 +7,9 @@
 use super::admin;
 use super::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery};
 use super::destination::{DestinationId, DestinationState};
+use super::parking;
 use super::queue::{OutboxQueues, Work};
-use super::schema::{outbox_shards, DELIVERY_SK};
 use super::store::OutboxStore;
-use super::worker::PAUSED;
-use crate::clock::Millis;
 use crate::domain::MessageKey;
 use crate::process::InfraError;
 use crate::store::{Applied, ItemStore, MessageStore, StoreError};
@@ -101,6 +99,7 @@ async fn retry_with<S: OutboxStore + MessageStore, Q: OutboxQueues>(
     x.lease_until = None;
     x.expires_at = None;
     x.notice_pending = None;
+    x.parked = None;
     if store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
         return Ok(RetryOutcome::Conflict);
     }
@@ -179,29 +178,19 @@ pub async fn replay<S: OutboxStore + ItemStore + MessageStore, Q: OutboxQueues>(
     Ok(out)
 }
 
-/// Whether `d` waits only because its destination was paused: deferred for it (the last note)
-/// after its last attempt, and not due by `at`.
-fn parked_by_pause(d: &OutboundDelivery, at: i64) -> bool {
-    let Some(note) = d.notes.last() else {
-        return false;
-    };
-    matches!(d.status, DeliveryStatus::Pending | DeliveryStatus::Retrying)
-        && note.note.starts_with(PAUSED)
-        && d.journal.last().is_none_or(|a| a.at <= note.at)
-        && d.next_attempt_at.is_some_and(|t| t > at)
-}
-
 /// How long after a resume its re-driven deliveries are due: longer than the destinations' cache
 /// (`DESTINATION_CACHE_MS`, 5 s by default), so that no worker still sees the destination paused
-/// and parks them again (with a longer cache, those wait for the hourly re-check).
+/// and parks them again (with a longer cache, such a delivery waits for the sweep's release).
 pub const RESUME_DELAY: Duration = Duration::from_secs(10);
 
-/// Re-drives the deliveries that `destination` parked while it was paused (call it once the
-/// destination is active again): each is due `after` from `now` (longer than the destinations'
-/// cache, so no worker still sees the pause) and, when `queue` is given, scheduled through it then
-/// (else the sweep finds it within a minute). Paused deliveries are parked instead of re-checked
-/// every minute, so this is what sends them. How many were re-driven.
-pub async fn resume<S: OutboxStore, Q: OutboxQueues>(
+/// Releases the deliveries that `destination` parked (call it once the destination is active
+/// again): its backlog in the open index (one `Query`, no scan), oldest first, at the
+/// destination's rate ([`parking::release`]), the first due `after` from `now` (longer than the
+/// destinations' cache, so no worker still sees the pause) and each scheduled through `queue`
+/// when given and its wait fits the queue (else the sweep finds it due). Parked deliveries are
+/// not re-checked, so this (or the sweep, within a minute of seeing the destination active) is
+/// what sends them. How many were released.
+pub async fn resume<S: OutboxStore + ItemStore, Q: OutboxQueues>(
     store: &S,
     queue: Option<&Q>,
     destination: &DestinationId,
@@ -209,41 +198,39 @@ pub async fn resume<S: OutboxStore, Q: OutboxQueues>(
     now: i64,
     after: Duration,
 ) -> Result<usize, InfraError> {
-    let prefix = format!("OUT#{destination}#");
-    let due_at = now.saturating_add(i64::try_from(after.as_millis()).unwrap_or(i64::MAX / 4));
-    let mut redriven = 0;
-    for shard in outbox_shards() {
-        // Every open delivery of the shard, whenever due: the parked ones are due far ahead.
-        for item in store
-            .due_work_items(&shard, Millis::new(i64::MAX), usize::MAX)
-            .await?
-        {
-            if item.sk != DELIVERY_SK || !item.pk.starts_with(&prefix) {
-                continue;
-            }
-            let Some(Work::Delivery(r)) = super::work_of(&item) else {
-                continue;
-            };
-            let Some(d) = store.delivery(&r).await? else {
-                continue;
-            };
-            if !parked_by_pause(&d, due_at) {
-                continue;
-            }
-            let mut x = d.clone();
-            x.next_attempt_at = Some(due_at);
-            x.note(now, format!("destination resumed by {operator}: re-driven"));
-            if store.save_delivery(&x, Some(d.version)).await? != Applied::Done {
-                continue; // a worker moved it meanwhile: it is no longer parked
-            }
-            if let Some(q) = queue {
-                // Durable as due: if this send fails, the sweep re-drives it.
-                if let Err(e) = q.schedule(&Work::Delivery(r.clone()), after).await {
-                    tracing::warn!(delivery = %r, error = %e, "not queued; the sweep will find it");
-                }
-            }
-            redriven += 1;
+    let rate = match admin::get(store, destination).await {
+        Ok(Some(d)) => d.rate_per_sec,
+        Ok(None) => return Ok(0),
+        Err(admin::AdminError::Store(e)) => return Err(InfraError::Store(e)),
+        Err(e) => {
+            return Err(InfraError::Store(StoreError::Rejected(
+                e.to_string().into(),
+            )))
+        }
+    };
+    let first = now.saturating_add(i64::try_from(after.as_millis()).unwrap_or(i64::MAX / 4));
+    let why = format!("destination resumed by {operator}");
+    let mut released = 0;
+    loop {
+        let batch = parking::release(
+            store,
+            queue,
+            destination,
+            rate,
+            release_first(first, released, rate),
+            now,
+            parking::RELEASE_MAX,
+            &why,
+        )
+        .await?;
+        released += batch;
+        if batch < parking::RELEASE_MAX {
+            return Ok(released);
         }
     }
-    Ok(redriven)
+}
+
+/// Where the next batch of a resume's release starts: after the `done` already released.
+fn release_first(first: i64, done: usize, rate: f64) -> i64 {
+    parking::release_slot(first, done, rate)
 }

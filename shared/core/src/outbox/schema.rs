@@ -9,6 +9,12 @@
 //! | delivery | `OUT#{destination}#{source}#{event id}` | `OUT` | one per (destination, event): status, attempts, journal; in the stream filter |
 //! | fan-out | `FAN#{source}#{event id}` | `FAN` | the destinations of an event that did not fit its transaction; expanded by the deliver function |
 //!
+//! A delivery **parked** ([`super::parking`]: its destination's circuit is open, or the
+//! destination is paused) is in its destination's own partition of the same index instead,
+//! `open_shard` = `PARKED#{destination}` ([`parked_shard`]) and `open_due` = its `created_at`:
+//! the sweep never reads it (no message, no write while it waits), and the destination's backlog
+//! is one `Query`, oldest first, when it is released.
+//!
 //! Deliveries and fan-outs that still have work to do carry `open_shard` (`OUTBOX#0`..`OUTBOX#63`)
 //! and `open_due` (ms): the same sparse `open-index` as the inbox's open messages, in shards of
 //! their own (the reaper only reads `OPEN#…`), so the deliver function's sweep finds what is due
@@ -42,6 +48,15 @@ pub const FANOUT_SK: &str = "FAN";
 /// [`crate::store::Effect::Ensure`]); the sweep never reads them. Items finished before the
 /// shards were hashed hold this value itself.
 pub const DONE_SHARD: &str = "OUTBOX#DONE";
+/// The prefix of a destination's parked backlog in the open index ([`parked_shard`]).
+pub const PARKED_PREFIX: &str = "PARKED#";
+
+/// The open-index partition of `destination`'s parked deliveries (sorted by their `created_at`:
+/// the oldest first).
+pub fn parked_shard(destination: &str) -> String {
+    format!("{PARKED_PREFIX}{destination}")
+}
+
 /// The partition-key prefixes of every item the deliver function writes (deliveries, fan-outs, a
 /// destination's state and journal, a destination it disables): its role may write nothing else
 /// (template.yaml's `dynamodb:LeadingKeys` on `DeliverRole`, compared by tests/it/template.rs).
@@ -55,14 +70,15 @@ pub const DELIVER_WRITES: [&str; 4] = ["OUT#*", "FAN#*", "DEST#*", DESTINATIONS_
 /// `dynamodb:LeadingKeys` on `DeliverRole`, compared by tests/it/template.rs).
 pub const DELIVER_READS: [&str; 5] = ["MSG#*", "OUT#*", "FAN#*", "DEST#*", DESTINATIONS_PK];
 
-/// The open-index partitions the deliver function's sweep queries: the outbox's open shards
+/// The open-index partitions the deliver function queries: the outbox's open shards
 /// ([`outbox_shards`]), as IAM patterns where `?` is one character (`OUTBOX#?`, `OUTBOX#??` for
 /// 64 shards), so that its role reads neither the done shards (`OUTBOX#DONE#…`) nor another
-/// application's shards of the index.
+/// application's shards of the index; and the destinations' parked backlogs (`PARKED#*`).
 pub fn deliver_index_reads() -> Vec<String> {
     let digits = (OUTBOX_SHARDS.saturating_sub(1)).to_string().len();
     (1..=digits)
         .map(|n| format!("OUTBOX#{}", "?".repeat(n)))
+        .chain([format!("{PARKED_PREFIX}*")])
         .collect()
 }
 
@@ -208,6 +224,7 @@ mod tests {
             let done = done_shard(&format!("OUT#d#s#{i}"));
             assert!(!like(&index, &done), "{done}");
         }
+        assert!(like(&index, &parked_shard("crm")));
         for other in [DONE_SHARD, "OPEN#1", "AUTOPAY#ATTEMPT#1", "UNMATCHED"] {
             assert!(!like(&index, other), "{other}");
         }

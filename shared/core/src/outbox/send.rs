@@ -45,6 +45,8 @@ impl<P: DeliveryPorts> Deliverer<P> {
         claimed.attempts = attempt;
         claimed.lease_until = Some(now + ms(lease));
         claimed.next_attempt_at = None;
+        // Out of the backlog while it is tried: a lapsed lease is found in its open shard.
+        claimed.parked = None;
         if self.store.save_delivery(&claimed, Some(d.version)).await? != Applied::Done {
             return Ok(DeliveryOutcome::Skipped(Skip::Conflict));
         }

@@ -31,6 +31,8 @@ pub struct DueItem {
     /// `source` and `event_id` (and `destination` for a delivery) as projected.
     pub source: String,
     pub event_id: String,
+    /// A delivery's `next_attempt_at` as projected (a parked one's retry time).
+    pub next_attempt_at: Option<Millis>,
 }
 
 impl DueItem {
@@ -54,6 +56,7 @@ impl DueItem {
             status,
             source: text(SOURCE),
             event_id: text(EVENT_ID),
+            next_attempt_at: get_n(item, "next_attempt_at").map(Millis::new),
         }
     }
 }

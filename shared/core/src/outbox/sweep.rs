@@ -1,6 +1,7 @@
 //! What the deliver function does besides sending: the sweep (every minute: re-drive the due
 //! deliveries, fan-outs and pending failure notices the open index knows, its limit shared
-//! fairly by the shards as the reaper's budget is, and emit the outbox's gauges), the expansion of a
+//! fairly by the shards as the reaper's budget is, emit the outbox's gauges, and probe or release
+//! the destinations' parked backlogs, [`super::parking`]), the expansion of a
 //! fan-out item, and delivering what is due directly (the local stack and the tests).
 
 use super::delivery::{DeliveryRef, OutboundDelivery};
@@ -55,6 +56,8 @@ pub struct SweepReport {
     pub oldest_due_secs: i64,
     /// Destinations disabled right now.
     pub disabled_destinations: usize,
+    /// The destinations' backlogs: probes, releases ([`super::parking`]).
+    pub parked: super::parking::ParkedReport,
 }
 
 /// The work an open-index item stands for (parsed from its key: the index projects no
@@ -179,6 +182,12 @@ impl<P: DeliveryPorts> Deliverer<P> {
             .iter()
             .filter(|l| l.destination.state == DestinationState::Disabled)
             .count();
+        let destinations: Vec<_> = snapshot
+            .destinations
+            .iter()
+            .map(|l| l.destination.clone())
+            .collect();
+        let parked = self.sweep_parked(&destinations, limit).await?;
         self.metrics.emit(
             now,
             &[
@@ -197,6 +206,7 @@ impl<P: DeliveryPorts> Deliverer<P> {
             left,
             oldest_due_secs,
             disabled_destinations: disabled,
+            parked,
         })
     }
 
@@ -261,6 +271,7 @@ mod tests {
             status: String::new(),
             source: "stripe".into(),
             event_id: "evt_1".into(),
+            next_attempt_at: None,
         }
     }
 

@@ -6,9 +6,9 @@
 //! 2. The destination (cached; a copy that does not know it or says disabled is read again once,
 //!    [`super::cache`]): removed or disabled → `failed` without an attempt; not confirmed because
 //!    the re-read failed → deferred (no attempt) and re-checked a minute later
-//!    ([`UNCONFIRMED_RECHECK`]); paused → parked (no attempt, no queue message) until the
-//!    destination is resumed, which re-drives it ([`super::resend::resume`]; re-checked hourly in
-//!    case nothing does).
+//!    ([`UNCONFIRMED_RECHECK`]); paused → parked in the destination's backlog (no attempt, no
+//!    queue message, no re-check: [`super::parking`]) until the destination is resumed, which
+//!    releases it ([`super::resend::resume`]; else the sweep does once it sees it active).
 //! 3. Rate: a token from the destination's shared bucket ([`super::bucket`]; taken several at a
 //!    time for a short lease when this worker's demand asks for it, `throttle.rs`); over the rate the
 //!    worker waits up to `max_wait`, else defers the delivery until a token frees up, without
@@ -16,9 +16,11 @@
 //!    deadline ([`until_deadline`]), every wait ends in time for the POST's whole timeout and the
 //!    recording of its result ([`DeliverConfig::finish_margin`]) before the deadline: what does
 //!    not fit is deferred (no attempt counted), so one slow destination never makes the batch
-//!    outlive the invocation (which would retry the batch and repeat its POSTs).
-//! 4. Circuit ([`super::breaker`]): open → deferred until the cool-down ends; half-open → one
-//!    worker takes the probe lease, the others defer.
+//!    outlive the invocation (which would retry the batch and repeat its POSTs). Refused a token,
+//!    it reads the circuit first: an open one parks the delivery instead of deferring it.
+//! 4. Circuit ([`super::breaker`]): open → parked in the destination's backlog
+//!    ([`super::parking`]: released when a probe closes it); half-open → one worker takes the
+//!    probe lease, the others park theirs.
 //! 5. Claim: `delivering` with a lease (the request's timeout plus a margin), conditioned on the
 //!    version read: never two concurrent deliveries of the same (destination, event). The attempt
 //!    is counted here, within the schedule's limit: one whose last attempt never reported fails.
@@ -38,7 +40,7 @@ use super::breaker::{self, Admit, BreakerConfig};
 use super::bucket::Rate;
 use super::cache::{DestinationCache, Lookup};
 pub use super::deadline::until_deadline;
-use super::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery};
+use super::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery, ParkReason};
 use super::destination::{DestinationId, DestinationState};
 use super::queue::OutboxQueues;
 use super::store::{OutboxStore, WorkerState};
@@ -53,10 +55,6 @@ use std::time::Duration;
 
 mod outcome;
 pub use outcome::{DeliveryOutcome, Skip};
-
-/// The deferral's reason for a paused destination: [`super::resend::resume`] re-drives the
-/// deliveries parked with it.
-pub const PAUSED: &str = "destination paused";
 
 /// A delivery whose destination could not be confirmed (the re-read of a missing or disabled
 /// destination failed) is looked at again after this.
@@ -83,10 +81,6 @@ pub struct DeliverConfig {
     pub retention: Duration,
     /// A lease is the request's timeout plus this.
     pub lease_margin: Duration,
-    /// A paused destination's deliveries are looked at again after this (they are parked:
-    /// resuming the destination re-drives them, [`super::resend::resume`]; this only catches a
-    /// destination resumed without that).
-    pub paused_recheck: Duration,
     /// Kept before the invocation's deadline after a POST's whole timeout: the time to record
     /// its result.
     pub finish_margin: Duration,
@@ -106,7 +100,6 @@ impl Default for DeliverConfig {
             concurrency: 10,
             retention: Duration::from_secs(30 * 86_400),
             lease_margin: Duration::from_secs(30),
-            paused_recheck: Duration::from_secs(3600),
             finish_margin: Duration::from_secs(5),
             token_lease: Duration::from_millis(500),
             max_leased_tokens: 10,
@@ -314,10 +307,7 @@ impl<P: DeliveryPorts> Deliverer<P> {
         let dest = &loaded.destination;
         match dest.state {
             DestinationState::Active => {}
-            DestinationState::Paused => {
-                let until = now + ms(self.config.paused_recheck);
-                return self.defer(d, until, PAUSED, now).await;
-            }
+            DestinationState::Paused => return self.park(d, ParkReason::Paused, now).await,
             DestinationState::Disabled => {
                 let why = format!(
                     "the destination is disabled: {}",
@@ -361,9 +351,16 @@ impl<P: DeliveryPorts> Deliverer<P> {
         {
             Ok(state) => state,
             Err(until) => {
-                return self
-                    .defer(d, until, "rate limit", self.clock.now_millis())
-                    .await
+                let now = self.clock.now_millis();
+                // An open circuit parks what the rate refused: it would only come back to it.
+                let circuit = self.store.worker_state(&dest.id).await?.circuit;
+                let lease = dest.timeout() + self.config.lease_margin;
+                if let Admit::Hold { .. } =
+                    breaker::admit(&self.config.breaker, &circuit, now, lease)
+                {
+                    return self.park(d, ParkReason::Circuit, now).await;
+                }
+                return self.defer(d, until, "rate limit", now).await;
             }
         };
         let now = self.clock.now_millis();
@@ -373,16 +370,15 @@ impl<P: DeliveryPorts> Deliverer<P> {
         let lease = dest.timeout() + self.config.lease_margin;
         match breaker::admit(&self.config.breaker, &state.circuit, now, lease) {
             Admit::Send => {}
-            Admit::Hold { until } => return self.defer(d, until, "circuit open", now).await,
+            Admit::Hold { .. } => return self.park(d, ParkReason::Circuit, now).await,
             Admit::Probe { opened_at, until } => {
                 if !self
                     .store
                     .claim_probe(&dest.id, opened_at.into(), until.into(), now.into())
                     .await?
                 {
-                    return self
-                        .defer(d, until, "circuit half-open: another worker probes", now)
-                        .await;
+                    // Another worker probes: its result releases the backlog or keeps it.
+                    return self.park(d, ParkReason::Circuit, now).await;
                 }
             }
         }

@@ -80,7 +80,30 @@ pub struct OutageCost {
     pub largest_item: usize,
     /// Whether the circuit was open at the end.
     pub open_at_end: bool,
+    /// What happened once the destination was back (answering 200, or resumed).
+    pub recovery: Recovery,
 }
+
+/// The destination back after the outage: how fast its backlog drained, and at what pace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Seconds from the destination's return to its first delivered POST (the circuit's probe).
+    pub first_after_s: i64,
+    /// Seconds from the destination's return to the last of the backlog delivered (`None`: not
+    /// within the simulated recovery).
+    pub drained_after_s: Option<i64>,
+    /// Deliveries delivered.
+    pub delivered: usize,
+    /// The most POSTs in any window of [`RATE_WINDOW_S`] seconds (the destination's rate bounds
+    /// it by its burst + rate × the window).
+    pub most_in_window: usize,
+    /// Queue messages and DynamoDB write requests of the recovery, per delivery.
+    pub sent: usize,
+    pub writes: usize,
+}
+
+/// The window over which the recovery's pace is measured, s.
+pub const RATE_WINDOW_S: usize = 10;
 
 impl OutageCost {
     pub(super) fn tally(&mut self, s: inbox_core::invocation::Summary) {

@@ -45,6 +45,9 @@ pub fn index_pattern(shard: &str) -> String {
         "AUTOPAY#RECURRING#",
         "WALLET#HOLDS#",
     ];
+    if shard.starts_with("PARKED#") {
+        return "open-index PARKED#{destination}".to_owned();
+    }
     match SHARDED.iter().find(|p| {
         shard
             .strip_prefix(**p)
@@ -105,6 +108,10 @@ mod tests {
             "open-index OUTBOX#DONE#{shard}"
         );
         assert_eq!(index_pattern("OUTBOX#DONE"), "open-index OUTBOX#DONE");
+        assert_eq!(
+            index_pattern("PARKED#crm"),
+            "open-index PARKED#{destination}"
+        );
         assert_eq!(index_pattern("UNMATCHED"), "open-index UNMATCHED");
         assert_eq!(sort_group("WALLET"), "WALLET");
         assert_eq!(sort_group("ENTRY#1764547200000#ab12"), "ENTRY#{ms}…");

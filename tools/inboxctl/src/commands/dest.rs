@@ -14,6 +14,7 @@ use inbox_core::outbox::breaker::BreakerConfig;
 use inbox_core::outbox::destination::{
     Destination, DestinationError, DestinationId, DestinationState, SecretText,
 };
+use inbox_core::outbox::parking;
 use inbox_core::outbox::pattern::Pattern;
 use inbox_core::outbox::queue::SqsOutboxQueues;
 use inbox_core::outbox::resend;
@@ -178,6 +179,7 @@ async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
     let state = store.worker_state(&args.id).await?;
     let now = SystemClock.now_millis();
     let circuit = state.circuit.state(&BreakerConfig::default(), now);
+    let backlog = parking::backlog(&store, &args.id, 10_000).await?;
     let secrets: Vec<_> = d
         .secrets
         .iter()
@@ -191,6 +193,7 @@ async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
             "timeout_ms": d.timeout_ms, "schedule": d.schedule.to_string(), "secrets": secrets,
             "circuit": circuit, "consecutive_failures": state.circuit.failures,
             "failing_since": state.circuit.failing_since.map(when::rfc3339),
+            "backlog": backlog, "backlog_oldest": backlog.oldest.map(when::rfc3339),
             "version": d.version, "journal": journal,
         }));
     }
@@ -211,9 +214,13 @@ async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
         (
             "circuit",
             format!(
-                "{} ({} consecutive failures)",
+                "{} ({} consecutive failures); backlog {backlog}{}",
                 circuit.as_str(),
-                state.circuit.failures
+                state.circuit.failures,
+                backlog.oldest.map_or_else(String::new, |t| format!(
+                    ", the oldest {}",
+                    when::rfc3339(t)
+                ))
             ),
         ),
         (
@@ -287,9 +294,9 @@ pub(crate) async fn pause_destination(
     .await
 }
 
-/// Resumes a destination (journaled) and re-drives the deliveries parked while it was paused,
+/// Resumes a destination (journaled) and releases its parked backlog at its rate, oldest first,
 /// through the delivery queue when there is one (else the sweep picks them up): the destination
-/// and how many were re-driven.
+/// and how many were released.
 pub(crate) async fn resume_destination(
     store: &DynamoTable,
     queue: Option<&SqsOutboxQueues>,
@@ -329,7 +336,7 @@ async fn resume(ctx: &Context, args: DestIdArgs) -> Result<()> {
         ctx,
         &d,
         &format!(
-            "resumed: {redriven} parked deliveries re-driven {how} in {} s",
+            "resumed: {redriven} parked deliveries released at its rate {how}, the first in {} s",
             resend::RESUME_DELAY.as_secs()
         ),
     )
@@ -369,21 +376,17 @@ async fn rotate(ctx: &Context, args: DestRotateArgs) -> Result<()> {
 }
 
 async fn remove(ctx: &Context, args: DestIdArgs) -> Result<()> {
-    let store = ctx.store().await?;
-    admin::remove(
-        &store,
-        store.table(),
-        &args.id,
-        &args.operator,
-        SystemClock.now_millis(),
-    )
-    .await
-    .map_err(admin_error)?;
+    let (store, now) = (ctx.store().await?, SystemClock.now_millis());
+    admin::remove(&store, store.table(), &args.id, &args.operator, now)
+        .await
+        .map_err(admin_error)?;
+    let queue = super::deliveries::queue(ctx).await;
+    let parked = parking::release_removed(&store, queue.as_ref(), &args.id, now).await?;
     if ctx.json() {
-        return print_json(&json!({"id": args.id, "removed": true}));
+        return print_json(&json!({"id": args.id, "removed": true, "parked_released": parked}));
     }
     say(format!(
-        "destination {} removed (its journal stays; pending deliveries to it fail)",
+        "destination {} removed (its journal stays; pending deliveries to it fail, {parked} parked)",
         args.id
     ))
 }

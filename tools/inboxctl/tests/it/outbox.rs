@@ -157,12 +157,32 @@ async fn destinations_are_managed_and_every_change_is_journaled() {
     );
     env.run(&["dest", "pause", "crm", "--reason", "maintenance window"])
         .ok();
+    // A delivery parked while it is paused: its backlog, one Query of its index partition.
+    let mut parked = OutboundDelivery::new(&"crm".parse().unwrap(), &key("evt_parked"), None, 1);
+    parked.parked = Some(inbox_core::outbox::delivery::Parked {
+        reason: inbox_core::outbox::delivery::ParkReason::Paused,
+        since: 2,
+    });
+    env.store.save_delivery(&parked, None).await.unwrap();
     let shown = env.run(&["--json", "dest", "show", "crm"]).ok().json();
     assert_eq!(
         (shown["state"].as_str(), shown["reason"].as_str()),
         (Some("paused"), Some("maintenance window"))
     );
-    env.run(&["dest", "resume", "crm"]).ok();
+    assert_eq!(shown["backlog"]["parked"], 1, "{shown}");
+    assert!(env
+        .run(&["dest", "show", "crm"])
+        .ok()
+        .stdout
+        .contains("backlog 1 parked"));
+    let resumed = env.run(&["dest", "resume", "crm"]).ok();
+    assert!(
+        resumed.stdout.contains("1 parked deliveries released"),
+        "{}",
+        resumed.stdout
+    );
+    let shown = env.run(&["--json", "dest", "show", "crm"]).ok().json();
+    assert_eq!(shown["backlog"]["parked"], 0, "released: {shown}");
     let rotated = env
         .run(&[
             "--json",

@@ -14,9 +14,14 @@ pub enum DeliveryOutcome {
     Failed {
         attempts: u32,
     },
-    /// Not attempted now (rate, circuit, paused destination); due again at `until`.
+    /// Not attempted now (rate, no time left); due again at `until`.
     Deferred {
         until: i64,
+        why: &'static str,
+    },
+    /// Parked in its destination's backlog (circuit open, destination paused): no message, due
+    /// again when released ([`crate::outbox::parking`]).
+    Parked {
         why: &'static str,
     },
     /// Left alone: see [`Skip`].
@@ -38,6 +43,7 @@ impl DeliveryOutcome {
             Self::Retrying { .. } => "retrying",
             Self::Failed { .. } => "failed",
             Self::Deferred { .. } => "deferred",
+            Self::Parked { .. } => "parked",
             Self::Skipped(why) => why.as_str(),
             Self::Missing => "missing",
             Self::Expanded(_) => "expanded",
@@ -60,6 +66,8 @@ pub enum Skip {
     Closed,
     /// Another worker moved it between our read and our write.
     Conflict,
+    /// Already parked for the reason it would be parked for (no write).
+    Parked,
 }
 
 impl Skip {
@@ -71,6 +79,7 @@ impl Skip {
             Self::NotDue => "skipped_not_due",
             Self::Closed => "skipped_closed",
             Self::Conflict => "skipped_conflict",
+            Self::Parked => "skipped_parked",
         }
     }
 }

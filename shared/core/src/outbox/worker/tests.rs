@@ -8,7 +8,7 @@ use crate::metrics::RecordingSink;
 use crate::outbox::admin;
 use crate::outbox::attempt::AttemptResult;
 use crate::outbox::breaker::Circuit;
-use crate::outbox::delivery::PendingDeliveryNotice;
+use crate::outbox::delivery::{ParkReason, Parked, PendingDeliveryNotice};
 use crate::outbox::destination::did;
 use crate::outbox::destination::Destination;
 use crate::outbox::pattern::Pattern;
@@ -44,6 +44,7 @@ fn config() -> DeliverConfig {
         breaker: BreakerConfig {
             failures: 3,
             cooldown: Duration::from_secs(30),
+            max_cooldown: Duration::from_secs(30),
             disable_after: Duration::from_secs(3600),
         },
         max_wait: Duration::ZERO,
@@ -322,16 +323,17 @@ async fn concurrent_failures_open_the_circuit_once() {
         (5, Some(T0 - 1_000), Some(T0))
     );
 
-    // Open: the next delivery waits for the cool-down without an attempt.
+    // Open: the next delivery is parked in the backlog without an attempt or a message.
+    let scheduled = w.scheduled().len();
     let r = w.pending("crm", "evt_late").await;
     assert_eq!(
         w.worker.deliver(&r).await.unwrap(),
-        DeliveryOutcome::Deferred {
-            until: T0 + 30_000,
+        DeliveryOutcome::Parked {
             why: "circuit open"
         }
     );
     assert_eq!(w.stored(&r).await.attempts, 0);
+    assert_eq!(w.scheduled().len(), scheduled);
     assert_eq!(w.transport.sent().len(), 4);
 }
 
@@ -362,11 +364,10 @@ async fn a_half_open_circuit_lets_one_probe_through_and_closes_on_its_success() 
     let r = w.pending("crm", "evt_1").await;
     assert_eq!(
         w.worker.deliver(&r).await.unwrap(),
-        DeliveryOutcome::Deferred {
-            until: T0 + 5_000,
+        DeliveryOutcome::Parked {
             why: "circuit open"
         },
-        "held until the other probe's lease ends"
+        "parked while the other probe runs"
     );
     // Its lease lapses without a result: this worker probes, and the success closes the circuit.
     w.clock.set_millis(T0 + 5_000);
@@ -465,37 +466,50 @@ async fn a_paused_destination_parks_its_deliveries_until_resumed() {
     w.destination("crm", |d| d.state = DestinationState::Paused)
         .await;
     let r = w.pending("crm", "evt_1").await;
-    let hour = T0 + 3_600_000;
-    let paused = DeliveryOutcome::Deferred {
-        until: hour,
-        why: PAUSED,
+    let parked = DeliveryOutcome::Parked {
+        why: "destination paused",
     };
-    assert_eq!(w.worker.deliver(&r).await.unwrap(), paused);
+    assert_eq!(w.worker.deliver(&r).await.unwrap(), parked);
     let d = w.stored(&r).await;
     assert_eq!(
         (d.status, d.attempts, d.next_attempt_at),
-        (DeliveryStatus::Pending, 0, Some(hour)),
-        "parked: re-checked only hourly, in case nothing resumes it"
+        (DeliveryStatus::Pending, 0, None),
+        "parked: no attempt, its schedule untouched"
+    );
+    assert_eq!(
+        d.parked,
+        Some(Parked {
+            reason: ParkReason::Paused,
+            since: T0
+        })
     );
     assert_eq!(d.notes.len(), 1);
-    assert_eq!(d.notes[0].note, "destination paused: deferred");
-    assert!(
-        w.scheduled().is_empty(),
-        "no queue message per minute while paused"
+    assert_eq!(d.notes[0].note, "parked: destination paused");
+    assert!(w.scheduled().is_empty(), "no queue message while paused");
+    let item = w.store.item(&r.pk(), "OUT").unwrap();
+    assert_eq!(
+        crate::store::attr::get_s(&item, "open_shard"),
+        Some("PARKED#crm"),
+        "in the destination's backlog, out of the swept shards"
     );
 
-    // Still paused at the hourly re-check: parked again, the same note once.
-    w.clock.set_millis(hour);
-    assert!(matches!(
+    // A day later nothing looked at it: the sweep does not read the backlog of a paused one.
+    let day = T0 + 86_400_000;
+    w.clock.set_millis(day);
+    let report = w.worker.sweep(1000).await.unwrap();
+    assert_eq!((report.due, report.parked.seen), (0, 0), "{report:?}");
+    // A stale message for it changes nothing (no write).
+    let version = w.stored(&r).await.version;
+    assert_eq!(
         w.worker.deliver(&r).await.unwrap(),
-        DeliveryOutcome::Deferred { until, .. } if until == hour + 3_600_000
-    ));
-    assert_eq!(w.stored(&r).await.notes.len(), 1, "the same note once");
+        DeliveryOutcome::Skipped(Skip::Parked)
+    );
+    assert_eq!(w.stored(&r).await.version, version);
     // Another destination's open delivery is none of the resume's business.
     w.destination("api", |_| {}).await;
     let other = w.pending("api", "evt_1").await;
 
-    let resumed_at = hour + 10_000;
+    let resumed_at = day + 10_000;
     admin::update(&*w.store, &did("crm"), "ana", "resumed", resumed_at, |d| {
         d.state = DestinationState::Active;
         Ok("resumed".into())
@@ -514,12 +528,15 @@ async fn a_paused_destination_parks_its_deliveries_until_resumed() {
     .await
     .unwrap();
     assert_eq!(redriven, 1);
-    assert_eq!(w.scheduled(), vec![(Work::Delivery(r.clone()), after)]);
     let d = w.stored(&r).await;
-    assert_eq!(d.next_attempt_at, Some(resumed_at + 6_000));
+    assert_eq!(w.scheduled(), vec![(Work::Delivery(r.clone()), after)]);
+    assert_eq!(
+        (d.next_attempt_at, d.parked),
+        (Some(resumed_at + 6_000), None)
+    );
     assert_eq!(
         d.notes.last().unwrap().note,
-        "destination resumed by ana: re-driven"
+        "released: destination resumed by ana"
     );
     assert_eq!(w.stored(&other).await.next_attempt_at, None);
 
@@ -541,6 +558,44 @@ async fn a_paused_destination_parks_its_deliveries_until_resumed() {
     .await
     .unwrap();
     assert_eq!(again, 0, "nothing parked any more");
+}
+
+#[tokio::test]
+async fn a_removed_destination_s_backlog_is_released_past_the_workers_copy() {
+    let w = world(ScriptedTransport::new());
+    w.destination("crm", |d| d.state = DestinationState::Paused)
+        .await;
+    let r = w.pending("crm", "evt_1").await;
+    assert!(matches!(
+        w.worker.deliver(&r).await.unwrap(),
+        DeliveryOutcome::Parked { .. }
+    ));
+    let backlog = crate::outbox::parking::backlog(&*w.store, &did("crm"), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        (backlog.parked, backlog.more, backlog.oldest),
+        (1, false, Some(T0))
+    );
+    assert_eq!(backlog.to_string(), "1 parked");
+    // (`admin::remove` is a DynamoDB transaction the in-memory store does not run; a removed
+    // destination's delivery failing as removed: `a_copy_older_than_the_delivery_…`.)
+    let released =
+        crate::outbox::parking::release_removed(&*w.store, Some(&*w.queues), &did("crm"), T0)
+            .await
+            .unwrap();
+    assert_eq!(released, 1);
+    let d = w.stored(&r).await;
+    assert_eq!((d.parked, d.next_attempt_at), (None, Some(T0 + 10_000)));
+    assert_eq!(
+        w.scheduled(),
+        vec![(Work::Delivery(r.clone()), Duration::from_secs(10))],
+        "due once no worker's copy (5 s) still knows the destination"
+    );
+    let none = crate::outbox::parking::backlog(&*w.store, &did("crm"), 10)
+        .await
+        .unwrap();
+    assert_eq!((none.parked, none.oldest), (0, None));
 }
 
 #[tokio::test]
@@ -614,11 +669,11 @@ async fn a_copy_older_than_the_delivery_is_read_again_before_it_fails_the_delive
         .await;
     w.destination("resumed", |d| d.state = DestinationState::Disabled)
         .await;
-    // The worker's copy is read now (a delivery to a paused destination, deferred).
+    // The worker's copy is read now (a delivery to a paused destination, parked).
     let warm = w.pending("paused", "evt_0").await;
     assert!(matches!(
         w.worker.deliver(&warm).await.unwrap(),
-        DeliveryOutcome::Deferred { .. }
+        DeliveryOutcome::Parked { .. }
     ));
     // Within the copy's 5 s, a destination is added and another resumed; a process instance
     // with a newer copy fans an event out to both.
@@ -859,48 +914,139 @@ async fn the_sweep_re_drives_a_due_item_once_per_interval_however_far_behind_the
         .unwrap());
 }
 
+/// What the world's queues were asked to re-drive since the last call.
+fn redriven(w: &World) -> Vec<Work> {
+    std::mem::take(&mut *w.queues.redriven.lock().unwrap())
+}
+
 #[tokio::test]
-async fn an_open_circuit_s_deferrals_do_not_share_one_instant() {
-    let w = world(ScriptedTransport::new());
-    w.destination("crm", |_| {}).await;
+async fn an_open_circuit_parks_its_backlog_probes_it_once_per_cool_down_and_releases_it_at_the_rate(
+) {
+    let w = world(ScriptedTransport::answering([ScriptedTransport::status(
+        503, None,
+    )]));
+    w.destination("crm", |d| {
+        d.rate_per_sec = 2.0;
+        d.burst = 1;
+    })
+    .await;
     w.set_circuit(
         "crm",
         Circuit {
             failures: 3,
-            failing_since: Some(T0 - 1_000),
+            failing_since: Some(T0),
             opened_at: Some(T0),
             probe_until: None,
         },
     );
-    let draws = std::sync::atomic::AtomicUsize::new(0);
-    let worker = Deliverer::new(
-        w.store.clone(),
-        w.transport.clone(),
-        w.queues.clone(),
-        w.clock.clone(),
-        config(),
-        Duration::from_secs(5),
-    )
-    .with_deferral_jitter(move || {
-        draws.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as f64 / 10.0
-    });
-    let mut untils = std::collections::BTreeSet::new();
-    for i in 0..10 {
+    // Five deliveries, the oldest first (created a second apart).
+    let mut refs = Vec::new();
+    for i in 0..5i64 {
         let r = w.pending("crm", &format!("evt_{i}")).await;
-        let DeliveryOutcome::Deferred { until, why } = worker.deliver(&r).await.unwrap() else {
-            panic!("deferred");
-        };
-        assert_eq!(why, "circuit open");
-        assert!(
-            (T0 + 30_000..T0 + 36_000).contains(&until),
-            "the cool-down, spread by up to a fifth: {}",
-            until - T0
+        let mut d = w.stored(&r).await;
+        d.created_at = T0 - 5_000 + i * 1_000;
+        let v = d.version;
+        assert_eq!(
+            w.store.save_delivery(&d, Some(v)).await.unwrap(),
+            Applied::Done
         );
-        assert_eq!(w.stored(&r).await.due_at(), Some(until));
-        untils.insert(until);
+        refs.push(r);
     }
-    assert_eq!(untils.len(), 10, "{untils:?}");
+    for r in &refs {
+        assert_eq!(
+            w.worker.deliver(r).await.unwrap(),
+            DeliveryOutcome::Parked {
+                why: "circuit open"
+            }
+        );
+        let d = w.stored(r).await;
+        assert_eq!((d.attempts, d.status), (0, DeliveryStatus::Pending));
+        assert_eq!(d.parked.map(|p| p.reason), Some(ParkReason::Circuit));
+    }
+    assert!(w.scheduled().is_empty(), "parked: no queue message");
     assert!(w.transport.sent().is_empty());
+
+    // Cooling down: the sweep sees the backlog and does nothing.
+    w.clock.set_millis(T0 + 10_000);
+    let report = w.worker.sweep(1000).await.unwrap();
+    assert_eq!(
+        (report.due, report.parked.seen, report.parked.probes),
+        (0, 5, 0),
+        "{report:?}"
+    );
+    assert!(redriven(&w).is_empty());
+
+    // Cooled down: one probe, the oldest; it fails, re-opens the circuit and is parked again in
+    // the write that records it (no message for its retry).
+    w.clock.set_millis(T0 + 30_000);
+    let report = w.worker.sweep(1000).await.unwrap();
+    assert_eq!(report.parked.probes, 1, "{report:?}");
+    assert_eq!(redriven(&w), vec![Work::Delivery(refs[0].clone())]);
+    assert!(matches!(
+        w.worker.deliver(&refs[0]).await.unwrap(),
+        DeliveryOutcome::Retrying { attempt: 1, .. }
+    ));
+    let probe = w.stored(&refs[0]).await;
+    assert_eq!(probe.parked.map(|p| p.reason), Some(ParkReason::Circuit));
+    let retry_at = probe.next_attempt_at.unwrap();
+    assert!(
+        retry_at > T0 + 30_000,
+        "its schedule kept: {}",
+        retry_at - T0
+    );
+    assert!(w.scheduled().is_empty(), "no message for a parked retry");
+    assert_eq!(w.circuit("crm").await.opened_at, Some(T0 + 30_000));
+    // A message that arrives anyway (a copy sent before) finds it parked: no write.
+    assert_eq!(
+        w.worker.deliver(&refs[1]).await.unwrap(),
+        DeliveryOutcome::Skipped(Skip::Parked)
+    );
+
+    // The next cool-down: the next probe is the oldest whose retry is due; it succeeds, the
+    // circuit closes and the worker releases the backlog at once, oldest first, at 2/s (the
+    // failed probe too: its attempt count kept, not the wait its failure during the outage
+    // asked for).
+    w.clock.set_millis(T0 + 60_000);
+    let report = w.worker.sweep(1000).await.unwrap();
+    assert_eq!(report.parked.probes, 1, "{report:?}");
+    let probe = if retry_at <= T0 + 60_000 { 0 } else { 1 };
+    assert_eq!(redriven(&w), vec![Work::Delivery(refs[probe].clone())]);
+    assert_eq!(
+        w.worker.deliver(&refs[probe]).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    assert_eq!(w.circuit("crm").await, Circuit::default());
+    let mut released: Vec<(Work, Duration)> = w.scheduled();
+    released.sort_by_key(|(_, delay)| *delay);
+    let rest: Vec<&DeliveryRef> = refs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != probe)
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(
+        released.iter().map(|(w, _)| w.clone()).collect::<Vec<_>>(),
+        rest.iter()
+            .map(|r| Work::Delivery((*r).clone()))
+            .collect::<Vec<_>>(),
+        "oldest first"
+    );
+    for (i, r) in rest.iter().enumerate() {
+        let d = w.stored(r).await;
+        assert_eq!(d.parked, None);
+        assert_eq!(
+            d.next_attempt_at,
+            Some(T0 + 60_000 + 500 * i as i64),
+            "at the rate"
+        );
+        assert_eq!(released[i].1, Duration::from_millis(500 * i as u64));
+        let probed = usize::from(probe == 1 && i == 0);
+        assert_eq!(d.attempts as usize, probed, "the attempts it made, no more");
+    }
+    assert_eq!(rest.len(), 4, "every other delivery released");
+    // The sweep after it finds nothing parked.
+    w.clock.set_millis(T0 + 120_000);
+    assert_eq!(w.worker.sweep(1000).await.unwrap().parked.seen, 0);
 }
 
 #[tokio::test]
@@ -935,6 +1081,7 @@ fn skips_keep_their_names() {
         Skip::NotDue,
         Skip::Closed,
         Skip::Conflict,
+        Skip::Parked,
     ]
     .into_iter()
     .map(|s| DeliveryOutcome::Skipped(s).as_str())
@@ -946,7 +1093,8 @@ fn skips_keep_their_names() {
             "skipped_leased",
             "skipped_not_due",
             "skipped_closed",
-            "skipped_conflict"
+            "skipped_conflict",
+            "skipped_parked"
         ]
     );
 }
