@@ -14,6 +14,7 @@ use inbox_core::clock::Clock;
 use inbox_core::ingest::{Ingestor, Origin};
 use inbox_core::metrics::Metric;
 use inbox_core::outbox::bucket::shared::SharedBucket;
+use inbox_core::store::schema::MESSAGE_PREFIX;
 use inbox_core::store::{Inbox, ItemStore, ItemWriter, MessageStore, StoreError};
 
 /// The CloudWatch namespace of the scheduled catch-up's counts.
@@ -24,6 +25,21 @@ pub const CAUGHT_UP: &str = "CaughtUp";
 pub const STOP_BEFORE_DEADLINE_MS: i64 = 10_000;
 /// Who a scheduled run's events name as their operator (`inbox-origin`).
 pub const OPERATOR: &str = "schedule";
+
+/// The partition-key prefixes a run writes, storing events as `source`: their messages (one
+/// conditional put each), and the Stripe account's items (its token bucket, the checkpoint).
+/// `template.yaml`'s CatchUpRole grants exactly these (`tests/it/template.rs`).
+pub fn table_writes(source: &str) -> Vec<String> {
+    vec![
+        format!("{MESSAGE_PREFIX}{source}#*"),
+        checkpoint::CHECKPOINT_PK.to_owned(),
+    ]
+}
+
+/// The partition keys a run reads: its checkpoint only (a put never reads a message first).
+pub fn table_reads() -> Vec<String> {
+    vec![checkpoint::CHECKPOINT_PK.to_owned()]
+}
 
 /// What the scheduled run works with.
 #[derive(Debug)]
