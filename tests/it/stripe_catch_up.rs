@@ -78,6 +78,7 @@ fn request(since: i64, delivery_success: Option<bool>, dry_run: bool) -> CatchUp
         query: EventQuery {
             types: STRIPE_TYPES.iter().map(|t| (*t).to_owned()).collect(),
             created_gte: since,
+            created_lte: None,
             delivery_success,
         },
         source: "stripe".into(),

@@ -121,6 +121,7 @@ where
             query: EventQuery {
                 types: self.types.clone(),
                 created_gte: window.created_gte,
+                created_lte: Some(window.created_lte),
                 delivery_success: None,
             },
             source: self.source.clone(),

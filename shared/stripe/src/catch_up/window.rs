@@ -1,8 +1,9 @@
 //! The scheduled catch-up's window and checkpoint, as a decision table (pure: the time is the
 //! caller's clock's).
 //!
-//! Each run lists the events created from [`Window::created_gte`] and decides on those created
-//! up to [`Window::created_lte`], `SETTLE_SECS` before now: a younger event's webhook may still
+//! Each run lists the events created from [`Window::created_gte`] up to [`Window::created_lte`]:
+//! [`SETTLE_SECS`] before now, or [`MAX_SPAN_SECS`] after the start when that is earlier (a long
+//! backlog is taken 3 days per run, so a run's events fit its memory). A younger event's webhook may still
 //! be on its way (Stripe sends it within seconds; it retries a failed one later), and storing it
 //! first would count a webhook as lost that only came a moment late. Where the window starts:
 //!
@@ -32,6 +33,9 @@ pub const OVERLAP_SECS: i64 = 10 * 60;
 pub const SETTLE_SECS: i64 = 10 * 60;
 /// How far inside Stripe's 30 days a capped window starts (clocks differ; a run takes time).
 pub const RETENTION_SLACK_SECS: i64 = 10 * 60;
+/// The longest window one run takes: a run holds its window's events in memory, and a long
+/// backlog (30 days) is worked through 3 days per run, oldest first.
+pub const MAX_SPAN_SECS: i64 = 72 * 3600;
 
 /// What the table keeps between runs (one small item).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -73,7 +77,7 @@ pub struct Window {
 
 /// The window of a run at `now_s` after `checkpoint`.
 pub fn window(checkpoint: &Checkpoint, now_s: i64) -> Window {
-    let created_lte = now_s - SETTLE_SECS;
+    let settled = now_s - SETTLE_SECS;
     let (wanted, start) = match (checkpoint.resume_from, checkpoint.covered_until) {
         (Some(resume), _) => (resume, Start::Resume),
         (None, Some(until)) => (until - OVERLAP_SECS, Start::AfterLast),
@@ -85,9 +89,10 @@ pub fn window(checkpoint: &Checkpoint, now_s: i64) -> Window {
     } else {
         (wanted, start)
     };
+    let created_gte = created_gte.min(settled);
     Window {
-        created_gte: created_gte.min(created_lte),
-        created_lte,
+        created_gte,
+        created_lte: settled.min(created_gte + MAX_SPAN_SECS),
         start,
     }
 }

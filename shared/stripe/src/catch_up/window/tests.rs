@@ -12,35 +12,57 @@ fn cp(covered_until: Option<i64>, resume_from: Option<i64>) -> Checkpoint {
 
 #[test]
 fn the_window_starts_as_its_table_says() {
-    let lte = NOW - SETTLE_SECS;
-    // (checkpoint, created_gte, why)
+    let settled = NOW - SETTLE_SECS;
+    let oldest = NOW - 30 * DAY + RETENTION_SLACK_SECS;
+    // (checkpoint, created_gte, created_lte, why)
     let table = [
-        (cp(None, None), NOW - 72 * 3600, Start::First),
+        (cp(None, None), NOW - 3 * DAY, settled, Start::First),
         (
             cp(Some(NOW - 3600), None),
             NOW - 3600 - OVERLAP_SECS,
+            settled,
             Start::AfterLast,
         ),
         (
             cp(Some(NOW - 3600), Some(NOW - 2 * DAY)),
             NOW - 2 * DAY,
+            settled,
             Start::Resume,
         ),
-        (cp(None, Some(NOW - DAY)), NOW - DAY, Start::Resume),
+        // A backlog: 3 days a run, oldest first.
+        (
+            cp(None, Some(NOW - 10 * DAY)),
+            NOW - 10 * DAY,
+            NOW - 7 * DAY,
+            Start::Resume,
+        ),
+        (
+            cp(Some(NOW - 20 * DAY), None),
+            NOW - 20 * DAY - OVERLAP_SECS,
+            NOW - 17 * DAY - OVERLAP_SECS,
+            Start::AfterLast,
+        ),
         (
             cp(Some(NOW - 40 * DAY), None),
-            NOW - 30 * DAY + RETENTION_SLACK_SECS,
+            oldest,
+            oldest + 3 * DAY,
             Start::Capped,
         ),
         (
             cp(None, Some(NOW - 31 * DAY)),
-            NOW - 30 * DAY + RETENTION_SLACK_SECS,
+            oldest,
+            oldest + 3 * DAY,
             Start::Capped,
         ),
         // A clock that went back: never an inverted window.
-        (cp(Some(NOW + 3600), None), lte, Start::AfterLast),
+        (
+            cp(Some(NOW + 3600), None),
+            settled,
+            settled,
+            Start::AfterLast,
+        ),
     ];
-    for (checkpoint, gte, why) in table {
+    for (checkpoint, gte, lte, why) in table {
         let w = window(&checkpoint, NOW);
         assert_eq!(
             (w.created_gte, w.created_lte, w.start),
@@ -74,6 +96,26 @@ fn consecutive_windows_overlap_and_the_one_after_a_cut_short_run_resumes_where_i
     // ... and once that run completes, it covers up to its own end and forgets the resume point.
     let after = after_run(&cut, &resumed, Ended::Complete).unwrap();
     assert_eq!(after, cp(Some(NOW + 7200 - SETTLE_SECS), None));
+}
+
+#[test]
+fn a_thirty_day_backlog_is_worked_through_in_windows_that_touch_and_end_now() {
+    let mut checkpoint = cp(Some(NOW - 40 * DAY), None);
+    let mut now = NOW;
+    let mut covered = Vec::new();
+    for _ in 0..20 {
+        let w = window(&checkpoint, now);
+        covered.push((w.created_gte, w.created_lte));
+        checkpoint = after_run(&checkpoint, &w, Ended::Complete).unwrap_or(checkpoint);
+        if w.created_lte == now - SETTLE_SECS {
+            break;
+        }
+        now += 15 * 60;
+    }
+    assert_eq!(covered.len(), 11, "{covered:?}");
+    for pair in covered.windows(2) {
+        assert!(pair[1].0 <= pair[0].1, "no gap between {pair:?}");
+    }
 }
 
 #[test]
