@@ -35,7 +35,8 @@ creates, the managed policies it attaches for event sources) is checked too:
                     alarms (the ingest function's ServerErrors and Unauthorized, the gateway's
                     5xx); the quarantine alarm watches new arrivals (NumberOfMessagesSent); the
                     payments nobody matched to a tenant have theirs (UnmatchedPayments), and so
-                    do internal wallet events refused as forged (ForgedInternalEvent); every
+                    do internal wallet events refused as forged (ForgedInternalEvent), and
+                    Stripe events the scheduled catch-up stored (CaughtUp); every
                     alarm on the stack's own metrics (WebhookIngestor/*) filters on the Stage
                     dimension, so stacks of two stages in one account never trip each other's;
   parallelism       the deliver function's stream mappings set a ParallelizationFactor of at
@@ -74,6 +75,7 @@ ALLOWED_WILDCARDS: dict[tuple[str, str], str] = {
     ("DeliverRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     ("ReconcileRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     ("ChargeRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
+    ("CatchUpRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     ("WalletApiRole", "XRayTraces"): "X-Ray supports no resource-level permissions",
     # CloudWatch metrics come from EMF log lines, not PutMetricData: nothing else needs "*".
 }
@@ -93,6 +95,9 @@ LEADING_KEYS: dict[str, list[str]] = {
     # The wallet API: holds, releases and idempotency records under the wallets' partitions,
     # the wallet's events, the Stripe account's token bucket (checkout sessions).
     "WalletApiRole": ["WALLET#*", "MSG#wallet#*", "PROVIDER#stripe"],
+    # The scheduled Stripe catch-up: the Stripe source's messages, the account's token bucket
+    # and its checkpoint (stripe_charges::catch_up::scheduled::table_writes("stripe")).
+    "CatchUpRole": ["MSG#stripe#*", "PROVIDER#stripe"],
 }
 # Roles whose table READS are limited too (dynamodb:LeadingKeys on every GetItem, Query and
 # BatchGetItem statement, the table's and the index's), with the prefixes each role's code reads.
@@ -109,6 +114,8 @@ LEADING_KEYS: dict[str, list[str]] = {
 #   ChargeRole     wallet_ledger::autopay::pass's wallets, the due index's autopay shards, and the
 #                  Stripe account's token bucket (stripe_charges::client::BUCKET_PK)
 #   WalletApiRole  wallet_api::table_reads() (the wallets' partitions) and the token bucket
+#   CatchUpRole    stripe_charges::catch_up::scheduled::table_reads() (its checkpoint, beside
+#                  the token bucket); it never reads a message (its puts are conditional)
 # The token bucket is only written (conditional UpdateItems returning the item); its read grant
 # is kept as the charge role had it.
 # The ingest role and WalletApiCallerRole read nothing of the table (no entry: any read fails).
@@ -132,6 +139,7 @@ LEADING_READS: dict[str, dict[str, list[str]]] = {
         "index": ["AUTOPAY#ATTEMPT#*", "AUTOPAY#RECURRING#*", "WALLET#HOLDS#*"],
     },
     "WalletApiRole": {"table": ["WALLET#*", "PROVIDER#stripe"], "index": []},
+    "CatchUpRole": {"table": ["PROVIDER#stripe"], "index": []},
 }
 # The read actions each role's code uses, on the table and on the index (a Scan is not among
 # them: ALLOWED_SCANS). Granted exactly: one missing is AccessDenied in AWS (the deliver
@@ -146,6 +154,7 @@ READ_ACTIONS: dict[str, dict[str, set[str]]] = {
     },
     "ChargeRole": {"table": {"dynamodb:GetItem", "dynamodb:Query"}, "index": {"dynamodb:Query"}},
     "WalletApiRole": {"table": {"dynamodb:GetItem", "dynamodb:Query"}, "index": set()},
+    "CatchUpRole": {"table": {"dynamodb:GetItem"}, "index": set()},
 }
 # Roles that may Scan the table, with the reason. A Scan has no partition key: a LeadingKeys
 # condition does not limit it (ForAllValues over no keys holds), so it must be a statement of
@@ -176,6 +185,8 @@ BODY_ACTIONS: dict[str, set[str]] = {
     "ProcessFunction": {"s3:GetObject", "s3:DeleteObjectTagging"},
     "ReaperFunction": {"s3:DeleteObjectTagging"},
     "DeliverFunction": {"s3:GetObject"},
+    # Stores Stripe's events as ingest stores webhooks.
+    "CatchUpFunction": {"s3:PutObject", "s3:PutObjectTagging"},
 }
 BODY_BUCKET = "BodyBucket"
 
@@ -582,6 +593,7 @@ def check_alarms(sam: dict[str, Any]) -> list[str]:
         ("AWS/SQS", "NumberOfMessagesSent", "new arrivals in the quarantine queue"),
         ("WebhookIngestor/Wallet", "UnmatchedPayments", "payments unmatched past the window"),
         ("WebhookIngestor/Wallet", "ForgedInternalEvent", "internal wallet events refused as forged"),
+        ("WebhookIngestor/CatchUp", "CaughtUp", "Stripe events caught up (their webhooks were lost)"),
     ]:
         if not has(namespace, name):
             problems.append(f"no alarm on {what} ({namespace} {name})")

@@ -26,8 +26,9 @@
 //! - [`wallet_events`]: the wallet's own events (source `wallet`) through the outbox, once each.
 //! - [`outbox`], [`outbox_faults`]: outbound delivery (fan-out, signing, retries, replays, crash;
 //!   rate limit, SSRF guard, a poison destination).
-//! - [`stripe_catch_up`]: webhooks Stripe gave up on, caught up from its events API, credited
-//!   once; their late delivery changes nothing.
+//! - [`stripe_catch_up`]: webhooks Stripe gave up on, caught up from its events API (by the
+//!   operator's catch-up and by the scheduled catch-up function's handler), credited once; their
+//!   late delivery changes nothing.
 //! - [`stripe_client`]: the Stripe client against the local Stripe stand-in: the decline cards,
 //!   a top-up's Checkout Session (its faults are in `faults::stripe`).
 //! - [`checkout_topup`]: a hosted top-up created through the Stripe module, paid on the

@@ -78,6 +78,7 @@ fn request(since: i64, delivery_success: Option<bool>, dry_run: bool) -> CatchUp
         query: EventQuery {
             types: STRIPE_TYPES.iter().map(|t| (*t).to_owned()).collect(),
             created_gte: since,
+            created_lte: None,
             delivery_success,
         },
         source: "stripe".into(),
@@ -221,6 +222,175 @@ async fn webhooks_dropped_for_an_hour_are_caught_up_and_credited_once_and_late_o
     .await
     .unwrap();
     assert_eq!((again.new_events(), again.already_had()), (0, 8));
+
+    // The dropped webhooks delivered late anyway: duplicates, nothing moves.
+    let late = s.call("POST", "/_standin/webhooks/redeliver", None);
+    assert_eq!(late["redelivered"].as_array().unwrap().len(), 4);
+    let hits = hits_from(&receiver, 4, 4).await;
+    assert_eq!(forward(&p, &hits).await, ["duplicate"; 4]);
+    processor.handle_stream_batch(p.read_stream().await).await;
+    assert_eq!(balance().await, 4500, "credited exactly once");
+    assert!(
+        p.receive(&p.quarantine_url).await.records.is_empty(),
+        "nothing quarantined"
+    );
+}
+
+/// The scheduled catch-up (the catch-up function's handler, in-process) on DynamoDB Local and
+/// the stand-in: webhooks dropped for an hour, top-ups paid meanwhile; one run stores exactly
+/// what was lost (the last minutes' events left for their webhooks), the pipeline credits each
+/// payment once, the checkpoint advances; the next run finds nothing new; the dropped webhooks
+/// delivered late change nothing.
+#[tokio::test]
+async fn the_scheduled_catch_up_heals_a_gap_in_webhooks_once_and_its_next_run_finds_nothing() {
+    use catch_up_function::{run, stripe_source, Service};
+    use inbox_core::clock::ManualClock;
+    use inbox_core::ingest::Ingestor;
+    use inbox_core::metrics::RecordingSink;
+    use std::sync::Arc;
+    use stripe_charges::catch_up::checkpoint;
+    use stripe_charges::catch_up::scheduled::{Scheduled, CAUGHT_UP};
+    use stripe_charges::catch_up::window::SETTLE_SECS;
+
+    let receiver = Receiver::always(200);
+    let s = Standin::delivering(&receiver.url, &integration_tests::local_secret("stripe"));
+    let p = Pipeline::new().await;
+    let store = DynamoTable::new(p.harness.client.clone(), p.harness.table.clone());
+    let registry = process_function::registry(store.clone(), WalletSources::default());
+    let processor = p.processor(registry, SystemClock).await;
+    let ledger = Ledger::new(&store);
+    let usd = Currency::parse("usd").unwrap();
+    ledger
+        .create(&Wallet::new(acme(), usd.amount(7), usd.amount(0), None, 0))
+        .await
+        .unwrap();
+    let balance = || async {
+        ledger
+            .wallet(&acme())
+            .await
+            .unwrap()
+            .unwrap()
+            .balance
+            .minor()
+    };
+    // The function's clock is the stand-in's (the events' `created` are on it).
+    let clock = Arc::new(ManualClock::at_secs(s.advance(0)));
+    let metrics = Arc::new(RecordingSink::default());
+    let service = Service {
+        scheduled: Scheduled {
+            events: events(&s),
+            ingestor: Ingestor::new(
+                stripe_source(r#"{"stripe":{"scheme":"stripe"}}"#, "stripe").unwrap(),
+                store.clone(),
+                SystemClock,
+                64 * 1024,
+                30,
+            ),
+            types: STRIPE_TYPES.iter().map(|t| (*t).to_owned()).collect(),
+            source: "stripe".into(),
+            key_livemode: Some(false),
+        },
+        clock: clock.clone(),
+        metrics: metrics.clone(),
+    };
+    let caught_up = || {
+        metrics
+            .emitted()
+            .iter()
+            .filter(|(_, m)| m.name == CAUGHT_UP)
+            .map(|(_, m)| m.value)
+            .collect::<Vec<i64>>()
+    };
+
+    // Before: a top-up's webhooks arrive and credit it.
+    let first = paid(&s, 2500, "scheduled-1").await;
+    let hits = hits_from(&receiver, 0, 2).await;
+    assert_eq!(forward(&p, &hits).await, ["accepted", "accepted"]);
+    processor.handle_stream_batch(p.read_stream().await).await;
+    assert_eq!(balance().await, 2500);
+
+    // The endpoint "down" for an hour of Stripe's clock: two top-ups paid, no webhook delivered.
+    s.call(
+        "POST",
+        "/_standin/webhooks",
+        Some(&json!({"drop_for_s": 3600})),
+    );
+    let lost = [
+        paid(&s, 1000, "scheduled-2").await,
+        paid(&s, 700, "scheduled-3").await,
+    ];
+    let now = s.advance(3600);
+    let dropped = s.call("GET", "/_standin/webhooks", None)["dropped"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(dropped.len(), 4, "two events of each lost top-up");
+    // Back: the next top-up's webhooks arrive (processed by the run below as already had).
+    let after = paid(&s, 300, "scheduled-4").await;
+    let hits = hits_from(&receiver, 2, 2).await;
+    assert_eq!(forward(&p, &hits).await, ["accepted", "accepted"]);
+    processor.handle_stream_batch(p.read_stream().await).await;
+    assert_eq!(balance().await, 2800, "the lost top-ups not credited");
+
+    // The scheduled run: the four lost events stored, the first top-up's two had; the last
+    // top-up's (created this minute, after the window's `created[lte]`) not even listed: left
+    // for their webhooks.
+    clock.set_millis(now * 1000);
+    let report = run(&service, None).await.unwrap();
+    assert_eq!(
+        (
+            &report["new"],
+            &report["already_had"],
+            &report["refused"],
+            &report["too_recent"]
+        ),
+        (&json!(4), &json!(2), &json!(0), &json!(0)),
+        "{report}"
+    );
+    assert_eq!(report["listed"], 6);
+    assert_eq!(report["window"]["start"], "first");
+    let mut missing: Vec<&str> = report["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    missing.sort_unstable();
+    let mut want: Vec<&str> = dropped.iter().map(|v| v.as_str().unwrap()).collect();
+    want.sort_unstable();
+    assert_eq!(missing, want);
+    assert_eq!(caught_up(), [4], "counted once the events are stored");
+    let cp = checkpoint::load(&store, "stripe").await.unwrap().checkpoint;
+    assert_eq!(cp.covered_until, Some(now - SETTLE_SECS));
+
+    // The pipeline credits each lost payment once, from the table's stream.
+    processor.handle_stream_batch(p.read_stream().await).await;
+    assert_eq!(balance().await, 4500);
+    for id in &want {
+        let m = p.message_of("stripe", id).await;
+        assert_eq!(m.status, Status::Processed, "{id}: {:?}", m.history);
+        assert!(m.headers[ORIGIN_HEADER].starts_with("catch-up; operator=schedule; at="));
+    }
+    for (pi, minor) in [
+        (&first, 2500),
+        (&lost[0], 1000),
+        (&lost[1], 700),
+        (&after, 300),
+    ] {
+        let row = ledger.payment_row(&acme(), pi).await.unwrap().unwrap();
+        assert_eq!(row.credited.get(), minor, "{pi}");
+    }
+
+    // The next run, 15 minutes later: its window overlaps the last; nothing new.
+    clock.advance_millis(15 * 60 * 1000);
+    let again = run(&service, None).await.unwrap();
+    assert_eq!(again["window"]["start"], "after_last");
+    assert_eq!(
+        (&again["new"], &again["already_had"]),
+        (&json!(0), &json!(2)),
+        "{again}"
+    );
+    assert_eq!(caught_up(), [4, 0]);
 
     // The dropped webhooks delivered late anyway: duplicates, nothing moves.
     let late = s.call("POST", "/_standin/webhooks/redeliver", None);

@@ -262,6 +262,19 @@ fn the_check_catches_what_it_guards_against() {
             "WebhookIngestor/Autopay ProviderRateLimited does not filter on the Stage dimension",
         ),
         (
+            "catch-up-writes-any-message",
+            "                      - MSG#stripe#*\n",
+            "                      - MSG#*\n",
+            "CatchUpRole, statement StoreEventsAndCheckpoint: dynamodb:LeadingKeys ['MSG#*', 'PROVIDER#stripe'], \
+             expected exactly",
+        ),
+        (
+            "caught-up-unwatched",
+            "      MetricName: CaughtUp\n",
+            "      MetricName: CaughtUpRenamed\n",
+            "no alarm on Stripe events caught up",
+        ),
+        (
             "iterator-age",
             "      MetricName: IteratorAge\n      Dimensions:\n        - Name: FunctionName\n          \
              Value: !Ref DeliverFunction\n",
@@ -445,6 +458,29 @@ fn the_wallet_api_role_reads_only_the_wallets() {
         template_reads("WalletApiRole"),
         code_reads(table, Vec::new()),
         "template.yaml's WalletApiRole read LeadingKeys"
+    );
+}
+
+#[test]
+fn the_catch_up_role_writes_the_stripe_messages_and_reads_its_checkpoint_only() {
+    use stripe_charges::catch_up::scheduled::{table_reads, table_writes};
+    let mut template: Vec<String> = answer(&["--leading-keys", "CatchUpRole"])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    template.sort();
+    // The source the template sets (WALLET_STRIPE_SOURCE: stripe).
+    let mut code = table_writes("stripe");
+    code.sort();
+    assert_eq!(
+        template, code,
+        "template.yaml's CatchUpRole write LeadingKeys"
+    );
+    assert_eq!(
+        template_reads("CatchUpRole"),
+        code_reads(table_reads(), Vec::new()),
+        "template.yaml's CatchUpRole read LeadingKeys"
     );
 }
 

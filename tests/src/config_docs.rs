@@ -4,7 +4,7 @@
 //! (`wallet_api::config`). This crate sees every crate that declares variables, so the check
 //! (`tests/it/config_docs.rs`) and the command that rewrites the page ([`REGENERATE`]) live here.
 
-use inbox_core::config::doc::readers::{DELIVER, INGEST, PROCESS, REAPER, RECONCILE};
+use inbox_core::config::doc::readers::{CATCH_UP, DELIVER, INGEST, PROCESS, REAPER, RECONCILE};
 use inbox_core::config::doc::{self, SpliceError};
 use inbox_core::config::{catalog, Var};
 use std::path::PathBuf;
@@ -30,7 +30,7 @@ pub fn variables() -> Vec<&'static Var> {
 /// readers of a variable every function reads: the core's and the wallet's. The core names none
 /// of its applications' functions, so they are listed here, where every crate is seen.
 pub const FUNCTIONS: &[&str] = &[
-    INGEST, PROCESS, REAPER, RECONCILE, DELIVER, CHARGE, WALLET_API,
+    INGEST, PROCESS, REAPER, RECONCILE, DELIVER, CHARGE, CATCH_UP, WALLET_API,
 ];
 
 /// The page of every variable, `docs/configuration.md`.

@@ -30,6 +30,10 @@ use inbox_core::outbox::bucket::shared::SharedBucket;
 use inbox_core::store::{Inbox, MessageStore};
 use std::collections::BTreeMap;
 
+pub mod checkpoint;
+pub mod scheduled;
+pub mod window;
+
 /// What catch-up does.
 #[derive(Debug, Clone)]
 pub struct CatchUpRequest {
@@ -72,6 +76,12 @@ pub struct Report {
     pub requests: u32,
     pub retries: u32,
     pub rate_limited: u32,
+    /// Listed but left for a later run: created after the run's `created_lte` (their webhooks may
+    /// still be on their way).
+    pub too_recent: usize,
+    /// The run was told to stop (its deadline) before deciding on the events created at or after
+    /// this time (Unix seconds); every event listed before it, oldest first, was decided on.
+    pub left_from: Option<i64>,
 }
 
 impl Report {
@@ -151,26 +161,58 @@ where
     S: Inbox + MessageStore,
     C: Clock,
 {
+    catch_up_within(events, ingestor, request, None, progress, || false).await
+}
+
+/// [`catch_up`] bounded, as the scheduled run does it: events created after `created_lte` (Unix
+/// seconds) are listed but left alone ([`Report::too_recent`]), and `stop` is asked before each
+/// event is decided: once it says so, the rest is left ([`Report::left_from`] says from when),
+/// for a later run to take (what was stored stays once).
+pub async fn catch_up_within<T, B, S, C>(
+    events: &StripeEvents<T, B>,
+    ingestor: &Ingestor<S, C>,
+    request: &CatchUpRequest,
+    created_lte: Option<i64>,
+    progress: impl FnMut(usize),
+    mut stop: impl FnMut() -> bool,
+) -> Result<Report, CatchUpError>
+where
+    T: Transport,
+    B: SharedBucket,
+    S: Inbox + MessageStore,
+    C: Clock,
+{
     let mut tally = Tally::default();
-    let listed = events.all(&request.query, &mut tally, progress).await?;
+    let mut listed = events.all(&request.query, &mut tally, progress).await?;
+    let before = listed.len();
+    if let Some(lte) = created_lte {
+        listed.retain(|e| e.created <= lte);
+    }
     let mut report = Report {
         events: Vec::with_capacity(listed.len()),
         requests: tally.requests,
         retries: tally.retries,
         rate_limited: tally.rate_limited,
+        too_recent: before - listed.len(),
+        left_from: None,
     };
     // Stripe lists newest first; stored oldest first, as they happened.
     for event in listed.into_iter().rev() {
+        if stop() {
+            report.left_from = Some(event.created);
+            break;
+        }
         let verdict = match decide(&event, request.key_livemode) {
             Some(reason) => Verdict::Refused(reason),
             None => match store(ingestor, request, &event).await {
                 Ok(v) => v,
                 Err(error) => {
+                    report.left_from = Some(event.created);
                     return Err(CatchUpError::Store {
                         event: event.id,
                         error,
                         so_far: Box::new(report),
-                    })
+                    });
                 }
             },
         };

@@ -4,7 +4,7 @@
 //! shows it), and the account's request rate.
 
 use crate::retry::RetryPolicy;
-use inbox_core::config::doc::readers::INBOXCTL;
+use inbox_core::config::doc::readers::{CATCH_UP, INBOXCTL};
 use inbox_core::config::doc::{ReadBy, Unset};
 use inbox_core::config::{ConfigError, Env, Var};
 use inbox_core::outbox::bucket::Rate;
@@ -19,7 +19,7 @@ pub const WALLET_API: &str = "wallet-api";
 
 pub const STRIPE_API_BASE: Var = Var {
     name: "STRIPE_API_BASE",
-    read_by: ReadBy::Only(&[CHARGE, WALLET_API, INBOXCTL]),
+    read_by: ReadBy::Only(&[CHARGE, WALLET_API, CATCH_UP, INBOXCTL]),
     unset: Unset::Default(DEFAULT_API_BASE),
     meaning: "the Stripe API's base URL: any Stripe-compatible server can stand in (`make dev`: \
               the local stand-in, `scripts/stripe_standin.py`). `https://` or, to a loopback \
@@ -28,7 +28,7 @@ pub const STRIPE_API_BASE: Var = Var {
 
 pub const STRIPE_SECRET_KEY: Var = Var {
     name: "STRIPE_SECRET_KEY",
-    read_by: ReadBy::Only(&[CHARGE, WALLET_API, INBOXCTL]),
+    read_by: ReadBy::Only(&[CHARGE, WALLET_API, CATCH_UP, INBOXCTL]),
     unset: Unset::RequiredUnless("STRIPE_SECRET_ARN"),
     meaning: "locally: the Stripe secret key (`sk_test_…`, `rk_…`) the charges and checkout sessions are made with \
               (and `inboxctl stripe catch-up` lists events with); takes precedence over the ARN. Never logged",
@@ -36,7 +36,7 @@ pub const STRIPE_SECRET_KEY: Var = Var {
 
 pub const STRIPE_SECRET_ARN: Var = Var {
     name: "STRIPE_SECRET_ARN",
-    read_by: ReadBy::Only(&[CHARGE, WALLET_API, INBOXCTL]),
+    read_by: ReadBy::Only(&[CHARGE, WALLET_API, CATCH_UP, INBOXCTL]),
     unset: Unset::RequiredUnless("STRIPE_SECRET_KEY"),
     meaning: "in the cloud: the AWS Secrets Manager secret (ARN or name) whose `SecretString` \
               is the Stripe secret key, read at cold start",
@@ -44,7 +44,7 @@ pub const STRIPE_SECRET_ARN: Var = Var {
 
 pub const STRIPE_RATE: Var = Var {
     name: "STRIPE_RATE",
-    read_by: ReadBy::Only(&[CHARGE, WALLET_API, INBOXCTL]),
+    read_by: ReadBy::Only(&[CHARGE, WALLET_API, CATCH_UP, INBOXCTL]),
     unset: Unset::Default("20"),
     meaning: "requests a second to the Stripe account, shared by every worker through one token \
               bucket item in the table (burst: a fifth of it, at least 1): by default at most 24 \

@@ -2,7 +2,7 @@
 //! webhooks never reached the inbox. As Stripe documents "List all events"
 //! (https://docs.stripe.com/api/events/list): `GET /v1/events`, newest first, "going back up to
 //! 30 days"; `types[]` ("An array of up to 20 strings containing specific event names", not with
-//! `type`), `created[gte]`, `delivery_success` ("If false, events which are still pending or
+//! `type`), `created[gte]`, `created[lte]`, `delivery_success` ("If false, events which are still pending or
 //! have failed all delivery attempts to a webhook endpoint will be returned"); pages of `limit`
 //! up to 100, the next one `starting_after` the last id while `has_more`. "Process undelivered
 //! webhook events" (https://docs.stripe.com/webhooks/process-undelivered-events) is this list
@@ -34,6 +34,8 @@ pub struct EventQuery {
     pub types: Vec<String>,
     /// Created at or after (Unix seconds).
     pub created_gte: i64,
+    /// Created at or before (Unix seconds; `None`: up to now).
+    pub created_lte: Option<i64>,
     /// `Some(false)`: only the events Stripe has not delivered (pending or failed).
     pub delivery_success: Option<bool>,
 }
@@ -48,6 +50,10 @@ pub fn list_events(query: &EventQuery, starting_after: Option<&str>) -> Request 
         .map(|t| ("types[]", t.as_str()))
         .collect();
     pairs.push(("created[gte]", since.as_str()));
+    let until = query.created_lte.map(|t| t.to_string());
+    if let Some(until) = &until {
+        pairs.push(("created[lte]", until.as_str()));
+    }
     pairs.push(("limit", limit.as_str()));
     match query.delivery_success {
         Some(true) => pairs.push(("delivery_success", "true")),

@@ -9,7 +9,7 @@ pub use crate::autopay::pass::{
 };
 use crate::parse::StripeMode;
 use inbox_core::config::catalog::DELIVERY_RETENTION_DAYS;
-use inbox_core::config::doc::readers::{INBOXCTL, PROCESS};
+use inbox_core::config::doc::readers::{CATCH_UP, INBOXCTL, PROCESS};
 use inbox_core::config::doc::{ReadBy, Unset};
 use inbox_core::config::{ConfigError, Env, Var};
 use std::time::Duration;
@@ -28,7 +28,7 @@ pub const WALLET_API: &str = "wallet-api";
 
 pub const WALLET_STRIPE_SOURCE: Var = Var {
     name: "WALLET_STRIPE_SOURCE",
-    read_by: ReadBy::Only(&[PROCESS, INBOXCTL]),
+    read_by: ReadBy::Only(&[PROCESS, CATCH_UP, INBOXCTL]),
     unset: Unset::Default("stripe"),
     meaning: "the source whose Stripe events top up and refund wallets",
 };

@@ -3,7 +3,7 @@
 //! tables of `docs/configuration.md` are rendered from [`ALL`] (with the applications' own variables,
 //! declared in their crates) and [`LIBRARY`]. The bare names are in [`super::vars`].
 
-use super::doc::readers::{DELIVER, INBOXCTL, INGEST, PROCESS, REAPER, RECONCILE};
+use super::doc::readers::{CATCH_UP, DELIVER, INBOXCTL, INGEST, PROCESS, REAPER, RECONCILE};
 use super::doc::{ReadBy, Unset, Var};
 
 pub const TABLE_NAME: Var = Var {
@@ -15,7 +15,7 @@ pub const TABLE_NAME: Var = Var {
 
 pub const WEBHOOK_SOURCES: Var = Var {
     name: "WEBHOOK_SOURCES",
-    read_by: ReadBy::Only(&[INGEST, INBOXCTL]),
+    read_by: ReadBy::Only(&[INGEST, CATCH_UP, INBOXCTL]),
     unset: Unset::Required,
     meaning:
         "JSON: source name → verification settings (see [Sources](sources.md#sources-webhook_sources)); \
@@ -61,7 +61,7 @@ pub const STAGE: Var = Var {
 
 pub const MAX_BODY_BYTES: Var = Var {
     name: "MAX_BODY_BYTES",
-    read_by: ReadBy::Only(&[INGEST, INBOXCTL]),
+    read_by: ReadBy::Only(&[INGEST, CATCH_UP, INBOXCTL]),
     unset: Unset::Default("6291456"),
     meaning: "largest accepted body in bytes: by default 6 MiB, what Lambda accepts per \
               invocation (API Gateway takes 10 MB, but a larger event never reaches the function). \
@@ -81,7 +81,7 @@ pub const MAX_BATCH_EVENTS: Var = Var {
 
 pub const BODY_BUCKET: Var = Var {
     name: "BODY_BUCKET",
-    read_by: ReadBy::Only(&[INGEST, PROCESS, REAPER, DELIVER, INBOXCTL]),
+    read_by: ReadBy::Only(&[INGEST, PROCESS, REAPER, DELIVER, CATCH_UP, INBOXCTL]),
     unset: Unset::Optional,
     meaning: "the S3 bucket of bodies above `BODY_INLINE_MAX_BYTES` (the claim check: written \
               before the message, read back transparently; the reaper reads none, but removes \
@@ -103,7 +103,7 @@ pub const DESTINATION_SECRETS_KEY: Var = Var {
 
 pub const BODY_INLINE_MAX_BYTES: Var = Var {
     name: "BODY_INLINE_MAX_BYTES",
-    read_by: ReadBy::Only(&[INGEST]),
+    read_by: ReadBy::Only(&[INGEST, CATCH_UP]),
     unset: Unset::Default("8192"),
     meaning: "largest body (raw bytes) kept in the message item, compressed, when `BODY_BUCKET` \
               is set; larger ones go to S3. The default is where S3 becomes cheaper (see \
@@ -123,7 +123,7 @@ pub const TRUST_SYSTEM_ROOTS: Var = Var {
 
 pub const DELIVERY_RETENTION_DAYS: Var = Var {
     name: "DELIVERY_RETENTION_DAYS",
-    read_by: ReadBy::Only(&[INGEST, PROCESS, DELIVER, RECONCILE, INBOXCTL]),
+    read_by: ReadBy::Only(&[INGEST, PROCESS, DELIVER, RECONCILE, CATCH_UP, INBOXCTL]),
     unset: Unset::Default("30"),
     meaning: "days a record is kept (TTL): a duplicate-delivery journal record (ingest), a \
               processed or ignored message (process), a delivered outbound delivery (deliver); \

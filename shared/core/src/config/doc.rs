@@ -60,6 +60,8 @@ pub mod readers {
     pub const REAPER: &str = "reaper";
     pub const RECONCILE: &str = "reconcile";
     pub const DELIVER: &str = "deliver";
+    /// The scheduled Stripe catch-up (`functions/catch-up`): it stores events as ingest does.
+    pub const CATCH_UP: &str = "catch-up";
     pub const INBOXCTL: &str = "inboxctl";
 }
 

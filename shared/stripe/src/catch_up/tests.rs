@@ -26,6 +26,7 @@ fn request(dry_run: bool) -> CatchUpRequest {
         query: EventQuery {
             types: vec!["payment_intent.succeeded".into()],
             created_gte: NOW - 72 * 3600,
+            created_lte: None,
             delivery_success: None,
         },
         source: "stripe".into(),

@@ -7,6 +7,7 @@ fn query(delivery_success: Option<bool>) -> EventQuery {
     EventQuery {
         types: vec!["payment_intent.succeeded".into(), "charge.refunded".into()],
         created_gte: 1_800_000_000,
+        created_lte: None,
         delivery_success,
     }
 }
@@ -28,6 +29,17 @@ fn a_page_is_asked_for_as_stripe_documents_the_list() {
         next.path
     );
     assert!(!next.path.contains("delivery_success"));
+    let bounded = EventQuery {
+        created_lte: Some(1_800_086_400),
+        ..query(None)
+    };
+    assert!(
+        list_events(&bounded, None)
+            .path
+            .contains("&created%5Bgte%5D=1800000000&created%5Blte%5D=1800086400&limit=100"),
+        "{}",
+        list_events(&bounded, None).path
+    );
 }
 
 #[tokio::test]

@@ -67,6 +67,7 @@ pub(crate) fn query_of(args: &CatchUpArgs, now_ms: i64) -> Result<EventQuery> {
     Ok(EventQuery {
         types,
         created_gte: since_ms.div_euclid(1000),
+        created_lte: None,
         delivery_success: args.undelivered_only.then_some(false),
     })
 }

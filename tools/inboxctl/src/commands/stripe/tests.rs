@@ -113,6 +113,7 @@ fn the_report_says_what_was_missing_and_what_was_refused() {
         requests: 1,
         retries: 0,
         rate_limited: 0,
+        ..Report::default()
     };
     let json = serde_json::to_value(printed(&request, &report)).unwrap();
     assert_eq!(json["listed"], 4);
