@@ -73,6 +73,9 @@ pub fn time_bound(ms: i64) -> String {
     format!("{:013}", ms.max(0))
 }
 
+/// The most rows a page holds (DynamoDB: its rows are one `BatchGetItem`).
+pub const MAX_ROWS: usize = 100;
+
 /// Which way a page goes from its cursor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {

@@ -7,6 +7,7 @@ use super::{classify, corrupt, DynamoTable};
 use crate::message::StoredMessage;
 use crate::store::attr::{get_s, s};
 use crate::store::events::{
+    MAX_ROWS,
     arrange, Direction, EventIndex, EventPage, EventQuery, Position, ShardRead,
 };
 use crate::store::schema::*;
@@ -28,8 +29,6 @@ const ROW_ATTRIBUTES: [&str; 9] = [
     VERSION,
 ];
 
-/// The most rows a page reads (one `BatchGetItem`).
-pub const MAX_ROWS: usize = 100;
 
 fn units(c: Option<&ConsumedCapacity>) -> f64 {
     c.and_then(ConsumedCapacity::capacity_units).unwrap_or(0.0)
