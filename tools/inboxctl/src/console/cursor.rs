@@ -102,7 +102,11 @@ mod tests {
             ("c1.!!!.00", "damaged"),
             (c.as_str(), "other filters"),
         ] {
-            let under = if bad == c { params.with("source", "github") } else { params.clone() };
+            let under = if bad == c {
+                params.with("source", "github")
+            } else {
+                params.clone()
+            };
             let e = decode(&under, bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
         }

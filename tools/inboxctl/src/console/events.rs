@@ -178,7 +178,10 @@ pub async fn rows(console: &Console<'_>, params: &Params) -> Result<Reply> {
 /// The link to the page beside this one: `dir` is `before` (older) or `after` (newer).
 fn page_link(params: &Params, dir: &str, place: &inbox_core::store::events::Position) -> String {
     let p = params.without("before").without("after");
-    format!("/events?{}", p.with(dir, &cursor::encode(&p, place)).encode())
+    format!(
+        "/events?{}",
+        p.with(dir, &cursor::encode(&p, place)).encode()
+    )
 }
 
 /// The counts, the table and the links to the pages beside, replaced by htmx every

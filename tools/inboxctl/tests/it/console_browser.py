@@ -79,6 +79,13 @@ def main(cfg):
         # Replay it: pending again, then processed by the test's processor; the status updates
         # itself while the page is open.
         expect(page.locator("#deliveries")).to_contain_text("upstream down")
+        # Each attempt: when (in the browser's zone), its status code, its duration, the response.
+        attempts = page.locator("#deliveries tr.attempt")
+        expect(attempts).to_have_count(2)
+        expect(attempts.nth(1).locator("td.code")).to_have_text("503")
+        expect(attempts.nth(1).locator("td.num").nth(1)).to_have_text("12")
+        expect(attempts.nth(1)).to_contain_text("upstream down")
+        expect(attempts.first.locator("time.local")).to_have_attribute("data-localized", "1")
         page.click("button[data-action=retry-delivery]")
         expect(page.locator(".notice")).to_contain_text("Delivery retried")
         expect(page.locator("button[data-action=retry-delivery]")).to_have_count(0)
