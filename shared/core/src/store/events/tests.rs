@@ -24,7 +24,7 @@ fn a_position_is_checked_and_names_its_message() {
     ] {
         assert!(Position::parse(bad).is_err(), "{bad:?} accepted");
     }
-    assert!(time_bound(5) < pos(5, "a").as_str().to_owned());
+    assert!(time_bound(5).as_str() < pos(5, "a").as_str());
     assert!(pos(4, "zzz") < pos(5, "a"), "time first");
 }
 
