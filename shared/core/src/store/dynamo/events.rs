@@ -7,8 +7,7 @@ use super::{classify, corrupt, DynamoTable};
 use crate::message::StoredMessage;
 use crate::store::attr::{get_s, s};
 use crate::store::events::{
-    MAX_ROWS,
-    arrange, Direction, EventIndex, EventPage, EventQuery, Position, ShardRead,
+    arrange, Direction, EventIndex, EventPage, EventQuery, Position, ShardRead, MAX_ROWS,
 };
 use crate::store::schema::*;
 use crate::store::{Item, StoreError};
@@ -28,7 +27,6 @@ const ROW_ATTRIBUTES: [&str; 9] = [
     PROVIDER_ID,
     VERSION,
 ];
-
 
 fn units(c: Option<&ConsumedCapacity>) -> f64 {
     c.and_then(ConsumedCapacity::capacity_units).unwrap_or(0.0)
