@@ -73,7 +73,8 @@ build-lambda: venv
 # bench/.peers first), and the criterion regression guard; (b) cold start against hello-world
 # built with the same profile, binary size, the served run (first response, peak RSS after
 # 10,000 requests); (c) against its own DynamoDB Local (table, stream) and moto (queues): write
-# units per webhook, batch throughput, outbox figures, units by partition key; (d) dollars per
+# units per webhook, batch throughput, outbox figures, units by partition key, the console's Events
+# page at 1k, 10k and 100k events (printed, not recorded: docs/benchmarks.md, "The console's Events page"); (d) dollars per
 # million from the measured counts; (e) the capacity table by key (the rate at which each key caps
 # against DynamoDB's per-partition limits); (f) a destination's outage, simulated (printed, not
 # recorded: docs/benchmarks.md, "Cost of a destination's outage"). BENCH_NOTE is recorded beside them.
@@ -93,7 +94,7 @@ bench: venv
 	  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(BENCH_DYNAMODB_PORT) \
 	  AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:$(BENCH_DYNAMODB_PORT) \
 	  AWS_SECRET_ACCESS_KEY=testing INBOX_VENV=$(CURDIR)/$(VENV) \
-	  bash -c 'cargo run --release -p integration-tests --bin pipeline_figures && cargo run --release -p integration-tests --bin outbox_figures'; \
+	  bash -c 'cargo run --release -p integration-tests --bin pipeline_figures && cargo run --release -p integration-tests --bin outbox_figures && cargo run --release -p integration-tests --bin events_page'; \
 	  rc=$$?; scripts/moto.sh stop $(BENCH_PORT); scripts/dynamodb_local.sh stop $(BENCH_DYNAMODB_PORT); exit $$rc
 	cargo run --release -p integration-tests --bin outage_cost
 	cargo run --release -p bench-tools --bin cost

@@ -34,6 +34,8 @@
 //! - [`checkout_topup`]: a hosted top-up created through the Stripe module, paid on the
 //!   stand-in, its webhooks ingested and processed: credited once, whichever event comes first.
 //! - [`smoke`]: the release `bootstrap` through a Lambda runtime API.
+//! - [`events_index`]: the console's Events page's index on DynamoDB: pages newest first, each
+//!   match once by the cursor both ways, filters within the page, time bounds in the key.
 //! - [`template`]: least privilege (leading keys too), schedules, secrets, routes, alarms and
 //!   timeouts of `template.yaml`.
 //! - [`config_docs`]: the tables of `docs/configuration.md` match the variables documented in code.
@@ -47,6 +49,7 @@ mod bodies;
 mod checkout_topup;
 mod config_docs;
 mod contention;
+mod events_index;
 mod faults;
 mod ingest_dynamo;
 mod outbox;

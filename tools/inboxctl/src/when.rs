@@ -99,6 +99,14 @@ pub fn human(ms: i64) -> String {
     }
 }
 
+/// A millisecond timestamp to the millisecond: `2026-11-30 10:00:00.123 UTC`.
+pub fn human_ms(ms: i64) -> String {
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(ts) => ts.strftime("%Y-%m-%d %H:%M:%S%.3f UTC").to_string(),
+        Err(_) => ms.to_string(),
+    }
+}
+
 /// A duration in milliseconds, to two units: `45s`, `12m 5s`, `3h 20m`, `4d 2h`.
 pub fn age(ms: i64) -> String {
     let (sign, ms) = if ms < 0 { ("-", -ms) } else { ("", ms) };

@@ -2,7 +2,8 @@
 //! item of a failed condition comes back in the same response (`ALL_OLD`): a duplicate costs no read.
 //! Here: the table, the ingest path ([`super::Inbox`]) and error classification; `messages`: the
 //! processing side ([`super::MessageStore`]); `items`: applications' item reads ([`super::ItemStore`]);
-//! `effects`: effects as conditional writes ([`super::ItemWriter`]); `outbox`: deliveries and
+//! `effects`: effects as conditional writes ([`super::ItemWriter`]); `events`: the events index
+//! ([`super::EventIndex`]); `outbox`: deliveries and
 //! destination state ([`crate::outbox::store::OutboxStore`]); `body`: how a body is stored (inline,
 //! or in S3); `read`: a message and its body read back; `sealed`: secrets under KMS ([`SecretsKey`]);
 //! `cancel`: what a cancelled transaction's reasons mean; `contention`: writes that met another
@@ -15,6 +16,7 @@ mod cancel;
 mod client;
 mod contention;
 mod effects;
+mod events;
 mod items;
 mod messages;
 mod open_index;
@@ -117,6 +119,8 @@ pub fn message_item(
     }
     item.insert(STATUS.into(), s(Status::Pending.as_str()));
     item.insert(RECEIVED_AT.into(), n(msg.received_at_ms));
+    item.insert(LIST_SHARD.into(), s(list_shard(&msg.key)));
+    item.insert(LIST_AT.into(), s(list_at(msg.received_at_ms, &msg.key)));
     if let (Some(d), StoredBody::Inline { .. }) = (&msg.body_digest, &body) {
         item.insert(BODY_SHA256.into(), s(d.to_hex()));
     }

@@ -6,6 +6,7 @@
 //! state (with the same conditions as on DynamoDB): `memory/outbox.rs`.
 
 mod due_index;
+mod events;
 mod journal;
 mod outbox;
 mod row;

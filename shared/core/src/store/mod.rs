@@ -9,6 +9,7 @@
 //! - [`ItemStore`] and [`ItemWriter`]: an application's own items in the same table: reads, and
 //!   [`Effect`]s committed atomically outside a message transition (e.g. creating an account).
 //! - [`DueIndex`]: an application's own due items in the open index, by shard (`due_index.rs`).
+//! - [`EventIndex`]: messages by time, a bounded page at a time, for operators (`events.rs`).
 //!
 //! [`dynamo`] implements them on DynamoDB (one table, see [`schema`]); `memory` is an in-memory
 //! fake with the same semantics, for unit tests and benchmarks only: it exists with the
@@ -22,6 +23,7 @@
 pub mod attr;
 mod due_index;
 pub mod dynamo;
+pub mod events;
 pub mod fair;
 mod journal;
 mod listing;
@@ -34,6 +36,7 @@ mod transition;
 mod writer;
 
 pub use due_index::DueIndex;
+pub use events::{EventIndex, EventPage, EventQuery};
 pub use journal::{Repeat, RepeatCount, RepeatRecord, MAX_JOURNALED_REPEATS};
 pub use listing::{DueMessage, ListFilter};
 pub use messages::MessageStore;

@@ -11,6 +11,13 @@
 //! Non-terminal messages carry `open_shard` (`OPEN#0`..`OPEN#63`) and `open_due` (ms): the sparse
 //! global secondary index `open-index` over them lets a scheduled reaper find pending, retrying
 //! and stuck messages without scanning. Terminal transitions remove both attributes.
+//!
+//! Every message also carries `list_shard` (`EVT#0`..`EVT#15`) and `list_at`
+//! (`{received ms, 13 digits}#{source}#{event id}`), written once by its first write and never
+//! changed: the global secondary index `events-index` over them lists messages newest first
+//! without scanning (the console's Events page, `store/events.rs`). It projects only what never
+//! changes (`source`, `event_id`, `event_type`, `provider_id`), so a transition writes nothing to
+//! it: one index entry per message, written at ingest.
 
 use crate::domain::MessageKey;
 use sha2::{Digest, Sha256};
@@ -75,6 +82,19 @@ pub const OPEN_INDEX: &str = "open-index";
 /// value until their next write: the reaper, reading every shard, finds them where they are.
 pub const OPEN_SHARDS: u8 = 64;
 
+/// The partition of a message in the events index ([`list_shard`]).
+pub const LIST_SHARD: &str = "list_shard";
+/// A message's place in the events index, unique and ordered by time ([`list_at`]).
+pub const LIST_AT: &str = "list_at";
+/// The name of the index of every message by time.
+pub const EVENTS_INDEX: &str = "events-index";
+/// How many partitions the events index spreads over. A message writes its entry once (at
+/// ingest, under 1 KB: one write unit), so 16 partitions at 1,000 write units each carry 16,000
+/// webhooks/s (the stack's target is 10,000); a page reads all 16, newest first, and merges them.
+pub const LIST_SHARDS: u8 = 16;
+/// The prefix of the events index's partitions.
+pub const LIST_SHARD_PREFIX: &str = "EVT#";
+
 /// `kind` values.
 pub const KIND_MESSAGE: &str = "message";
 pub const KIND_DELIVERY: &str = "delivery";
@@ -99,6 +119,32 @@ pub fn message_key_attrs(
 /// All open-index shard names.
 pub fn open_shards() -> impl Iterator<Item = String> {
     (0..OPEN_SHARDS).map(|i| format!("OPEN#{i}"))
+}
+
+/// The events-index partition of a message: stable for its whole life.
+pub fn list_shard(key: &MessageKey) -> String {
+    let h = Sha256::new()
+        .chain_update(key.source.as_str())
+        .chain_update(b"#")
+        .chain_update(key.event_id.as_str())
+        .finalize();
+    format!("{LIST_SHARD_PREFIX}{}", h[1] % LIST_SHARDS)
+}
+
+/// All events-index partition names.
+pub fn list_shards() -> impl Iterator<Item = String> {
+    (0..LIST_SHARDS).map(|i| format!("{LIST_SHARD_PREFIX}{i}"))
+}
+
+/// The events-index sort key of a message received at `received_at_ms`: time first (13 digits,
+/// so the text sorts as the number), then the key, so that no two messages share a place.
+pub fn list_at(received_at_ms: i64, key: &MessageKey) -> String {
+    format!(
+        "{:013}#{}#{}",
+        received_at_ms.max(0),
+        key.source,
+        key.event_id
+    )
 }
 
 /// The sort-key prefix of journal records.

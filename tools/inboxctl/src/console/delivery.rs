@@ -4,13 +4,15 @@
 
 use super::event::key_of;
 use super::http::{query, Params, Reply};
-use super::layout::{badge, csrf, opt, time};
+use super::layout::{badge, csrf, local_time, opt};
 use super::{Console, Session};
 use crate::commands::deliveries::{queue, retry_each};
 use crate::error::{usage, Result};
 use crate::output::truncate;
 use inbox_core::clock::{Clock as _, SystemClock};
-use inbox_core::outbox::delivery::{DeliveryRef, DeliveryStatus, OutboundDelivery};
+use inbox_core::outbox::delivery::{
+    DeliveryRef, DeliveryStatus, OutboundDelivery, BODY_HEAD_BYTES,
+};
 use inbox_core::outbox::destination::DestinationId;
 use maud::{html, Markup};
 
@@ -32,17 +34,17 @@ pub fn deliveries(session: &Session, deliveries: &[OutboundDelivery]) -> Markup 
             }
             @if !d.journal.is_empty() {
                 table {
-                    thead { tr { th { "at (UTC)" } th.num { "#" } th { "status" } th.num { "ms" } th { "outcome" } th { "error" } th { "response (start)" } } }
+                    thead { tr { th { "at" } th.num { "#" } th { "status" } th.num { "ms" } th { "outcome" } th { "error" } th { "response" } } }
                     tbody {
                         @for a in &d.journal {
-                            tr {
-                                td { (time(a.at)) }
+                            tr.attempt {
+                                td { (local_time(a.at)) }
                                 td.num { (a.attempt) }
-                                td { (opt(a.status)) }
+                                td.code { (opt(a.status)) }
                                 td.num { (a.duration_ms) }
                                 td { (a.outcome) }
                                 td { (opt(a.error.as_deref().map(|e| truncate(e, 60)))) }
-                                td { code { (truncate(&a.body, 120)) } }
+                                td { (response(&a.body)) }
                             }
                         }
                     }
@@ -50,6 +52,24 @@ pub fn deliveries(session: &Session, deliveries: &[OutboundDelivery]) -> Markup 
             }
             @if d.journal_dropped > 0 { p.none { (d.journal_dropped) " older attempts not kept" } }
         } }
+    }
+}
+
+/// An attempt's response body as journaled (its first [`BODY_HEAD_BYTES`] bytes; emptied on
+/// older attempts past the journal's budget): its start, and the whole kept text on demand.
+fn response(body: &str) -> Markup {
+    html! {
+        @if body.is_empty() {
+            span.none { "-" }
+        } @else if body.chars().count() <= 80 {
+            code { (body) }
+        } @else {
+            details.response {
+                summary { code { (truncate(body, 80)) } }
+                pre { (body) }
+                p.none { (body.len()) " bytes kept (at most " (BODY_HEAD_BYTES) ")" }
+            }
+        }
     }
 }
 
@@ -87,4 +107,25 @@ pub async fn retry(console: &Console<'_>, form: &Params) -> Result<Reply> {
             ("done", "retried")
         ])
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_response_shows_its_start_and_the_whole_kept_text_on_demand() {
+        assert!(response("").into_string().contains('-'));
+        let short = response("upstream down").into_string();
+        assert_eq!(short, "<code>upstream down</code>");
+        let long = format!("{}<b>end</b>", "x".repeat(200));
+        let html = response(&long).into_string();
+        assert!(html.starts_with("<details class=\"response\"><summary><code>xxx"));
+        assert!(html.contains("…</code></summary>"), "{html}");
+        assert!(
+            html.contains("&lt;b&gt;end&lt;/b&gt;</pre>"),
+            "escaped, whole: {html}"
+        );
+        assert!(html.contains("210 bytes kept (at most 4096)"), "{html}");
+    }
 }

@@ -8,7 +8,7 @@
 use super::delivery;
 use super::events::event_link;
 use super::http::{query, Params, Reply};
-use super::layout::{self, badge, csrf, opt, time};
+use super::layout::{self, badge, csrf, local_time, opt};
 use super::mask::{shown, Shown};
 use super::{Console, Session};
 use crate::commands::deliveries::select;
@@ -161,7 +161,7 @@ fn fields(m: &StoredMessage) -> Markup {
             @if let Some(b) = &m.batch {
                 dt { "batch" } dd { "event " (b.index + 1) " of " (b.count) " (batch " code { (b.sha256) } ")" }
             }
-            dt { "received (UTC)" } dd { (time(m.received_at)) }
+            dt { "received" } dd { (local_time(m.received_at)) }
             dt { "attempts" } dd { (m.attempts) }
             dt { "version" } dd { (m.version) }
             dt { "lease until" } dd { (opt(m.lease_until.map(crate::when::human))) }
@@ -202,7 +202,7 @@ fn history(m: &StoredMessage) -> Markup {
         ol.timeline #history {
             @for h in &m.history {
                 li {
-                    (time(h.at)) " " (badge(h.status.as_str())) " " (h.note)
+                    (local_time(h.at)) " " (badge(h.status.as_str())) " " (h.note)
                     @if let Some(a) = h.attempt { " · attempt " (a) }
                     @if let Some(d) = h.duration_ms { " · " (d) " ms" }
                     @if let Some(e) = &h.error { br; span.err { (e) } }
@@ -272,11 +272,11 @@ fn repeats_markup(r: &Repeats) -> Markup {
         }
         @if !r.journal.is_empty() {
             table {
-                thead { tr { th { "received (UTC)" } th { "body sha256" } th { "body differs" } } }
+                thead { tr { th { "received" } th { "body sha256" } th { "body differs" } } }
                 tbody {
                     @for d in &r.journal {
                         tr {
-                            td { (time(d.received_at)) }
+                            td { (local_time(d.received_at)) }
                             td { code { (d.body_sha256) } }
                             td { @if d.body_differs { strong { "YES" } } @else { "no" } }
                         }

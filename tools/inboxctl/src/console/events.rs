@@ -1,11 +1,13 @@
-//! The Events page: the messages the store lists (`MessageStore::list`, as `inboxctl list`),
-//! newest first, filtered by the query string (`source`, `type`, `status`, `since`, `until` in
-//! `inboxctl list`'s forms, and `q`: an event id, part of one, or a provider id), the counts by
-//! status of what the other filters match, and the live part htmx polls (`/events/rows`).
+//! The Events page: one page of the events index (`EventIndex::page`: newest first, never a
+//! scan), filtered by the query string (`source`, `type`, `since`, `until` in `inboxctl list`'s
+//! forms, and `q`: part of an event id, or a provider id; `status` on the page's rows), with a
+//! cursor to the older and the newer page (`before`, `after`: `cursor.rs`), the counts by
+//! status of the page's rows, the index's size as DynamoDB last counted it, and the live part
+//! htmx polls (`/events/rows`, the same page read again).
 
 use super::http::{query, Params, Reply};
-use super::layout::{self, badge, opt, time};
-use super::Console;
+use super::layout::{self, badge, local_time, opt};
+use super::{cursor, Console};
 use crate::commands::stats::{tally, ALL_STATUSES};
 use crate::error::{usage, Result};
 use crate::output::truncate;
@@ -13,14 +15,16 @@ use crate::when::When;
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::domain::Status;
 use inbox_core::message::StoredMessage;
-use inbox_core::store::{ListFilter, MessageStore as _};
+use inbox_core::store::events::MAX_ROWS;
+use inbox_core::store::{EventIndex as _, EventPage, EventQuery, ListFilter};
 use maud::{html, Markup};
 use std::collections::BTreeMap;
 
-/// At most this many rows are shown (the counts cover every match).
-pub const SHOWN: usize = 200;
+/// Rows on a page unless the query string asks for another number (`rows`, up to [`MAX_ROWS`]).
+pub const ROWS: usize = 50;
 
-/// How often an open Events page asks for new rows, s (each ask lists the table again).
+/// How often an open Events page asks for its page again, s (each ask reads that page again:
+/// a query per index partition and the rows shown, never the table).
 pub const POLL_SECS: u32 = 10;
 
 /// A status by its stored name.
@@ -62,32 +66,60 @@ pub fn searched(m: &StoredMessage, q: Option<&str>) -> bool {
     q.is_none_or(|q| m.event_id.as_str().contains(q) || m.provider_id.as_deref() == Some(q))
 }
 
-/// What the Events page shows: the counts by status of every match, and the matches of the
-/// status asked for, newest first.
+/// What the Events page shows: one page of the events index (the filters of the index walk
+/// applied), its rows of the status asked for, and the counts by status of its rows.
 pub struct Listing {
-    pub counts: BTreeMap<String, usize>,
+    pub page: EventPage,
+    /// The page's rows of the status asked for (all of them without one), newest first.
     pub messages: Vec<StoredMessage>,
-    /// Matches beyond [`SHOWN`].
-    pub more: usize,
+    /// The page's rows by status (whatever the status asked for).
+    pub counts: BTreeMap<String, usize>,
 }
 
-/// Lists the table by `params` (one `list` of the store).
+/// How many rows a page shows: `rows` in the query string (1 to 100), else [`ROWS`].
+pub fn rows_asked(params: &Params) -> Result<usize> {
+    match params.get("rows") {
+        None => Ok(ROWS),
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_ROWS).contains(n))
+            .ok_or_else(|| usage(format!("rows {v:?}: a number from 1 to {MAX_ROWS}"))),
+    }
+}
+
+/// The index query of `params` (its filters, its cursor, its size).
+pub fn event_query(params: &Params, now: i64) -> Result<EventQuery> {
+    let filter = list_filter(params, now)?;
+    Ok(EventQuery {
+        source: filter.source,
+        event_type: filter.event_type,
+        search: params.get("q").map(str::to_owned),
+        since: filter.since,
+        until: filter.until,
+        from: cursor::from_params(params)?,
+        rows: rows_asked(params)?,
+    })
+}
+
+/// One page of the index by `params` (one bounded query per index partition, one read of the
+/// rows shown).
 pub async fn listing(console: &Console<'_>, params: &Params) -> Result<Listing> {
     let now = SystemClock.now_millis();
-    let filter = list_filter(params, now)?;
+    let query = event_query(params, now)?;
     let status = params.get("status").map(status_named).transpose()?;
-    let q = params.get("q");
-    let mut all = console.store.list(&filter, usize::MAX).await?;
-    all.retain(|m| searched(m, q));
-    let counts = tally(&all, now).by_status;
-    all.retain(|m| status.is_none_or(|s| m.status == s));
-    all.reverse();
-    let more = all.len().saturating_sub(SHOWN);
-    all.truncate(SHOWN);
+    let page = console.store.page(&query).await?;
+    let counts = tally(&page.messages, now).by_status;
+    let messages = page
+        .messages
+        .iter()
+        .filter(|m| status.is_none_or(|s| m.status == s))
+        .cloned()
+        .collect();
     Ok(Listing {
+        page,
+        messages,
         counts,
-        messages: all,
-        more,
     })
 }
 
@@ -103,6 +135,7 @@ pub fn event_href(source: &str, id: &str) -> String {
 
 pub async fn page(console: &Console<'_>, params: &Params) -> Result<Reply> {
     let listing = listing(console, params).await?;
+    let estimate = console.store.estimate().await?;
     let value = |name: &str| params.get(name).unwrap_or("").to_owned();
     let status = value("status");
     let body = html! {
@@ -120,9 +153,13 @@ pub async fn page(console: &Console<'_>, params: &Params) -> Result<Reply> {
             }
             label { "since" input name="since" value=(value("since")) placeholder="2h, 2026-11-30"; }
             label { "until" input name="until" value=(value("until")) placeholder="RFC 3339 or age"; }
-            label { "event or provider id" input name="q" value=(value("q")) placeholder="evt_…"; }
+            label { "event or provider id" input #search name="q" value=(value("q")) placeholder="evt_… (press /)"; }
+            @if let Some(rows) = params.get("rows") { input type="hidden" name="rows" value=(rows); }
             button type="submit" { "Filter" }
             a href="/events" { "clear" }
+        }
+        @if let Some(n) = estimate {
+            p.estimate { "About " (n) " events in the table (DynamoDB's count, refreshed about every six hours; no page reads them all)." }
         }
         (live(params, &listing))
     };
@@ -138,30 +175,46 @@ pub async fn rows(console: &Console<'_>, params: &Params) -> Result<Reply> {
     Ok(Reply::html(200, live(params, &listing)))
 }
 
-/// The counts and the table, replaced by htmx every [`POLL_SECS`].
+/// The link to the page beside this one: `dir` is `before` (older) or `after` (newer).
+fn page_link(params: &Params, dir: &str, place: &inbox_core::store::events::Position) -> String {
+    let p = params.without("before").without("after");
+    format!(
+        "/events?{}",
+        p.with(dir, &cursor::encode(&p, place)).encode()
+    )
+}
+
+/// The counts, the table and the links to the pages beside, replaced by htmx every
+/// [`POLL_SECS`].
 fn live(params: &Params, listing: &Listing) -> Markup {
     let poll = format!("/events/rows?{}", params.encode());
+    let first = params.without("before").without("after");
+    let page = &listing.page;
     html! {
         div #live hx-get=(poll) hx-trigger={ "every " (POLL_SECS) "s" } hx-swap="outerHTML" {
-            div.counts {
+            div.counts title="by status, of this page's events" {
+                "this page: "
                 @for (status, n) in &listing.counts {
-                    a href={ "/events?" (params.with("status", status).encode()) } {
+                    a href={ "/events?" (first.with("status", status).encode()) } {
                         (badge(status)) " " span.count data-status=(status) { (n) }
                     }
                 }
             }
             @if listing.messages.is_empty() {
-                p.none { "No events match." }
+                p.none {
+                    @if page.messages.is_empty() { "No events match." }
+                    @else { "None of this page's " (page.messages.len()) " events has that status." }
+                }
             } @else {
                 table #events {
                     thead { tr {
-                        th { "received (UTC)" } th { "source" } th { "event id" } th { "type" }
+                        th { "received" } th { "source" } th { "event id" } th { "type" }
                         th { "status" } th.num { "attempts" } th { "last error" }
                     } }
                     tbody {
                         @for m in &listing.messages {
                             tr data-event=(m.event_id.as_str()) {
-                                td { (time(m.received_at)) }
+                                td { (local_time(m.received_at)) }
                                 td { (m.source.as_str()) }
                                 td { a href=(event_link(m)) { code { (m.event_id.as_str()) } } }
                                 td { (opt(m.event_type.as_ref())) }
@@ -172,8 +225,16 @@ fn live(params: &Params, listing: &Listing) -> Markup {
                         }
                     }
                 }
-                @if listing.more > 0 {
-                    p.none { "and " (listing.more) " older matches (narrow the filter)" }
+            }
+            nav.pages {
+                @if let Some(newer) = &page.newer {
+                    a rel="prev" href=(page_link(params, "after", newer)) { "← newer" }
+                    " "
+                    a href={ "/events?" (first.encode()) } { "newest" }
+                }
+                @if let Some(older) = &page.older {
+                    " "
+                    a rel="next" href=(page_link(params, "before", older)) { "older →" }
                 }
             }
             p.live { "updates every " (POLL_SECS) " s while open" }

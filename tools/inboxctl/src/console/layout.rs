@@ -10,6 +10,8 @@ use maud::{html, Markup, DOCTYPE};
 pub const HTMX: &str = include_str!("assets/htmx.min.js");
 /// The console's stylesheet.
 pub const CSS: &str = include_str!("assets/console.css");
+/// The console's own script: times shown in the browser's zone, `/` to the search box.
+pub const JS: &str = include_str!("assets/console.js");
 
 /// htmx's settings: no `eval`, no script tags run from swapped content, requests only to the
 /// console itself, no inline indicator styles (the CSP allows no inline style).
@@ -41,6 +43,7 @@ pub fn page(frame: &Frame<'_>, section: &str, title: &str, body: Markup) -> Mark
                 title { (title) " · inboxctl console" }
                 link rel="stylesheet" href="/static/console.css";
                 script src="/static/htmx.min.js" {}
+                script src="/static/console.js" defer {}
             }
             body {
                 header {
@@ -66,6 +69,13 @@ pub fn badge(status: &str) -> Markup {
 /// A time (ms since the epoch) in UTC, with its RFC 3339 form as the machine-readable value.
 pub fn time(ms: i64) -> Markup {
     html! { time datetime=(when::rfc3339(ms)) { (when::human(ms)) } }
+}
+
+/// A time (ms since the epoch) to the millisecond, shown in the browser's zone by
+/// `assets/console.js` (its UTC text on hover); without JavaScript, the UTC text.
+pub fn local_time(ms: i64) -> Markup {
+    let utc = when::human_ms(ms);
+    html! { time.local datetime=(when::rfc3339(ms)) title=(utc) { (utc) } }
 }
 
 /// An optional value, `-` when absent.

@@ -28,6 +28,7 @@
 //! every value; signature header values and destination secrets are never rendered ([`mask`]).
 
 mod bulk;
+mod cursor;
 mod delivery;
 mod destinations;
 mod dismiss;
@@ -339,6 +340,7 @@ fn static_asset(path: &str) -> Reply {
     match path {
         "/static/htmx.min.js" => Reply::asset("text/javascript; charset=utf-8", layout::HTMX),
         "/static/console.css" => Reply::asset("text/css; charset=utf-8", layout::CSS),
+        "/static/console.js" => Reply::asset("text/javascript; charset=utf-8", layout::JS),
         _ => Reply::text(404, "not found"),
     }
 }

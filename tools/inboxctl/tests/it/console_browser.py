@@ -21,7 +21,10 @@ def main(cfg):
         browser = p.chromium.launch(
             executable_path=cfg["chromium"], args=["--no-sandbox"], headless=True
         )
-        context = browser.new_context(viewport={"width": 1360, "height": 860})
+        # A zone that is not UTC: the Events page shows times in the browser's zone.
+        context = browser.new_context(
+            viewport={"width": 1360, "height": 860}, timezone_id="America/New_York"
+        )
         # Generous: `make test` runs every test at once on a couple of cores.
         context.set_default_timeout(30_000)
         expect.set_options(timeout=30_000)
@@ -76,6 +79,13 @@ def main(cfg):
         # Replay it: pending again, then processed by the test's processor; the status updates
         # itself while the page is open.
         expect(page.locator("#deliveries")).to_contain_text("upstream down")
+        # Each attempt: when (in the browser's zone), its status code, its duration, the response.
+        attempts = page.locator("#deliveries tr.attempt")
+        expect(attempts).to_have_count(2)
+        expect(attempts.nth(1).locator("td.code")).to_have_text("503")
+        expect(attempts.nth(1).locator("td.num").nth(1)).to_have_text("12")
+        expect(attempts.nth(1)).to_contain_text("upstream down")
+        expect(attempts.first.locator("time.local")).to_have_attribute("data-localized", "1")
         page.click("button[data-action=retry-delivery]")
         expect(page.locator(".notice")).to_contain_text("Delivery retried")
         expect(page.locator("button[data-action=retry-delivery]")).to_have_count(0)
@@ -197,6 +207,49 @@ def main(cfg):
         page.goto(base + "/events?source=stripe")
         expect(page.locator("#events tbody tr").first).to_be_visible()
         page.screenshot(path=cfg["screenshot"])
+
+        # Its times: in the browser's zone (New York), to the millisecond, UTC on hover.
+        first_time = page.locator("#events tbody tr time.local").first
+        expect(first_time).to_have_attribute("data-localized", "1")
+        expect(first_time).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC$"))
+        expect(first_time).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (EST|EDT|GMT-5|GMT-4)$"))
+
+        # Pages of 2 by the cursor in the URL: older, older again, then back newer: the same rows.
+        def shown(pg):
+            return pg.locator("#events tbody tr").evaluate_all("rs => rs.map(r => r.dataset.event)")
+
+        page.goto(base + "/events?source=stripe&rows=2")
+        expect(page.locator("a[rel=prev]")).to_have_count(0)
+        first = shown(page)
+        page.click("a[rel=next]")
+        expect(page).to_have_url(re.compile(r"before=c1\."))
+        expect(page.locator("#events tbody tr")).to_have_count(2)
+        second = shown(page)
+        page.click("a[rel=next]")
+        expect(page).to_have_url(re.compile(r"before=c1\."))
+        third = shown(page)
+        seen = first + second + third
+        if len(seen) != 6 or len(set(seen)) != 6:
+            problems.append(f"pages of 2 repeated or lost an event: {first} {second} {third}")
+        page.click("a[rel=prev]")
+        expect(page).to_have_url(re.compile(r"after=c1\."))
+        if shown(page) != second:
+            problems.append(f"the newer page of the third is not the second: {shown(page)} vs {second}")
+        page.click("a[rel=prev]")
+        if shown(page) != first:
+            problems.append(f"the newer page of the second is not the first: {shown(page)} vs {first}")
+        expect(page.locator("a[rel=prev]")).to_have_count(0)
+        # A cursor that was edited is refused with a 400 that says so.
+        older = page.locator("a[rel=next]").get_attribute("href")
+        tampered = re.sub(r"before=c1\.([A-Za-z0-9_-]+)", lambda m: "before=c1." + m.group(1)[::-1], older)
+        refused = context.request.get(base + tampered)
+        if refused.status != 400 or "cursor" not in refused.text():
+            problems.append(f"a tampered cursor answered {refused.status}, not a 400 naming it")
+
+        # "/" focuses the search box.
+        page.locator("h1").click()
+        page.keyboard.press("/")
+        expect(page.locator("#search")).to_be_focused()
 
         # Without JavaScript the read-only views still read: the list, and an event with its body.
         plain = browser.new_context(java_script_enabled=False)
