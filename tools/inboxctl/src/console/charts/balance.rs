@@ -49,6 +49,7 @@ pub fn balance(balance_now: i64, entries: &[EntryView], currency: Currency, now:
             id: "balance-chart",
             title: &title,
             desc: &desc,
+            half: false,
         },
         (start, now),
         &[Line {

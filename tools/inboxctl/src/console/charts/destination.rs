@@ -5,7 +5,7 @@
 use super::read::{self, DELIVERY_CAP};
 use super::series::{self, Attempt, Window};
 use super::svg::{self, Head, Line, Point};
-use super::{figure, part, BLUE, HOUR, MINUTE, PURPLE};
+use super::{figure, legend, part, BLUE, HOUR, MINUTE, PURPLE};
 use crate::commands::dest::admin_error;
 use crate::console::http::{Params, Reply};
 use crate::console::layout;
@@ -101,6 +101,7 @@ pub async fn destination(console: &Console<'_>, params: &Params) -> Result<Reply
             id: &rate_id,
             title: &rate_title,
             desc: &desc,
+            half: true,
         },
         x,
         &[Line {
@@ -117,6 +118,7 @@ pub async fn destination(console: &Console<'_>, params: &Params) -> Result<Reply
             id: &latency_id,
             title: &latency_title,
             desc: &desc,
+            half: true,
         },
         x,
         &[
@@ -140,6 +142,7 @@ pub async fn destination(console: &Console<'_>, params: &Params) -> Result<Reply
         "The last " (ATTEMPT_HOURS) " h: " (desc)
         @if more || sample.cut.is_some() { " (sampled: the newest " (DELIVERY_CAP) " only)" }
         "; each point " (ATTEMPT_STEP_MIN) " minutes. Duration: the request's, to its answer (not the processed→delivered figure above)."
+        (legend(&[("2xx %", BLUE), ("p50", BLUE), ("p99", PURPLE)]))
     };
     let table = html! {
         table.figures {

@@ -49,6 +49,19 @@ const STATUS_COLORS: [(&str, &str); 6] = [
 pub(super) const BLUE: &str = "#2857c5";
 pub(super) const PURPLE: &str = "#8a44b8";
 
+/// The colours of a chart's series, named (part of its caption).
+pub(super) fn legend(items: &[(&str, &str)]) -> Markup {
+    html! {
+        span.legend {
+            @for (name, color) in items {
+                " "
+                svg width="10" height="10" viewBox="0 0 10 10" aria-hidden="true" { rect width="10" height="10" fill=(color) {} }
+                " " (name)
+            }
+        }
+    }
+}
+
 /// A chart with its caption and its figures as a table (collapsed).
 pub(super) fn figure(caption: Markup, chart: Markup, table: Markup) -> Markup {
     html! {
@@ -102,6 +115,7 @@ pub async fn events(console: &Console<'_>, params: &Params) -> Result<Reply> {
         id: "events-chart",
         title: &title,
         desc: &desc,
+        half: false,
     };
     let chart = svg::stacked_bars(&head, &window, &stacks, sample.cut);
     let caption = html! {
@@ -110,6 +124,7 @@ pub async fn events(console: &Console<'_>, params: &Params) -> Result<Reply> {
             ": the newest " (EVENT_CAP) " only, sampled: minutes before " (layout::local_time(cut)) " were not read"
         }
         ", " (sample.requests) " requests)"
+        (legend(&stacks.iter().map(|s| (s.name, s.color)).collect::<Vec<_>>()))
     };
     let table = html! {
         table.figures {

@@ -12,7 +12,7 @@ use maud::{html, Markup};
 /// The drawing's size and margins, px (the page scales it to its width: `viewBox`).
 pub const WIDTH: f64 = 720.0;
 pub const HEIGHT: f64 = 150.0;
-const LEFT: f64 = 56.0;
+const LEFT: f64 = 76.0;
 const RIGHT: f64 = 8.0;
 const TOP: f64 = 8.0;
 const BOTTOM: f64 = 20.0;
@@ -94,11 +94,13 @@ fn clock(ms: i64, long: bool) -> String {
     }
 }
 
-/// What every chart has: its id (for its title's), title and description.
+/// What every chart has: its id (for its title's), title and description, and its width on
+/// the page (`half`: two side by side).
 pub struct Head<'a> {
     pub id: &'a str,
     pub title: &'a str,
     pub desc: &'a str,
+    pub half: bool,
 }
 
 /// The frame: the `svg` element, its title and description, the axes with their ticks (`y`: the
@@ -117,6 +119,7 @@ fn frame(
     let labelled = format!("{0}-title {0}-desc", head.id);
     html! {
         svg.chart id=(head.id) data-chart=(head.id) role="img" aria-labelledby=(labelled)
+            width=(if head.half { "49%" } else { "100%" })
             viewBox={ "0 0 " (WIDTH) " " (HEIGHT) } xmlns="http://www.w3.org/2000/svg" {
             title id={ (head.id) "-title" } { (head.title) }
             desc id={ (head.id) "-desc" } { (head.desc) }

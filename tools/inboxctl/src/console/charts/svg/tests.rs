@@ -7,6 +7,7 @@ fn head() -> Head<'static> {
         id: "c",
         title: "Events per minute",
         desc: "by status",
+        half: false,
     }
 }
 
@@ -124,6 +125,7 @@ fn every_text_is_escaped() {
         id: "c",
         title: "<script>alert(1)</script>",
         desc: "\"><img src=x>",
+        half: false,
     };
     let svg = stacked_bars(
         &hostile,
@@ -160,8 +162,8 @@ fn a_line_has_a_dot_per_point_and_a_stepped_one_holds_its_value() {
     let svg = lines(&head(), (0, MIN), &[straight], None, &|v| format!("{v} ms")).into_string();
     assert_eq!(count(&svg, "<circle"), 2);
     assert_eq!(count(&svg, "<polyline"), 1);
-    // 0 → x 56, 60 s → x 712; 10 of 20 → the plot's middle, 20 → its top.
-    assert!(svg.contains(r##"points="56.0,69.0 712.0,8.0""##), "{svg}");
+    // 0 → x 76, 60 s → x 712; 10 of 20 → the plot's middle, 20 → its top.
+    assert!(svg.contains(r##"points="76.0,69.0 712.0,8.0""##), "{svg}");
     assert!(svg.contains("<title>10 at 0</title>"));
     assert!(svg.contains(">20 ms</text>"));
 
@@ -173,7 +175,7 @@ fn a_line_has_a_dot_per_point_and_a_stepped_one_holds_its_value() {
     };
     let svg = lines(&head(), (0, MIN), &[stepped], None, &|v| format!("{v}")).into_string();
     assert!(
-        svg.contains(r##"points="56.0,69.0 712.0,69.0 712.0,8.0""##),
+        svg.contains(r##"points="76.0,69.0 712.0,69.0 712.0,8.0""##),
         "{svg}"
     );
 }
@@ -220,20 +222,20 @@ fn a_small_chart_renders_exactly_so() {
     )
     .into_string();
     let expected = concat!(
-        r##"<svg class="chart" id="c" data-chart="c" role="img" aria-labelledby="c-title c-desc" viewBox="0 0 720 150" xmlns="http://www.w3.org/2000/svg">"##,
+        r##"<svg class="chart" id="c" data-chart="c" role="img" aria-labelledby="c-title c-desc" width="100%" viewBox="0 0 720 150" xmlns="http://www.w3.org/2000/svg">"##,
         r##"<title id="c-title">Events per minute</title><desc id="c-desc">by status</desc>"##,
         r##"<g class="axes" stroke="#dde2ea">"##,
-        r##"<line x1="56.0" x2="712.0" y1="130.0" y2="130.0"></line>"##,
-        r##"<line x1="56.0" x2="712.0" y1="69.0" y2="69.0"></line>"##,
-        r##"<line x1="56.0" x2="712.0" y1="8.0" y2="8.0"></line></g>"##,
+        r##"<line x1="76.0" x2="712.0" y1="130.0" y2="130.0"></line>"##,
+        r##"<line x1="76.0" x2="712.0" y1="69.0" y2="69.0"></line>"##,
+        r##"<line x1="76.0" x2="712.0" y1="8.0" y2="8.0"></line></g>"##,
         r##"<g class="ticks" fill="#6b7483" font-size="10">"##,
-        r##"<text x="52.0" y="133.0" text-anchor="end">0</text>"##,
-        r##"<text x="52.0" y="72.0" text-anchor="end">0.5</text>"##,
-        r##"<text x="52.0" y="11.0" text-anchor="end">1</text>"##,
-        r##"<text x="56.0" y="145.0">00:00</text>"##,
-        r##"<text x="384.0" y="145.0" text-anchor="middle">00:00</text>"##,
+        r##"<text x="72.0" y="133.0" text-anchor="end">0</text>"##,
+        r##"<text x="72.0" y="72.0" text-anchor="end">0.5</text>"##,
+        r##"<text x="72.0" y="11.0" text-anchor="end">1</text>"##,
+        r##"<text x="76.0" y="145.0">00:00</text>"##,
+        r##"<text x="394.0" y="145.0" text-anchor="middle">00:00</text>"##,
         r##"<text x="712.0" y="145.0" text-anchor="end">00:01 UTC</text></g>"##,
-        r##"<g class="bars"><rect x="56.0" y="8.0" width="655.0" height="122.0" fill="#2e9d57" data-status="processed" data-count="1" data-at="0">"##,
+        r##"<g class="bars"><rect x="76.0" y="8.0" width="635.0" height="122.0" fill="#2e9d57" data-status="processed" data-count="1" data-at="0">"##,
         r##"<title>00:00 UTC: 1 processed</title></rect></g></svg>"##,
     );
     assert_eq!(svg, expected);
