@@ -14,7 +14,7 @@ use inbox_core::outbox::delivery::{DeliveryRef, OutboundDelivery};
 use inbox_core::outbox::destination::Destination;
 use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::store::dynamo::DynamoTable;
-use inbox_core::store::events::{Direction, EventQuery, MAX_ROWS};
+use inbox_core::store::events::{Direction, EventQuery, Position, MAX_ROWS};
 use inbox_core::store::EventIndex as _;
 
 /// The most index pages the events chart reads (each one query per index partition and one
@@ -31,8 +31,9 @@ pub const DELIVERY_READS: usize = 16;
 #[derive(Debug, Clone, Default)]
 pub struct Sample {
     pub messages: Vec<StoredMessage>,
-    /// When the read stopped at its cap with older events of the window unread: the oldest
-    /// event read's time (the chart is complete from there on).
+    /// When the read stopped at its cap with older events of the window unread: the time of
+    /// the place it stopped at (every event from then on was read; a filter that matched none
+    /// of the entries read still stops somewhere).
     pub cut: Option<i64>,
     /// DynamoDB's read units for it (0 in memory), and its requests.
     pub read_units: f64,
@@ -62,17 +63,26 @@ pub async fn events_since(
         sample.read_units += page.read_units;
         sample.requests += page.requests;
         sample.messages.extend(page.messages);
-        match page.older {
-            Some(older) => query.from = Some((Direction::Older, older)),
-            None => return Ok(sample),
-        }
+        let Some(older) = page.older else {
+            return Ok(sample);
+        };
+        // Until the next page is read, everything older than its cursor is unread.
+        sample.cut = Some(time_of(&older));
+        query.from = Some((Direction::Older, older));
         if enough(&sample) {
             break;
         }
     }
-    // The cap (or enough): the pages read stop short of the window's start.
-    sample.cut = sample.messages.iter().map(|m| m.received_at).min();
     Ok(sample)
+}
+
+/// The time of a place in the events index (its first 13 digits, ms).
+pub fn time_of(place: &Position) -> i64 {
+    place
+        .as_str()
+        .get(..13)
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The references of `destination`'s deliveries of the newest [`DELIVERY_CAP`] events of
@@ -104,4 +114,79 @@ pub async fn deliveries(
         found.extend(try_join_all(chunk.iter().map(|r| store.delivery(r))).await?);
     }
     Ok(found.into_iter().flatten().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inbox_core::domain::{EventId, EventType, SourceName, Status};
+    use inbox_core::outbox::destination::DestinationId;
+    use inbox_core::outbox::pattern::Pattern;
+
+    fn message(id: &str, kind: &str) -> StoredMessage {
+        StoredMessage {
+            source: SourceName::parse("stripe").unwrap(),
+            event_id: EventId::parse(id).unwrap(),
+            event_type: Some(EventType::parse(kind).unwrap()),
+            status: Status::Processed,
+            received_at: 0,
+            body: Vec::new(),
+            body_sha256: String::new(),
+            headers: Default::default(),
+            attempts: 0,
+            version: 0,
+            lease_until: None,
+            next_attempt_at: None,
+            last_error: None,
+            history: Vec::new(),
+            history_total: 0,
+            expires_at: None,
+            provider_id: None,
+            identity_error: None,
+            batch: None,
+            open_due: None,
+            notice_pending: None,
+        }
+    }
+
+    #[test]
+    fn a_destination_reads_the_deliveries_of_the_newest_events_it_wants_up_to_its_cap() {
+        let d = Destination::new(
+            &DestinationId::parse("crm").unwrap(),
+            "https://crm.example/h",
+            vec![Pattern::parse("stripe:invoice.*").unwrap()],
+            None,
+            0,
+        );
+        let mut sample = Sample::default();
+        for i in 0..(DELIVERY_CAP + 5) {
+            sample
+                .messages
+                .push(message(&format!("evt_{i:03}"), "invoice.paid"));
+            sample
+                .messages
+                .push(message(&format!("evt_c{i:03}"), "charge.failed"));
+        }
+        let (refs, more) = wanted(&d, &sample);
+        assert_eq!(refs.len(), DELIVERY_CAP);
+        assert!(more);
+        assert_eq!(
+            refs[0].event_id.as_str(),
+            "evt_000",
+            "newest first, as read"
+        );
+        assert!(refs.iter().all(|r| r.destination.as_str() == "crm"));
+        assert!(refs
+            .iter()
+            .all(|r| !r.event_id.as_str().starts_with("evt_c")));
+        sample.messages.truncate(4);
+        assert_eq!(wanted(&d, &sample).0.len(), 2);
+        assert!(!wanted(&d, &sample).1);
+    }
+
+    #[test]
+    fn a_cursor_names_its_time() {
+        let place = Position::parse("1796032800123#stripe#evt_1").unwrap();
+        assert_eq!(time_of(&place), 1_796_032_800_123);
+    }
 }
