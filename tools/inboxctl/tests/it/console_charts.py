@@ -45,8 +45,6 @@ def main(cfg):
         )
         # The figures as a table: a row per minute with events.
         expect(page.locator("#events-chart-block table.figures tbody tr")).to_have_count(6)
-        if shots:
-            page.locator("#events-chart-block").screenshot(path=shots.replace(".png", "-events.png"))
 
         # A destination's success rate and p50/p99: a point per 15 minutes with attempts.
         page.goto(base + "/destinations")

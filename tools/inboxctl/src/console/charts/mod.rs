@@ -123,7 +123,7 @@ pub async fn events(console: &Console<'_>, params: &Params) -> Result<Reply> {
         @if let Some(cut) = sample.cut {
             ": the newest " (EVENT_CAP) " only, sampled: minutes before " (layout::local_time(cut)) " were not read"
         }
-        ", " (sample.requests) " requests)"
+        ", " (sample.requests) " requests, " (format!("{:.1}", sample.read_units)) " read units)"
         (legend(&stacks.iter().map(|s| (s.name, s.color)).collect::<Vec<_>>()))
     };
     let table = html! {
