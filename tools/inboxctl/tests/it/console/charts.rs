@@ -19,6 +19,8 @@ use std::sync::Arc;
 use wallet_ledger::{Currency, Ledger, TenantId, Wallet, WalletConfig, WalletHandler};
 
 const MIN: i64 = 60_000;
+/// The most events the events chart reads (the console's `EVENT_CAP`, charts/read.rs).
+const CAP: usize = 500;
 
 /// Stores Stripe event `id` of `kind` received at `at` (the ingest path's own write).
 async fn stored(rig: &Rig, id: &str, kind: &str, body: String, at: i64) {
@@ -211,5 +213,57 @@ async fn the_charts_draw_what_the_table_holds() {
     assert!(
         status.success(),
         "the charts' browser script failed: {status}"
+    );
+}
+
+/// The sum of a chart's `data-count`s in `html`.
+fn counted(html: &str) -> u64 {
+    html.split(r#"data-count=""#)
+        .skip(1)
+        .map(|rest| {
+            rest[..rest.find('"').expect("closing quote")]
+                .parse::<u64>()
+                .expect("a count")
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn past_its_cap_the_events_chart_says_where_it_stopped() {
+    let rig = Rig::new().await;
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let now = SystemClock.now_millis();
+    // 20 more than the cap, one every 5 s over the last 43 minutes: the newest 500 are read
+    // (5 pages), the 20 oldest are not.
+    let total = CAP + 20;
+    let mut pending = Vec::new();
+    for i in 0..total {
+        let id = format!("evt_cap_{i:04}_{}", &suffix[..8]);
+        let body = integration_tests::stripe_event(&id, "invoice.paid", 0);
+        let at = now - 1_000 - i64::try_from(i).expect("few") * 5_000;
+        let rig = &rig;
+        pending.push(async move { stored(rig, &id, "invoice.paid", body, at).await });
+        if pending.len() == 16 || i + 1 == total {
+            futures_util::future::join_all(pending.drain(..)).await;
+        }
+    }
+
+    let (_console, url, login_url) =
+        start_console(&rig.h.table, &rig.retry_url, &rig.quarantine_url);
+    let agent = super::agent();
+    let cookie = super::login(&agent, &login_url);
+    let mut reply = agent
+        .get(format!("{url}events/chart?part=1"))
+        .header("Cookie", &cookie)
+        .call()
+        .expect("answered");
+    assert_eq!(reply.status().as_u16(), 200);
+    let html = reply.body_mut().read_to_string().expect("html");
+    assert_eq!(counted(&html), 500, "the newest 500 events are drawn");
+    assert_eq!(html.matches(r#"<rect class="unread""#).count(), 1, "{html}");
+    assert!(html.contains("the newest 500 only, sampled"), "{html}");
+    assert!(
+        html.contains("85 requests"),
+        "five pages of 17 requests: {html}"
     );
 }
