@@ -76,6 +76,9 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
                     dt { "p50 / p99" } dd { (opt(s.latency_p50_ms.map(|v| format!("{v} ms")))) " / " (opt(s.latency_p99_ms.map(|v| format!("{v} ms")))) }
                     dt { "oldest pending" } dd { (opt(s.oldest_pending_age_secs.map(|a| format!("{} ago", when::age(a.saturating_mul(1000)))))) }
                 }
+                @if d.is_some() {
+                    (super::charts::placeholder(&format!("dest-{}-charts", s.id), &format!("/destination/chart?{}", query(&[("id", s.id.as_str())])), "Success rate and latency (charts)"))
+                }
                 @if let Some(journal) = journals.get(&s.id).filter(|j| !j.is_empty()) {
                     details.journal {
                         summary { "Journal (the last " (journal.len()) " changes)" }

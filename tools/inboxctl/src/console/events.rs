@@ -161,12 +161,22 @@ pub async fn page(console: &Console<'_>, params: &Params) -> Result<Reply> {
         @if let Some(n) = estimate {
             p.estimate { "About " (n) " events in the table (DynamoDB's count, refreshed about every six hours; no page reads them all)." }
         }
+        (super::charts::placeholder("events-chart-block", &chart_href(params), "Events per minute (chart)"))
         (live(params, &listing))
     };
     Ok(Reply::html(
         200,
         layout::page(&console.frame(), "/events", "Events", body),
     ))
+}
+
+/// The events chart of the page's source and type (loaded once with the page, never polled).
+fn chart_href(params: &Params) -> String {
+    let kept: Vec<(&str, &str)> = ["source", "type"]
+        .into_iter()
+        .filter_map(|k| params.get(k).map(|v| (k, v)))
+        .collect();
+    format!("/events/chart?{}", query(&kept))
 }
 
 /// The polled fragment: the same element, so polling goes on.

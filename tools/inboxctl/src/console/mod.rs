@@ -13,6 +13,8 @@
 //! - [`quarantine`]: the failed messages and their replay, one or every match (confirmed);
 //! - [`destinations`]: the outbox's destinations, pause, resume and retry of failed deliveries;
 //! - [`wallets`]: the wallets, one wallet's ledger and autopay, the unmatched payments and their bind;
+//! - [`charts`]: small SVG charts (events per minute, a destination's success rate and
+//!   latency, a wallet's balance), each over a bounded read;
 //! - [`bulk`]: a confirmed bulk action in steps with progress (the quarantine's replay, the
 //!   destinations' retry), acting on the snapshot of ids its confirmation named, held here.
 //!
@@ -28,6 +30,7 @@
 //! every value; signature header values and destination secrets are never rendered ([`mask`]).
 
 mod bulk;
+mod charts;
 mod cursor;
 mod delivery;
 mod destinations;
@@ -287,6 +290,7 @@ impl Console<'_> {
             (false, "/") => Ok(Reply::redirect("/events".into())),
             (false, "/events") => events::page(self, &req.query).await,
             (false, "/events/rows") => events::rows(self, &req.query).await,
+            (false, "/events/chart") => charts::events(self, &req.query).await,
             (false, "/event") => event::page(self, session, &req.query).await,
             (false, "/event/body") => event::body(self, &req.query).await,
             (false, "/event/status") => event::status(self, &req.query).await,
@@ -298,6 +302,7 @@ impl Console<'_> {
             (true, "/destination/pause") => destinations::pause(self, &req.form).await,
             (true, "/destination/resume") => destinations::resume(self, &req.form).await,
             (true, "/destination/retry") => destinations::retry(self, session, &req.form).await,
+            (false, "/destination/chart") => charts::destination(self, &req.query).await,
             (false, "/wallets") => wallets::list(self, session).await,
             (true, "/wallet/bind") => wallets::bind(self, session, &req.form).await,
             (true, "/wallet/dismiss") => dismiss::dismiss(self, session, &req.form).await,

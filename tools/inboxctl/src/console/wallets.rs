@@ -158,6 +158,7 @@ pub async fn one(console: &Console<'_>, params: &Params) -> Result<Reply> {
             dt { "shards" } dd { (view.shards) }
             dt { "created (UTC)" } dd { (time(view.created_at_ms)) }
         }
+        (super::charts::balance(view.balance, &entries, cur, now))
         h2 { "Ledger (" (entries.len()) " entries, newest first)" }
         @if read.unreadable > 0 { (layout::error_box(&format!("{} entry item(s) could not be read and are not shown", read.unreadable))) }
         @if !entries.is_empty() {

@@ -1088,3 +1088,5 @@ async fn an_unmatched_payment_is_dismissed_from_the_wallets_page_once() {
     assert_eq!(status, 409, "{again}");
     assert!(again.contains("dismissed already by ana"), "{again}");
 }
+
+mod charts;
