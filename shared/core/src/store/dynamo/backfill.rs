@@ -42,7 +42,7 @@ fn hex(text: &str) -> String {
 }
 
 fn unhex(text: &str) -> Result<String, BadResume> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(BadResume);
     }
     let bytes = (0..text.len())
