@@ -11,8 +11,8 @@
 //!
 //! What is measured and what is assumed:
 //!
-//! - measured: DynamoDB write units (table and open index) and read units, S3 PUTs and GETs per
-//!   webhook; the functions' log lines at `INFO` (`ingest_log`, `process_log`: what the
+//! - measured: DynamoDB write units (table, open index, events index) and read units, S3 PUTs
+//!   and GETs per webhook; the functions' log lines at `INFO` (`ingest_log`, `process_log`: what the
 //!   functions' own JSON subscriber wrote while the ingest handler and the processor ran); the
 //!   functions' memory sizes are the template's;
 //! - assumed (no AWS account here): the billed duration of an invocation, which in AWS is the
@@ -202,6 +202,8 @@ impl Counts {
         Ok(Self {
             wru: n("ingest_wru")?
                 + n("ingest_index_wru")?
+                // Records made before the events index was counted have none: 0 there.
+                + v["ingest_events_index_wru"].as_f64().unwrap_or(0.0)
                 + n("process_wru")?
                 + n("process_index_wru")?,
             rru: n("process_rru")?,
@@ -413,5 +415,12 @@ mod tests {
             c.log_bytes
         );
         assert!(Counts::from_json(&serde_json::json!({})).is_err());
+        let mut counted = v.clone();
+        counted["ingest_events_index_wru"] = serde_json::json!(1);
+        assert_eq!(
+            Counts::from_json(&counted).unwrap().wru,
+            15.0,
+            "the events index's entry"
+        );
     }
 }

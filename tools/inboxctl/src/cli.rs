@@ -89,6 +89,27 @@ pub enum Command {
     /// The operator console: a web page on 127.0.0.1 to see events, deliveries and wallets, and
     /// to replay, retry, pause and resume from it, with this shell's AWS credentials.
     Console(ConsoleArgs),
+    /// The events index: backfill it for messages stored before it existed.
+    #[command(subcommand)]
+    Events(EventsCommand),
+}
+
+/// `inboxctl events …`.
+#[derive(Debug, Subcommand)]
+pub enum EventsCommand {
+    /// Add the messages stored before the events index existed to it (a scan of the table,
+    /// once; conditional writes, safe to run again or beside the functions).
+    Reindex(ReindexArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReindexArgs {
+    /// Count (and list) the messages the index lacks; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Go on from where a stopped run was (the token its error printed).
+    #[arg(long, value_name = "TOKEN")]
+    pub from: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -10,6 +10,7 @@
 //! transaction sent again after a backoff, bounded and counted ([`Contention`]); `client`: the
 //! client every function uses ([`fail_fast_client`]) and how a [`DynamoTable`] is built.
 
+pub mod backfill;
 pub mod body;
 mod bucket;
 mod cancel;

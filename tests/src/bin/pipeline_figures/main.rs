@@ -236,7 +236,7 @@ async fn main() {
             &format!("DynamoDB write units, ingest alone, {label} event (item-size rules)"),
             &format!("≤ {ingest_target}"),
             format!(
-                "{} (message item {} B{}; +{} for the open index)",
+                "{} (message item {} B{}; +{} for the open index, +{} for the events index)",
                 u.ingest_wru,
                 u.message_item_bytes,
                 if u.body_in_s3 {
@@ -244,7 +244,8 @@ async fn main() {
                 } else {
                     ", zstd body"
                 },
-                u.ingest_index_wru
+                u.ingest_index_wru,
+                u.ingest_events_index_wru
             ),
             Some(u.ingest_wru <= ingest_target),
         ));
@@ -259,11 +260,12 @@ async fn main() {
             &format!("DynamoDB write units, end to end with the wallet handler, {label} event"),
             &e2e_target.map_or("—".to_owned(), |t| format!("≤ {t}")),
             format!(
-                "{} = ingest {} + transaction {} ({detail}); +{} for the open index",
+                "{} = ingest {} + transaction {} ({detail}); +{} for the open index, +{} for the events index",
                 u.end_to_end_wru(),
                 u.ingest_wru,
                 u.process_wru,
-                u.ingest_index_wru + u.process_index_wru
+                u.ingest_index_wru + u.process_index_wru,
+                u.ingest_events_index_wru
             ),
             e2e_target.map(|t| u.end_to_end_wru() <= t),
         ));

@@ -33,6 +33,9 @@ pub struct Units {
     pub body_in_s3: bool,
     pub ingest_wru: u64,
     pub ingest_index_wru: u64,
+    /// The events index's entry (`events-index`, the console's Events page): written once, at
+    /// ingest; a transition changes none of its key or projected attributes, so it writes none.
+    pub ingest_events_index_wru: u64,
     pub process_wru: u64,
     pub process_index_wru: u64,
     /// Strongly consistent reads (each of an item under 4 KB: one unit).
@@ -77,6 +80,28 @@ fn index_entry(item: &Item) -> Option<usize> {
         "attempts",
         "lease_until",
         "next_attempt_at",
+    ];
+    let entry: Item = item
+        .iter()
+        .filter(|(k, _)| projected.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Some(item_size(&entry))
+}
+
+/// The size of `item`'s entry in the events index (`template.yaml`: keys `list_shard`, `list_at`;
+/// `source`, `event_id`, `event_type`, `provider_id` projected), if it has one.
+fn events_index_entry(item: &Item) -> Option<usize> {
+    item.get("list_at")?;
+    let projected = [
+        "pk",
+        "sk",
+        "list_shard",
+        "list_at",
+        "source",
+        "event_id",
+        "event_type",
+        "provider_id",
     ];
     let entry: Item = item
         .iter()
@@ -229,6 +254,7 @@ pub async fn measure(size: usize) -> Units {
         body_in_s3: message.contains_key("body_ref"),
         ingest_wru: write_units(message_item_bytes),
         ingest_index_wru: index_entry(&message).map_or(0, write_units),
+        ingest_events_index_wru: events_index_entry(&message).map_or(0, write_units),
         process_wru,
         process_index_wru,
         process_rru: process_requests.get("GetItem").copied().unwrap_or(0) as u64,

@@ -206,3 +206,15 @@ fn globals_go_anywhere() {
     assert!(parse(&["list", "--since", "yesterday-ish"]).is_err());
     assert!(parse(&["list", "--limit", "0"]).is_err());
 }
+
+#[test]
+fn events_reindex_takes_a_dry_run_and_a_resume_token() {
+    assert!(parse(&["events"]).is_err(), "a subcommand is needed");
+    assert!(parse(&["events", "reindex"]).is_ok());
+    let cli = parse(&["events", "reindex", "--dry-run", "--from", "4d.4d"]).unwrap();
+    let Command::Events(EventsCommand::Reindex(args)) = cli.command else {
+        panic!("not events reindex: {:?}", cli.command);
+    };
+    assert!(args.dry_run);
+    assert_eq!(args.from.as_deref(), Some("4d.4d"));
+}

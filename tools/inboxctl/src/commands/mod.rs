@@ -3,6 +3,7 @@
 
 pub(crate) mod deliveries;
 pub(crate) mod dest;
+mod events;
 mod list;
 mod listen;
 mod purge;
@@ -39,6 +40,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Deliveries(command) => deliveries::run(&ctx, command).await,
         Command::Listen(args) => listen::run(&ctx, args).await,
         Command::Console(args) => crate::console::run(ctx, args).await,
+        Command::Events(command) => events::run(&ctx, command).await,
     }
 }
 

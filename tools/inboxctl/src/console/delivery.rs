@@ -2,6 +2,8 @@
 //! outcome, the start of the response, as `inboxctl deliveries show`), and the retry of a failed
 //! one (`inboxctl deliveries retry DESTINATION SOURCE EVENT_ID`, journaled as the operator's).
 
+use super::copy::copy_button;
+use super::curl;
 use super::event::key_of;
 use super::http::{query, Params, Reply};
 use super::layout::{badge, csrf, local_time, opt};
@@ -20,9 +22,14 @@ use maud::{html, Markup};
 pub fn deliveries(session: &Session, deliveries: &[OutboundDelivery]) -> Markup {
     html! {
         h2 { "Outbound deliveries (" (deliveries.len()) ")" }
-        div #deliveries { @for d in deliveries {
+        div #deliveries { @for (i, d) in deliveries.iter().enumerate() {
             h3 { code { (d.destination.as_str()) } " " (badge(d.status.as_str())) " · " (d.attempts) " attempt(s)"
                 @if let Some(e) = &d.last_error { " · " (truncate(e, 80)) } }
+            p.delivery-ids {
+                "webhook-id " code #{ "webhook-id-" (i) } { (d.webhook_id) } " " (copy_button(&format!("webhook-id-{i}"), "the webhook-id"))
+                " · " (curl::link(d, &format!("curl-{i}")))
+            }
+            div.curl-box #{ "curl-" (i) } {}
             @if d.status == DeliveryStatus::Failed {
                 form.actions method="post" action="/delivery/retry" {
                     (csrf(&session.csrf))

@@ -3,13 +3,17 @@
 //! count), its body on demand (`/event/body`: from S3 when kept there; pretty JSON with the raw
 //! bytes behind a toggle), its outbound deliveries with each attempt (`inboxctl deliveries`),
 //! ([`delivery`]), and the wallet ledger entries it wrote; and its replay (`ops::replay`, journaled with the
-//! operator's name, as `inboxctl replay SOURCE EVENT_ID`).
+//! operator's name, as `inboxctl replay SOURCE EVENT_ID`) and its resend to one destination
+//! ([`super::resend`]). Its ids and body have copy buttons ([`super::copy`]); its times are shown
+//! in the browser's zone with how long ago (`local_time_ago`); while it is open its status is
+//! asked for, and the page reloads as a whole when it changed ([`status`]).
 
-use super::delivery;
+use super::copy::copy_button;
 use super::events::event_link;
 use super::http::{query, Params, Reply};
-use super::layout::{self, badge, csrf, local_time, opt};
+use super::layout::{self, badge, csrf, local_time, local_time_ago, opt};
 use super::mask::{shown, Shown};
+use super::{delivery, resend};
 use super::{Console, Session};
 use crate::commands::deliveries::select;
 use crate::commands::replay::describe;
@@ -39,6 +43,7 @@ fn done_text(code: &str) -> Option<&'static str> {
     match code {
         "replayed" => Some("Replayed: pending again, re-driven through the retry queue."),
         "retried" => Some("Delivery retried: it is sent again."),
+        "resent" => Some("Resent to the chosen destination: its delivery is pending again."),
         _ => None,
     }
 }
@@ -78,6 +83,7 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
     )
     .await?;
     let entries = wallet_entries(console, &key).await?;
+    let destinations = inbox_core::outbox::admin::list(&console.store).await?;
     let body_now = if params.get("body").is_some() {
         Some(body_markup(console, &key).await?)
     } else {
@@ -86,9 +92,10 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
     let title = format!("{}/{}", key.source, key.event_id);
     let markup = html! {
         @if let Some(text) = params.get("done").and_then(done_text) { (layout::notice(text)) }
-        h1 { "Event " code { (title) } " " (status_badge(&m)) }
+        h1 { "Event " code { (title) } " " (status_badge(&m)) " " (layout::live_toggle()) }
         (fields(&m))
         (actions(session, &m))
+        (resend::form(session, &key, &destinations))
         (history(&m))
         (headers(&m))
         h2 #body-heading { "Body" }
@@ -114,61 +121,84 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
 
 /// How often an event's page asks for its status while it is not terminal, s.
 pub const STATUS_POLL_SECS: u32 = 2;
+/// How often it asks once the event is terminal (a replay from elsewhere, the CLI or another
+/// tab, changes it again), s: one `GetItem` of its head.
+pub const TERMINAL_POLL_SECS: u32 = 10;
 
-/// The event's status; while it is not terminal, htmx asks again every [`STATUS_POLL_SECS`] and
-/// replaces it, and once it is, the whole page is reloaded ([`status`]), so a replayed event's
-/// fields, history and button turn processed with its title, not only the badge.
+/// The event's status, asked for again by htmx (every [`STATUS_POLL_SECS`], or
+/// [`TERMINAL_POLL_SECS`] once terminal) with the status and version shown; when either changed
+/// (a transition, even one that ends where it began: a replay of an ignored event is ignored
+/// again, with a new history), the whole page is reloaded ([`status`]), so the fields, history
+/// and buttons change with the title. The poll pauses with the page's auto-refresh
+/// (`data-poll`, `assets/console.js`).
 fn status_badge(m: &StoredMessage) -> Markup {
+    let version = m.version.to_string();
     let href = format!(
         "/event/status?{}",
-        query(&[("source", m.source.as_str()), ("id", m.event_id.as_str())])
+        query(&[
+            ("source", m.source.as_str()),
+            ("id", m.event_id.as_str()),
+            ("shown", m.status.as_str()),
+            ("v", &version),
+        ])
     );
+    let every = if m.status.is_terminal() {
+        TERMINAL_POLL_SECS
+    } else {
+        STATUS_POLL_SECS
+    };
     html! {
-        @if m.status.is_terminal() {
-            span #status data-status=(m.status.as_str()) { (badge(m.status.as_str())) }
-        } @else {
-            span #status data-status=(m.status.as_str()) hx-get=(href)
-                hx-trigger={ "every " (STATUS_POLL_SECS) "s" } hx-swap="outerHTML" {
-                (badge(m.status.as_str()))
-            }
+        span #status data-status=(m.status.as_str()) data-poll hx-get=(href)
+            hx-trigger={ "every " (every) "s" } hx-swap="outerHTML" {
+            (badge(m.status.as_str()))
         }
     }
 }
 
-/// `GET /event/status`: the polled status (only a page whose event was not terminal polls). A
-/// status still not terminal replaces the badge; a terminal one asks for the page again
-/// (`HX-Refresh`), since the fields, the history and the replay button changed with it.
+/// `GET /event/status`: the polled status. The same status and version as the page shows
+/// (`shown`, `v`) replace the badge; another asks for the page again (`HX-Refresh`), since the
+/// fields, the history and the buttons changed with it.
 pub async fn status(console: &Console<'_>, params: &Params) -> Result<Reply> {
     let key = key_of(params)?;
     let Some(m) = console.store.get_head(&key).await? else {
         return Err(failed(format!("no event {}/{}", key.source, key.event_id)));
     };
     let badge = Reply::html(200, status_badge(&m));
-    Ok(if m.status.is_terminal() {
-        badge.refreshing()
-    } else {
-        badge
-    })
+    let same = params.get("shown") == Some(m.status.as_str())
+        && params.get("v") == Some(m.version.to_string().as_str());
+    Ok(if !same { badge.refreshing() } else { badge })
 }
 
 fn fields(m: &StoredMessage) -> Markup {
     html! {
         dl.fields {
             dt { "status" } dd { (badge(m.status.as_str())) }
+            dt { "event id" } dd { code #event-id { (m.event_id.as_str()) } " " (copy_button("event-id", "the event id")) }
             dt { "type" } dd { (opt(m.event_type.as_ref())) }
-            dt { "provider id" } dd { (opt(m.provider_id.as_ref())) }
+            dt { "provider id" } dd {
+                @if let Some(p) = &m.provider_id { code #provider-id { (p) } " " (copy_button("provider-id", "the provider id")) }
+                @else { (opt(None::<&str>)) }
+            }
             @if let Some(e) = &m.identity_error { dt { "unidentified" } dd { (e) } }
             @if let Some(b) = &m.batch {
                 dt { "batch" } dd { "event " (b.index + 1) " of " (b.count) " (batch " code { (b.sha256) } ")" }
             }
-            dt { "received" } dd { (local_time(m.received_at)) }
+            dt { "received" } dd { (local_time_ago(m.received_at)) }
             dt { "attempts" } dd { (m.attempts) }
             dt { "version" } dd { (m.version) }
-            dt { "lease until" } dd { (opt(m.lease_until.map(crate::when::human))) }
-            dt { "next attempt" } dd { (opt(m.next_attempt_at.map(crate::when::human))) }
+            dt { "lease until" } dd { (time_or_dash(m.lease_until)) }
+            dt { "next attempt" } dd { (time_or_dash(m.next_attempt_at)) }
             dt { "last error" } dd { (opt(m.last_error.as_ref())) }
-            dt { "expires (TTL)" } dd { (opt(m.expires_at.map(|s| crate::when::human(s.saturating_mul(1000))))) }
+            dt { "expires (TTL)" } dd { (time_or_dash(m.expires_at.map(|s| s.saturating_mul(1000)))) }
         }
+    }
+}
+
+/// A time in the browser's zone with how long ago (or how soon), `-` when absent.
+fn time_or_dash(ms: Option<i64>) -> Markup {
+    match ms {
+        Some(ms) => local_time_ago(ms),
+        None => opt(None::<&str>),
     }
 }
 
@@ -253,8 +283,9 @@ async fn body_markup(console: &Console<'_>, key: &MessageKey) -> Result<Markup> 
             @if !digest_ok(&m) { " " span.err { "DOES NOT MATCH the stored digest" } }
         }
         pre #body-pretty { (pretty) }
+        (copy_button("body-pretty", "the body"))
         @if encoding == "json" {
-            details { summary { "raw" } pre #body-raw { (raw) } }
+            details { summary { "raw" } pre #body-raw { (raw) } (copy_button("body-raw", "the raw body")) }
         }
     })
 }
@@ -379,15 +410,24 @@ mod tests {
     }
 
     #[test]
-    fn a_terminal_status_is_not_polled_and_an_open_one_is() {
+    fn the_status_is_polled_with_the_status_shown_slower_once_terminal() {
         let failed = message(serde_json::json!({}));
-        assert!(!status_badge(&failed).into_string().contains("hx-get"));
+        let html = status_badge(&failed).into_string();
+        assert!(
+            html.contains(
+                r#"hx-get="/event/status?source=stripe&amp;id=evt_1&amp;shown=failed&amp;v=0""#
+            ),
+            "{html}"
+        );
+        assert!(html.contains(r#"hx-trigger="every 10s""#), "{html}");
+        assert!(
+            html.contains("data-poll"),
+            "pauses with auto-refresh: {html}"
+        );
         let mut pending = failed.clone();
         pending.status = Status::Pending;
         let html = status_badge(&pending).into_string();
-        assert!(
-            html.contains(r#"hx-get="/event/status?source=stripe&amp;id=evt_1""#),
-            "{html}"
-        );
+        assert!(html.contains("shown=pending"), "{html}");
+        assert!(html.contains(r#"hx-trigger="every 2s""#), "{html}");
     }
 }

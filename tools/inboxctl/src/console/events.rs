@@ -162,6 +162,7 @@ pub async fn page(console: &Console<'_>, params: &Params) -> Result<Reply> {
             p.estimate { "About " (n) " events in the table (DynamoDB's count, refreshed about every six hours; no page reads them all)." }
         }
         (super::charts::placeholder("events-chart-block", &chart_href(params), "Events per minute (chart)"))
+        p { (layout::live_toggle()) }
         (live(params, &listing))
     };
     Ok(Reply::html(
@@ -201,7 +202,7 @@ fn live(params: &Params, listing: &Listing) -> Markup {
     let first = params.without("before").without("after");
     let page = &listing.page;
     html! {
-        div #live hx-get=(poll) hx-trigger={ "every " (POLL_SECS) "s" } hx-swap="outerHTML" {
+        div #live data-poll hx-get=(poll) hx-trigger={ "every " (POLL_SECS) "s" } hx-swap="outerHTML" {
             div.counts title="by status, of this page's events" {
                 "this page: "
                 @for (status, n) in &listing.counts {

@@ -78,6 +78,22 @@ pub fn local_time(ms: i64) -> Markup {
     html! { time.local datetime=(when::rfc3339(ms)) title=(utc) { (utc) } }
 }
 
+/// [`local_time`], followed by how long ago it was (or how soon it is: "in 4 min") in the browser,
+/// kept current while the page is open; without JavaScript, the UTC text.
+pub fn local_time_ago(ms: i64) -> Markup {
+    let utc = when::human_ms(ms);
+    html! { time.local.ago datetime=(when::rfc3339(ms)) title=(utc) { (utc) } }
+}
+
+/// The button that pauses (and resumes) a page's auto-refresh: every element marked
+/// `data-poll` stops asking while it is paused, on every page of the console (kept in the
+/// browser's `localStorage`). Shown by `assets/console.js` (no polling without it).
+pub fn live_toggle() -> Markup {
+    html! {
+        button #live-toggle type="button" hidden aria-pressed="false" { "Pause auto-refresh" }
+    }
+}
+
 /// An optional value, `-` when absent.
 pub fn opt<T: std::fmt::Display>(v: Option<T>) -> Markup {
     match v {

@@ -10,6 +10,8 @@
 //!   the rows polled by htmx for live updates;
 //! - [`event`]: one event (history, attempts, headers masked, body on demand, repeats,
 //!   deliveries, wallet entries) and its replay; [`delivery`]: its deliveries and their retry;
+//!   [`resend`]: the event resent to one chosen destination; [`curl`]: a delivery as a `curl`
+//!   command; [`copy`]: copy buttons;
 //! - [`quarantine`]: the failed messages and their replay, one or every match (confirmed);
 //! - [`destinations`]: the outbox's destinations, pause, resume and retry of failed deliveries;
 //! - [`wallets`]: the wallets, one wallet's ledger and autopay, the unmatched payments and their bind;
@@ -31,6 +33,8 @@
 
 mod bulk;
 mod charts;
+mod copy;
+mod curl;
 mod cursor;
 mod delivery;
 mod destinations;
@@ -41,6 +45,7 @@ mod http;
 mod layout;
 mod mask;
 mod quarantine;
+mod resend;
 mod wallets;
 
 use crate::cli::ConsoleArgs;
@@ -295,7 +300,9 @@ impl Console<'_> {
             (false, "/event/body") => event::body(self, &req.query).await,
             (false, "/event/status") => event::status(self, &req.query).await,
             (true, "/event/replay") => event::replay(self, &req.form).await,
+            (true, "/event/resend") => resend::resend(self, &req.form).await,
             (true, "/delivery/retry") => delivery::retry(self, &req.form).await,
+            (false, "/delivery/curl") => curl::page(self, &req.query).await,
             (false, "/quarantine") => quarantine::page(self, session, &req.query).await,
             (true, "/quarantine/replay") => quarantine::replay_all(self, session, &req.form).await,
             (false, "/destinations") => destinations::page(self, session, &req.query).await,

@@ -852,6 +852,16 @@ async fn the_console_in_a_real_browser() {
             d.notes
         );
     }
+    // The ok event's delivery: retried with the destination's others, then resent to it alone
+    // from the event's page, each noted with her name.
+    let r = integration_tests::outbox::reference(&dest_id, &ok);
+    let d = store.delivery(&r).await.expect("read").expect("kept");
+    assert_eq!(
+        d.notes.iter().filter(|n| n.note.contains("by ana")).count(),
+        2,
+        "{:?}",
+        d.notes
+    );
     // The payment bound by her, and its credit in the wallet (20.00 + 40.00 USD).
     let bound = Ledger::new(&store)
         .wallet(&TenantId::parse(&tenant).expect("tenant"))

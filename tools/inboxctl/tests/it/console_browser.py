@@ -135,9 +135,72 @@ def main(cfg):
         expect(page.locator("#progress")).to_contain_text("Back to the destinations")
 
         # A delivery's attempts on its event's page.
-        page.goto(base + "/event?source=stripe&id=" + cfg["ok"])
+        ok_page = base + "/event?source=stripe&id=" + cfg["ok"]
+        page.goto(ok_page)
         expect(page.locator("#deliveries")).to_contain_text("upstream down")
         expect(page.locator("#deliveries")).to_contain_text("503")
+
+        # Its times in the browser's zone with how long ago, UTC to the millisecond on hover.
+        received = page.locator("dl.fields time.local.ago").first
+        expect(received).to_have_attribute("data-localized", "1")
+        expect(received).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC$"))
+        expect(received).to_have_text(
+            re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (EST|EDT|GMT-5|GMT-4) \((\d+ (s|min|h|d)( \d+ (min|h))? ago|now)\)$")
+        )
+
+        # Copy buttons: the event id, and the webhook-id and a ready curl of its delivery.
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
+        copy_id = page.locator("button.copy[data-copy=event-id]")
+        copy_id.click()
+        expect(copy_id).to_have_text("Copied")
+        clip = page.evaluate("() => navigator.clipboard.readText()")
+        if clip != cfg["ok"]:
+            problems.append(f"the event id's copy button copied {clip!r}")
+        webhook_id = page.locator("#webhook-id-0").inner_text()
+        page.locator("#deliveries a.curl-link").first.click()
+        curl = page.locator("#curl-0 pre.curl")
+        expect(curl).to_contain_text("curl -sS -X POST 'http://127.0.0.1:9/hook'")
+        expect(curl).to_contain_text("'webhook-id: " + webhook_id + "'")
+        expect(curl).to_contain_text("'webhook-signature: v1,MASKED")
+        expect(curl).to_contain_text('"id":"' + cfg["ok"] + '"')
+        page.locator("#curl-0 button.copy").click()
+        expect(page.locator("#curl-0 button.copy")).to_have_text("Copied")
+        clip = page.evaluate("() => navigator.clipboard.readText()")
+        if clip != curl.text_content():
+            problems.append(f"the curl's copy button copied {clip[:80]!r}…")
+
+        # The page refreshes as a whole when the event changes, whoever changed it: a second tab
+        # on it, the event replayed from the first (ignored, then ignored again once processed).
+        watch = watched(context.new_page())
+        watch.goto(ok_page)
+        expect(watch.locator("#status")).to_have_attribute("data-status", "ignored")
+        page.click("#replay")
+        expect(page.locator(".notice")).to_contain_text("Replayed")
+        expect(watch.locator("#history")).to_contain_text("replayed by ana", timeout=60_000)
+        watch.close()
+
+        # Resend it to one chosen destination; a resend refused answers an error status naming why.
+        # First the replay settles (ignored again, by the test's processor): until then the page
+        # reloads itself at each change, which would reset the form being filled.
+        page.goto(ok_page)
+        expect(page.locator("#status")).to_have_attribute("data-status", "ignored", timeout=60_000)
+        expect(page.locator("#history")).to_contain_text("replayed by ana")
+        resend = page.locator("form#resend")
+        resend.locator("select[name=destination]").select_option(cfg["destination"])
+        resend.locator("button[data-action=resend]").click()
+        expect(page).to_have_url(re.compile(r"done=resent"))
+        expect(page.locator(".notice")).to_contain_text("Resent")
+        page.goto(ok_page)
+        resend.locator("select[name=destination]").evaluate(
+            "s => { s.options[s.selectedIndex].value = 'gone-destination' }"
+        )
+        expected.append("the server responded with a status of 404 (Not Found)")
+        with page.expect_navigation() as refused:
+            resend.locator("button[data-action=resend]").click()
+        if refused.value.status != 404:
+            problems.append(f"a resend to no destination answered {refused.value.status}, not 404")
+        expect(page.locator("#resend-refused")).to_contain_text("no destination gone-destination")
+        expected.clear()
 
         # Wallets: the list, then the wallet its top-up credited, then the top-up's entry from
         # the ledger to the event's page.
@@ -203,6 +266,35 @@ def main(cfg):
         expect(live.locator("#events tbody tr")).to_have_count(1)
         expect(live.locator("#events tbody tr").first).to_have_attribute("data-event", cfg["late"])
 
+        # Auto-refresh can be paused: no poll is sent while paused, even after a reload (kept in
+        # localStorage); resumed, the page polls again.
+        polls = []
+
+        def on_request(r):
+            if "/events/rows" in r.url:
+                polls.append(r.url)
+
+        page.on("request", on_request)
+        page.goto(base + "/events?source=stripe")
+        toggle = page.locator("#live-toggle")
+        expect(toggle).to_have_text("Pause auto-refresh")
+        toggle.click()
+        expect(toggle).to_have_attribute("data-state", "paused")
+        # A poll came due (every 10 s) and was not sent; counted from then (a poll sent just
+        # before the click may be reported a little later).
+        expect(toggle).to_have_attribute("data-skipped", re.compile(r"^[1-9]"))
+        sent = len(polls)
+        # Still paused after a reload: the next poll due is not sent either.
+        page.reload()
+        expect(toggle).to_have_text("Resume auto-refresh")
+        expect(toggle).to_have_attribute("data-skipped", re.compile(r"^[1-9]"))
+        if len(polls) != sent:
+            problems.append(f"{len(polls) - sent} poll(s) sent while auto-refresh was paused")
+        with page.expect_request(lambda r: "/events/rows" in r.url):
+            toggle.click()
+            expect(toggle).to_have_attribute("data-state", "live")
+        page.remove_listener("request", on_request)
+
         # Events again, unfiltered, for the docs' screenshot.
         page.goto(base + "/events?source=stripe")
         expect(page.locator("#events tbody tr").first).to_be_visible()
@@ -260,6 +352,12 @@ def main(cfg):
         quiet.click(f"text={cfg['ok']}")
         quiet.click("text=Show the body")
         expect(quiet.locator("#body-pretty")).to_contain_text(cfg["ok"])
+        # No dead copy buttons and no toggle: the ids stay selectable text; the curl is a page.
+        expect(quiet.locator("#event-id")).to_have_text(cfg["ok"])
+        expect(quiet.locator("button.copy").first).to_be_hidden()
+        expect(quiet.locator("#live-toggle")).to_be_hidden()
+        quiet.click("text=Reproduce with curl")
+        expect(quiet.locator("pre.curl")).to_contain_text("--data-binary")
         plain.close()
 
         browser.close()
