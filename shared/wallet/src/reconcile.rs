@@ -41,6 +41,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 mod report;
+pub mod provider;
 pub use report::{Mismatch, OrphanEntry, ReconcileReport, StaleHold, UnreadableWallet};
 
 /// How often a wallet is read around its entries before it counts as unsettled.
