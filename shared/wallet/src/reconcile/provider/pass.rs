@@ -64,7 +64,16 @@ pub trait Book: Send + Sync {
     fn credited_since(
         &self,
         since_ms: i64,
-    ) -> impl Future<Output = Result<Vec<Booked>, LedgerError>> + Send;
+    ) -> impl Future<Output = Result<Credited, LedgerError>> + Send;
+}
+
+/// The ledger's rows of a window.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Credited {
+    pub rows: Vec<Booked>,
+    /// Whether every wallet was read: the wallets are found through the registry alone (no
+    /// scan); until it is complete (`inboxctl wallet reindex`) older wallets are not read.
+    pub registry_complete: bool,
 }
 
 /// The pass's settings.
@@ -113,6 +122,8 @@ pub struct ProviderReport {
     pub waiting: BTreeMap<&'static str, usize>,
     /// Ledger rows whose key is no PaymentIntent's: not checked.
     pub unchecked: Vec<String>,
+    /// Whether every wallet's rows were read (the registry is complete).
+    pub registry_complete: bool,
     /// Requests made to the provider.
     pub requests: u32,
 }
@@ -183,7 +194,9 @@ pub async fn compare<P: Provider, B: Book>(
         let b = book.booked(&r.id).await?;
         report.record(decide(Some(r), b.as_ref(), now_s, options.grace_secs), Some(r), b.as_ref());
     }
-    for b in book.credited_since(created_gte.saturating_mul(1000)).await? {
+    let credited = book.credited_since(created_gte.saturating_mul(1000)).await?;
+    report.registry_complete = credited.registry_complete;
+    for b in credited.rows {
         if named.contains(b.payment_key.as_str()) {
             continue;
         }
@@ -226,11 +239,12 @@ impl<S: ItemStore> Book for Ledger<'_, S> {
             .map(|row| booked_of(&tenant, wallet.currency.as_str(), row)))
     }
 
-    /// The wallets (the registry), then each wallet's payment rows (one `Query` of its
-    /// `PAY#` items).
-    async fn credited_since(&self, since_ms: i64) -> Result<Vec<Booked>, LedgerError> {
+    /// The wallets (the registry alone: this reader may not scan), then each wallet's payment
+    /// rows (one `Query` of its `PAY#` items).
+    async fn credited_since(&self, since_ms: i64) -> Result<Credited, LedgerError> {
         let mut out = Vec::new();
-        for tenant in self.tenants().await?.tenants {
+        let (registry_complete, tenants) = self.registry().await?;
+        for tenant in tenants {
             let Some(wallet) = self.wallet(&tenant).await? else {
                 continue;
             };
@@ -247,6 +261,9 @@ impl<S: ItemStore> Book for Ledger<'_, S> {
                 }
             }
         }
-        Ok(out)
+        Ok(Credited {
+            rows: out,
+            registry_complete,
+        })
     }
 }

@@ -1,4 +1,4 @@
-use super::pass::{compare, Book, Options, Provider, ProviderError};
+use super::pass::{compare, Book, Credited, Options, Provider, ProviderError};
 use super::*;
 use crate::ledger::LedgerError;
 use std::collections::HashMap;
@@ -154,7 +154,7 @@ impl Book for FakeBook {
     async fn booked(&self, key: &str) -> Result<Option<Booked>, LedgerError> {
         Ok(self.0.get(key).cloned())
     }
-    async fn credited_since(&self, since_ms: i64) -> Result<Vec<Booked>, LedgerError> {
+    async fn credited_since(&self, since_ms: i64) -> Result<Credited, LedgerError> {
         let mut rows: Vec<Booked> = self
             .0
             .values()
@@ -162,7 +162,10 @@ impl Book for FakeBook {
             .cloned()
             .collect();
         rows.sort_by(|a, b| a.payment_key.cmp(&b.payment_key));
-        Ok(rows)
+        Ok(Credited {
+            rows,
+            registry_complete: true,
+        })
     }
 }
 
