@@ -24,6 +24,7 @@
 pub(crate) mod autopay;
 mod backfill;
 pub(crate) mod ledger;
+mod against;
 mod reconcile;
 pub(crate) mod unmatched;
 pub(crate) mod view;
