@@ -27,6 +27,7 @@
 //! reply carries a Content-Security-Policy allowing only the console's own script; maud escapes
 //! every value; signature header values and destination secrets are never rendered ([`mask`]).
 
+mod against;
 mod bulk;
 mod cursor;
 mod delivery;
@@ -299,6 +300,7 @@ impl Console<'_> {
             (true, "/destination/resume") => destinations::resume(self, &req.form).await,
             (true, "/destination/retry") => destinations::retry(self, session, &req.form).await,
             (false, "/wallets") => wallets::list(self, session).await,
+            (false, "/wallets/stripe") => against::page(self).await,
             (true, "/wallet/bind") => wallets::bind(self, session, &req.form).await,
             (true, "/wallet/dismiss") => dismiss::dismiss(self, session, &req.form).await,
             (false, "/wallet") => wallets::one(self, &req.query).await,

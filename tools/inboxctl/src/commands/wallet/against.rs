@@ -14,7 +14,7 @@ use wallet_ledger::reconcile::provider::Kind;
 use wallet_ledger::Ledger;
 
 /// Compares the ledger in `store` with the Stripe account of the configured key at `now_ms`.
-pub(super) async fn compare_with_stripe(
+pub(crate) async fn compare_with_stripe(
     ctx: &Context,
     store: &DynamoTable,
     now_ms: i64,
@@ -44,7 +44,7 @@ pub(super) fn verdict(report: &ProviderReport) -> String {
     )
 }
 
-fn label(kind: Kind) -> &'static str {
+pub(crate) fn label(kind: Kind) -> &'static str {
     match kind {
         Kind::PaidNotCredited => "paid in Stripe, not credited",
         Kind::CreditedNotInStripe => "credited, not in Stripe",
@@ -61,7 +61,7 @@ fn amount(n: Option<i64>, currency: Option<&str>) -> String {
 }
 
 /// One difference as a table row.
-pub(super) fn row(d: &Difference) -> Vec<String> {
+pub(crate) fn row(d: &Difference) -> Vec<String> {
     let s = d.stripe.as_ref();
     let l = d.ledger.as_ref();
     vec![

@@ -24,7 +24,7 @@
 pub(crate) mod autopay;
 mod backfill;
 pub(crate) mod ledger;
-mod against;
+pub(crate) mod against;
 mod reconcile;
 pub(crate) mod unmatched;
 pub(crate) mod view;
