@@ -12,7 +12,9 @@ use inbox_core::outbox::bucket::shared::LocalBucket;
 use inbox_core::store::dynamo::DynamoTable;
 use integration_tests::pipeline::Pipeline;
 use integration_tests::receiver::Receiver;
-use integration_tests::stripe::{charger, checkout, events, quick_config, request, top_up, Standin};
+use integration_tests::stripe::{
+    charger, checkout, events, quick_config, request, top_up, Standin,
+};
 use serde_json::json;
 use std::time::Duration;
 use stripe_charges::catch_up::{catch_up, CatchUpRequest};
@@ -37,7 +39,11 @@ async fn hits_from(r: &Receiver, from: usize, n: usize) -> Vec<integration_tests
         if hits.len() >= from + n {
             return hits[from..from + n].to_vec();
         }
-        assert!(tokio::time::Instant::now() < deadline, "{} webhooks", hits.len());
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} webhooks",
+            hits.len()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -50,13 +56,19 @@ async fn forward(p: &Pipeline, hits: &[integration_tests::receiver::Hit]) {
             .map(|h| ((*h).to_owned(), hit.header(h).to_owned()))
             .collect();
         let body = String::from_utf8(hit.body.clone()).unwrap();
-        assert_eq!(p.harness.post("stripe", &headers, &body).await.code(), "accepted");
+        assert_eq!(
+            p.harness.post("stripe", &headers, &body).await.code(),
+            "accepted"
+        );
     }
 }
 
 /// A top-up of `minor` paid by the payer: its PaymentIntent's id.
 async fn paid(s: &Standin, minor: i64, key: &str) -> String {
-    let session = checkout(s).create_session(&top_up(minor, key)).await.unwrap();
+    let session = checkout(s)
+        .create_session(&top_up(minor, key))
+        .await
+        .unwrap();
     let out = s.pay(&session.id, json!({"webhook": "after"}));
     out["payment_intent"]["id"].as_str().unwrap().to_owned()
 }
@@ -70,7 +82,10 @@ async fn forged(p: &Pipeline, event: &str, intent: &str, minor: i64) {
             "amount_received": minor, "currency": "usd", "metadata": {"tenant": "acme"}}}})
     .to_string();
     let headers = p.harness.sign("stripe", body.as_bytes(), event);
-    assert_eq!(p.harness.post("stripe", &headers, &body).await.code(), "accepted");
+    assert_eq!(
+        p.harness.post("stripe", &headers, &body).await.code(),
+        "accepted"
+    );
 }
 
 fn differences(r: &ProviderReport) -> Vec<(Kind, String)> {
@@ -97,8 +112,7 @@ async fn the_ledger_against_stripe_reports_each_difference_by_kind_and_nothing_i
         .await
         .unwrap();
     let payments = StripePayments::on(
-        StripeClient::from_config(&quick_config(&s), LocalBucket::default())
-            .unwrap(),
+        StripeClient::from_config(&quick_config(&s), LocalBucket::default()).unwrap(),
     );
     let month = Options {
         window_secs: 30 * 86_400,
@@ -128,7 +142,11 @@ async fn the_ledger_against_stripe_reports_each_difference_by_kind_and_nothing_i
     assert_eq!(differences(&found), [(Kind::PaidNotCredited, lost.clone())]);
     let d = &found.differences[0];
     assert_eq!(
-        (d.tenant.as_ref(), d.stripe.as_ref().map(|r| r.received), d.ledger.as_ref()),
+        (
+            d.tenant.as_ref(),
+            d.stripe.as_ref().map(|r| r.received),
+            d.ledger.as_ref()
+        ),
         (Some(&acme()), Some(1000), None)
     );
 
@@ -149,7 +167,9 @@ async fn the_ledger_against_stripe_reports_each_difference_by_kind_and_nothing_i
             at_ms: SystemClock.now_millis(),
         },
     };
-    let caught = catch_up(&events(&s), &p.harness.service, &catch_up_request, |_| {}).await.unwrap();
+    let caught = catch_up(&events(&s), &p.harness.service, &catch_up_request, |_| {})
+        .await
+        .unwrap();
     assert!(caught.new_events() >= 1, "{caught:?}");
     processor.handle_stream_batch(p.read_stream().await).await;
     let healed = pass().await;
@@ -165,12 +185,20 @@ async fn the_ledger_against_stripe_reports_each_difference_by_kind_and_nothing_i
     forged(&p, "evt_forged_2", &short, 999).await;
     processor.handle_stream_batch(p.read_stream().await).await;
     assert_eq!(
-        ledger.payment_row(&acme(), "pi_forged_1").await.unwrap().unwrap().credited.get(),
+        ledger
+            .payment_row(&acme(), "pi_forged_1")
+            .await
+            .unwrap()
+            .unwrap()
+            .credited
+            .get(),
         5000
     );
     // A bank debit of an autopay attempt, still processing.
     let (customer, pm) = s.customer("pm_sepa_debit");
-    let reply = charger(&s).charge(&request(&customer, &pm, "attempt-sepa")).await;
+    let reply = charger(&s)
+        .charge(&request(&customer, &pm, "attempt-sepa"))
+        .await;
     assert_eq!(reply.outcome, ChargeOutcome::Pending, "{reply:?}");
 
     let report = pass().await;
@@ -183,14 +211,22 @@ async fn the_ledger_against_stripe_reports_each_difference_by_kind_and_nothing_i
             (Kind::AmountsDiffer, short.clone()),
         ]
     );
-    assert_eq!(report.retrieved, 1, "the forged row, retrieved by id: {report:?}");
     assert_eq!(
-        report.waiting.get("processing: a bank debit takes days to settle"),
+        report.retrieved, 1,
+        "the forged row, retrieved by id: {report:?}"
+    );
+    assert_eq!(
+        report
+            .waiting
+            .get("processing: a bank debit takes days to settle"),
         Some(&1),
         "{report:?}"
     );
-    let by_name: std::collections::HashMap<String, i64> =
-        report.metrics().into_iter().map(|m| (m.name, m.value)).collect();
+    let by_name: std::collections::HashMap<String, i64> = report
+        .metrics()
+        .into_iter()
+        .map(|m| (m.name, m.value))
+        .collect();
     assert_eq!(
         (
             by_name["StripePaidNotCredited"],

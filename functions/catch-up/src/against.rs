@@ -84,7 +84,9 @@ mod tests {
     #[test]
     fn one_run_an_hour_reconciles() {
         let hour = 3_600_000;
-        let runs: Vec<bool> = (0..8).map(|q| due(7 * hour + q * 900_000 + 1_000)).collect();
+        let runs: Vec<bool> = (0..8)
+            .map(|q| due(7 * hour + q * 900_000 + 1_000))
+            .collect();
         assert_eq!(runs, [true, false, false, false, true, false, false, false]);
     }
 }

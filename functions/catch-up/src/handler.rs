@@ -164,11 +164,13 @@ where
         .emit(service.clock.now_millis(), &run.metrics());
     let mut value = report(&run);
     if let Some(a) = service.against.as_ref().filter(|_| against::due(now)) {
-        let (done, metrics) =
-            against::run(a, service.scheduled.ingestor.store(), service.clock.now_millis()).await;
-        service
-            .metrics
-            .emit(service.clock.now_millis(), &metrics);
+        let (done, metrics) = against::run(
+            a,
+            service.scheduled.ingestor.store(),
+            service.clock.now_millis(),
+        )
+        .await;
+        service.metrics.emit(service.clock.now_millis(), &metrics);
         value["stripe_reconcile"] = against::summary(&done);
     }
     tracing::info!(report = %value, "stripe catch-up run");

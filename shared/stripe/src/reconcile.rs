@@ -141,7 +141,10 @@ impl<T: Transport, B: SharedBucket> Provider for StripePayments<T, B> {
             let data = page["data"]
                 .as_array()
                 .ok_or_else(|| ProviderError("the list answered no `data`".into()))?;
-            after = data.last().and_then(|i| i["id"].as_str()).map(str::to_owned);
+            after = data
+                .last()
+                .and_then(|i| i["id"].as_str())
+                .map(str::to_owned);
             out.extend(data.iter().filter_map(reported));
             if !page["has_more"].as_bool().unwrap_or(false) || after.is_none() {
                 return Ok(out);

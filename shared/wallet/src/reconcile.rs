@@ -40,8 +40,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-mod report;
 pub mod provider;
+mod report;
 pub use report::{Mismatch, OrphanEntry, ReconcileReport, StaleHold, UnreadableWallet};
 
 /// How often a wallet is read around its entries before it counts as unsettled.

@@ -33,15 +33,26 @@ fn the_requests_are_stripes_list_and_retrieve() {
 fn an_intent_is_read_with_its_metadata_and_refunds() {
     let r = reported(&pi("pi_1", "succeeded", Some("acme"))).unwrap();
     assert_eq!(
-        (r.tenant.as_deref(), r.attempt.as_deref(), r.status, r.received),
+        (
+            r.tenant.as_deref(),
+            r.attempt.as_deref(),
+            r.status,
+            r.received
+        ),
         (Some("acme"), Some("a1"), Status::Succeeded, 2500)
     );
     assert_eq!((r.currency.as_str(), r.refunded), ("usd", 700));
     let unexpanded = json!({"id": "pi_2", "status": "processing", "currency": "usd",
         "latest_charge": "ch_2", "metadata": {}});
     let r = reported(&unexpanded).unwrap();
-    assert_eq!((r.tenant, r.refunded, r.status), (None, 0, Status::Processing));
-    assert_eq!(reported(&json!({"id": "pi_3", "status": "new", "currency": "usd"})), None);
+    assert_eq!(
+        (r.tenant, r.refunded, r.status),
+        (None, 0, Status::Processing)
+    );
+    assert_eq!(
+        reported(&json!({"id": "pi_3", "status": "new", "currency": "usd"})),
+        None
+    );
 }
 
 #[tokio::test]
@@ -63,7 +74,11 @@ async fn every_page_is_listed_and_a_missing_intent_is_none() {
     assert_eq!(r.it.retrieve("pi_x").await.unwrap(), None);
     assert_eq!(r.it.requests(), 3);
     let sent = r.script.sent.lock().unwrap();
-    assert!(sent[1].0.path.ends_with("&starting_after=pi_2"), "{}", sent[1].0.path);
+    assert!(
+        sent[1].0.path.ends_with("&starting_after=pi_2"),
+        "{}",
+        sent[1].0.path
+    );
     drop(sent);
     let metrics = r.it.take_metrics();
     assert!(metrics.iter().any(|m| m.value == 3), "{metrics:?}");
@@ -71,7 +86,8 @@ async fn every_page_is_listed_and_a_missing_intent_is_none() {
 
 #[tokio::test]
 async fn a_refusal_is_an_error_never_an_empty_list() {
-    let refused = json!({"error": {"type": "invalid_request_error", "code": "secret_key_required"}});
+    let refused =
+        json!({"error": {"type": "invalid_request_error", "code": "secret_key_required"}});
     let r = rig(vec![answer(403, refused)], fast(), StripePayments::on);
     let err = r.it.list(1).await.unwrap_err();
     assert!(err.0.contains("HTTP 403 secret_key_required"), "{}", err.0);

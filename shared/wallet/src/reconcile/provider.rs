@@ -48,7 +48,9 @@ impl Status {
         match s {
             "succeeded" => Some(Self::Succeeded),
             "processing" => Some(Self::Processing),
-            "requires_payment_method" | "requires_confirmation" | "requires_action"
+            "requires_payment_method"
+            | "requires_confirmation"
+            | "requires_action"
             | "requires_capture" => Some(Self::Unpaid),
             "canceled" => Some(Self::Canceled),
             _ => None,

@@ -3,9 +3,9 @@
 //! it costs Stripe requests), over the last 7 days, at most [`SHOWN`] differences listed (all
 //! counted). Nothing is written but the account's token bucket.
 
+use super::http::Reply;
 use super::layout;
 use super::Console;
-use super::http::Reply;
 use crate::commands::wallet::against::{compare_with_stripe, label, row};
 use crate::error::Result;
 use inbox_core::clock::{Clock as _, SystemClock};

@@ -59,7 +59,8 @@ pub trait Provider: Send + Sync {
 /// The ledger's payments.
 pub trait Book: Send + Sync {
     /// The ledger's row of payment `key`, in the wallet its index names.
-    fn booked(&self, key: &str) -> impl Future<Output = Result<Option<Booked>, LedgerError>> + Send;
+    fn booked(&self, key: &str)
+        -> impl Future<Output = Result<Option<Booked>, LedgerError>> + Send;
     /// Every payment row changed at or after `since_ms` that credited something.
     fn credited_since(
         &self,
@@ -142,8 +143,13 @@ impl ProviderReport {
                 if self.differences.len() < MAX_LISTED {
                     self.differences.push(Difference {
                         kind,
-                        payment: r.map_or_else(|| b.map(|b| b.payment_key.clone()).unwrap_or_default(), |r| r.id.clone()),
-                        tenant: b.map(|b| b.tenant.clone()).or_else(|| r.and_then(|r| r.tenant.clone())),
+                        payment: r.map_or_else(
+                            || b.map(|b| b.payment_key.clone()).unwrap_or_default(),
+                            |r| r.id.clone(),
+                        ),
+                        tenant: b
+                            .map(|b| b.tenant.clone())
+                            .or_else(|| r.and_then(|r| r.tenant.clone())),
                         attempt: r.and_then(|r| r.attempt.clone()),
                         stripe: r.cloned(),
                         ledger: b.cloned(),
@@ -159,7 +165,11 @@ impl ProviderReport {
             .iter()
             .map(|k| {
                 let n = self.counts.get(k).copied().unwrap_or(0);
-                Metric::count(METRICS_NAMESPACE, k.metric(), i64::try_from(n).unwrap_or(i64::MAX))
+                Metric::count(
+                    METRICS_NAMESPACE,
+                    k.metric(),
+                    i64::try_from(n).unwrap_or(i64::MAX),
+                )
             })
             .collect()
     }
@@ -192,9 +202,15 @@ pub async fn compare<P: Provider, B: Book>(
     for r in listed.iter().filter(|r| r.tenant.is_some()) {
         report.product += 1;
         let b = book.booked(&r.id).await?;
-        report.record(decide(Some(r), b.as_ref(), now_s, options.grace_secs), Some(r), b.as_ref());
+        report.record(
+            decide(Some(r), b.as_ref(), now_s, options.grace_secs),
+            Some(r),
+            b.as_ref(),
+        );
     }
-    let credited = book.credited_since(created_gte.saturating_mul(1000)).await?;
+    let credited = book
+        .credited_since(created_gte.saturating_mul(1000))
+        .await?;
     report.registry_complete = credited.registry_complete;
     for b in credited.rows {
         if named.contains(b.payment_key.as_str()) {
@@ -206,7 +222,11 @@ pub async fn compare<P: Provider, B: Book>(
         }
         report.retrieved += 1;
         let r = provider.retrieve(&b.payment_key).await?;
-        report.record(decide(r.as_ref(), Some(&b), now_s, options.grace_secs), r.as_ref(), Some(&b));
+        report.record(
+            decide(r.as_ref(), Some(&b), now_s, options.grace_secs),
+            r.as_ref(),
+            Some(&b),
+        );
     }
     report.requests = provider.requests();
     Ok(report)

@@ -83,17 +83,45 @@ fn each_pair_is_decided_as_the_table_says() {
             Some(&credited),
             differs(Kind::CreditedNotInStripe),
         ),
-        (Some(&unpaid), Some(&credited), differs(Kind::CreditedNotInStripe)),
-        (Some(&canceled), Some(&credited), differs(Kind::CreditedNotInStripe)),
+        (
+            Some(&unpaid),
+            Some(&credited),
+            differs(Kind::CreditedNotInStripe),
+        ),
+        (
+            Some(&canceled),
+            Some(&credited),
+            differs(Kind::CreditedNotInStripe),
+        ),
         (Some(&unpaid), None, Verdict::Same),
         (Some(&canceled), Some(&nothing_credited), Verdict::Same),
         (Some(&young), None, wait("its webhook may be on its way")),
         (Some(&paid), None, differs(Kind::PaidNotCredited)),
-        (Some(&paid), Some(&nothing_credited), differs(Kind::PaidNotCredited)),
-        (Some(&paid), Some(&other_amount), differs(Kind::AmountsDiffer)),
-        (Some(&paid), Some(&other_currency), differs(Kind::AmountsDiffer)),
-        (Some(&refunded), Some(&credited), differs(Kind::RefundsDiffer)),
-        (Some(&paid), Some(&refund_recorded), differs(Kind::RefundsDiffer)),
+        (
+            Some(&paid),
+            Some(&nothing_credited),
+            differs(Kind::PaidNotCredited),
+        ),
+        (
+            Some(&paid),
+            Some(&other_amount),
+            differs(Kind::AmountsDiffer),
+        ),
+        (
+            Some(&paid),
+            Some(&other_currency),
+            differs(Kind::AmountsDiffer),
+        ),
+        (
+            Some(&refunded),
+            Some(&credited),
+            differs(Kind::RefundsDiffer),
+        ),
+        (
+            Some(&paid),
+            Some(&refund_recorded),
+            differs(Kind::RefundsDiffer),
+        ),
         (Some(&refunded), Some(&refund_recorded), Verdict::Same),
         (Some(&paid), Some(&credited), Verdict::Same),
         (Some(&young), Some(&credited), Verdict::Same),
@@ -190,12 +218,21 @@ async fn a_clean_window_reports_nothing_and_counts_zero_per_kind() {
         ],
         ..FakeStripe::default()
     };
-    let report = compare(&stripe, &book(&[row("pi_a", 2500, OLD)]), NOW, Options::default())
-        .await
-        .unwrap();
+    let report = compare(
+        &stripe,
+        &book(&[row("pi_a", 2500, OLD)]),
+        NOW,
+        Options::default(),
+    )
+    .await
+    .unwrap();
     assert!(report.is_clean(), "{report:?}");
     assert_eq!((report.listed, report.product, report.retrieved), (3, 2, 0));
-    assert_eq!(report.waiting.values().sum::<usize>(), 1, "the processing one");
+    assert_eq!(
+        report.waiting.values().sum::<usize>(),
+        1,
+        "the processing one"
+    );
     assert_eq!(report.requests, 1);
     let metrics = report.metrics();
     assert_eq!(metrics.len(), 4);
@@ -219,7 +256,9 @@ async fn each_difference_is_reported_with_its_kind() {
         row("pi_forged", 5000, OLD),
         row("cs_no_intent", 100, OLD),
     ]);
-    let report = compare(&stripe, &ledger, NOW, Options::default()).await.unwrap();
+    let report = compare(&stripe, &ledger, NOW, Options::default())
+        .await
+        .unwrap();
     let kinds: Vec<(Kind, &str)> = report
         .differences
         .iter()

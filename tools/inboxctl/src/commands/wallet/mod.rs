@@ -21,10 +21,10 @@
 //! `balance` and `reindex`;
 //! [`view`] presents a wallet, [`ledger`] the entries and rows, [`reconcile`] the report.
 
+pub(crate) mod against;
 pub(crate) mod autopay;
 mod backfill;
 pub(crate) mod ledger;
-pub(crate) mod against;
 mod reconcile;
 pub(crate) mod unmatched;
 pub(crate) mod view;
