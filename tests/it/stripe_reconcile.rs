@@ -236,4 +236,61 @@ async fn the_ledger_against_stripe_reports_each_difference_by_kind_and_nothing_i
         ),
         (0, 1, 1, 0)
     );
+
+    // The catch-up function's run at the top of an hour reconciles after catching up, and
+    // emits the same counts (in the wallet's namespace) with its report.
+    use catch_up_function::against::Against;
+    use catch_up_function::{run, stripe_source, Service};
+    use inbox_core::clock::ManualClock;
+    use inbox_core::ingest::Ingestor;
+    use inbox_core::metrics::RecordingSink;
+    use std::sync::Arc;
+    use stripe_charges::catch_up::scheduled::Scheduled;
+    let top_of_hour = (s.advance(0) / 3600 + 1) * 3600 + 60;
+    let metrics = Arc::new(RecordingSink::default());
+    let service = Service {
+        scheduled: Scheduled {
+            events: events(&s),
+            ingestor: Ingestor::new(
+                stripe_source(r#"{"stripe":{"scheme":"stripe"}}"#, "stripe").unwrap(),
+                store.clone(),
+                SystemClock,
+                64 * 1024,
+                30,
+            ),
+            types: STRIPE_TYPES.iter().map(|t| (*t).to_owned()).collect(),
+            source: "stripe".into(),
+            key_livemode: Some(false),
+        },
+        against: Some(Against {
+            payments: StripePayments::on(
+                StripeClient::from_config(&quick_config(&s), LocalBucket::default()).unwrap(),
+            ),
+            options: month,
+        }),
+        clock: Arc::new(ManualClock::at_secs(top_of_hour)),
+        metrics: metrics.clone(),
+    };
+    let value = run(&service, None).await.unwrap();
+    let counts = &value["stripe_reconcile"]["counts"];
+    assert_eq!(
+        (&counts["credited_not_in_stripe"], &counts["amounts_differ"]),
+        (&json!(1), &json!(1)),
+        "{value}"
+    );
+    let emitted: std::collections::HashMap<String, i64> = metrics
+        .emitted()
+        .into_iter()
+        .filter(|(_, m)| m.namespace == wallet_ledger::METRICS_NAMESPACE)
+        .map(|(_, m)| (m.name, m.value))
+        .collect();
+    assert_eq!(
+        (
+            emitted["StripeCreditedNotInStripe"],
+            emitted["StripeAmountsDiffer"],
+            emitted["StripePaidNotCredited"]
+        ),
+        (1, 1, 0),
+        "{emitted:?}"
+    );
 }
