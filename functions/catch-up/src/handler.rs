@@ -3,7 +3,8 @@
 //! against the invocation's deadline; then its counts by outcome (namespace
 //! `WebhookIngestor/CatchUp`: `CaughtUp`, `AlreadyHad`, `Refused`, `LeftForNextRun`,
 //! `StripeRequests`, `StripeRateLimited`) emitted after the writes that made them true, and the
-//! report as the invocation's result. A run that could not list Stripe's events or store one
+//! report as the invocation's result; about hourly ([`against::due`]) the ledger reconciled
+//! against Stripe after the run ([`against`]). A run that could not list Stripe's events or store one
 //! fails the invocation (its Errors alarm) after the counts of what it did are emitted; the next
 //! run takes its window again.
 //!
