@@ -115,7 +115,9 @@ LEADING_KEYS: dict[str, list[str]] = {
 #                  Stripe account's token bucket (stripe_charges::client::BUCKET_PK)
 #   WalletApiRole  wallet_api::table_reads() (the wallets' partitions) and the token bucket
 #   CatchUpRole    stripe_charges::catch_up::scheduled::table_reads() (its checkpoint, beside
-#                  the token bucket); it never reads a message (its puts are conditional)
+#                  the token bucket) and wallet_ledger::ledger::reads::stripe_reconcile_reads()
+#                  (the ledger reconciled against Stripe: the registry, wallets, payment index);
+#                  it never reads a message (its puts are conditional)
 # The token bucket is only written (conditional UpdateItems returning the item); its read grant
 # is kept as the charge role had it.
 # The ingest role and WalletApiCallerRole read nothing of the table (no entry: any read fails).
@@ -139,7 +141,7 @@ LEADING_READS: dict[str, dict[str, list[str]]] = {
         "index": ["AUTOPAY#ATTEMPT#*", "AUTOPAY#RECURRING#*", "WALLET#HOLDS#*"],
     },
     "WalletApiRole": {"table": ["WALLET#*", "PROVIDER#stripe"], "index": []},
-    "CatchUpRole": {"table": ["PROVIDER#stripe"], "index": []},
+    "CatchUpRole": {"table": ["PROVIDER#stripe", "WALLET#*", "WALLETS", "PAYMENT#*"], "index": []},
 }
 # The read actions each role's code uses, on the table and on the index (a Scan is not among
 # them: ALLOWED_SCANS). Granted exactly: one missing is AccessDenied in AWS (the deliver
@@ -154,7 +156,7 @@ READ_ACTIONS: dict[str, dict[str, set[str]]] = {
     },
     "ChargeRole": {"table": {"dynamodb:GetItem", "dynamodb:Query"}, "index": {"dynamodb:Query"}},
     "WalletApiRole": {"table": {"dynamodb:GetItem", "dynamodb:Query"}, "index": set()},
-    "CatchUpRole": {"table": {"dynamodb:GetItem"}, "index": set()},
+    "CatchUpRole": {"table": {"dynamodb:GetItem", "dynamodb:Query"}, "index": set()},
 }
 # Roles that may Scan the table, with the reason. A Scan has no partition key: a LeadingKeys
 # condition does not limit it (ForAllValues over no keys holds), so it must be a statement of

@@ -29,6 +29,9 @@
 //! - [`stripe_catch_up`]: webhooks Stripe gave up on, caught up from its events API (by the
 //!   operator's catch-up and by the scheduled catch-up function's handler), credited once; their
 //!   late delivery changes nothing.
+//! - [`stripe_reconcile`]: the ledger against Stripe's own payments: a clean month, a payment
+//!   whose webhooks were dropped (paid, not credited until the catch-up), a forged row, an
+//!   amount that differs, a bank debit still processing (no difference).
 //! - [`stripe_client`]: the Stripe client against the local Stripe stand-in: the decline cards,
 //!   a top-up's Checkout Session (its faults are in `faults::stripe`).
 //! - [`checkout_topup`]: a hosted top-up created through the Stripe module, paid on the
@@ -63,6 +66,7 @@ mod secrets;
 mod smoke;
 mod stripe_catch_up;
 mod stripe_client;
+mod stripe_reconcile;
 mod template;
 mod wallet;
 mod wallet_api;

@@ -290,6 +290,7 @@ async fn the_scheduled_catch_up_heals_a_gap_in_webhooks_once_and_its_next_run_fi
             source: "stripe".into(),
             key_livemode: Some(false),
         },
+        against: None,
         clock: clock.clone(),
         metrics: metrics.clone(),
     };

@@ -3,7 +3,8 @@
 //! against the invocation's deadline; then its counts by outcome (namespace
 //! `WebhookIngestor/CatchUp`: `CaughtUp`, `AlreadyHad`, `Refused`, `LeftForNextRun`,
 //! `StripeRequests`, `StripeRateLimited`) emitted after the writes that made them true, and the
-//! report as the invocation's result. A run that could not list Stripe's events or store one
+//! report as the invocation's result; about hourly ([`against::due`]) the ledger reconciled
+//! against Stripe after the run ([`against`]). A run that could not list Stripe's events or store one
 //! fails the invocation (its Errors alarm) after the counts of what it did are emitted; the next
 //! run takes its window again.
 //!
@@ -20,6 +21,8 @@
 //! It never verifies a signature, so it is given no signing secret: the Stripe source is set up
 //! with a random secret made at start and never shown (it signs nothing, and nothing it could
 //! verify exists).
+
+pub mod against;
 
 use inbox_core::clock::{Clock, SystemClock};
 use inbox_core::config::{catalog, vars, ConfigError, Env};
@@ -41,9 +44,12 @@ use stripe_charges::events::StripeEvents;
 use stripe_charges::transport::Transport;
 use stripe_charges::{HttpTransport, StripeClient, StripeConfig};
 
-/// The scheduled run, its clock and where its metrics go.
+/// The scheduled run, the reconciliation against Stripe after it, its clock and where its
+/// metrics go.
 pub struct Service<T, B, S, C, K> {
     pub scheduled: Scheduled<T, B, S, C>,
+    /// `None`: no reconciliation (tests of the catch-up alone).
+    pub against: Option<against::Against<T, B>>,
     pub clock: K,
     pub metrics: Arc<dyn MetricSink>,
 }
@@ -87,11 +93,17 @@ pub async fn build() -> Result<Deployed, ConfigError> {
     let table = DynamoTable::new(fail_fast_client(&sdk), env.required(&catalog::TABLE_NAME)?)
         .with_bodies(bodies.s3(&sdk));
     let stripe = StripeConfig::read(&env, &sdk).await?;
-    let client =
+    let client = || {
         StripeClient::from_config(&stripe, table.clone()).map_err(|e| ConfigError::Invalid {
             var: "STRIPE_API_BASE",
             reason: format!("no TLS configuration for the Stripe client: {e}"),
-        })?;
+        })
+    };
+    let against = against::Against {
+        payments: stripe_charges::reconcile::StripePayments::on(client()?),
+        options: Default::default(),
+    };
+    let client = client()?;
     let ingestor = Ingestor::new(sources, table, SystemClock, max_body, retention_days);
     Ok(Service {
         scheduled: Scheduled {
@@ -104,6 +116,7 @@ pub async fn build() -> Result<Deployed, ConfigError> {
             source,
             key_livemode: stripe.key.livemode(),
         },
+        against: Some(against),
         clock: SystemClock,
         metrics: Arc::new(EmfWriter::stdout()),
     })
@@ -141,6 +154,7 @@ where
     C: Clock,
     K: Clock,
 {
+    let now = service.clock.now_millis();
     let run = service
         .scheduled
         .run(&service.clock, deadline_ms)
@@ -149,7 +163,17 @@ where
     service
         .metrics
         .emit(service.clock.now_millis(), &run.metrics());
-    let value = report(&run);
+    let mut value = report(&run);
+    if let Some(a) = service.against.as_ref().filter(|_| against::due(now)) {
+        let (done, metrics) = against::run(
+            a,
+            service.scheduled.ingestor.store(),
+            service.clock.now_millis(),
+        )
+        .await;
+        service.metrics.emit(service.clock.now_millis(), &metrics);
+        value["stripe_reconcile"] = against::summary(&done);
+    }
     tracing::info!(report = %value, "stripe catch-up run");
     match &run.failed {
         Some(why) => Err(format!(

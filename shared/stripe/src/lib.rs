@@ -25,6 +25,8 @@
 //! - [`checkout`]: [`StripeCheckout`], the wallet API's Checkout Sessions on the client.
 //! - [`events`]: [`events::StripeEvents`], Stripe's events listed on the client; [`catch_up`]:
 //!   the events the inbox lacks stored through the core's own put (`inboxctl stripe catch-up`).
+//! - [`reconcile`]: [`reconcile::StripePayments`], Stripe's PaymentIntents listed and retrieved
+//!   for the ledger's reconciliation against Stripe.
 //!
 //! Why a thin client and not `async-stripe`: measured in `docs/autopay.md` ("The Stripe
 //! client").
@@ -39,6 +41,7 @@ pub mod events;
 pub mod form;
 pub mod http;
 pub mod metrics;
+pub mod reconcile;
 pub mod retry;
 #[cfg(test)]
 mod script;

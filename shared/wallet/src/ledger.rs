@@ -83,6 +83,11 @@ impl<'s, S: ItemStore> Ledger<'s, S> {
             .map(|(w, _)| w))
     }
 
+    /// The registry alone (no scan): [`balance::registry`].
+    pub async fn registry(&self) -> Result<(bool, Vec<TenantId>), StoreError> {
+        balance::registry(self.store).await
+    }
+
     /// The tenants with a wallet (the registry, and a scan until it is complete):
     /// [`balance::tenants`].
     pub async fn tenants(&self) -> Result<Tenants, StoreError> {

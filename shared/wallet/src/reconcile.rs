@@ -40,6 +40,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+pub mod provider;
 mod report;
 pub use report::{Mismatch, OrphanEntry, ReconcileReport, StaleHold, UnreadableWallet};
 

@@ -184,6 +184,16 @@ pub async fn tenants<S: ItemStore>(store: &S) -> Result<Tenants, StoreError> {
     })
 }
 
+/// The registry alone, never a scan: whether it is marked complete, and its tenants (what a
+/// reader without the right to scan, the Stripe reconciliation, reads).
+pub async fn registry<S: ItemStore>(store: &S) -> Result<(bool, Vec<TenantId>), StoreError> {
+    let complete = store
+        .get_item(REGISTRY_PK, REGISTRY_COMPLETE_SK)
+        .await?
+        .is_some();
+    Ok((complete, registered(store).await?.into_iter().collect()))
+}
+
 /// The tenants in the registry.
 async fn registered<S: ItemStore>(store: &S) -> Result<BTreeSet<TenantId>, StoreError> {
     Ok(store

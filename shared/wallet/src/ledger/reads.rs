@@ -44,6 +44,17 @@ pub fn reconcile_reads() -> Vec<String> {
     ]
 }
 
+/// What the reconciliation against Stripe reads ([`crate::reconcile::provider::pass`], run by
+/// the catch-up function): the wallet registry (never a scan), the wallets' partitions (the
+/// wallet, its payment rows) and the payments' index items (a payment's tenant).
+pub fn stripe_reconcile_reads() -> Vec<String> {
+    vec![
+        prefix(&wallet_pk("")),
+        REGISTRY_PK.to_owned(),
+        prefix(&payment_index_key("").0),
+    ]
+}
+
 /// The open-index partitions the reconciliation queries: the unmatched payments' one shard and
 /// the autopay attempts' shards (the overdue ones: [`crate::autopay::overdue`]).
 pub fn reconcile_index_reads() -> Vec<String> {

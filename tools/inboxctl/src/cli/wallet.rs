@@ -178,4 +178,12 @@ pub struct WalletReconcileArgs {
     /// A hold older than this many hours with no terminal event counts as stale.
     #[arg(long, value_name = "N", default_value_t = 24)]
     pub stale_after_hours: u32,
+    /// Also compare the ledger with Stripe's own payments (the configured Stripe key): paid in
+    /// Stripe but not credited, credited but not in Stripe, amounts or refunds that differ.
+    #[arg(long)]
+    pub stripe: bool,
+    /// With --stripe: the PaymentIntents created in the last N days (and the ledger's rows
+    /// credited in them).
+    #[arg(long, value_name = "N", default_value_t = 7, requires = "stripe")]
+    pub days: u32,
 }

@@ -31,6 +31,7 @@
 //! reply carries a Content-Security-Policy allowing only the console's own script; maud escapes
 //! every value; signature header values and destination secrets are never rendered ([`mask`]).
 
+mod against;
 mod bulk;
 mod charts;
 mod copy;
@@ -311,6 +312,7 @@ impl Console<'_> {
             (true, "/destination/retry") => destinations::retry(self, session, &req.form).await,
             (false, "/destination/chart") => charts::destination(self, &req.query).await,
             (false, "/wallets") => wallets::list(self, session).await,
+            (false, "/wallets/stripe") => against::page(self).await,
             (true, "/wallet/bind") => wallets::bind(self, session, &req.form).await,
             (true, "/wallet/dismiss") => dismiss::dismiss(self, session, &req.form).await,
             (false, "/wallet") => wallets::one(self, &req.query).await,

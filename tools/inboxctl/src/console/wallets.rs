@@ -62,6 +62,7 @@ pub async fn list(console: &Console<'_>, session: &Session) -> Result<Reply> {
         open.iter().map(|p| view(p, now, window)).collect();
     let body = html! {
         h1 { "Wallets" }
+        p { a #compare-stripe href="/wallets/stripe" { "Compare the ledger with Stripe" } " (the last 7 days' payments; read-only)" }
         @if !tenants.registry_complete && !tenants.unregistered.is_empty() {
             (layout::notice(&format!("{} wallet(s) are not in the registry yet (inboxctl wallet reindex registers them).", tenants.unregistered.len())))
         }

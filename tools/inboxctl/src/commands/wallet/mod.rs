@@ -21,6 +21,7 @@
 //! `balance` and `reindex`;
 //! [`view`] presents a wallet, [`ledger`] the entries and rows, [`reconcile`] the report.
 
+pub(crate) mod against;
 pub(crate) mod autopay;
 mod backfill;
 pub(crate) mod ledger;

@@ -1,7 +1,8 @@
 //! `inboxctl wallet reconcile`: the ledger's reconciliation of every wallet, as a report; exit 1
 //! when anything does not reconcile, or a payment waited unmatched longer than
 //! `RECONCILE_UNMATCHED_AFTER_MINUTES`. Entries are checked against the inbox within
-//! `DELIVERY_RETENTION_DAYS` (the messages' retention), as the reconcile function does.
+//! `DELIVERY_RETENTION_DAYS` (the messages' retention), as the reconcile function does. With
+//! `--stripe`, the ledger is also compared with Stripe's own payments ([`super::against`]).
 
 use crate::cli::WalletReconcileArgs;
 use crate::context::Context;
@@ -116,6 +117,10 @@ pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> R
         "reconciling the wallets in table {}",
         store.table()
     ))?;
+    let stripe = match args.stripe {
+        true => Some(super::against::compare_with_stripe(ctx, &store, now, args.days).await?),
+        false => None,
+    };
     if ctx.json() {
         let mut out = json!({
             "clean": report.is_clean(),
@@ -128,16 +133,31 @@ pub(super) async fn reconcile_all(ctx: &Context, args: WalletReconcileArgs) -> R
         if let (Some(o), Value::Object(r)) = (out.as_object_mut(), serde_json::to_value(&report)?) {
             o.extend(r);
         }
+        if let Some(s) = &stripe {
+            out["clean"] = json!(report.is_clean() && s.is_clean());
+            out["stripe"] = serde_json::to_value(s)?;
+            out["stripe"]["days"] = json!(args.days);
+        }
         print_json(&out)?;
     } else {
         print_report(&report, now, args.stale_after_hours)?;
         print_unmatched(&report, now, unmatched_after_ms)?;
         print_overdue(&report, now)?;
+        if let Some(s) = &stripe {
+            super::against::print(s, args.days)?;
+        }
     }
-    if report.is_clean() {
+    let mut problems = Vec::new();
+    if !report.is_clean() {
+        problems.push(verdict(&report));
+    }
+    if let Some(s) = stripe.as_ref().filter(|s| !s.is_clean()) {
+        problems.push(super::against::verdict(s));
+    }
+    if problems.is_empty() {
         Ok(())
     } else {
-        Err(failed(verdict(&report)))
+        Err(failed(problems.join("; ")))
     }
 }
 
