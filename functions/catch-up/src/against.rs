@@ -16,9 +16,10 @@ use inbox_core::metrics::Metric;
 use inbox_core::outbox::bucket::shared::SharedBucket;
 use inbox_core::store::ItemStore;
 use serde_json::{json, Value};
+use std::collections::HashSet;
 use stripe_charges::reconcile::StripePayments;
 use stripe_charges::transport::Transport;
-use wallet_ledger::reconcile::provider::pass::{compare, Options, ProviderReport};
+use wallet_ledger::reconcile::provider::pass::{compare_after, Options, ProviderReport};
 use wallet_ledger::{Ledger, METRICS_NAMESPACE};
 
 /// The metric of a pass that could not finish.
@@ -37,16 +38,25 @@ pub struct Against<T, B> {
     pub options: Options,
 }
 
-/// One pass at `now_ms`: its report (or why none) and its metrics.
+/// One pass at `now_ms`, right after a catch-up run that stored the events of the intents
+/// `in_flight` (not yet credited: the stream is processing them): its report (or why none) and
+/// its metrics.
 pub async fn run<T: Transport, B: SharedBucket, S: ItemStore>(
     against: &Against<T, B>,
     store: &S,
     now_ms: i64,
+    in_flight: &HashSet<String>,
 ) -> (Result<ProviderReport, String>, Vec<Metric>) {
     let ledger = Ledger::new(store);
-    let done = compare(&against.payments, &ledger, now_ms / 1000, against.options)
-        .await
-        .map_err(|e| e.to_string());
+    let done = compare_after(
+        &against.payments,
+        &ledger,
+        now_ms / 1000,
+        against.options,
+        in_flight,
+    )
+    .await
+    .map_err(|e| e.to_string());
     let mut metrics = against.payments.take_metrics();
     match &done {
         Ok(report) => metrics.extend(report.metrics()),

@@ -165,10 +165,18 @@ where
         .emit(service.clock.now_millis(), &run.metrics());
     let mut value = report(&run);
     if let Some(a) = service.against.as_ref().filter(|_| against::due(now)) {
+        let in_flight = run
+            .report
+            .events
+            .iter()
+            .filter(|e| e.verdict == stripe_charges::catch_up::Verdict::New)
+            .filter_map(|e| e.intent.clone())
+            .collect();
         let (done, metrics) = against::run(
             a,
             service.scheduled.ingestor.store(),
             service.clock.now_millis(),
+            &in_flight,
         )
         .await;
         service.metrics.emit(service.clock.now_millis(), &metrics);

@@ -65,6 +65,25 @@ pub struct Decided {
     pub event_type: String,
     pub created: i64,
     pub verdict: Verdict,
+    /// The PaymentIntent the event is about (`data.object` when it is one, or the charge's
+    /// `payment_intent`), when it names one: a reconciliation right after the run knows which
+    /// payments the stream is crediting this moment.
+    pub intent: Option<String>,
+}
+
+/// The PaymentIntent an event's body is about, if any.
+pub fn intent_of(body: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let object = v.pointer("/data/object")?;
+    let id = object.get("id").and_then(|i| i.as_str());
+    match id {
+        Some(id) if id.starts_with("pi_") => Some(id.to_owned()),
+        _ => object
+            .get("payment_intent")
+            .and_then(|i| i.as_str())
+            .filter(|i| i.starts_with("pi_"))
+            .map(str::to_owned),
+    }
 }
 
 /// What a run found and did.
@@ -216,7 +235,9 @@ where
                 }
             },
         };
+        let intent = intent_of(&event.body);
         report.events.push(Decided {
+            intent,
             id: event.id,
             event_type: event.event_type,
             created: event.created,

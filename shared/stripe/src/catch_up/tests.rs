@@ -202,3 +202,14 @@ async fn a_store_outage_stops_the_run_with_what_it_decided() {
     );
     assert_eq!(ing.store().message_count(), 0);
 }
+
+#[test]
+fn an_event_names_the_payment_intent_it_is_about() {
+    let intent = br#"{"id":"evt_1","data":{"object":{"id":"pi_1","object":"payment_intent"}}}"#;
+    let charge = br#"{"id":"evt_2","data":{"object":{"id":"ch_1","payment_intent":"pi_2"}}}"#;
+    let customer = br#"{"id":"evt_3","data":{"object":{"id":"cus_1"}}}"#;
+    assert_eq!(intent_of(intent).as_deref(), Some("pi_1"));
+    assert_eq!(intent_of(charge).as_deref(), Some("pi_2"));
+    assert_eq!(intent_of(customer), None);
+    assert_eq!(intent_of(b"not json"), None);
+}

@@ -191,6 +191,20 @@ pub async fn compare<P: Provider, B: Book>(
     now_s: i64,
     options: Options,
 ) -> Result<ProviderReport, PassError> {
+    compare_after(provider, book, now_s, options, &HashSet::new()).await
+}
+
+/// [`compare`], right after a catch-up stored the events of the intents `in_flight`: the stream
+/// is crediting those this moment, so an intent among them that is paid and not yet credited
+/// waits for the next pass (an hour later) instead of being reported; if it is still not
+/// credited then, it is.
+pub async fn compare_after<P: Provider, B: Book>(
+    provider: &P,
+    book: &B,
+    now_s: i64,
+    options: Options,
+    in_flight: &HashSet<String>,
+) -> Result<ProviderReport, PassError> {
     let created_gte = now_s - options.window_secs;
     let listed = provider.list(created_gte).await?;
     let mut report = ProviderReport {
@@ -202,11 +216,13 @@ pub async fn compare<P: Provider, B: Book>(
     for r in listed.iter().filter(|r| r.tenant.is_some()) {
         report.product += 1;
         let b = book.booked(&r.id).await?;
-        report.record(
-            decide(Some(r), b.as_ref(), now_s, options.grace_secs),
-            Some(r),
-            b.as_ref(),
-        );
+        let verdict = match decide(Some(r), b.as_ref(), now_s, options.grace_secs) {
+            Verdict::Differs(Kind::PaidNotCredited) if in_flight.contains(&r.id) => {
+                Verdict::Wait("its event was caught up moments ago")
+            }
+            v => v,
+        };
+        report.record(verdict, Some(r), b.as_ref());
     }
     let credited = book
         .credited_since(created_gte.saturating_mul(1000))

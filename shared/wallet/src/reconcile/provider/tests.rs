@@ -1,7 +1,7 @@
-use super::pass::{compare, Book, Credited, Options, Provider, ProviderError};
+use super::pass::{compare, compare_after, Book, Credited, Options, Provider, ProviderError};
 use super::*;
 use crate::ledger::LedgerError;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const NOW: i64 = 1_800_000_000;
@@ -296,4 +296,34 @@ async fn stripe_down_is_an_error_not_a_clean_report() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("HTTP 500"), "{err}");
+}
+
+#[tokio::test]
+async fn a_payment_whose_event_was_just_caught_up_waits_one_pass_then_is_reported() {
+    let stripe = FakeStripe {
+        intents: vec![
+            intent("pi_caught", Status::Succeeded, 2500, OLD),
+            intent("pi_lost", Status::Succeeded, 700, OLD),
+        ],
+        ..FakeStripe::default()
+    };
+    let in_flight: HashSet<String> = ["pi_caught".to_owned()].into();
+    let report = compare_after(&stripe, &book(&[]), NOW, Options::default(), &in_flight)
+        .await
+        .unwrap();
+    let kinds: Vec<(Kind, &str)> = report
+        .differences
+        .iter()
+        .map(|d| (d.kind, d.payment.as_str()))
+        .collect();
+    assert_eq!(kinds, [(Kind::PaidNotCredited, "pi_lost")]);
+    assert_eq!(
+        report.waiting.get("its event was caught up moments ago"),
+        Some(&1)
+    );
+    // The next pass (nothing caught up by it): still not credited, so reported.
+    let later = compare(&stripe, &book(&[]), NOW + 3600, Options::default())
+        .await
+        .unwrap();
+    assert_eq!(later.differences.len(), 2, "{later:?}");
 }

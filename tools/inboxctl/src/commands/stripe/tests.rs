@@ -87,6 +87,7 @@ fn the_report_says_what_was_missing_and_what_was_refused() {
         event_type: t.into(),
         created,
         verdict,
+        intent: None,
     };
     let report = Report {
         events: vec![
