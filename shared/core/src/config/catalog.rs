@@ -267,19 +267,43 @@ pub const DELIVERY_MAX_WAIT_MS: Var = Var {
               longer waits defer it (no attempt counted)",
 };
 
-pub const BREAKER_FAILURES: Var = Var {
-    name: "BREAKER_FAILURES",
+pub const BREAKER_WINDOW_MS: Var = Var {
+    name: "BREAKER_WINDOW_MS",
     read_by: ReadBy::Only(&[DELIVER]),
-    unset: Unset::Default("5"),
-    meaning: "consecutive failures (5xx, 408, timeouts, connection errors) that open a \
-              destination's circuit",
+    unset: Unset::Default("60000"),
+    meaning: "the sliding window a destination's failure rate is measured over, ms (two buckets \
+              of half of it: the last half window to the last window of attempts)",
+};
+
+pub const BREAKER_MIN_REQUESTS: Var = Var {
+    name: "BREAKER_MIN_REQUESTS",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Default("10"),
+    meaning: "the fewest attempts in the window that may open a destination's circuit",
+};
+
+pub const BREAKER_FAILURE_RATE: Var = Var {
+    name: "BREAKER_FAILURE_RATE",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Default("80"),
+    meaning: "the failure rate, percent (1-100), of the window's attempts (failures: 5xx, 408, \
+              timeouts, connection errors) that opens a destination's circuit; the same rate of \
+              a half-open circuit's probes re-opens it",
+};
+
+pub const BREAKER_HALF_OPEN_PROBES: Var = Var {
+    name: "BREAKER_HALF_OPEN_PROBES",
+    read_by: ReadBy::Only(&[DELIVER]),
+    unset: Unset::Default("3"),
+    meaning: "deliveries a half-open circuit lets through after its cool-down; it closes when \
+              their failure rate stays under `BREAKER_FAILURE_RATE`",
 };
 
 pub const BREAKER_COOLDOWN_MS: Var = Var {
     name: "BREAKER_COOLDOWN_MS",
     read_by: ReadBy::Only(&[DELIVER]),
     unset: Unset::Default("30000"),
-    meaning: "how long an open circuit sends nothing before one probe, ms (the first cool-down: \
+    meaning: "how long an open circuit sends nothing before its probes, ms (the first cool-down: \
               it grows with the outage up to `BREAKER_MAX_COOLDOWN_MS`)",
 };
 
@@ -359,7 +383,10 @@ pub const ALL: &[&Var] = &[
     &DESTINATION_CACHE_MS,
     &DELIVERY_CONCURRENCY,
     &DELIVERY_MAX_WAIT_MS,
-    &BREAKER_FAILURES,
+    &BREAKER_WINDOW_MS,
+    &BREAKER_MIN_REQUESTS,
+    &BREAKER_FAILURE_RATE,
+    &BREAKER_HALF_OPEN_PROBES,
     &BREAKER_COOLDOWN_MS,
     &BREAKER_MAX_COOLDOWN_MS,
     &BREAKER_DISABLE_AFTER_MS,

@@ -9,9 +9,10 @@
 //!   for the same reason leaves it as it is (no write). A failed attempt whose retry would meet
 //!   an open circuit is parked in the write that records it (`record.rs`).
 //! - **Probed** ([`Deliverer::sweep_parked`], each minute): the open circuit of an active
-//!   destination with a backlog, once cooled down ([`super::breaker::cooldown_of`]), gets one
-//!   probe: the sweep re-drives the oldest parked delivery whose retry is due (an attempt of its
-//!   own schedule: time parked consumes none of its attempts).
+//!   destination with a backlog, once cooled down ([`super::breaker::cooldown_of`]), gets its
+//!   half-open probes (`BREAKER_HALF_OPEN_PROBES`, fewer if some are still out): the sweep
+//!   re-drives the oldest parked deliveries whose retries are due (each an attempt of its own
+//!   schedule: time parked consumes none of its attempts).
 //! - **Released** ([`release`]): when its circuit is closed (a probe succeeded: the worker whose
 //!   success closed it releases at once, then the sweep each minute), oldest first, at the
 //!   destination's rate: the i-th released is due `i / rate` after the first, a minute's worth
@@ -354,12 +355,21 @@ impl<P: DeliveryPorts> Deliverer<P> {
                     release(&self.store, queue, &dest.id, rate, now, now, n, why).await?;
             }
             Admit::Probe { .. } => {
-                let probe = parked
+                // As many as the half-open circuit lets through (fewer if some are out).
+                let out = if state.circuit.probe_until.is_some_and(|t| t > now) {
+                    state.circuit.probes
+                } else {
+                    0
+                };
+                let spare = self.config.breaker.half_open_probes.max(1).saturating_sub(out);
+                let probes: Vec<Work> = parked
                     .iter()
-                    .find(|i| i.next_attempt_at.is_none_or(|t| t.get() <= now))
-                    .and_then(super::work_of);
-                if let Some(w) = probe {
-                    report.probes = self.queues.redrive(&[w]).await?;
+                    .filter(|i| i.next_attempt_at.is_none_or(|t| t.get() <= now))
+                    .filter_map(super::work_of)
+                    .take(usize::try_from(spare.max(1)).unwrap_or(1))
+                    .collect();
+                if !probes.is_empty() {
+                    report.probes = self.queues.redrive(&probes).await?;
                 }
             }
             Admit::Hold { .. } => {}

@@ -374,10 +374,16 @@ impl<P: DeliveryPorts> Deliverer<P> {
             Admit::Probe { opened_at, until } => {
                 if !self
                     .store
-                    .claim_probe(&dest.id, opened_at.into(), until.into(), now.into())
+                    .claim_probe(
+                        &dest.id,
+                        opened_at.into(),
+                        until.into(),
+                        now.into(),
+                        self.config.breaker.half_open_probes,
+                    )
                     .await?
                 {
-                    // Another worker probes: its result releases the backlog or keeps it.
+                    // The probes are out: their results release the backlog or keep it.
                     return self.park(d, ParkReason::Circuit, now).await;
                 }
             }

@@ -13,6 +13,7 @@
 pub mod body;
 mod bucket;
 mod cancel;
+mod circuit;
 mod client;
 mod contention;
 mod effects;
