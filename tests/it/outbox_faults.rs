@@ -249,7 +249,8 @@ async fn a_poison_destination_does_not_delay_the_others_and_its_circuit_opens() 
     rig.pending_deliveries("poison", "evt_p", 10).await;
     let config = DeliverConfig {
         breaker: BreakerConfig {
-            failures: 3,
+            min_requests: 3,
+            failure_rate: 50,
             ..BreakerConfig::default()
         },
         concurrency: 20,
@@ -315,7 +316,10 @@ async fn failing_longer_than_the_setting_disables_the_destination_with_a_metric(
     let sink = Arc::new(RecordingSink::new());
     let config = DeliverConfig {
         breaker: BreakerConfig {
-            failures: 1,
+            window: Duration::from_secs(60),
+            min_requests: 1,
+            failure_rate: 50,
+            half_open_probes: 1,
             cooldown: Duration::ZERO,
             max_cooldown: Duration::ZERO,
             disable_after: Duration::from_secs(60),

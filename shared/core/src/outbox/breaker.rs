@@ -10,10 +10,12 @@
 //! `min_requests` attempts and at least `failure_rate` percent of them failed, the circuit opens
 //! (the rule of resilience4j's `failureRateThreshold` / `minimumNumberOfCalls` and Polly's
 //! `FailureRatio` / `MinimumThroughput`): nothing is sent for a cool-down, then it is half-open:
-//! `half_open_probes` deliveries are let through (each a lease on the state item, so that no
-//! more are sent at once). As soon as so many probes failed that their failure rate reaches
-//! `failure_rate`, it re-opens for another cool-down; when all have answered below it, it closes
-//! and the window starts afresh (resilience4j's `permittedNumberOfCallsInHalfOpenState`).
+//! `half_open_probes` deliveries are let through, one at a time (a lease on the state item; the
+//! worker whose probe succeeded sends the next at once). As soon as the failure rate of the
+//! probes answered reaches `failure_rate` it re-opens for another cool-down (so a destination
+//! still down costs one probe per cool-down); when all have answered below it, it closes and the
+//! window starts afresh (resilience4j's `permittedNumberOfCallsInHalfOpenState`, whose probes go
+//! at once and are judged together).
 //!
 //! The cool-down is `cooldown` at first and grows with the outage ([`cooldown_of`]: a quarter of
 //! how long the destination had been failing without a success when the circuit last opened, at
@@ -48,9 +50,9 @@ pub struct BreakerConfig {
 impl Default for BreakerConfig {
     fn default() -> Self {
         Self {
-            window: Duration::from_secs(60),
-            min_requests: 10,
-            failure_rate: 80,
+            window: Duration::from_secs(120),
+            min_requests: 20,
+            failure_rate: 50,
             half_open_probes: 3,
             cooldown: Duration::from_secs(30),
             max_cooldown: Duration::from_secs(300),
@@ -84,9 +86,10 @@ pub struct Circuit {
     pub failing_since: Option<i64>,
     /// When the circuit opened; `None`: closed.
     pub opened_at: Option<i64>,
-    /// The latest probe's lease: a probe that never answers holds its place until then.
+    /// The probe's lease: a probe out holds the half-open circuit until then (one that never
+    /// answers, until it lapses); removed when it answered up.
     pub probe_until: Option<i64>,
-    /// Probes let through since the circuit (re-)opened.
+    /// Probes let through since the circuit (re-)opened (for operators).
     pub probes: u32,
     /// The probes' results so far.
     pub probes_up: u32,
@@ -135,10 +138,10 @@ impl Circuit {
 pub enum Admit {
     /// Closed: send.
     Send,
-    /// Half-open with a probe to spare: take one (conditional on `opened_at` and the probes
-    /// taken, [`BreakerConfig::half_open_probes`]), its lease until `until`, then send.
+    /// Half-open and no probe out: take the probe's lease until `until` (conditional on
+    /// `opened_at` and no other lease), then send.
     Probe { opened_at: i64, until: i64 },
-    /// Open (or its probes are all out): try again at this time, without counting an attempt.
+    /// Open (or a probe is out): try again at this time, without counting an attempt.
     Hold { until: i64 },
 }
 
@@ -160,8 +163,18 @@ pub enum Change {
     None,
     /// Count the attempt in the window's bucket `bucket` ([`window::bucket_of`]); `up`: a
     /// success (it ends the run of failures), else a failure (it starts one if none);
-    /// `probe`: also among the half-open circuit's probe results.
-    Count { up: bool, probe: bool, bucket: i64 },
+    /// `probe`: also among the half-open circuit's probe results; `roll`: the slot held an older
+    /// bucket when read (the store tries rolling it over first: one request, not two);
+    /// `reopen`: a failed probe that re-opens the circuit opened at this time whatever else
+    /// happens (the store re-opens it in the same write if it is still that opening, the probes
+    /// forgotten; else it counts only).
+    Count {
+        up: bool,
+        probe: bool,
+        bucket: i64,
+        roll: bool,
+        reopen: Option<i64>,
+    },
 }
 
 /// What the worker does to the circuit once its attempt is counted; each is conditional, so
@@ -187,15 +200,12 @@ pub fn admit(cfg: &BreakerConfig, c: &Circuit, now: i64, probe_lease: Duration) 
     if now < cooled {
         return Admit::Hold { until: cooled };
     }
-    let lease = now.saturating_add(millis(probe_lease));
     match c.probe_until {
-        // All out and none lapsed: their results decide.
-        Some(until) if c.probes >= cfg.half_open_probes.max(1) && until > now => {
-            Admit::Hold { until }
-        }
+        // One probe at a time: the next when this one answered (or its lease lapsed).
+        Some(until) if until > now => Admit::Hold { until },
         _ => Admit::Probe {
             opened_at,
-            until: lease,
+            until: now.saturating_add(millis(probe_lease)),
         },
     }
 }
@@ -208,10 +218,22 @@ pub fn after(cfg: &BreakerConfig, c: &Circuit, verdict: Verdict, now: i64) -> Ch
         Verdict::Up => true,
         Verdict::Down => false,
     };
+    let bucket = window::bucket_of(cfg.window, now);
+    let probe = c.state(cfg, now) == CircuitState::HalfOpen;
+    // Probes go one at a time: the failures read are all there are but this one.
+    let answered = Recent {
+        requests: c.probes_up.saturating_add(c.probes_down).saturating_add(1),
+        failures: c.probes_down.saturating_add(1),
+    };
+    let reopen = (probe && !up && answered.trips(1, cfg.failure_rate))
+        .then_some(c.opened_at)
+        .flatten();
     Change::Count {
         up,
-        probe: c.state(cfg, now) == CircuitState::HalfOpen,
-        bucket: window::bucket_of(cfg.window, now),
+        probe,
+        bucket,
+        roll: c.window.slots[window::slot_of(bucket)].is_none_or(|b| b.at < bucket),
+        reopen,
     }
 }
 
@@ -232,14 +254,13 @@ pub fn next(
         None => Move::Stay,
         // A probe's result on the opening it probed (not one since re-opened or closed).
         Some(from) if probe && read.opened_at == Some(from) => {
-            let n = cfg.half_open_probes.max(1);
-            let down = Recent {
-                requests: n,
+            let answered = Recent {
+                requests: c.probes_up.saturating_add(c.probes_down),
                 failures: c.probes_down,
             };
-            if down.trips(1, cfg.failure_rate) {
+            if answered.trips(1, cfg.failure_rate) {
                 Move::Reopen { from }
-            } else if c.probes_up.saturating_add(c.probes_down) >= n {
+            } else if answered.requests >= cfg.half_open_probes.max(1) {
                 Move::Close { from }
             } else {
                 Move::Stay
@@ -355,14 +376,14 @@ mod tests {
             (
                 open_at(0, 1, Some(40_000)),
                 31_000,
-                Admit::Probe { opened_at: 0, until: 41_000 },
-                "one out, one to spare",
+                Admit::Hold { until: 40_000 },
+                "one out: one at a time",
             ),
             (
-                open_at(0, 2, Some(41_000)),
+                open_at(0, 1, None),
                 32_000,
-                Admit::Hold { until: 41_000 },
-                "both out: their results decide",
+                Admit::Probe { opened_at: 0, until: 42_000 },
+                "the first answered up: the next",
             ),
             (
                 open_at(0, 2, Some(41_000)),
@@ -389,29 +410,43 @@ mod tests {
                 Circuit::default(),
                 Verdict::Up,
                 45_000,
-                Change::Count { up: true, probe: false, bucket: 1 },
+                Change::Count { up: true, probe: false, bucket: 1, roll: true, reopen: None },
                 "closed, a success: counted too",
             ),
             (
                 Circuit::default(),
                 Verdict::Down,
                 61_000,
-                Change::Count { up: false, probe: false, bucket: 2 },
+                Change::Count { up: false, probe: false, bucket: 2, roll: true, reopen: None },
                 "closed, a failure",
             ),
             (
                 open_at(0, 0, None),
                 Verdict::Down,
                 10_000,
-                Change::Count { up: false, probe: false, bucket: 0 },
+                Change::Count { up: false, probe: false, bucket: 0, roll: true, reopen: None },
                 "a late result while cooling down: no probe",
             ),
             (
                 open_at(0, 1, Some(40_000)),
                 Verdict::Up,
                 35_000,
-                Change::Count { up: true, probe: true, bucket: 1 },
+                Change::Count { up: true, probe: true, bucket: 1, roll: true, reopen: None },
                 "half-open: a probe's",
+            ),
+            (
+                open_at(0, 1, Some(40_000)),
+                Verdict::Down,
+                35_000,
+                Change::Count { up: false, probe: true, bucket: 1, roll: true, reopen: Some(0) },
+                "a failed probe: re-opens whatever the others say",
+            ),
+            (
+                Circuit { probes_up: 2, ..open_at(0, 3, Some(40_000)) },
+                Verdict::Down,
+                35_000,
+                Change::Count { up: false, probe: true, bucket: 1, roll: true, reopen: None },
+                "a failure after two up: 33 %, the rate decides after the count",
             ),
         ];
         for (c, verdict, now, change, why) in cases {
@@ -439,8 +474,8 @@ mod tests {
     #[test]
     fn next_opens_on_the_rate_and_decides_on_the_probes() {
         let cfg = cfg(); // at least 4, 50 %, 2 probes
-        let count = Change::Count { up: false, probe: false, bucket: 0 };
-        let probe = Change::Count { up: true, probe: true, bucket: 0 };
+        let count = Change::Count { up: false, probe: false, bucket: 0, roll: true, reopen: None };
+        let probe = Change::Count { up: true, probe: true, bucket: 0, roll: true, reopen: None };
         let closed = Circuit::default();
         let open = open_at(7, 0, None);
         // (change, read, counted, move, why)
@@ -452,20 +487,22 @@ mod tests {
             (count, closed, None, Move::Stay, "no answer"),
             (Change::None, closed, None, Move::Stay, "nothing counted"),
             (count, open, Some(probed(7, 0, 0)), Move::Stay, "open: counted only"),
-            (probe, open, Some(probed(7, 1, 0)), Move::Stay, "one probe answered of two"),
-            (probe, open, Some(probed(7, 2, 0)), Move::Close { from: 7 }, "both answered"),
-            (probe, open, Some(probed(7, 0, 1)), Move::Reopen { from: 7 }, "half failed: re-open"),
+            (probe, open, Some(probed(7, 1, 0)), Move::Stay, "one probe answered up of two"),
+            (probe, open, Some(probed(7, 2, 0)), Move::Close { from: 7 }, "both answered up"),
+            (probe, open, Some(probed(7, 0, 1)), Move::Reopen { from: 7 }, "the first failed"),
+            (probe, open, Some(probed(7, 1, 1)), Move::Reopen { from: 7 }, "half failed"),
             (probe, open, Some(probed(9, 0, 1)), Move::Stay, "re-opened meanwhile"),
             (probe, open, Some(closed), Move::Stay, "closed meanwhile (stays closed)"),
         ];
         for (change, read, c, mv, why) in cases {
             assert_eq!(next(&cfg, *change, read, c.as_ref(), 0), *mv, "{why}");
         }
-        // Three probes at 50 %: one failure of three keeps it closing, two re-open.
-        let three = BreakerConfig { half_open_probes: 3, ..cfg };
-        assert_eq!(next(&three, probe, &open, Some(&probed(7, 1, 1)), 0), Move::Stay);
-        assert_eq!(next(&three, probe, &open, Some(&probed(7, 2, 1)), 0), Move::Close { from: 7 });
-        assert_eq!(next(&three, probe, &open, Some(&probed(7, 0, 2)), 0), Move::Reopen { from: 7 });
+        // Three probes at 80 %: a failure after two successes (33 %) still closes; a first
+        // failure (100 %) re-opens.
+        let lenient = BreakerConfig { half_open_probes: 3, failure_rate: 80, ..cfg };
+        assert_eq!(next(&lenient, probe, &open, Some(&probed(7, 2, 1)), 0), Move::Close { from: 7 });
+        assert_eq!(next(&lenient, probe, &open, Some(&probed(7, 0, 1)), 0), Move::Reopen { from: 7 });
+        assert_eq!(next(&lenient, probe, &open, Some(&probed(7, 1, 0)), 0), Move::Stay);
     }
 
     #[test]
@@ -476,8 +513,8 @@ mod tests {
             failing_since: Some(500),
             ..Circuit::default()
         };
-        let down = Change::Count { up: false, probe: true, bucket: 0 };
-        let up = Change::Count { up: true, probe: true, bucket: 0 };
+        let down = Change::Count { up: false, probe: true, bucket: 0, roll: true, reopen: None };
+        let up = Change::Count { up: true, probe: true, bucket: 0, roll: true, reopen: None };
         let open = |since| Circuit { failing_since: Some(since), opened_at: Some(1), ..Circuit::default() };
         let closed = Circuit { failing_since: Some(1_000), ..Circuit::default() };
         /// The change, the circuit as counted, opens, now, since when it disables, why.
@@ -502,9 +539,22 @@ mod tests {
 
     /// Applies a count the way the store does.
     fn apply(c: &mut Circuit, change: Change, now: i64) {
-        let Change::Count { up, probe, bucket } = change else {
+        let Change::Count {
+            up,
+            probe,
+            bucket,
+            reopen,
+            ..
+        } = change
+        else {
             return;
         };
+        if reopen.is_some() && reopen == c.opened_at {
+            c.window.count(bucket, !up);
+            c.failures += 1;
+            apply_move(c, Move::Reopen { from: 0 }, now);
+            return;
+        }
         c.window.count(bucket, !up);
         if up {
             c.failures = 0;
@@ -516,6 +566,7 @@ mod tests {
         if probe {
             if up {
                 c.probes_up += 1;
+                c.probe_until = None;
             } else {
                 c.probes_down += 1;
             }
@@ -584,13 +635,13 @@ mod tests {
         }
 
         /// Down throughout: the circuit opens once enough requests failed, and from then on only
-        /// probes are sent: at most `half_open_probes` per cool-down.
+        /// probes are sent: one per cool-down.
         #[test]
         fn a_destination_down_is_sent_probes_only(n in 10usize..600) {
             let cfg = cfg();
             let (c, sent) = run(&cfg, &vec![false; n]);
             prop_assert!(c.opened_at.is_some());
-            let probes_most = (n as u64 / 30 + 1) * u64::from(cfg.half_open_probes);
+            let probes_most = n as u64 / 30 + 1;
             prop_assert!(sent as u64 <= u64::from(cfg.min_requests) + probes_most, "{}", sent);
         }
 

@@ -13,7 +13,7 @@
 
 use super::admin;
 use super::attempt::{self, AttemptResult};
-use super::breaker::{self, Move};
+use super::breaker::{self, Change, Move};
 use super::bucket::Rate;
 use super::cache::Loaded;
 use super::delivery::{
@@ -137,6 +137,11 @@ impl<P: DeliveryPorts> Deliverer<P> {
                     self.release_now(dest, now, "the circuit closed").await;
                 }
                 Move::Stay => {}
+            }
+        } else if let (Move::Stay, Change::Count { up: true, probe: true, .. }) = (to, change) {
+            // Half-open, the probes so far up: the next now, not at the next sweep.
+            if counted.is_some_and(|c| c.opened_at.is_some()) {
+                self.probe_next(&dest.id, now).await;
             }
         }
         let opens = moved && matches!(to, Move::Open | Move::Reopen { .. });

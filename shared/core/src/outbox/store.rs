@@ -165,7 +165,8 @@ pub trait OutboxStore: Send + Sync {
     /// worker's count: added to its window bucket's slot (conditional on the slot holding that
     /// bucket), else the slot rolled over to it (conditional on it holding an older one), else
     /// added anyway (a newer one: this worker's clock is behind); a success ends the run of
-    /// failures, a failure starts one; a probe's result is added to the probes'. The circuit after
+    /// failures, a failure starts one; a probe's result is added to the probes' (one up also frees
+    /// the probe's lease for the next). The circuit after
     /// it (`None` for [`Change::None`], which writes nothing).
     fn change_circuit(
         &self,
@@ -185,16 +186,14 @@ pub trait OutboxStore: Send + Sync {
         now: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Takes one of the half-open circuit's `most` probes, its lease until `until`, if the
-    /// circuit is still the one opened at `opened_at` and fewer than `most` were taken or the
-    /// latest lease lapsed at `now`.
+    /// Takes the half-open circuit's probe lease until `until` (and counts the probe), if the
+    /// circuit is still the one opened at `opened_at` and no probe holds the lease at `now`.
     fn claim_probe(
         &self,
         destination: &DestinationId,
         opened_at: Millis,
         until: Millis,
         now: Millis,
-        most: u32,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
@@ -308,8 +307,7 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
         opened_at: Millis,
         until: Millis,
         now: Millis,
-        most: u32,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).claim_probe(destination, opened_at, until, now, most)
+        (**self).claim_probe(destination, opened_at, until, now)
     }
 }

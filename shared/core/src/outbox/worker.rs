@@ -379,11 +379,10 @@ impl<P: DeliveryPorts> Deliverer<P> {
                         opened_at.into(),
                         until.into(),
                         now.into(),
-                        self.config.breaker.half_open_probes,
                     )
                     .await?
                 {
-                    // The probes are out: their results release the backlog or keep it.
+                    // Another worker probes: its result releases the backlog or keeps it.
                     return self.park(d, ParkReason::Circuit, now).await;
                 }
             }

@@ -374,7 +374,6 @@ async fn a_half_open_circuit_lets_one_probe_through_and_closes_on_its_success() 
             Millis::new(T0 - 30_000),
             Millis::new(T0 + 5_000),
             Millis::new(T0),
-            1,
         )
         .await
         .unwrap());

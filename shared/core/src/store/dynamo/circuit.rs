@@ -1,7 +1,8 @@
 //! The circuit breaker's writes on a destination's state item ([`crate::outbox::breaker`]):
 //! counts by `ADD` (conditional on the window's slot holding the attempt's bucket, so that a
-//! rolled-over slot is never added to and no concurrent count is lost), moves and probe claims by
-//! conditional `UpdateItem`s.
+//! rolled-over slot is never added to and no concurrent count is lost; a slot that holds an older
+//! bucket is rolled over by a `SET` conditional on that, tried first when the worker read it so),
+//! moves and probe claims by conditional `UpdateItem`s.
 
 use super::{classify, DynamoTable};
 use crate::clock::Millis;
@@ -64,6 +65,7 @@ impl DynamoTable {
         destination: &DestinationId,
         (up, probe, bucket): (bool, bool, i64),
         slot: Slot,
+        reopen: Option<i64>,
         now: Millis,
     ) -> UpdateItemFluentBuilder {
         let [at, requests, failures] = WINDOW_SLOTS[slot_of(bucket)];
@@ -81,8 +83,14 @@ impl DynamoTable {
             set.push("#since = if_not_exists(#since, :now)");
             add.push("#f :one");
         }
-        if probe {
+        if reopen.is_some() {
+            set.push("#opened = :now");
+            remove.extend(["#lease", "#probes", "#up", "#down"]);
+        } else if probe {
             add.push("#probed :one");
+            if up {
+                remove.push("#lease");
+            }
         }
         let mut expr = format!("SET {}", set.join(", "));
         if !add.is_empty() {
@@ -106,18 +114,37 @@ impl DynamoTable {
         } else {
             u = u.expression_attribute_values(":now", n(now.get()));
         }
-        if probe {
+        if let Some(from) = reopen {
+            u = u
+                .expression_attribute_names("#opened", OPENED_AT)
+                .expression_attribute_names("#lease", PROBE_UNTIL)
+                .expression_attribute_names("#probes", PROBES)
+                .expression_attribute_names("#up", PROBES_UP)
+                .expression_attribute_names("#down", PROBES_DOWN)
+                .expression_attribute_values(":from", n(from));
+        } else if probe {
             u = u.expression_attribute_names("#probed", if up { PROBES_UP } else { PROBES_DOWN });
+            if up {
+                u = u.expression_attribute_names("#lease", PROBE_UNTIL);
+            }
         }
+        let opening = if reopen.is_some() {
+            "#opened = :from AND "
+        } else {
+            ""
+        };
         match slot {
             Slot::Add => u
-                .condition_expression("#wat = :bucket")
+                .condition_expression(format!("{opening}#wat = :bucket"))
                 .expression_attribute_names("#wat", at)
                 .expression_attribute_values(":bucket", n(bucket)),
             Slot::Roll => u
-                .condition_expression("attribute_not_exists(#wat) OR #wat < :bucket")
+                .condition_expression(format!(
+                    "{opening}(attribute_not_exists(#wat) OR #wat < :bucket)"
+                ))
                 .expression_attribute_names("#wat", at)
                 .expression_attribute_values(":bucket", n(bucket)),
+            Slot::Force if reopen.is_some() => u.condition_expression("#opened = :from"),
             Slot::Force => u,
         }
     }
@@ -129,11 +156,32 @@ impl DynamoTable {
         change: Change,
         now: Millis,
     ) -> Result<Option<Circuit>, StoreError> {
-        let Change::Count { up, probe, bucket } = change else {
+        let Change::Count {
+            up,
+            probe,
+            bucket,
+            roll,
+            reopen,
+        } = change
+        else {
             return Ok(None);
         };
-        for slot in [Slot::Add, Slot::Roll, Slot::Force] {
-            let update = self.count_update(destination, (up, probe, bucket), slot, now);
+        let order = if roll {
+            [Slot::Roll, Slot::Add, Slot::Force]
+        } else {
+            [Slot::Add, Slot::Roll, Slot::Force]
+        };
+        // A failed probe that re-opens: in the same write, if the slot is as read and the
+        // circuit is still that opening; else as any count (the worker re-opens it after).
+        if reopen.is_some() {
+            let update = self.count_update(destination, (up, probe, bucket), order[0], reopen, now);
+            if let Some(out) = applied(update.send().await)? {
+                let circuit = out.attributes.as_ref().map(|i| worker_state(i).circuit);
+                return Ok(Some(circuit.unwrap_or_default()));
+            }
+        }
+        for slot in order {
+            let update = self.count_update(destination, (up, probe, bucket), slot, None, now);
             if let Some(out) = applied(update.send().await)? {
                 let circuit = out.attributes.as_ref().map(|i| worker_state(i).circuit);
                 return Ok(Some(circuit.unwrap_or_default()));
@@ -197,7 +245,6 @@ impl DynamoTable {
         &self,
         destination: &DestinationId,
         (opened_at, until, now): (Millis, Millis, Millis),
-        most: u32,
     ) -> Result<bool, StoreError> {
         let result = self
             .client
@@ -207,15 +254,13 @@ impl DynamoTable {
             .key(SK, s(STATE_SK))
             .update_expression("SET #probe = :until ADD #probes :one")
             .condition_expression(
-                "#opened = :opened AND (attribute_not_exists(#probes) OR #probes < :most \
-                 OR attribute_not_exists(#probe) OR #probe <= :now)",
+                "#opened = :opened AND (attribute_not_exists(#probe) OR #probe <= :now)",
             )
             .expression_attribute_names("#probe", PROBE_UNTIL)
             .expression_attribute_names("#probes", PROBES)
             .expression_attribute_names("#opened", OPENED_AT)
             .expression_attribute_values(":until", n(until.get()))
             .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":most", n(i64::from(most.max(1))))
             .expression_attribute_values(":opened", n(opened_at.get()))
             .expression_attribute_values(":now", n(now.get()))
             .send()

@@ -273,9 +273,8 @@ impl OutboxStore for DynamoTable {
         opened_at: Millis,
         until: Millis,
         now: Millis,
-        most: u32,
     ) -> Result<bool, StoreError> {
-        self.claim_probe_on(destination, (opened_at, until, now), most)
+        self.claim_probe_on(destination, (opened_at, until, now))
             .await
     }
 }

@@ -233,7 +233,14 @@ impl OutboxStore for MemoryStore {
         change: Change,
         now: Millis,
     ) -> Result<Option<Circuit>, StoreError> {
-        let Change::Count { up, probe, bucket } = change else {
+        let Change::Count {
+            up,
+            probe,
+            bucket,
+            roll,
+            reopen,
+        } = change
+        else {
             return Ok(None);
         };
         self.write()?;
@@ -244,10 +251,12 @@ impl OutboxStore for MemoryStore {
             let mut items = lock(&self.items);
             let item = Self::state_item(&mut items, destination);
             item.insert(KIND.into(), s(KIND_DESTINATION_STATE));
-            // The slot: added to when it holds the bucket (or a newer one), else rolled over
-            // (on DynamoDB after the add's condition failed: one more request).
+            // The slot: added to when it holds the bucket (or a newer one), else rolled over; on
+            // DynamoDB the one expected (`roll`) is tried first, the other after its condition
+            // failed: one more request.
             let [at, requests, failures] = WINDOW_SLOTS[slot_of(bucket)];
-            if get_n(item, at) != Some(bucket) {
+            let rolls = get_n(item, at).is_none_or(|held| held < bucket);
+            if rolls != roll {
                 self.writes.fetch_add(1, Ordering::SeqCst);
             }
             if get_n(item, at).is_none_or(|held| held < bucket) {
@@ -269,8 +278,22 @@ impl OutboxStore for MemoryStore {
                 item.entry(FAILING_SINCE.into())
                     .or_insert_with(|| n(now.get()));
             }
-            if probe {
+            let reopens = reopen.is_some() && get_n(item, OPENED_AT) == reopen;
+            if reopen.is_some() && !reopens {
+                // The folded re-open's condition failed: one more request.
+                self.writes.fetch_add(1, Ordering::SeqCst);
+            }
+            if reopens {
+                item.insert(OPENED_AT.into(), n(now.get()));
+                for gone in [PROBE_UNTIL, PROBES, PROBES_UP, PROBES_DOWN] {
+                    item.remove(gone);
+                }
+                self.circuit_openings.fetch_add(1, Ordering::SeqCst);
+            } else if probe {
                 add(item, if up { PROBES_UP } else { PROBES_DOWN }, 1);
+                if up {
+                    item.remove(PROBE_UNTIL);
+                }
             }
             worker_state(Some(item)).circuit
         };
@@ -323,20 +346,17 @@ impl OutboxStore for MemoryStore {
         opened_at: Millis,
         until: Millis,
         now: Millis,
-        most: u32,
     ) -> Result<bool, StoreError> {
         self.write()?;
         let mut items = lock(&self.items);
-        // `opened_at = :opened AND (attribute_not_exists(probes) OR probes < :most OR
-        // attribute_not_exists(probe_until) OR probe_until <= :now)` (never true of a missing
-        // item, which then stays missing).
+        // `opened_at = :opened AND (attribute_not_exists(probe_until) OR probe_until <= :now)`
+        // (never true of a missing item, which then stays missing).
         let Some(item) = items.get_mut(&state_key(destination)) else {
             return Ok(false);
         };
         let probes = get_n(item, PROBES).unwrap_or(0);
         let holds = get_n(item, OPENED_AT) == Some(opened_at.get())
-            && (probes < i64::from(most.max(1))
-                || get_n(item, PROBE_UNTIL).is_none_or(|p| p <= now.get()));
+            && get_n(item, PROBE_UNTIL).is_none_or(|p| p <= now.get());
         if holds {
             item.insert(PROBE_UNTIL.into(), n(until.get()));
             item.insert(PROBES.into(), n(probes + 1));

@@ -159,7 +159,7 @@ async fn the_circuit_counts_opens_once_lets_its_probes_through_and_closes() {
     );
     assert!(
         !store
-            .claim_probe(&did("crm"), M(5), M(100), M(10), 2)
+            .claim_probe(&did("crm"), M(5), M(100), M(10))
             .await
             .unwrap(),
         "nothing to probe: no state"
@@ -168,6 +168,8 @@ async fn the_circuit_counts_opens_once_lets_its_probes_through_and_closes() {
         up,
         probe: false,
         bucket,
+        roll: false,
+        reopen: None,
     };
     store
         .change_circuit(&did("crm"), count(false, 7), M(1))
@@ -205,23 +207,32 @@ async fn the_circuit_counts_opens_once_lets_its_probes_through_and_closes() {
     assert_eq!(store.circuit_openings(), 1);
 
     let crm = did("crm");
-    let claim = |opened, until, now| store.claim_probe(&crm, M(opened), M(until), M(now), 2);
+    let claim = |opened, until, now| store.claim_probe(&crm, M(opened), M(until), M(now));
     assert!(!claim(4, 100, 10).await.unwrap(), "another opening");
-    assert!(claim(5, 100, 10).await.unwrap(), "the first of two");
-    assert!(claim(5, 110, 20).await.unwrap(), "the second");
-    assert!(!claim(5, 200, 99).await.unwrap(), "both out");
-    assert!(claim(5, 300, 110).await.unwrap(), "the latest lease lapsed");
-    let probe = Change::Count {
-        up: false,
+    assert!(claim(5, 100, 10).await.unwrap(), "the first");
+    assert!(!claim(5, 110, 20).await.unwrap(), "one out");
+    let probe = |up| Change::Count {
+        up,
         probe: true,
         bucket: 9,
+        roll: false,
+        reopen: None,
     };
     let c = store
-        .change_circuit(&did("crm"), probe, M(120))
+        .change_circuit(&did("crm"), probe(true), M(30))
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((c.probes, c.probes_down), (3, 1));
+    assert_eq!((c.probes, c.probes_up, c.probe_until), (1, 1, None), "up: the lease is free");
+    assert!(claim(5, 200, 40).await.unwrap(), "the next");
+    assert!(!claim(5, 300, 199).await.unwrap(), "out");
+    assert!(claim(5, 300, 200).await.unwrap(), "its lease lapsed");
+    let c = store
+        .change_circuit(&did("crm"), probe(false), M(220))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((c.probes, c.probes_down, c.probe_until), (3, 1, Some(300)));
 
     assert!(
         !store
@@ -254,7 +265,7 @@ async fn the_circuit_counts_opens_once_lets_its_probes_through_and_closes() {
         Circuit::default(),
         "closed: the probes and the window forgotten"
     );
-    assert_eq!(c.failing_since, Some(3), "the run of failures is the counts' business");
+    assert_eq!(c.failing_since, Some(220), "the run of failures is the counts' business");
 }
 
 #[tokio::test]
