@@ -220,6 +220,15 @@ pub fn after(cfg: &BreakerConfig, c: &Circuit, verdict: Verdict, now: i64) -> Ch
     };
     let bucket = window::bucket_of(cfg.window, now);
     let probe = c.state(cfg, now) == CircuitState::HalfOpen;
+    // The common case costs no write: a success on a closed circuit whose window holds no
+    // failure (successes count from a window's first failure on; the rate is then, if anything,
+    // overestimated by the successes before it).
+    let healthy = c.opened_at.is_none()
+        && c.failing_since.is_none()
+        && c.recent(cfg, now).failures == 0;
+    if up && healthy {
+        return Change::None;
+    }
     // Probes go one at a time: the failures read are all there are but this one.
     let answered = Recent {
         requests: c.probes_up.saturating_add(c.probes_down).saturating_add(1),
@@ -406,12 +415,20 @@ mod tests {
         // (circuit read, verdict, now, change, why)
         let cases: &[(Circuit, Verdict, i64, Change, &str)] = &[
             (Circuit::default(), Verdict::Neutral, 0, Change::None, "429: nothing"),
+            (Circuit::default(), Verdict::Up, 45_000, Change::None, "closed, healthy, a success: no write"),
             (
-                Circuit::default(),
+                counted(1, 1, 45_000),
+                Verdict::Up,
+                45_000,
+                Change::Count { up: true, probe: false, bucket: 1, roll: false, reopen: None },
+                "closed, a failure in the window: counted",
+            ),
+            (
+                Circuit { failing_since: Some(1), ..Circuit::default() },
                 Verdict::Up,
                 45_000,
                 Change::Count { up: true, probe: false, bucket: 1, roll: true, reopen: None },
-                "closed, a success: counted too",
+                "a success ends a run of failures",
             ),
             (
                 Circuit::default(),

@@ -12,8 +12,8 @@
 //!   destination with a backlog, once cooled down ([`super::breaker::cooldown_of`]), gets a
 //!   probe: the sweep re-drives the oldest parked delivery whose retry is due (an attempt of its
 //!   own schedule: time parked consumes none of its attempts). A probe that succeeds while the
-//!   half-open circuit wants more (`BREAKER_HALF_OPEN_PROBES`) sends the next at once
-//!   ([`Deliverer::probe_next`]).
+//!   half-open circuit wants more (`BREAKER_HALF_OPEN_PROBES`) releases the next at once, the
+//!   oldest parked ([`Deliverer::probe_next`]).
 //! - **Released** ([`release`]): when its circuit is closed (a probe succeeded: the worker whose
 //!   success closed it releases at once, then the sweep each minute), oldest first, at the
 //!   destination's rate: the i-th released is due `i / rate` after the first, a minute's worth
@@ -329,14 +329,12 @@ impl<P: DeliveryPorts> Deliverer<P> {
     }
 
     /// After a probe that succeeded on a half-open circuit that wants more: the next probe now,
-    /// the oldest of the backlog whose retry is due (none: the next delivery that comes probes).
+    /// the oldest of the backlog released (due now: the wait its failure during the outage asked
+    /// for is not kept, as on any release; nothing parked: the next delivery that comes probes).
     pub(super) async fn probe_next(&self, dest: &DestinationId, now: i64) {
-        let shard = parked_shard(dest.as_str());
-        let sent = match self.store.due_work_items(&shard, Millis::new(i64::MAX), 10).await {
-            Ok(parked) => self.redrive_probe(&parked, now).await,
-            Err(e) => Err(e.into()),
-        };
-        if let Err(e) = sent {
+        let why = "the next probe";
+        let queue = Some(&self.queues);
+        if let Err(e) = release(&self.store, queue, dest, 1.0, now, now, 1, why).await {
             tracing::warn!(destination = %dest, error = %e, "the next probe was not sent: the sweep sends one");
         }
     }
