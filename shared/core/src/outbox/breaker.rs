@@ -185,9 +185,13 @@ pub enum Move {
     /// Open the closed circuit (the window's failure rate reached the threshold).
     Open,
     /// Re-open the circuit opened at `from` (its probes failed).
-    Reopen { from: i64 },
+    Reopen {
+        from: i64,
+    },
     /// Close the circuit opened at `from` (its probes answered).
-    Close { from: i64 },
+    Close {
+        from: i64,
+    },
 }
 
 /// Whether to send now; `probe_lease` is how long a probe holds its place (the request's
@@ -223,9 +227,8 @@ pub fn after(cfg: &BreakerConfig, c: &Circuit, verdict: Verdict, now: i64) -> Ch
     // The common case costs no write: a success on a closed circuit whose window holds no
     // failure (successes count from a window's first failure on; the rate is then, if anything,
     // overestimated by the successes before it).
-    let healthy = c.opened_at.is_none()
-        && c.failing_since.is_none()
-        && c.recent(cfg, now).failures == 0;
+    let healthy =
+        c.opened_at.is_none() && c.failing_since.is_none() && c.recent(cfg, now).failures == 0;
     if up && healthy {
         return Change::None;
     }
@@ -333,7 +336,12 @@ mod tests {
         let cases: &[(Option<i64>, Option<i64>, i64, &str)] = &[
             (None, None, 30_000, "closed"),
             (Some(0), Some(0), 30_000, "just opened"),
-            (Some(0), Some(2 * min), 30_000, "two minutes: still the first"),
+            (
+                Some(0),
+                Some(2 * min),
+                30_000,
+                "two minutes: still the first",
+            ),
             (Some(0), Some(4 * min), 60_000, "four minutes: a quarter"),
             (Some(0), Some(20 * min), 300_000, "twenty minutes: the most"),
             (Some(0), Some(24 * 60 * min), 300_000, "a day: the most"),
@@ -372,14 +380,22 @@ mod tests {
     #[test]
     fn admit_sends_closed_holds_open_and_lets_the_probes_through() {
         let cfg = cfg(); // 2 probes, 30 s
-        // (circuit, now, admit, why)
+                         // (circuit, now, admit, why)
         let cases: &[(Circuit, i64, Admit, &str)] = &[
             (Circuit::default(), 0, Admit::Send, "closed"),
-            (open_at(0, 0, None), 29_999, Admit::Hold { until: 30_000 }, "cooling down"),
+            (
+                open_at(0, 0, None),
+                29_999,
+                Admit::Hold { until: 30_000 },
+                "cooling down",
+            ),
             (
                 open_at(0, 0, None),
                 30_000,
-                Admit::Probe { opened_at: 0, until: 40_000 },
+                Admit::Probe {
+                    opened_at: 0,
+                    until: 40_000,
+                },
                 "cooled down: the first probe",
             ),
             (
@@ -391,13 +407,19 @@ mod tests {
             (
                 open_at(0, 1, None),
                 32_000,
-                Admit::Probe { opened_at: 0, until: 42_000 },
+                Admit::Probe {
+                    opened_at: 0,
+                    until: 42_000,
+                },
                 "the first answered up: the next",
             ),
             (
                 open_at(0, 2, Some(41_000)),
                 41_000,
-                Admit::Probe { opened_at: 0, until: 51_000 },
+                Admit::Probe {
+                    opened_at: 0,
+                    until: 51_000,
+                },
                 "a probe's lease lapsed: another",
             ),
         ];
@@ -405,64 +427,127 @@ mod tests {
             assert_eq!(admit(&cfg, c, *now, LEASE), *admit_, "{why}");
         }
         assert_eq!(open_at(0, 0, None).state(&cfg, 29_999), CircuitState::Open);
-        assert_eq!(open_at(0, 0, None).state(&cfg, 30_000), CircuitState::HalfOpen);
+        assert_eq!(
+            open_at(0, 0, None).state(&cfg, 30_000),
+            CircuitState::HalfOpen
+        );
         assert_eq!(CircuitState::HalfOpen.as_str(), "half-open");
     }
 
     #[test]
     fn after_counts_up_and_down_and_probes_and_nothing_else() {
         let cfg = cfg(); // buckets of 30 s
-        // (circuit read, verdict, now, change, why)
+                         // (circuit read, verdict, now, change, why)
         let cases: &[(Circuit, Verdict, i64, Change, &str)] = &[
-            (Circuit::default(), Verdict::Neutral, 0, Change::None, "429: nothing"),
-            (Circuit::default(), Verdict::Up, 45_000, Change::None, "closed, healthy, a success: no write"),
+            (
+                Circuit::default(),
+                Verdict::Neutral,
+                0,
+                Change::None,
+                "429: nothing",
+            ),
+            (
+                Circuit::default(),
+                Verdict::Up,
+                45_000,
+                Change::None,
+                "closed, healthy, a success: no write",
+            ),
             (
                 counted(1, 1, 45_000),
                 Verdict::Up,
                 45_000,
-                Change::Count { up: true, probe: false, bucket: 1, roll: false, reopen: None },
+                Change::Count {
+                    up: true,
+                    probe: false,
+                    bucket: 1,
+                    roll: false,
+                    reopen: None,
+                },
                 "closed, a failure in the window: counted",
             ),
             (
-                Circuit { failing_since: Some(1), ..Circuit::default() },
+                Circuit {
+                    failing_since: Some(1),
+                    ..Circuit::default()
+                },
                 Verdict::Up,
                 45_000,
-                Change::Count { up: true, probe: false, bucket: 1, roll: true, reopen: None },
+                Change::Count {
+                    up: true,
+                    probe: false,
+                    bucket: 1,
+                    roll: true,
+                    reopen: None,
+                },
                 "a success ends a run of failures",
             ),
             (
                 Circuit::default(),
                 Verdict::Down,
                 61_000,
-                Change::Count { up: false, probe: false, bucket: 2, roll: true, reopen: None },
+                Change::Count {
+                    up: false,
+                    probe: false,
+                    bucket: 2,
+                    roll: true,
+                    reopen: None,
+                },
                 "closed, a failure",
             ),
             (
                 open_at(0, 0, None),
                 Verdict::Down,
                 10_000,
-                Change::Count { up: false, probe: false, bucket: 0, roll: true, reopen: None },
+                Change::Count {
+                    up: false,
+                    probe: false,
+                    bucket: 0,
+                    roll: true,
+                    reopen: None,
+                },
                 "a late result while cooling down: no probe",
             ),
             (
                 open_at(0, 1, Some(40_000)),
                 Verdict::Up,
                 35_000,
-                Change::Count { up: true, probe: true, bucket: 1, roll: true, reopen: None },
+                Change::Count {
+                    up: true,
+                    probe: true,
+                    bucket: 1,
+                    roll: true,
+                    reopen: None,
+                },
                 "half-open: a probe's",
             ),
             (
                 open_at(0, 1, Some(40_000)),
                 Verdict::Down,
                 35_000,
-                Change::Count { up: false, probe: true, bucket: 1, roll: true, reopen: Some(0) },
+                Change::Count {
+                    up: false,
+                    probe: true,
+                    bucket: 1,
+                    roll: true,
+                    reopen: Some(0),
+                },
                 "a failed probe: re-opens whatever the others say",
             ),
             (
-                Circuit { probes_up: 2, ..open_at(0, 3, Some(40_000)) },
+                Circuit {
+                    probes_up: 2,
+                    ..open_at(0, 3, Some(40_000))
+                },
                 Verdict::Down,
                 35_000,
-                Change::Count { up: false, probe: true, bucket: 1, roll: true, reopen: None },
+                Change::Count {
+                    up: false,
+                    probe: true,
+                    bucket: 1,
+                    roll: true,
+                    reopen: None,
+                },
                 "a failure after two up: 33 %, the rate decides after the count",
             ),
         ];
@@ -474,7 +559,8 @@ mod tests {
     fn counted(requests: u32, failures: u32, now: i64) -> Circuit {
         let mut c = Circuit::default();
         for i in 0..requests {
-            c.window.count(window::bucket_of(cfg().window, now), i < failures);
+            c.window
+                .count(window::bucket_of(cfg().window, now), i < failures);
         }
         c
     }
@@ -491,35 +577,126 @@ mod tests {
     #[test]
     fn next_opens_on_the_rate_and_decides_on_the_probes() {
         let cfg = cfg(); // at least 4, 50 %, 2 probes
-        let count = Change::Count { up: false, probe: false, bucket: 0, roll: true, reopen: None };
-        let probe = Change::Count { up: true, probe: true, bucket: 0, roll: true, reopen: None };
+        let count = Change::Count {
+            up: false,
+            probe: false,
+            bucket: 0,
+            roll: true,
+            reopen: None,
+        };
+        let probe = Change::Count {
+            up: true,
+            probe: true,
+            bucket: 0,
+            roll: true,
+            reopen: None,
+        };
         let closed = Circuit::default();
         let open = open_at(7, 0, None);
         // (change, read, counted, move, why)
         let cases: &[(Change, Circuit, Option<Circuit>, Move, &str)] = &[
-            (count, closed, Some(counted(3, 3, 0)), Move::Stay, "too few requests"),
-            (count, closed, Some(counted(4, 1, 0)), Move::Stay, "a quarter failed"),
-            (count, closed, Some(counted(4, 2, 0)), Move::Open, "half failed"),
-            (count, closed, Some(counted(10, 10, 0)), Move::Open, "all failed"),
+            (
+                count,
+                closed,
+                Some(counted(3, 3, 0)),
+                Move::Stay,
+                "too few requests",
+            ),
+            (
+                count,
+                closed,
+                Some(counted(4, 1, 0)),
+                Move::Stay,
+                "a quarter failed",
+            ),
+            (
+                count,
+                closed,
+                Some(counted(4, 2, 0)),
+                Move::Open,
+                "half failed",
+            ),
+            (
+                count,
+                closed,
+                Some(counted(10, 10, 0)),
+                Move::Open,
+                "all failed",
+            ),
             (count, closed, None, Move::Stay, "no answer"),
             (Change::None, closed, None, Move::Stay, "nothing counted"),
-            (count, open, Some(probed(7, 0, 0)), Move::Stay, "open: counted only"),
-            (probe, open, Some(probed(7, 1, 0)), Move::Stay, "one probe answered up of two"),
-            (probe, open, Some(probed(7, 2, 0)), Move::Close { from: 7 }, "both answered up"),
-            (probe, open, Some(probed(7, 0, 1)), Move::Reopen { from: 7 }, "the first failed"),
-            (probe, open, Some(probed(7, 1, 1)), Move::Reopen { from: 7 }, "half failed"),
-            (probe, open, Some(probed(9, 0, 1)), Move::Stay, "re-opened meanwhile"),
-            (probe, open, Some(closed), Move::Stay, "closed meanwhile (stays closed)"),
+            (
+                count,
+                open,
+                Some(probed(7, 0, 0)),
+                Move::Stay,
+                "open: counted only",
+            ),
+            (
+                probe,
+                open,
+                Some(probed(7, 1, 0)),
+                Move::Stay,
+                "one probe answered up of two",
+            ),
+            (
+                probe,
+                open,
+                Some(probed(7, 2, 0)),
+                Move::Close { from: 7 },
+                "both answered up",
+            ),
+            (
+                probe,
+                open,
+                Some(probed(7, 0, 1)),
+                Move::Reopen { from: 7 },
+                "the first failed",
+            ),
+            (
+                probe,
+                open,
+                Some(probed(7, 1, 1)),
+                Move::Reopen { from: 7 },
+                "half failed",
+            ),
+            (
+                probe,
+                open,
+                Some(probed(9, 0, 1)),
+                Move::Stay,
+                "re-opened meanwhile",
+            ),
+            (
+                probe,
+                open,
+                Some(closed),
+                Move::Stay,
+                "closed meanwhile (stays closed)",
+            ),
         ];
         for (change, read, c, mv, why) in cases {
             assert_eq!(next(&cfg, *change, read, c.as_ref(), 0), *mv, "{why}");
         }
         // Three probes at 80 %: a failure after two successes (33 %) still closes; a first
         // failure (100 %) re-opens.
-        let lenient = BreakerConfig { half_open_probes: 3, failure_rate: 80, ..cfg };
-        assert_eq!(next(&lenient, probe, &open, Some(&probed(7, 2, 1)), 0), Move::Close { from: 7 });
-        assert_eq!(next(&lenient, probe, &open, Some(&probed(7, 0, 1)), 0), Move::Reopen { from: 7 });
-        assert_eq!(next(&lenient, probe, &open, Some(&probed(7, 1, 0)), 0), Move::Stay);
+        let lenient = BreakerConfig {
+            half_open_probes: 3,
+            failure_rate: 80,
+            ..cfg
+        };
+        assert_eq!(
+            next(&lenient, probe, &open, Some(&probed(7, 2, 1)), 0),
+            Move::Close { from: 7 }
+        );
+        assert_eq!(
+            next(&lenient, probe, &open, Some(&probed(7, 0, 1)), 0),
+            Move::Reopen { from: 7 }
+        );
+        assert_eq!(
+            next(&lenient, probe, &open, Some(&probed(7, 1, 0)), 0),
+            Move::Stay
+        );
     }
 
     #[test]
@@ -530,19 +707,87 @@ mod tests {
             failing_since: Some(500),
             ..Circuit::default()
         };
-        let down = Change::Count { up: false, probe: true, bucket: 0, roll: true, reopen: None };
-        let up = Change::Count { up: true, probe: true, bucket: 0, roll: true, reopen: None };
-        let open = |since| Circuit { failing_since: Some(since), opened_at: Some(1), ..Circuit::default() };
-        let closed = Circuit { failing_since: Some(1_000), ..Circuit::default() };
+        let down = Change::Count {
+            up: false,
+            probe: true,
+            bucket: 0,
+            roll: true,
+            reopen: None,
+        };
+        let up = Change::Count {
+            up: true,
+            probe: true,
+            bucket: 0,
+            roll: true,
+            reopen: None,
+        };
+        let open = |since| Circuit {
+            failing_since: Some(since),
+            opened_at: Some(1),
+            ..Circuit::default()
+        };
+        let closed = Circuit {
+            failing_since: Some(1_000),
+            ..Circuit::default()
+        };
         /// The change, the circuit as counted, opens, now, since when it disables, why.
-        type Case = (Change, Option<Circuit>, bool, i64, Option<i64>, &'static str);
+        type Case = (
+            Change,
+            Option<Circuit>,
+            bool,
+            i64,
+            Option<i64>,
+            &'static str,
+        );
         let cases: &[Case] = &[
-            (down, Some(open(1_000)), false, 1_000 + hour, Some(1_000), "open and an hour old"),
-            (down, Some(open(1_000)), false, 999 + hour, None, "open, not yet an hour"),
-            (down, Some(closed), false, 1_000 + 2 * hour, None, "closed: never disabled"),
-            (down, Some(closed), true, 1_000 + hour, Some(1_000), "this failure opens it"),
-            (down, None, true, 500 + hour, Some(500), "no answer: since as read"),
-            (up, Some(open(1_000)), false, 1_000 + hour, None, "a success"),
+            (
+                down,
+                Some(open(1_000)),
+                false,
+                1_000 + hour,
+                Some(1_000),
+                "open and an hour old",
+            ),
+            (
+                down,
+                Some(open(1_000)),
+                false,
+                999 + hour,
+                None,
+                "open, not yet an hour",
+            ),
+            (
+                down,
+                Some(closed),
+                false,
+                1_000 + 2 * hour,
+                None,
+                "closed: never disabled",
+            ),
+            (
+                down,
+                Some(closed),
+                true,
+                1_000 + hour,
+                Some(1_000),
+                "this failure opens it",
+            ),
+            (
+                down,
+                None,
+                true,
+                500 + hour,
+                Some(500),
+                "no answer: since as read",
+            ),
+            (
+                up,
+                Some(open(1_000)),
+                false,
+                1_000 + hour,
+                None,
+                "a success",
+            ),
             (Change::None, None, false, 1_000 + hour, None, "neutral"),
         ];
         for (change, c, opens, now, since, why) in cases {
@@ -645,7 +890,9 @@ mod tests {
         fn failing_below_the_rate_never_opens(seed in any::<u64>(), n in 1usize..400) {
             let cfg = cfg(); // 50 %
             // One failure in four, spread: at most 40 % of any run of at least 4 requests.
-            let answers: Vec<bool> = (0..n).map(|i| (i as u64 + seed) % 4 != 0).collect();
+            let answers: Vec<bool> = (0..n)
+                .map(|i| !(i as u64).wrapping_add(seed).is_multiple_of(4))
+                .collect();
             let (c, sent) = run(&cfg, &answers);
             prop_assert_eq!(c.opened_at, None);
             prop_assert_eq!(sent, n);

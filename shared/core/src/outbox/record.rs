@@ -138,7 +138,15 @@ impl<P: DeliveryPorts> Deliverer<P> {
                 }
                 Move::Stay => {}
             }
-        } else if let (Move::Stay, Change::Count { up: true, probe: true, .. }) = (to, change) {
+        } else if let (
+            Move::Stay,
+            Change::Count {
+                up: true,
+                probe: true,
+                ..
+            },
+        ) = (to, change)
+        {
             // Half-open, the probes so far up: the next now, not at the next sweep.
             if counted.is_some_and(|c| c.opened_at.is_some()) {
                 self.probe_next(&dest.id, now).await;

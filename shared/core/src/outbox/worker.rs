@@ -374,12 +374,7 @@ impl<P: DeliveryPorts> Deliverer<P> {
             Admit::Probe { opened_at, until } => {
                 if !self
                     .store
-                    .claim_probe(
-                        &dest.id,
-                        opened_at.into(),
-                        until.into(),
-                        now.into(),
-                    )
+                    .claim_probe(&dest.id, opened_at.into(), until.into(), now.into())
                     .await?
                 {
                     // Another worker probes: its result releases the backlog or keeps it.

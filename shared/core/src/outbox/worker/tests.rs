@@ -309,18 +309,16 @@ async fn concurrent_failures_open_the_circuit_once() {
         ScriptedTransport::answering((0..4).map(|_| ScriptedTransport::status(500, None))).gated(4);
     let w = world(transport);
     w.destination("crm", |_| {}).await;
-    w.set_circuit(
-        "crm",
-        {
-            let mut c = Circuit {
-                failures: 1,
-                failing_since: Some(T0 - 1_000),
-                ..Circuit::default()
-            };
-            c.window.count(window::bucket_of(config().breaker.window, T0), true);
-            c
-        },
-    );
+    w.set_circuit("crm", {
+        let mut c = Circuit {
+            failures: 1,
+            failing_since: Some(T0 - 1_000),
+            ..Circuit::default()
+        };
+        c.window
+            .count(window::bucket_of(config().breaker.window, T0), true);
+        c
+    });
     let mut refs = Vec::new();
     for i in 0..4 {
         refs.push(w.pending("crm", &format!("evt_{i}")).await);

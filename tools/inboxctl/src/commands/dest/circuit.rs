@@ -36,9 +36,9 @@ impl CircuitView {
                 self.recent.failures, self.recent.requests, self.window_s
             ),
         };
-        let oldest = backlog
-            .oldest
-            .map_or_else(String::new, |t| format!(", the oldest {}", when::rfc3339(t)));
+        let oldest = backlog.oldest.map_or_else(String::new, |t| {
+            format!(", the oldest {}", when::rfc3339(t))
+        });
         format!(
             "{}; {rate}, {} failures since the last success; backlog {backlog}{oldest}",
             self.state.as_str(),
@@ -87,11 +87,18 @@ mod tests {
         );
         let j = v.json();
         assert_eq!(
-            (&j["state"], &j["requests"], &j["failures"], &j["failure_rate_percent"]),
+            (
+                &j["state"],
+                &j["requests"],
+                &j["failures"],
+                &j["failure_rate_percent"]
+            ),
             (&json!("closed"), &json!(4), &json!(2), &json!(50))
         );
         let idle = CircuitView::of(&Circuit::default(), &cfg, now);
-        assert!(idle.text(&backlog).contains("no requests in the last 120 s"));
+        assert!(idle
+            .text(&backlog)
+            .contains("no requests in the last 120 s"));
         assert_eq!(idle.json()["failure_rate_percent"], Value::Null);
     }
 }

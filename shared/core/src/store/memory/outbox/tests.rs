@@ -189,7 +189,10 @@ async fn the_circuit_counts_opens_once_lets_its_probes_through_and_closes() {
         (1, Some(3), None),
         "the success ended the first run"
     );
-    let [w0, w1] = c.window.slots.map(|b| b.map(|b| (b.at, b.requests, b.failures)));
+    let [w0, w1] = c
+        .window
+        .slots
+        .map(|b| b.map(|b| (b.at, b.requests, b.failures)));
     assert_eq!((w0, w1), (Some((8, 1, 1)), Some((7, 2, 1))));
     // Bucket 9 rolls slot 1 over (bucket 7 is forgotten).
     let c = store
@@ -199,9 +202,15 @@ async fn the_circuit_counts_opens_once_lets_its_probes_through_and_closes() {
         .unwrap();
     assert_eq!(c.window.slots[1].map(|b| (b.at, b.requests)), Some((9, 1)));
 
-    assert!(store.move_circuit(&did("crm"), Move::Open, M(5)).await.unwrap());
+    assert!(store
+        .move_circuit(&did("crm"), Move::Open, M(5))
+        .await
+        .unwrap());
     assert!(
-        !store.move_circuit(&did("crm"), Move::Open, M(6)).await.unwrap(),
+        !store
+            .move_circuit(&did("crm"), Move::Open, M(6))
+            .await
+            .unwrap(),
         "once"
     );
     assert_eq!(store.circuit_openings(), 1);
@@ -223,7 +232,11 @@ async fn the_circuit_counts_opens_once_lets_its_probes_through_and_closes() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((c.probes, c.probes_up, c.probe_until), (1, 1, None), "up: the lease is free");
+    assert_eq!(
+        (c.probes, c.probes_up, c.probe_until),
+        (1, 1, None),
+        "up: the lease is free"
+    );
     assert!(claim(5, 200, 40).await.unwrap(), "the next");
     assert!(!claim(5, 300, 199).await.unwrap(), "out");
     assert!(claim(5, 300, 200).await.unwrap(), "its lease lapsed");
@@ -265,7 +278,11 @@ async fn the_circuit_counts_opens_once_lets_its_probes_through_and_closes() {
         Circuit::default(),
         "closed: the probes and the window forgotten"
     );
-    assert_eq!(c.failing_since, Some(220), "the run of failures is the counts' business");
+    assert_eq!(
+        c.failing_since,
+        Some(220),
+        "the run of failures is the counts' business"
+    );
 }
 
 #[tokio::test]
