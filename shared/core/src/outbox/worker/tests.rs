@@ -1355,3 +1355,60 @@ async fn leased_tokens_keep_the_shared_burst_across_workers() {
     );
     assert_eq!(w.transport.sent().len(), 11);
 }
+
+#[tokio::test]
+async fn a_half_open_circuit_closes_after_its_probes_succeed_one_after_another() {
+    let mut cfg = config();
+    cfg.breaker.half_open_probes = 3;
+    let w = world_with(ScriptedTransport::new(), cfg);
+    w.destination("crm", |_| {}).await;
+    w.set_circuit(
+        "crm",
+        Circuit {
+            failures: 3,
+            failing_since: Some(T0 - 60_000),
+            opened_at: Some(T0 - 30_000),
+            ..Circuit::default()
+        },
+    );
+    let mut refs = Vec::new();
+    for i in 0..4 {
+        refs.push(w.pending("crm", &format!("evt_{i}")).await);
+    }
+    // Cooling down: the last one is parked.
+    w.clock.set_millis(T0 - 1_000);
+    assert_eq!(
+        w.worker.deliver(&refs[3]).await.unwrap(),
+        DeliveryOutcome::Parked {
+            why: "circuit open"
+        }
+    );
+    // Cooled down: the first probe succeeds; the circuit stays half-open (1 of 3) and the
+    // backlog's oldest is released at once as the next probe.
+    w.clock.set_millis(T0);
+    assert_eq!(
+        w.worker.deliver(&refs[0]).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    let c = w.circuit("crm").await;
+    assert_eq!(
+        (c.opened_at, c.probes_up, c.probe_until),
+        (Some(T0 - 30_000), 1, None)
+    );
+    let released: Vec<Work> = w.scheduled().into_iter().map(|(work, _)| work).collect();
+    assert_eq!(released, vec![Work::Delivery(refs[3].clone())]);
+    assert!(w.stored(&refs[3]).await.parked.is_none());
+    // The next two succeed: closed, the window and the probes forgotten.
+    for r in [&refs[3], &refs[1]] {
+        assert_eq!(
+            w.worker.deliver(r).await.unwrap(),
+            DeliveryOutcome::Delivered
+        );
+    }
+    assert_eq!(w.circuit("crm").await, Circuit::default());
+    assert_eq!(
+        w.worker.deliver(&refs[2]).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    assert_eq!(w.transport.sent().len(), 4);
+}
