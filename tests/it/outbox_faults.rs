@@ -249,7 +249,8 @@ async fn a_poison_destination_does_not_delay_the_others_and_its_circuit_opens() 
     rig.pending_deliveries("poison", "evt_p", 10).await;
     let config = DeliverConfig {
         breaker: BreakerConfig {
-            failures: 3,
+            min_requests: 3,
+            failure_rate: 50,
             ..BreakerConfig::default()
         },
         concurrency: 20,
@@ -315,7 +316,10 @@ async fn failing_longer_than_the_setting_disables_the_destination_with_a_metric(
     let sink = Arc::new(RecordingSink::new());
     let config = DeliverConfig {
         breaker: BreakerConfig {
-            failures: 1,
+            window: Duration::from_secs(60),
+            min_requests: 1,
+            failure_rate: 50,
+            half_open_probes: 1,
             cooldown: Duration::ZERO,
             max_cooldown: Duration::ZERO,
             disable_after: Duration::from_secs(60),
@@ -376,4 +380,97 @@ async fn failing_longer_than_the_setting_disables_the_destination_with_a_metric(
     );
     assert_eq!(down.count(), sent);
     assert_eq!(sink.count("DeliveriesFailed"), 1);
+}
+
+/// The circuit's writes on DynamoDB (`store/dynamo/circuit.rs`): twenty workers counting at once
+/// lose no count (the first rolls the window's slot over, the others add to it), a failed probe
+/// re-opens the circuit in the write that counts it, and closing forgets the probes and the
+/// window.
+#[tokio::test]
+async fn circuit_counts_of_concurrent_workers_are_all_kept_and_a_failed_probe_re_opens() {
+    use inbox_core::clock::{Clock as _, Millis};
+    use inbox_core::outbox::breaker::window::bucket_of;
+    use inbox_core::outbox::breaker::{Change, Move, Recent, Window};
+    let rig = OutboxRig::new().await;
+    let store = rig.store();
+    let id = dest_id("counted");
+    let now = SystemClock.now_millis();
+    let window = BreakerConfig::default().window;
+    let bucket = bucket_of(window, now);
+    let count = |up| Change::Count {
+        up,
+        probe: false,
+        bucket,
+        roll: true,
+        reopen: None,
+    };
+    let writes = (0..20).map(|i| store.change_circuit(&id, count(i % 4 == 0), Millis::new(now)));
+    for counted in futures_util::future::join_all(writes).await {
+        assert!(counted.unwrap().is_some());
+    }
+    let c = store.worker_state(&id).await.unwrap().circuit;
+    assert_eq!(
+        c.window.recent(window, now),
+        Recent {
+            requests: 20,
+            failures: 15
+        },
+        "{c:?}"
+    );
+
+    assert!(store
+        .move_circuit(&id, Move::Open, Millis::new(now))
+        .await
+        .unwrap());
+    assert!(
+        !store
+            .move_circuit(&id, Move::Open, Millis::new(now))
+            .await
+            .unwrap(),
+        "once"
+    );
+    let lease = Millis::new(now + 10_000);
+    assert!(store
+        .claim_probe(&id, Millis::new(now), lease, Millis::new(now))
+        .await
+        .unwrap());
+    assert!(
+        !store
+            .claim_probe(&id, Millis::new(now), lease, Millis::new(now + 1))
+            .await
+            .unwrap(),
+        "one probe at a time"
+    );
+    // The probe fails two buckets later: its slot rolled over, the circuit re-opened, in one write.
+    let later = now + window.as_millis() as i64;
+    let failed = Change::Count {
+        up: false,
+        probe: true,
+        bucket: bucket_of(window, later),
+        roll: true,
+        reopen: Some(now),
+    };
+    let c = store
+        .change_circuit(&id, failed, Millis::new(later))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (c.opened_at, c.probes, c.probe_until),
+        (Some(later), 0, None),
+        "{c:?}"
+    );
+    assert_eq!(
+        c.window.recent(window, later),
+        Recent {
+            requests: 1,
+            failures: 1
+        }
+    );
+    assert!(store
+        .move_circuit(&id, Move::Close { from: later }, Millis::new(later + 1))
+        .await
+        .unwrap());
+    let c = store.worker_state(&id).await.unwrap().circuit;
+    assert_eq!((c.opened_at, c.window), (None, Window::default()), "{c:?}");
 }

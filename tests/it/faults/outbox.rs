@@ -8,7 +8,7 @@ use deliver_function::http::HttpTransport;
 use inbox_core::clock::Millis;
 use inbox_core::clock::{Clock, ManualClock, SystemClock};
 use inbox_core::outbox::admin;
-use inbox_core::outbox::breaker::{BreakerConfig, Change};
+use inbox_core::outbox::breaker::{BreakerConfig, Move};
 use inbox_core::outbox::delivery::{DeliveryStatus, OutboundDelivery};
 use inbox_core::outbox::destination::DestinationState;
 use inbox_core::outbox::queue::{SqsOutboxQueues, Work};
@@ -29,7 +29,7 @@ fn config() -> DeliverConfig {
     DeliverConfig {
         max_wait: Duration::ZERO,
         breaker: BreakerConfig {
-            failures: 1_000,
+            min_requests: 1_000,
             ..BreakerConfig::default()
         },
         ..DeliverConfig::default()
@@ -304,8 +304,9 @@ async fn a_thousand_due_deliveries_in_one_shard_do_not_starve_the_others() {
         d.burst = 100;
     })
     .await;
+    let opened = SystemClock.now_millis();
     assert!(store
-        .open_circuit(&dest_id("open"), Millis::new(SystemClock.now_millis()))
+        .move_circuit(&dest_id("open"), Move::Open, Millis::new(opened))
         .await
         .unwrap());
     let ids = rig.pending_deliveries("open", "evt_open", 20).await;
@@ -340,14 +341,14 @@ async fn a_thousand_due_deliveries_in_one_shard_do_not_starve_the_others() {
         .filter(|w| matches!(w, Work::Delivery(r) if r.destination.as_str() == "open"))
         .count();
     assert_eq!(in_swept, 0, "parked deliveries are not in the swept shards");
-    store
-        .change_circuit(
+    assert!(store
+        .move_circuit(
             &dest_id("open"),
-            Change::Reset,
+            Move::Close { from: opened },
             Millis::new(SystemClock.now_millis()),
         )
         .await
-        .unwrap();
+        .unwrap());
     let released = parker.sweep(LIMIT).await.unwrap().parked.released;
     let left = store
         .due_work_items(&parked_shard("open"), Millis::new(i64::MAX), 100)

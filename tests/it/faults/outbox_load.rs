@@ -96,7 +96,7 @@ async fn finished_deliveries_spread_journals_stay_bounded_and_paused_ones_are_pa
             clock.clone(),
             DeliverConfig {
                 breaker: BreakerConfig {
-                    failures: 1_000,
+                    min_requests: 1_000,
                     disable_after: Duration::from_secs(86_400),
                     ..BreakerConfig::default()
                 },

@@ -11,7 +11,7 @@
 //!   what it re-drives is received in the same second.
 //!
 //! The destination answers every POST with a 503. [`Outage::OpenCircuit`]: its circuit was
-//! opened just before the deliveries arrive (as five failures would have), so every probe after a
+//! opened just before the deliveries arrive (as a window of failures would have), so every probe after a
 //! cool-down fails and re-opens it: it stays open throughout. [`Outage::Paused`]: the destination
 //! is paused. Both park their deliveries in the destination's backlog
 //! ([`inbox_core::outbox::parking`]). Then the destination is back ([`Recovery`]): it answers
@@ -31,7 +31,7 @@ use inbox_core::domain::{EventId, MessageKey, SourceName};
 use inbox_core::metrics::RecordingSink;
 use inbox_core::outbox::admin;
 use inbox_core::outbox::attempt::AttemptResult;
-use inbox_core::outbox::breaker::Change;
+use inbox_core::outbox::breaker::{window, Change, Move};
 use inbox_core::outbox::delivery::OutboundDelivery;
 use inbox_core::outbox::destination::{Destination, DestinationId, DestinationState};
 use inbox_core::outbox::pattern::Pattern;
@@ -52,7 +52,7 @@ mod drive;
 mod flaky;
 pub use counts::{Counts, OutageCost, Recovery, RATE_WINDOW_S};
 use drive::{Queue, Sim};
-pub use flaky::{flaky, Flaky, FLAKY_LIMIT_S};
+pub use flaky::{flaky, flaky_with, Flaky, FLAKY_LIMIT_S};
 
 /// The longest recovery simulated, s.
 pub const RECOVERY_LIMIT_S: i64 = 2 * 3600;
@@ -182,6 +182,16 @@ async fn arrive(store: &MemoryStore, i: usize) -> aws_lambda_events::event::dyna
 
 /// Simulates `hours` of `outage` with `n` deliveries pending to the destination; what it cost.
 pub async fn simulate(outage: Outage, n: usize, hours: u32) -> OutageCost {
+    simulate_with(outage, n, hours, DeliverConfig::default()).await
+}
+
+/// [`simulate`] with another worker configuration.
+pub async fn simulate_with(
+    outage: Outage,
+    n: usize,
+    hours: u32,
+    config: DeliverConfig,
+) -> OutageCost {
     let store = Arc::new(MemoryStore::new());
     let queues = Arc::new(MemoryOutboxQueues::default());
     let clock = Arc::new(ManualClock::at_millis(T0));
@@ -190,7 +200,7 @@ pub async fn simulate(outage: Outage, n: usize, hours: u32) -> OutageCost {
     // the worker sleeps (an over-rate delivery is deferred instead).
     let config = DeliverConfig {
         max_wait: Duration::ZERO,
-        ..DeliverConfig::default()
+        ..config
     };
     let worker: Worker = Deliverer::new(
         store.clone(),
@@ -220,14 +230,19 @@ pub async fn simulate(outage: Outage, n: usize, hours: u32) -> OutageCost {
         .expect("add the destination");
     if outage == Outage::OpenCircuit {
         let now = clock.now();
-        for _ in 0..config.breaker.failures {
-            let fail = Change::Fail {
-                open: false,
-                disable: false,
-            };
-            store.change_circuit(&id, fail, now).await.expect("count");
-        }
-        assert!(store.open_circuit(&id, now).await.expect("open"));
+        // One failure (its run's start, which the cool-down grows from), then open.
+        let fail = Change::Count {
+            up: false,
+            probe: false,
+            bucket: window::bucket_of(config.breaker.window, now.get()),
+            roll: true,
+            reopen: None,
+        };
+        store.change_circuit(&id, fail, now).await.expect("count");
+        assert!(store
+            .move_circuit(&id, Move::Open, now)
+            .await
+            .expect("open"));
     }
     let mut records = Vec::with_capacity(n);
     for i in 0..n {
@@ -427,8 +442,9 @@ mod tests {
         assert_eq!((f.delivered, f.webhook_ids), (12, 12), "{f:?}");
         assert_eq!(f.most_attempts, 3, "{f:?}");
         assert_eq!(f.posts, 36, "{f:?}");
-        // Measured 186 s: its circuit opens on five failures in a row and the backlog is parked,
-        // a probe after each cool-down (30 s, the sweep's minute) closes it and releases it.
+        // Measured 61 s: its circuit opens once (the first two rounds fail: 20 requests, all
+        // failed) and the backlog is parked; at the sweep's minute three probes in a row (third
+        // attempts) succeed, close it and release the rest, whose failures stay under the rate.
         assert!(f.completed_after_s.is_some_and(|s| s <= 300), "{f:?}");
     }
 }

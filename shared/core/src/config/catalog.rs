@@ -6,6 +6,9 @@
 use super::doc::readers::{CATCH_UP, DELIVER, INBOXCTL, INGEST, PROCESS, REAPER, RECONCILE};
 use super::doc::{ReadBy, Unset, Var};
 
+mod breaker;
+pub use breaker::*;
+
 pub const TABLE_NAME: Var = Var {
     name: "TABLE_NAME",
     read_by: ReadBy::Everyone,
@@ -267,39 +270,6 @@ pub const DELIVERY_MAX_WAIT_MS: Var = Var {
               longer waits defer it (no attempt counted)",
 };
 
-pub const BREAKER_FAILURES: Var = Var {
-    name: "BREAKER_FAILURES",
-    read_by: ReadBy::Only(&[DELIVER]),
-    unset: Unset::Default("5"),
-    meaning: "consecutive failures (5xx, 408, timeouts, connection errors) that open a \
-              destination's circuit",
-};
-
-pub const BREAKER_COOLDOWN_MS: Var = Var {
-    name: "BREAKER_COOLDOWN_MS",
-    read_by: ReadBy::Only(&[DELIVER]),
-    unset: Unset::Default("30000"),
-    meaning: "how long an open circuit sends nothing before one probe, ms (the first cool-down: \
-              it grows with the outage up to `BREAKER_MAX_COOLDOWN_MS`)",
-};
-
-pub const BREAKER_MAX_COOLDOWN_MS: Var = Var {
-    name: "BREAKER_MAX_COOLDOWN_MS",
-    read_by: ReadBy::Only(&[DELIVER]),
-    unset: Unset::Default("300000"),
-    meaning: "the longest cool-down of a long outage, ms: an open circuit cools down for a \
-              quarter of how long its destination has been failing, at least \
-              `BREAKER_COOLDOWN_MS` and at most this",
-};
-
-pub const BREAKER_DISABLE_AFTER_MS: Var = Var {
-    name: "BREAKER_DISABLE_AFTER_MS",
-    read_by: ReadBy::Only(&[DELIVER]),
-    unset: Unset::Default("86400000"),
-    meaning: "a destination failing this long without a success (its circuit open) is disabled, \
-              ms (24 h by default); the metric `DestinationDisabled` and an error log line say so",
-};
-
 pub const DELIVERY_SWEEP_MAX_PER_RUN: Var = Var {
     name: "DELIVERY_SWEEP_MAX_PER_RUN",
     read_by: ReadBy::Only(&[DELIVER]),
@@ -359,7 +329,10 @@ pub const ALL: &[&Var] = &[
     &DESTINATION_CACHE_MS,
     &DELIVERY_CONCURRENCY,
     &DELIVERY_MAX_WAIT_MS,
-    &BREAKER_FAILURES,
+    &BREAKER_WINDOW_MS,
+    &BREAKER_MIN_REQUESTS,
+    &BREAKER_FAILURE_RATE,
+    &BREAKER_HALF_OPEN_PROBES,
     &BREAKER_COOLDOWN_MS,
     &BREAKER_MAX_COOLDOWN_MS,
     &BREAKER_DISABLE_AFTER_MS,

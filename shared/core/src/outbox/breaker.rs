@@ -1,26 +1,45 @@
 //! The per-destination circuit breaker, pure: the shared state ([`Circuit`], kept on the
-//! destination's state item), whether to send now ([`admit`]), what an attempt's result does to
-//! it ([`after`]), and what the worker does once the store has counted it: open the circuit
-//! ([`opens_on_count`]) or disable the destination ([`disable_since`]).
+//! destination's state item), whether to send now ([`admit`]), what an attempt's result writes
+//! ([`after`]), and what the worker does once the store has counted it ([`next`]: open, re-open
+//! or close the circuit; [`disable_since`]: disable the destination).
 //!
-//! Closed: every delivery is sent. After `failures` consecutive failures (5xx, 408, timeouts,
-//! connection errors; not 429 nor other 4xx, which say the destination is up) it opens: nothing is
-//! sent for a cool-down, then ONE probe is let through (a lease on the state item, so one worker
-//! probes while the others wait). A success closes it; a failure re-opens it for another
-//! cool-down. The cool-down is `cooldown` at first and grows with the outage ([`cooldown_of`]: a
-//! quarter of how long the destination had been failing when the circuit last opened, at most
-//! `max_cooldown`), so a destination down for a day is probed every few minutes, not twice a
-//! minute. A destination failing without a single success for `disable_after` is disabled (an
-//! operator resumes it).
+//! Closed: every delivery is sent, and every attempt is counted in a sliding window
+//! ([`window`]: requests and failures over the last `window`). Failures are 5xx, 408, timeouts
+//! and connection errors; 429 and refusals by the SSRF guard count for nothing; other answers
+//! (2xx, other 4xx) are successes: the destination is up. When the window holds at least
+//! `min_requests` attempts and at least `failure_rate` percent of them failed, the circuit opens
+//! (the rule of resilience4j's `failureRateThreshold` / `minimumNumberOfCalls` and Polly's
+//! `FailureRatio` / `MinimumThroughput`): nothing is sent for a cool-down, then it is half-open:
+//! `half_open_probes` deliveries are let through, one at a time (a lease on the state item; the
+//! worker whose probe succeeded sends the next at once). As soon as the failure rate of the
+//! probes answered reaches `failure_rate` it re-opens for another cool-down (so a destination
+//! still down costs one probe per cool-down); when all have answered below it, it closes and the
+//! window starts afresh (resilience4j's `permittedNumberOfCallsInHalfOpenState`, whose probes go
+//! at once and are judged together).
+//!
+//! The cool-down is `cooldown` at first and grows with the outage ([`cooldown_of`]: a quarter of
+//! how long the destination had been failing without a success when the circuit last opened, at
+//! most `max_cooldown`), so a destination down for a day is probed every few minutes, not twice a
+//! minute. A destination failing without a single success for `disable_after`, its circuit open,
+//! is disabled (an operator resumes it).
+
+pub mod window;
 
 use std::time::Duration;
+pub use window::{Recent, Window};
 
 /// Breaker settings (the same for every destination).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BreakerConfig {
-    /// Consecutive failures that open the circuit.
-    pub failures: u32,
-    /// How long an open circuit sends nothing before a probe (the first cool-down).
+    /// The sliding window the failure rate is measured over.
+    pub window: Duration,
+    /// The fewest attempts in the window that may open the circuit.
+    pub min_requests: u32,
+    /// The failure rate, in percent, that opens the circuit (and re-opens a half-open one).
+    pub failure_rate: u32,
+    /// Probes a half-open circuit lets through.
+    pub half_open_probes: u32,
+    /// How long an open circuit sends nothing before its probes (the first cool-down).
     pub cooldown: Duration,
     /// The longest cool-down of a long outage ([`cooldown_of`]; never below `cooldown`).
     pub max_cooldown: Duration,
@@ -31,7 +50,10 @@ pub struct BreakerConfig {
 impl Default for BreakerConfig {
     fn default() -> Self {
         Self {
-            failures: 5,
+            window: Duration::from_secs(120),
+            min_requests: 20,
+            failure_rate: 50,
+            half_open_probes: 3,
             cooldown: Duration::from_secs(30),
             max_cooldown: Duration::from_secs(300),
             disable_after: Duration::from_secs(24 * 3600),
@@ -39,12 +61,12 @@ impl Default for BreakerConfig {
     }
 }
 
-/// How long the circuit `c`, open, cools down before its next probe: `cooldown` at first, then a
+/// How long the circuit `c`, open, cools down before its probes: `cooldown` at first, then a
 /// quarter of how long the destination had been failing when it (re-)opened, at most
 /// `max_cooldown` (never below `cooldown`). With the defaults (30 s, 5 min): 30 s for the first
 /// two minutes of an outage, a minute after four, five minutes after twenty. A probe is a real
-/// delivery (a POST, an attempt and about five writes): a day's outage probed every 30 s would
-/// cost 2,880 of them, every 5 min 288.
+/// delivery (a POST, an attempt and a few writes): a day's outage probed every 30 s would cost
+/// 2,880 rounds of them, every 5 min 288.
 pub fn cooldown_of(cfg: &BreakerConfig, c: &Circuit) -> i64 {
     let first = millis(cfg.cooldown);
     let most = millis(cfg.max_cooldown).max(first);
@@ -58,14 +80,22 @@ pub fn cooldown_of(cfg: &BreakerConfig, c: &Circuit) -> i64 {
 /// The shared state of a destination's circuit (ms since the epoch).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Circuit {
-    /// Consecutive failures.
+    /// Failures since the last success.
     pub failures: u32,
-    /// When the current run of failures began.
+    /// When the current run of failures (without a success) began.
     pub failing_since: Option<i64>,
     /// When the circuit opened; `None`: closed.
     pub opened_at: Option<i64>,
-    /// A probe in flight holds the circuit until then.
+    /// The probe's lease: a probe out holds the half-open circuit until then (one that never
+    /// answers, until it lapses); removed when it answered up.
     pub probe_until: Option<i64>,
+    /// Probes let through since the circuit (re-)opened (for operators).
+    pub probes: u32,
+    /// The probes' results so far.
+    pub probes_up: u32,
+    pub probes_down: u32,
+    /// Attempts counted, for the failure rate.
+    pub window: Window,
 }
 
 /// The circuit's state, for operators.
@@ -88,13 +118,18 @@ impl CircuitState {
 }
 
 impl Circuit {
-    /// Closed, open (cooling down) or half-open (cooled down: the next delivery probes).
+    /// Closed, open (cooling down) or half-open (cooled down: probes are let through).
     pub fn state(&self, cfg: &BreakerConfig, now: i64) -> CircuitState {
         match self.opened_at {
             None => CircuitState::Closed,
             Some(at) if now < at.saturating_add(cooldown_of(cfg, self)) => CircuitState::Open,
             Some(_) => CircuitState::HalfOpen,
         }
+    }
+
+    /// The attempts counted in the window at `now`.
+    pub fn recent(&self, cfg: &BreakerConfig, now: i64) -> Recent {
+        self.window.recent(cfg.window, now)
     }
 }
 
@@ -103,9 +138,10 @@ impl Circuit {
 pub enum Admit {
     /// Closed: send.
     Send,
-    /// Cooled down and nobody probes: take the probe lease (conditional on `opened_at`), then send.
+    /// Half-open and no probe out: take the probe's lease until `until` (conditional on
+    /// `opened_at` and no other lease), then send.
     Probe { opened_at: i64, until: i64 },
-    /// Open (or another worker probes): try again at this time, without counting an attempt.
+    /// Open (or a probe is out): try again at this time, without counting an attempt.
     Hold { until: i64 },
 }
 
@@ -123,17 +159,43 @@ pub enum Verdict {
 /// The write an attempt's result asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
-    /// Nothing to write (a success on a closed circuit: the common case costs no request).
+    /// Nothing to write (a 429 or a refusal).
     None,
-    /// Close and forget the failures.
-    Reset,
-    /// Count a failure (`failing_since` set if unset); `open`: (re)open the circuit now;
-    /// `disable`: the destination has failed for longer than `disable_after`.
-    Fail { open: bool, disable: bool },
+    /// Count the attempt in the window's bucket `bucket` ([`window::bucket_of`]); `up`: a
+    /// success (it ends the run of failures), else a failure (it starts one if none);
+    /// `probe`: also among the half-open circuit's probe results; `roll`: the slot held an older
+    /// bucket when read (the store tries rolling it over first: one request, not two);
+    /// `reopen`: a failed probe that re-opens the circuit opened at this time whatever else
+    /// happens (the store re-opens it in the same write if it is still that opening, the probes
+    /// forgotten; else it counts only).
+    Count {
+        up: bool,
+        probe: bool,
+        bucket: i64,
+        roll: bool,
+        reopen: Option<i64>,
+    },
 }
 
-/// Whether to send now; `probe_lease` is how long a probe holds the half-open circuit (the
-/// request's timeout plus a margin).
+/// What the worker does to the circuit once its attempt is counted; each is conditional, so
+/// that of workers deciding at once one acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Move {
+    Stay,
+    /// Open the closed circuit (the window's failure rate reached the threshold).
+    Open,
+    /// Re-open the circuit opened at `from` (its probes failed).
+    Reopen {
+        from: i64,
+    },
+    /// Close the circuit opened at `from` (its probes answered).
+    Close {
+        from: i64,
+    },
+}
+
+/// Whether to send now; `probe_lease` is how long a probe holds its place (the request's
+/// timeout plus a margin).
 pub fn admit(cfg: &BreakerConfig, c: &Circuit, now: i64, probe_lease: Duration) -> Admit {
     let Some(opened_at) = c.opened_at else {
         return Admit::Send;
@@ -143,6 +205,7 @@ pub fn admit(cfg: &BreakerConfig, c: &Circuit, now: i64, probe_lease: Duration) 
         return Admit::Hold { until: cooled };
     }
     match c.probe_until {
+        // One probe at a time: the next when this one answered (or its lease lapsed).
         Some(until) if until > now => Admit::Hold { until },
         _ => Admit::Probe {
             opened_at,
@@ -151,63 +214,95 @@ pub fn admit(cfg: &BreakerConfig, c: &Circuit, now: i64, probe_lease: Duration) 
     }
 }
 
-/// What an attempt's result at `now` does to the circuit as last read.
+/// What an attempt's result at `now` writes, given the circuit as read before the attempt: a
+/// result that comes back to a cooled-down open circuit is a probe's.
 pub fn after(cfg: &BreakerConfig, c: &Circuit, verdict: Verdict, now: i64) -> Change {
-    match verdict {
-        Verdict::Neutral => Change::None,
-        Verdict::Up if c.failures == 0 && c.opened_at.is_none() && c.failing_since.is_none() => {
-            Change::None
-        }
-        Verdict::Up => Change::Reset,
-        Verdict::Down => {
-            let failures = c.failures.saturating_add(1);
-            let since = c.failing_since.unwrap_or(now);
-            // Reaching the threshold opens it; a failed probe (open, cooled down) re-opens it.
-            let open = match c.opened_at {
-                None => failures >= cfg.failures.max(1),
-                Some(_) => c.state(cfg, now) != CircuitState::Open,
-            };
-            let disable = now.saturating_sub(since) >= millis(cfg.disable_after)
-                && (open || c.opened_at.is_some());
-            Change::Fail { open, disable }
-        }
+    let up = match verdict {
+        Verdict::Neutral => return Change::None,
+        Verdict::Up => true,
+        Verdict::Down => false,
+    };
+    let bucket = window::bucket_of(cfg.window, now);
+    let probe = c.state(cfg, now) == CircuitState::HalfOpen;
+    // The common case costs no write: a success on a closed circuit whose window holds no
+    // failure (successes count from a window's first failure on; the rate is then, if anything,
+    // overestimated by the successes before it).
+    let healthy =
+        c.opened_at.is_none() && c.failing_since.is_none() && c.recent(cfg, now).failures == 0;
+    if up && healthy {
+        return Change::None;
+    }
+    // Probes go one at a time: the failures read are all there are but this one.
+    let answered = Recent {
+        requests: c.probes_up.saturating_add(c.probes_down).saturating_add(1),
+        failures: c.probes_down.saturating_add(1),
+    };
+    let reopen = (probe && !up && answered.trips(1, cfg.failure_rate))
+        .then_some(c.opened_at)
+        .flatten();
+    Change::Count {
+        up,
+        probe,
+        bucket,
+        roll: c.window.slots[window::slot_of(bucket)].is_none_or(|b| b.at < bucket),
+        reopen,
     }
 }
 
-/// Whether the worker whose failure the store counted (`change`, which did not itself open the
-/// circuit) opens it: the circuit as counted (`counted`) is still closed and its count reached the
-/// threshold. Workers that failed at once each counted on the state they had read, so several may
-/// see the threshold; the store's open is conditional on a closed circuit, so one of them opens it.
-pub fn opens_on_count(cfg: &BreakerConfig, change: Change, counted: Option<&Circuit>) -> bool {
-    matches!(change, Change::Fail { open: false, .. })
-        && counted.is_some_and(|c| c.opened_at.is_none() && c.failures >= cfg.failures.max(1))
+/// What the worker whose attempt the store counted (`change`, the circuit `read` before it and
+/// `counted` after it) does to the circuit.
+pub fn next(
+    cfg: &BreakerConfig,
+    change: Change,
+    read: &Circuit,
+    counted: Option<&Circuit>,
+    now: i64,
+) -> Move {
+    let (Change::Count { probe, .. }, Some(c)) = (change, counted) else {
+        return Move::Stay;
+    };
+    match c.opened_at {
+        None if c.recent(cfg, now).trips(cfg.min_requests, cfg.failure_rate) => Move::Open,
+        None => Move::Stay,
+        // A probe's result on the opening it probed (not one since re-opened or closed).
+        Some(from) if probe && read.opened_at == Some(from) => {
+            let answered = Recent {
+                requests: c.probes_up.saturating_add(c.probes_down),
+                failures: c.probes_down,
+            };
+            if answered.trips(1, cfg.failure_rate) {
+                Move::Reopen { from }
+            } else if answered.requests >= cfg.half_open_probes.max(1) {
+                Move::Close { from }
+            } else {
+                Move::Stay
+            }
+        }
+        Some(_) => Move::Stay,
+    }
 }
 
-/// Whether the destination is disabled after `change` at `now`, and since when it has been
-/// failing: asked by [`after`] (`disable`), or the circuit as counted is open and its run of
-/// failures is at least `disable_after` old. `read` is the circuit the worker read before, for
-/// when the answer did not carry `failing_since`.
+/// Whether the destination is disabled after its attempt at `now`, and since when it has been
+/// failing: a failure that leaves the circuit open (`opens`: the worker's [`Move`] opens it) after
+/// `disable_after` of failing without a success. `read` is the circuit the worker read before,
+/// for when the answer did not carry `failing_since`.
 pub fn disable_since(
     cfg: &BreakerConfig,
     read: &Circuit,
     change: Change,
     counted: Option<&Circuit>,
+    opens: bool,
     now: i64,
 ) -> Option<i64> {
-    let disable = match (change, counted) {
-        (Change::Fail { disable: true, .. }, _) => true,
-        (Change::Fail { .. }, Some(c)) => {
-            c.opened_at.is_some()
-                && now.saturating_sub(c.failing_since.unwrap_or(now)) >= millis(cfg.disable_after)
-        }
-        _ => false,
+    let Change::Count { up: false, .. } = change else {
+        return None;
     };
-    disable.then(|| {
-        counted
-            .and_then(|c| c.failing_since)
-            .or(read.failing_since)
-            .unwrap_or(now)
-    })
+    let open = opens || counted.is_some_and(|c| c.opened_at.is_some());
+    let since = counted
+        .and_then(|c| c.failing_since)
+        .or(read.failing_since)
+        .unwrap_or(now);
+    (open && now.saturating_sub(since) >= millis(cfg.disable_after)).then_some(since)
 }
 
 fn millis(d: Duration) -> i64 {
@@ -217,15 +312,21 @@ fn millis(d: Duration) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn cfg() -> BreakerConfig {
         BreakerConfig {
-            failures: 3,
+            window: Duration::from_secs(60),
+            min_requests: 4,
+            failure_rate: 50,
+            half_open_probes: 2,
             cooldown: Duration::from_secs(30),
             max_cooldown: Duration::from_secs(300),
             disable_after: Duration::from_secs(3600),
         }
     }
+
+    const LEASE: Duration = Duration::from_secs(10);
 
     #[test]
     fn the_cool_down_grows_with_the_outage_up_to_its_most() {
@@ -248,301 +349,576 @@ mod tests {
         ];
         for (since, opened, cool, why) in cases {
             let c = Circuit {
-                failures: 9,
                 failing_since: *since,
                 opened_at: *opened,
-                probe_until: None,
+                ..Circuit::default()
             };
             assert_eq!(cooldown_of(&cfg, &c), *cool, "{why}");
         }
-        let c = Circuit {
-            failures: 9,
-            failing_since: Some(0),
-            opened_at: Some(40 * min),
-            probe_until: None,
-        };
-        let lease = Duration::from_secs(10);
-        assert_eq!(
-            admit(&cfg, &c, 44 * min, lease),
-            Admit::Hold { until: 45 * min }
-        );
-        assert_eq!(c.state(&cfg, 45 * min - 1), CircuitState::Open);
-        assert!(matches!(
-            admit(&cfg, &c, 45 * min, lease),
-            Admit::Probe { .. }
-        ));
         let tight = BreakerConfig {
             max_cooldown: Duration::from_secs(1),
             ..cfg
         };
+        let c = Circuit {
+            failing_since: Some(0),
+            opened_at: Some(40 * min),
+            ..Circuit::default()
+        };
         assert_eq!(cooldown_of(&tight, &c), 30_000, "never below the first");
     }
 
-    /// Applies a change the way the store does.
-    fn apply(c: &mut Circuit, change: Change, now: i64) {
-        match change {
-            Change::None => {}
-            Change::Reset => *c = Circuit::default(),
-            Change::Fail { open, .. } => {
-                c.failures += 1;
-                c.failing_since.get_or_insert(now);
-                if open {
-                    c.opened_at = Some(now);
-                    c.probe_until = None;
-                }
-            }
+    fn open_at(opened: i64, probes: u32, probe_until: Option<i64>) -> Circuit {
+        Circuit {
+            failing_since: Some(opened),
+            opened_at: Some(opened),
+            probes,
+            probe_until,
+            ..Circuit::default()
         }
     }
 
     #[test]
-    fn closed_sends_and_a_success_costs_no_write() {
-        let c = Circuit::default();
-        assert_eq!(admit(&cfg(), &c, 0, Duration::from_secs(10)), Admit::Send);
-        assert_eq!(after(&cfg(), &c, Verdict::Up, 0), Change::None);
-        assert_eq!(after(&cfg(), &c, Verdict::Neutral, 0), Change::None);
-        assert_eq!(c.state(&cfg(), 0), CircuitState::Closed);
-    }
-
-    #[test]
-    fn opens_after_n_failures_holds_probes_once_and_closes_on_success() {
-        let cfg = cfg();
-        let lease = Duration::from_secs(10);
-        let mut c = Circuit::default();
-        for (i, now) in [1_000, 2_000].into_iter().enumerate() {
-            let change = after(&cfg, &c, Verdict::Down, now);
-            assert_eq!(
-                change,
-                Change::Fail {
-                    open: false,
-                    disable: false
+    fn admit_sends_closed_holds_open_and_lets_the_probes_through() {
+        let cfg = cfg(); // 2 probes, 30 s
+                         // (circuit, now, admit, why)
+        let cases: &[(Circuit, i64, Admit, &str)] = &[
+            (Circuit::default(), 0, Admit::Send, "closed"),
+            (
+                open_at(0, 0, None),
+                29_999,
+                Admit::Hold { until: 30_000 },
+                "cooling down",
+            ),
+            (
+                open_at(0, 0, None),
+                30_000,
+                Admit::Probe {
+                    opened_at: 0,
+                    until: 40_000,
                 },
-                "failure {}",
-                i + 1
-            );
-            apply(&mut c, change, now);
+                "cooled down: the first probe",
+            ),
+            (
+                open_at(0, 1, Some(40_000)),
+                31_000,
+                Admit::Hold { until: 40_000 },
+                "one out: one at a time",
+            ),
+            (
+                open_at(0, 1, None),
+                32_000,
+                Admit::Probe {
+                    opened_at: 0,
+                    until: 42_000,
+                },
+                "the first answered up: the next",
+            ),
+            (
+                open_at(0, 2, Some(41_000)),
+                41_000,
+                Admit::Probe {
+                    opened_at: 0,
+                    until: 51_000,
+                },
+                "a probe's lease lapsed: another",
+            ),
+        ];
+        for (c, now, admit_, why) in cases {
+            assert_eq!(admit(&cfg, c, *now, LEASE), *admit_, "{why}");
         }
-        let change = after(&cfg, &c, Verdict::Down, 3_000);
+        assert_eq!(open_at(0, 0, None).state(&cfg, 29_999), CircuitState::Open);
         assert_eq!(
-            change,
-            Change::Fail {
-                open: true,
-                disable: false
-            }
+            open_at(0, 0, None).state(&cfg, 30_000),
+            CircuitState::HalfOpen
         );
-        apply(&mut c, change, 3_000);
-        assert_eq!(
-            (c.failures, c.failing_since, c.opened_at),
-            (3, Some(1_000), Some(3_000))
-        );
-        assert_eq!(c.state(&cfg, 3_000), CircuitState::Open);
-        assert_eq!(admit(&cfg, &c, 4_000, lease), Admit::Hold { until: 33_000 });
-        assert_eq!(
-            admit(&cfg, &c, 32_999, lease),
-            Admit::Hold { until: 33_000 }
-        );
-        assert_eq!(c.state(&cfg, 33_000), CircuitState::HalfOpen);
-        assert_eq!(
-            admit(&cfg, &c, 33_000, lease),
-            Admit::Probe {
-                opened_at: 3_000,
-                until: 43_000
-            }
-        );
-        // Another worker meanwhile sees the probe's lease.
-        c.probe_until = Some(43_000);
-        assert_eq!(
-            admit(&cfg, &c, 35_000, lease),
-            Admit::Hold { until: 43_000 }
-        );
-        // A late result from before the circuit opened does not re-open it while cooling down.
-        c.probe_until = None;
-        let mut cooling = c;
-        cooling.opened_at = Some(34_000);
-        assert_eq!(
-            after(&cfg, &cooling, Verdict::Down, 35_000),
-            Change::Fail {
-                open: false,
-                disable: false
-            }
-        );
-        // The probe succeeds: closed, failures forgotten.
-        assert_eq!(after(&cfg, &c, Verdict::Up, 36_000), Change::Reset);
-        apply(&mut c, Change::Reset, 36_000);
-        assert_eq!(c, Circuit::default());
-    }
-
-    #[test]
-    fn a_failed_probe_reopens_and_long_failure_disables() {
-        let cfg = cfg();
-        let mut c = Circuit {
-            failures: 3,
-            failing_since: Some(0),
-            opened_at: Some(0),
-            probe_until: Some(40_000),
-        };
-        let change = after(&cfg, &c, Verdict::Down, 40_000);
-        assert_eq!(
-            change,
-            Change::Fail {
-                open: true,
-                disable: false
-            }
-        );
-        apply(&mut c, change, 40_000);
-        assert_eq!((c.opened_at, c.probe_until), (Some(40_000), None));
-        assert_eq!(
-            admit(&cfg, &c, 41_000, Duration::from_secs(1)),
-            Admit::Hold { until: 70_000 }
-        );
-        // An hour after the first failure, still failing: disable.
-        assert_eq!(
-            after(&cfg, &c, Verdict::Down, 3_600_000),
-            Change::Fail {
-                open: true,
-                disable: true
-            }
-        );
-        // Failing for long but the circuit never opened (sparse failures below the threshold):
-        // not disabled.
-        let sparse = Circuit {
-            failures: 1,
-            failing_since: Some(0),
-            opened_at: None,
-            probe_until: None,
-        };
-        assert_eq!(
-            after(&cfg, &sparse, Verdict::Down, 7_200_000),
-            Change::Fail {
-                open: false,
-                disable: false
-            }
-        );
-        // 429s and SSRF refusals change nothing.
-        assert_eq!(after(&cfg, &c, Verdict::Neutral, 3_600_000), Change::None);
         assert_eq!(CircuitState::HalfOpen.as_str(), "half-open");
     }
 
-    const COUNT: Change = Change::Fail {
-        open: false,
-        disable: false,
-    };
-    const OPEN: Change = Change::Fail {
-        open: true,
-        disable: false,
-    };
+    #[test]
+    fn after_counts_up_and_down_and_probes_and_nothing_else() {
+        let cfg = cfg(); // buckets of 30 s
+                         // (circuit read, verdict, now, change, why)
+        let cases: &[(Circuit, Verdict, i64, Change, &str)] = &[
+            (
+                Circuit::default(),
+                Verdict::Neutral,
+                0,
+                Change::None,
+                "429: nothing",
+            ),
+            (
+                Circuit::default(),
+                Verdict::Up,
+                45_000,
+                Change::None,
+                "closed, healthy, a success: no write",
+            ),
+            (
+                counted(1, 1, 45_000),
+                Verdict::Up,
+                45_000,
+                Change::Count {
+                    up: true,
+                    probe: false,
+                    bucket: 1,
+                    roll: false,
+                    reopen: None,
+                },
+                "closed, a failure in the window: counted",
+            ),
+            (
+                Circuit {
+                    failing_since: Some(1),
+                    ..Circuit::default()
+                },
+                Verdict::Up,
+                45_000,
+                Change::Count {
+                    up: true,
+                    probe: false,
+                    bucket: 1,
+                    roll: true,
+                    reopen: None,
+                },
+                "a success ends a run of failures",
+            ),
+            (
+                Circuit::default(),
+                Verdict::Down,
+                61_000,
+                Change::Count {
+                    up: false,
+                    probe: false,
+                    bucket: 2,
+                    roll: true,
+                    reopen: None,
+                },
+                "closed, a failure",
+            ),
+            (
+                open_at(0, 0, None),
+                Verdict::Down,
+                10_000,
+                Change::Count {
+                    up: false,
+                    probe: false,
+                    bucket: 0,
+                    roll: true,
+                    reopen: None,
+                },
+                "a late result while cooling down: no probe",
+            ),
+            (
+                open_at(0, 1, Some(40_000)),
+                Verdict::Up,
+                35_000,
+                Change::Count {
+                    up: true,
+                    probe: true,
+                    bucket: 1,
+                    roll: true,
+                    reopen: None,
+                },
+                "half-open: a probe's",
+            ),
+            (
+                open_at(0, 1, Some(40_000)),
+                Verdict::Down,
+                35_000,
+                Change::Count {
+                    up: false,
+                    probe: true,
+                    bucket: 1,
+                    roll: true,
+                    reopen: Some(0),
+                },
+                "a failed probe: re-opens whatever the others say",
+            ),
+            (
+                Circuit {
+                    probes_up: 2,
+                    ..open_at(0, 3, Some(40_000))
+                },
+                Verdict::Down,
+                35_000,
+                Change::Count {
+                    up: false,
+                    probe: true,
+                    bucket: 1,
+                    roll: true,
+                    reopen: None,
+                },
+                "a failure after two up: 33 %, the rate decides after the count",
+            ),
+        ];
+        for (c, verdict, now, change, why) in cases {
+            assert_eq!(after(&cfg, c, *verdict, *now), *change, "{why}");
+        }
+    }
 
-    fn counted(failures: u32, opened_at: Option<i64>) -> Circuit {
+    fn counted(requests: u32, failures: u32, now: i64) -> Circuit {
+        let mut c = Circuit::default();
+        for i in 0..requests {
+            c.window
+                .count(window::bucket_of(cfg().window, now), i < failures);
+        }
+        c
+    }
+
+    fn probed(opened: i64, up: u32, down: u32) -> Circuit {
         Circuit {
-            failures,
-            failing_since: Some(1_000),
-            opened_at,
-            probe_until: None,
+            probes_up: up,
+            probes_down: down,
+            probes: up + down,
+            ..open_at(opened, 0, None)
         }
     }
 
     #[test]
-    fn the_worker_whose_count_reaches_the_threshold_opens() {
-        let cfg = cfg();
-        let cases: &[(Change, Option<Circuit>, bool, &str)] = &[
-            (COUNT, Some(counted(2, None)), false, "below the threshold"),
-            (COUNT, Some(counted(3, None)), true, "reached it"),
+    fn next_opens_on_the_rate_and_decides_on_the_probes() {
+        let cfg = cfg(); // at least 4, 50 %, 2 probes
+        let count = Change::Count {
+            up: false,
+            probe: false,
+            bucket: 0,
+            roll: true,
+            reopen: None,
+        };
+        let probe = Change::Count {
+            up: true,
+            probe: true,
+            bucket: 0,
+            roll: true,
+            reopen: None,
+        };
+        let closed = Circuit::default();
+        let open = open_at(7, 0, None);
+        // (change, read, counted, move, why)
+        let cases: &[(Change, Circuit, Option<Circuit>, Move, &str)] = &[
             (
-                COUNT,
-                Some(counted(4, None)),
-                true,
-                "another worker's count came first, still closed",
+                count,
+                closed,
+                Some(counted(3, 3, 0)),
+                Move::Stay,
+                "too few requests",
             ),
             (
-                COUNT,
-                Some(counted(4, Some(2_000))),
-                false,
-                "already opened by another worker",
+                count,
+                closed,
+                Some(counted(4, 1, 0)),
+                Move::Stay,
+                "a quarter failed",
             ),
             (
-                OPEN,
-                Some(counted(3, Some(3_000))),
-                false,
-                "the change itself opened it",
+                count,
+                closed,
+                Some(counted(4, 2, 0)),
+                Move::Open,
+                "half failed",
             ),
-            (Change::Reset, Some(counted(0, None)), false, "a success"),
-            (Change::None, None, false, "nothing written"),
-            (COUNT, None, false, "no answer"),
+            (
+                count,
+                closed,
+                Some(counted(10, 10, 0)),
+                Move::Open,
+                "all failed",
+            ),
+            (count, closed, None, Move::Stay, "no answer"),
+            (Change::None, closed, None, Move::Stay, "nothing counted"),
+            (
+                count,
+                open,
+                Some(probed(7, 0, 0)),
+                Move::Stay,
+                "open: counted only",
+            ),
+            (
+                probe,
+                open,
+                Some(probed(7, 1, 0)),
+                Move::Stay,
+                "one probe answered up of two",
+            ),
+            (
+                probe,
+                open,
+                Some(probed(7, 2, 0)),
+                Move::Close { from: 7 },
+                "both answered up",
+            ),
+            (
+                probe,
+                open,
+                Some(probed(7, 0, 1)),
+                Move::Reopen { from: 7 },
+                "the first failed",
+            ),
+            (
+                probe,
+                open,
+                Some(probed(7, 1, 1)),
+                Move::Reopen { from: 7 },
+                "half failed",
+            ),
+            (
+                probe,
+                open,
+                Some(probed(9, 0, 1)),
+                Move::Stay,
+                "re-opened meanwhile",
+            ),
+            (
+                probe,
+                open,
+                Some(closed),
+                Move::Stay,
+                "closed meanwhile (stays closed)",
+            ),
         ];
-        for (change, c, opens, why) in cases {
-            assert_eq!(opens_on_count(&cfg, *change, c.as_ref()), *opens, "{why}");
+        for (change, read, c, mv, why) in cases {
+            assert_eq!(next(&cfg, *change, read, c.as_ref(), 0), *mv, "{why}");
         }
-        let never = BreakerConfig { failures: 0, ..cfg };
-        assert!(
-            opens_on_count(&never, COUNT, Some(&counted(1, None))),
-            "a threshold of 0 counts as 1"
+        // Three probes at 80 %: a failure after two successes (33 %) still closes; a first
+        // failure (100 %) re-opens.
+        let lenient = BreakerConfig {
+            half_open_probes: 3,
+            failure_rate: 80,
+            ..cfg
+        };
+        assert_eq!(
+            next(&lenient, probe, &open, Some(&probed(7, 2, 1)), 0),
+            Move::Close { from: 7 }
+        );
+        assert_eq!(
+            next(&lenient, probe, &open, Some(&probed(7, 0, 1)), 0),
+            Move::Reopen { from: 7 }
+        );
+        assert_eq!(
+            next(&lenient, probe, &open, Some(&probed(7, 1, 0)), 0),
+            Move::Stay
         );
     }
 
     #[test]
-    fn failing_too_long_disables() {
+    fn failing_too_long_with_the_circuit_open_disables() {
         let cfg = cfg(); // disable_after: 1 h
         let hour = 3_600_000;
         let read = Circuit {
             failing_since: Some(500),
             ..Circuit::default()
         };
-        let asked = Change::Fail {
-            open: true,
-            disable: true,
+        let down = Change::Count {
+            up: false,
+            probe: true,
+            bucket: 0,
+            roll: true,
+            reopen: None,
         };
-        /// The change, the circuit as counted, now, since when it disables, why.
-        type Case = (Change, Option<Circuit>, i64, Option<i64>, &'static str);
+        let up = Change::Count {
+            up: true,
+            probe: true,
+            bucket: 0,
+            roll: true,
+            reopen: None,
+        };
+        let open = |since| Circuit {
+            failing_since: Some(since),
+            opened_at: Some(1),
+            ..Circuit::default()
+        };
+        let closed = Circuit {
+            failing_since: Some(1_000),
+            ..Circuit::default()
+        };
+        /// The change, the circuit as counted, opens, now, since when it disables, why.
+        type Case = (
+            Change,
+            Option<Circuit>,
+            bool,
+            i64,
+            Option<i64>,
+            &'static str,
+        );
         let cases: &[Case] = &[
             (
-                asked,
-                Some(counted(9, Some(1))),
-                2_000,
-                Some(1_000),
-                "asked by after()",
-            ),
-            (
-                asked,
-                None,
-                2_000,
-                Some(500),
-                "asked, no answer: since as read",
-            ),
-            (
-                COUNT,
-                Some(counted(9, Some(1))),
+                down,
+                Some(open(1_000)),
+                false,
                 1_000 + hour,
                 Some(1_000),
                 "open and an hour old",
             ),
             (
-                COUNT,
-                Some(counted(9, Some(1))),
+                down,
+                Some(open(1_000)),
+                false,
                 999 + hour,
                 None,
                 "open, not yet an hour",
             ),
             (
-                COUNT,
-                Some(counted(9, None)),
+                down,
+                Some(closed),
+                false,
                 1_000 + 2 * hour,
                 None,
                 "closed: never disabled",
             ),
             (
-                Change::Reset,
-                Some(counted(0, Some(1))),
+                down,
+                Some(closed),
+                true,
+                1_000 + hour,
+                Some(1_000),
+                "this failure opens it",
+            ),
+            (
+                down,
+                None,
+                true,
+                500 + hour,
+                Some(500),
+                "no answer: since as read",
+            ),
+            (
+                up,
+                Some(open(1_000)),
+                false,
                 1_000 + hour,
                 None,
                 "a success",
             ),
-            (Change::None, None, 1_000 + hour, None, "neutral"),
+            (Change::None, None, false, 1_000 + hour, None, "neutral"),
         ];
-        for (change, c, now, since, why) in cases {
+        for (change, c, opens, now, since, why) in cases {
             assert_eq!(
-                disable_since(&cfg, &read, *change, c.as_ref(), *now),
+                disable_since(&cfg, &read, *change, c.as_ref(), *opens, *now),
                 *since,
                 "{why}"
             );
+        }
+    }
+
+    /// Applies a count the way the store does.
+    fn apply(c: &mut Circuit, change: Change, now: i64) {
+        let Change::Count {
+            up,
+            probe,
+            bucket,
+            reopen,
+            ..
+        } = change
+        else {
+            return;
+        };
+        if reopen.is_some() && reopen == c.opened_at {
+            c.window.count(bucket, !up);
+            c.failures += 1;
+            apply_move(c, Move::Reopen { from: 0 }, now);
+            return;
+        }
+        c.window.count(bucket, !up);
+        if up {
+            c.failures = 0;
+            c.failing_since = None;
+        } else {
+            c.failures += 1;
+            c.failing_since.get_or_insert(now);
+        }
+        if probe {
+            if up {
+                c.probes_up += 1;
+                c.probe_until = None;
+            } else {
+                c.probes_down += 1;
+            }
+        }
+    }
+
+    /// Applies a move the way the store does (its condition held).
+    fn apply_move(c: &mut Circuit, mv: Move, now: i64) {
+        match mv {
+            Move::Stay => {}
+            Move::Open | Move::Reopen { .. } => {
+                *c = Circuit {
+                    opened_at: Some(now),
+                    probes: 0,
+                    probes_up: 0,
+                    probes_down: 0,
+                    probe_until: None,
+                    ..*c
+                }
+            }
+            Move::Close { .. } => {
+                *c = Circuit {
+                    failures: c.failures,
+                    failing_since: c.failing_since,
+                    ..Circuit::default()
+                }
+            }
+        }
+    }
+
+    /// Runs one destination through `answers` (one attempt a second, `true`: up), as one worker.
+    fn run(cfg: &BreakerConfig, answers: &[bool]) -> (Circuit, usize) {
+        let mut c = Circuit::default();
+        let mut sent = 0;
+        for (i, up) in answers.iter().enumerate() {
+            let now = (i as i64) * 1_000;
+            match admit(cfg, &c, now, LEASE) {
+                Admit::Hold { .. } => continue,
+                Admit::Probe { until, .. } => {
+                    c.probes += 1;
+                    c.probe_until = Some(until);
+                }
+                Admit::Send => {}
+            }
+            sent += 1;
+            let read = c;
+            let verdict = if *up { Verdict::Up } else { Verdict::Down };
+            let change = after(cfg, &read, verdict, now);
+            apply(&mut c, change, now);
+            let mv = next(cfg, change, &read, Some(&c), now);
+            apply_move(&mut c, mv, now);
+        }
+        (c, sent)
+    }
+
+    proptest! {
+        /// A destination failing below the rate keeps all its traffic: the circuit never opens.
+        #[test]
+        fn failing_below_the_rate_never_opens(seed in any::<u64>(), n in 1usize..400) {
+            let cfg = cfg(); // 50 %
+            // One failure in four, spread: at most 40 % of any run of at least 4 requests.
+            let answers: Vec<bool> = (0..n)
+                .map(|i| !(i as u64).wrapping_add(seed).is_multiple_of(4))
+                .collect();
+            let (c, sent) = run(&cfg, &answers);
+            prop_assert_eq!(c.opened_at, None);
+            prop_assert_eq!(sent, n);
+        }
+
+        /// Down throughout: the circuit opens once enough requests failed, and from then on only
+        /// probes are sent: one per cool-down.
+        #[test]
+        fn a_destination_down_is_sent_probes_only(n in 10usize..600) {
+            let cfg = cfg();
+            let (c, sent) = run(&cfg, &vec![false; n]);
+            prop_assert!(c.opened_at.is_some());
+            let probes_most = n as u64 / 30 + 1;
+            prop_assert!(sent as u64 <= u64::from(cfg.min_requests) + probes_most, "{}", sent);
+        }
+
+        /// Down, then back up: recognised at the first half-open round after it is back (within
+        /// a cool-down plus the probes).
+        #[test]
+        fn a_recovered_destination_is_recognised_within_a_cool_down(down in 4usize..100) {
+            let cfg = cfg();
+            let mut answers = vec![false; down];
+            answers.extend(vec![true; 80]);
+            let (c, _) = run(&cfg, &answers);
+            prop_assert_eq!(c.opened_at, None);
+            prop_assert_eq!(c.failing_since, None);
         }
     }
 }

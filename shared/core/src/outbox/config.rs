@@ -32,13 +32,16 @@ impl DeliverFunctionConfig {
     }
 
     pub fn read(env: &Env) -> Result<Self, ConfigError> {
-        let failures: u32 = env.parse(&catalog::BREAKER_FAILURES)?;
-        if failures == 0 {
-            return Err(ConfigError::Invalid {
-                var: catalog::BREAKER_FAILURES.name,
-                reason: "must be at least 1".into(),
-            });
-        }
+        let at_least_1 = |v: &Var, most: u32| -> Result<u32, ConfigError> {
+            let x: u32 = env.parse(v)?;
+            if x == 0 || x > most {
+                return Err(ConfigError::Invalid {
+                    var: v.name,
+                    reason: format!("must be 1 to {most}"),
+                });
+            }
+            Ok(x)
+        };
         let days: u32 = env.parse(&catalog::DELIVERY_RETENTION_DAYS)?;
         let ms = |v: &Var| env.parse::<u64>(v).map(Duration::from_millis);
         Ok(Self {
@@ -50,7 +53,10 @@ impl DeliverFunctionConfig {
             sweep_max_per_run: env.parse(&catalog::DELIVERY_SWEEP_MAX_PER_RUN)?,
             worker: DeliverConfig {
                 breaker: BreakerConfig {
-                    failures,
+                    window: ms(&catalog::BREAKER_WINDOW_MS)?,
+                    min_requests: at_least_1(&catalog::BREAKER_MIN_REQUESTS, u32::MAX)?,
+                    failure_rate: at_least_1(&catalog::BREAKER_FAILURE_RATE, 100)?,
+                    half_open_probes: at_least_1(&catalog::BREAKER_HALF_OPEN_PROBES, 1_000)?,
                     cooldown: ms(&catalog::BREAKER_COOLDOWN_MS)?,
                     max_cooldown: ms(&catalog::BREAKER_MAX_COOLDOWN_MS)?,
                     disable_after: ms(&catalog::BREAKER_DISABLE_AFTER_MS)?,
@@ -95,10 +101,18 @@ mod tests {
             ("TABLE_NAME", "t"),
             ("DELIVERY_QUEUE_URL", "q"),
             ("DELIVERY_QUARANTINE_QUEUE_URL", "dq"),
-            ("BREAKER_FAILURES", "0"),
+            ("BREAKER_MIN_REQUESTS", "0"),
         ]))
         .unwrap_err();
-        assert!(bad.to_string().contains("BREAKER_FAILURES"));
+        assert!(bad.to_string().contains("BREAKER_MIN_REQUESTS"));
+        let over = DeliverFunctionConfig::read(&Env::from_pairs([
+            ("TABLE_NAME", "t"),
+            ("DELIVERY_QUEUE_URL", "q"),
+            ("DELIVERY_QUARANTINE_QUEUE_URL", "dq"),
+            ("BREAKER_FAILURE_RATE", "101"),
+        ]))
+        .unwrap_err();
+        assert!(over.to_string().contains("BREAKER_FAILURE_RATE"));
         let local = DeliverFunctionConfig::read(&Env::from_pairs([
             ("TABLE_NAME", "t"),
             ("DELIVERY_QUEUE_URL", "q"),

@@ -9,9 +9,11 @@
 //!   for the same reason leaves it as it is (no write). A failed attempt whose retry would meet
 //!   an open circuit is parked in the write that records it (`record.rs`).
 //! - **Probed** ([`Deliverer::sweep_parked`], each minute): the open circuit of an active
-//!   destination with a backlog, once cooled down ([`super::breaker::cooldown_of`]), gets one
+//!   destination with a backlog, once cooled down ([`super::breaker::cooldown_of`]), gets a
 //!   probe: the sweep re-drives the oldest parked delivery whose retry is due (an attempt of its
-//!   own schedule: time parked consumes none of its attempts).
+//!   own schedule: time parked consumes none of its attempts). A probe that succeeds while the
+//!   half-open circuit wants more (`BREAKER_HALF_OPEN_PROBES`) releases the next at once, the
+//!   oldest parked ([`Deliverer::probe_next`]).
 //! - **Released** ([`release`]): when its circuit is closed (a probe succeeded: the worker whose
 //!   success closed it releases at once, then the sweep each minute), oldest first, at the
 //!   destination's rate: the i-th released is due `i / rate` after the first, a minute's worth
@@ -28,7 +30,7 @@ use super::delivery::{OutboundDelivery, ParkReason, Parked};
 use super::destination::{Destination, DestinationId, DestinationState};
 use super::queue::{OutboxQueues, Work};
 use super::schema::parked_shard;
-use super::store::OutboxStore;
+use super::store::{DueItem, OutboxStore};
 use super::worker::{Deliverer, DeliveryOutcome, DeliveryPorts, Skip, MAX_QUEUE_DELAY_MS};
 use crate::clock::{Clock, Millis};
 use crate::process::InfraError;
@@ -317,6 +319,26 @@ impl<P: DeliveryPorts> Deliverer<P> {
         Ok(report)
     }
 
+    /// Re-drives the oldest of `parked` whose retry is due as the probe (how many it sent).
+    async fn redrive_probe(&self, parked: &[DueItem], now: i64) -> Result<usize, InfraError> {
+        let due = |i: &&DueItem| i.next_attempt_at.is_none_or(|t| t.get() <= now);
+        match parked.iter().find(due).and_then(super::work_of) {
+            Some(w) => Ok(self.queues.redrive(&[w]).await?),
+            None => Ok(0),
+        }
+    }
+
+    /// After a probe that succeeded on a half-open circuit that wants more: the next probe now,
+    /// the oldest of the backlog released (due now: the wait its failure during the outage asked
+    /// for is not kept, as on any release; nothing parked: the next delivery that comes probes).
+    pub(super) async fn probe_next(&self, dest: &DestinationId, now: i64) {
+        let why = "the next probe";
+        let queue = Some(&self.queues);
+        if let Err(e) = release(&self.store, queue, dest, 1.0, now, now, 1, why).await {
+            tracing::warn!(destination = %dest, error = %e, "the next probe was not sent: the sweep sends one");
+        }
+    }
+
     /// [`Self::sweep_parked`] for one destination.
     async fn sweep_backlog(
         &self,
@@ -354,13 +376,7 @@ impl<P: DeliveryPorts> Deliverer<P> {
                     release(&self.store, queue, &dest.id, rate, now, now, n, why).await?;
             }
             Admit::Probe { .. } => {
-                let probe = parked
-                    .iter()
-                    .find(|i| i.next_attempt_at.is_none_or(|t| t.get() <= now))
-                    .and_then(super::work_of);
-                if let Some(w) = probe {
-                    report.probes = self.queues.redrive(&[w]).await?;
-                }
+                report.probes = self.redrive_probe(&parked, now).await?;
             }
             Admit::Hold { .. } => {}
         }

@@ -13,7 +13,7 @@
 
 use super::admin;
 use super::attempt::{self, AttemptResult};
-use super::breaker::{self, Change};
+use super::breaker::{self, Change, Move};
 use super::bucket::Rate;
 use super::cache::Loaded;
 use super::delivery::{
@@ -75,14 +75,11 @@ impl<P: DeliveryPorts> Deliverer<P> {
             d.notice_pending = Some(self.pending_notice(now));
         }
         let change = breaker::after(&self.config.breaker, &state.circuit, decision.breaker, now);
-        // A retry that would meet an open circuit (this failure opened it, or it was open: a
-        // probe, or a result from before it opened) waits in the backlog: parked in this write,
-        // no message; its attempts are kept for its release (`parking.rs`).
-        let open_after = match change {
-            Change::Fail { open, .. } => open || state.circuit.opened_at.is_some(),
-            Change::None => state.circuit.opened_at.is_some(),
-            Change::Reset => false,
-        };
+        // A retry that would meet an open circuit (open when read: a probe, or a result from
+        // before it opened) waits in the backlog: parked in this write, no message; its attempts
+        // are kept for its release (`parking.rs`). One whose failure opens the circuit is
+        // parked by the worker that meets it next.
+        let open_after = state.circuit.opened_at.is_some();
         let parked = decision.status == DeliveryStatus::Retrying && open_after;
         if parked {
             d.parked = Some(Parked {
@@ -114,18 +111,54 @@ impl<P: DeliveryPorts> Deliverer<P> {
         if counted.is_some() {
             self.lease_stale(&dest.id);
         }
-        if breaker::opens_on_count(&self.config.breaker, change, counted.as_ref())
-            && self.store.open_circuit(&dest.id, Millis::new(now)).await?
-        {
-            let failures = counted.map_or(0, |c| c.failures);
-            tracing::warn!(destination = %dest.id, failures, "circuit opened");
+        let to = breaker::next(
+            &self.config.breaker,
+            change,
+            &state.circuit,
+            counted.as_ref(),
+            now,
+        );
+        let moved = self
+            .store
+            .move_circuit(&dest.id, to, Millis::new(now))
+            .await?;
+        if moved {
             self.lease_stale(&dest.id);
+            let recent = counted.map(|c| c.recent(&self.config.breaker, now));
+            match to {
+                Move::Open => {
+                    tracing::warn!(destination = %dest.id, ?recent, "circuit opened");
+                }
+                Move::Reopen { .. } => {
+                    tracing::info!(destination = %dest.id, "circuit re-opened: its probes failed");
+                }
+                Move::Close { .. } => {
+                    tracing::info!(destination = %dest.id, "circuit closed");
+                    self.release_now(dest, now, "the circuit closed").await;
+                }
+                Move::Stay => {}
+            }
+        } else if let (
+            Move::Stay,
+            Change::Count {
+                up: true,
+                probe: true,
+                ..
+            },
+        ) = (to, change)
+        {
+            // Half-open, the probes so far up: the next now, not at the next sweep.
+            if counted.is_some_and(|c| c.opened_at.is_some()) {
+                self.probe_next(&dest.id, now).await;
+            }
         }
+        let opens = moved && matches!(to, Move::Open | Move::Reopen { .. });
         if let Some(since) = breaker::disable_since(
             &self.config.breaker,
             &state.circuit,
             change,
             counted.as_ref(),
+            opens,
             now,
         ) {
             let why = format!(
@@ -143,10 +176,6 @@ impl<P: DeliveryPorts> Deliverer<P> {
                 burst: dest.burst,
             };
             self.hold(&dest.id, rate, now, pause).await;
-        }
-        if change == Change::Reset && state.circuit.opened_at.is_some() {
-            tracing::info!(destination = %dest.id, "circuit closed");
-            self.release_now(dest, now, "the circuit closed").await;
         }
         if !recorded {
             return Ok(DeliveryOutcome::Skipped(Skip::Conflict));

@@ -105,6 +105,12 @@ pub const FAILURES: &str = "failures";
 pub const FAILING_SINCE: &str = "failing_since";
 pub const OPENED_AT: &str = "opened_at";
 pub const PROBE_UNTIL: &str = "probe_until";
+pub const PROBES: &str = "probes";
+pub const PROBES_UP: &str = "probes_up";
+pub const PROBES_DOWN: &str = "probes_down";
+/// The breaker window's two slots ([`crate::outbox::breaker::window`]): each a bucket's index,
+/// its requests and its failures.
+pub const WINDOW_SLOTS: [[&str; 3]; 2] = [["w0_at", "w0_n", "w0_f"], ["w1_at", "w1_n", "w1_f"]];
 // Attributes of delivery items beyond the inbox's names.
 pub const DESTINATION: &str = "destination";
 pub const WEBHOOK_ID: &str = "webhook_id";

@@ -6,7 +6,7 @@
 //! Implemented on DynamoDB in `store/dynamo/outbox.rs`, and in memory (same conditions, for unit
 //! tests) in `store/memory/outbox.rs`.
 
-use super::breaker::{Change, Circuit};
+use super::breaker::{Change, Circuit, Move};
 use super::bucket::Take;
 use super::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
 use super::destination::DestinationId;
@@ -161,8 +161,13 @@ pub trait OutboxStore: Send + Sync {
         at_least_us: i64,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Applies a circuit change at `now` (unconditional: counts commute); the circuit after it
-    /// (`None` for [`Change::None`], which writes nothing).
+    /// Counts an attempt's result ([`Change::Count`]) at `now`, without losing a concurrent
+    /// worker's count: added to its window bucket's slot (conditional on the slot holding that
+    /// bucket), else the slot rolled over to it (conditional on it holding an older one), else
+    /// added anyway (a newer one: this worker's clock is behind); a success ends the run of
+    /// failures, a failure starts one; a probe's result is added to the probes' (one up also frees
+    /// the probe's lease for the next). The circuit after
+    /// it (`None` for [`Change::None`], which writes nothing).
     fn change_circuit(
         &self,
         destination: &DestinationId,
@@ -170,16 +175,19 @@ pub trait OutboxStore: Send + Sync {
         now: Millis,
     ) -> impl Future<Output = Result<Option<Circuit>, StoreError>> + Send;
 
-    /// Opens a closed circuit at `now` (conditional on it being closed: of workers that counted
-    /// the threshold's failure at once, one opens it).
-    fn open_circuit(
+    /// Moves the circuit at `now` ([`Move::Open`]: conditional on it being closed;
+    /// [`Move::Reopen`], [`Move::Close`]: on it being the one opened at `from`), so that of
+    /// workers deciding at once one moves it. Opening forgets the probes; closing forgets the
+    /// probes and the window. Whether it moved.
+    fn move_circuit(
         &self,
         destination: &DestinationId,
+        to: Move,
         now: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Takes the half-open circuit's probe lease until `until`, if the circuit is still the one
-    /// opened at `opened_at` and nobody holds the lease at `now`.
+    /// Takes the half-open circuit's probe lease until `until` (and counts the probe), if the
+    /// circuit is still the one opened at `opened_at` and no probe holds the lease at `now`.
     fn claim_probe(
         &self,
         destination: &DestinationId,
@@ -284,12 +292,13 @@ impl<T: OutboxStore> OutboxStore for std::sync::Arc<T> {
         (**self).change_circuit(destination, change, now)
     }
 
-    fn open_circuit(
+    fn move_circuit(
         &self,
         destination: &DestinationId,
+        to: Move,
         now: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).open_circuit(destination, now)
+        (**self).move_circuit(destination, to, now)
     }
 
     fn claim_probe(

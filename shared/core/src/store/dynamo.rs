@@ -14,6 +14,7 @@ pub mod backfill;
 pub mod body;
 mod bucket;
 mod cancel;
+mod circuit;
 mod client;
 mod contention;
 mod effects;

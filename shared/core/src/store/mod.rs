@@ -21,6 +21,7 @@
 //! carry raw bodies.
 
 pub mod attr;
+mod circuit;
 mod due_index;
 pub mod dynamo;
 pub mod events;

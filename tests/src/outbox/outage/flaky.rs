@@ -6,6 +6,7 @@ use super::{arrive, draw, Counts, Down, OutageCost, Queue, Sim, Worker, BATCH, D
 use inbox_core::clock::ManualClock;
 use inbox_core::metrics::RecordingSink;
 use inbox_core::outbox::admin;
+use inbox_core::outbox::breaker::BreakerConfig;
 use inbox_core::outbox::destination::{Destination, DestinationId};
 use inbox_core::outbox::pattern::Pattern;
 use inbox_core::outbox::queue::MemoryOutboxQueues;
@@ -40,12 +41,18 @@ pub struct Flaky {
 
 /// Sends `n` events to the flaky receiver and runs until each is delivered (or the limit).
 pub async fn flaky(n: usize) -> Flaky {
+    flaky_with(n, DeliverConfig::default().breaker).await
+}
+
+/// [`flaky`] with another breaker.
+pub async fn flaky_with(n: usize, breaker: BreakerConfig) -> Flaky {
     let store = Arc::new(MemoryStore::new());
     let queues = Arc::new(MemoryOutboxQueues::default());
     let clock = Arc::new(ManualClock::at_millis(T0));
     let down = Arc::new(Down::default());
     down.flaky.store(true, Ordering::SeqCst);
     let config = DeliverConfig {
+        breaker,
         max_wait: Duration::ZERO,
         ..DeliverConfig::default()
     };

@@ -8,6 +8,7 @@ use crate::error::{failed, usage, Error, Result};
 use crate::output::{fields, or_dash, print_json, say, table};
 use crate::secret_input;
 use crate::when;
+use circuit::CircuitView;
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::outbox::admin::{self, AdminError};
 use inbox_core::outbox::breaker::BreakerConfig;
@@ -22,6 +23,8 @@ use inbox_core::outbox::schedule::{parse_duration, RetrySchedule};
 use inbox_core::outbox::store::OutboxStore as _;
 use inbox_core::store::dynamo::DynamoTable;
 use serde_json::json;
+
+mod circuit;
 
 pub async fn run(ctx: &Context, command: DestCommand) -> Result<()> {
     match command {
@@ -178,7 +181,7 @@ async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
         .map_err(admin_error)?;
     let state = store.worker_state(&args.id).await?;
     let now = SystemClock.now_millis();
-    let circuit = state.circuit.state(&BreakerConfig::default(), now);
+    let circuit = CircuitView::of(&state.circuit, &BreakerConfig::default(), now);
     let backlog = parking::backlog(&store, &args.id, 10_000).await?;
     let secrets: Vec<_> = d
         .secrets
@@ -191,7 +194,7 @@ async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
             "id": d.id, "url": d.url, "state": d.state, "reason": d.reason, "patterns": d.patterns,
             "rate_per_sec": d.rate_per_sec, "burst": d.burst, "max_in_flight": d.max_in_flight,
             "timeout_ms": d.timeout_ms, "schedule": d.schedule.to_string(), "secrets": secrets,
-            "circuit": circuit, "consecutive_failures": state.circuit.failures,
+            "circuit": circuit.state, "breaker": circuit.json(),
             "failing_since": state.circuit.failing_since.map(when::rfc3339),
             "backlog": backlog, "backlog_oldest": backlog.oldest.map(when::rfc3339),
             "version": d.version, "journal": journal,
@@ -211,18 +214,7 @@ async fn show(ctx: &Context, args: DestIdArgs) -> Result<()> {
         ),
         ("timeout", format!("{} ms", d.timeout_ms)),
         ("schedule", d.schedule.to_string()),
-        (
-            "circuit",
-            format!(
-                "{} ({} consecutive failures); backlog {backlog}{}",
-                circuit.as_str(),
-                state.circuit.failures,
-                backlog.oldest.map_or_else(String::new, |t| format!(
-                    ", the oldest {}",
-                    when::rfc3339(t)
-                ))
-            ),
-        ),
+        ("circuit", circuit.text(&backlog)),
         (
             "secrets",
             format!(

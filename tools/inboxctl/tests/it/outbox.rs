@@ -170,11 +170,15 @@ async fn destinations_are_managed_and_every_change_is_journaled() {
         (Some("paused"), Some("maintenance window"))
     );
     assert_eq!(shown["backlog"]["parked"], 1, "{shown}");
-    assert!(env
-        .run(&["dest", "show", "crm"])
-        .ok()
-        .stdout
-        .contains("backlog 1 parked"));
+    // The circuit's recent failure rate: no attempt yet.
+    assert_eq!(
+        (&shown["circuit"], &shown["breaker"]["requests"]),
+        (&serde_json::json!("closed"), &serde_json::json!(0)),
+        "{shown}"
+    );
+    let human = env.run(&["dest", "show", "crm"]).ok().stdout;
+    assert!(human.contains("backlog 1 parked"), "{human}");
+    assert!(human.contains("no requests in the last 120 s"), "{human}");
     let resumed = env.run(&["dest", "resume", "crm"]).ok();
     assert!(
         resumed.stdout.contains("1 parked deliveries released"),

@@ -7,13 +7,15 @@ use crate::domain::{EventId, MessageKey, SourceName};
 use crate::metrics::RecordingSink;
 use crate::outbox::admin;
 use crate::outbox::attempt::AttemptResult;
-use crate::outbox::breaker::Circuit;
+use crate::outbox::breaker::{window, Circuit};
 use crate::outbox::delivery::{ParkReason, Parked, PendingDeliveryNotice};
 use crate::outbox::destination::did;
 use crate::outbox::destination::Destination;
 use crate::outbox::pattern::Pattern;
 use crate::outbox::queue::{MemoryOutboxQueues, Work};
-use crate::outbox::schema::{destination_pk, FAILING_SINCE, FAILURES, OPENED_AT, STATE_SK};
+use crate::outbox::schema::{
+    destination_pk, FAILING_SINCE, FAILURES, OPENED_AT, STATE_SK, WINDOW_SLOTS,
+};
 use crate::outbox::transport::Outgoing;
 use crate::outbox::transport::ScriptedTransport;
 use crate::store::attr::{n, s};
@@ -42,7 +44,10 @@ struct World {
 fn config() -> DeliverConfig {
     DeliverConfig {
         breaker: BreakerConfig {
-            failures: 3,
+            window: Duration::from_secs(60),
+            min_requests: 3,
+            failure_rate: 50,
+            half_open_probes: 1,
             cooldown: Duration::from_secs(30),
             max_cooldown: Duration::from_secs(30),
             disable_after: Duration::from_secs(3600),
@@ -146,6 +151,13 @@ impl World {
         for (attr, v) in [(FAILING_SINCE, c.failing_since), (OPENED_AT, c.opened_at)] {
             if let Some(v) = v {
                 item.insert(attr.into(), n(v));
+            }
+        }
+        for (b, [at, requests, failures]) in c.window.slots.iter().zip(WINDOW_SLOTS) {
+            if let Some(b) = b {
+                item.insert(at.into(), n(b.at));
+                item.insert(requests.into(), n(i64::from(b.requests)));
+                item.insert(failures.into(), n(i64::from(b.failures)));
             }
         }
         self.store.put_item(item);
@@ -291,20 +303,22 @@ async fn a_410_fails_the_delivery_and_disables_the_destination() {
 
 #[tokio::test]
 async fn concurrent_failures_open_the_circuit_once() {
-    // Four workers fail at once on a circuit at one failure (threshold 3): each counts its
-    // failure on the state it read; three of them see the threshold reached, one opens it.
+    // Four workers fail at once on a circuit whose window holds one failure (at least 3
+    // requests, 50 %): each counts its failure; three of them see the rate reached, one opens it.
     let transport =
         ScriptedTransport::answering((0..4).map(|_| ScriptedTransport::status(500, None))).gated(4);
     let w = world(transport);
     w.destination("crm", |_| {}).await;
-    w.set_circuit(
-        "crm",
-        Circuit {
+    w.set_circuit("crm", {
+        let mut c = Circuit {
             failures: 1,
             failing_since: Some(T0 - 1_000),
             ..Circuit::default()
-        },
-    );
+        };
+        c.window
+            .count(window::bucket_of(config().breaker.window, T0), true);
+        c
+    });
     let mut refs = Vec::new();
     for i in 0..4 {
         refs.push(w.pending("crm", &format!("evt_{i}")).await);
@@ -347,7 +361,7 @@ async fn a_half_open_circuit_lets_one_probe_through_and_closes_on_its_success() 
             failures: 3,
             failing_since: Some(T0 - 60_000),
             opened_at: Some(T0 - 30_000),
-            probe_until: None,
+            ..Circuit::default()
         },
     );
     // Another worker holds the probe's lease.
@@ -391,7 +405,7 @@ async fn a_destination_failing_for_too_long_is_disabled_by_the_breaker() {
             failures: 9,
             failing_since: Some(T0 - 3_600_000),
             opened_at: Some(T0 - 60_000),
-            probe_until: None,
+            ..Circuit::default()
         },
     );
     let r = w.pending("crm", "evt_1").await;
@@ -936,7 +950,7 @@ async fn an_open_circuit_parks_its_backlog_probes_it_once_per_cool_down_and_rele
             failures: 3,
             failing_since: Some(T0),
             opened_at: Some(T0),
-            probe_until: None,
+            ..Circuit::default()
         },
     );
     // Five deliveries, the oldest first (created a second apart).
@@ -1340,4 +1354,61 @@ async fn leased_tokens_keep_the_shared_burst_across_workers() {
         DeliveryOutcome::Delivered
     );
     assert_eq!(w.transport.sent().len(), 11);
+}
+
+#[tokio::test]
+async fn a_half_open_circuit_closes_after_its_probes_succeed_one_after_another() {
+    let mut cfg = config();
+    cfg.breaker.half_open_probes = 3;
+    let w = world_with(ScriptedTransport::new(), cfg);
+    w.destination("crm", |_| {}).await;
+    w.set_circuit(
+        "crm",
+        Circuit {
+            failures: 3,
+            failing_since: Some(T0 - 60_000),
+            opened_at: Some(T0 - 30_000),
+            ..Circuit::default()
+        },
+    );
+    let mut refs = Vec::new();
+    for i in 0..4 {
+        refs.push(w.pending("crm", &format!("evt_{i}")).await);
+    }
+    // Cooling down: the last one is parked.
+    w.clock.set_millis(T0 - 1_000);
+    assert_eq!(
+        w.worker.deliver(&refs[3]).await.unwrap(),
+        DeliveryOutcome::Parked {
+            why: "circuit open"
+        }
+    );
+    // Cooled down: the first probe succeeds; the circuit stays half-open (1 of 3) and the
+    // backlog's oldest is released at once as the next probe.
+    w.clock.set_millis(T0);
+    assert_eq!(
+        w.worker.deliver(&refs[0]).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    let c = w.circuit("crm").await;
+    assert_eq!(
+        (c.opened_at, c.probes_up, c.probe_until),
+        (Some(T0 - 30_000), 1, None)
+    );
+    let released: Vec<Work> = w.scheduled().into_iter().map(|(work, _)| work).collect();
+    assert_eq!(released, vec![Work::Delivery(refs[3].clone())]);
+    assert!(w.stored(&refs[3]).await.parked.is_none());
+    // The next two succeed: closed, the window and the probes forgotten.
+    for r in [&refs[3], &refs[1]] {
+        assert_eq!(
+            w.worker.deliver(r).await.unwrap(),
+            DeliveryOutcome::Delivered
+        );
+    }
+    assert_eq!(w.circuit("crm").await, Circuit::default());
+    assert_eq!(
+        w.worker.deliver(&refs[2]).await.unwrap(),
+        DeliveryOutcome::Delivered
+    );
+    assert_eq!(w.transport.sent().len(), 4);
 }

@@ -1,56 +1,26 @@
 //! The outbox's storage on DynamoDB ([`OutboxStore`]): delivery items as whole-item conditional
 //! `PutItem`s (conditioned on `version`), `Ensure`d creations, the outbox shards of the open index,
 //! and each destination's state item: the token bucket's `tat_us` (written by `bucket.rs`, the
-//! functions of every shared bucket) and the circuit by unconditional counts.
+//! functions of every shared bucket) and the circuit (`circuit.rs`).
 
 use super::effects::ensure_update;
 use super::{classify, corrupt, DynamoTable};
 use crate::clock::Millis;
 use crate::domain::MessageKey;
-use crate::outbox::breaker::{Change, Circuit};
+use crate::outbox::breaker::{Change, Circuit, Move};
 use crate::outbox::bucket::shared::BucketKey;
 use crate::outbox::bucket::Take;
 use crate::outbox::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
 use crate::outbox::destination::DestinationId;
 use crate::outbox::schema::*;
 use crate::outbox::store::{DueItem, OutboxStore, TokenAnswer, WorkerState};
-use crate::store::attr::{get_n, n, s};
-use crate::store::schema::{EXPIRES_AT, KIND, OPEN_DUE, OPEN_SHARD, PK, SK, VERSION};
-use crate::store::{Applied, Item, StoreError};
+use crate::store::attr::{n, s};
+use crate::store::circuit::worker_state;
+use crate::store::schema::{EXPIRES_AT, OPEN_DUE, OPEN_SHARD, PK, SK, VERSION};
+use crate::store::{Applied, StoreError};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::ReturnValue;
-
-fn worker_state(item: &Item) -> WorkerState {
-    let u32_of = |k: &str| {
-        get_n(item, k)
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or(0)
-    };
-    WorkerState {
-        tat_us: get_n(item, TAT_US),
-        circuit: Circuit {
-            failures: u32_of(FAILURES),
-            failing_since: get_n(item, FAILING_SINCE),
-            opened_at: get_n(item, OPENED_AT),
-            probe_until: get_n(item, PROBE_UNTIL),
-        },
-    }
-}
-
-impl DynamoTable {
-    fn state_update(
-        &self,
-        destination: &DestinationId,
-    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
-        self.client
-            .update_item()
-            .table_name(&self.table)
-            .key(PK, s(destination_pk(destination.as_str())))
-            .key(SK, s(STATE_SK))
-    }
-}
 
 /// The destination's state item, as a bucket ([`super::bucket`] writes its `tat_us`).
 fn state_key(destination: &DestinationId) -> BucketKey {
@@ -285,72 +255,16 @@ impl OutboxStore for DynamoTable {
         change: Change,
         now: Millis,
     ) -> Result<Option<Circuit>, StoreError> {
-        let update = self
-            .state_update(destination)
-            .expression_attribute_names("#kind", KIND)
-            .expression_attribute_values(":kind", s(KIND_DESTINATION_STATE))
-            .return_values(ReturnValue::AllNew);
-        let update = match change {
-            Change::None => return Ok(None),
-            Change::Reset => update
-                .update_expression("SET #kind = :kind, #f = :zero REMOVE #since, #opened, #probe")
-                .expression_attribute_names("#f", FAILURES)
-                .expression_attribute_names("#since", FAILING_SINCE)
-                .expression_attribute_names("#opened", OPENED_AT)
-                .expression_attribute_names("#probe", PROBE_UNTIL)
-                .expression_attribute_values(":zero", n(0)),
-            Change::Fail { open, .. } => {
-                let u = update
-                    .expression_attribute_names("#f", FAILURES)
-                    .expression_attribute_names("#since", FAILING_SINCE)
-                    .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":now", n(now.get()));
-                if open {
-                    u.update_expression("SET #kind = :kind, #since = if_not_exists(#since, :now), #opened = :now ADD #f :one REMOVE #probe")
-                        .expression_attribute_names("#opened", OPENED_AT)
-                        .expression_attribute_names("#probe", PROBE_UNTIL)
-                } else {
-                    u.update_expression(
-                        "SET #kind = :kind, #since = if_not_exists(#since, :now) ADD #f :one",
-                    )
-                }
-            }
-        };
-        let out = update.send().await.map_err(classify)?;
-        Ok(Some(
-            out.attributes
-                .as_ref()
-                .map(worker_state)
-                .unwrap_or_default()
-                .circuit,
-        ))
+        self.count_circuit(destination, change, now).await
     }
 
-    async fn open_circuit(
+    async fn move_circuit(
         &self,
         destination: &DestinationId,
+        to: Move,
         now: Millis,
     ) -> Result<bool, StoreError> {
-        let result = self
-            .state_update(destination)
-            .update_expression("SET #opened = :now")
-            .condition_expression("attribute_not_exists(#opened)")
-            .expression_attribute_names("#opened", OPENED_AT)
-            .expression_attribute_values(":now", n(now.get()))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(se))
-                if matches!(
-                    se.err(),
-                    UpdateItemError::ConditionalCheckFailedException(_)
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(classify(e)),
-        }
+        self.move_circuit_on(destination, to, now).await
     }
 
     async fn claim_probe(
@@ -360,30 +274,7 @@ impl OutboxStore for DynamoTable {
         until: Millis,
         now: Millis,
     ) -> Result<bool, StoreError> {
-        let result = self
-            .state_update(destination)
-            .update_expression("SET #probe = :until")
-            .condition_expression(
-                "#opened = :opened AND (attribute_not_exists(#probe) OR #probe <= :now)",
-            )
-            .expression_attribute_names("#probe", PROBE_UNTIL)
-            .expression_attribute_names("#opened", OPENED_AT)
-            .expression_attribute_values(":until", n(until.get()))
-            .expression_attribute_values(":opened", n(opened_at.get()))
-            .expression_attribute_values(":now", n(now.get()))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(se))
-                if matches!(
-                    se.err(),
-                    UpdateItemError::ConditionalCheckFailedException(_)
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(classify(e)),
-        }
+        self.claim_probe_on(destination, (opened_at, until, now))
+            .await
     }
 }

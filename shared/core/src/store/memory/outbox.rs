@@ -7,7 +7,8 @@
 use super::{key_of, lock, version_of, MemoryStore};
 use crate::clock::Millis;
 use crate::domain::MessageKey;
-use crate::outbox::breaker::{Change, Circuit};
+use crate::outbox::breaker::window::slot_of;
+use crate::outbox::breaker::{Change, Circuit, Move};
 use crate::outbox::bucket::{self, Take};
 use crate::outbox::delivery::{DeliveryRef, FanoutItem, OutboundDelivery};
 use crate::outbox::destination::DestinationId;
@@ -25,23 +26,8 @@ fn corrupt(e: serde_dynamo::Error) -> StoreError {
 
 /// A destination's state item as the DynamoDB adapter reads it.
 fn worker_state(item: Option<&Item>) -> WorkerState {
-    let Some(item) = item else {
-        return WorkerState::default();
-    };
-    let u32_of = |k: &str| {
-        get_n(item, k)
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or(0)
-    };
-    WorkerState {
-        tat_us: get_n(item, TAT_US),
-        circuit: Circuit {
-            failures: u32_of(FAILURES),
-            failing_since: get_n(item, FAILING_SINCE),
-            opened_at: get_n(item, OPENED_AT),
-            probe_until: get_n(item, PROBE_UNTIL),
-        },
-    }
+    item.map(crate::store::circuit::worker_state)
+        .unwrap_or_default()
 }
 
 fn state_key(destination: &DestinationId) -> (String, String) {
@@ -247,9 +233,16 @@ impl OutboxStore for MemoryStore {
         change: Change,
         now: Millis,
     ) -> Result<Option<Circuit>, StoreError> {
-        if change == Change::None {
+        let Change::Count {
+            up,
+            probe,
+            bucket,
+            roll,
+            reopen,
+        } = change
+        else {
             return Ok(None);
-        }
+        };
         self.write()?;
         if self.circuit_down.load(Ordering::SeqCst) {
             return Err(StoreError::Unavailable(Box::new(super::SwitchedOff)));
@@ -258,24 +251,48 @@ impl OutboxStore for MemoryStore {
             let mut items = lock(&self.items);
             let item = Self::state_item(&mut items, destination);
             item.insert(KIND.into(), s(KIND_DESTINATION_STATE));
-            match change {
-                Change::None => {}
-                Change::Reset => {
-                    item.insert(FAILURES.into(), n(0));
-                    for gone in [FAILING_SINCE, OPENED_AT, PROBE_UNTIL] {
-                        item.remove(gone);
-                    }
+            // The slot: added to when it holds the bucket (or a newer one), else rolled over; on
+            // DynamoDB the one expected (`roll`) is tried first, the other after its condition
+            // failed: one more request.
+            let [at, requests, failures] = WINDOW_SLOTS[slot_of(bucket)];
+            let rolls = get_n(item, at).is_none_or(|held| held < bucket);
+            if rolls != roll {
+                self.writes.fetch_add(1, Ordering::SeqCst);
+            }
+            if get_n(item, at).is_none_or(|held| held < bucket) {
+                item.insert(at.into(), n(bucket));
+                item.insert(requests.into(), n(0));
+                item.insert(failures.into(), n(0));
+            }
+            let add = |item: &mut Item, k: &str, by: i64| {
+                let v = get_n(item, k).unwrap_or(0);
+                item.insert(k.into(), n(v + by));
+            };
+            add(item, requests, 1);
+            add(item, failures, i64::from(!up));
+            if up {
+                item.insert(FAILURES.into(), n(0));
+                item.remove(FAILING_SINCE);
+            } else {
+                add(item, FAILURES, 1);
+                item.entry(FAILING_SINCE.into())
+                    .or_insert_with(|| n(now.get()));
+            }
+            let reopens = reopen.is_some() && get_n(item, OPENED_AT) == reopen;
+            if reopen.is_some() && !reopens {
+                // The folded re-open's condition failed: one more request.
+                self.writes.fetch_add(1, Ordering::SeqCst);
+            }
+            if reopens {
+                item.insert(OPENED_AT.into(), n(now.get()));
+                for gone in [PROBE_UNTIL, PROBES, PROBES_UP, PROBES_DOWN] {
+                    item.remove(gone);
                 }
-                Change::Fail { open, .. } => {
-                    let failures = get_n(item, FAILURES).unwrap_or(0);
-                    item.insert(FAILURES.into(), n(failures + 1));
-                    item.entry(FAILING_SINCE.into())
-                        .or_insert_with(|| n(now.get()));
-                    if open {
-                        item.insert(OPENED_AT.into(), n(now.get()));
-                        item.remove(PROBE_UNTIL);
-                        self.circuit_openings.fetch_add(1, Ordering::SeqCst);
-                    }
+                self.circuit_openings.fetch_add(1, Ordering::SeqCst);
+            } else if probe {
+                add(item, if up { PROBES_UP } else { PROBES_DOWN }, 1);
+                if up {
+                    item.remove(PROBE_UNTIL);
                 }
             }
             worker_state(Some(item)).circuit
@@ -286,20 +303,40 @@ impl OutboxStore for MemoryStore {
         Ok(Some(after))
     }
 
-    async fn open_circuit(
+    async fn move_circuit(
         &self,
         destination: &DestinationId,
+        to: Move,
         now: Millis,
     ) -> Result<bool, StoreError> {
+        if to == Move::Stay {
+            return Ok(false);
+        }
         self.write()?;
         let mut items = lock(&self.items);
         let item = Self::state_item(&mut items, destination);
-        // `attribute_not_exists(opened_at)`.
-        if item.contains_key(OPENED_AT) {
+        let opened = get_n(item, OPENED_AT);
+        let holds = match to {
+            Move::Stay => false,
+            Move::Open => opened.is_none(),
+            Move::Reopen { from } | Move::Close { from } => opened == Some(from),
+        };
+        if !holds {
             return Ok(false);
         }
-        item.insert(OPENED_AT.into(), n(now.get()));
-        self.circuit_openings.fetch_add(1, Ordering::SeqCst);
+        item.insert(KIND.into(), s(KIND_DESTINATION_STATE));
+        for gone in [PROBE_UNTIL, PROBES, PROBES_UP, PROBES_DOWN] {
+            item.remove(gone);
+        }
+        if let Move::Close { .. } = to {
+            item.remove(OPENED_AT);
+            for gone in WINDOW_SLOTS.iter().flatten() {
+                item.remove(*gone);
+            }
+        } else {
+            item.insert(OPENED_AT.into(), n(now.get()));
+            self.circuit_openings.fetch_add(1, Ordering::SeqCst);
+        }
         Ok(true)
     }
 
@@ -317,10 +354,12 @@ impl OutboxStore for MemoryStore {
         let Some(item) = items.get_mut(&state_key(destination)) else {
             return Ok(false);
         };
+        let probes = get_n(item, PROBES).unwrap_or(0);
         let holds = get_n(item, OPENED_AT) == Some(opened_at.get())
             && get_n(item, PROBE_UNTIL).is_none_or(|p| p <= now.get());
         if holds {
             item.insert(PROBE_UNTIL.into(), n(until.get()));
+            item.insert(PROBES.into(), n(probes + 1));
         }
         Ok(holds)
     }

@@ -148,7 +148,7 @@ async fn tokens_are_conditional_on_the_stored_tat() {
 }
 
 #[tokio::test]
-async fn the_circuit_opens_once_and_one_worker_takes_the_probe() {
+async fn the_circuit_counts_opens_once_lets_its_probes_through_and_closes() {
     let store = MemoryStore::new();
     assert_eq!(
         store
@@ -164,73 +164,125 @@ async fn the_circuit_opens_once_and_one_worker_takes_the_probe() {
             .unwrap(),
         "nothing to probe: no state"
     );
-    let fail = Change::Fail {
-        open: false,
-        disable: false,
+    let count = |up, bucket| Change::Count {
+        up,
+        probe: false,
+        bucket,
+        roll: false,
+        reopen: None,
     };
-    store.change_circuit(&did("crm"), fail, M(1)).await.unwrap();
+    store
+        .change_circuit(&did("crm"), count(false, 7), M(1))
+        .await
+        .unwrap();
+    store
+        .change_circuit(&did("crm"), count(true, 7), M(2))
+        .await
+        .unwrap();
     let c = store
-        .change_circuit(&did("crm"), fail, M(2))
+        .change_circuit(&did("crm"), count(false, 8), M(3))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(
         (c.failures, c.failing_since, c.opened_at),
-        (2, Some(1), None)
+        (1, Some(3), None),
+        "the success ended the first run"
     );
-    assert!(store.open_circuit(&did("crm"), M(5)).await.unwrap());
-    assert!(
-        !store.open_circuit(&did("crm"), M(6)).await.unwrap(),
-        "once"
-    );
-    assert_eq!(store.circuit_openings(), 1);
+    let [w0, w1] = c
+        .window
+        .slots
+        .map(|b| b.map(|b| (b.at, b.requests, b.failures)));
+    assert_eq!((w0, w1), (Some((8, 1, 1)), Some((7, 2, 1))));
+    // Bucket 9 rolls slot 1 over (bucket 7 is forgotten).
+    let c = store
+        .change_circuit(&did("crm"), count(false, 9), M(4))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.window.slots[1].map(|b| (b.at, b.requests)), Some((9, 1)));
 
-    assert!(
-        !store
-            .claim_probe(&did("crm"), M(4), M(100), M(10))
-            .await
-            .unwrap(),
-        "another opening"
-    );
     assert!(store
-        .claim_probe(&did("crm"), M(5), M(100), M(10))
+        .move_circuit(&did("crm"), Move::Open, M(5))
         .await
         .unwrap());
     assert!(
         !store
-            .claim_probe(&did("crm"), M(5), M(200), M(99))
+            .move_circuit(&did("crm"), Move::Open, M(6))
             .await
             .unwrap(),
-        "leased"
+        "once"
     );
-    assert!(
-        store
-            .claim_probe(&did("crm"), M(5), M(300), M(100))
-            .await
-            .unwrap(),
-        "lapsed"
-    );
+    assert_eq!(store.circuit_openings(), 1);
 
-    let reopened = Change::Fail {
-        open: true,
-        disable: false,
+    let crm = did("crm");
+    let claim = |opened, until, now| store.claim_probe(&crm, M(opened), M(until), M(now));
+    assert!(!claim(4, 100, 10).await.unwrap(), "another opening");
+    assert!(claim(5, 100, 10).await.unwrap(), "the first");
+    assert!(!claim(5, 110, 20).await.unwrap(), "one out");
+    let probe = |up| Change::Count {
+        up,
+        probe: true,
+        bucket: 9,
+        roll: false,
+        reopen: None,
     };
     let c = store
-        .change_circuit(&did("crm"), reopened, M(400))
+        .change_circuit(&did("crm"), probe(true), M(30))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(
-        (c.failures, c.opened_at, c.probe_until),
-        (3, Some(400), None)
+        (c.probes, c.probes_up, c.probe_until),
+        (1, 1, None),
+        "up: the lease is free"
     );
-    assert_eq!(store.circuit_openings(), 2);
+    assert!(claim(5, 200, 40).await.unwrap(), "the next");
+    assert!(!claim(5, 300, 199).await.unwrap(), "out");
+    assert!(claim(5, 300, 200).await.unwrap(), "its lease lapsed");
     let c = store
-        .change_circuit(&did("crm"), Change::Reset, M(500))
+        .change_circuit(&did("crm"), probe(false), M(220))
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(c, Circuit::default());
+    assert_eq!((c.probes, c.probes_down, c.probe_until), (3, 1, Some(300)));
+
+    assert!(
+        !store
+            .move_circuit(&did("crm"), Move::Reopen { from: 4 }, M(400))
+            .await
+            .unwrap(),
+        "not that opening"
+    );
+    assert!(store
+        .move_circuit(&did("crm"), Move::Reopen { from: 5 }, M(400))
+        .await
+        .unwrap());
+    let c = store.worker_state(&did("crm")).await.unwrap().circuit;
+    assert_eq!(
+        (c.opened_at, c.probes, c.probes_down, c.probe_until),
+        (Some(400), 0, 0, None)
+    );
+    assert_eq!(store.circuit_openings(), 2);
+    assert!(store
+        .move_circuit(&did("crm"), Move::Close { from: 400 }, M(500))
+        .await
+        .unwrap());
+    let c = store.worker_state(&did("crm")).await.unwrap().circuit;
+    assert_eq!(
+        Circuit {
+            failures: 0,
+            failing_since: None,
+            ..c
+        },
+        Circuit::default(),
+        "closed: the probes and the window forgotten"
+    );
+    assert_eq!(
+        c.failing_since,
+        Some(220),
+        "the run of failures is the counts' business"
+    );
 }
 
 #[tokio::test]
