@@ -283,26 +283,25 @@ pub fn next(
 }
 
 /// Whether the destination is disabled after its attempt at `now`, and since when it has been
-/// failing: a failure that leaves the circuit open (`opens`: the worker's [`Move`] opens it) after
-/// `disable_after` of failing without a success. `read` is the circuit the worker read before,
-/// for when the answer did not carry `failing_since`.
+/// failing: a failure after `disable_after` of failing without a success, whether its circuit is
+/// open or not (a quiet destination, under `min_requests` in a window, never opens it, and a day
+/// without one success is as dead as an open circuit's). `read` is the circuit the worker read
+/// before, for when the answer did not carry `failing_since`.
 pub fn disable_since(
     cfg: &BreakerConfig,
     read: &Circuit,
     change: Change,
     counted: Option<&Circuit>,
-    opens: bool,
     now: i64,
 ) -> Option<i64> {
     let Change::Count { up: false, .. } = change else {
         return None;
     };
-    let open = opens || counted.is_some_and(|c| c.opened_at.is_some());
     let since = counted
         .and_then(|c| c.failing_since)
         .or(read.failing_since)
         .unwrap_or(now);
-    (open && now.saturating_sub(since) >= millis(cfg.disable_after)).then_some(since)
+    (now.saturating_sub(since) >= millis(cfg.disable_after)).then_some(since)
 }
 
 fn millis(d: Duration) -> i64 {
@@ -700,7 +699,7 @@ mod tests {
     }
 
     #[test]
-    fn failing_too_long_with_the_circuit_open_disables() {
+    fn failing_too_long_without_a_success_disables_open_or_closed() {
         let cfg = cfg(); // disable_after: 1 h
         let hour = 3_600_000;
         let read = Circuit {
@@ -760,9 +759,17 @@ mod tests {
                 down,
                 Some(closed),
                 false,
-                1_000 + 2 * hour,
+                1_000 + hour,
+                Some(1_000),
+                "closed (too quiet to open): an hour without a success disables it too",
+            ),
+            (
+                down,
+                Some(closed),
+                false,
+                999 + hour,
                 None,
-                "closed: never disabled",
+                "closed, not yet an hour",
             ),
             (
                 down,
@@ -790,9 +797,9 @@ mod tests {
             ),
             (Change::None, None, false, 1_000 + hour, None, "neutral"),
         ];
-        for (change, c, opens, now, since, why) in cases {
+        for (change, c, _opens, now, since, why) in cases {
             assert_eq!(
-                disable_since(&cfg, &read, *change, c.as_ref(), *opens, *now),
+                disable_since(&cfg, &read, *change, c.as_ref(), *now),
                 *since,
                 "{why}"
             );

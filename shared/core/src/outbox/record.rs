@@ -152,13 +152,11 @@ impl<P: DeliveryPorts> Deliverer<P> {
                 self.probe_next(&dest.id, now).await;
             }
         }
-        let opens = moved && matches!(to, Move::Open | Move::Reopen { .. });
         if let Some(since) = breaker::disable_since(
             &self.config.breaker,
             &state.circuit,
             change,
             counted.as_ref(),
-            opens,
             now,
         ) {
             let why = format!(
