@@ -249,8 +249,8 @@ default `/v1/payment_intents`) and optionally `idempotency_key`, for `times` req
 
 Webhooks: `payment_intent.succeeded`, `payment_intent.payment_failed`,
 `payment_intent.requires_action`, `payment_intent.processing`, `payment_intent.canceled`,
-`setup_intent.succeeded`, `payment_method.detached` and `checkout.session.completed`
-(`--webhook-events` changes the set; `payment_intent.created`,
+`setup_intent.succeeded`, `payment_method.detached`, `checkout.session.completed`,
+`charge.refunded` and `refund.created` (`--webhook-events` changes the set; `payment_intent.created`,
 `payment_intent.amount_capturable_updated`, `charge.succeeded`, `charge.pending`, `charge.failed`,
 `charge.expired`, `customer.created` and `payment_method.attached` are raised too, kept in
 /_standin/events and GET /v1/events, delivered only if listed) are POSTed to
