@@ -88,6 +88,20 @@ payment_intent, ...}}`; a `Request-Id` header on every answer):
   the answer is an `open` session, `payment_status: unpaid`, no PaymentIntent yet, and a `url`
   (the stand-in's own `/_standin/checkout_sessions/ID`, which says how to pay it). Paying it is
   the control API's (`/_standin/checkout_sessions/ID/pay`, below);
+- refunds, `POST /v1/refunds` (https://docs.stripe.com/api/refunds/create: "When you create a
+  new refund, you must specify a Charge or a PaymentIntent object on which to create it ... You
+  can optionally refund only part of a charge. You can do so multiple times, until the entire
+  charge has been refunded. Once entirely refunded, a charge can't be refunded again. This
+  method will raise an error when called on an already-refunded charge, or when trying to refund
+  more money than is left on a charge"): `charge` or `payment_intent` (its latest charge),
+  `amount` (default: what is left), `reason` (duplicate, fraudulent, requested_by_customer),
+  `metadata`; a charge not `succeeded` or not captured is refused, an already-refunded one with
+  `charge_already_refunded`, an amount above what is left with a 400 on `amount`. The answer is
+  the Refund object (`re_...`, `status: succeeded`, as a card refund in test mode), the charge's
+  `amount_refunded` grown by it and `refunded` true once it reaches `amount`
+  (https://docs.stripe.com/api/charges/object); events `charge.refunded` ("Occurs whenever a
+  charge is refunded, including partial refunds", the charge) and `refund.created` (the refund),
+  https://docs.stripe.com/api/events/types; retrieve with `GET /v1/refunds/ID`;
 - retrieve of charges, SetupIntents, Checkout Sessions and events;
 - List all events, `GET /v1/events`, as https://docs.stripe.com/api/events/list documents it:
   newest first, paged (`limit` 1..100, default 10; `starting_after`, `ending_before`;
@@ -235,8 +249,8 @@ default `/v1/payment_intents`) and optionally `idempotency_key`, for `times` req
 
 Webhooks: `payment_intent.succeeded`, `payment_intent.payment_failed`,
 `payment_intent.requires_action`, `payment_intent.processing`, `payment_intent.canceled`,
-`setup_intent.succeeded`, `payment_method.detached` and `checkout.session.completed`
-(`--webhook-events` changes the set; `payment_intent.created`,
+`setup_intent.succeeded`, `payment_method.detached`, `checkout.session.completed`,
+`charge.refunded` and `refund.created` (`--webhook-events` changes the set; `payment_intent.created`,
 `payment_intent.amount_capturable_updated`, `charge.succeeded`, `charge.pending`, `charge.failed`,
 `charge.expired`, `customer.created` and `payment_method.attached` are raised too, kept in
 /_standin/events and GET /v1/events, delivered only if listed) are POSTed to
@@ -257,7 +271,8 @@ Checkout's Prices and Products (`line_items[n][price]` is a `resource_missing`),
 subscription modes through /v1, session expiry, tax, discounts, embedded UI modes,
 amounts' currency-specific minimums beyond usd/eur/gbp, the search index's lag for updates (only
 new intents lag, by `search_lag_s`), the per-endpoint and per-object limits,
-API versions (one `--api-version` for every event), Connect, refunds, disputes, Billing,
+API versions (one `--api-version` for every event), Connect, refunds beyond a succeeded card or
+debit charge's (`pending`/`failed` refunds, `refund.updated`, refunds of a balance), disputes, Billing,
 capture (`/v1/payment_intents/ID/capture`, `capture_method=manual` on create: an uncaptured
 authorization comes only from the `intent_status` fault), delayed-notification methods other than SEPA Direct Debit (ACH, Bacs, BECS), SEPA's mandates
 (a charge names a made-up `mandate_...`), its `eur`-only rule (any currency is debited here), the
@@ -308,7 +323,11 @@ DEFAULT_EVENTS = (
     "setup_intent.succeeded",
     "payment_method.detached",
     "checkout.session.completed",
+    "charge.refunded",
+    "refund.created",
 )
+# Refund.reason's values a request may set (docs.stripe.com/api/refunds/create)
+REFUND_REASONS = ("duplicate", "fraudulent", "requested_by_customer")
 MAX_KEY_LEN = 255
 _ALNUM = string.ascii_letters + string.digits
 
@@ -1497,6 +1516,57 @@ class Api:
             raise missing("charge", cid)
         return ch
 
+    # ---- refunds
+    def refund_create(self, ctx, p):
+        """`POST /v1/refunds` (docs.stripe.com/api/refunds/create): a charge's or a PaymentIntent's
+        (its latest charge) succeeded payment refunded in part (`amount`) or in what is left of it;
+        refunds add up to at most the charge's amount. The charge's `amount_refunded` grows and
+        `refunded` turns true once all of it is refunded; a card refund `succeeded` at once here.
+        Events: `charge.refunded` (the charge, "including partial refunds") and `refund.created`."""
+        check_params(p, {"charge", "payment_intent", "amount", "reason", "metadata"})
+        cid, pid = as_str(p, "charge"), as_str(p, "payment_intent")
+        if not cid and not pid:
+            raise invalid("One of the following params should be provided for this request: charge or "
+                          "payment_intent.", code="parameter_missing")
+        if cid and pid:
+            raise invalid("Pass either charge or payment_intent, not both.", param="payment_intent")
+        reason = as_str(p, "reason")
+        if reason is not None and reason not in REFUND_REASONS:
+            raise invalid(f"Invalid reason: must be one of {', '.join(REFUND_REASONS)}", param="reason")
+        amount = as_int(p, "amount", minimum=1)
+        md = metadata_of(p)
+        if pid:
+            pi = self.s.get("payment_intent", "pi_", pid, "payment_intent")
+            ch = self.s.objects.get(pi.get("latest_charge") or "")
+        else:
+            ch = self.s.objects.get(cid)
+            if ch is None or ch["object"] != "charge":
+                raise missing("charge", cid, "charge")
+        if ch is None or ch["status"] != "succeeded" or ch.get("captured") is False:
+            raise invalid(f"This {'PaymentIntent' if pid else 'charge'} does not have a successful "
+                          f"charge to refund.", param="payment_intent" if pid else "charge")
+        left = ch["amount"] - ch["amount_refunded"]
+        if left <= 0:
+            raise invalid(f"Charge {ch['id']} has already been refunded.", code="charge_already_refunded")
+        amount = left if amount is None else amount
+        if amount > left:
+            raise invalid(f"Refund amount ({amount}) is greater than unrefunded amount on charge ({left})",
+                          param="amount")
+        re_ = {"id": new_id("re_3"), "object": "refund", "amount": amount, "balance_transaction": None,
+               "charge": ch["id"], "created": self.s.now(), "currency": ch["currency"], "metadata": md,
+               "payment_intent": ch["payment_intent"], "reason": reason, "receipt_number": None,
+               "source_transfer_reversal": None, "status": "succeeded", "transfer_reversal": None}
+        self.s.put(re_)
+        ch["amount_refunded"] += amount
+        ch["refunded"] = ch["amount_refunded"] == ch["amount"]
+        self.s.event(ctx, "charge.refunded", ch)
+        self.s.event(ctx, "refund.created", re_)
+        return re_
+
+    def refund_get(self, ctx, p, rid):
+        check_params(p, set())
+        return self.s.get("refund", "re_", rid)
+
     def seti_get(self, ctx, p, sid):
         check_params(p, {"client_secret"})
         return self.s.get("setup_intent", "seti_", sid)
@@ -1805,6 +1875,8 @@ ROUTES = [
     ("POST", r"/v1/payment_intents/([^/]+)/confirm", "pi_confirm"),
     ("POST", r"/v1/payment_intents/([^/]+)/cancel", "pi_cancel"),
     ("GET", r"/v1/charges/([^/]+)", "charge_get"),
+    ("POST", r"/v1/refunds", "refund_create"),
+    ("GET", r"/v1/refunds/([^/]+)", "refund_get"),
     ("GET", r"/v1/setup_intents/([^/]+)", "seti_get"),
     ("POST", r"/v1/checkout/sessions", "cs_create"),
     ("GET", r"/v1/checkout/sessions/([^/]+)", "cs_get"),

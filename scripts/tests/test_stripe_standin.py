@@ -1269,3 +1269,67 @@ def test_events_older_than_30_days_are_neither_listed_nor_retrieved(base):
     with pytest.raises(stripe.InvalidRequestError) as e:
         c.v1.events.retrieve(evt.id)
     assert e.value.code == "resource_missing" and old.id
+
+
+# ------------------------------------------------------------------ refunds
+
+def test_refunds_add_up_to_the_charge_in_parts_each_raising_its_events(base, receiver):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm, amount=2500))
+    first = c.v1.refunds.create(params={"payment_intent": pi.id, "amount": 1000,
+                                        "reason": "requested_by_customer", "metadata": {"ticket": "7"}})
+    assert (first.object, first.status, first.amount, first.currency) == ("refund", "succeeded", 1000, "usd")
+    assert (first.payment_intent, first.charge, first.metadata["ticket"]) == (pi.id, pi.latest_charge, "7")
+    assert c.v1.refunds.retrieve(first.id).amount == 1000
+    ch = c.v1.charges.retrieve(pi.latest_charge)
+    assert (ch.amount_refunded, ch.refunded) == (1000, False)
+    evt = event_about(receiver, "charge.refunded", ch.id)
+    assert (evt.data.object.amount_refunded, evt.data.object.refunded) == (1000, False)
+    assert event_about(receiver, "refund.created", first.id).data.object.amount == 1000
+    # more than is left: refused, nothing changed
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.refunds.create(params={"charge": ch.id, "amount": 1501})
+    assert e.value.param == "amount"
+    assert c.v1.charges.retrieve(ch.id).amount_refunded == 1000
+    # the rest, by the charge and no amount
+    rest = c.v1.refunds.create(params={"charge": ch.id})
+    assert rest.amount == 1500
+    ch = c.v1.charges.retrieve(ch.id)
+    assert (ch.amount_refunded, ch.refunded) == (2500, True)
+    wait_for(lambda: [e for e in receiver.events("charge.refunded")
+                      if e.data.object.id == ch.id and e.data.object.refunded], what="the full refund's event")
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.refunds.create(params={"payment_intent": pi.id, "amount": 1})
+    assert e.value.code == "charge_already_refunded"
+    # the intent itself is not changed by its refunds
+    assert c.v1.payment_intents.retrieve(pi.id).amount_received == 2500
+
+
+@pytest.mark.parametrize("params,param", [
+    ({}, None),
+    ({"payment_intent": "pi_nope"}, "payment_intent"),
+    ({"charge": "ch_nope"}, "charge"),
+    ({"payment_intent": "PI", "amount": "0"}, "amount"),
+    ({"payment_intent": "PI", "reason": "changed_mind"}, "reason"),
+    ({"payment_intent": "PI", "currency": "usd"}, "currency"),
+])
+def test_a_refund_is_validated_as_stripe_does(base, params, param):
+    c = client(base)
+    cus, pm = customer_with_card(c)
+    pi = c.v1.payment_intents.create(params=charge_params(cus, pm))
+    params = {k: (pi.id if v == "PI" else v) for k, v in params.items()}
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.refunds.create(params=params)
+    assert e.value.param == param
+    assert c.v1.charges.retrieve(pi.latest_charge).amount_refunded == 0
+
+
+def test_an_intent_without_a_succeeded_charge_has_nothing_to_refund(base):
+    c = client(base)
+    cus, pm = customer_with_card(c, "pm_card_visa_chargeDeclined")
+    with pytest.raises(stripe.CardError) as declined:
+        c.v1.payment_intents.create(params=charge_params(cus, pm))
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        c.v1.refunds.create(params={"payment_intent": declined.value.error.payment_intent.id})
+    assert e.value.param == "payment_intent"

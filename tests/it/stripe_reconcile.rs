@@ -4,7 +4,8 @@
 //! month; a payment whose webhooks were dropped is paid-not-credited until the catch-up stores its
 //! events, then clean; a ledger row forged from a signed event naming an intent Stripe never had
 //! is credited-not-in-Stripe; a payment credited with another amount is amounts-differ; a bank
-//! debit still `processing` is not a difference.
+//! debit still `processing` is not a difference; a refund made in Stripe (`POST /v1/refunds`)
+//! whose `charge.refunded` webhook was dropped is refunds-differ until the catch-up stores it.
 
 use inbox_core::clock::{Clock as _, SystemClock};
 use inbox_core::ingest::Origin;
@@ -88,6 +89,26 @@ async fn forged(p: &Pipeline, event: &str, intent: &str, minor: i64) {
     );
 }
 
+/// The operator's catch-up of the wallet's event types created from `since` on.
+fn catch_up_since(since: i64) -> CatchUpRequest {
+    CatchUpRequest {
+        query: EventQuery {
+            types: STRIPE_TYPES.iter().map(|t| (*t).to_owned()).collect(),
+            created_gte: since,
+            created_lte: None,
+            delivery_success: None,
+        },
+        source: "stripe".into(),
+        key_livemode: Some(false),
+        dry_run: false,
+        origin: Origin {
+            how: "catch-up",
+            operator: "it".into(),
+            at_ms: SystemClock.now_millis(),
+        },
+    }
+}
+
 fn differences(r: &ProviderReport) -> Vec<(Kind, String)> {
     r.differences
         .iter()
@@ -151,25 +172,14 @@ async fn the_ledger_against_stripe_reports_each_difference_by_kind_and_nothing_i
     );
 
     // The catch-up stores the dropped events; the pipeline credits them: clean again.
-    let catch_up_request = CatchUpRequest {
-        query: EventQuery {
-            types: STRIPE_TYPES.iter().map(|t| (*t).to_owned()).collect(),
-            created_gte: since,
-            created_lte: None,
-            delivery_success: None,
-        },
-        source: "stripe".into(),
-        key_livemode: Some(false),
-        dry_run: false,
-        origin: Origin {
-            how: "catch-up",
-            operator: "it".into(),
-            at_ms: SystemClock.now_millis(),
-        },
-    };
-    let caught = catch_up(&events(&s), &p.harness.service, &catch_up_request, |_| {})
-        .await
-        .unwrap();
+    let caught = catch_up(
+        &events(&s),
+        &p.harness.service,
+        &catch_up_since(since),
+        |_| {},
+    )
+    .await
+    .unwrap();
     assert!(caught.new_events() >= 1, "{caught:?}");
     processor.handle_stream_batch(p.read_stream().await).await;
     let healed = pass().await;
@@ -293,4 +303,94 @@ async fn the_ledger_against_stripe_reports_each_difference_by_kind_and_nothing_i
         (1, 1, 0),
         "{emitted:?}"
     );
+}
+
+#[tokio::test]
+async fn a_refund_whose_webhook_was_dropped_differs_until_caught_up() {
+    let receiver = Receiver::always(200);
+    let s = Standin::delivering(&receiver.url, &integration_tests::local_secret("stripe"));
+    let p = Pipeline::new().await;
+    let store = DynamoTable::new(p.harness.client.clone(), p.harness.table.clone());
+    let registry = process_function::registry(store.clone(), WalletSources::default());
+    let processor = p.processor(registry, SystemClock).await;
+    let ledger = Ledger::new(&store);
+    let usd = Currency::parse("usd").unwrap();
+    ledger
+        .create(&Wallet::new(acme(), usd.amount(7), usd.amount(0), None, 0))
+        .await
+        .unwrap();
+    let payments = StripePayments::on(
+        StripeClient::from_config(&quick_config(&s), LocalBucket::default()).unwrap(),
+    );
+    let month = Options {
+        window_secs: 30 * 86_400,
+        ..Options::default()
+    };
+    let pass = || async {
+        let now = s.advance(2 * 3600);
+        compare(&payments, &ledger, now, month).await.unwrap()
+    };
+    let intent = paid(&s, 2500, "refund-1").await;
+    forward(&p, &hits_from(&receiver, 0, 2).await).await;
+    processor.handle_stream_batch(p.read_stream().await).await;
+    let clean = pass().await;
+    assert!(clean.is_clean(), "{clean:?}");
+
+    // Refunded in part in Stripe; the webhook dropped.
+    let since = s.advance(0) - 3600;
+    s.call("POST", "/_standin/webhooks", Some(&json!({"drop": true})));
+    let refund = s.post_form(
+        "/v1/refunds",
+        &format!("payment_intent={intent}&amount=700"),
+    );
+    s.call("POST", "/_standin/webhooks", Some(&json!({"drop": false})));
+    assert_eq!(
+        (refund["status"].as_str(), refund["amount"].as_i64()),
+        (Some("succeeded"), Some(700)),
+        "{refund}"
+    );
+    let found = pass().await;
+    assert_eq!(differences(&found), [(Kind::RefundsDiffer, intent.clone())]);
+    let d = &found.differences[0];
+    assert_eq!(
+        (
+            d.stripe.as_ref().map(|r| (r.received, r.refunded)),
+            d.ledger.as_ref().map(|b| (b.credited, b.refund_total))
+        ),
+        (Some((2500, 700)), Some((2500, 0)))
+    );
+    assert_eq!(
+        ledger
+            .payment_row(&acme(), &intent)
+            .await
+            .unwrap()
+            .unwrap()
+            .refund_total
+            .get(),
+        0
+    );
+
+    // The catch-up stores the dropped `charge.refunded`; the pipeline records it: clean again.
+    let caught = catch_up(
+        &events(&s),
+        &p.harness.service,
+        &catch_up_since(since),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert!(caught.new_events() >= 1, "{caught:?}");
+    processor.handle_stream_batch(p.read_stream().await).await;
+    assert_eq!(
+        ledger
+            .payment_row(&acme(), &intent)
+            .await
+            .unwrap()
+            .unwrap()
+            .refund_total
+            .get(),
+        700
+    );
+    let healed = pass().await;
+    assert!(healed.is_clean(), "{healed:?}");
 }

@@ -69,15 +69,25 @@ impl Standin {
 
     /// A control or API request (HTTP/1.1, one connection each): the JSON answer.
     pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        self.exchange(method, path, "application/json", &body)
+    }
+
+    /// A form-encoded POST to Stripe's API (`/v1/...`, as Stripe takes them): the JSON answer
+    /// (an error's body too).
+    pub fn post_form(&self, path: &str, form: &str) -> Value {
+        self.exchange("POST", path, "application/x-www-form-urlencoded", form)
+    }
+
+    fn exchange(&self, method: &str, path: &str, content_type: &str, body: &str) -> Value {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
         write!(
             stream,
             "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer sk_test_it\r\n\
-             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+             Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         )
         .unwrap();

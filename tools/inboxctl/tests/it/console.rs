@@ -6,7 +6,8 @@
 //! confirmation naming the count, pause and resume a destination and retry its failed deliveries in steps, a wallet, an
 //! unmatched payment bound to it (a refusal first) and its credit, a hostile body and
 //! header shown as text) and fails on any console error; this side checks what the page did in
-//! the table and that a POST without the session's CSRF token is refused.
+//! the table and that a POST without the session's CSRF token is refused. The Wallets page's
+//! comparison with Stripe is read over HTTP against the Stripe stand-in ([`against`]).
 
 use super::cli::create_queue;
 use super::outbox::save_failed_delivery;
@@ -159,6 +160,16 @@ fn checkout_processor(
 /// Starts the built `inboxctl console --port 0 --operator ana` on `table` and the queues: the
 /// running process, its base URL and the login URL it printed.
 fn start_console(table: &str, retry_url: &str, quarantine_url: &str) -> (Running, String, String) {
+    start_console_with(table, retry_url, quarantine_url, &[])
+}
+
+/// [`start_console`] with `extra` environment variables (the Stripe stand-in's, say).
+fn start_console_with(
+    table: &str,
+    retry_url: &str,
+    quarantine_url: &str,
+    extra: &[(&str, &str)],
+) -> (Running, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_inboxctl"))
         .args(["console", "--port", "0", "--operator", "ana"])
         .envs(integration_tests::endpoints().env())
@@ -170,6 +181,7 @@ fn start_console(table: &str, retry_url: &str, quarantine_url: &str) -> (Running
         .env("QUARANTINE_QUEUE_URL", quarantine_url)
         .env_remove("DELIVERY_QUEUE_URL")
         .env_remove("INBOXCTL_JSON")
+        .envs(extra.iter().copied())
         .current_dir(integration_tests::root())
         .stdout(Stdio::piped())
         .spawn()
@@ -1099,4 +1111,5 @@ async fn an_unmatched_payment_is_dismissed_from_the_wallets_page_once() {
     assert!(again.contains("dismissed already by ana"), "{again}");
 }
 
+mod against;
 mod charts;
