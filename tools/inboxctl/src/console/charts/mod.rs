@@ -13,7 +13,7 @@
 
 mod balance;
 mod destination;
-mod read;
+pub(super) mod read;
 mod series;
 mod svg;
 
