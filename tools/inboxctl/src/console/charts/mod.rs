@@ -13,6 +13,7 @@
 
 mod balance;
 mod destination;
+pub(super) mod figures;
 pub(super) mod read;
 mod series;
 mod svg;
