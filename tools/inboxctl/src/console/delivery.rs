@@ -7,21 +7,21 @@
 //! are not found this way: the page says so and names the CLI command that still finds them
 //! ([`REMOVED_NOTE`]).
 
+use super::charts::read;
 use super::copy::copy_button;
 use super::curl;
 use super::event::key_of;
 use super::http::{query, Params, Reply};
 use super::layout::{badge, csrf, local_time, opt};
-use super::charts::read;
 use super::{Console, Session};
 use crate::commands::deliveries::{queue, retry_each};
 use crate::error::{usage, Result};
 use crate::output::truncate;
 use inbox_core::clock::{Clock as _, SystemClock};
+use inbox_core::domain::MessageKey;
 use inbox_core::outbox::delivery::{
     DeliveryRef, DeliveryStatus, OutboundDelivery, BODY_HEAD_BYTES,
 };
-use inbox_core::domain::MessageKey;
 use inbox_core::outbox::destination::{Destination, DestinationId};
 use inbox_core::outbox::store::OutboxStore;
 use maud::{html, Markup};

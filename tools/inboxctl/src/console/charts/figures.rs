@@ -12,8 +12,8 @@
 //!   they are the last N (`inboxctl stats` reads every delivery).
 
 pub use super::destination::ATTEMPT_HOURS;
-pub use super::read::DELIVERY_CAP;
 use super::read;
+pub use super::read::DELIVERY_CAP;
 use super::HOUR;
 use crate::commands::stats::outbox::{breaker, tally, DestinationStats};
 use crate::error::Result;
