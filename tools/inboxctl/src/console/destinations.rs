@@ -1,5 +1,6 @@
-//! The Destinations page: each destination's state, circuit, rate, success rate, p50/p99 and
-//! oldest pending delivery (`inboxctl stats`' figures, [`destination_stats`]), and its actions:
+//! The Destinations page: each destination's state, circuit, rate, parked backlog, and the
+//! figures of its last deliveries (by status, success rate, p50/p99, oldest pending: `inboxctl
+//! stats`' figures over a bounded sample, [`figures`], never a scan), and its actions:
 //! pause and resume (`inboxctl dest pause|resume`), retry its failed deliveries (`inboxctl
 //! deliveries retry --status failed --destination ID`), confirmed when there is more than one,
 //! in steps with a progress bar as the Quarantine page's bulk replay ([`super::bulk`]): each of
@@ -7,12 +8,12 @@
 //! Secrets are never shown, not even their number.
 
 use super::bulk::{self, Claim, Step};
+use super::charts::figures::{self, Figures, ATTEMPT_HOURS, DELIVERY_CAP};
 use super::http::{query, Params, Reply};
 use super::layout::{self, badge, csrf, opt, time};
 use super::{Console, Session};
 use crate::commands::deliveries::{queue, retry_each, select};
 use crate::commands::dest::{admin_error, patterns_text, pause_destination, resume_destination};
-use crate::commands::stats::outbox::destination_stats;
 use crate::error::{usage, Result};
 use crate::when;
 use inbox_core::clock::{Clock as _, SystemClock};
@@ -42,7 +43,8 @@ fn id_of(form: &Params) -> Result<DestinationId> {
 
 pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> Result<Reply> {
     let destinations = admin::list(&console.store).await.map_err(admin_error)?;
-    let stats = destination_stats(&console.store).await?;
+    let now = SystemClock.now_millis();
+    let figures = figures::figures(&console.store, &destinations, now).await?;
     let mut journals = std::collections::BTreeMap::new();
     for d in &destinations {
         let mut journal = admin::journal(&console.store, &d.id)
@@ -55,12 +57,12 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
     let body = html! {
         @if let Some(text) = params.get("done").and_then(done_text) { (layout::notice(text)) }
         h1 { "Destinations" }
-        @if stats.is_empty() { p.none { "No destinations (inboxctl dest add ID --url https://… --pattern '*')." } }
-        @for s in &stats {
+        @if figures.is_empty() { p.none { "No destinations (inboxctl dest add ID --url https://… --pattern '*')." } }
+        @for f in &figures {
+            @let s = &f.recent;
             @let d = destinations.iter().find(|d| d.id.as_str() == s.id);
-            @let count = |k: &str| s.by_status.get(k).copied().unwrap_or(0);
             section.destination data-destination=(s.id) {
-                h2 { code { (s.id) } " " (badge(&s.state)) " circuit " (badge(s.circuit.as_str())) }
+                h2 { code { (s.id) } " " (badge(&s.state)) " circuit " (badge(f.circuit.as_str())) }
                 dl.fields {
                     @if let Some(d) = d {
                         dt { "url" } dd { code { (d.url) } }
@@ -68,13 +70,9 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
                         dt { "rate" } dd { (d.rate_per_sec) "/s, burst " (d.burst) ", " (d.max_in_flight) " in flight per worker" }
                         @if let Some(r) = &d.reason { dt { "reason" } dd { (r) } }
                     }
-                    dt { "deliveries" } dd {
-                        (s.deliveries) " (" (count("delivered")) " delivered, " (count("failed")) " failed, "
-                        (count("pending") + count("retrying") + count("delivering")) " pending)"
-                    }
-                    dt { "success rate" } dd { (opt(s.success_rate.map(|r| format!("{:.1}% of {} attempts", r * 100.0, s.attempts)))) }
-                    dt { "p50 / p99" } dd { (opt(s.latency_p50_ms.map(|v| format!("{v} ms")))) " / " (opt(s.latency_p99_ms.map(|v| format!("{v} ms")))) }
-                    dt { "oldest pending" } dd { (opt(s.oldest_pending_age_secs.map(|a| format!("{} ago", when::age(a.saturating_mul(1000)))))) }
+                    dt { "parked" } dd.parked { (f.backlog)
+                        @if let Some(t) = f.backlog.oldest { ", the oldest " (time(t)) " UTC" } }
+                    (recent(f))
                 }
                 @if d.is_some() {
                     (super::charts::placeholder(&format!("dest-{}-charts", s.id), &format!("/destination/chart?{}", query(&[("id", s.id.as_str())])), "Success rate and latency (charts)"))
@@ -108,12 +106,10 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
                                 button type="submit" data-action="resume" { "Resume" }
                             }
                         }
-                        @if count("failed") > 0 {
-                            form.inline method="post" action="/destination/retry" {
-                                (csrf(&session.csrf))
-                                input type="hidden" name="id" value=(s.id);
-                                button type="submit" data-action="retry" { "Retry " (count("failed")) " failed deliveries…" }
-                            }
+                        form.inline method="post" action="/destination/retry" {
+                            (csrf(&session.csrf))
+                            input type="hidden" name="id" value=(s.id);
+                            button type="submit" data-action="retry" { "Retry its failed deliveries…" }
                         }
                     }
                 }
@@ -124,6 +120,24 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
         200,
         layout::page(&console.frame(), "/destinations", "Destinations", body),
     ))
+}
+
+/// The figures of a destination's last deliveries ([`figures`]), named as what they are: the
+/// last N, not all of them (`inboxctl stats` reads all).
+fn recent(f: &Figures) -> Markup {
+    let s = &f.recent;
+    let count = |k: &str| s.by_status.get(k).copied().unwrap_or(0);
+    html! {
+        dt { "last " (s.deliveries) " deliveries" } dd.recent {
+            (count("delivered")) " delivered, " (count("failed")) " failed, "
+            (count("pending") + count("retrying") + count("delivering")) " pending"
+            span.none { " (of the newest events it wants in the last " (ATTEMPT_HOURS) " h, at most " (DELIVERY_CAP)
+                @if f.more { "; older ones not read" } ")" }
+        }
+        dt { "success rate" } dd { (opt(s.success_rate.map(|r| format!("{:.1}% of their {} attempts", r * 100.0, s.attempts)))) }
+        dt { "p50 / p99" } dd { (opt(s.latency_p50_ms.map(|v| format!("{v} ms")))) " / " (opt(s.latency_p99_ms.map(|v| format!("{v} ms")))) " processed → delivered" }
+        dt { "oldest pending" } dd { (opt(s.oldest_pending_age_secs.map(|a| format!("{} ago (of those)", when::age(a.saturating_mul(1000)))))) }
+    }
 }
 
 fn back(code: &str) -> Reply {
@@ -314,4 +328,43 @@ pub async fn retry(console: &Console<'_>, session: &Session, form: &Params) -> R
         200,
         layout::page(&console.frame(), "/destinations", "Retried", body),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inbox_core::outbox::breaker::CircuitState;
+    use inbox_core::outbox::parking::Backlog;
+
+    #[test]
+    fn the_figures_say_they_are_the_last_deliveries_read() {
+        let f = Figures {
+            backlog: Backlog {
+                parked: 1_000,
+                more: true,
+                oldest: None,
+            },
+            circuit: CircuitState::Closed,
+            recent: crate::commands::stats::outbox::DestinationStats {
+                id: "crm".into(),
+                state: "active".into(),
+                deliveries: 3,
+                by_status: [("delivered".to_owned(), 2), ("failed".to_owned(), 1)].into(),
+                attempts: 4,
+                successful_attempts: 2,
+                success_rate: Some(0.5),
+                oldest_pending_age_secs: None,
+                circuit: CircuitState::Closed,
+                latency_p50_ms: Some(12),
+                latency_p99_ms: Some(40),
+            },
+            more: true,
+        };
+        let html = recent(&f).into_string();
+        assert!(html.contains("last 3 deliveries"), "{html}");
+        assert!(html.contains("2 delivered, 1 failed, 0 pending"), "{html}");
+        assert!(html.contains("at most 100; older ones not read"), "{html}");
+        assert!(html.contains("50.0% of their 4 attempts"), "{html}");
+        assert_eq!(f.backlog.to_string(), "1000 or more parked");
+    }
 }

@@ -1,13 +1,13 @@
 //! One event's page: what `inboxctl show` shows (state, history as a timeline with each
 //! attempt's error and duration, kept headers with signature values masked, repeats and their
 //! count), its body on demand (`/event/body`: from S3 when kept there; pretty JSON with the raw
-//! bytes behind a toggle), its outbound deliveries with each attempt (`inboxctl deliveries`),
-//! ([`delivery`]), and the wallet ledger entries it wrote; and its replay (`ops::replay`, journaled with the
-//! operator's name, as `inboxctl replay SOURCE EVENT_ID`) and its resend to one destination
-//! ([`super::resend`]). Its ids and body have copy buttons ([`super::copy`]); its times are shown
-//! in the browser's zone with how long ago (`local_time_ago`); while it is open its status is
-//! asked for, and the page reloads as a whole when it changed ([`status`]).
-
+//! bytes behind a toggle), its outbound deliveries with each attempt (`inboxctl deliveries`;
+//! read by key per listed destination, [`delivery::of_event`]), and the wallet ledger entries it
+//! wrote; and its replay (`ops::replay`, journaled with the operator's name, as `inboxctl replay
+//! SOURCE EVENT_ID`) and its resend to one destination ([`super::resend`]). Its ids and body have
+//! copy buttons ([`super::copy`]); its times are shown in the browser's zone with how long ago
+//! (`local_time_ago`); while it is open its status is asked for, and the page reloads as a whole
+//! when it changed ([`status`]).
 use super::copy::copy_button;
 use super::events::event_link;
 use super::http::{query, Params, Reply};
@@ -15,7 +15,6 @@ use super::layout::{self, badge, csrf, local_time, local_time_ago, opt};
 use super::mask::{shown, Shown};
 use super::{delivery, resend};
 use super::{Console, Session};
-use crate::commands::deliveries::select;
 use crate::commands::replay::describe;
 use crate::commands::show::{body_value, digest_ok, sha256_of, Repeats};
 use crate::commands::{parse_key, wallet::ledger::EntryView};
@@ -73,17 +72,9 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
         )));
     };
     let repeats = Repeats::of(&console.store, &key).await?;
-    let deliveries = select(
-        &console.store,
-        None,
-        None,
-        Some(key.source.as_str()),
-        Some(key.event_id.as_str()),
-        None,
-    )
-    .await?;
-    let entries = wallet_entries(console, &key).await?;
     let destinations = inbox_core::outbox::admin::list(&console.store).await?;
+    let deliveries = delivery::of_event(&console.store, &destinations, &key).await?;
+    let entries = wallet_entries(console, &key).await?;
     let body_now = if params.get("body").is_some() {
         Some(body_markup(console, &key).await?)
     } else {
@@ -110,7 +101,7 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
             }
         }
         (repeats_markup(&repeats))
-        (delivery::deliveries(session, &deliveries))
+        (delivery::deliveries(session, &key, &deliveries))
         (wallet_markup(&entries))
     };
     Ok(Reply::html(

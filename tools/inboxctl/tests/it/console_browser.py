@@ -79,6 +79,10 @@ def main(cfg):
         # Replay it: pending again, then processed by the test's processor; the status updates
         # itself while the page is open.
         expect(page.locator("#deliveries")).to_contain_text("upstream down")
+        # Read by key per listed destination; the command that finds a removed one's is named.
+        expect(page.locator("#removed-deliveries")).to_contain_text(
+            "inboxctl deliveries list --source stripe --event-id " + cfg["failed"]
+        )
         # Each attempt: when (in the browser's zone), its status code, its duration, the response.
         attempts = page.locator("#deliveries tr.attempt")
         expect(attempts).to_have_count(2)
@@ -115,6 +119,10 @@ def main(cfg):
         # Destinations: pause, then resume.
         section = page.locator(f"section[data-destination='{cfg['destination']}']")
         page.goto(base + "/destinations")
+        # Its figures are its last deliveries read by key, named as such (never a scan): those
+        # of the events it wants (none: its failed deliveries were written for events it does not).
+        expect(section.locator("dd.recent")).to_contain_text("at most 100")
+        expect(section.locator("dd.parked")).to_contain_text("parked")
         section.locator("input[name=reason]").fill("maintenance window")
         section.locator("button[data-action=pause]").click()
         expect(page.locator(".notice")).to_contain_text("Paused")

@@ -51,6 +51,11 @@ def main(cfg):
         dest = cfg["destination"]
         section = page.locator(f"section[data-destination='{dest}']")
         points = cfg["points"]
+        # Its figures: its last deliveries (those of the events it wants, read by key).
+        expect(section).to_contain_text("last 3 deliveries")
+        expect(section.locator("dd.recent")).to_contain_text("3 delivered, 0 failed, 0 pending")
+        expect(section).to_contain_text("75.0% of their 4 attempts")
+        expect(section.locator("dd.parked")).to_contain_text("0 parked")
         expect(section.locator(f"svg[data-chart='dest-{dest}-rate'] circle")).to_have_count(points["rate"])
         latency = section.locator(f"svg[data-chart='dest-{dest}-latency']")
         expect(latency.locator("circle[data-series=p50]")).to_have_count(points["p50"])

@@ -13,7 +13,8 @@
 
 mod balance;
 mod destination;
-mod read;
+pub(super) mod figures;
+pub(super) mod read;
 mod series;
 mod svg;
 

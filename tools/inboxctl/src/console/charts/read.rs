@@ -12,7 +12,7 @@ use futures_util::future::try_join_all;
 use inbox_core::message::StoredMessage;
 use inbox_core::outbox::delivery::{DeliveryRef, OutboundDelivery};
 use inbox_core::outbox::destination::Destination;
-use inbox_core::outbox::store::OutboxStore as _;
+use inbox_core::outbox::store::OutboxStore;
 use inbox_core::store::dynamo::DynamoTable;
 use inbox_core::store::events::{Direction, EventQuery, Position, MAX_ROWS};
 use inbox_core::store::EventIndex as _;
@@ -105,8 +105,8 @@ pub fn wanted(destination: &Destination, sample: &Sample) -> (Vec<DeliveryRef>, 
 
 /// The deliveries at `refs` (those that exist: an event it wants may have none yet), each read
 /// by its key, [`DELIVERY_READS`] at once.
-pub async fn deliveries(
-    store: &DynamoTable,
+pub async fn deliveries<S: OutboxStore>(
+    store: &S,
     refs: &[DeliveryRef],
 ) -> Result<Vec<OutboundDelivery>> {
     let mut found = Vec::with_capacity(refs.len());
