@@ -128,7 +128,9 @@ fault-table: venv
 	  AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:$(FAULT_DYNAMODB_PORT) \
 	  INBOX_VENV=$(CURDIR)/$(VENV) FAULT_COUNTS=$(FAULT_COUNTS) \
 	  cargo test -p integration-tests --test it -- faults:: autopay_loop:: wallet_holds::an_expired_hold; \
-	  rc=$$?; scripts/moto.sh stop $(FAULT_PORT); scripts/dynamodb_local.sh stop $(FAULT_DYNAMODB_PORT); exit $$rc
+	  rc=$$?; [ $$rc -ne 0 ] || FAULT_COUNTS=$(FAULT_COUNTS) cargo test -p integration-tests --lib -- \
+	    outbox::outage::tests::the_flaky_receiver outbox::outage::tests::a_destination_down_for_a_day; \
+	  rc=$$((rc || $$?)); scripts/moto.sh stop $(FAULT_PORT); scripts/dynamodb_local.sh stop $(FAULT_DYNAMODB_PORT); exit $$rc
 	cat docs/fuzz-counts.jsonl >> $(FAULT_COUNTS)
 	cargo run -q -p integration-tests --bin fault_table -- $(FAULT_COUNTS) docs/faults.md
 

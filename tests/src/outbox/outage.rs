@@ -423,10 +423,33 @@ mod tests {
     #[tokio::test]
     async fn a_destination_down_for_a_day_costs_the_same_every_hour() {
         let c = simulate(Outage::OpenCircuit, 100, 23).await;
-        assert!(c.open_at_end, "{c:?}");
-        flat(&c, 1.0);
         let later: Vec<usize> = c.hourly[1..].iter().map(|h| h.writes).collect();
         let (least, most) = (later.iter().min(), later.iter().max());
+        let hours = c.hourly.len();
+        crate::faults::report::record(
+            module_path!(),
+            "a destination down for a simulated day (its circuit open)",
+            format!(
+                "{} pending deliveries, the receiver answering 500 for {hours} simulated hours, then 200 \
+                 (in-memory store and queues, the deliver worker and sweep as deployed, the breaker's defaults)",
+                c.deliveries
+            ),
+            format!(
+                "per delivery per hour: queue messages {:.2}, invocations {:.2}, writes {:.2} (the target: at most 1 of each); \
+                 writes per hour after the first between {} and {} (flat); back: {} of {} delivered after {} s, at most {} POSTs in {RATE_WINDOW_S} s",
+                c.per_delivery_hour(c.total.received, hours as u32),
+                c.per_delivery_hour(c.total.invocations(), hours as u32),
+                c.per_delivery_hour(c.total.writes, hours as u32),
+                least.copied().unwrap_or(0),
+                most.copied().unwrap_or(0),
+                c.recovery.delivered,
+                c.deliveries,
+                c.recovery.drained_after_s.map_or("—".to_owned(), |s| s.to_string()),
+                c.recovery.most_in_window,
+            ),
+        );
+        assert!(c.open_at_end, "{c:?}");
+        flat(&c, 1.0);
         assert!(
             most.zip(least).is_some_and(|(m, l)| m - l <= 10),
             "flat: {later:?}"
@@ -439,6 +462,26 @@ mod tests {
     #[tokio::test]
     async fn the_flaky_receiver_s_events_each_complete_in_three_attempts() {
         let f = flaky(12).await;
+        crate::faults::report::record(
+            module_path!(),
+            "a receiver failing two requests in three (each event 500, 500, 200)",
+            format!(
+                "{} events, schedule 0,2s,2s,2s,2s, the breaker's defaults (in-memory store and queues, \
+                 the deliver worker and sweep as deployed); bound 300 s",
+                f.events
+            ),
+            format!(
+                "delivered {}/{} after {} s; POSTs {}, the most per webhook-id {}, webhook-ids {}; queue messages {}, invocations {}",
+                f.delivered,
+                f.events,
+                f.completed_after_s.map_or("—".to_owned(), |s| s.to_string()),
+                f.posts,
+                f.most_attempts,
+                f.webhook_ids,
+                f.sent,
+                f.invocations,
+            ),
+        );
         assert_eq!((f.delivered, f.webhook_ids), (12, 12), "{f:?}");
         assert_eq!(f.most_attempts, 3, "{f:?}");
         assert_eq!(f.posts, 36, "{f:?}");
