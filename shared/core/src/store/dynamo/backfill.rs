@@ -11,14 +11,22 @@
 //!
 //! Once: the index is written with the message at ingest from then on, and no transition
 //! removes it, so a finished backfill is never needed again.
+//!
+//! The same for the failed messages' open-index entries ([`DynamoTable::backfill_failed_page`]):
+//! a message that failed before its failure kept an entry (`FAILED#0..15`) has neither
+//! `open_shard` nor `open_due`, so the Quarantine page does not list it. The scan's filter keeps
+//! the failed message items without `open_shard`; the conditional write (still `failed`, still
+//! without one) gives each its entry, `open_due` = its `updated_at` (its last write: its failure,
+//! or the record of its quarantine notice sent, moments later).
 
 use super::{classify, DynamoTable};
 use crate::domain::{EventId, MessageKey, SourceName};
 use crate::store::attr::{get_n, get_s, s};
 use crate::store::schema::{
-    list_at, list_shard, EVENT_ID, KIND, KIND_MESSAGE, LIST_AT, LIST_SHARD, PK, RECEIVED_AT, SK,
-    SOURCE,
+    failed_shard, list_at, list_shard, EVENT_ID, KIND, KIND_MESSAGE, LIST_AT, LIST_SHARD, OPEN_DUE,
+    OPEN_SHARD, PK, RECEIVED_AT, SK, SOURCE, STATUS, UPDATED_AT,
 };
+use crate::store::Item;
 use crate::store::StoreError;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -116,26 +124,27 @@ impl DynamoTable {
             .map_err(classify)?;
         let mut page = BackfillPage {
             scanned: u64::try_from(out.scanned_count).unwrap_or(0),
-            next: out.last_evaluated_key.as_ref().and_then(|k| {
-                Some(Resume {
-                    pk: get_s(k, PK)?.to_owned(),
-                    sk: get_s(k, SK)?.to_owned(),
-                })
-            }),
+            next: resume_of(out.last_evaluated_key.as_ref()),
             ..BackfillPage::default()
         };
         for item in out.items.unwrap_or_default() {
-            let corrupt = |what: &str| super::corrupt(format!("a message item {what}"));
-            let source = get_s(&item, SOURCE).ok_or_else(|| corrupt("without its source"))?;
-            let id = get_s(&item, EVENT_ID).ok_or_else(|| corrupt("without its event id"))?;
-            let received =
-                get_n(&item, RECEIVED_AT).ok_or_else(|| corrupt("without received_at"))?;
-            let key = MessageKey::new(
-                SourceName::parse(source).map_err(|_| corrupt("with a bad source"))?,
-                EventId::parse(id).map_err(|_| corrupt("with a bad event id"))?,
-            );
+            let key = key_of(&item)?;
+            let received = get_n(&item, RECEIVED_AT)
+                .ok_or_else(|| super::corrupt("a message item without received_at"))?;
             if !dry_run {
-                if self.index_message(&item, &key, received).await? {
+                let written = self
+                    .set_if(
+                        &item,
+                        "SET #shard = :shard, #at = :at",
+                        "attribute_exists(#pk) AND attribute_not_exists(#at)",
+                        &[("#shard", LIST_SHARD), ("#at", LIST_AT)],
+                        &[
+                            (":shard", s(list_shard(&key))),
+                            (":at", s(list_at(received, &key))),
+                        ],
+                    )
+                    .await?;
+                if written {
                     page.indexed += 1;
                 } else {
                     page.skipped += 1;
@@ -146,33 +155,99 @@ impl DynamoTable {
         Ok(page)
     }
 
-    /// Sets `list_shard` and `list_at` on the message `item` names, if it still exists without
-    /// them; whether it did.
-    async fn index_message(
+    /// One page of the failed messages' backfill from `from` (the start without it); a
+    /// `dry_run` writes nothing.
+    pub async fn backfill_failed_page(
         &self,
-        item: &HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
-        key: &MessageKey,
-        received: i64,
+        from: Option<&Resume>,
+        dry_run: bool,
+    ) -> Result<BackfillPage, StoreError> {
+        let start =
+            from.map(|r| HashMap::from([(PK.to_owned(), s(&r.pk)), (SK.to_owned(), s(&r.sk))]));
+        let out = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression(
+                "#kind = :kind AND #status = :failed AND attribute_not_exists(#shard)",
+            )
+            .projection_expression("#pk, #sk, #source, #id, #updated")
+            .expression_attribute_names("#kind", KIND)
+            .expression_attribute_names("#status", STATUS)
+            .expression_attribute_names("#shard", OPEN_SHARD)
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_names("#source", SOURCE)
+            .expression_attribute_names("#id", EVENT_ID)
+            .expression_attribute_names("#updated", UPDATED_AT)
+            .expression_attribute_values(":kind", s(KIND_MESSAGE))
+            .expression_attribute_values(":failed", s("failed"))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(classify)?;
+        let mut page = BackfillPage {
+            scanned: u64::try_from(out.scanned_count).unwrap_or(0),
+            next: resume_of(out.last_evaluated_key.as_ref()),
+            ..BackfillPage::default()
+        };
+        for item in out.items.unwrap_or_default() {
+            let key = key_of(&item)?;
+            let failed_at = get_n(&item, UPDATED_AT)
+                .ok_or_else(|| super::corrupt("a failed message item without updated_at"))?;
+            if !dry_run {
+                let written = self
+                    .set_if(
+                        &item,
+                        "SET #shard = :shard, #due = :due",
+                        "attribute_exists(#pk) AND #status = :failed AND attribute_not_exists(#shard)",
+                        &[("#shard", OPEN_SHARD), ("#due", OPEN_DUE), ("#status", STATUS)],
+                        &[
+                            (":shard", s(failed_shard(&key))),
+                            (":due", super::super::attr::n(failed_at)),
+                            (":failed", s("failed")),
+                        ],
+                    )
+                    .await?;
+                if written {
+                    page.indexed += 1;
+                } else {
+                    page.skipped += 1;
+                }
+            }
+            page.missing.push(key);
+        }
+        Ok(page)
+    }
+
+    /// Applies `update` to the message `item` names if `condition` holds; whether it did.
+    async fn set_if(
+        &self,
+        item: &Item,
+        update: &str,
+        condition: &str,
+        names: &[(&str, &str)],
+        values: &[(&str, aws_sdk_dynamodb::types::AttributeValue)],
     ) -> Result<bool, StoreError> {
         let (Some(pk), Some(sk)) = (item.get(PK), item.get(SK)) else {
             return Err(super::corrupt("a message item without its key"));
         };
-        let result = self
+        let mut request = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(PK, pk.clone())
             .key(SK, sk.clone())
-            .update_expression("SET #shard = :shard, #at = :at")
-            .condition_expression("attribute_exists(#pk) AND attribute_not_exists(#at)")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#shard", LIST_SHARD)
-            .expression_attribute_names("#at", LIST_AT)
-            .expression_attribute_values(":shard", s(list_shard(key)))
-            .expression_attribute_values(":at", s(list_at(received, key)))
-            .send()
-            .await;
-        match result {
+            .update_expression(update)
+            .condition_expression(condition)
+            .expression_attribute_names("#pk", PK);
+        for (k, v) in names {
+            request = request.expression_attribute_names(*k, *v);
+        }
+        for (k, v) in values {
+            request = request.expression_attribute_values(*k, v.clone());
+        }
+        match request.send().await {
             Ok(_) => Ok(true),
             Err(SdkError::ServiceError(se))
                 if matches!(
@@ -185,6 +260,27 @@ impl DynamoTable {
             Err(e) => Err(classify(e)),
         }
     }
+}
+
+/// Where the next page starts, from a scan page's last evaluated key.
+fn resume_of(last: Option<&Item>) -> Option<Resume> {
+    last.and_then(|k| {
+        Some(Resume {
+            pk: get_s(k, PK)?.to_owned(),
+            sk: get_s(k, SK)?.to_owned(),
+        })
+    })
+}
+
+/// The key of a scanned message item (its `source` and `event_id`).
+fn key_of(item: &Item) -> Result<MessageKey, StoreError> {
+    let corrupt = |what: &str| super::corrupt(format!("a message item {what}"));
+    let source = get_s(item, SOURCE).ok_or_else(|| corrupt("without its source"))?;
+    let id = get_s(item, EVENT_ID).ok_or_else(|| corrupt("without its event id"))?;
+    Ok(MessageKey::new(
+        SourceName::parse(source).map_err(|_| corrupt("with a bad source"))?,
+        EventId::parse(id).map_err(|_| corrupt("with a bad event id"))?,
+    ))
 }
 
 #[cfg(test)]

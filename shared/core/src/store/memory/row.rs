@@ -16,8 +16,10 @@ pub(super) struct Row {
     new: NewMessage,
     /// The message as stored, once something read it to change it (`None`: still as inserted).
     stored: Option<StoredMessage>,
-    /// `Some(due)` while in the open index.
+    /// `Some(due)` while in the open index (its `OPEN#` shard).
     pub(super) open_due: Option<i64>,
+    /// `Some((partition, failed at))` while failed: its entry among the `FAILED#` partitions.
+    pub(super) failed: Option<(String, i64)>,
 }
 
 impl Row {
@@ -27,6 +29,7 @@ impl Row {
             new: msg.clone(),
             stored: None,
             open_due: Some(msg.received_at_ms + PENDING_GRACE_MS),
+            failed: None,
         }
     }
 
