@@ -84,12 +84,6 @@ impl MemoryStore {
         lock(&self.rows).get(key).map(|r| r.message().into_owned())
     }
 
-    /// A message's entry among the failed messages' open-index partitions (`FAILED#…`, its time
-    /// failed), if it has one (test assertions).
-    pub fn failed_entry(&self, key: &MessageKey) -> Option<(String, i64)> {
-        lock(&self.rows).get(key).and_then(|r| r.failed.clone())
-    }
-
     /// How many messages are stored.
     pub fn message_count(&self) -> usize {
         lock(&self.rows).len()
@@ -257,11 +251,7 @@ impl MessageStore for MemoryStore {
         for e in &effects {
             apply_effect(&mut items, e.clone());
         }
-        t.apply_to(row.message_mut());
-        row.open_due = t.open_due;
-        row.failed = t
-            .index_entry(key)
-            .filter(|(shard, _)| shard.starts_with(super::schema::FAILED_SHARD_PREFIX));
+        row.apply(key, t);
         lock(&self.effects).extend(effects.into_iter().map(|e| (key.clone(), e)));
         let lost = self
             .lose_replies

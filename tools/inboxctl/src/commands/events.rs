@@ -58,7 +58,8 @@ impl Totals {
         self.failed_skipped += page.failed_skipped;
         for k in &page.failed_missing {
             if self.failed_found.len() < NAMED {
-                self.failed_found.push(format!("{}/{}", k.source, k.event_id));
+                self.failed_found
+                    .push(format!("{}/{}", k.source, k.event_id));
             }
         }
     }

@@ -1129,9 +1129,7 @@ async fn the_quarantine_page_lists_the_failed_index_not_a_scan() {
         &rig.quarantine_url,
         Arc::new(AtomicBool::new(true)),
     );
-    let ids: Vec<String> = ["evt_qidx_new", "evt_qidx_old"]
-        .map(str::to_owned)
-        .to_vec();
+    let ids: Vec<String> = ["evt_qidx_new", "evt_qidx_old"].map(str::to_owned).to_vec();
     failed_checkouts(&rig.h, &processor, &ids).await;
     let old = key("stripe", &ids[1]);
     let shard_of = |k: MessageKey| {
@@ -1192,7 +1190,10 @@ async fn the_quarantine_page_lists_the_failed_index_not_a_scan() {
         }
     }
     assert_eq!(indexed, 1);
-    assert_eq!(shard_of(old.clone()).await, Some(schema::failed_shard(&old)));
+    assert_eq!(
+        shard_of(old.clone()).await,
+        Some(schema::failed_shard(&old))
+    );
     let page = console.get("quarantine");
     assert!(page.contains(&ids[0]) && page.contains(&ids[1]), "{page}");
 }

@@ -123,7 +123,9 @@ impl DynamoTable {
                 "#kind = :kind AND (attribute_not_exists(#at) OR \
                  (#status = :failed AND attribute_not_exists(#shard)))",
             )
-            .projection_expression("#pk, #sk, #source, #id, #received, #at, #status, #shard, #updated")
+            .projection_expression(
+                "#pk, #sk, #source, #id, #received, #at, #status, #shard, #updated",
+            )
             .expression_attribute_names("#kind", KIND)
             .expression_attribute_names("#at", LIST_AT)
             .expression_attribute_names("#status", STATUS)
@@ -181,7 +183,11 @@ impl DynamoTable {
                             "SET #shard = :shard, #due = :due",
                             "attribute_exists(#pk) AND #status = :failed \
                              AND attribute_not_exists(#shard)",
-                            &[("#shard", OPEN_SHARD), ("#due", OPEN_DUE), ("#status", STATUS)],
+                            &[
+                                ("#shard", OPEN_SHARD),
+                                ("#due", OPEN_DUE),
+                                ("#status", STATUS),
+                            ],
                             &[
                                 (":shard", s(failed_shard(&key))),
                                 (":due", n(failed_at)),

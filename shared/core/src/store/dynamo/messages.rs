@@ -393,7 +393,11 @@ mod tests {
         assert_eq!(parts.values.get(":shard"), Some(&s(failed_shard(&key))));
         assert_eq!(parts.values.get(":due"), Some(&n(42)));
         assert_eq!(parts.condition, "#version = :expected");
-        assert!(!parts.update.contains("REMOVE #open_shard"), "{}", parts.update);
+        assert!(
+            !parts.update.contains("REMOVE #open_shard"),
+            "{}",
+            parts.update
+        );
         t.to = Status::Pending;
         t.open_due = Some(77);
         let back = transition_update(&key, 4, &t, 60).unwrap();
