@@ -253,6 +253,7 @@ impl MessageStore for DynamoTable {
             for mut item in page {
                 // Listing decompresses inline bodies; a body in S3 is not fetched (left empty).
                 body::decode_item(&mut item).map_err(corrupt)?;
+                super::read::due_only(&mut item);
                 let m: StoredMessage = serde_dynamo::from_item(item).map_err(corrupt)?;
                 if filter.matches(&m) {
                     found.push(m);
