@@ -113,7 +113,8 @@ pub struct StoredMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<crate::batch::BatchPart>,
     /// When the open index says the message is due (a delivery's deadline), ms; `None` once it
-    /// left the index.
+    /// left the index, and for a failed message whose entry is among the `FAILED#` partitions
+    /// (not a due: the stores read it back as `None`).
     #[serde(default)]
     pub open_due: Option<i64>,
     /// A failed message whose quarantine notice is not yet known to be sent: it stays in the open

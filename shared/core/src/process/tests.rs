@@ -400,6 +400,16 @@ async fn poison_message_is_quarantined_after_five_attempts_and_replay_recovers_i
     );
     assert_eq!(futures_len(&w, i64::MAX).await, 0);
     assert_eq!(failed.notice_pending, None, "the notice is recorded sent");
+    let failed_at = failed
+        .history
+        .iter()
+        .find(|e| e.status == Status::Failed)
+        .map(|e| e.at);
+    assert_eq!(
+        w.store.failed_entry(&key),
+        failed_at.map(|at| (crate::store::schema::failed_shard(&key), at)),
+        "listed among the failed, at the time it failed"
+    );
     assert_eq!(
         failed.history.last().map(|e| e.note.as_str()),
         Some("quarantine notice sent")
@@ -417,6 +427,8 @@ async fn poison_message_is_quarantined_after_five_attempts_and_replay_recovers_i
     assert_eq!(replayed, crate::ops::ReplayOutcome::Replayed);
     let pending = w.store.message(&key).unwrap();
     assert_eq!((pending.status, pending.attempts), (Status::Pending, 0));
+    assert_eq!(w.store.failed_entry(&key), None, "back among the open");
+    assert_eq!(futures_len(&w, i64::MAX).await, 1, "due in its OPEN# shard");
     assert!(pending
         .history
         .last()
@@ -705,6 +717,11 @@ async fn quarantine_queue_outage_leaves_the_notice_to_the_reaper() {
         Some("permanent")
     );
     assert!(w.quarantine.quarantined().is_empty());
+    assert_eq!(
+        w.store.failed_entry(&m.key()),
+        None,
+        "its entry is the notice's deadline, in its OPEN# shard, until the notice is sent"
+    );
     w.quarantine.set_down(false);
     let reaper = w.reaper(100);
     assert_eq!(reaper.run().await.unwrap().due, 0, "its sender's time");
@@ -721,6 +738,11 @@ async fn quarantine_queue_outage_leaves_the_notice_to_the_reaper() {
     let after = w.store.message(&m.key()).unwrap();
     assert_eq!((after.status, after.notice_pending), (Status::Failed, None));
     assert_eq!(futures_len(&w, i64::MAX).await, 0, "out of the open index");
+    assert_eq!(
+        w.store.failed_entry(&m.key()),
+        Some((crate::store::schema::failed_shard(&m.key()), T0)),
+        "among the failed, at the time it failed (not the notice's)"
+    );
     assert_eq!(reaper.run().await.unwrap().due, 0);
     assert_eq!(w.quarantine.quarantined().len(), 1, "exactly one notice");
 }

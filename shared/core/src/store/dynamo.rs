@@ -19,6 +19,7 @@ mod client;
 mod contention;
 mod effects;
 mod events;
+pub mod failed;
 mod items;
 mod messages;
 mod open_index;

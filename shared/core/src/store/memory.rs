@@ -251,8 +251,7 @@ impl MessageStore for MemoryStore {
         for e in &effects {
             apply_effect(&mut items, e.clone());
         }
-        t.apply_to(row.message_mut());
-        row.open_due = t.open_due;
+        row.apply(key, t);
         lock(&self.effects).extend(effects.into_iter().map(|e| (key.clone(), e)));
         let lost = self
             .lose_replies

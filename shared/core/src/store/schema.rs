@@ -10,7 +10,11 @@
 //!
 //! Non-terminal messages carry `open_shard` (`OPEN#0`..`OPEN#63`) and `open_due` (ms): the sparse
 //! global secondary index `open-index` over them lets a scheduled reaper find pending, retrying
-//! and stuck messages without scanning. Terminal transitions remove both attributes.
+//! and stuck messages without scanning. Terminal transitions remove both attributes, except the
+//! one to `failed` (quarantined): its entry moves to `FAILED#0`..`FAILED#15` ([`failed_shard`]),
+//! `open_due` = the time it failed, where the console's Quarantine page reads the failed messages
+//! newest first without scanning; the reaper reads only `OPEN#…` and never sees them. A replay
+//! moves the entry back to `OPEN#…` (one write, the entry's two attributes changed).
 //!
 //! Every message also carries `list_shard` (`EVT#0`..`EVT#15`) and `list_at`
 //! (`{received ms, 13 digits}#{source}#{event id}`), written once by its first write and never
@@ -81,6 +85,14 @@ pub const OPEN_INDEX: &str = "open-index";
 /// fewer shards (`OPEN#0`..`OPEN#15`, before there were 64) are among these and keep their
 /// value until their next write: the reaper, reading every shard, finds them where they are.
 pub const OPEN_SHARDS: u8 = 64;
+
+/// How many open-index partitions the failed messages spread over ([`failed_shard`]). A message
+/// writes its `FAILED#` entry when it fails for good (and once more when its quarantine notice is
+/// recorded sent): 16 partitions at 1,000 write units each carry 16,000 failures/s, more than the
+/// stack's whole webhook target; the Quarantine page reads all 16, newest first, and merges them.
+pub const FAILED_SHARDS: u8 = 16;
+/// The prefix of the failed messages' open-index partitions.
+pub const FAILED_SHARD_PREFIX: &str = "FAILED#";
 
 /// The partition of a message in the events index ([`list_shard`]).
 pub const LIST_SHARD: &str = "list_shard";
@@ -173,6 +185,21 @@ pub fn open_shard(key: &MessageKey) -> String {
     format!("OPEN#{}", h[0] % OPEN_SHARDS)
 }
 
+/// The open-index partition of a failed message: stable for its whole life.
+pub fn failed_shard(key: &MessageKey) -> String {
+    let h = Sha256::new()
+        .chain_update(key.source.as_str())
+        .chain_update(b"#")
+        .chain_update(key.event_id.as_str())
+        .finalize();
+    format!("{FAILED_SHARD_PREFIX}{}", h[0] % FAILED_SHARDS)
+}
+
+/// All the failed messages' open-index partitions.
+pub fn failed_shards() -> impl Iterator<Item = String> {
+    (0..FAILED_SHARDS).map(|i| format!("{FAILED_SHARD_PREFIX}{i}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,6 +233,14 @@ mod tests {
         assert!(shards.iter().all(|s| s.starts_with("OPEN#")));
         let all: std::collections::HashSet<_> = open_shards().collect();
         assert_eq!(shards, all, "every shard is one the reaper reads");
+        let failed: std::collections::HashSet<_> = (0..2000)
+            .map(|i| failed_shard(&key(&format!("evt_{i}"))))
+            .collect();
+        assert_eq!(failed, failed_shards().collect());
+        assert!(
+            failed.iter().all(|f| !all.contains(f)),
+            "the reaper reads no failed partition"
+        );
         for old in 0..16 {
             assert!(
                 all.contains(&format!("OPEN#{old}")),

@@ -3,7 +3,8 @@
 //! once, page by page, each message without the index's attributes given them by a conditional
 //! write; counts at the end. A run that stops (throttled, interrupted) names the token to go on
 //! from; running it again from the start is safe too (what is indexed is skipped by its
-//! condition, and no longer listed by the scan's filter).
+//! condition, and no longer listed by the scan's filter). The same pass gives the failed messages
+//! stored before failures kept an open-index entry theirs (`FAILED#…`: the Quarantine page's).
 
 use crate::cli::{EventsCommand, ReindexArgs};
 use crate::context::Context;
@@ -32,6 +33,12 @@ struct Totals {
     skipped: u64,
     /// The first [`NAMED`] messages found (`source/event_id`).
     found: Vec<String>,
+    /// Failed messages without their open-index entry.
+    failed_missing: u64,
+    failed_indexed: u64,
+    failed_skipped: u64,
+    /// The first [`NAMED`] of those (`source/event_id`).
+    failed_found: Vec<String>,
 }
 
 impl Totals {
@@ -44,6 +51,15 @@ impl Totals {
         for k in &page.missing {
             if self.found.len() < NAMED {
                 self.found.push(format!("{}/{}", k.source, k.event_id));
+            }
+        }
+        self.failed_missing += page.failed_missing.len() as u64;
+        self.failed_indexed += page.failed_indexed;
+        self.failed_skipped += page.failed_skipped;
+        for k in &page.failed_missing {
+            if self.failed_found.len() < NAMED {
+                self.failed_found
+                    .push(format!("{}/{}", k.source, k.event_id));
             }
         }
     }
@@ -90,23 +106,35 @@ async fn reindex(ctx: &Context, args: ReindexArgs) -> Result<()> {
         return print_json(&totals);
     }
     say(format!(
-        "scanned {} item(s) in {} page(s): {} message(s) not in the events index",
-        totals.scanned, totals.pages, totals.missing
+        "scanned {} item(s) in {} page(s): {} message(s) not in the events index, {} failed \
+         message(s) not in the quarantine's index",
+        totals.scanned, totals.pages, totals.missing, totals.failed_missing
     ))?;
     if totals.dry_run {
-        for k in &totals.found {
-            say(format!("  {k}"))?;
-        }
-        if totals.missing > totals.found.len() as u64 {
-            say(format!(
-                "  … and {} more",
-                totals.missing - totals.found.len() as u64
-            ))?;
+        name(&totals.found, totals.missing)?;
+        if totals.failed_missing > 0 {
+            say("failed, not in the quarantine's index:")?;
+            name(&totals.failed_found, totals.failed_missing)?;
         }
         return say("dry run: nothing written (run it without --dry-run to index them)");
     }
     say(format!(
         "indexed {}; skipped {} (indexed meanwhile, or purged)",
         totals.indexed, totals.skipped
+    ))?;
+    say(format!(
+        "failed messages indexed {}; skipped {} (replayed or indexed meanwhile, or purged)",
+        totals.failed_indexed, totals.failed_skipped
     ))
+}
+
+/// The `named` messages of `count` found, and how many more.
+fn name(named: &[String], count: u64) -> Result<()> {
+    for k in named {
+        say(format!("  {k}"))?;
+    }
+    if count > named.len() as u64 {
+        say(format!("  … and {} more", count - named.len() as u64))?;
+    }
+    Ok(())
 }

@@ -5,11 +5,14 @@
 //! messages that page named (its snapshot) replayed once, whatever fails meanwhile. If the
 //! matches changed by the time it is confirmed, nothing is replayed and the confirmation is
 //! asked again with the new count.
+//!
+//! It reads the failed messages' open-index partitions (`FAILED#0..15`: one `Query` each, newest
+//! first) and the items of the newest [`SHOWN`], no scan; a bulk replay reads every entry.
 
 use super::bulk::{self, Claim, Step};
 use super::events::{event_link, list_filter, searched};
 use super::http::{Params, Reply};
-use super::layout::{self, csrf, opt, time};
+use super::layout::{self, csrf, local_time, local_time_ago, opt};
 use super::{Console, Session};
 use crate::commands::replay::replay_each;
 use crate::commands::stats::queue_depth;
@@ -25,15 +28,37 @@ use std::time::Instant;
 /// The filter fields the page keeps in its query string and forms.
 const FIELDS: [&str; 5] = ["source", "type", "since", "until", "q"];
 
-/// The failed messages the filter matches, oldest first (the order a bulk replay takes).
-async fn failed_matches(console: &Console<'_>, params: &Params) -> Result<Vec<StoredMessage>> {
+/// How many failed messages the page reads at most, newest first; past them, "more…" (a bulk
+/// replay reads them all).
+const SHOWN: usize = 200;
+
+/// The failed messages the filter matches among the newest `limit` failed ones, newest first,
+/// each with when it failed; and whether there were more failed ones than `limit`. Read from
+/// the failed messages' open-index partitions (`FAILED#0..15`, one `Query` each) and each
+/// message's item without its body: no scan.
+struct Failed {
+    found: Vec<(StoredMessage, i64)>,
+    more: bool,
+}
+
+async fn failed_matches(console: &Console<'_>, params: &Params, limit: usize) -> Result<Failed> {
     let filter = ListFilter {
         status: Some(Status::Failed),
         ..list_filter(params, SystemClock.now_millis())?
     };
-    let mut found = console.store.list(&filter, usize::MAX).await?;
-    found.retain(|m| searched(m, params.get("q")));
-    Ok(found)
+    let page = console.store.failed_newest(limit).await?;
+    let mut found = Vec::new();
+    for entry in page.entries {
+        if let Some(m) = console.store.get_head(&entry.key).await? {
+            if filter.matches(&m) && searched(&m, params.get("q")) {
+                found.push((m, entry.failed_at));
+            }
+        }
+    }
+    Ok(Failed {
+        found,
+        more: page.more,
+    })
 }
 
 /// Why a message failed: its last error and the note of its failing transition.
@@ -62,7 +87,7 @@ fn filter_fields(params: &Params) -> Markup {
 }
 
 pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> Result<Reply> {
-    let found = failed_matches(console, params).await?;
+    let Failed { found, more } = failed_matches(console, params, SHOWN).await?;
     let queue = match console.ctx.quarantine_url() {
         Some(url) => Some(queue_depth(console.ctx, url).await?),
         None => None,
@@ -86,20 +111,25 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
             button type="submit" { "Filter" }
             a href="/quarantine" { "clear" }
         }
-        @if found.is_empty() {
+        @if found.is_empty() && !more {
             p.none { "No failed messages match." }
         } @else {
             form.actions method="post" action="/quarantine/replay" {
                 (csrf(&session.csrf))
                 (filter_fields(params))
-                button.danger type="submit" #replay-all { "Replay all " (found.len()) " matching…" }
+                @if more {
+                    button.danger type="submit" #replay-all { "Replay all matching…" }
+                } @else {
+                    button.danger type="submit" #replay-all { "Replay all " (found.len()) " matching…" }
+                }
             }
             table #quarantine {
-                thead { tr { th { "received (UTC)" } th { "event" } th { "type" } th.num { "attempts" } th { "why" } th {} } }
+                thead { tr { th { "failed" } th { "received" } th { "event" } th { "type" } th.num { "attempts" } th { "why" } th {} } }
                 tbody {
-                    @for m in &found {
+                    @for (m, failed_at) in &found {
                         tr data-event=(m.event_id.as_str()) {
-                            td { (time(m.received_at)) }
+                            td { (local_time_ago(*failed_at)) }
+                            td { (local_time(m.received_at)) }
                             td { a href=(event_link(m)) { code { (m.source.as_str()) "/" (m.event_id.as_str()) } } }
                             td { (opt(m.event_type.as_ref())) }
                             td.num { (m.attempts) }
@@ -115,6 +145,9 @@ pub async fn page(console: &Console<'_>, session: &Session, params: &Params) -> 
                         }
                     }
                 }
+            }
+            @if more {
+                p #more { "more… Only the newest " (SHOWN) " failed messages are read here (the filter applies to them); " code { "inboxctl list --status failed" } " lists them all, and a replay of all matching replays every failed message that matches." }
             }
         }
     };
@@ -233,7 +266,12 @@ async fn step(
 /// (each once): with `step`, the next [`bulk::STEP`] of them and the progress; without, all of
 /// them and each outcome listed.
 pub async fn replay_all(console: &Console<'_>, session: &Session, form: &Params) -> Result<Reply> {
-    let found = failed_matches(console, form).await?;
+    let found: Vec<StoredMessage> = failed_matches(console, form, usize::MAX)
+        .await?
+        .found
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect();
     let stepped = form.get("step").is_some();
     let asked = form.get("snapshot").is_some() || form.get("confirm").is_some();
     let claim = if asked {

@@ -349,6 +349,18 @@ impl Clicker {
         self.post("quarantine/replay", form)
     }
 
+    /// The page at `path` (200).
+    fn get(&self, path: &str) -> String {
+        let mut reply = self
+            .agent
+            .get(format!("{}{path}", self.url))
+            .header("Cookie", &self.cookie)
+            .call()
+            .expect("page");
+        assert_eq!(reply.status().as_u16(), 200);
+        reply.body_mut().read_to_string().expect("html")
+    }
+
     /// Posts `form` to `path` from the console's page: the answer (200).
     fn post(&self, path: &str, form: &str) -> String {
         let mut reply = self
@@ -1113,3 +1125,88 @@ async fn an_unmatched_payment_is_dismissed_from_the_wallets_page_once() {
 
 mod against;
 mod charts;
+
+/// The Quarantine page reads the failed messages' index entries (`FAILED#…`), not the table: a
+/// failed message stored before failures kept an entry (its `open_shard` and `open_due` removed
+/// here) is one a scan would list but the page does not, until `events reindex`'s backfill
+/// gives it its entry (issue 34: pages cost what they show). Its times are the browser's.
+#[tokio::test]
+async fn the_quarantine_page_lists_the_failed_index_not_a_scan() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use inbox_core::store::schema;
+    let rig = Rig::new().await;
+    let processor = checkout_processor(
+        &rig.store,
+        &rig.sqs,
+        &rig.retry_url,
+        &rig.quarantine_url,
+        Arc::new(AtomicBool::new(true)),
+    );
+    let ids: Vec<String> = ["evt_qidx_new", "evt_qidx_old"].map(str::to_owned).to_vec();
+    failed_checkouts(&rig.h, &processor, &ids).await;
+    let old = key("stripe", &ids[1]);
+    let shard_of = |k: MessageKey| {
+        let client = rig.h.client.clone();
+        let table = rig.h.table.clone();
+        async move {
+            let item = client
+                .get_item()
+                .table_name(table)
+                .set_key(Some(schema::message_key_attrs(&k)))
+                .consistent_read(true)
+                .send()
+                .await
+                .expect("read")
+                .item
+                .expect("kept");
+            item.get(schema::OPEN_SHARD)
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+        }
+    };
+    assert_eq!(
+        shard_of(old.clone()).await,
+        Some(schema::failed_shard(&old)),
+        "failed: its entry"
+    );
+    rig.h
+        .client
+        .update_item()
+        .table_name(&rig.h.table)
+        .key(schema::PK, AttributeValue::S(schema::message_pk(&old)))
+        .key(schema::SK, AttributeValue::S(schema::MESSAGE_SK.into()))
+        .update_expression("REMOVE open_shard, open_due")
+        .condition_expression("attribute_exists(pk)")
+        .send()
+        .await
+        .expect("as stored before failed messages kept an entry");
+    let console = Clicker::start(&rig);
+    let page = console.get("quarantine");
+    assert!(page.contains(&ids[0]), "{page}");
+    assert!(!page.contains(&ids[1]), "a scan would list it: {page}");
+    assert!(page.contains(r#"<time class="local ago""#), "{page}");
+    assert!(page.contains("Replay all 1 matching"), "{page}");
+
+    let mut from = None;
+    let mut indexed = 0;
+    loop {
+        let p = rig
+            .store
+            .backfill_events_page(from.as_ref(), false)
+            .await
+            .expect("backfill");
+        indexed += p.failed_indexed;
+        assert!(!p.failed_missing.contains(&key("stripe", &ids[0])));
+        match p.next {
+            Some(next) => from = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(indexed, 1);
+    assert_eq!(
+        shard_of(old.clone()).await,
+        Some(schema::failed_shard(&old))
+    );
+    let page = console.get("quarantine");
+    assert!(page.contains(&ids[0]) && page.contains(&ids[1]), "{page}");
+}

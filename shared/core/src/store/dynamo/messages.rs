@@ -83,8 +83,10 @@ fn transition_update(
     };
     optional(LEASE_UNTIL, ":lease", t.lease_until.map(n));
     optional(NEXT_ATTEMPT_AT, ":next_at", t.next_attempt_at.map(n));
-    optional(OPEN_DUE, ":due", t.open_due.map(n));
-    optional(OPEN_SHARD, ":shard", t.open_due.map(|_| s(open_shard(key))));
+    // One entry, moved: due in `OPEN#…`, a failed message's in `FAILED#…`, or none.
+    let entry = t.index_entry(key);
+    optional(OPEN_DUE, ":due", entry.as_ref().map(|(_, at)| n(*at)));
+    optional(OPEN_SHARD, ":shard", entry.map(|(shard, _)| s(shard)));
     optional(EXPIRES_AT, ":expires", t.expires_at.map(n));
     let notice = t
         .notice
@@ -251,6 +253,7 @@ impl MessageStore for DynamoTable {
             for mut item in page {
                 // Listing decompresses inline bodies; a body in S3 is not fetched (left empty).
                 body::decode_item(&mut item).map_err(corrupt)?;
+                super::read::due_only(&mut item);
                 let m: StoredMessage = serde_dynamo::from_item(item).map_err(corrupt)?;
                 if filter.matches(&m) {
                     found.push(m);
@@ -360,5 +363,50 @@ impl DynamoTable {
                 "a purged message's body could not be deleted from S3 (it expires by the bucket's lifecycle unless its message had failed)"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::HistoryEntry;
+
+    #[test]
+    fn a_failure_moves_the_index_entry_to_its_failed_partition_in_the_same_update() {
+        let key = MessageKey::new(
+            SourceName::parse("stripe").unwrap(),
+            EventId::parse("evt_1").unwrap(),
+        );
+        let mut t = Transition {
+            to: Status::Failed,
+            at: 50,
+            attempts: 5,
+            lease_until: None,
+            next_attempt_at: None,
+            open_due: None,
+            expires_at: None,
+            last_error: None,
+            notice: None,
+            history: vec![HistoryEntry::new(42, Status::Failed, "permanent")],
+            history_total: 1,
+        };
+        let parts = transition_update(&key, 3, &t, 50).unwrap();
+        assert_eq!(parts.values.get(":shard"), Some(&s(failed_shard(&key))));
+        assert_eq!(parts.values.get(":due"), Some(&n(42)));
+        assert_eq!(parts.condition, "#version = :expected");
+        assert!(
+            !parts.update.contains("REMOVE #open_shard"),
+            "{}",
+            parts.update
+        );
+        t.to = Status::Pending;
+        t.open_due = Some(77);
+        let back = transition_update(&key, 4, &t, 60).unwrap();
+        assert_eq!(back.values.get(":shard"), Some(&s(open_shard(&key))));
+        t.to = Status::Processed;
+        t.open_due = None;
+        let gone = transition_update(&key, 5, &t, 70).unwrap();
+        assert!(gone.update.contains("#open_shard"), "{}", gone.update);
+        assert!(!gone.values.contains_key(":shard"));
     }
 }

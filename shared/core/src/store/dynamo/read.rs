@@ -6,9 +6,22 @@ use super::body::{decode_item, S3Bodies};
 use super::{classify, DynamoTable};
 use crate::domain::MessageKey;
 use crate::store::attr::get_s;
-use crate::store::schema::{message_key_attrs, message_pk, BODY, BODY_REF};
+use crate::store::schema::{
+    message_key_attrs, message_pk, BODY, BODY_REF, FAILED_SHARD_PREFIX, OPEN_DUE, OPEN_SHARD,
+};
 use crate::store::{Item, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
+
+/// Takes a failed message's `FAILED#…` entry time out of `item`, so that the message read back
+/// has an `open_due` only while it is due in its `OPEN#` shard (what [`StoredMessage::open_due`]
+/// means, as the transition and the in-memory store have it).
+///
+/// [`StoredMessage::open_due`]: crate::message::StoredMessage::open_due
+pub(super) fn due_only(item: &mut Item) {
+    if get_s(item, OPEN_SHARD).is_some_and(|s| s.starts_with(FAILED_SHARD_PREFIX)) {
+        item.remove(OPEN_DUE);
+    }
+}
 
 impl DynamoTable {
     /// A message's item as stored (strongly consistent).
@@ -22,7 +35,10 @@ impl DynamoTable {
             .send()
             .await
             .map_err(classify)?;
-        Ok(out.item)
+        Ok(out.item.map(|mut item| {
+            due_only(&mut item);
+            item
+        }))
     }
 
     /// The raw body of a message's item, taken out of it: decompressed, or fetched from S3. A

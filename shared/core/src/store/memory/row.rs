@@ -16,8 +16,10 @@ pub(super) struct Row {
     new: NewMessage,
     /// The message as stored, once something read it to change it (`None`: still as inserted).
     stored: Option<StoredMessage>,
-    /// `Some(due)` while in the open index.
+    /// `Some(due)` while in the open index (its `OPEN#` shard).
     pub(super) open_due: Option<i64>,
+    /// `Some((partition, failed at))` while failed: its entry among the `FAILED#` partitions.
+    pub(super) failed: Option<(String, i64)>,
 }
 
 impl Row {
@@ -27,6 +29,7 @@ impl Row {
             new: msg.clone(),
             stored: None,
             open_due: Some(msg.received_at_ms + PENDING_GRACE_MS),
+            failed: None,
         }
     }
 
@@ -44,6 +47,15 @@ impl Row {
         self.stored.get_or_insert_with(|| stored(new))
     }
 
+    /// `t` applied: the message, and its open-index entry moved (`OPEN#…`, `FAILED#…` or none).
+    pub(super) fn apply(&mut self, key: &crate::domain::MessageKey, t: &super::super::Transition) {
+        t.apply_to(self.message_mut());
+        self.open_due = t.open_due;
+        self.failed = t
+            .index_entry(key)
+            .filter(|(shard, _)| shard.starts_with(super::super::schema::FAILED_SHARD_PREFIX));
+    }
+
     pub(super) fn body(&self) -> &[u8] {
         self.stored.as_ref().map_or(&self.new.body, |m| &m.body)
     }
@@ -54,6 +66,15 @@ impl Row {
 
     pub(super) fn version(&self) -> u64 {
         self.stored.as_ref().map_or(0, |m| m.version)
+    }
+}
+
+impl super::MemoryStore {
+    /// A message's `FAILED#…` entry (partition, time failed), if any (test assertions).
+    pub fn failed_entry(&self, key: &crate::domain::MessageKey) -> Option<(String, i64)> {
+        super::lock(&self.rows)
+            .get(key)
+            .and_then(|r| r.failed.clone())
     }
 }
 
